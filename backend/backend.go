@@ -1,0 +1,410 @@
+package backend
+
+import (
+	"context"
+	"time"
+)
+
+// ID names a backend. It is persisted in bindings, so a backend keeps its ID
+// forever ("git", "memory").
+type ID string
+
+// WorkspaceID names a workspace stably: it survives moves of the repository.
+type WorkspaceID string
+
+// HeadID names a head stably and is never reused (a UUID).
+type HeadID string
+
+// CheckpointID is a checkpoint's full lowercase hexadecimal commit hash.
+type CheckpointID string
+
+// Rev is a revision: a branch, a tag, a commit hash or a CheckpointID.
+type Rev string
+
+// Live, used only as the `to` argument of Head.Diff, means the head's
+// working tree as it is now. Everywhere else an empty Rev is
+// InvalidArgument.
+const Live Rev = ""
+
+// Access is how sessions may hold a head.
+type Access string
+
+const (
+	// Isolated heads have at most one live holder across all processes; a
+	// second holder gets AlreadyBound.
+	Isolated Access = "isolated"
+	// Shared heads take many holders; their writes use compare-and-set.
+	Shared Access = "shared"
+)
+
+// Valid reports whether a is Isolated or Shared.
+func (a Access) Valid() bool { return a == Isolated || a == Shared }
+
+// HeadState is the life-cycle state of a head.
+type HeadState string
+
+const (
+	StateActive    HeadState = "active"    // can be opened and bound
+	StateArchived  HeadState = "archived"  // files kept, cannot be bound until unarchived
+	StateDestroyed HeadState = "destroyed" // files and registration gone, checkpoints kept
+)
+
+// Capabilities describe, as data, what a backend can do, so that a caller can
+// refuse a configuration before a session starts. A capability that is
+// absent is answered with Unimplemented, never silently ignored.
+type Capabilities struct {
+	Attach                bool // heads over existing checkouts (HeadSpec.Attach)
+	SharedCAS             bool // WriteFileIf compare-and-set on shared heads
+	HostRoot              bool // heads are directories on the host (HeadInfo.Root, HeadSpec.Dir)
+	CrossProcessIsolation bool // isolation holds across processes, not only within one
+	Persistent            bool // state survives the process
+	Symlinks              bool // FS.Symlink and symlinks in checkpoints
+	FileModes             bool // FS.Chmod and executable bits in checkpoints
+}
+
+// Backend is the driver interface a storage implementation satisfies. Users
+// do not call it directly: they hold *workspace.Workspace and
+// *workspace.Head, which validate arguments, serialize calls per head and
+// wrap errors before reaching the backend.
+//
+// Every method that can block takes a context first and returns promptly
+// once it is cancelled, with an error for which errors.Is(err,
+// context.Canceled) (or context.DeadlineExceeded) holds and CodeOf is
+// Canceled. Every error is, or wraps, an *Error whose code is the one the
+// method's contract names.
+//
+// Options pointers passed by the workspace layer are never nil.
+type Backend interface {
+	// ID returns the backend's persistent ID; it never changes.
+	ID() ID
+
+	// Capabilities returns what the backend can do; the value never changes.
+	Capabilities() Capabilities
+
+	// OpenWorkspace opens the workspace named by locator (for the Git
+	// backend, any path inside a repository). A locator that names nothing
+	// is NotFound.
+	OpenWorkspace(ctx context.Context, locator string, opts *OpenOptions) (Workspace, error)
+
+	// Reopen opens exactly the head a binding names, strictly: every check
+	// that fails is a typed error (BindingCorrupt for a payload it cannot
+	// read, NotFound with Reason missing, IdentityMismatch with Reason
+	// workspace-id or head-id, Destroyed, Archived unless
+	// opts.AllowArchived, AlreadyBound for an isolated head held elsewhere),
+	// and it never returns a different or an empty head. The returned head's
+	// Binding() is Equal to b. The returned workspace is the head's own and
+	// is closed by the caller after the head. Reopen never walks the head's
+	// files: its cost does not grow with their number.
+	Reopen(ctx context.Context, b Binding, opts *ReopenOptions) (Workspace, Head, error)
+
+	// As sets target to a backend-specific value and reports whether it
+	// could; it lets callers reach features outside this interface.
+	As(target any) bool
+
+	// Close releases the backend. A second Close returns an error, and no
+	// other method may be called after Close.
+	Close() error
+}
+
+// Workspace is one lineage of heads: for the Git backend, one repository.
+type Workspace interface {
+	// Info returns the workspace's identity; it never changes.
+	Info() WorkspaceInfo
+
+	// CreateHead creates a head as spec says (the spec is validated by the
+	// caller: a valid name, a valid access, Attach exclusive with Isolated
+	// and From). A name already used by a live or archived head is
+	// AlreadyExists; an explicit Branch that exists is AlreadyExists; a From
+	// that does not resolve is NotFound; a capability the backend lacks
+	// (Attach, Dir) is Unimplemented. A failed create leaves nothing behind:
+	// no branch, no directory, no registration. An isolated head is returned
+	// holding its isolation lock.
+	CreateHead(ctx context.Context, spec *HeadSpec) (Head, error)
+
+	// OpenHead opens the live head with that name, taking its isolation lock
+	// if it is isolated (AlreadyBound if held). An unknown or destroyed name
+	// is NotFound; an archived head is Archived unless opts.AllowArchived,
+	// which unarchives it.
+	OpenHead(ctx context.Context, name string, opts *ReopenOptions) (Head, error)
+
+	// Heads lists the live and archived heads, ordered by name.
+	Heads(ctx context.Context) ([]HeadInfo, error)
+
+	// SetArchived archives or unarchives the head with that ID, whether or
+	// not anyone holds it. A destroyed head is Destroyed; an unknown ID is
+	// NotFound.
+	SetArchived(ctx context.Context, id HeadID, archived bool) error
+
+	// Materialize writes the tree of revision at into dir, which must be
+	// empty or absent and must not lie inside a head: the files are
+	// byte-identical to the checkpoint, modes and symlinks included. A
+	// non-empty dir is FailedPrecondition and is left untouched; a revision
+	// that does not resolve is NotFound.
+	Materialize(ctx context.Context, at Rev, dir string) error
+
+	// Close releases the workspace. It does not close the Backend, and heads
+	// opened from the workspace stay usable until they are closed.
+	Close() error
+}
+
+// Head is one mutable view of a workspace. Its mutating methods are never
+// called concurrently on one Head value (the workspace layer serializes
+// them); Info, Binding and FS may be called at any time.
+type Head interface {
+	// Info describes the head now.
+	Info() HeadInfo
+
+	// Binding returns the binding that reopens exactly this head. It is
+	// constant for the head's life.
+	Binding() Binding
+
+	// FS returns the head's file system: its working tree.
+	FS() FS
+
+	// Checkpoint commits the head's whole state: tracked files and untracked
+	// files that are not ignored, with modes and symlinks, plus ignored
+	// files that opts.Include names. The commit's parent is the head's
+	// current commit. For a head grove created, with no merge-like operation
+	// in progress, the branch advances to the commit; for an attached head,
+	// or with an operation in progress, branch and index are left alone.
+	// Every checkpoint is also kept reachable by a private ref. When nothing
+	// changed, no commit is made and the current checkpoint is returned with
+	// New false (on a fresh head: its base commit). New untracked files
+	// larger than opts.MaxNewFileSize (0: 10 MiB; negative: no cap), empty
+	// directories and irregular files are not captured and are listed in
+	// Skipped.
+	Checkpoint(ctx context.Context, opts *CheckpointOptions) (CheckpointResult, error)
+
+	// Restore makes the head's tracked content equal to revision to, removes
+	// untracked files that are not ignored and not in to, and never touches
+	// ignored files; where to tracks a path that is an ignored file in the
+	// head now (with other content), it fails with Conflict and changes
+	// nothing. For a head grove created the branch is reset to to; for an
+	// attached head only the working tree changes. The caller (the workspace
+	// layer) takes the safety checkpoint first; Restore itself never
+	// checkpoints. A revision that does not resolve is NotFound and changes
+	// nothing. Running the same Restore again converges on to.
+	Restore(ctx context.Context, to Rev, opts *RestoreOptions) (RestoreResult, error)
+
+	// Log lists the head's checkpoints, newest first, from its private refs
+	// (not from the branch's history): a restore to an older checkpoint
+	// leaves the newer ones listed.
+	Log(ctx context.Context, opts *LogOptions) ([]Checkpoint, error)
+
+	// Commits lists the commits of the head's branch that are not reachable
+	// from since, newest first: the drift a resumed session reports.
+	Commits(ctx context.Context, since Rev) ([]CheckpointID, error)
+
+	// Status reports what a checkpoint now would capture, without taking any
+	// lock that would block a concurrent git process.
+	Status(ctx context.Context) (Status, error)
+
+	// Diff compares two revisions, or a revision and the working tree when
+	// to is Live. A revision that does not resolve is NotFound.
+	Diff(ctx context.Context, from, to Rev) (Diff, error)
+
+	// SetArchived archives or unarchives the head. The holder keeps working
+	// while the head is archived; only new binds are refused.
+	SetArchived(ctx context.Context, archived bool) error
+
+	// Destroy removes the head's directory and registration, keeps its
+	// branch and every checkpoint, leaves a tombstone so that its binding
+	// reopens as Destroyed, and closes the head. The caller (the workspace
+	// layer) takes the final checkpoint first unless opts.Discard; Destroy
+	// itself never checkpoints and returns a zero Final. Destroying an
+	// attached head only forgets it: files, branch and index stay.
+	Destroy(ctx context.Context, opts *DestroyOptions) (DestroyResult, error)
+
+	// Close releases the head and its isolation lock. It never deletes
+	// anything. A second Close returns an error.
+	Close() error
+}
+
+// OpenOptions configure OpenWorkspace.
+type OpenOptions struct {
+	// HeadsDir is the directory under which new heads' directories are made
+	// when HeadSpec.Dir is empty. Empty means the backend's default. A
+	// backend without HostRoot answers a non-empty HeadsDir with
+	// Unimplemented.
+	HeadsDir string
+}
+
+// ReopenOptions configure Reopen and OpenHead.
+type ReopenOptions struct {
+	// AllowArchived unarchives an archived head instead of failing with
+	// Archived.
+	AllowArchived bool
+}
+
+// WorkspaceInfo identifies a workspace.
+type WorkspaceInfo struct {
+	ID      WorkspaceID // stable across moves
+	Backend ID          // the backend that opened it
+	Locator string      // as resolved by the backend (for Git: the common git dir)
+}
+
+// HeadSpec says what head CreateHead makes.
+type HeadSpec struct {
+	Name   string // unique among live and archived heads; a path element and a ref component
+	Access Access // Isolated (the default) or Shared; Attach forces Shared
+	From   Rev    // base revision or checkpoint; empty means the workspace's current HEAD
+	Branch string // the head's branch; empty means grove/<name> or the next free grove/<name>-N
+	Dir    string // the head's directory; empty means under OpenOptions.HeadsDir
+	Attach string // an existing checkout to attach to, instead of creating one
+}
+
+// HeadInfo describes a head.
+type HeadInfo struct {
+	ID       HeadID
+	Name     string
+	Access   Access
+	Attached bool         // over an existing checkout the user owns
+	Branch   string       // the branch's short name, such as "grove/agent-1"
+	Root     string       // the head's directory on the host, "" if it has none
+	Base     CheckpointID // the commit the head was created from
+	State    HeadState
+}
+
+// Signature names the author of a checkpoint.
+type Signature struct {
+	Name  string
+	Email string
+}
+
+// DefaultAuthor is the author of checkpoints whose options name none, so
+// that checkpoints work on a machine with no user.name configured.
+var DefaultAuthor = Signature{Name: "grove", Email: "grove@localhost"}
+
+// DefaultMaxNewFileSize is the size cap of new untracked files when
+// CheckpointOptions.MaxNewFileSize is zero.
+const DefaultMaxNewFileSize = 10 << 20
+
+// CheckpointOptions configure Checkpoint. The zero value takes the defaults.
+type CheckpointOptions struct {
+	Message        string    // empty: "grove checkpoint"
+	Author         Signature // zero: DefaultAuthor
+	MaxNewFileSize int64     // 0: DefaultMaxNewFileSize; negative: no cap
+	Include        []string  // ignored files or directories to capture anyway (slash paths)
+}
+
+// Checkpoint is one commit of a head's state, as Log returns it.
+type Checkpoint struct {
+	ID      CheckpointID
+	Parent  CheckpointID // "" for a root commit
+	Message string
+	Author  Signature
+	Time    time.Time
+}
+
+// SkipReason says why a path was not captured.
+type SkipReason string
+
+const (
+	SkipTooLarge       SkipReason = "too-large"       // a new untracked file over the size cap
+	SkipEmptyDirectory SkipReason = "empty-directory" // git cannot hold an empty directory
+	SkipIrregular      SkipReason = "irregular"       // a FIFO, socket or device
+)
+
+// Skipped is a path a checkpoint did not capture.
+type Skipped struct {
+	Path   string
+	Reason SkipReason
+	Size   int64 // for SkipTooLarge: the file's size
+}
+
+// CheckpointResult is what one Checkpoint call returns.
+type CheckpointResult struct {
+	Checkpoint
+	New     bool      // false when nothing changed and Checkpoint is the current one
+	Skipped []Skipped // sorted by path
+}
+
+// RestoreOptions configure Restore.
+type RestoreOptions struct {
+	// Discard throws the head's uncommitted changes away instead of taking
+	// a safety checkpoint of them first.
+	Discard bool
+	// Checkpoint configures the safety checkpoint (message, author, cap).
+	Checkpoint CheckpointOptions
+}
+
+// RestoreResult is what Restore returns.
+type RestoreResult struct {
+	// Safety is the checkpoint taken of the dirty head before restoring, or
+	// nil when the head was clean or the caller discarded.
+	Safety *CheckpointResult
+	// Commit is the commit the head's tree now equals.
+	Commit CheckpointID
+}
+
+// DestroyOptions configure Destroy.
+type DestroyOptions struct {
+	// Discard throws uncommitted changes away instead of taking a final
+	// checkpoint of them.
+	Discard bool
+}
+
+// DestroyResult is what Destroy returns.
+type DestroyResult struct {
+	// Final is the checkpoint taken of the dirty head before destroying it,
+	// or nil when it was clean or the caller discarded.
+	Final *CheckpointResult
+}
+
+// LogOptions configure Log.
+type LogOptions struct {
+	Limit int // at most this many checkpoints; 0 means all
+}
+
+// ChangeKind says how a path differs from the head's current commit.
+type ChangeKind string
+
+const (
+	ChangeAdded     ChangeKind = "added"     // staged in the index, not in the commit
+	ChangeModified  ChangeKind = "modified"  // content or mode differs from the commit
+	ChangeDeleted   ChangeKind = "deleted"   // in the commit, gone from the tree
+	ChangeUntracked ChangeKind = "untracked" // new, not ignored, not staged
+)
+
+// Change is one changed path.
+type Change struct {
+	Path string
+	Kind ChangeKind
+}
+
+// Operation is a merge-like git operation in progress in a head.
+type Operation string
+
+const (
+	OpNone         Operation = ""
+	OpMerge        Operation = "merge"
+	OpRebase       Operation = "rebase"
+	OpCherryPick   Operation = "cherry-pick"
+	OpRevert       Operation = "revert"
+	OpBisect       Operation = "bisect"
+	OpApplyMailbox Operation = "am"
+)
+
+// Status is a head's state now.
+type Status struct {
+	Dirty          bool         // a checkpoint now would make a commit
+	Changes        []Change     // sorted by path
+	Conflicts      []string     // unmerged paths, sorted
+	Commit         CheckpointID // the head's current commit
+	LastCheckpoint CheckpointID // the newest checkpoint in Log, "" if none
+	InProgress     Operation    // a merge-like operation in progress, if any
+	Archived       bool
+}
+
+// FileStat is one file's line counts in a Diff.
+type FileStat struct {
+	Path    string
+	Added   int
+	Deleted int
+}
+
+// Diff is the difference between two trees.
+type Diff struct {
+	Patch string     // a unified patch, as git diff prints it
+	Files []FileStat // sorted by path
+}

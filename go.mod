@@ -1,0 +1,3 @@
+module github.com/groveworks/grove
+
+go 1.26

@@ -1,0 +1,100 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/groveworks/grove/backend"
+)
+
+const opPrefix = "workspace: "
+
+// wrap wraps a backend's error once with the operation and the head's name.
+// The result's Code is the cause's, and Path, Reason and Current are carried
+// up so that errors.As on the result sees them.
+func wrap(op, head string, err error) error {
+	if err == nil {
+		return nil
+	}
+	e := &backend.Error{Code: backend.CodeOf(err), Op: opPrefix + op, Head: head, Err: err}
+	var inner *backend.Error
+	if errors.As(err, &inner) {
+		e.Path, e.Reason, e.Current = inner.Path, inner.Reason, inner.Current
+	}
+	return e
+}
+
+// fail makes an error of the workspace layer's own, not caused by a backend.
+func fail(code backend.Code, op, head, format string, args ...any) error {
+	return &backend.Error{Code: code, Op: opPrefix + op, Head: head, Err: fmt.Errorf(format, args...)}
+}
+
+// ctxErr returns the Canceled error of an ended context, or nil.
+func ctxErr(ctx context.Context, op, head string) error {
+	if ctx == nil {
+		return fail(backend.InvalidArgument, op, head, "nil context")
+	}
+	if err := ctx.Err(); err != nil {
+		return &backend.Error{Code: backend.Canceled, Op: opPrefix + op, Head: head, Err: err}
+	}
+	return nil
+}
+
+// validName reports whether name can name a head: 1 to 100 characters of
+// letters, digits, '.', '_' and '-', starting with a letter or digit, with
+// no "..", and not ending in "." or ".lock" — so it is both a path element
+// and a ref component.
+func validName(name string) error {
+	if name == "" {
+		return errors.New("empty head name")
+	}
+	if len(name) > 100 {
+		return fmt.Errorf("head name of %d bytes is over 100", len(name))
+	}
+	for i, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if i > 0 {
+			ok = ok || r == '.' || r == '_' || r == '-'
+		}
+		if !ok {
+			return fmt.Errorf("head name %q: letters, digits, '.', '_' and '-' only, starting with a letter or digit", name)
+		}
+	}
+	if strings.Contains(name, "..") || strings.HasSuffix(name, ".") || strings.HasSuffix(name, ".lock") {
+		return fmt.Errorf("head name %q cannot contain \"..\" or end in \".\" or \".lock\"", name)
+	}
+	return nil
+}
+
+// validBranch applies git's rules for ref names (git check-ref-format) to a
+// branch's short name.
+func validBranch(name string) error {
+	bad := func(why string) error { return fmt.Errorf("branch name %q: %s", name, why) }
+	if name == "" || name == "@" {
+		return bad("empty or \"@\"")
+	}
+	if strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") || strings.Contains(name, "//") {
+		return bad("empty path component")
+	}
+	if strings.Contains(name, "..") || strings.Contains(name, "@{") || strings.HasSuffix(name, ".") {
+		return bad("contains \"..\" or \"@{\", or ends in \".\"")
+	}
+	if strings.HasPrefix(name, "-") {
+		return bad("starts with '-'")
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
+			return bad("contains a control character, a space or one of ~^:?*[\\")
+		}
+	}
+	for c := range strings.SplitSeq(name, "/") {
+		if strings.HasPrefix(c, ".") || strings.HasSuffix(c, ".lock") {
+			return bad("a component starts with '.' or ends in \".lock\"")
+		}
+	}
+	return nil
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -1,0 +1,364 @@
+package workspace
+
+import (
+	"context"
+	"sync"
+
+	"github.com/groveworks/grove/backend"
+)
+
+// Head is one open head. Its methods are safe for concurrent use: calls on
+// one head are serialized process-wide (by backend, workspace and head ID),
+// and a call waiting for another gives up when its context ends.
+type Head struct {
+	w      *Workspace
+	h      backend.Head
+	ownsWS bool // the head came from Reopen and closes its workspace
+	name   string
+	key    headKey
+	fs     *headFS
+
+	mu     sync.Mutex
+	closed bool
+}
+
+func newHead(w *Workspace, h backend.Head, ownsWS bool) *Head {
+	info := h.Info()
+	hd := &Head{
+		w:      w,
+		h:      h,
+		ownsWS: ownsWS,
+		name:   info.Name,
+		key:    headKey{backend: w.b.ID(), workspace: w.ws.Info().ID, head: info.ID},
+	}
+	hd.fs = &headFS{h: hd, fs: h.FS()}
+	return hd
+}
+
+// begin checks that the head is open and ctx live, then takes the head's
+// lock. The returned function releases it.
+func (h *Head) begin(ctx context.Context, op string) (func(), error) {
+	if err := ctxErr(ctx, op, h.name); err != nil {
+		return nil, err
+	}
+	if err := h.checkOpen(op); err != nil {
+		return nil, err
+	}
+	unlock, err := lockHead(ctx, h.key)
+	if err != nil {
+		return nil, &backend.Error{Code: backend.Canceled, Op: opPrefix + op, Head: h.name, Err: err}
+	}
+	// Close or Destroy may have run while we waited.
+	if err := h.checkOpen(op); err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
+}
+
+func (h *Head) checkOpen(op string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return fail(backend.FailedPrecondition, op, h.name, "head is closed")
+	}
+	return nil
+}
+
+// Info describes the head: ID, name, access, branch, root directory, base
+// commit and state. It works after Close.
+func (h *Head) Info() HeadInfo { return h.h.Info() }
+
+// Binding returns the binding that reopens exactly this head, to be
+// persisted before a session uses the head. It is constant for the head's
+// life and works after Close.
+func (h *Head) Binding() Binding { return h.h.Binding() }
+
+// Workspace returns the workspace the head belongs to.
+func (h *Head) Workspace() *Workspace { return h.w }
+
+// FS returns the head's working tree. After Close every call on it fails
+// with FailedPrecondition.
+func (h *Head) FS() FS { return h.fs }
+
+// Checkpoint commits the head's whole state — tracked files and untracked
+// files that are not ignored, with modes and symlinks — as
+// backend.Head.Checkpoint describes. opts may be nil; an empty Message is
+// "grove checkpoint" and a zero Author is backend.DefaultAuthor. Include
+// entries must be valid FS names.
+func (h *Head) Checkpoint(ctx context.Context, opts *CheckpointOptions) (CheckpointResult, error) {
+	const op = "checkpoint"
+	o, err := h.checkpointOptions(op, opts, "grove checkpoint")
+	if err != nil {
+		return CheckpointResult{}, err
+	}
+	unlock, err := h.begin(ctx, op)
+	if err != nil {
+		return CheckpointResult{}, err
+	}
+	defer unlock()
+	res, err := h.h.Checkpoint(ctx, &o)
+	return res, wrap(op, h.name, err)
+}
+
+func (h *Head) checkpointOptions(op string, opts *CheckpointOptions, message string) (CheckpointOptions, error) {
+	var o CheckpointOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Message == "" {
+		o.Message = message
+	}
+	if o.Author == (Signature{}) {
+		o.Author = backend.DefaultAuthor
+	}
+	for _, p := range o.Include {
+		if err := backend.CheckPath(op, p); err != nil {
+			return o, wrap(op, h.name, err)
+		}
+	}
+	return o, nil
+}
+
+// Restore makes the head equal to revision to (a checkpoint, branch, tag or
+// commit), losing nothing: unless opts.Discard, a dirty head is first
+// checkpointed, and that safety checkpoint is returned in Safety. Then
+// tracked content equals to exactly, untracked files that are not ignored
+// and not in to are removed, ignored files are never touched, and for a
+// head grove created the branch is reset to to. Where to tracks a path that
+// is an ignored file in the head now, Restore fails with Conflict and
+// changes no file. A revision that does not resolve is NotFound and changes
+// no file (a safety checkpoint may already have been taken). opts may be
+// nil.
+func (h *Head) Restore(ctx context.Context, to Rev, opts *RestoreOptions) (RestoreResult, error) {
+	const op = "restore"
+	if to == "" {
+		return RestoreResult{}, fail(backend.InvalidArgument, op, h.name, "empty revision")
+	}
+	var o RestoreOptions
+	if opts != nil {
+		o = *opts
+	}
+	cpo, err := h.checkpointOptions(op, &o.Checkpoint, "grove: safety checkpoint before restore to "+string(to))
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	o.Checkpoint = cpo
+	unlock, err := h.begin(ctx, op)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	defer unlock()
+	var safety *CheckpointResult
+	if !o.Discard {
+		cp, err := h.h.Checkpoint(ctx, &cpo)
+		if err != nil {
+			return RestoreResult{}, wrap(op, h.name, err)
+		}
+		if cp.New {
+			safety = &cp
+		}
+	}
+	res, err := h.h.Restore(ctx, to, &o)
+	res.Safety = safety
+	return res, wrap(op, h.name, err)
+}
+
+// ForkOptions configure Fork.
+type ForkOptions struct {
+	// From forks from this checkpoint (or any revision) without taking a
+	// checkpoint of the source. Empty forks from the source's state now,
+	// uncommitted work included, by checkpointing it first.
+	From Rev
+	// Checkpoint configures the checkpoint of the source when From is empty.
+	Checkpoint CheckpointOptions
+}
+
+// Fork creates a new isolated head called name from this head: by default
+// from a checkpoint of its state now, uncommitted work included; with
+// opts.From, from that checkpoint. The new head is returned holding its
+// isolation lock. The head's workspace must be open. opts may be nil.
+func (h *Head) Fork(ctx context.Context, name string, opts *ForkOptions) (*Head, error) {
+	const op = "fork"
+	var o ForkOptions
+	if opts != nil {
+		o = *opts
+	}
+	if err := validName(name); err != nil {
+		return nil, fail(backend.InvalidArgument, op, h.name, "%v", err)
+	}
+	if err := h.w.check(ctx, op); err != nil {
+		return nil, err
+	}
+	from := o.From
+	if from == "" {
+		cpo, err := h.checkpointOptions(op, &o.Checkpoint, "grove: checkpoint before fork to "+name)
+		if err != nil {
+			return nil, err
+		}
+		unlock, err := h.begin(ctx, op)
+		if err != nil {
+			return nil, err
+		}
+		cp, err := h.h.Checkpoint(ctx, &cpo)
+		unlock()
+		if err != nil {
+			return nil, wrap(op, h.name, err)
+		}
+		from = Rev(cp.ID)
+	} else if err := h.checkOpen(op); err != nil {
+		return nil, err
+	}
+	nh, err := h.w.ws.CreateHead(ctx, &HeadSpec{Name: name, Access: Isolated, From: from})
+	if err != nil {
+		return nil, wrap(op, h.name, err)
+	}
+	return newHead(h.w, nh, false), nil
+}
+
+// Log lists the head's checkpoints, newest first, including checkpoints
+// newer than the one the head was restored to. opts may be nil.
+func (h *Head) Log(ctx context.Context, opts *LogOptions) ([]Checkpoint, error) {
+	const op = "log"
+	var o LogOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Limit < 0 {
+		return nil, fail(backend.InvalidArgument, op, h.name, "negative limit %d", o.Limit)
+	}
+	unlock, err := h.begin(ctx, op)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	cps, err := h.h.Log(ctx, &o)
+	return cps, wrap(op, h.name, err)
+}
+
+// Commits lists the commits on the head's branch that are not reachable
+// from since, newest first: what the head gained behind grove's back.
+func (h *Head) Commits(ctx context.Context, since Rev) ([]CheckpointID, error) {
+	const op = "commits"
+	if since == "" {
+		return nil, fail(backend.InvalidArgument, op, h.name, "empty revision")
+	}
+	unlock, err := h.begin(ctx, op)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	ids, err := h.h.Commits(ctx, since)
+	return ids, wrap(op, h.name, err)
+}
+
+// Status reports whether the head is dirty, what changed, conflicts, the
+// current commit, the last checkpoint, an operation in progress, and
+// whether it is archived.
+func (h *Head) Status(ctx context.Context) (Status, error) {
+	const op = "status"
+	unlock, err := h.begin(ctx, op)
+	if err != nil {
+		return Status{}, err
+	}
+	defer unlock()
+	st, err := h.h.Status(ctx)
+	return st, wrap(op, h.name, err)
+}
+
+// Diff compares revision from with revision to, or with the working tree
+// when to is Live.
+func (h *Head) Diff(ctx context.Context, from, to Rev) (Diff, error) {
+	const op = "diff"
+	if from == "" {
+		return Diff{}, fail(backend.InvalidArgument, op, h.name, "empty revision")
+	}
+	unlock, err := h.begin(ctx, op)
+	if err != nil {
+		return Diff{}, err
+	}
+	defer unlock()
+	d, err := h.h.Diff(ctx, from, to)
+	return d, wrap(op, h.name, err)
+}
+
+// Archive archives the head: its files stay, new binds are refused with
+// Archived until it is unarchived, and this holder keeps working.
+func (h *Head) Archive(ctx context.Context) error { return h.setArchived(ctx, "archive", true) }
+
+// Unarchive makes an archived head bindable again.
+func (h *Head) Unarchive(ctx context.Context) error { return h.setArchived(ctx, "unarchive", false) }
+
+func (h *Head) setArchived(ctx context.Context, op string, archived bool) error {
+	unlock, err := h.begin(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return wrap(op, h.name, h.h.SetArchived(ctx, archived))
+}
+
+// Destroy removes the head's directory and registration and closes the
+// head. Unless opts.Discard, a dirty head is first checkpointed, and that
+// final checkpoint is returned. The branch and every checkpoint are kept,
+// the head's binding reopens as Destroyed, and its name can be used again.
+// Destroying an attached head only forgets it: the user's files, branch and
+// index stay exactly as they were. opts may be nil.
+func (h *Head) Destroy(ctx context.Context, opts *DestroyOptions) (DestroyResult, error) {
+	const op = "destroy"
+	var o DestroyOptions
+	if opts != nil {
+		o = *opts
+	}
+	unlock, err := h.begin(ctx, op)
+	if err != nil {
+		return DestroyResult{}, err
+	}
+	defer unlock()
+	var final *CheckpointResult
+	if !o.Discard {
+		cpo, _ := h.checkpointOptions(op, nil, "grove: final checkpoint before destroy")
+		cp, err := h.h.Checkpoint(ctx, &cpo)
+		if err != nil {
+			return DestroyResult{}, wrap(op, h.name, err)
+		}
+		if cp.New {
+			final = &cp
+		}
+	}
+	res, err := h.h.Destroy(ctx, &o)
+	if err != nil {
+		return DestroyResult{Final: final}, wrap(op, h.name, err)
+	}
+	res.Final = final
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	if h.ownsWS {
+		_ = h.w.Close()
+	}
+	return res, nil
+}
+
+// Close releases the head and its isolation lock, waiting for a call in
+// progress on it to finish. It never deletes anything. Later calls fail
+// with FailedPrecondition, and so does a second Close.
+func (h *Head) Close() error {
+	const op = "close"
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return fail(backend.FailedPrecondition, op, h.name, "head is already closed")
+	}
+	h.closed = true
+	h.mu.Unlock()
+	unlock, _ := lockHead(context.Background(), h.key)
+	defer unlock()
+	err := wrap(op, h.name, h.h.Close())
+	if h.ownsWS {
+		if werr := h.w.Close(); err == nil {
+			err = werr
+		}
+	}
+	return err
+}

@@ -1,0 +1,270 @@
+package workspace
+
+import (
+	"context"
+	"sync"
+
+	"github.com/groveworks/grove/backend"
+)
+
+// Workspace is an open workspace: a project's lineage of heads. It is safe
+// for concurrent use.
+type Workspace struct {
+	b  backend.Backend
+	ws backend.Workspace
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// Open opens the workspace that locator names in backend b (for the Git
+// backend: any path inside a repository). opts may be nil. A locator that
+// names nothing is NotFound.
+func Open(ctx context.Context, b backend.Backend, locator string, opts *OpenOptions) (*Workspace, error) {
+	const op = "open"
+	if err := ctxErr(ctx, op, ""); err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return nil, fail(backend.InvalidArgument, op, "", "nil backend")
+	}
+	if locator == "" {
+		return nil, fail(backend.InvalidArgument, op, "", "empty locator")
+	}
+	if opts == nil {
+		opts = &OpenOptions{}
+	}
+	ws, err := b.OpenWorkspace(ctx, locator, opts)
+	if err != nil {
+		return nil, wrap(op, "", err)
+	}
+	return &Workspace{b: b, ws: ws}, nil
+}
+
+// Info returns the workspace's identity. It works after Close.
+func (w *Workspace) Info() WorkspaceInfo { return w.ws.Info() }
+
+// Backend returns the backend the workspace was opened with.
+func (w *Workspace) Backend() backend.Backend { return w.b }
+
+// check fails once the workspace is closed or ctx has ended.
+func (w *Workspace) check(ctx context.Context, op string) error {
+	if err := ctxErr(ctx, op, ""); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return fail(backend.FailedPrecondition, op, "", "workspace is closed")
+	}
+	return nil
+}
+
+// Head starts describing a new head named name; Create makes it. By default
+// the head is isolated, starts from the workspace's current HEAD, and gets
+// the branch grove/<name>.
+func (w *Workspace) Head(name string) *HeadBuilder {
+	return &HeadBuilder{w: w, spec: HeadSpec{Name: name}}
+}
+
+// Attach creates a shared head over dir, an existing checkout of the
+// workspace that the user owns: checkpoints go to private refs only, a
+// restore writes files only, and destroying the head only forgets it.
+// Backends without Capabilities.Attach answer Unimplemented.
+func (w *Workspace) Attach(ctx context.Context, name, dir string) (*Head, error) {
+	return w.Head(name).Attach(dir).Create(ctx)
+}
+
+// OpenHead opens the existing head called name, taking its isolation lock if
+// it is isolated: a second holder gets AlreadyBound. An unknown or destroyed
+// name is NotFound; an archived head is Archived unless opts.AllowArchived,
+// which unarchives it. opts may be nil.
+func (w *Workspace) OpenHead(ctx context.Context, name string, opts *ReopenOptions) (*Head, error) {
+	const op = "open head"
+	if err := w.check(ctx, op); err != nil {
+		return nil, err
+	}
+	if err := validName(name); err != nil {
+		return nil, fail(backend.InvalidArgument, op, name, "%v", err)
+	}
+	if opts == nil {
+		opts = &ReopenOptions{}
+	}
+	h, err := w.ws.OpenHead(ctx, name, opts)
+	if err != nil {
+		return nil, wrap(op, name, err)
+	}
+	return newHead(w, h, false), nil
+}
+
+// Heads lists the workspace's live and archived heads, ordered by name.
+func (w *Workspace) Heads(ctx context.Context) ([]HeadInfo, error) {
+	const op = "heads"
+	if err := w.check(ctx, op); err != nil {
+		return nil, err
+	}
+	hs, err := w.ws.Heads(ctx)
+	return hs, wrap(op, "", err)
+}
+
+// SetArchived archives or unarchives the head with ID id. An archived head
+// keeps its files and cannot be opened or reopened until it is unarchived;
+// a holder that has it open keeps working.
+func (w *Workspace) SetArchived(ctx context.Context, id HeadID, archived bool) error {
+	const op = "set archived"
+	if err := w.check(ctx, op); err != nil {
+		return err
+	}
+	if id == "" {
+		return fail(backend.InvalidArgument, op, "", "empty head ID")
+	}
+	return wrap(op, string(id), w.ws.SetArchived(ctx, id, archived))
+}
+
+// Materialize writes the tree of revision at into dir, which must be empty
+// or absent and not inside a head. The files are byte-identical to the
+// checkpoint, modes and symlinks included. A non-empty dir is
+// FailedPrecondition and is left untouched.
+func (w *Workspace) Materialize(ctx context.Context, at Rev, dir string) error {
+	const op = "materialize"
+	if err := w.check(ctx, op); err != nil {
+		return err
+	}
+	if at == "" {
+		return fail(backend.InvalidArgument, op, "", "empty revision")
+	}
+	if dir == "" {
+		return fail(backend.InvalidArgument, op, "", "empty directory")
+	}
+	return wrap(op, "", w.ws.Materialize(ctx, at, dir))
+}
+
+// Close closes the workspace; later calls fail with FailedPrecondition, and
+// so does a second Close. Heads opened from it stay usable until they are
+// closed, except Fork, which needs the workspace. Close never deletes
+// anything and does not close the backend.
+func (w *Workspace) Close() error {
+	const op = "close"
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return fail(backend.FailedPrecondition, op, "", "workspace is already closed")
+	}
+	w.closed = true
+	w.mu.Unlock()
+	return wrap(op, "", w.ws.Close())
+}
+
+// HeadBuilder describes a head to create. Its methods return the builder so
+// that calls chain: ws.Head("agent-1").From("v1.2").Create(ctx).
+type HeadBuilder struct {
+	w        *Workspace
+	spec     HeadSpec
+	isolated bool // Isolated was asked for explicitly
+}
+
+// From starts the head from rev, a branch, tag, commit or checkpoint.
+func (b *HeadBuilder) From(rev Rev) *HeadBuilder { b.spec.From = rev; return b }
+
+// Shared makes the head shared: many holders, compare-and-set writes.
+func (b *HeadBuilder) Shared() *HeadBuilder { b.spec.Access = Shared; b.isolated = false; return b }
+
+// Isolated makes the head isolated (the default): one holder at a time.
+func (b *HeadBuilder) Isolated() *HeadBuilder {
+	b.spec.Access = Isolated
+	b.isolated = true
+	return b
+}
+
+// Branch names the head's branch instead of grove/<name>.
+func (b *HeadBuilder) Branch(name string) *HeadBuilder { b.spec.Branch = name; return b }
+
+// Dir places the head's directory at dir instead of under the workspace's
+// heads directory.
+func (b *HeadBuilder) Dir(dir string) *HeadBuilder { b.spec.Dir = dir; return b }
+
+// Attach makes the head an attached head over dir, an existing checkout.
+// Attached heads are always shared; Attach together with Isolated or From
+// is InvalidArgument.
+func (b *HeadBuilder) Attach(dir string) *HeadBuilder { b.spec.Attach = dir; return b }
+
+// Spec returns the HeadSpec the builder describes so far.
+func (b *HeadBuilder) Spec() HeadSpec { return b.spec }
+
+// Create creates the head. A duplicate name or branch is AlreadyExists, a
+// From that does not resolve is NotFound, a malformed name or branch is
+// InvalidArgument, and a failed create leaves nothing behind. An isolated
+// head is returned holding its isolation lock.
+func (b *HeadBuilder) Create(ctx context.Context) (*Head, error) {
+	const op = "create head"
+	spec := b.spec
+	if err := b.w.check(ctx, op); err != nil {
+		return nil, err
+	}
+	if err := validName(spec.Name); err != nil {
+		return nil, fail(backend.InvalidArgument, op, spec.Name, "%v", err)
+	}
+	if spec.Branch != "" {
+		if err := validBranch(spec.Branch); err != nil {
+			return nil, fail(backend.InvalidArgument, op, spec.Name, "%v", err)
+		}
+	}
+	if spec.Attach != "" {
+		if b.isolated {
+			return nil, fail(backend.InvalidArgument, op, spec.Name, "an attached head is always shared, not isolated")
+		}
+		if spec.From != "" {
+			return nil, fail(backend.InvalidArgument, op, spec.Name, "an attached head has no From revision")
+		}
+		if spec.Branch != "" || spec.Dir != "" {
+			return nil, fail(backend.InvalidArgument, op, spec.Name, "an attached head keeps its checkout's branch and directory")
+		}
+		spec.Access = Shared
+	}
+	if spec.Access == "" {
+		spec.Access = Isolated
+	}
+	h, err := b.w.ws.CreateHead(ctx, &spec)
+	if err != nil {
+		return nil, wrap(op, spec.Name, err)
+	}
+	return newHead(b.w, h, false), nil
+}
+
+// Reopen opens exactly the head that binding names, for a caller that holds
+// only the binding (a harness resuming after a restart). It fails with
+// BindingCorrupt for a malformed binding, IdentityMismatch (Reason backend)
+// when the binding belongs to another backend, and otherwise as
+// backend.Backend.Reopen says: it never returns a different or an empty
+// head. The head owns the workspace it was found in: Head.Workspace returns
+// it, and closing the head closes it. opts may be nil.
+func Reopen(ctx context.Context, b backend.Backend, binding Binding, opts *ReopenOptions) (*Head, error) {
+	const op = "reopen"
+	if err := ctxErr(ctx, op, string(binding.Head)); err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return nil, fail(backend.InvalidArgument, op, string(binding.Head), "nil backend")
+	}
+	if err := binding.Validate(); err != nil {
+		return nil, wrap(op, string(binding.Head), err)
+	}
+	if binding.Backend != b.ID() {
+		return nil, &backend.Error{Code: backend.IdentityMismatch, Op: opPrefix + op, Head: string(binding.Head),
+			Reason: backend.ReasonBackend, Err: errorf("binding is for backend %q, not %q", binding.Backend, b.ID())}
+	}
+	if opts == nil {
+		opts = &ReopenOptions{}
+	}
+	ws, h, err := b.Reopen(ctx, binding, opts)
+	if err != nil {
+		return nil, wrap(op, string(binding.Head), err)
+	}
+	if got := h.Binding(); !got.Equal(binding) {
+		_ = h.Close()
+		_ = ws.Close()
+		return nil, &backend.Error{Code: backend.IdentityMismatch, Op: opPrefix + op, Head: string(binding.Head),
+			Reason: backend.ReasonHeadID, Err: errorf("backend reopened a head whose binding differs")}
+	}
+	return newHead(&Workspace{b: b, ws: ws}, h, true), nil
+}
