@@ -1,0 +1,416 @@
+// Package backendtest is grove's public conformance suite for backends. A
+// backend passes it with one call:
+//
+//	func TestConformance(t *testing.T) {
+//		backendtest.RunConformanceTests(t, newHarness)
+//	}
+//
+// The suite drives the backend through the workspace package's concrete
+// types, as users will, so the shared logic and the driver are proven
+// together. Each case is a subtest whose name is a sentence stating the rule
+// it checks; a failure quotes the clause of the contract that was broken.
+// The suite uses only the standard testing package.
+//
+// Capabilities come from Backend.Capabilities: where a backend declares one
+// absent, the suite asserts that using it answers Unimplemented instead of
+// skipping the case.
+package backendtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/workspace"
+)
+
+// Harness prepares and disturbs a backend's state for the suite. A new
+// Harness is made for every case.
+type Harness interface {
+	// MakeBackend returns a backend over the harness's state. Every call
+	// returns a new Backend value over the same state, so that a binding
+	// taken through one reopens through another, as after a restart.
+	MakeBackend(ctx context.Context) (backend.Backend, error)
+
+	// MakeWorkspace creates a workspace whose revision Fixture.Base holds
+	// exactly the files of files: regular files with their executable bit,
+	// and symlinks (reported through fs.ReadLinkFS).
+	MakeWorkspace(ctx context.Context, files fs.FS) (Fixture, error)
+
+	// DeleteHeadFiles deletes the head's files behind grove's back, as a
+	// user's rm -rf of its directory would.
+	DeleteHeadFiles(ctx context.Context, b backend.Binding) error
+
+	// MoveBranch points the head's branch at commit behind grove's back, as
+	// a user's git command would; an empty commit deletes the branch.
+	MoveBranch(ctx context.Context, b backend.Binding, commit backend.CheckpointID) error
+
+	// CorruptBinding returns b with its payload damaged in a way its
+	// backend must answer with BindingCorrupt.
+	CorruptBinding(b backend.Binding) backend.Binding
+
+	// BlockNextCall makes the driver's own next call of method op (such as
+	// "Checkpoint") park until the call's context ends, and then fail with
+	// the context's error. The returned channel is closed once the call is
+	// parked.
+	BlockNextCall(op string) <-chan struct{}
+
+	// Close releases the harness's state.
+	Close() error
+}
+
+// Fixture is a workspace MakeWorkspace prepared.
+type Fixture struct {
+	// Locator opens the workspace.
+	Locator string
+	// Base is a revision (such as a branch name) holding the files given.
+	Base backend.Rev
+	// Checkout is a directory with an existing checkout of the workspace
+	// that an attached head can be made over; empty for backends without
+	// Capabilities.Attach.
+	Checkout string
+}
+
+// HarnessMaker makes a fresh Harness for one case.
+type HarnessMaker func(ctx context.Context, t *testing.T) (Harness, error)
+
+type testCase struct {
+	name   string // a sentence: the rule the case checks
+	clause string // the contract text a failure quotes
+	run    func(e *env)
+}
+
+var cases []testCase
+
+func register(cs ...testCase) { cases = append(cases, cs...) }
+
+// RunConformanceTests runs every case of the suite against the backend the
+// harnesses make, each as a subtest of t.
+func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := setup(t, newHarness, c.clause)
+			c.run(e)
+		})
+	}
+}
+
+// env is one case's world: a harness, a backend, an open workspace.
+type env struct {
+	t      *testing.T
+	ctx    context.Context
+	h      Harness
+	b      backend.Backend
+	caps   backend.Capabilities
+	fx     Fixture
+	ws     *workspace.Workspace
+	base   backend.CheckpointID // the commit fx.Base resolves to
+	clause string
+	names  atomic.Int64
+}
+
+func setup(t *testing.T, newHarness HarnessMaker, clause string) *env {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	e := &env{t: t, ctx: ctx, clause: clause}
+	h, err := newHarness(ctx, t)
+	if err != nil {
+		t.Fatalf("harness: %v", err)
+	}
+	e.h = h
+	t.Cleanup(func() {
+		if err := h.Close(); err != nil {
+			t.Errorf("harness close: %v", err)
+		}
+	})
+	if e.b, err = h.MakeBackend(ctx); err != nil {
+		t.Fatalf("MakeBackend: %v", err)
+	}
+	t.Cleanup(func() { _ = e.b.Close() })
+	e.caps = e.b.Capabilities()
+	if e.fx, err = h.MakeWorkspace(ctx, e.baseFiles()); err != nil {
+		t.Fatalf("MakeWorkspace: %v", err)
+	}
+	if e.ws, err = workspace.Open(ctx, e.b, e.fx.Locator, nil); err != nil {
+		t.Fatalf("workspace.Open(%q): %v", e.fx.Locator, err)
+	}
+	t.Cleanup(func() { _ = e.ws.Close() })
+	// Resolve the base through a throwaway shared head.
+	probe := e.create(e.ws.Head("probe").From(e.fx.Base).Shared())
+	e.base = probe.Info().Base
+	e.destroy(probe)
+	return e
+}
+
+// baseFiles is the content of every fixture's base revision.
+func (e *env) baseFiles() fstest.MapFS {
+	m := fstest.MapFS{
+		"README.md":        {Data: []byte("hello\n"), Mode: 0o644},
+		".gitignore":       {Data: []byte("ignored/\n*.log\n"), Mode: 0o644},
+		"src/main.go":      {Data: []byte("package main\n\nfunc main() {}\n"), Mode: 0o644},
+		"src/util/util.go": {Data: []byte("package util\n"), Mode: 0o644},
+		"bin/run.sh":       {Data: []byte("#!/bin/sh\necho run\n"), Mode: 0o755},
+	}
+	if e.caps.Symlinks {
+		m["link"] = &fstest.MapFile{Data: []byte("src/main.go"), Mode: fs.ModeSymlink | 0o777}
+	}
+	return m
+}
+
+// file is what the suite compares of one file: content, or a symlink's
+// target, and whether it is executable.
+type file struct {
+	data string
+	exec bool
+	link bool
+}
+
+func (f file) String() string {
+	switch {
+	case f.link:
+		return "symlink to " + f.data
+	case f.exec:
+		return fmt.Sprintf("executable %q", f.data)
+	}
+	return fmt.Sprintf("%q", f.data)
+}
+
+type tree map[string]file
+
+func (e *env) expectedBase() tree {
+	out := tree{}
+	for p, f := range e.baseFiles() {
+		out[p] = file{data: string(f.Data), exec: f.Mode&0o111 != 0 && f.Mode.IsRegular(), link: f.Mode&fs.ModeSymlink != 0}
+	}
+	return out
+}
+
+// fail stops the case, quoting the clause it checks.
+func (e *env) fail(format string, args ...any) {
+	e.t.Helper()
+	e.t.Fatalf("%s\n\tcontract: %s", fmt.Sprintf(format, args...), e.clause)
+}
+
+func (e *env) must(err error, what string) {
+	e.t.Helper()
+	if err != nil {
+		e.fail("%s: unexpected error: %v", what, err)
+	}
+}
+
+// wantCode checks that err has code want (and is also reachable by
+// errors.Is with want's sentinel and by errors.As).
+func (e *env) wantCode(err error, want backend.Code, what string) *backend.Error {
+	e.t.Helper()
+	if err == nil {
+		e.fail("%s: succeeded, want an error with code %q", what, want)
+	}
+	if got := workspace.CodeOf(err); got != want {
+		e.fail("%s: code %q, want %q (error: %v)", what, got, want, err)
+	}
+	if !errors.Is(err, want.Sentinel()) {
+		e.fail("%s: errors.Is(err, sentinel of %q) is false (error: %v)", what, want, err)
+	}
+	var be *backend.Error
+	if !errors.As(err, &be) {
+		e.fail("%s: errors.As(err, *backend.Error) is false (error: %v)", what, err)
+	}
+	return be
+}
+
+func (e *env) wantReason(err error, code backend.Code, reason backend.Reason, what string) {
+	e.t.Helper()
+	be := e.wantCode(err, code, what)
+	if be.Reason != reason {
+		e.fail("%s: reason %q, want %q (error: %v)", what, be.Reason, reason, err)
+	}
+}
+
+func (e *env) name(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, e.names.Add(1))
+}
+
+func (e *env) create(b *workspace.HeadBuilder) *workspace.Head {
+	e.t.Helper()
+	h, err := b.Create(e.ctx)
+	if err != nil {
+		e.fail("creating head %q: %v", b.Spec().Name, err)
+	}
+	e.t.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
+// head creates an isolated head from the base revision.
+func (e *env) head() *workspace.Head {
+	e.t.Helper()
+	return e.create(e.ws.Head(e.name("h")).From(e.fx.Base))
+}
+
+func (e *env) destroy(h *workspace.Head) {
+	e.t.Helper()
+	if _, err := h.Destroy(e.ctx, &workspace.DestroyOptions{Discard: true}); err != nil {
+		e.fail("destroying head %q: %v", h.Info().Name, err)
+	}
+}
+
+func (e *env) checkpoint(h *workspace.Head, opts *workspace.CheckpointOptions) workspace.CheckpointResult {
+	e.t.Helper()
+	cp, err := h.Checkpoint(e.ctx, opts)
+	e.must(err, "Checkpoint")
+	return cp
+}
+
+func (e *env) status(h *workspace.Head) workspace.Status {
+	e.t.Helper()
+	st, err := h.Status(e.ctx)
+	e.must(err, "Status")
+	return st
+}
+
+func (e *env) write(h *workspace.Head, name, data string) {
+	e.t.Helper()
+	fsys := h.FS()
+	if dir := filepath.ToSlash(filepath.Dir(name)); dir != "." {
+		e.must(fsys.MkdirAll(dir, 0o755), "MkdirAll "+dir)
+	}
+	e.must(fsys.WriteFile(name, []byte(data), 0o644), "WriteFile "+name)
+}
+
+func (e *env) read(h *workspace.Head, name string) string {
+	e.t.Helper()
+	data, err := h.FS().ReadFile(name)
+	e.must(err, "ReadFile "+name)
+	return string(data)
+}
+
+func (e *env) exists(h *workspace.Head, name string) bool {
+	e.t.Helper()
+	_, err := h.FS().Lstat(name)
+	if err == nil {
+		return true
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		e.fail("Lstat %s: %v", name, err)
+	}
+	return false
+}
+
+// readTree reads every file and symlink of fsys.
+func readTree(fsys fs.FS) (tree, error) {
+	out := tree{}
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.Mode()&fs.ModeSymlink != 0 {
+			target, err := fs.ReadLink(fsys, p)
+			if err != nil {
+				return err
+			}
+			out[p] = file{data: target, link: true}
+			return nil
+		}
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		out[p] = file{data: string(data), exec: info.Mode()&0o111 != 0}
+		return nil
+	})
+	return out, err
+}
+
+func (e *env) tree(h *workspace.Head) tree {
+	e.t.Helper()
+	t, err := readTree(h.FS())
+	e.must(err, "reading the head's files")
+	return t
+}
+
+// treeAt reads the files of rev through a throwaway shared head made from
+// it.
+func (e *env) treeAt(rev backend.Rev) tree {
+	e.t.Helper()
+	h := e.create(e.ws.Head(e.name("view")).From(rev).Shared())
+	defer e.destroy(h)
+	return e.tree(h)
+}
+
+// withoutIgnored drops the paths under ignored/ and *.log, which the base
+// .gitignore ignores.
+func withoutIgnored(t tree) tree {
+	out := tree{}
+	for p, f := range t {
+		if strings.HasPrefix(p, "ignored/") || strings.HasSuffix(p, ".log") {
+			continue
+		}
+		out[p] = f
+	}
+	return out
+}
+
+func (e *env) sameTree(got, want tree, what string) {
+	e.t.Helper()
+	var diffs []string
+	for p, w := range want {
+		g, ok := got[p]
+		switch {
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("%s: missing, want %v", p, w))
+		case g != w:
+			diffs = append(diffs, fmt.Sprintf("%s: %v, want %v", p, g, w))
+		}
+	}
+	for p, g := range got {
+		if _, ok := want[p]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: unexpected %v", p, g))
+		}
+	}
+	if len(diffs) > 0 {
+		slices.Sort(diffs)
+		e.fail("%s differ:\n\t%s", what, strings.Join(diffs, "\n\t"))
+	}
+}
+
+func (t tree) with(p string, f file) tree {
+	out := tree{}
+	for k, v := range t {
+		out[k] = v
+	}
+	out[p] = f
+	return out
+}
+
+func (t tree) without(ps ...string) tree {
+	out := tree{}
+	for k, v := range t {
+		out[k] = v
+	}
+	for _, p := range ps {
+		delete(out, p)
+	}
+	return out
+}
+
+// diskTree reads a directory of the host.
+func diskTree(dir string) (tree, error) {
+	return readTree(os.DirFS(dir))
+}

@@ -1,0 +1,326 @@
+package backendtest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/workspace"
+)
+
+func init() {
+	register(
+		testCase{
+			name:   "create_makes_an_isolated_head_on_its_own_branch_from_the_base_revision",
+			clause: "Create: an isolated head gets its own branch (grove/<name> unless named); From is a revision",
+			run: func(e *env) {
+				h := e.create(e.ws.Head("agent").From(e.fx.Base))
+				info := h.Info()
+				if info.Access != backend.Isolated || info.Branch != "grove/agent" || info.Name != "agent" ||
+					info.State != backend.StateActive || info.Attached || info.ID == "" {
+					e.fail("HeadInfo = %+v, want an active isolated head named agent on grove/agent", info)
+				}
+				if info.Base != e.base {
+					e.fail("Base = %s, want %s", info.Base, e.base)
+				}
+				if st := e.status(h); st.Commit != e.base || st.Dirty {
+					e.fail("fresh head's status = %+v, want clean at %s", st, e.base)
+				}
+				e.sameTree(e.tree(h), e.expectedBase(), "the new head's files and the base revision's")
+				if e.caps.HostRoot {
+					if fi, err := os.Stat(info.Root); err != nil || !fi.IsDir() {
+						e.fail("HeadInfo.Root %q is not a directory (%v)", info.Root, err)
+					}
+				} else if info.Root != "" {
+					e.fail("HeadInfo.Root = %q for a backend without HostRoot", info.Root)
+				}
+			},
+		},
+		testCase{
+			name:   "create_from_a_checkpoint_of_another_head_starts_from_that_checkpoint",
+			clause: "Create: From is a revision (branch, tag, commit) or a checkpoint",
+			run: func(e *env) {
+				src := e.head()
+				e.write(src, "notes/a.txt", "from src\n")
+				cp := e.checkpoint(src, nil)
+				h := e.create(e.ws.Head("child").From(backend.Rev(cp.ID)))
+				if h.Info().Base != cp.ID {
+					e.fail("Base = %s, want the checkpoint %s", h.Info().Base, cp.ID)
+				}
+				e.sameTree(e.tree(h), e.expectedBase().with("notes/a.txt", file{data: "from src\n"}), "the head's files and the checkpoint's")
+			},
+		},
+		testCase{
+			name:   "create_with_a_named_branch_uses_it_and_a_taken_branch_is_AlreadyExists",
+			clause: "Create: an isolated head gets its own branch (grove/<name> unless named)",
+			run: func(e *env) {
+				h := e.create(e.ws.Head("named").From(e.fx.Base).Branch("feature/named"))
+				if h.Info().Branch != "feature/named" {
+					e.fail("Branch = %q, want feature/named", h.Info().Branch)
+				}
+				_, err := e.ws.Head("other").From(e.fx.Base).Branch("feature/named").Create(e.ctx)
+				e.wantCode(err, backend.AlreadyExists, "creating a head on a taken branch")
+			},
+		},
+		testCase{
+			name:   "create_with_a_duplicate_name_fails_with_AlreadyExists",
+			clause: "Create: a head name is unique in its workspace; a duplicate is AlreadyExists",
+			run: func(e *env) {
+				e.create(e.ws.Head("dup").From(e.fx.Base))
+				_, err := e.ws.Head("dup").From(e.fx.Base).Shared().Create(e.ctx)
+				e.wantCode(err, backend.AlreadyExists, "creating a second head named dup")
+			},
+		},
+		testCase{
+			name:   "create_with_an_invalid_name_fails_with_InvalidArgument",
+			clause: "Create: a head name is valid as a path element and a ref component",
+			run: func(e *env) {
+				for _, n := range []string{"", "../up", "a/b", ".hidden", "x.lock", "sp ace", "a..b", strings.Repeat("n", 101)} {
+					_, err := e.ws.Head(n).From(e.fx.Base).Create(e.ctx)
+					e.wantCode(err, backend.InvalidArgument, "creating a head named "+n)
+				}
+			},
+		},
+		testCase{
+			name:   "create_from_a_bad_revision_fails_with_NotFound_and_leaves_nothing_behind",
+			clause: "Create: a bad From is NotFound. A failed create leaves nothing behind: no branch, no directory, no registration",
+			run: func(e *env) {
+				_, err := e.ws.Head("ghost").From("no-such-revision").Create(e.ctx)
+				e.wantCode(err, backend.NotFound, "creating a head from no-such-revision")
+				heads, err := e.ws.Heads(e.ctx)
+				e.must(err, "Heads")
+				for _, hi := range heads {
+					if hi.Name == "ghost" {
+						e.fail("Heads lists the head whose create failed: %+v", hi)
+					}
+				}
+				h := e.create(e.ws.Head("ghost").From(e.fx.Base))
+				if h.Info().Branch != "grove/ghost" {
+					e.fail("after a failed create the retry got branch %q, want grove/ghost: the failed create left its branch", h.Info().Branch)
+				}
+			},
+		},
+		testCase{
+			name:   "a_shared_head_takes_many_holders",
+			clause: "Head: access is Isolated or Shared; a shared head takes many sessions",
+			run: func(e *env) {
+				h := e.create(e.ws.Head("team").From(e.fx.Base).Shared())
+				if h.Info().Access != backend.Shared {
+					e.fail("Access = %q, want shared", h.Info().Access)
+				}
+				for i := range 3 {
+					o, err := e.ws.OpenHead(e.ctx, "team", nil)
+					e.must(err, "opening the shared head again")
+					e.t.Cleanup(func() { _ = o.Close() })
+					_ = i
+				}
+				r, err := workspace.Reopen(e.ctx, e.b, h.Binding(), nil)
+				e.must(err, "reopening the shared head while it is held")
+				e.must(r.Close(), "Close")
+			},
+		},
+		testCase{
+			name:   "a_second_holder_of_an_isolated_head_gets_AlreadyBound_until_the_first_closes",
+			clause: "Isolation: an isolated head has at most one live holder; a second holder gets AlreadyBound",
+			run: func(e *env) {
+				h := e.create(e.ws.Head("solo").From(e.fx.Base))
+				_, err := e.ws.OpenHead(e.ctx, "solo", nil)
+				e.wantCode(err, backend.AlreadyBound, "opening an isolated head its creator holds")
+				_, err = workspace.Reopen(e.ctx, e.b, h.Binding(), nil)
+				e.wantCode(err, backend.AlreadyBound, "reopening an isolated head its creator holds")
+				e.must(h.Close(), "Close")
+				o, err := e.ws.OpenHead(e.ctx, "solo", nil)
+				e.must(err, "opening the isolated head after its holder closed it")
+				_, err = e.ws.OpenHead(e.ctx, "solo", nil)
+				e.wantCode(err, backend.AlreadyBound, "opening an isolated head OpenHead holds")
+				e.must(o.Close(), "Close")
+				r, err := workspace.Reopen(e.ctx, e.b, h.Binding(), nil)
+				e.must(err, "reopening after every holder closed")
+				_, err = e.ws.OpenHead(e.ctx, "solo", nil)
+				e.wantCode(err, backend.AlreadyBound, "opening an isolated head Reopen holds")
+				e.must(r.Close(), "Close")
+			},
+		},
+		testCase{
+			name:   "heads_lists_live_and_archived_heads_by_name",
+			clause: "Heads: live and archived heads, ordered by name",
+			run: func(e *env) {
+				e.create(e.ws.Head("b-head").From(e.fx.Base))
+				a := e.create(e.ws.Head("a-head").From(e.fx.Base))
+				gone := e.create(e.ws.Head("c-gone").From(e.fx.Base))
+				e.must(a.Archive(e.ctx), "Archive")
+				e.destroy(gone)
+				heads, err := e.ws.Heads(e.ctx)
+				e.must(err, "Heads")
+				var names []string
+				for _, hi := range heads {
+					names = append(names, hi.Name+":"+string(hi.State))
+				}
+				if got := strings.Join(names, ","); got != "a-head:archived,b-head:active" {
+					e.fail("Heads = %s, want a-head:archived,b-head:active", got)
+				}
+			},
+		},
+		testCase{
+			name:   "an_archived_head_cannot_be_bound_until_unarchived_and_its_holder_keeps_working",
+			clause: "Archive: an archived head cannot be bound or reopened until unarchived; its files stay, and a holder keeps working until it closes",
+			run: func(e *env) {
+				h := e.create(e.ws.Head("arch").From(e.fx.Base))
+				bind := h.Binding()
+				e.must(h.Archive(e.ctx), "Archive")
+				if st := e.status(h); !st.Archived {
+					e.fail("Status.Archived is false after Archive")
+				}
+				e.write(h, "still.txt", "working\n")
+				e.checkpoint(h, nil)
+				e.must(h.Close(), "Close")
+				_, err := e.ws.OpenHead(e.ctx, "arch", nil)
+				e.wantCode(err, backend.Archived, "opening an archived head")
+				_, err = workspace.Reopen(e.ctx, e.b, bind, nil)
+				e.wantCode(err, backend.Archived, "reopening an archived head")
+				r, err := workspace.Reopen(e.ctx, e.b, bind, &workspace.ReopenOptions{AllowArchived: true})
+				e.must(err, "reopening an archived head with AllowArchived")
+				if r.Info().State != backend.StateActive {
+					e.fail("after a reopen with AllowArchived the state is %q, want active", r.Info().State)
+				}
+				if e.read(r, "still.txt") != "working\n" {
+					e.fail("the archived head lost its files")
+				}
+				e.must(r.Close(), "Close")
+				e.must(e.ws.SetArchived(e.ctx, bind.Head, true), "SetArchived(true)")
+				_, err = e.ws.OpenHead(e.ctx, "arch", nil)
+				e.wantCode(err, backend.Archived, "opening a head archived through the workspace")
+				e.must(e.ws.SetArchived(e.ctx, bind.Head, false), "SetArchived(false)")
+				o, err := e.ws.OpenHead(e.ctx, "arch", nil)
+				e.must(err, "opening an unarchived head")
+				e.must(o.Close(), "Close")
+			},
+		},
+		testCase{
+			name:   "destroy_of_a_dirty_head_takes_a_final_checkpoint_and_keeps_every_checkpoint",
+			clause: "Destroy: where the head was dirty, first takes a final checkpoint unless told to discard; keeps the branch and every checkpoint ref",
+			run: func(e *env) {
+				h := e.head()
+				e.write(h, "kept.txt", "v1\n")
+				cp1 := e.checkpoint(h, nil)
+				e.write(h, "wip.txt", "unsaved\n")
+				res, err := h.Destroy(e.ctx, nil)
+				e.must(err, "Destroy")
+				if res.Final == nil || !res.Final.New {
+					e.fail("Destroy of a dirty head returned Final = %+v, want a new checkpoint", res.Final)
+				}
+				want := e.expectedBase().with("kept.txt", file{data: "v1\n"})
+				e.sameTree(e.treeAt(backend.Rev(res.Final.ID)), want.with("wip.txt", file{data: "unsaved\n"}), "the final checkpoint and the head's last state")
+				e.sameTree(e.treeAt(backend.Rev(cp1.ID)), want, "an older checkpoint after destroy and its content")
+			},
+		},
+		testCase{
+			name:   "destroy_with_Discard_takes_no_final_checkpoint",
+			clause: "Destroy: takes a final checkpoint unless told to discard",
+			run: func(e *env) {
+				h := e.head()
+				e.write(h, "wip.txt", "unsaved\n")
+				res, err := h.Destroy(e.ctx, &workspace.DestroyOptions{Discard: true})
+				e.must(err, "Destroy")
+				if res.Final != nil {
+					e.fail("Destroy with Discard took a final checkpoint %s", res.Final.ID)
+				}
+			},
+		},
+		testCase{
+			name:   "a_destroyed_head_reopens_as_Destroyed_and_its_name_can_be_reused",
+			clause: "Destroy: reopening a destroyed head fails with a typed error that says it was destroyed; names are reusable, a taken default branch gets the next free grove/<name>-N",
+			run: func(e *env) {
+				h := e.create(e.ws.Head("reuse").From(e.fx.Base))
+				old := h.Binding()
+				e.destroy(h)
+				_, err := h.Status(e.ctx)
+				e.wantCode(err, backend.FailedPrecondition, "Status on a destroyed head")
+				_, err = workspace.Reopen(e.ctx, e.b, old, nil)
+				e.wantCode(err, backend.Destroyed, "reopening a destroyed head")
+				_, err = e.ws.OpenHead(e.ctx, "reuse", nil)
+				e.wantCode(err, backend.NotFound, "opening a destroyed head by name")
+				n := e.create(e.ws.Head("reuse").From(e.fx.Base))
+				if n.Info().Branch != "grove/reuse-2" || n.Info().ID == old.Head {
+					e.fail("the reused name got branch %q and ID %s, want grove/reuse-2 and a new ID", n.Info().Branch, n.Info().ID)
+				}
+				_, err = workspace.Reopen(e.ctx, e.b, old, nil)
+				e.wantCode(err, backend.Destroyed, "reopening the old binding after the name was reused")
+			},
+		},
+		testCase{
+			name:   "attach_makes_a_shared_head_over_an_existing_checkout_that_grove_never_moves",
+			clause: "Attached heads: always shared; checkpoints are commits on private refs only; destroying only forgets; a backend without Attach answers Unimplemented",
+			run: func(e *env) {
+				if !e.caps.Attach {
+					_, err := e.ws.Attach(e.ctx, "att", e.t.TempDir())
+					e.wantCode(err, backend.Unimplemented, "Attach on a backend without the Attach capability")
+					return
+				}
+				_, err := e.ws.Head("att").Attach(e.fx.Checkout).Isolated().Create(e.ctx)
+				e.wantCode(err, backend.InvalidArgument, "attaching as isolated")
+				_, err = e.ws.Head("att").Attach(e.fx.Checkout).From(e.fx.Base).Create(e.ctx)
+				e.wantCode(err, backend.InvalidArgument, "attaching with From")
+				h, err := e.ws.Attach(e.ctx, "att", e.fx.Checkout)
+				e.must(err, "Attach")
+				info := h.Info()
+				if !info.Attached || info.Access != backend.Shared {
+					e.fail("attached head info %+v, want Attached and shared", info)
+				}
+				before := e.status(h).Commit
+				e.write(h, "attached.txt", "mine\n")
+				cp := e.checkpoint(h, nil)
+				if !cp.New {
+					e.fail("checkpoint of a changed attached head made no commit")
+				}
+				if after := e.status(h).Commit; after != before {
+					e.fail("checkpoint moved the attached checkout's commit from %s to %s", before, after)
+				}
+				log, err := h.Log(e.ctx, nil)
+				e.must(err, "Log")
+				if len(log) == 0 || log[0].ID != cp.ID {
+					e.fail("Log of the attached head does not start with its checkpoint %s: %+v", cp.ID, log)
+				}
+				e.must(h.FS().Remove("attached.txt"), "Remove")
+				_, err = h.Restore(e.ctx, backend.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
+				e.must(err, "Restore of the attached head")
+				if e.read(h, "attached.txt") != "mine\n" {
+					e.fail("restore of the attached head did not write the checkpoint's file")
+				}
+				if after := e.status(h).Commit; after != before {
+					e.fail("restore moved the attached checkout's commit from %s to %s", before, after)
+				}
+				_, err = h.Destroy(e.ctx, &workspace.DestroyOptions{Discard: true})
+				e.must(err, "Destroy")
+				data, err := os.ReadFile(filepath.Join(e.fx.Checkout, "attached.txt"))
+				if err != nil || string(data) != "mine\n" {
+					e.fail("destroying the attached head touched the user's files: %q, %v", data, err)
+				}
+			},
+		},
+		testCase{
+			name:   "host_directories_are_used_where_the_backend_has_them_and_Unimplemented_otherwise",
+			clause: "Capabilities are data: a capability that is absent is answered with Unimplemented",
+			run: func(e *env) {
+				dir := filepath.Join(e.t.TempDir(), "placed")
+				if !e.caps.HostRoot {
+					_, err := e.ws.Head("placed").From(e.fx.Base).Dir(dir).Create(e.ctx)
+					e.wantCode(err, backend.Unimplemented, "HeadSpec.Dir on a backend without HostRoot")
+					_, err = workspace.Open(e.ctx, e.b, e.fx.Locator, &workspace.OpenOptions{HeadsDir: dir})
+					e.wantCode(err, backend.Unimplemented, "OpenOptions.HeadsDir on a backend without HostRoot")
+					return
+				}
+				h := e.create(e.ws.Head("placed").From(e.fx.Base).Dir(dir))
+				got, _ := filepath.EvalSymlinks(h.Info().Root)
+				want, _ := filepath.EvalSymlinks(dir)
+				if got != want {
+					e.fail("HeadInfo.Root = %q, want the Dir %q", h.Info().Root, dir)
+				}
+				if data, err := os.ReadFile(filepath.Join(dir, "README.md")); err != nil || string(data) != "hello\n" {
+					e.fail("the head's directory does not hold its files: %q, %v", data, err)
+				}
+			},
+		},
+	)
+}
