@@ -361,4 +361,3 @@ func blobEqual(n *node, e entry) bool {
 	}
 	return plumbing.ComputeHash(plumbing.BlobObject, n.data) == e.hash
 }
-
