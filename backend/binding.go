@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 )
 
 // BindingVersion is the version of the binding encoding this package writes
@@ -69,10 +70,15 @@ func (b Binding) Encode() ([]byte, error) {
 		}
 		b.Payload = c.Bytes()
 	}
-	data, err := json.Marshal(b)
-	if err != nil {
+	// No HTML escaping: it would rewrite the payload's bytes, and a binding
+	// must encode to the same bytes it decoded from.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(b); err != nil {
 		return nil, bindingErr("%v", err)
 	}
+	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if len(data) > MaxBindingSize {
 		return nil, bindingErr("encoding is %d bytes, over the %d-byte limit", len(data), MaxBindingSize)
 	}
@@ -81,7 +87,8 @@ func (b Binding) Encode() ([]byte, error) {
 
 // DecodeBinding decodes an encoding made by Encode. Anything else — empty,
 // truncated, over MaxBindingSize, not JSON, with unknown or missing fields,
-// of another version, or followed by trailing data — is BindingCorrupt. It
+// of another version, not UTF-8, or followed by trailing data — is
+// BindingCorrupt. It
 // never panics.
 func DecodeBinding(data []byte) (Binding, error) {
 	if len(data) == 0 {
@@ -89,6 +96,9 @@ func DecodeBinding(data []byte) (Binding, error) {
 	}
 	if len(data) > MaxBindingSize {
 		return Binding{}, bindingErr("%d bytes, over the %d-byte limit", len(data), MaxBindingSize)
+	}
+	if !utf8.Valid(data) {
+		return Binding{}, bindingErr("not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -50,6 +50,9 @@ func (s *Store) Init(locator string, fsys fs.FS) (backend.CheckpointID, error) {
 	if locator == "" {
 		return "", backend.Errorf(backend.InvalidArgument, op, "empty locator")
 	}
+	if fsys == nil {
+		return "", backend.Errorf(backend.InvalidArgument, op, "nil fs.FS")
+	}
 	repo, err := git.Init(memory.NewStorage(), nil)
 	if err != nil {
 		return "", backend.Errorf(backend.Internal, op, "%w", err)
