@@ -385,8 +385,9 @@ func (h *head) Commits(ctx context.Context, since backend.Rev) ([]backend.Checkp
 		return nil, h.errorf(backend.NotFound, op, "branch %q is gone", h.hs.info.Branch)
 	}
 	seen := map[plumbing.Hash]bool{}
-	var walk func(c plumbing.Hash, mark bool, out *[]*object.Commit) error
-	walk = func(start plumbing.Hash, mark bool, out *[]*object.Commit) error {
+	// walk visits the ancestors of start not seen yet, collecting them into
+	// out unless only marking them as seen.
+	walk := func(start plumbing.Hash, mark bool, out *[]*object.Commit) error {
 		stack := []plumbing.Hash{start}
 		for len(stack) > 0 {
 			c := stack[len(stack)-1]
