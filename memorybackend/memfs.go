@@ -344,11 +344,11 @@ func (m *memFS) Rename(oldname, newname string) error {
 	const op = "rename"
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	op1, n, err := m.resolve(op, oldname, false)
+	oldp, n, err := m.resolve(op, oldname, false)
 	if err != nil {
 		return err
 	}
-	if op1 == "." {
+	if oldp == "." {
 		return fsErr(backend.InvalidArgument, op, oldname, fs.ErrInvalid)
 	}
 	if err := backend.CheckPath(op, newname); err != nil {
@@ -371,20 +371,20 @@ func (m *memFS) Rename(oldname, newname string) error {
 		}
 		np = joinPath(dp, path.Base(newname))
 	}
-	if np == op1 {
+	if np == oldp {
 		return nil
 	}
-	if n.isDir() && strings.HasPrefix(np, op1+"/") {
+	if n.isDir() && strings.HasPrefix(np, oldp+"/") {
 		return fsErr(backend.InvalidArgument, op, newname, textError("cannot move a directory into itself"))
 	}
 	moved := map[string]*node{np: n}
 	for k, v := range m.nodes {
-		if strings.HasPrefix(k, op1+"/") {
-			moved[np+k[len(op1):]] = v
+		if strings.HasPrefix(k, oldp+"/") {
+			moved[np+k[len(oldp):]] = v
 			delete(m.nodes, k)
 		}
 	}
-	delete(m.nodes, op1)
+	delete(m.nodes, oldp)
 	for k, v := range moved {
 		m.nodes[k] = v
 	}
