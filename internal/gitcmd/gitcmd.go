@@ -1,0 +1,329 @@
+// Package gitcmd runs the git command line for grove, hardened so that
+// nothing a repository or a machine configures can run code or change
+// behaviour behind grove's back.
+//
+// Every invocation:
+//   - runs no hooks (core.hooksPath=/dev/null) and no fsmonitor
+//     (core.fsmonitor=false, which is a boolean only from git 2.36: older git
+//     would run a program named "false", so New refuses git older than 2.36);
+//   - never pages, opens an editor, prompts on a terminal or asks for a
+//     password (GIT_TERMINAL_PROMPT=0, GIT_EDITOR and GIT_ASKPASS set to a
+//     command that fails or does nothing, core.pager=cat);
+//   - never signs (commit.gpgSign=false, tag.gpgSign=false);
+//   - reads neither the system nor the user's global configuration
+//     (GIT_CONFIG_NOSYSTEM=1, GIT_CONFIG_GLOBAL=/dev/null): grove behaves the
+//     same on every machine, and a user's core.excludesFile does not change
+//     what a checkpoint captures. The repository's own config still applies,
+//     with the overrides above taking precedence;
+//   - runs in the C locale (LC_ALL=C), so messages are stable;
+//   - keeps git's untracked cache fresh (core.untrackedCache=true) and
+//     checks out in parallel (checkout.workers, Options.CheckoutWorkers);
+//   - has an explicit author and committer (Options.Identity, by default
+//     grove's), so commits work with no user.name configured.
+//
+// Callers add --no-ext-diff --no-textconv to diffs themselves; Cmd.NoOptionalLocks
+// sets GIT_OPTIONAL_LOCKS=0 for status polling.
+//
+// # Processes
+//
+// git runs in its own process group. When the context ends the whole group
+// is killed, so aliases and helpers git started die with it, and Run returns
+// a Canceled error that still matches the context's error. The git process
+// is started with Pdeathsig, so it dies with grove if grove is killed; its
+// own children then see their pipes close.
+//
+// # Errors
+//
+// A failed command is a *backend.Error wrapping an *ExitError that carries
+// the arguments, the exit code and git's stderr; its code is Internal unless
+// the caller classifies it (see ExitCode and Stderr).
+package gitcmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/groveworks/grove/backend"
+)
+
+// MinVersion is the oldest git grove drives.
+var MinVersion = Version{2, 36, 0}
+
+// Version is a git version.
+type Version struct{ Major, Minor, Patch int }
+
+func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch) }
+
+// Less reports whether v is older than o.
+func (v Version) Less(o Version) bool {
+	if v.Major != o.Major {
+		return v.Major < o.Major
+	}
+	if v.Minor != o.Minor {
+		return v.Minor < o.Minor
+	}
+	return v.Patch < o.Patch
+}
+
+var versionRE = regexp.MustCompile(`^git version (\d+)\.(\d+)(?:\.(\d+))?`)
+
+// ParseVersion parses the output of `git version`.
+func ParseVersion(out string) (Version, error) {
+	m := versionRE.FindStringSubmatch(strings.TrimSpace(out))
+	if m == nil {
+		return Version{}, fmt.Errorf("cannot read a git version from %q", strings.TrimSpace(out))
+	}
+	var v Version
+	v.Major, _ = strconv.Atoi(m[1])
+	v.Minor, _ = strconv.Atoi(m[2])
+	if m[3] != "" {
+		v.Patch, _ = strconv.Atoi(m[3])
+	}
+	return v, nil
+}
+
+// Identity is the author and committer of commits a Runner makes.
+type Identity struct{ Name, Email string }
+
+// Options configure a Runner.
+type Options struct {
+	// Git is the git binary; empty means "git" from PATH.
+	Git string
+	// Identity is the default author and committer; zero means grove's.
+	Identity Identity
+	// CheckoutWorkers is checkout.workers: 0 means one per CPU, 1 means
+	// sequential checkout.
+	CheckoutWorkers int
+	// WaitDelay bounds how long Run waits for git's output pipes after the
+	// process was killed (default 5s).
+	WaitDelay time.Duration
+}
+
+// Runner runs git commands. It is safe for concurrent use.
+type Runner struct {
+	git      string
+	version  Version
+	identity Identity
+	config   []string // -c options put before every command
+	wait     time.Duration
+}
+
+var versions sync.Map // git binary path → Version
+
+// New finds git, checks its version once per binary, and returns a Runner.
+// A missing git is BackendUnavailable; a git older than MinVersion is
+// FailedPrecondition.
+func New(ctx context.Context, opts Options) (*Runner, error) {
+	const op = "gitcmd: new"
+	bin := opts.Git
+	if bin == "" {
+		bin = "git"
+	}
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return nil, &backend.Error{Code: backend.BackendUnavailable, Op: op, Err: fmt.Errorf("git not found: %w", err)}
+	}
+	r := &Runner{git: path, identity: opts.Identity, wait: opts.WaitDelay}
+	if r.identity == (Identity{}) {
+		r.identity = Identity{Name: backend.DefaultAuthor.Name, Email: backend.DefaultAuthor.Email}
+	}
+	if r.wait == 0 {
+		r.wait = 5 * time.Second
+	}
+	r.config = []string{
+		"-c", "core.hooksPath=/dev/null",
+		"-c", "core.fsmonitor=false",
+		"-c", "core.untrackedCache=true",
+		"-c", "core.pager=cat",
+		"-c", "commit.gpgSign=false",
+		"-c", "tag.gpgSign=false",
+		"-c", "gc.autoDetach=false",
+		"-c", "checkout.workers=" + strconv.Itoa(opts.CheckoutWorkers),
+	}
+	if v, ok := versions.Load(path); ok {
+		r.version = v.(Version)
+	} else {
+		out, err := r.run(ctx, Cmd{Args: []string{"version"}}, false)
+		if err != nil {
+			return nil, err
+		}
+		if r.version, err = ParseVersion(string(out)); err != nil {
+			return nil, &backend.Error{Code: backend.BackendUnavailable, Op: op, Err: err}
+		}
+		versions.Store(path, r.version)
+	}
+	if r.version.Less(MinVersion) {
+		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Err: fmt.Errorf(
+			"git %s at %s is older than %s, the oldest grove can harden (core.fsmonitor=false is a boolean only from 2.36)",
+			r.version, path, MinVersion)}
+	}
+	return r, nil
+}
+
+// Version returns the version of the runner's git.
+func (r *Runner) Version() Version { return r.version }
+
+// Cmd is one git invocation.
+type Cmd struct {
+	Dir    string    // working directory
+	Args   []string  // arguments after the hardening options, starting with the subcommand
+	Env    []string  // extra environment, such as GIT_INDEX_FILE=...
+	Stdin  io.Reader // nil: no input
+	Stdout io.Writer // nil: Run returns stdout
+	// NoOptionalLocks sets GIT_OPTIONAL_LOCKS=0 so that, for example, a
+	// status poll never takes the index lock a user's git command needs.
+	NoOptionalLocks bool
+	// Author overrides the runner's identity for this command.
+	Author *Identity
+}
+
+// Run runs c and returns its stdout (unless c.Stdout is set).
+func (r *Runner) Run(ctx context.Context, c Cmd) ([]byte, error) {
+	return r.run(ctx, c, true)
+}
+
+// Output runs c and returns its stdout with the trailing newline trimmed.
+func (r *Runner) Output(ctx context.Context, c Cmd) (string, error) {
+	out, err := r.Run(ctx, c)
+	return strings.TrimSuffix(string(out), "\n"), err
+}
+
+func (r *Runner) run(ctx context.Context, c Cmd, harden bool) ([]byte, error) {
+	op := "gitcmd: git"
+	if len(c.Args) > 0 {
+		op += " " + c.Args[0]
+	}
+	if err := backend.ContextError(ctx, op); err != nil {
+		return nil, err
+	}
+	args := c.Args
+	if harden {
+		args = append(append([]string{"--no-pager"}, r.config...), c.Args...)
+	}
+	cmd := exec.CommandContext(ctx, r.git, args...)
+	cmd.Dir = c.Dir
+	cmd.Env = r.env(c)
+	cmd.Stdin = c.Stdin
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	if c.Stdout != nil {
+		cmd.Stdout = c.Stdout
+	}
+	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 64 << 10}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error {
+		// The negative PID names the process group: git and everything it
+		// started.
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = r.wait
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return nil, &backend.Error{Code: backend.Canceled, Op: op, Err: ctx.Err()}
+	}
+	if err != nil {
+		ee := &ExitError{Args: c.Args, ExitCode: -1, Stderr: strings.TrimSpace(stderr.String()), Err: err}
+		var xe *exec.ExitError
+		if errors.As(err, &xe) {
+			ee.ExitCode = xe.ExitCode()
+		}
+		return nil, &backend.Error{Code: backend.Internal, Op: op, Err: ee}
+	}
+	return stdout.Bytes(), nil
+}
+
+// env builds the child's environment: the process's own, minus anything
+// that would redirect git or pull in outside configuration, plus the
+// hardening variables and the command's own.
+func (r *Runner) env(c Cmd) []string {
+	id := r.identity
+	if c.Author != nil && *c.Author != (Identity{}) {
+		id = *c.Author
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "GIT_") || strings.HasPrefix(k, "LC_") || k == "LANG" || k == "LANGUAGE" ||
+			k == "PAGER" || k == "EDITOR" || k == "VISUAL" || k == "SSH_ASKPASS" || k == "EMAIL" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env,
+		"LC_ALL=C", "LANG=C", "LANGUAGE=C",
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false",
+		"GIT_EDITOR=false", "GIT_SEQUENCE_EDITOR=false", "GIT_PAGER=cat", "PAGER=cat",
+		"GIT_AUTHOR_NAME="+id.Name, "GIT_AUTHOR_EMAIL="+id.Email,
+		"GIT_COMMITTER_NAME="+id.Name, "GIT_COMMITTER_EMAIL="+id.Email,
+	)
+	if c.NoOptionalLocks {
+		env = append(env, "GIT_OPTIONAL_LOCKS=0")
+	}
+	return append(env, c.Env...)
+}
+
+// ExitError is a git command that failed.
+type ExitError struct {
+	Args     []string
+	ExitCode int    // -1 if git did not exit normally
+	Stderr   string // git's message, trimmed, at most 64 KiB
+	Err      error
+}
+
+func (e *ExitError) Error() string {
+	msg := e.Stderr
+	if msg == "" {
+		msg = e.Err.Error()
+	}
+	return fmt.Sprintf("git %s: exit %d: %s", strings.Join(e.Args, " "), e.ExitCode, msg)
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// ExitCode returns the exit code of the git command err reports, or -1.
+func ExitCode(err error) int {
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode
+	}
+	return -1
+}
+
+// Stderr returns what the failed git command err reports wrote to stderr.
+func Stderr(err error) string {
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Stderr
+	}
+	return ""
+}
+
+// limitedBuffer keeps the first max bytes written to it and discards the
+// rest, so a chatty git cannot grow grove's memory without bound.
+type limitedBuffer struct {
+	buf *bytes.Buffer
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.max - l.buf.Len(); room > 0 {
+		if len(p) > room {
+			l.buf.Write(p[:room])
+		} else {
+			l.buf.Write(p)
+		}
+	}
+	return len(p), nil
+}
