@@ -1,0 +1,148 @@
+// Package lock provides the kernel file locks grove serializes on: the
+// per-repository lock around ref updates and worktree administration, the
+// per-head lock around checkpoint and restore, and the isolation lock of an
+// isolated head.
+//
+// Locks are flock(2) locks on a file. They belong to an open file
+// description, so two Lock values conflict even within one process, and the
+// kernel releases a lock when its holder dies: a lock left by a killed
+// process never blocks anyone. The holder records itself (PID, host, purpose,
+// time) in the lock file, so a caller refused with Busy learns who holds it.
+package lock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/groveworks/grove/backend"
+)
+
+// Owner is what a holder records in its lock file.
+type Owner struct {
+	PID     int       `json:"pid"`
+	Host    string    `json:"host"`
+	Purpose string    `json:"purpose"`
+	Since   time.Time `json:"since"`
+}
+
+func (o Owner) String() string {
+	return fmt.Sprintf("pid %d on %s (%s) since %s", o.PID, o.Host, o.Purpose, o.Since.Format(time.RFC3339))
+}
+
+// Lock is a held lock. Its methods are safe for concurrent use.
+type Lock struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+}
+
+// TryLock takes the lock at path without waiting, creating the file (and its
+// directory) if needed. A lock held by anyone, in this process or another,
+// is Busy, and the error names the holder when it recorded itself.
+func TryLock(path, purpose string) (*Lock, error) {
+	const op = "lock: try"
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, &backend.Error{Code: backend.Internal, Op: op, Path: path, Err: err}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, &backend.Error{Code: backend.Internal, Op: op, Path: path, Err: err}
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			e := &backend.Error{Code: backend.Busy, Op: op, Path: path, Err: errors.New("held")}
+			if o, ok := ReadOwner(path); ok {
+				e.Err = fmt.Errorf("held by %s", o)
+			}
+			return nil, e
+		}
+		return nil, &backend.Error{Code: backend.Internal, Op: op, Path: path, Err: err}
+	}
+	host, _ := os.Hostname()
+	rec, _ := json.Marshal(Owner{PID: os.Getpid(), Host: host, Purpose: purpose, Since: time.Now().UTC()})
+	// The record is advisory: a failure to write it does not fail the lock.
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt(append(rec, '\n'), 0)
+	}
+	return &Lock{path: path, f: f}, nil
+}
+
+// Acquire takes the lock at path, waiting while another holder has it, until
+// ctx ends (Canceled, still matching the context's error).
+func Acquire(ctx context.Context, path, purpose string) (*Lock, error) {
+	delay := time.Millisecond
+	for {
+		l, err := TryLock(path, purpose)
+		if backend.CodeOf(err) != backend.Busy {
+			return l, err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, &backend.Error{Code: backend.Canceled, Op: "lock: acquire", Path: path, Err: ctx.Err()}
+		case <-t.C:
+		}
+		if delay < 50*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// ReadOwner returns the record the holder of the lock at path wrote, if
+// there is one. The record of a holder that died stays in the file until the
+// next holder overwrites it; Held tells whether anyone holds the lock now.
+func ReadOwner(path string) (Owner, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Owner{}, false
+	}
+	var o Owner
+	if json.Unmarshal(data, &o) != nil || o.PID == 0 {
+		return Owner{}, false
+	}
+	return o, true
+}
+
+// Held reports whether someone holds the lock at path now.
+func Held(path string) bool {
+	l, err := TryLock(path, "probe")
+	if err != nil {
+		return backend.CodeOf(err) == backend.Busy
+	}
+	_ = l.Unlock()
+	return false
+}
+
+// Path returns the lock file's path.
+func (l *Lock) Path() string { return l.path }
+
+// Unlock releases the lock. A second Unlock is FailedPrecondition.
+func (l *Lock) Unlock() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return &backend.Error{Code: backend.FailedPrecondition, Op: "lock: unlock", Path: l.path, Err: errors.New("not held")}
+	}
+	// Closing the descriptor releases the flock.
+	err := l.f.Close()
+	l.f = nil
+	if err != nil {
+		return &backend.Error{Code: backend.Internal, Op: "lock: unlock", Path: l.path, Err: err}
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package lock_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/lock"
+)
+
+const helperEnv = "LOCK_TEST_HOLD"
+
+// TestMain lets the test binary act as another process that takes a lock,
+// says so, and holds it until it is killed.
+func TestMain(m *testing.M) {
+	if path := os.Getenv(helperEnv); path != "" {
+		if _, err := lock.TryLock(path, "helper"); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(2)
+		}
+		fmt.Println("held")
+		select {}
+	}
+	os.Exit(m.Run())
+}
+
+func TestTwoHoldersConflictWithinOneProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "head.lock")
+	l, err := lock.TryLock(path, "checkpoint")
+	require.NoError(t, err)
+	_, err = lock.TryLock(path, "restore")
+	require.Equal(t, backend.Busy, backend.CodeOf(err), "%v", err)
+	assert.ErrorContains(t, err, fmt.Sprintf("held by pid %d", os.Getpid()))
+	assert.ErrorContains(t, err, "(checkpoint)")
+	assert.True(t, lock.Held(path))
+
+	o, ok := lock.ReadOwner(path)
+	require.True(t, ok)
+	assert.Equal(t, os.Getpid(), o.PID)
+	assert.Equal(t, "checkpoint", o.Purpose)
+
+	require.NoError(t, l.Unlock())
+	assert.Equal(t, backend.FailedPrecondition, backend.CodeOf(l.Unlock()), "a second Unlock succeeded")
+	assert.False(t, lock.Held(path))
+	l2, err := lock.TryLock(path, "restore")
+	require.NoError(t, err)
+	require.NoError(t, l2.Unlock())
+}
+
+func TestAcquireWaitsForTheHolderAndHonoursItsContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "repo.lock")
+	l, err := lock.TryLock(path, "first")
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	_, err = lock.Acquire(ctx, path, "second")
+	assert.Equal(t, backend.Canceled, backend.CodeOf(err))
+	assert.True(t, errors.Is(err, context.DeadlineExceeded))
+
+	got := make(chan error, 1)
+	go func() {
+		l2, err := lock.Acquire(context.Background(), path, "second")
+		if err == nil {
+			err = l2.Unlock()
+		}
+		got <- err
+	}()
+	require.NoError(t, l.Unlock())
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Acquire did not get the lock after its holder released it")
+	}
+}
+
+func TestTheLockIsMutuallyExclusive(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "repo.lock")
+	var inside, maxInside atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				l, err := lock.Acquire(context.Background(), path, "race")
+				if !assert.NoError(t, err) {
+					return
+				}
+				n := inside.Add(1)
+				for {
+					m := maxInside.Load()
+					if n <= m || maxInside.CompareAndSwap(m, n) {
+						break
+					}
+				}
+				inside.Add(-1)
+				assert.NoError(t, l.Unlock())
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int32(1), maxInside.Load(), "two holders were inside the lock at once")
+}
+
+func TestALockOfAKilledProcessIsReleasedByTheKernel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "head.lock")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+path)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "held\n", line)
+
+	_, err = lock.TryLock(path, "mine")
+	require.Equal(t, backend.Busy, backend.CodeOf(err))
+	assert.ErrorContains(t, err, fmt.Sprintf("held by pid %d", cmd.Process.Pid))
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := lock.Acquire(ctx, path, "mine")
+	require.NoError(t, err, "the lock of a killed process was not released")
+	o, ok := lock.ReadOwner(path)
+	require.True(t, ok)
+	assert.Equal(t, os.Getpid(), o.PID, "the new holder's record replaced the dead one's")
+	require.NoError(t, l.Unlock())
+}
