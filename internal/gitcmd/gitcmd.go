@@ -229,7 +229,10 @@ func (r *Runner) run(ctx context.Context, c Cmd, harden bool) ([]byte, error) {
 	}
 	cmd.WaitDelay = r.wait
 	err := cmd.Run()
-	if ctx.Err() != nil {
+	if err != nil && ctx.Err() != nil {
+		// Only a command that failed is reported as cancelled: one that
+		// finished before the context ended did its work, and saying
+		// otherwise would make a caller retry a ref update that happened.
 		return nil, &backend.Error{Code: backend.Canceled, Op: op, Err: ctx.Err()}
 	}
 	if err != nil {
