@@ -126,7 +126,10 @@ func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) 
 		return backend.CheckpointResult{}, err
 	}
 	c := captureTree(nodes, tracked, opts)
-	for p := range c.files {
+	for p, e := range c.files {
+		if tracked[p].hash == e.hash {
+			continue // the commit already holds this blob
+		}
 		if _, err := ws.st.writeBlob(c.data[p]); err != nil {
 			return backend.CheckpointResult{}, h.internal(op, err)
 		}

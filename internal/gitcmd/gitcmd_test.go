@@ -234,23 +234,11 @@ func TestAFailedCommandCarriesStderrAndExitCode(t *testing.T) {
 	assert.Contains(t, err.Error(), "git cat-file -t deadbeef: exit 128: fatal:")
 }
 
-// processAlive reports whether a process whose command line contains marker
-// exists.
+// processAlive reports whether a live process's command line contains
+// marker.
 func processAlive(t *testing.T, marker string) bool {
 	t.Helper()
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		data, err := os.ReadFile(p)
-		if err == nil && bytes.Contains(data, []byte(marker)) {
-			stat, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "stat"))
-			// A zombie is dead; only its parent has not reaped it yet.
-			if f := strings.Fields(string(stat)); len(f) > 2 && f[2] == "Z" {
-				continue
-			}
-			return true
-		}
-	}
-	return false
+	return len(pids(marker, "")) > 0
 }
 
 func TestCancellationKillsGitAndEverythingItStarted(t *testing.T) {
