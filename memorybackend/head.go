@@ -194,12 +194,6 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 	if err != nil {
 		return backend.RestoreResult{}, err
 	}
-	blobs := make(map[string][]byte, len(want))
-	for p, e := range want {
-		if blobs[p], err = ws.st.readBlob(e.hash); err != nil {
-			return backend.RestoreResult{}, h.internal(op, err)
-		}
-	}
 	if err := backend.ContextError(ctx, "memorybackend: "+op); err != nil {
 		return backend.RestoreResult{}, err
 	}
@@ -264,7 +258,13 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 			next[p] = n
 			continue
 		}
-		next[p] = &node{mode: fileMode(e.mode), data: blobs[p], mtime: now}
+		// Only content that changes is read from the store. Nothing has
+		// been swapped in yet, so a failure here changes no file.
+		data, err := ws.st.readBlob(e.hash)
+		if err != nil {
+			return backend.RestoreResult{}, h.internal(op, err)
+		}
+		next[p] = &node{mode: fileMode(e.mode), data: data, mtime: now}
 	}
 	// A directory holding a file in its subtree keeps it; drop directories
 	// emptied by this restore, as git does.
@@ -498,7 +498,10 @@ func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, er
 			return backend.Diff{}, err
 		}
 		c := captureTree(nodes, tracked, &backend.CheckpointOptions{})
-		for p := range c.files {
+		for p, e := range c.files {
+			if tracked[p].hash == e.hash {
+				continue // the commit already holds this blob
+			}
 			if _, err := ws.st.writeBlob(c.data[p]); err != nil {
 				return backend.Diff{}, h.internal(op, err)
 			}

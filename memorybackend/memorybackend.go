@@ -323,11 +323,11 @@ func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backen
 	w := &workspace{b: b, ws: ws}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	hs := ws.heads[bind.Head]
+	hs, named := ws.heads[bind.Head], ws.byName(p.Name)
 	switch {
-	case hs == nil && ws.byName(p.Name) != nil:
+	case hs == nil && named != nil:
 		return nil, nil, mismatch(backend.IdentityMismatch, backend.ReasonHeadID,
-			"head %q is %s, not %s", p.Name, ws.byName(p.Name).info.ID, bind.Head)
+			"head %q is %s, not %s", p.Name, named.info.ID, bind.Head)
 	case hs == nil:
 		return nil, nil, mismatch(backend.NotFound, backend.ReasonMissing, "no head %s", bind.Head)
 	case hs.info.State == backend.StateDestroyed:
