@@ -1,0 +1,334 @@
+package gitbackend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/gitcmd"
+)
+
+// BackendID is the Git backend's persistent ID.
+const BackendID backend.ID = "git"
+
+// Options configure a Backend. The zero value is ready to use.
+type Options struct {
+	// Git is the git binary; empty means "git" from PATH.
+	Git string
+	// CheckoutWorkers is git's checkout.workers for creating and restoring
+	// heads: 0 means one per CPU, 1 means sequential checkout.
+	CheckoutWorkers int
+	// Intercept, if set, is called at the start of every driver method with
+	// the method's name ("OpenWorkspace", "Reopen", "CreateHead",
+	// "OpenHead", "Heads", "SetArchived", "Materialize", "Checkpoint",
+	// "Restore", "Log", "Commits", "Status", "Diff", "Destroy"); a non-nil
+	// error fails the call. It exists for fault injection in tests.
+	Intercept func(ctx context.Context, op string) error
+}
+
+// Backend is the Git backend. It is safe for concurrent use.
+type Backend struct {
+	opts Options
+
+	mu     sync.Mutex
+	runner *gitcmd.Runner
+	closed bool
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// New returns a Git backend. git is looked for, and its version checked,
+// when the first workspace is opened.
+func New(opts Options) *Backend { return &Backend{opts: opts} }
+
+// ID returns "git".
+func (b *Backend) ID() backend.ID { return BackendID }
+
+// Capabilities: everything — attach, shared compare-and-set (within a
+// process), host directories, isolation across processes, persistence,
+// symlinks and file modes.
+func (b *Backend) Capabilities() backend.Capabilities {
+	return backend.Capabilities{
+		Attach: true, SharedCAS: true, HostRoot: true, CrossProcessIsolation: true,
+		Persistent: true, Symlinks: true, FileModes: true,
+	}
+}
+
+// As supports **Backend.
+func (b *Backend) As(target any) bool {
+	if p, ok := target.(**Backend); ok {
+		*p = b
+		return true
+	}
+	return false
+}
+
+// Close closes the backend; later calls fail with FailedPrecondition.
+// Heads and workspaces it opened keep their locks until they are closed.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return backend.Errorf(backend.FailedPrecondition, "gitbackend: close", "backend is already closed")
+	}
+	b.closed = true
+	return nil
+}
+
+// enter runs the checks every blocking call starts with and returns the
+// runner.
+func (b *Backend) enter(ctx context.Context, op string) (*gitcmd.Runner, error) {
+	b.mu.Lock()
+	closed, r := b.closed, b.runner
+	b.mu.Unlock()
+	if closed {
+		return nil, backend.Errorf(backend.FailedPrecondition, "gitbackend: "+op, "backend is closed")
+	}
+	if err := backend.ContextError(ctx, "gitbackend: "+op); err != nil {
+		return nil, err
+	}
+	if b.opts.Intercept != nil {
+		if err := b.opts.Intercept(ctx, op); err != nil {
+			if backend.CodeOf(err) == backend.Canceled {
+				return nil, &backend.Error{Code: backend.Canceled, Op: "gitbackend: " + op, Err: err}
+			}
+			return nil, err
+		}
+	}
+	if r != nil {
+		return r, nil
+	}
+	r, err := gitcmd.New(ctx, gitcmd.Options{Git: b.opts.Git, CheckoutWorkers: b.opts.CheckoutWorkers})
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	if b.runner == nil {
+		b.runner = r
+	}
+	r = b.runner
+	b.mu.Unlock()
+	return r, nil
+}
+
+// OpenWorkspace opens the repository holding locator, which may be any path
+// inside a main or linked worktree, or a bare repository. The workspace is
+// the repository (its common git dir); its ID is created on first open and
+// kept under <common git dir>/grove. A path outside any repository is
+// NotFound; a repository using a feature grove does not drive (sparse
+// checkout, partial clone, filter drivers such as Git LFS's) is
+// Unimplemented naming it. HeadsDir must not lie inside the repository's
+// working tree or a head (InvalidArgument).
+func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backend.OpenOptions) (backend.Workspace, error) {
+	const op = "gitbackend: open"
+	r, err := b.enter(ctx, "OpenWorkspace")
+	if err != nil {
+		return nil, err
+	}
+	if locator == "" {
+		return nil, backend.Errorf(backend.InvalidArgument, op, "empty locator")
+	}
+	abs, err := filepath.Abs(locator)
+	if err != nil {
+		return nil, backend.Errorf(backend.InvalidArgument, op, "%w", err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: err}
+	}
+	out, err := r.Output(ctx, gitcmd.Cmd{Dir: abs, Args: []string{"rev-parse", "--path-format=absolute", "--git-common-dir", "--is-bare-repository"}})
+	if err != nil {
+		if backend.CodeOf(err) == backend.Canceled {
+			return nil, err
+		}
+		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: fmt.Errorf("not inside a git repository: %w", err)}
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) != 2 {
+		return nil, backend.Errorf(backend.Internal, op, "unexpected rev-parse output %q", out)
+	}
+	common, err := filepath.EvalSymlinks(lines[0])
+	if err != nil {
+		return nil, backend.Errorf(backend.Internal, op, "%w", err)
+	}
+	repo := &repo{r: r, common: common, bare: lines[1] == "true"}
+	if !repo.bare {
+		repo.main = filepath.Dir(common) // <main worktree>/.git
+	}
+	if err := repo.checkShape(ctx); err != nil {
+		return nil, err
+	}
+	headsDir := ""
+	if opts != nil {
+		headsDir = opts.HeadsDir
+	}
+	if headsDir == "" {
+		if repo.bare {
+			headsDir = common + ".grove"
+		} else {
+			headsDir = filepath.Join(filepath.Dir(repo.main), filepath.Base(repo.main)+".grove")
+		}
+	}
+	if headsDir, err = canonical(headsDir); err != nil {
+		return nil, backend.Errorf(backend.InvalidArgument, op, "heads directory: %w", err)
+	}
+	if repo.main != "" && within(headsDir, repo.main) {
+		return nil, &backend.Error{Code: backend.InvalidArgument, Op: op, Path: headsDir,
+			Err: fmt.Errorf("the heads directory lies inside the repository's working tree %s", repo.main)}
+	}
+	m := metaOf(common)
+	id, ok, err := m.readWorkspaceID()
+	if err != nil {
+		return nil, backend.Errorf(backend.Internal, op, "%w", err)
+	}
+	w := &workspace{b: b, repo: repo, meta: m, headsDir: headsDir}
+	l, err := w.lockRepo(ctx, "open workspace")
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
+	if !ok {
+		if id, err = m.initWorkspace(); err != nil {
+			return nil, backend.Errorf(backend.Internal, op, "recording the workspace: %w", err)
+		}
+	} else if err := writeFileAtomic(m.excludeFile(), []byte("/"+tempPrefix+"*\n"+tempPrefix+"*\n")); err != nil {
+		return nil, backend.Errorf(backend.Internal, op, "%w", err)
+	}
+	w.id = id
+	if err := w.recoverCreates(ctx); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// payload is what a Git binding carries besides the IDs. Paths are
+// absolute and canonical.
+type payload struct {
+	Repo   string `json:"repo"`   // the common git dir
+	Dir    string `json:"dir"`    // the head's directory
+	Name   string `json:"name"`   // the head's name
+	Branch string `json:"branch"` // the head's branch ("" for a detached attached checkout)
+}
+
+func decodePayload(b backend.Binding) (payload, error) {
+	var p payload
+	dec := json.NewDecoder(strings.NewReader(string(b.Payload)))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&p)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data")
+	}
+	if err == nil && (!filepath.IsAbs(p.Repo) || !filepath.IsAbs(p.Dir) || p.Name == "") {
+		err = errors.New("missing or relative fields")
+	}
+	if err != nil {
+		return p, &backend.Error{Code: backend.BindingCorrupt, Op: "gitbackend: reopen", Head: string(b.Head),
+			Err: fmt.Errorf("payload is not a git head's (%v): %.200s", err, b.Payload)}
+	}
+	return p, nil
+}
+
+// Reopen opens exactly the head b names. It checks, in order and without
+// walking any files: the payload (BindingCorrupt); the repository at the
+// recorded path (NotFound, moved: gone from there); its workspace ID
+// (IdentityMismatch, workspace-id); the head's manifest (Destroyed for a
+// tombstone; IdentityMismatch head-id when another head holds the name;
+// NotFound missing otherwise); access (IdentityMismatch, access); branch
+// (IdentityMismatch, branch); then, as OpenHead does, the head's directory
+// (NotFound missing, or moved when git records it elsewhere), its
+// registration in this repository (NotFound, unregistered), the head ID
+// stamped in its git dir (IdentityMismatch, head-id), the branch ref
+// (NotFound, branch), archived and isolation.
+func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
+	const op = "gitbackend: reopen"
+	r, err := b.enter(ctx, "Reopen")
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := decodePayload(bind)
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(code backend.Code, reason backend.Reason, format string, args ...any) error {
+		return &backend.Error{Code: code, Op: op, Head: p.Name, Reason: reason, Err: fmt.Errorf(format, args...)}
+	}
+	if st, err := os.Stat(p.Repo); err != nil || !st.IsDir() {
+		return nil, nil, fail(backend.NotFound, backend.ReasonMoved, "no repository at %s: it was moved or deleted", p.Repo)
+	}
+	m := metaOf(p.Repo)
+	id, ok, err := m.readWorkspaceID()
+	switch {
+	case err != nil:
+		return nil, nil, fail(backend.IdentityMismatch, backend.ReasonWorkspaceID, "%v", err)
+	case !ok:
+		return nil, nil, fail(backend.IdentityMismatch, backend.ReasonWorkspaceID, "the repository at %s holds no grove workspace", p.Repo)
+	case id != bind.Workspace:
+		return nil, nil, fail(backend.IdentityMismatch, backend.ReasonWorkspaceID, "the repository at %s is workspace %s, not %s", p.Repo, id, bind.Workspace)
+	}
+	mf, err := m.readManifest(bind.Head)
+	if err != nil || mf.Creating {
+		if named, _ := m.byName(p.Name); named != nil {
+			return nil, nil, fail(backend.IdentityMismatch, backend.ReasonHeadID, "head %q is %s, not %s", p.Name, named.ID, bind.Head)
+		}
+		return nil, nil, fail(backend.NotFound, backend.ReasonMissing, "the repository has no head %s", bind.Head)
+	}
+	switch {
+	case mf.State == backend.StateDestroyed:
+		return nil, nil, fail(backend.Destroyed, "", "head %q was destroyed", mf.Name)
+	case mf.Access != bind.Access:
+		return nil, nil, fail(backend.IdentityMismatch, backend.ReasonAccess, "the head is %s, the binding says %s", mf.Access, bind.Access)
+	case mf.Name != p.Name:
+		return nil, nil, fail(backend.IdentityMismatch, backend.ReasonHeadID, "head %s is named %q, the binding says %q", bind.Head, mf.Name, p.Name)
+	case mf.Branch != p.Branch:
+		return nil, nil, fail(backend.IdentityMismatch, backend.ReasonBranch, "the head's branch is %q, the binding says %q", mf.Branch, p.Branch)
+	case mf.Dir != p.Dir:
+		return nil, nil, fail(backend.NotFound, backend.ReasonMoved, "the head's directory is recorded as %s, the binding says %s", mf.Dir, p.Dir)
+	}
+	rp := &repo{r: r, common: p.Repo}
+	if filepath.Base(p.Repo) == ".git" {
+		rp.main = filepath.Dir(p.Repo)
+	} else {
+		rp.bare = true
+	}
+	// Forks from a resumed head land beside it.
+	w := &workspace{b: b, repo: rp, meta: m, id: id, headsDir: filepath.Dir(mf.Dir)}
+	h, err := w.open(ctx, op, mf, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return w, h, nil
+}
+
+// canonical returns path made absolute with symlinks in its existing
+// prefix resolved, so that paths compare reliably.
+func canonical(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for cur := abs; ; {
+		if real, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(real, rest), nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+// within reports whether path is dir or lies below it (both canonical).
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}

@@ -1,0 +1,210 @@
+package gitbackend
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/groveworks/grove/backend"
+)
+
+// grove's metadata lives under <common git dir>/grove:
+//
+//	workspace.json        the workspace's stable ID
+//	exclude               patterns grove's own git commands ignore (its temp files)
+//	heads/<head-id>.json  one manifest per head; destroyed heads leave a tombstone
+//	heads/<head-id>.op    present while an operation that writes the head's index runs
+//	locks/repo.lock       the short per-repository lock
+//	locks/<head-id>.lock  the per-head lock around checkpoint, restore and destroy
+//	locks/<head-id>.bind  the isolation lock of an isolated head
+
+const manifestVersion = 1
+
+// manifest is what grove records of one head.
+type manifest struct {
+	Version  int                  `json:"version"`
+	ID       backend.HeadID       `json:"id"`
+	Name     string               `json:"name"`
+	Access   backend.Access       `json:"access"`
+	Attached bool                 `json:"attached,omitempty"`
+	Branch   string               `json:"branch,omitempty"`
+	Dir      string               `json:"dir"`
+	Admin    string               `json:"admin"` // the worktree's git dir (for the main worktree, the common dir)
+	Base     backend.CheckpointID `json:"base"`
+	State    backend.HeadState    `json:"state"`
+	Creating bool                 `json:"creating,omitempty"` // a create has not finished
+	Created  time.Time            `json:"created"`
+}
+
+func (m *manifest) info() backend.HeadInfo {
+	return backend.HeadInfo{
+		ID: m.ID, Name: m.Name, Access: m.Access, Attached: m.Attached,
+		Branch: m.Branch, Root: m.Dir, Base: m.Base, State: m.State,
+	}
+}
+
+// live reports whether m names a head that holds its name: created,
+// not destroyed.
+func (m *manifest) live() bool { return !m.Creating && m.State != backend.StateDestroyed }
+
+// meta is the metadata directory of one repository.
+type meta struct{ dir string }
+
+func metaOf(common string) meta { return meta{dir: filepath.Join(common, "grove")} }
+
+func (m meta) workspaceFile() string { return filepath.Join(m.dir, "workspace.json") }
+func (m meta) excludeFile() string   { return filepath.Join(m.dir, "exclude") }
+func (m meta) headsDir() string      { return filepath.Join(m.dir, "heads") }
+func (m meta) manifestFile(id backend.HeadID) string {
+	return filepath.Join(m.dir, "heads", string(id)+".json")
+}
+func (m meta) opMarker(id backend.HeadID) string {
+	return filepath.Join(m.dir, "heads", string(id)+".op")
+}
+func (m meta) repoLock() string { return filepath.Join(m.dir, "locks", "repo.lock") }
+func (m meta) headLock(id backend.HeadID) string {
+	return filepath.Join(m.dir, "locks", string(id)+".lock")
+}
+func (m meta) bindLock(id backend.HeadID) string {
+	return filepath.Join(m.dir, "locks", string(id)+".bind")
+}
+
+// tempPrefix starts the names of grove's temporary files inside heads; the
+// exclude file keeps them out of checkpoints.
+const tempPrefix = ".grove-tmp-"
+
+type workspaceRecord struct {
+	Version int                 `json:"version"`
+	ID      backend.WorkspaceID `json:"id"`
+	Created time.Time           `json:"created"`
+}
+
+// readWorkspaceID returns the recorded workspace ID; ok is false when the
+// repository has none yet.
+func (m meta) readWorkspaceID() (backend.WorkspaceID, bool, error) {
+	data, err := os.ReadFile(m.workspaceFile())
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	var rec workspaceRecord
+	if err := json.Unmarshal(data, &rec); err != nil || rec.ID == "" {
+		return "", false, fmt.Errorf("grove metadata %s is damaged: %q", m.workspaceFile(), data)
+	}
+	return rec.ID, true, nil
+}
+
+// initWorkspace records a new workspace ID unless one exists; callers hold
+// the repository lock. It also (re)writes the exclude file.
+func (m meta) initWorkspace() (backend.WorkspaceID, error) {
+	for _, d := range []string{m.headsDir(), filepath.Dir(m.repoLock())} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
+		}
+	}
+	if err := writeFileAtomic(m.excludeFile(), []byte("/"+tempPrefix+"*\n"+tempPrefix+"*\n")); err != nil {
+		return "", err
+	}
+	id, ok, err := m.readWorkspaceID()
+	if err != nil || ok {
+		return id, err
+	}
+	rec := workspaceRecord{Version: 1, ID: backend.WorkspaceID(uuid.NewString()), Created: time.Now().UTC()}
+	data, _ := json.MarshalIndent(rec, "", "  ")
+	if err := writeFileAtomic(m.workspaceFile(), append(data, '\n')); err != nil {
+		return "", err
+	}
+	return rec.ID, nil
+}
+
+func (m meta) readManifest(id backend.HeadID) (*manifest, error) {
+	data, err := os.ReadFile(m.manifestFile(id))
+	if err != nil {
+		return nil, err
+	}
+	var mf manifest
+	if err := json.Unmarshal(data, &mf); err != nil || mf.ID != id {
+		return nil, fmt.Errorf("manifest %s is damaged", m.manifestFile(id))
+	}
+	return &mf, nil
+}
+
+func (m meta) writeManifest(mf *manifest) error {
+	mf.Version = manifestVersion
+	data, _ := json.MarshalIndent(mf, "", "  ")
+	return writeFileAtomic(m.manifestFile(mf.ID), append(data, '\n'))
+}
+
+// manifests reads every manifest, damaged ones skipped, sorted by name.
+func (m meta) manifests() ([]*manifest, error) {
+	ents, err := os.ReadDir(m.headsDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []*manifest
+	for _, e := range ents {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || strings.HasPrefix(id, tempPrefix) {
+			continue
+		}
+		mf, err := m.readManifest(backend.HeadID(id))
+		if err != nil {
+			continue
+		}
+		out = append(out, mf)
+	}
+	slices.SortFunc(out, func(a, b *manifest) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// byName returns the live manifest named name, or nil.
+func (m meta) byName(name string) (*manifest, error) {
+	all, err := m.manifests()
+	if err != nil {
+		return nil, err
+	}
+	for _, mf := range all {
+		if mf.Name == name && mf.live() {
+			return mf, nil
+		}
+	}
+	return nil, nil
+}
+
+// writeFileAtomic replaces path with data through a temporary file in the
+// same directory, synced before the rename, so a reader or a crash sees the
+// old content or the new, never a mix.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), tempPrefix+"*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}

@@ -1,0 +1,206 @@
+package gitbackend
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/gitcmd"
+)
+
+// repo is one repository as grove drives it.
+type repo struct {
+	r      *gitcmd.Runner
+	common string // the common git dir, canonical
+	main   string // the main worktree, "" for a bare repository
+	bare   bool
+}
+
+// run runs git in dir (the common git dir when empty).
+func (rp *repo) run(ctx context.Context, c gitcmd.Cmd) (string, error) {
+	if c.Dir == "" {
+		c.Dir = rp.common
+	}
+	return rp.r.Output(ctx, c)
+}
+
+func (rp *repo) git(ctx context.Context, args ...string) (string, error) {
+	return rp.run(ctx, gitcmd.Cmd{Args: args})
+}
+
+// resolve returns the commit rev names; a revision that does not resolve to
+// a commit is NotFound.
+func (rp *repo) resolve(ctx context.Context, op string, rev backend.Rev) (string, error) {
+	if rev == "" || strings.HasPrefix(string(rev), "-") || strings.ContainsAny(string(rev), "\x00\n") {
+		return "", &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Path: string(rev), Err: fmt.Errorf("bad revision %q", rev)}
+	}
+	out, err := rp.git(ctx, "rev-parse", "--verify", "-q", "--end-of-options", string(rev)+"^{commit}")
+	if err != nil {
+		if backend.CodeOf(err) == backend.Canceled {
+			return "", err
+		}
+		return "", &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Path: string(rev), Err: fmt.Errorf("revision %q does not name a commit", rev)}
+	}
+	return out, nil
+}
+
+// refExists reads a ref through go-git, without a process.
+func (rp *repo) refExists(name string) bool {
+	st := filesystem.NewStorage(osfs.New(rp.common), cache.NewObjectLRU(1))
+	_, err := st.Reference(plumbing.ReferenceName(name))
+	return err == nil
+}
+
+// checkShape refuses repositories whose configuration makes git do what
+// grove cannot honour through the command line it drives.
+func (rp *repo) checkShape(ctx context.Context) error {
+	out, err := rp.git(ctx, "config", "-z", "--list")
+	if err != nil && gitcmd.ExitCode(err) != 1 { // 1: no config at all
+		return err
+	}
+	for _, kv := range strings.Split(out, "\x00") {
+		key, val, _ := strings.Cut(kv, "\n")
+		lower := strings.ToLower(key)
+		feature := ""
+		switch {
+		case lower == "core.sparsecheckout" && isTrue(val):
+			feature = "sparse checkout (core.sparseCheckout)"
+		case lower == "extensions.partialclone" && val != "":
+			feature = "partial clone (extensions.partialClone)"
+		case strings.HasPrefix(lower, "remote.") && strings.HasSuffix(lower, ".promisor") && isTrue(val):
+			feature = "partial clone (" + key + ")"
+		case strings.HasPrefix(lower, "filter.") && val != "" &&
+			(strings.HasSuffix(lower, ".clean") || strings.HasSuffix(lower, ".smudge") || strings.HasSuffix(lower, ".process")):
+			feature = "filter drivers such as Git LFS's (" + key + ")"
+		}
+		if feature != "" {
+			return &backend.Error{Code: backend.Unimplemented, Op: "gitbackend: open", Path: rp.common,
+				Err: fmt.Errorf("the repository uses %s, which grove does not drive", feature)}
+		}
+	}
+	return nil
+}
+
+func isTrue(v string) bool {
+	switch strings.ToLower(v) {
+	case "true", "yes", "on", "1", "":
+		return true
+	}
+	return false
+}
+
+// checkTree refuses to make a head from a commit whose files need
+// something grove does not drive: submodules, or Git LFS attributes.
+func (rp *repo) checkTree(ctx context.Context, op, commit string) error {
+	out, err := rp.git(ctx, "ls-tree", "-z", "--name-only", commit, "--", ".gitmodules", ".gitattributes")
+	if err != nil {
+		return err
+	}
+	for _, name := range strings.Split(out, "\x00") {
+		feature := ""
+		switch name {
+		case ".gitmodules":
+			feature = "submodules (.gitmodules)"
+		case ".gitattributes":
+			attrs, err := rp.git(ctx, "cat-file", "blob", commit+":.gitattributes")
+			if err != nil {
+				return err
+			}
+			if strings.Contains(attrs, "filter=lfs") {
+				feature = "Git LFS (filter=lfs in .gitattributes)"
+			}
+		}
+		if feature != "" {
+			return &backend.Error{Code: backend.Unimplemented, Op: "gitbackend: " + op, Path: name,
+				Err: fmt.Errorf("commit %.12s uses %s, which grove does not drive", commit, feature)}
+		}
+	}
+	return nil
+}
+
+// Formats for reading commits: fields separated by NUL, records by RS.
+const (
+	logFormat = "%H%x00%P%x00%an%x00%ae%x00%at%x00%B%x1e"
+	refFormat = "%(refname)%00%(objectname)%00%(parent)%00%(authorname)%00%(authoremail:trim)%00%(authordate:unix)%00%(contents)%1e"
+)
+
+func parseCheckpoint(fields []string) (backend.Checkpoint, error) {
+	if len(fields) != 6 {
+		return backend.Checkpoint{}, fmt.Errorf("unexpected commit record %q", fields)
+	}
+	secs, err := strconv.ParseInt(fields[4], 10, 64)
+	if err != nil {
+		return backend.Checkpoint{}, fmt.Errorf("unexpected commit time %q", fields[4])
+	}
+	parent, _, _ := strings.Cut(fields[1], " ")
+	return backend.Checkpoint{
+		ID:      backend.CheckpointID(fields[0]),
+		Parent:  backend.CheckpointID(parent),
+		Author:  backend.Signature{Name: fields[2], Email: fields[3]},
+		Time:    time.Unix(secs, 0),
+		Message: strings.TrimRight(fields[5], "\n"),
+	}, nil
+}
+
+// commitInfo reads one commit.
+func (rp *repo) commitInfo(ctx context.Context, commit string) (backend.Checkpoint, error) {
+	out, err := rp.git(ctx, "log", "-1", "--no-walk", "--format="+logFormat, commit, "--")
+	if err != nil {
+		return backend.Checkpoint{}, err
+	}
+	rec, _, _ := strings.Cut(out, "\x1e")
+	return parseCheckpoint(strings.Split(rec, "\x00"))
+}
+
+// checkpointRef is one private checkpoint ref.
+type checkpointRef struct {
+	ref string
+	seq int
+	backend.Checkpoint
+}
+
+func refPrefix(id backend.HeadID) string { return "refs/grove/" + string(id) + "/" }
+
+func refName(id backend.HeadID, seq int) string { return fmt.Sprintf("%s%08d", refPrefix(id), seq) }
+
+// checkpoints lists a head's private refs, newest first; limit 0 means all.
+func (rp *repo) checkpoints(ctx context.Context, id backend.HeadID, limit int) ([]checkpointRef, error) {
+	args := []string{"for-each-ref", "--sort=-refname", "--format=" + refFormat}
+	if limit > 0 {
+		args = append(args, "--count="+strconv.Itoa(limit))
+	}
+	out, err := rp.git(ctx, append(args, refPrefix(id))...)
+	if err != nil {
+		return nil, err
+	}
+	var cps []checkpointRef
+	for _, rec := range bytes.Split([]byte(out), []byte("\x1e")) {
+		rec = bytes.TrimLeft(rec, "\n")
+		if len(rec) == 0 {
+			continue
+		}
+		fields := strings.SplitN(string(rec), "\x00", 7)
+		if len(fields) != 7 {
+			return nil, fmt.Errorf("unexpected for-each-ref record %q", rec)
+		}
+		cp, err := parseCheckpoint(fields[1:])
+		if err != nil {
+			return nil, err
+		}
+		seq, err := strconv.Atoi(strings.TrimPrefix(fields[0], refPrefix(id)))
+		if err != nil {
+			continue // not a ref grove named
+		}
+		cps = append(cps, checkpointRef{ref: fields[0], seq: seq, Checkpoint: cp})
+	}
+	return cps, nil
+}

@@ -1,0 +1,609 @@
+package gitbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/lock"
+)
+
+// workspace is one open repository.
+type workspace struct {
+	b        *Backend
+	repo     *repo
+	meta     meta
+	id       backend.WorkspaceID
+	headsDir string // where new heads go: OpenOptions.HeadsDir, or beside a reopened head
+
+	mu     sync.Mutex
+	closed bool
+}
+
+var _ backend.Workspace = (*workspace)(nil)
+
+func (w *workspace) enter(ctx context.Context, op string) error {
+	w.mu.Lock()
+	closed := w.closed
+	w.mu.Unlock()
+	if closed {
+		return backend.Errorf(backend.FailedPrecondition, "gitbackend: "+op, "workspace is closed")
+	}
+	_, err := w.b.enter(ctx, op)
+	return err
+}
+
+func (w *workspace) Info() backend.WorkspaceInfo {
+	return backend.WorkspaceInfo{ID: w.id, Backend: BackendID, Locator: w.repo.common}
+}
+
+// lockRepo takes the short per-repository lock.
+func (w *workspace) lockRepo(ctx context.Context, purpose string) (*lock.Lock, error) {
+	return lock.Acquire(ctx, w.meta.repoLock(), purpose)
+}
+
+// cleanupContext is the context cleanup work runs under: it survives the
+// caller's cancellation (cleanup must finish) but is bounded.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+}
+
+// recoverCreates removes what creates killed half-way left behind: a
+// manifest still marked creating whose head lock nobody holds. Callers hold
+// the repository lock.
+func (w *workspace) recoverCreates(ctx context.Context) error {
+	all, err := w.meta.manifests()
+	if err != nil {
+		return backend.Errorf(backend.Internal, "gitbackend: recover", "%w", err)
+	}
+	for _, mf := range all {
+		if !mf.Creating {
+			continue
+		}
+		hl, err := lock.TryLock(w.meta.headLock(mf.ID), "recover an interrupted create")
+		if err != nil {
+			continue // its creator is alive
+		}
+		err = w.undoCreate(ctx, mf)
+		_ = hl.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// undoCreate removes a head's directory, registration, branch and manifest;
+// callers hold the repository lock.
+func (w *workspace) undoCreate(ctx context.Context, mf *manifest) error {
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	var errs []error
+	if _, err := os.Lstat(filepath.Join(mf.Dir, ".git")); err == nil {
+		if _, err := w.repo.git(ctx, "worktree", "remove", "--force", "--force", mf.Dir); err != nil {
+			errs = append(errs, os.RemoveAll(mf.Dir))
+		}
+	} else if ents, err := os.ReadDir(mf.Dir); err == nil && len(ents) == 0 {
+		_ = os.Remove(mf.Dir)
+	}
+	if _, err := w.repo.git(ctx, "worktree", "prune"); err != nil {
+		errs = append(errs, err)
+	}
+	if mf.Branch != "" && w.repo.refExists("refs/heads/"+mf.Branch) {
+		if _, err := w.repo.git(ctx, "update-ref", "-d", "refs/heads/"+mf.Branch, string(mf.Base)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, p := range []string{w.meta.manifestFile(mf.ID), w.meta.opMarker(mf.ID), w.meta.bindLock(mf.ID)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return &backend.Error{Code: backend.Internal, Op: "gitbackend: undo create", Head: mf.Name, Err: err}
+	}
+	return nil
+}
+
+// insideHead returns the live head whose directory holds path, if any.
+func (w *workspace) insideHead(path string) (*manifest, error) {
+	all, err := w.meta.manifests()
+	if err != nil {
+		return nil, err
+	}
+	for _, mf := range all {
+		if mf.live() && within(path, mf.Dir) {
+			return mf, nil
+		}
+	}
+	return nil, nil
+}
+
+// CreateHead makes a linked worktree on a new branch: registered with
+// git worktree add --no-checkout under the repository lock, populated under
+// the head's own lock.
+func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (backend.Head, error) {
+	const op = "create head"
+	if err := w.enter(ctx, "CreateHead"); err != nil {
+		return nil, err
+	}
+	fail := func(code backend.Code, path string, format string, args ...any) error {
+		return &backend.Error{Code: code, Op: "gitbackend: " + op, Head: spec.Name, Path: path, Err: fmt.Errorf(format, args...)}
+	}
+	if spec.Attach != "" {
+		return w.attach(ctx, spec)
+	}
+	from := spec.From
+	if from == "" {
+		from = "HEAD"
+	}
+	commit, err := w.repo.resolve(ctx, op, from)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.repo.checkTree(ctx, op, commit); err != nil {
+		return nil, err
+	}
+	dir := spec.Dir
+	if dir == "" {
+		dir = filepath.Join(w.headsDir, spec.Name)
+	}
+	if dir, err = canonical(dir); err != nil {
+		return nil, fail(backend.InvalidArgument, spec.Dir, "%v", err)
+	}
+	if w.repo.main != "" && within(dir, w.repo.main) {
+		return nil, fail(backend.InvalidArgument, dir, "a head's directory cannot lie inside the repository's working tree %s", w.repo.main)
+	}
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return nil, fail(backend.AlreadyExists, dir, "directory %s exists and is not empty", dir)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fail(backend.FailedPrecondition, dir, "%v", err)
+	}
+
+	rl, err := w.lockRepo(ctx, "create head "+spec.Name)
+	if err != nil {
+		return nil, err
+	}
+	mf, hl, bl, err := w.register(ctx, spec, commit, dir)
+	_ = rl.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	// Populate the files under the head's own lock only.
+	if err := w.populate(ctx, mf); err != nil {
+		if rl, lerr := w.lockRepo(context.WithoutCancel(ctx), "undo create "+spec.Name); lerr == nil {
+			_ = w.undoCreate(ctx, mf)
+			_ = rl.Unlock()
+		}
+		_ = hl.Unlock()
+		if bl != nil {
+			_ = bl.Unlock()
+		}
+		return nil, err
+	}
+	_ = hl.Unlock()
+	return w.newHead(mf, bl)
+}
+
+// register records and registers a new head under the repository lock. It
+// returns the head's manifest and its held head lock and, for an isolated
+// head, its isolation lock.
+func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit, dir string) (*manifest, *lock.Lock, *lock.Lock, error) {
+	const op = "gitbackend: create head"
+	fail := func(code backend.Code, path string, format string, args ...any) error {
+		return &backend.Error{Code: code, Op: op, Head: spec.Name, Path: path, Err: fmt.Errorf(format, args...)}
+	}
+	if err := w.recoverCreates(ctx); err != nil {
+		return nil, nil, nil, err
+	}
+	all, err := w.meta.manifests()
+	if err != nil {
+		return nil, nil, nil, fail(backend.Internal, "", "%v", err)
+	}
+	for _, mf := range all {
+		switch {
+		case mf.Name == spec.Name && mf.live():
+			return nil, nil, nil, fail(backend.AlreadyExists, "", "a head named %q exists", spec.Name)
+		case mf.live() && (within(dir, mf.Dir) || within(mf.Dir, dir)):
+			return nil, nil, nil, fail(backend.InvalidArgument, dir, "directory %s overlaps head %q at %s", dir, mf.Name, mf.Dir)
+		}
+	}
+	branch := spec.Branch
+	if branch == "" {
+		branch = "grove/" + spec.Name
+		for n := 2; w.repo.refExists("refs/heads/" + branch); n++ {
+			branch = "grove/" + spec.Name + "-" + strconv.Itoa(n)
+		}
+	} else if w.repo.refExists("refs/heads/" + branch) {
+		return nil, nil, nil, fail(backend.AlreadyExists, branch, "branch %q exists", branch)
+	}
+	if _, err := w.repo.git(ctx, "check-ref-format", "refs/heads/"+branch); err != nil {
+		return nil, nil, nil, fail(backend.InvalidArgument, branch, "%q is not a valid branch name", branch)
+	}
+	mf := &manifest{
+		ID: backend.HeadID(uuid.NewString()), Name: spec.Name, Access: spec.Access, Branch: branch,
+		Dir: dir, Base: backend.CheckpointID(commit), State: backend.StateActive, Creating: true,
+		Created: time.Now().UTC(),
+	}
+	hl, err := lock.TryLock(w.meta.headLock(mf.ID), "create")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var bl *lock.Lock
+	if spec.Access == backend.Isolated {
+		if bl, err = lock.TryLock(w.meta.bindLock(mf.ID), "isolated head "+spec.Name); err != nil {
+			_ = hl.Unlock()
+			return nil, nil, nil, err
+		}
+	}
+	undo := func(err error) (*manifest, *lock.Lock, *lock.Lock, error) {
+		_ = w.undoCreate(ctx, mf)
+		_ = hl.Unlock()
+		if bl != nil {
+			_ = bl.Unlock()
+		}
+		return nil, nil, nil, err
+	}
+	if err := w.meta.writeManifest(mf); err != nil {
+		return undo(fail(backend.Internal, "", "writing the manifest: %v", err))
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return undo(fail(backend.Internal, dir, "%v", err))
+	}
+	if _, err := w.repo.git(ctx, "worktree", "add", "--no-checkout", "-q", "-b", branch, dir, commit); err != nil {
+		if backend.CodeOf(err) != backend.Canceled {
+			err = fail(backend.Internal, dir, "git worktree add: %v", err)
+		}
+		return undo(err)
+	}
+	admin, err := readGitFile(dir)
+	if err != nil {
+		return undo(fail(backend.Internal, dir, "%v", err))
+	}
+	mf.Admin = admin
+	if err := writeFileAtomic(filepath.Join(admin, headIDFile), []byte(string(mf.ID)+"\n")); err != nil {
+		return undo(fail(backend.Internal, dir, "%v", err))
+	}
+	if err := w.meta.writeManifest(mf); err != nil {
+		return undo(fail(backend.Internal, "", "writing the manifest: %v", err))
+	}
+	return mf, hl, bl, nil
+}
+
+// headIDFile, in a worktree's git dir, carries the head ID, so that reopen
+// can tell the worktree is the head the binding names.
+const headIDFile = "grove-head-id"
+
+// populate checks the head's files out; callers hold its head lock.
+func (w *workspace) populate(ctx context.Context, mf *manifest) error {
+	if _, err := w.repo.run(ctx, gitcmd.Cmd{Dir: mf.Dir, Args: []string{"read-tree", "--reset", "-u", "HEAD"}}); err != nil {
+		if backend.CodeOf(err) == backend.Canceled {
+			return err
+		}
+		return &backend.Error{Code: backend.Internal, Op: "gitbackend: create head", Head: mf.Name, Path: mf.Dir, Err: err}
+	}
+	mf.Creating = false
+	if err := w.meta.writeManifest(mf); err != nil {
+		return &backend.Error{Code: backend.Internal, Op: "gitbackend: create head", Head: mf.Name, Err: err}
+	}
+	return nil
+}
+
+// readGitFile returns the git dir a worktree's .git names: the file's
+// "gitdir:" line for a linked worktree, the directory itself for a main
+// worktree.
+func readGitFile(dir string) (string, error) {
+	dotgit := filepath.Join(dir, ".git")
+	st, err := os.Lstat(dotgit)
+	if err != nil {
+		return "", err
+	}
+	if st.IsDir() {
+		return filepath.EvalSymlinks(dotgit)
+	}
+	data, err := os.ReadFile(dotgit)
+	if err != nil {
+		return "", err
+	}
+	gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	if !ok {
+		return "", fmt.Errorf("%s is not a git file", dotgit)
+	}
+	if !filepath.IsAbs(gitdir) {
+		gitdir = filepath.Join(dir, gitdir)
+	}
+	if real, err := filepath.EvalSymlinks(gitdir); err == nil {
+		return real, nil
+	}
+	return filepath.Clean(gitdir), nil
+}
+
+// attach makes a shared head over an existing checkout of this repository.
+func (w *workspace) attach(ctx context.Context, spec *backend.HeadSpec) (backend.Head, error) {
+	const op = "gitbackend: attach"
+	fail := func(code backend.Code, format string, args ...any) error {
+		return &backend.Error{Code: code, Op: op, Head: spec.Name, Path: spec.Attach, Err: fmt.Errorf(format, args...)}
+	}
+	abs, err := filepath.Abs(spec.Attach)
+	if err != nil {
+		return nil, fail(backend.InvalidArgument, "%v", err)
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return nil, fail(backend.NotFound, "no directory at %s", abs)
+	}
+	out, err := w.repo.run(ctx, gitcmd.Cmd{Dir: abs, Args: []string{"rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel", "--git-dir"}})
+	if err != nil {
+		if backend.CodeOf(err) == backend.Canceled {
+			return nil, err
+		}
+		return nil, fail(backend.InvalidArgument, "%s is not a git checkout: %v", abs, err)
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) != 3 {
+		return nil, fail(backend.InvalidArgument, "%s is not a checkout with a working tree", abs)
+	}
+	common, _ := filepath.EvalSymlinks(lines[0])
+	if common != w.repo.common {
+		return nil, fail(backend.InvalidArgument, "%s is a checkout of %s, not of this workspace's %s", abs, common, w.repo.common)
+	}
+	dir, _ := filepath.EvalSymlinks(lines[1])
+	admin, _ := filepath.EvalSymlinks(lines[2])
+	head, err := w.repo.run(ctx, gitcmd.Cmd{Dir: dir, Args: []string{"rev-parse", "--verify", "-q", "HEAD^{commit}"}})
+	if err != nil {
+		return nil, fail(backend.FailedPrecondition, "the checkout has no commit yet")
+	}
+	branch, err := w.repo.run(ctx, gitcmd.Cmd{Dir: dir, Args: []string{"symbolic-ref", "-q", "--short", "HEAD"}})
+	if err != nil {
+		branch = "" // detached
+	}
+	rl, err := w.lockRepo(ctx, "attach "+spec.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer rl.Unlock()
+	all, err := w.meta.manifests()
+	if err != nil {
+		return nil, fail(backend.Internal, "%v", err)
+	}
+	for _, mf := range all {
+		switch {
+		case mf.Name == spec.Name && mf.live():
+			return nil, fail(backend.AlreadyExists, "a head named %q exists", spec.Name)
+		case mf.live() && !mf.Attached && (within(dir, mf.Dir) || within(mf.Dir, dir)):
+			return nil, fail(backend.InvalidArgument, "%s overlaps head %q at %s", dir, mf.Name, mf.Dir)
+		}
+	}
+	mf := &manifest{
+		ID: backend.HeadID(uuid.NewString()), Name: spec.Name, Access: backend.Shared, Attached: true,
+		Branch: branch, Dir: dir, Admin: admin, Base: backend.CheckpointID(head), State: backend.StateActive,
+		Created: time.Now().UTC(),
+	}
+	if err := w.meta.writeManifest(mf); err != nil {
+		return nil, fail(backend.Internal, "writing the manifest: %v", err)
+	}
+	return w.newHead(mf, nil)
+}
+
+func (w *workspace) OpenHead(ctx context.Context, name string, opts *backend.ReopenOptions) (backend.Head, error) {
+	const op = "gitbackend: open head"
+	if err := w.enter(ctx, "OpenHead"); err != nil {
+		return nil, err
+	}
+	mf, err := w.meta.byName(name)
+	if err != nil {
+		return nil, backend.Errorf(backend.Internal, op, "%w", err)
+	}
+	if mf == nil {
+		return nil, &backend.Error{Code: backend.NotFound, Op: op, Head: name, Reason: backend.ReasonMissing, Err: fmt.Errorf("no head named %q", name)}
+	}
+	return w.open(ctx, op, mf, opts)
+}
+
+// open verifies a head's directory, registration, identity and branch, and
+// binds a handle to it.
+func (w *workspace) open(ctx context.Context, op string, mf *manifest, opts *backend.ReopenOptions) (*head, error) {
+	fail := func(code backend.Code, reason backend.Reason, format string, args ...any) error {
+		return &backend.Error{Code: code, Op: op, Head: mf.Name, Reason: reason, Err: fmt.Errorf(format, args...)}
+	}
+	if err := w.verify(mf, fail); err != nil {
+		return nil, err
+	}
+	if mf.State == backend.StateArchived && (opts == nil || !opts.AllowArchived) {
+		return nil, fail(backend.Archived, "", "head %q is archived", mf.Name)
+	}
+	var bl *lock.Lock
+	if mf.Access == backend.Isolated {
+		l, err := lock.TryLock(w.meta.bindLock(mf.ID), "isolated head "+mf.Name)
+		if backend.CodeOf(err) == backend.Busy {
+			return nil, fail(backend.AlreadyBound, "", "isolated head %q is held: %v", mf.Name, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		bl = l
+	}
+	if mf.State == backend.StateArchived {
+		if err := w.setState(ctx, mf.ID, false); err != nil {
+			if bl != nil {
+				_ = bl.Unlock()
+			}
+			return nil, err
+		}
+		mf.State = backend.StateActive
+	}
+	return w.newHead(mf, bl)
+}
+
+// verify runs the checks that need no git process: the directory, its
+// registration in this repository, the head ID it carries and its branch.
+func (w *workspace) verify(mf *manifest, fail func(backend.Code, backend.Reason, string, ...any) error) error {
+	st, err := os.Stat(mf.Dir)
+	if err != nil || !st.IsDir() {
+		// git records where the worktree is; if it says elsewhere, the
+		// head was moved rather than deleted.
+		if data, err := os.ReadFile(filepath.Join(mf.Admin, "gitdir")); err == nil && !mf.Attached {
+			if at := filepath.Dir(strings.TrimSpace(string(data))); at != mf.Dir {
+				if _, err := os.Stat(at); err == nil {
+					return fail(backend.NotFound, backend.ReasonMoved, "the head's directory moved from %s to %s", mf.Dir, at)
+				}
+			}
+		}
+		return fail(backend.NotFound, backend.ReasonMissing, "the head's directory %s is gone", mf.Dir)
+	}
+	admin, err := readGitFile(mf.Dir)
+	if err != nil {
+		return fail(backend.NotFound, backend.ReasonUnregistered, "%s is not a git worktree: %v", mf.Dir, err)
+	}
+	if admin != mf.Admin {
+		if _, err := os.Stat(admin); err != nil {
+			return fail(backend.NotFound, backend.ReasonMoved, "the worktree's git dir %s is gone: the repository moved", admin)
+		}
+		return fail(backend.NotFound, backend.ReasonUnregistered, "%s belongs to git dir %s, not %s", mf.Dir, admin, mf.Admin)
+	}
+	if !mf.Attached {
+		back, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		if err != nil {
+			return fail(backend.NotFound, backend.ReasonUnregistered, "the repository no longer registers %s", mf.Dir)
+		}
+		if recorded := filepath.Dir(strings.TrimSpace(string(back))); recorded != mf.Dir {
+			return fail(backend.NotFound, backend.ReasonMoved, "the repository records the worktree at %s, not %s", recorded, mf.Dir)
+		}
+		id, err := os.ReadFile(filepath.Join(admin, headIDFile))
+		if err != nil || strings.TrimSpace(string(id)) != string(mf.ID) {
+			return fail(backend.IdentityMismatch, backend.ReasonHeadID, "the worktree at %s is not head %s", mf.Dir, mf.ID)
+		}
+	}
+	if mf.Branch != "" && !w.repo.refExists("refs/heads/"+mf.Branch) {
+		return fail(backend.NotFound, backend.ReasonBranch, "branch %q is gone", mf.Branch)
+	}
+	return nil
+}
+
+func (w *workspace) Heads(ctx context.Context) ([]backend.HeadInfo, error) {
+	if err := w.enter(ctx, "Heads"); err != nil {
+		return nil, err
+	}
+	all, err := w.meta.manifests()
+	if err != nil {
+		return nil, backend.Errorf(backend.Internal, "gitbackend: heads", "%w", err)
+	}
+	var out []backend.HeadInfo
+	for _, mf := range all {
+		if mf.live() {
+			out = append(out, mf.info())
+		}
+	}
+	return out, nil
+}
+
+func (w *workspace) SetArchived(ctx context.Context, id backend.HeadID, archived bool) error {
+	if err := w.enter(ctx, "SetArchived"); err != nil {
+		return err
+	}
+	return w.setState(ctx, id, archived)
+}
+
+// setState archives or unarchives a head's manifest under the repository
+// lock.
+func (w *workspace) setState(ctx context.Context, id backend.HeadID, archived bool) error {
+	const op = "gitbackend: set archived"
+	rl, err := w.lockRepo(ctx, "set archived")
+	if err != nil {
+		return err
+	}
+	defer rl.Unlock()
+	mf, err := w.meta.readManifest(id)
+	switch {
+	case err != nil || mf.Creating:
+		return &backend.Error{Code: backend.NotFound, Op: op, Head: string(id), Err: fmt.Errorf("no head %s", id)}
+	case mf.State == backend.StateDestroyed:
+		return &backend.Error{Code: backend.Destroyed, Op: op, Head: mf.Name, Err: fmt.Errorf("head %q was destroyed", mf.Name)}
+	}
+	mf.State = backend.StateActive
+	if archived {
+		mf.State = backend.StateArchived
+	}
+	if err := w.meta.writeManifest(mf); err != nil {
+		return &backend.Error{Code: backend.Internal, Op: op, Head: mf.Name, Err: err}
+	}
+	return nil
+}
+
+// Materialize checks the tree of at out into dir through a temporary
+// index, without registering a worktree.
+func (w *workspace) Materialize(ctx context.Context, at backend.Rev, dir string) error {
+	const op = "gitbackend: materialize"
+	if err := w.enter(ctx, "Materialize"); err != nil {
+		return err
+	}
+	commit, err := w.repo.resolve(ctx, "materialize", at)
+	if err != nil {
+		return err
+	}
+	dir, err = canonical(dir)
+	if err != nil {
+		return &backend.Error{Code: backend.InvalidArgument, Op: op, Path: dir, Err: err}
+	}
+	if mf, err := w.insideHead(dir); err != nil || mf != nil {
+		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: dir, Err: fmt.Errorf("%s lies inside a head", dir)}
+	}
+	if w.repo.main != "" && within(dir, w.repo.main) {
+		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: dir, Err: fmt.Errorf("%s lies inside the repository's working tree", dir)}
+	}
+	existed := false
+	if ents, err := os.ReadDir(dir); err == nil {
+		if len(ents) > 0 {
+			return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: dir, Err: errors.New("destination is not empty")}
+		}
+		existed = true
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: dir, Err: err}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return &backend.Error{Code: backend.Internal, Op: op, Path: dir, Err: err}
+	}
+	tmp, err := os.MkdirTemp("", "grove-materialize-")
+	if err == nil {
+		defer os.RemoveAll(tmp)
+		_, err = w.repo.run(ctx, gitcmd.Cmd{
+			Args: []string{"read-tree", "--reset", "-u", commit},
+			Env:  []string{"GIT_DIR=" + w.repo.common, "GIT_WORK_TREE=" + dir, "GIT_INDEX_FILE=" + filepath.Join(tmp, "index")},
+		})
+	}
+	if err != nil {
+		if existed {
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+			}
+		} else {
+			_ = os.RemoveAll(dir)
+		}
+		if backend.CodeOf(err) == backend.Canceled {
+			return err
+		}
+		return &backend.Error{Code: backend.Internal, Op: op, Path: dir, Err: err}
+	}
+	return nil
+}
+
+func (w *workspace) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return backend.Errorf(backend.FailedPrecondition, "gitbackend: close workspace", "workspace is already closed")
+	}
+	w.closed = true
+	return nil
+}

@@ -1,0 +1,203 @@
+// Package githarness is the backendtest.Harness of the Git backend, shared
+// by gitbackend's tests and the engine's. Its out-of-band disturbances are
+// real: DeleteHeadFiles removes the head's directory as rm -rf would, and
+// MoveBranch runs git update-ref.
+package githarness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/backend/backendtest"
+	"github.com/groveworks/grove/gitbackend"
+)
+
+// Harness drives gitbackend over repositories in a temporary directory.
+type Harness struct {
+	Dir string // holds every repository the harness makes
+
+	mu     sync.Mutex
+	blocks map[string]chan struct{}
+	n      int
+}
+
+var _ backendtest.Harness = (*Harness)(nil)
+
+// New is a backendtest.HarnessMaker.
+func New(ctx context.Context, t *testing.T) (backendtest.Harness, error) {
+	return &Harness{Dir: t.TempDir()}, nil
+}
+
+func (h *Harness) intercept(ctx context.Context, op string) error {
+	h.mu.Lock()
+	parked, ok := h.blocks[op]
+	delete(h.blocks, op)
+	h.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	close(parked)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// MakeBackend returns a new backend; all of them see the same disk.
+func (h *Harness) MakeBackend(ctx context.Context) (backend.Backend, error) {
+	return gitbackend.New(gitbackend.Options{Intercept: h.intercept}), nil
+}
+
+// Git runs the real git binary in dir with a fixed identity and no user
+// configuration, as a user's command line would (hooks and all), and
+// returns its trimmed output.
+func Git(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=user", "GIT_AUTHOR_EMAIL=user@example.com",
+		"GIT_COMMITTER_NAME=user", "GIT_COMMITTER_EMAIL=user@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// InitRepo makes a repository at dir whose branch main holds exactly the
+// files of files (modes and symlinks included), committed by plain git.
+func InitRepo(ctx context.Context, dir string, files fs.FS) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if _, err := Git(ctx, dir, "init", "-q", "-b", "main"); err != nil {
+		return err
+	}
+	if err := WriteFiles(dir, files); err != nil {
+		return err
+	}
+	if _, err := Git(ctx, dir, "add", "-A", "-f"); err != nil {
+		return err
+	}
+	_, err := Git(ctx, dir, "commit", "-q", "--allow-empty", "-m", "base")
+	return err
+}
+
+// WriteFiles copies files into dir, keeping executable bits and symlinks.
+func WriteFiles(dir string, files fs.FS) error {
+	return fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == "." {
+			return err
+		}
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(full, 0o755)
+		case info.Mode()&fs.ModeSymlink != 0:
+			target, err := fs.ReadLink(files, p)
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				return err
+			}
+			return os.Symlink(target, full)
+		}
+		data, err := fs.ReadFile(files, p)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, data, info.Mode().Perm()); err != nil {
+			return err
+		}
+		return os.Chmod(full, info.Mode().Perm())
+	})
+}
+
+// MakeWorkspace creates a repository; its main worktree is the Checkout an
+// attached head is made over.
+func (h *Harness) MakeWorkspace(ctx context.Context, files fs.FS) (backendtest.Fixture, error) {
+	h.mu.Lock()
+	h.n++
+	dir := filepath.Join(h.Dir, fmt.Sprintf("repo-%d", h.n))
+	h.mu.Unlock()
+	if err := InitRepo(ctx, dir, files); err != nil {
+		return backendtest.Fixture{}, err
+	}
+	return backendtest.Fixture{Locator: dir, Base: "main", Checkout: dir}, nil
+}
+
+// Payload is the part of a Git binding the harness reads.
+type Payload struct {
+	Repo   string `json:"repo"`
+	Dir    string `json:"dir"`
+	Name   string `json:"name"`
+	Branch string `json:"branch"`
+}
+
+// DecodePayload reads a Git binding's payload.
+func DecodePayload(b backend.Binding) (Payload, error) {
+	var p Payload
+	err := json.Unmarshal(b.Payload, &p)
+	return p, err
+}
+
+// DeleteHeadFiles removes the head's directory, as rm -rf would.
+func (h *Harness) DeleteHeadFiles(ctx context.Context, b backend.Binding) error {
+	p, err := DecodePayload(b)
+	if err != nil {
+		return err
+	}
+	return os.RemoveAll(p.Dir)
+}
+
+// MoveBranch points the head's branch at commit with git update-ref, or
+// deletes it.
+func (h *Harness) MoveBranch(ctx context.Context, b backend.Binding, commit backend.CheckpointID) error {
+	p, err := DecodePayload(b)
+	if err != nil {
+		return err
+	}
+	if commit == "" {
+		_, err = Git(ctx, p.Repo, "update-ref", "-d", "refs/heads/"+p.Branch)
+	} else {
+		_, err = Git(ctx, p.Repo, "update-ref", "refs/heads/"+p.Branch, string(commit))
+	}
+	return err
+}
+
+// CorruptBinding replaces the payload's repository path with a number.
+func (h *Harness) CorruptBinding(b backend.Binding) backend.Binding {
+	b.Payload = json.RawMessage(`{"repo":42}`)
+	return b
+}
+
+// BlockNextCall parks the driver's next call of op until its context ends.
+func (h *Harness) BlockNextCall(op string) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.blocks == nil {
+		h.blocks = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	h.blocks[op] = ch
+	return ch
+}
+
+// Close does nothing: the test's temporary directory goes with the test.
+func (h *Harness) Close() error { return nil }
