@@ -250,6 +250,7 @@ func (h *head) swapIndex(ctx context.Context, mf manifest, priv string) error {
 		if !errors.Is(err, fs.ErrExist) {
 			return err
 		}
+		// index.lock is held by a git command: wait for it.
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -259,6 +260,7 @@ func (h *head) swapIndex(ctx context.Context, mf manifest, priv string) error {
 		}
 		delay = min(2*delay, 50*time.Millisecond)
 	}
+	crashPoint("index:locked")
 	if err := os.Rename(lockPath, filepath.Join(mf.Admin, "index")); err != nil {
 		_ = os.Remove(lockPath)
 		return err
@@ -426,6 +428,7 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 	if err != nil {
 		return backend.CheckpointResult{}, err
 	}
+	crashPoint("checkpoint:captured")
 	tree, err := h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Args: []string{"write-tree"}})
 	if err != nil {
 		return backend.CheckpointResult{}, err
@@ -479,9 +482,11 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 	if err != nil {
 		return backend.CheckpointResult{}, err
 	}
+	crashPoint("checkpoint:committed")
 	if err := h.recordCheckpoint(ctx, mf, st, commit); err != nil {
 		return backend.CheckpointResult{}, err
 	}
+	crashPoint("checkpoint:recorded")
 	if st.onOwn {
 		if err := h.swapIndex(ctx, mf, priv); err != nil {
 			return backend.CheckpointResult{}, err
@@ -600,12 +605,15 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 			return err
 		}
 	}
+	crashPoint("restore:written")
 	if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"read-tree", "--reset", "-u", target}}); err != nil {
 		return err
 	}
+	crashPoint("restore:pruned")
 	if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"clean", "-f", "-d", "-q"}}); err != nil {
 		return err
 	}
+	crashPoint("restore:cleaned")
 	if mf.Attached {
 		return nil
 	}

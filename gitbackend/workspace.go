@@ -90,12 +90,21 @@ func (w *workspace) undoCreate(ctx context.Context, mf *manifest) error {
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	var errs []error
-	if _, err := os.Lstat(filepath.Join(mf.Dir, ".git")); err == nil {
-		if _, err := w.repo.git(ctx, "worktree", "remove", "--force", "--force", mf.Dir); err != nil {
-			errs = append(errs, os.RemoveAll(mf.Dir))
-		}
+	// The directory was empty or absent before the create; remove it only
+	// if it is still empty or is a worktree of this repository.
+	if admin, err := readGitFile(mf.Dir); err == nil && within(admin, filepath.Join(w.repo.common, "worktrees")) {
+		errs = append(errs, os.RemoveAll(mf.Dir))
 	} else if ents, err := os.ReadDir(mf.Dir); err == nil && len(ents) == 0 {
-		_ = os.Remove(mf.Dir)
+		errs = append(errs, os.Remove(mf.Dir))
+	}
+	// A git worktree add killed half-way leaves its registration locked
+	// ("initializing"), which prune would keep: remove it directly.
+	if admins, err := filepath.Glob(filepath.Join(w.repo.common, "worktrees", "*", "gitdir")); err == nil {
+		for _, g := range admins {
+			if data, err := os.ReadFile(g); err == nil && filepath.Dir(strings.TrimSpace(string(data))) == mf.Dir {
+				errs = append(errs, os.RemoveAll(filepath.Dir(g)))
+			}
+		}
 	}
 	if _, err := w.repo.git(ctx, "worktree", "prune"); err != nil {
 		errs = append(errs, err)
@@ -180,6 +189,7 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	if err != nil {
 		return nil, err
 	}
+	crashPoint("create:registered")
 	// Populate the files under the head's own lock only.
 	if err := w.populate(ctx, mf); err != nil {
 		if rl, lerr := w.lockRepo(context.WithoutCancel(ctx), "undo create "+spec.Name); lerr == nil {

@@ -55,12 +55,7 @@ func TryLock(path, purpose string) (*Lock, error) {
 	if err != nil {
 		return nil, &backend.Error{Code: backend.Internal, Op: op, Path: path, Err: err}
 	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
+	err = flock(f, path)
 	if err != nil {
 		_ = f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -79,6 +74,46 @@ func TryLock(path, purpose string) (*Lock, error) {
 		_, _ = f.WriteAt(append(rec, '\n'), 0)
 	}
 	return &Lock{path: path, f: f}, nil
+}
+
+// deadHolderGrace bounds how long TryLock waits for a lock whose recorded
+// holder is dead. The kernel releases a dead process's lock once every
+// descriptor of it is closed, and a child the holder was forking when it
+// was killed can keep a copy open for a moment, until it execs or dies.
+const deadHolderGrace = 2 * time.Second
+
+// flock takes the lock on f without blocking on a live holder.
+func flock(f *os.File, path string) error {
+	var deadline time.Time
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case !errors.Is(err, syscall.EWOULDBLOCK):
+			return err
+		}
+		o, ok := ReadOwner(path)
+		if !ok || !o.dead() {
+			return err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(deadHolderGrace)
+		} else if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// dead reports whether the owner is a process of this host that no longer
+// exists.
+func (o Owner) dead() bool {
+	host, _ := os.Hostname()
+	if o.Host != host || o.PID <= 0 || o.PID == os.Getpid() {
+		return false
+	}
+	return errors.Is(syscall.Kill(o.PID, 0), syscall.ESRCH)
 }
 
 // Acquire takes the lock at path, waiting while another holder has it, until

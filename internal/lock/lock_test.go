@@ -142,3 +142,46 @@ func TestALockOfAKilledProcessIsReleasedByTheKernel(t *testing.T) {
 	assert.Equal(t, os.Getpid(), o.PID, "the new holder's record replaced the dead one's")
 	require.NoError(t, l.Unlock())
 }
+
+// deadPID returns the PID of a process that has exited and been reaped.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	return cmd.Process.Pid
+}
+
+func recordOwner(t *testing.T, path string, pid int) {
+	t.Helper()
+	host, _ := os.Hostname()
+	data := fmt.Sprintf(`{"pid":%d,"host":%q,"purpose":"test","since":"2026-01-01T00:00:00Z"}`, pid, host)
+	require.NoError(t, os.WriteFile(path, []byte(data), 0o644))
+}
+
+// A lock whose recorded holder is dead but whose descriptor is still open
+// somewhere (a child forked by the dead holder, about to exec) is waited
+// for briefly instead of being reported Busy.
+func TestLockOfADeadHolderIsWaitedForBriefly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	held, err := lock.TryLock(path, "stand-in for the dead holder's last descriptor")
+	require.NoError(t, err)
+	recordOwner(t, path, deadPID(t))
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = held.Unlock()
+	}()
+	l, err := lock.TryLock(path, "next")
+	require.NoError(t, err, "the lock of a dead holder was not recovered")
+	require.NoError(t, l.Unlock())
+}
+
+// A live holder's lock is Busy, naming the holder.
+func TestLockOfALiveHolderIsBusyAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	held, err := lock.TryLock(path, "live")
+	require.NoError(t, err)
+	defer held.Unlock()
+	_, err = lock.TryLock(path, "next")
+	assert.Equal(t, backend.Busy, backend.CodeOf(err))
+	assert.Contains(t, err.Error(), "live", "Busy names the holder")
+}

@@ -1,0 +1,80 @@
+package gitbackend_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/gitbackend"
+	"github.com/groveworks/grove/workspace"
+)
+
+// Each repository shape grove does not drive is refused with Unimplemented
+// naming the feature, never half-supported.
+
+func wantUnimplemented(t *testing.T, err error, feature string) {
+	t.Helper()
+	require.Error(t, err)
+	assert.Equal(t, backend.Unimplemented, workspace.CodeOf(err), "error: %v", err)
+	assert.Contains(t, err.Error(), feature)
+}
+
+func TestSparseCheckoutIsRefusedAtOpen(t *testing.T) {
+	f := newFixture(t)
+	f.git(f.repo, "sparse-checkout", "set", "src")
+	_, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, nil)
+	wantUnimplemented(t, err, "sparse checkout")
+}
+
+func TestPartialCloneIsRefusedAtOpen(t *testing.T) {
+	f := newFixture(t)
+	f.git(f.repo, "config", "uploadpack.allowFilter", "true")
+	clone := filepath.Join(t.TempDir(), "clone")
+	f.git(t.TempDir(), "clone", "-q", "--filter=blob:none", "file://"+f.repo, clone)
+	_, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), clone, nil)
+	wantUnimplemented(t, err, "partial clone")
+}
+
+func TestFilterDriversAreRefusedAtOpen(t *testing.T) {
+	f := newFixture(t)
+	f.git(f.repo, "config", "filter.lfs.smudge", "git-lfs smudge -- %f")
+	_, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, nil)
+	wantUnimplemented(t, err, "filter drivers")
+}
+
+func TestLFSAttributesAreRefusedAtCreate(t *testing.T) {
+	f := newFixture(t)
+	require.NoError(t, os.WriteFile(filepath.Join(f.repo, ".gitattributes"), []byte("*.bin filter=lfs diff=lfs merge=lfs -text\n"), 0o644))
+	f.git(f.repo, "add", ".gitattributes")
+	f.git(f.repo, "commit", "-qm", "lfs")
+	_, err := f.ws.Head("agent").From("main").Create(f.ctx)
+	wantUnimplemented(t, err, "Git LFS")
+	assertNothingLeft(t, f, "agent")
+}
+
+func TestSubmodulesAreRefusedAtCreate(t *testing.T) {
+	f := newFixture(t)
+	sub := filepath.Join(t.TempDir(), "sub")
+	f.git(t.TempDir(), "init", "-q", sub)
+	f.git(sub, "commit", "-q", "--allow-empty", "-m", "sub")
+	f.git(f.repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "lib")
+	f.git(f.repo, "commit", "-qm", "submodule")
+	_, err := f.ws.Head("agent").From("main").Create(f.ctx)
+	wantUnimplemented(t, err, "submodules")
+	assertNothingLeft(t, f, "agent")
+}
+
+// assertNothingLeft checks that a refused create left no branch, directory
+// or registration.
+func assertNothingLeft(t *testing.T, f *fixture, name string) {
+	t.Helper()
+	assert.Empty(t, f.git(f.repo, "branch", "--list", "grove/"+name))
+	assert.NotContains(t, f.git(f.repo, "worktree", "list", "--porcelain"), name)
+	heads, err := f.ws.Heads(f.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, heads)
+}
