@@ -173,4 +173,3 @@ func TestCheckpointWithAMergeInProgressLeavesIndexAndBranch(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, cp.ID, log[0].ID)
 }
-
