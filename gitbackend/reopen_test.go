@@ -1,0 +1,166 @@
+package gitbackend_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/gitbackend"
+	"github.com/groveworks/grove/workspace"
+)
+
+func wantReason(t *testing.T, err error, code backend.Code, reason backend.Reason) {
+	t.Helper()
+	require.Error(t, err)
+	var be *backend.Error
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, code, be.Code, "error: %v", err)
+	assert.Equal(t, reason, be.Reason, "error: %v", err)
+}
+
+// closedHead makes a head and closes it, returning its binding.
+func closedHead(t *testing.T, f *fixture, name string) (backend.Binding, string) {
+	t.Helper()
+	h := f.head(name)
+	require.NoError(t, h.Close())
+	return h.Binding(), h.Info().Root
+}
+
+func reopen(f *fixture, b backend.Binding) error {
+	h, err := workspace.Reopen(f.ctx, gitbackend.New(gitbackend.Options{}), b, nil)
+	if err == nil {
+		_ = h.Close()
+	}
+	return err
+}
+
+func TestReopenOfAWorktreeGitMovedSaysMoved(t *testing.T) {
+	f := newFixture(t)
+	b, root := closedHead(t, f, "agent")
+	f.git(f.repo, "worktree", "move", root, filepath.Join(filepath.Dir(root), "elsewhere"))
+	wantReason(t, reopen(f, b), backend.NotFound, backend.ReasonMoved)
+}
+
+func TestReopenOfAMovedRepositorySaysMoved(t *testing.T) {
+	f := newFixture(t)
+	b, _ := closedHead(t, f, "agent")
+	require.NoError(t, os.Rename(f.repo, f.repo+"-moved"))
+	wantReason(t, reopen(f, b), backend.NotFound, backend.ReasonMoved)
+}
+
+func TestReopenOfAnUnregisteredWorktreeSaysUnregistered(t *testing.T) {
+	f := newFixture(t)
+	b, root := closedHead(t, f, "agent")
+	admin := f.git(root, "rev-parse", "--absolute-git-dir")
+	require.NoError(t, os.RemoveAll(admin))
+	wantReason(t, reopen(f, b), backend.NotFound, backend.ReasonUnregistered)
+}
+
+func TestReopenOfAWorktreeCarryingAnotherHeadIDSaysHeadID(t *testing.T) {
+	f := newFixture(t)
+	b, root := closedHead(t, f, "agent")
+	admin := f.git(root, "rev-parse", "--absolute-git-dir")
+	require.NoError(t, os.WriteFile(filepath.Join(admin, "grove-head-id"), []byte("someone-else\n"), 0o644))
+	wantReason(t, reopen(f, b), backend.IdentityMismatch, backend.ReasonHeadID)
+}
+
+func TestReopenOfAHeadWhoseBranchWasSwitchedStillFindsIt(t *testing.T) {
+	f := newFixture(t)
+	b, root := closedHead(t, f, "agent")
+	f.git(root, "checkout", "-q", "-b", "detour")
+	require.NoError(t, reopen(f, b))
+	h, err := workspace.Reopen(f.ctx, gitbackend.New(gitbackend.Options{}), b, nil)
+	require.NoError(t, err)
+	defer h.Close()
+	// A restore brings the head back onto its own branch.
+	_, err = h.Restore(f.ctx, "main", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "grove/agent", f.git(root, "rev-parse", "--abbrev-ref", "HEAD"))
+}
+
+func TestAFailedCreateLeavesNothingBehind(t *testing.T) {
+	f := newFixture(t)
+	file := filepath.Join(t.TempDir(), "a-file")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	_, err := f.ws.Head("agent").From("main").Dir(filepath.Join(file, "head")).Create(f.ctx)
+	require.Error(t, err)
+	assertNothingLeft(t, f, "agent")
+	ents, err := os.ReadDir(filepath.Join(f.repo, ".git", "grove", "heads"))
+	require.NoError(t, err)
+	assert.Empty(t, ents, "a manifest was left behind")
+}
+
+func TestHeadsDirectoryInsideTheRepositoryIsRefused(t *testing.T) {
+	f := newFixture(t)
+	_, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo,
+		&workspace.OpenOptions{HeadsDir: filepath.Join(f.repo, "heads")})
+	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "error: %v", err)
+}
+
+func TestOpenFromInsideALinkedWorktreeFindsTheSameWorkspace(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), filepath.Join(h.Info().Root, "src"), nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	assert.Equal(t, f.ws.Info().ID, ws.Info().ID)
+	_, err = workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), t.TempDir(), nil)
+	assert.Equal(t, backend.NotFound, workspace.CodeOf(err))
+}
+
+func TestHeadFSIsContained(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	root := h.Info().Root
+	fsys := h.FS()
+	outside := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(outside, []byte("secret"), 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "abs-link")))
+	require.NoError(t, os.Symlink("../../../../../../../../"+outside, filepath.Join(root, "rel-link")))
+
+	for _, name := range []string{"abs-link", "rel-link", "../x", "/etc/passwd"} {
+		_, err := fsys.ReadFile(name)
+		assert.Equal(t, backend.PathEscape, workspace.CodeOf(err), "ReadFile(%q): %v", name, err)
+	}
+	assert.Equal(t, backend.PathEscape, workspace.CodeOf(fsys.WriteFile("abs-link", []byte("x"), 0o644)))
+	assert.Equal(t, backend.PathEscape, workspace.CodeOf(fsys.Symlink("../../outside", "up")))
+	assert.Equal(t, backend.PathEscape, workspace.CodeOf(fsys.Symlink("/etc", "abs")))
+	assert.Equal(t, backend.PermissionDenied, workspace.CodeOf(fsys.Symlink(".git", "git-link")))
+	_, err := fsys.ReadFile(".git")
+	assert.Equal(t, backend.PermissionDenied, workspace.CodeOf(err))
+	data, err := os.ReadFile(outside)
+	require.NoError(t, err)
+	assert.Equal(t, "secret", string(data), "a write escaped the head")
+
+	ents, err := fsys.ReadDir(".")
+	require.NoError(t, err)
+	for _, e := range ents {
+		assert.NotEqual(t, ".git", e.Name())
+	}
+
+	// A write through a symlink that stays inside lands on its target.
+	require.NoError(t, fsys.Symlink("README.md", "readme-link"))
+	require.NoError(t, fsys.WriteFile("readme-link", []byte("via link\n"), 0o644))
+	got, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "via link\n", string(got))
+	fi, err := os.Lstat(filepath.Join(root, "readme-link"))
+	require.NoError(t, err)
+	assert.NotZero(t, fi.Mode()&os.ModeSymlink, "the symlink was replaced by a file")
+}
+
+func TestGrovesTemporaryFilesAreNeverCaptured(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	// A write in flight leaves a temporary file for a moment.
+	f.write(h, "src/.grove-tmp-0123456789abcdef", "half-written")
+	f.write(h, "real.txt", "r\n")
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "", f.git(f.repo, "ls-tree", "-r", "--name-only", string(cp.ID), "src/.grove-tmp-0123456789abcdef"))
+	assert.Equal(t, "real.txt", f.git(f.repo, "ls-tree", "-r", "--name-only", string(cp.ID), "real.txt"))
+}
