@@ -596,13 +596,22 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	}
 	defer os.Remove(priv)
 	env := []string{"GIT_INDEX_FILE=" + priv}
-	empty, err := h.w.repo.git(ctx, "ls-tree", "--name-only", target)
+	// read-tree -u removes the files it drops before it writes new ones.
+	// When it would drop tracked files, write target's content first, so
+	// that nothing is deleted before the new content is in place.
+	drops, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"diff-index", "--cached", "--name-only", "--diff-filter=A", "-z", target, "--"}})
 	if err != nil {
 		return err
 	}
-	if empty != "" {
-		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"checkout", "-f", target, "--", "."}}); err != nil {
+	if drops != "" {
+		empty, err := h.w.repo.git(ctx, "ls-tree", "--name-only", target)
+		if err != nil {
 			return err
+		}
+		if empty != "" {
+			if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"checkout", "-f", target, "--", "."}}); err != nil {
+				return err
+			}
 		}
 	}
 	crashPoint("restore:written")
