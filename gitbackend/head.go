@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/groveworks/grove/backend"
@@ -235,37 +237,61 @@ func (h *head) seedIndex(mf manifest, name string) (string, error) {
 	return priv, os.WriteFile(priv, src, 0o644)
 }
 
-// swapIndex makes the private index the head's index under git's own
-// index.lock protocol: the private index is hard-linked as index.lock (so
-// the lock is taken with its final content in place) and renamed over the
-// index. A git command holding index.lock is waited for until ctx ends.
-func (h *head) swapIndex(ctx context.Context, mf manifest, priv string) error {
-	lockPath := filepath.Join(mf.Admin, indexLock)
+// indexSwap is the head's index.lock taken with the private index as its
+// content: git's own lock protocol, so a concurrent git command sees the
+// old index or the new one, never a mix.
+type indexSwap struct {
+	priv, lockPath, index string
+}
+
+// lockIndex takes the head's index.lock by hard-linking the private index
+// as it, waiting while a git command holds the lock until ctx ends. A lock
+// grove's swap leaves behind is recognizable: it is the private index's
+// inode.
+func (h *head) lockIndex(ctx context.Context, mf manifest, priv string) (*indexSwap, error) {
+	s := &indexSwap{priv: priv, lockPath: filepath.Join(mf.Admin, indexLock), index: filepath.Join(mf.Admin, "index")}
 	delay := time.Millisecond
 	for {
-		err := os.Link(priv, lockPath)
+		err := os.Link(priv, s.lockPath)
 		if err == nil {
-			break
+			crashPoint("index:locked")
+			return s, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
-			return err
+			return nil, err
 		}
 		// index.lock is held by a git command: wait for it.
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return &backend.Error{Code: backend.Canceled, Op: "gitbackend: index swap", Head: mf.Name, Err: ctx.Err()}
+			return nil, &backend.Error{Code: backend.Canceled, Op: "gitbackend: index lock", Head: mf.Name,
+				Err: fmt.Errorf("waiting for %s, held by a git command: %w", s.lockPath, ctx.Err())}
 		case <-t.C:
 		}
 		delay = min(2*delay, 50*time.Millisecond)
 	}
-	crashPoint("index:locked")
-	if err := os.Rename(lockPath, filepath.Join(mf.Admin, "index")); err != nil {
-		_ = os.Remove(lockPath)
+}
+
+// commit renames the lock over the index, releasing it.
+func (s *indexSwap) commit() error {
+	if err := os.Rename(s.lockPath, s.index); err != nil {
+		_ = os.Remove(s.lockPath)
 		return err
 	}
-	return os.Remove(priv)
+	return os.Remove(s.priv)
+}
+
+// abort releases the lock, leaving the index as it was.
+func (s *indexSwap) abort() { _ = os.Remove(s.lockPath) }
+
+// swapIndex makes the private index the head's index.
+func (h *head) swapIndex(ctx context.Context, mf manifest, priv string) error {
+	s, err := h.lockIndex(ctx, mf, priv)
+	if err != nil {
+		return err
+	}
+	return s.commit()
 }
 
 // capture stages the head's whole state into the private index priv:
@@ -483,12 +509,24 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 		return backend.CheckpointResult{}, err
 	}
 	crashPoint("checkpoint:committed")
+	// For a head on its own branch, take the index lock before any ref
+	// moves: a checkpoint that gives up waiting for a git command records
+	// nothing.
+	var swap *indexSwap
+	if st.onOwn {
+		if swap, err = h.lockIndex(ctx, mf, priv); err != nil {
+			return backend.CheckpointResult{}, err
+		}
+	}
 	if err := h.recordCheckpoint(ctx, mf, st, commit); err != nil {
+		if swap != nil {
+			swap.abort()
+		}
 		return backend.CheckpointResult{}, err
 	}
 	crashPoint("checkpoint:recorded")
-	if st.onOwn {
-		if err := h.swapIndex(ctx, mf, priv); err != nil {
+	if swap != nil {
+		if err := swap.commit(); err != nil {
 			return backend.CheckpointResult{}, err
 		}
 	}
@@ -570,9 +608,9 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 
 // restore makes the head's files equal target's; callers hold the head
 // lock. Order: refuse ignored-file collisions; write target's content
-// (nothing removed yet); remove tracked files target lacks; remove
-// untracked, unignored files; for a grove-owned head, reset its branch and
-// swap the index in.
+// where tracked files would be dropped (so nothing is removed first); make
+// the tracked files equal target's; remove untracked, unignored files; for
+// a grove-owned head, reset its branch and swap the index in.
 func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	const op = "restore"
 	st, err := h.state(ctx, mf, op)
@@ -582,7 +620,30 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	if !mf.Attached && (st.op == backend.OpRebase || st.op == backend.OpApplyMailbox || st.op == backend.OpBisect) {
 		return h.fail(backend.FailedPrecondition, op, "a %s is in progress in the head; finish or abort it first", st.op)
 	}
-	if err := h.checkIgnoredCollisions(ctx, mf, target); err != nil {
+	priv, err := h.seedIndex(mf, privateIndex)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(priv)
+	env := []string{"GIT_INDEX_FILE=" + priv}
+	// What target adds to the index (D: in target, not in the index) and
+	// drops from it (A: in the index, not in target).
+	out, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"diff-index", "--cached", "--name-status", "--no-renames", "-z", target, "--"}})
+	if err != nil {
+		return err
+	}
+	var adds []string
+	drops := false
+	fields := strings.Split(out, "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		switch fields[i] {
+		case "D":
+			adds = append(adds, fields[i+1])
+		case "A":
+			drops = true
+		}
+	}
+	if err := h.checkIgnoredCollisions(ctx, mf, priv, target, adds); err != nil {
 		return err
 	}
 	done, err := h.mark(mf, op)
@@ -590,28 +651,11 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 		return err
 	}
 	defer done()
-	priv, err := h.seedIndex(mf, privateIndex)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(priv)
-	env := []string{"GIT_INDEX_FILE=" + priv}
-	// read-tree -u removes the files it drops before it writes new ones.
-	// When it would drop tracked files, write target's content first, so
-	// that nothing is deleted before the new content is in place.
-	drops, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"diff-index", "--cached", "--name-only", "--diff-filter=A", "-z", target, "--"}})
-	if err != nil {
-		return err
-	}
-	if drops != "" {
-		empty, err := h.w.repo.git(ctx, "ls-tree", "--name-only", target)
-		if err != nil {
+	if drops {
+		// read-tree -u removes the files it drops before it writes new
+		// ones: write target's content first.
+		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"checkout", "-f", target, "--", ":/"}}); err != nil {
 			return err
-		}
-		if empty != "" {
-			if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"checkout", "-f", target, "--", "."}}); err != nil {
-				return err
-			}
 		}
 	}
 	crashPoint("restore:written")
@@ -631,8 +675,10 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 		return err
 	}
 	defer rl.Unlock()
-	if _, err := h.git(ctx, gitcmd.Cmd{Args: []string{"symbolic-ref", "HEAD", "refs/heads/" + mf.Branch}}); err != nil {
-		return err
+	if !st.onOwn {
+		if _, err := h.git(ctx, gitcmd.Cmd{Args: []string{"symbolic-ref", "HEAD", "refs/heads/" + mf.Branch}}); err != nil {
+			return err
+		}
 	}
 	if _, err := h.w.repo.git(ctx, "update-ref", "-m", "grove: restore", "refs/heads/"+mf.Branch, target); err != nil {
 		return err
@@ -643,54 +689,87 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	return h.swapIndex(ctx, mf, priv)
 }
 
-// checkIgnoredCollisions refuses with Conflict where target tracks a path
-// that is an ignored file in the head now, with other content.
-func (h *head) checkIgnoredCollisions(ctx context.Context, mf manifest, target string) error {
-	out, err := h.git(ctx, gitcmd.Cmd{NoOptionalLocks: true, Args: []string{"ls-files", "-z", "-o", "-i", "--exclude-standard", "--directory"}})
-	if err != nil || out == "" {
-		return err
-	}
-	var specs []string
-	for _, p := range strings.Split(out, "\x00") {
-		if p != "" {
-			specs = append(specs, strings.TrimSuffix(p, "/"))
+// checkIgnoredCollisions refuses with Conflict where target adds a path
+// that is an ignored file in the head now with other content, or whose
+// parent directory is an ignored file there. Only the paths target adds to
+// the index are looked at, never the whole tree.
+func (h *head) checkIgnoredCollisions(ctx context.Context, mf manifest, priv, target string, adds []string) error {
+	var present, blockers []string
+	for _, p := range adds {
+		_, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(p)))
+		switch {
+		case err == nil:
+			present = append(present, p)
+		case errors.Is(err, syscall.ENOTDIR):
+			for d := path.Dir(p); d != "."; d = path.Dir(d) {
+				if fi, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(d))); err == nil && !fi.IsDir() {
+					blockers = append(blockers, d)
+					break
+				}
+			}
 		}
 	}
-	// What target holds at or under the ignored paths.
-	listing, err := h.w.repo.git(ctx, append([]string{"ls-tree", "-r", "-z", "--full-tree", target, "--"}, specs...)...)
-	if err != nil || listing == "" {
-		return err
-	}
-	type entry struct{ mode, blob string }
-	want := map[string]entry{}
-	var paths []string
-	for _, rec := range strings.Split(listing, "\x00") {
-		meta, p, ok := strings.Cut(rec, "\t")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(meta) // mode type object
-		if len(f) != 3 {
-			continue
-		}
-		if _, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(p))); err != nil {
-			continue // nothing there to overwrite
-		}
-		want[p] = entry{f[0], f[2]}
-		paths = append(paths, p)
-	}
-	if len(paths) == 0 {
+	if len(present) == 0 && len(blockers) == 0 {
 		return nil
 	}
-	hashes, err := h.git(ctx, gitcmd.Cmd{Stdin: strings.NewReader(strings.Join(paths, "\n") + "\n"),
+	ignored := func(paths []string) (map[string]bool, error) {
+		out, err := h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Stdin: strings.NewReader(strings.Join(paths, "\x00") + "\x00"),
+			Args: []string{"check-ignore", "-z", "--stdin"}})
+		if err != nil && gitcmd.ExitCode(err) != 1 {
+			return nil, err
+		}
+		set := map[string]bool{}
+		for _, p := range strings.Split(out, "\x00") {
+			set[p] = p != ""
+		}
+		return set, nil
+	}
+	conflict := func(p string) error {
+		return &backend.Error{Code: backend.Conflict, Op: "gitbackend: restore", Head: mf.Name, Path: p,
+			Err: fmt.Errorf("the target tracks %s, where the head has an ignored file with other content; move it away or include it in a checkpoint", p)}
+	}
+	if len(blockers) > 0 {
+		ign, err := ignored(blockers)
+		if err != nil {
+			return err
+		}
+		for _, b := range blockers {
+			if ign[b] {
+				return conflict(b)
+			}
+		}
+	}
+	if len(present) == 0 {
+		return nil
+	}
+	ign, err := ignored(present)
+	if err != nil {
+		return err
+	}
+	present = slices.DeleteFunc(present, func(p string) bool { return !ign[p] })
+	if len(present) == 0 {
+		return nil
+	}
+	listing, err := h.w.repo.git(ctx, append([]string{"ls-tree", "-z", "--full-tree", target, "--"}, present...)...)
+	if err != nil {
+		return err
+	}
+	want := map[string]string{}
+	for _, rec := range strings.Split(listing, "\x00") {
+		if meta, p, ok := strings.Cut(rec, "\t"); ok {
+			if f := strings.Fields(meta); len(f) == 3 {
+				want[p] = f[2]
+			}
+		}
+	}
+	hashes, err := h.git(ctx, gitcmd.Cmd{Stdin: strings.NewReader(strings.Join(present, "\n") + "\n"),
 		Args: []string{"hash-object", "--no-filters", "--stdin-paths"}})
 	if err != nil {
 		return err
 	}
 	for i, got := range strings.Split(hashes, "\n") {
-		if i < len(paths) && got != want[paths[i]].blob {
-			return &backend.Error{Code: backend.Conflict, Op: "gitbackend: restore", Head: mf.Name, Path: paths[i],
-				Err: fmt.Errorf("the target tracks %s, which is an ignored file in the head with other content; move it away or include it in a checkpoint", paths[i])}
+		if i < len(present) && got != want[present[i]] {
+			return conflict(present[i])
 		}
 	}
 	return nil
