@@ -1,51 +1,119 @@
-// Command tour walks through grove's main job on the in-memory backend: an
-// agent gets its own head, checkpoints, makes a mess and restores, forks an
-// experiment with its uncommitted work, and after a simulated restart
-// reopens exactly the same head from its persisted binding.
+// Command tour walks through grove's main job: an agent gets its own head,
+// checkpoints, makes a mess and restores, forks an experiment with its
+// uncommitted work, and after a simulated restart reopens exactly the same
+// head from its persisted binding.
 //
-//	go run ./examples/tour
+//	go run ./examples/tour            # heads are linked worktrees of a new git repository
+//	go run ./examples/tour -keep      # ... and leave it there to look at with git
+//	go run ./examples/tour -memory    # the same on the in-memory backend
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing/fstest"
 
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/memorybackend"
 	"github.com/groveworks/grove/workspace"
 )
 
 func main() {
-	if err := run(context.Background()); err != nil {
+	memory := flag.Bool("memory", false, "use the in-memory backend instead of a git repository")
+	keep := flag.Bool("keep", false, "keep the git repository the tour makes")
+	flag.Parse()
+	if err := run(context.Background(), *memory, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "tour:", err)
 		os.Exit(1)
 	}
 }
 
+// demoFiles is the project the agent works on.
+var demoFiles = fstest.MapFS{
+	"README.md":    {Data: []byte("# demo\n")},
+	"src/app.go":   {Data: []byte("package app\n\nfunc Answer() int { return 41 }\n")},
+	"build.sh":     {Data: []byte("#!/bin/sh\ngo build ./...\n"), Mode: 0o755},
+	".gitignore":   {Data: []byte("node_modules/\n*.log\n")},
+	"docs/link.md": {Data: []byte("../README.md"), Mode: fs.ModeSymlink | 0o777},
+}
+
+// setup makes the demo project and returns a backend maker and the
+// workspace's locator.
+func setup(ctx context.Context, memory, keep bool) (newBackend func() backend.Backend, locator string, cleanup func(), err error) {
+	if memory {
+		store := memorybackend.NewStore()
+		if _, err := store.Init("demo", demoFiles); err != nil {
+			return nil, "", nil, err
+		}
+		return func() backend.Backend { return memorybackend.New(memorybackend.Options{Store: store}) }, "demo", func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "grove-tour-")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	cleanup = func() { _ = os.RemoveAll(dir) }
+	if keep {
+		cleanup = func() { fmt.Printf("\nthe repository is kept at %s\n", dir) }
+	}
+	repo := filepath.Join(dir, "demo")
+	if err := writeRepo(ctx, repo); err != nil {
+		cleanup()
+		return nil, "", nil, err
+	}
+	return func() backend.Backend { return gitbackend.New(gitbackend.Options{}) }, repo, cleanup, nil
+}
+
+// writeRepo makes a git repository holding demoFiles, committed by plain git.
+func writeRepo(ctx context.Context, repo string) error {
+	for name, f := range demoFiles {
+		p := filepath.Join(repo, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if f.Mode&fs.ModeSymlink != 0 {
+			if err := os.Symlink(string(f.Data), p); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := os.WriteFile(p, f.Data, 0o644|f.Mode.Perm()); err != nil {
+			return err
+		}
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "demo"}} {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=demo", "GIT_AUTHOR_EMAIL=demo@example.com",
+			"GIT_COMMITTER_NAME=demo", "GIT_COMMITTER_EMAIL=demo@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	return nil
+}
+
 func step(format string, args ...any) { fmt.Printf("\n== "+format+"\n", args...) }
 
-func run(ctx context.Context) error {
-	store := memorybackend.NewStore()
-	base, err := store.Init("demo", fstest.MapFS{
-		"README.md":    {Data: []byte("# demo\n")},
-		"src/app.go":   {Data: []byte("package app\n\nfunc Answer() int { return 41 }\n")},
-		"build.sh":     {Data: []byte("#!/bin/sh\ngo build ./...\n"), Mode: 0o755},
-		".gitignore":   {Data: []byte("node_modules/\n*.log\n")},
-		"docs/link.md": {Data: []byte("../README.md"), Mode: fs.ModeSymlink | 0o777},
-	})
+func run(ctx context.Context, memory, keep bool) error {
+	newBackend, locator, cleanup, err := setup(ctx, memory, keep)
 	if err != nil {
 		return err
 	}
-	b := memorybackend.New(memorybackend.Options{Store: store})
-	ws, err := workspace.Open(ctx, b, "demo", nil)
+	defer cleanup()
+	b := newBackend()
+	ws, err := workspace.Open(ctx, b, locator, nil)
 	if err != nil {
 		return err
 	}
 	defer ws.Close()
-	fmt.Printf("workspace %s, base commit %.12s\n", ws.Info().ID, base)
+	fmt.Printf("workspace %s (%s backend) at %s\n", ws.Info().ID, b.ID(), ws.Info().Locator)
 
 	step("an agent gets its own isolated head")
 	h, err := ws.Head("agent-1").Create(ctx)
@@ -53,7 +121,10 @@ func run(ctx context.Context) error {
 		return err
 	}
 	info := h.Info()
-	fmt.Printf("head %s (%s) on branch %s\n", info.Name, info.Access, info.Branch)
+	fmt.Printf("head %s (%s) on branch %s, from %.12s\n", info.Name, info.Access, info.Branch, info.Base)
+	if info.Root != "" {
+		fmt.Printf("its files are a git linked worktree at %s\n", info.Root)
+	}
 	saved, err := h.Binding().Encode()
 	if err != nil {
 		return err
@@ -117,7 +188,7 @@ func run(ctx context.Context) error {
 
 	step("restart: a new backend reopens exactly the same head from the binding")
 	_ = h.Close()
-	b2 := memorybackend.New(memorybackend.Options{Store: store})
+	b2 := newBackend()
 	binding, err := workspace.DecodeBinding(saved)
 	if err != nil {
 		return err
