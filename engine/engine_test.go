@@ -1,0 +1,380 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/engine"
+	"github.com/groveworks/grove/gitbackend"
+	"github.com/groveworks/grove/internal/githarness"
+	"github.com/groveworks/grove/memorybackend"
+	"github.com/groveworks/grove/workspace"
+)
+
+func files() fstest.MapFS {
+	return fstest.MapFS{
+		"README.md":  {Data: []byte("hello\n")},
+		"src/app.go": {Data: []byte("package app\n")},
+		".gitignore": {Data: []byte("node_modules/\n")},
+	}
+}
+
+// memSetup is a memory workspace "demo" and a backend over it.
+func memSetup(t *testing.T, intercept func(context.Context, string) error) (*memorybackend.Backend, engine.Placement) {
+	t.Helper()
+	store := memorybackend.NewStore()
+	_, err := store.Init("demo", files())
+	require.NoError(t, err)
+	b := memorybackend.New(memorybackend.Options{Store: store, Intercept: intercept})
+	return b, engine.Placement{PerSession: &engine.PerSession{Backend: b, Root: "demo"}}
+}
+
+func openEngine(t *testing.T, opts engine.Options) *engine.Engine {
+	t.Helper()
+	if opts.Path == "" {
+		opts.Path = filepath.Join(t.TempDir(), "grove.db")
+	}
+	e, err := engine.Open(context.Background(), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// gitRepo makes a git repository with files() on main.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	repo := filepath.Join(t.TempDir(), "repo")
+	require.NoError(t, githarness.InitRepo(context.Background(), repo, files()))
+	return repo
+}
+
+func kinds(t *testing.T, s *engine.Session) []engine.EventKind {
+	t.Helper()
+	evs, err := s.Events(context.Background())
+	require.NoError(t, err)
+	var out []engine.EventKind
+	for _, ev := range evs {
+		out = append(out, ev.Kind)
+	}
+	return out
+}
+
+func TestNewSessionPersistsBindingAndJournalsEachStep(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t, nil)
+	path := filepath.Join(t.TempDir(), "grove.db")
+	e := openEngine(t, engine.Options{Path: path, Backends: []backend.Backend{b}, Placement: p})
+	s, err := e.NewSession(ctx, engine.SessionOptions{Agent: "coder", Snapshot: &engine.SnapshotPolicy{Trigger: engine.Manual}})
+	require.NoError(t, err)
+	h := s.Head()
+	assert.Equal(t, "session-"+s.ID(), h.Info().Name)
+	assert.Equal(t, backend.Isolated, h.Info().Access)
+
+	require.NoError(t, s.FS().WriteFile("a.txt", []byte("a\n"), 0o644))
+	cp, err := s.Checkpoint(ctx, nil)
+	require.NoError(t, err)
+	_, err = s.Restore(ctx, backend.Rev(h.Info().Base), nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Turn(ctx, func(context.Context) error { return nil }))
+	child, err := s.Fork(ctx, "experiment", nil)
+	require.NoError(t, err)
+	require.NoError(t, child.Close())
+	require.NoError(t, s.Close())
+	assert.Equal(t, []engine.EventKind{
+		engine.EventBound, engine.EventCheckpointed, engine.EventRestored,
+		engine.EventTurnStarted, engine.EventTurnDone, engine.EventForked, engine.EventClosed,
+	}, kinds(t, s))
+
+	// A second process (another engine on the same file) resumes it.
+	e2 := openEngine(t, engine.Options{Path: path, Backends: []backend.Backend{b}, Placement: p})
+	r, err := e2.Resume(ctx, s.ID(), &engine.ResumeOptions{Snapshot: &engine.SnapshotPolicy{Trigger: engine.Manual}})
+	require.NoError(t, err)
+	defer r.Close()
+	assert.Equal(t, h.Info().ID, r.Head().Info().ID)
+	assert.NotEqual(t, cp.ID, r.Resumed().LastCheckpoint, "the restore is the last journaled state")
+	assert.Equal(t, h.Info().Base, r.Resumed().LastCheckpoint)
+}
+
+func TestRegistryRefusesTwoBackendsWithOneID(t *testing.T) {
+	b1, _ := memSetup(t, nil)
+	b2, _ := memSetup(t, nil)
+	_, err := engine.Open(context.Background(), engine.Options{Path: filepath.Join(t.TempDir(), "g.db"), Backends: []backend.Backend{b1, b2}})
+	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "error: %v", err)
+}
+
+func TestPlacementErrorsAreTyped(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t, nil)
+	gb := gitbackend.New(gitbackend.Options{})
+	e := openEngine(t, engine.Options{Backends: []backend.Backend{b, gb}})
+	cases := []struct {
+		kind engine.PlacementKind
+		opts engine.SessionOptions
+	}{
+		{engine.NoPlacement, engine.SessionOptions{}},
+		{engine.TwoPlacements, engine.SessionOptions{Placement: engine.Placement{PerSession: p.PerSession, Shared: &engine.ExistingHead{Backend: b, Root: "demo", Head: "x"}}}},
+		{engine.TwoPlacements, engine.SessionOptions{Headless: true, Placement: p}},
+		{engine.NilBackend, engine.SessionOptions{Placement: engine.Placement{PerSession: &engine.PerSession{Root: "demo"}}}},
+		{engine.EmptyRoot, engine.SessionOptions{Placement: engine.Placement{PerSession: &engine.PerSession{Backend: b}}}},
+		{engine.BadRoot, engine.SessionOptions{Placement: engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: filepath.Join(t.TempDir(), "absent")}}}},
+		{engine.NoHeadName, engine.SessionOptions{Placement: engine.Placement{Exclusive: &engine.ExistingHead{Backend: b, Root: "demo"}}}},
+	}
+	for _, c := range cases {
+		_, err := e.NewSession(ctx, c.opts)
+		var pe *engine.PlacementError
+		if assert.True(t, errors.As(err, &pe), "%s: error %v is not a *PlacementError", c.kind, err) {
+			assert.Equal(t, c.kind, pe.Kind)
+		}
+	}
+	// At engine definition too.
+	_, err := engine.Open(ctx, engine.Options{Path: filepath.Join(t.TempDir(), "g.db"),
+		Placement: engine.Placement{PerSession: &engine.PerSession{Backend: b}}})
+	var pe *engine.PlacementError
+	require.True(t, errors.As(err, &pe))
+	assert.Equal(t, engine.EmptyRoot, pe.Kind)
+}
+
+func TestSnapshotPolicyRequiredOnASharedHeadIsRefused(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t, nil)
+	ws, err := workspace.Open(ctx, b, "demo", nil)
+	require.NoError(t, err)
+	h, err := ws.Head("common").Shared().Create(ctx)
+	require.NoError(t, err)
+	require.NoError(t, h.Close())
+	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	_, err = e.NewSession(ctx, engine.SessionOptions{
+		Placement: engine.Placement{Shared: &engine.ExistingHead{Backend: b, Root: "demo", Head: "common"}},
+		Snapshot:  &engine.SnapshotPolicy{Trigger: engine.OnTurnDone, Mode: engine.Required},
+	})
+	var se *engine.SnapshotPolicyError
+	assert.True(t, errors.As(err, &se), "error: %v", err)
+	_, err = engine.Open(ctx, engine.Options{Path: filepath.Join(t.TempDir(), "g.db"),
+		Placement: engine.Placement{Shared: &engine.ExistingHead{Backend: b, Root: "demo", Head: "common"}},
+		Snapshot:  engine.SnapshotPolicy{Mode: engine.Required}})
+	assert.True(t, errors.As(err, &se), "error: %v", err)
+
+	// A shared head takes many sessions.
+	var ss []*engine.Session
+	for range 3 {
+		s, err := e.NewSession(ctx, engine.SessionOptions{Placement: engine.Placement{Shared: &engine.ExistingHead{Backend: b, Root: "demo", Head: "common"}}})
+		require.NoError(t, err)
+		ss = append(ss, s)
+	}
+	for _, s := range ss {
+		require.NoError(t, s.Close())
+	}
+}
+
+func TestPersistenceInsideAHeadIsRefused(t *testing.T) {
+	ctx := context.Background()
+	repo := gitRepo(t)
+	gb := gitbackend.New(gitbackend.Options{})
+	ws, err := workspace.Open(ctx, gb, repo, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	h, err := ws.Head("target").Shared().Create(ctx)
+	require.NoError(t, err)
+	require.NoError(t, h.Close())
+	e := openEngine(t, engine.Options{Path: filepath.Join(h.Info().Root, "grove.db"), Backends: []backend.Backend{gb}})
+	_, err = e.NewSession(ctx, engine.SessionOptions{Placement: engine.Placement{Shared: &engine.ExistingHead{Backend: gb, Root: repo, Head: "target"}}})
+	var oe *engine.PersistenceOverlapError
+	assert.True(t, errors.As(err, &oe), "error: %v", err)
+}
+
+func TestHeadlessSessionAnswersWorkspaceNotConfiguredAndJournalsNothing(t *testing.T) {
+	ctx := context.Background()
+	e := openEngine(t, engine.Options{})
+	s, err := e.NewSession(ctx, engine.SessionOptions{Headless: true})
+	require.NoError(t, err)
+	defer s.Close()
+	before := kinds(t, s)
+	_, err = s.Checkpoint(ctx, nil)
+	assert.Equal(t, backend.WorkspaceNotConfigured, workspace.CodeOf(err))
+	_, err = s.Restore(ctx, "main", nil)
+	assert.Equal(t, backend.WorkspaceNotConfigured, workspace.CodeOf(err))
+	assert.Equal(t, before, kinds(t, s))
+	assert.Nil(t, s.Head())
+}
+
+func TestRestoreIsRefusedWhileATurnRuns(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t, nil)
+	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p, Snapshot: engine.SnapshotPolicy{Trigger: engine.Manual}})
+	s, err := e.NewSession(ctx, engine.SessionOptions{})
+	require.NoError(t, err)
+	defer s.Close()
+	err = s.Turn(ctx, func(ctx context.Context) error {
+		_, err := s.Restore(ctx, backend.Rev(s.Head().Info().Base), nil)
+		assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "restore during a turn: %v", err)
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+func TestSnapshotPolicies(t *testing.T) {
+	ctx := context.Background()
+	fail := false
+	b, p := memSetup(t, func(ctx context.Context, op string) error {
+		if op == "Checkpoint" && fail {
+			return backend.Errorf(backend.Internal, "test", "checkpoint fails")
+		}
+		return nil
+	})
+	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	write := func(s *engine.Session) func(context.Context) error {
+		return func(context.Context) error { return s.FS().WriteFile("turn.txt", []byte(time.Now().String()), 0o644) }
+	}
+
+	s, err := e.NewSession(ctx, engine.SessionOptions{Snapshot: &engine.SnapshotPolicy{Trigger: engine.OnTurnDone}})
+	require.NoError(t, err)
+	require.NoError(t, s.Turn(ctx, write(s)))
+	assert.Contains(t, kinds(t, s), engine.EventCheckpointed)
+	fail = true
+	require.NoError(t, s.Turn(ctx, write(s)), "a best-effort checkpoint failure failed the turn")
+	assert.Contains(t, kinds(t, s), engine.EventCheckpointFailed)
+	require.NoError(t, s.Close())
+
+	s, err = e.NewSession(ctx, engine.SessionOptions{Snapshot: &engine.SnapshotPolicy{Trigger: engine.OnTurnDone, Mode: engine.Required}})
+	require.NoError(t, err)
+	assert.Error(t, s.Turn(ctx, write(s)), "a required checkpoint failure must fail the turn")
+	require.NoError(t, s.Close())
+	fail = false
+
+	s, err = e.NewSession(ctx, engine.SessionOptions{Snapshot: &engine.SnapshotPolicy{Trigger: engine.OnIdle, Idle: 20 * time.Millisecond}})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Turn(ctx, write(s)))
+	require.Eventually(t, func() bool {
+		for _, k := range kinds(t, s) {
+			if k == engine.EventCheckpointed {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "no idle checkpoint was taken")
+}
+
+func TestReadOnlySessionRefusesWrites(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t, nil)
+	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	s, err := e.NewSession(ctx, engine.SessionOptions{Access: engine.ReadOnly})
+	require.NoError(t, err)
+	defer s.Close()
+	data, err := s.FS().ReadFile("README.md")
+	require.NoError(t, err)
+	assert.Equal(t, "hello\n", string(data))
+	for _, err := range []error{
+		s.FS().WriteFile("x", nil, 0o644),
+		s.FS().WriteFileIf("x", nil, 0o644, backend.Digest{}),
+		s.FS().Remove("README.md"),
+		s.FS().MkdirAll("d", 0o755),
+		s.FS().Rename("README.md", "y"),
+		s.FS().Chmod("README.md", 0o600),
+		s.FS().Symlink("README.md", "l"),
+	} {
+		assert.Equal(t, backend.PermissionDenied, workspace.CodeOf(err), "error: %v", err)
+	}
+}
+
+type runner struct{ env engine.Env }
+
+func TestExtensionsReceiveTheSessionsHeadAndAsForwards(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t, nil)
+	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	s, err := e.NewSession(ctx, engine.SessionOptions{Extensions: []engine.Extension{
+		{New: func(env engine.Env) (any, error) { return &runner{env: env}, nil }},
+	}})
+	require.NoError(t, err)
+	defer s.Close()
+	r, ok := engine.ExtensionOf[*runner](s)
+	require.True(t, ok)
+	assert.Same(t, s.Head(), r.env.Head, "the extension got another head than the file tools")
+	assert.Equal(t, s.ID(), r.env.SessionID)
+	var store *memorybackend.Store
+	assert.True(t, s.As(&store))
+	assert.Same(t, b.Store(), store)
+	store = nil
+	assert.True(t, e.As(&store))
+	assert.Same(t, b.Store(), store)
+}
+
+func TestExclusiveHeadTakesOneSessionAtATime(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t, nil)
+	ws, err := workspace.Open(ctx, b, "demo", nil)
+	require.NoError(t, err)
+	h, err := ws.Head("solo").Shared().Create(ctx)
+	require.NoError(t, err)
+	require.NoError(t, h.Close())
+	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	ex := engine.Placement{Exclusive: &engine.ExistingHead{Backend: b, Root: "demo", Head: "solo"}}
+	s1, err := e.NewSession(ctx, engine.SessionOptions{Placement: ex})
+	require.NoError(t, err)
+	_, err = e.NewSession(ctx, engine.SessionOptions{Placement: ex})
+	assert.Equal(t, backend.AlreadyBound, workspace.CodeOf(err), "error: %v", err)
+	_, err = e.NewSession(ctx, engine.SessionOptions{Placement: ex, TakeOver: true})
+	assert.Equal(t, backend.AlreadyBound, workspace.CodeOf(err), "a take-over of a live session's claim: %v", err)
+	require.NoError(t, s1.Close())
+	s2, err := e.NewSession(ctx, engine.SessionOptions{Placement: ex})
+	require.NoError(t, err)
+	require.NoError(t, s2.Close())
+}
+
+func TestResumeOfUnknownOrMalformedIDs(t *testing.T) {
+	ctx := context.Background()
+	e := openEngine(t, engine.Options{})
+	for _, id := range []string{"00000000-0000-4000-8000-000000000000", "not-a-uuid", "", "00000000000040008000000000000000"} {
+		_, err := e.Resume(ctx, id, nil)
+		var re *engine.ResumeError
+		if assert.True(t, errors.As(err, &re), "%q: %v", id, err) {
+			assert.Equal(t, engine.SessionNotFound, re.Kind)
+		}
+	}
+}
+
+func TestADatabaseThatIsNotSQLiteIsRefusedUntouched(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.db")
+	content := []byte("these are my notes, not a database\n")
+	require.NoError(t, os.WriteFile(path, content, 0o644))
+	_, err := engine.Open(context.Background(), engine.Options{Path: path})
+	var se *engine.StoreError
+	require.True(t, errors.As(err, &se), "error: %v", err)
+	assert.Equal(t, engine.NotADatabase, se.Kind)
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, content, got)
+}
+
+func TestADatabaseFromANewerSchemaIsRefusedUntouched(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "grove.db")
+	e, err := engine.Open(ctx, engine.Options{Path: path})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	setUserVersion(t, path, engine.SchemaVersion+1)
+	before := snapshotDir(t, filepath.Dir(path))
+	_, err = engine.Open(ctx, engine.Options{Path: path})
+	var se *engine.StoreError
+	require.True(t, errors.As(err, &se), "error: %v", err)
+	assert.Equal(t, engine.SchemaTooNew, se.Kind)
+	after := snapshotDir(t, filepath.Dir(path))
+	for name := range before {
+		assert.Equal(t, before[name] == after[name], true, "%s changed", name)
+	}
+	for name := range after {
+		_, had := before[name]
+		assert.True(t, had, "%s appeared", name)
+	}
+}

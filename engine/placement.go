@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/groveworks/grove/backend"
+)
+
+// Placement says where a session's head comes from. Exactly one of its
+// fields is set where a workspace is needed.
+type Placement struct {
+	// PerSession gives every session its own isolated head, named after
+	// the session, created from a base revision.
+	PerSession *PerSession
+	// Shared binds sessions to an existing shared head; many at once.
+	Shared *ExistingHead
+	// Exclusive binds one session at a time to an existing head, through
+	// the engine's durable claim and the session's lease.
+	Exclusive *ExistingHead
+}
+
+// PerSession places each session on a new isolated head.
+type PerSession struct {
+	Backend  backend.Backend
+	Root     string      // the workspace's locator (for git: a path in the repository)
+	Base     backend.Rev // the revision every session's head starts from; empty: the workspace's HEAD
+	HeadsDir string      // where heads go; empty: the backend's default
+}
+
+// ExistingHead names a head that exists in a workspace.
+type ExistingHead struct {
+	Backend backend.Backend
+	Root    string
+	Head    string // the head's name
+}
+
+func (p Placement) count() int {
+	n := 0
+	if p.PerSession != nil {
+		n++
+	}
+	if p.Shared != nil {
+		n++
+	}
+	if p.Exclusive != nil {
+		n++
+	}
+	return n
+}
+
+// IsZero reports whether no placement is set.
+func (p Placement) IsZero() bool { return p.count() == 0 }
+
+// validate checks the placement and canonicalizes its root.
+func (p Placement) validate() (Placement, error) {
+	switch p.count() {
+	case 0:
+		return p, &PlacementError{Kind: NoPlacement, Err: errors.New("no PerSession, Shared or Exclusive placement")}
+	case 1:
+	default:
+		return p, &PlacementError{Kind: TwoPlacements, Err: errors.New("more than one of PerSession, Shared and Exclusive is set")}
+	}
+	check := func(b backend.Backend, root string) (string, error) {
+		if b == nil {
+			return "", &PlacementError{Kind: NilBackend, Err: errors.New("the placement names no backend")}
+		}
+		if root == "" {
+			return "", &PlacementError{Kind: EmptyRoot, Err: errors.New("the placement names no workspace root")}
+		}
+		if !b.Capabilities().HostRoot {
+			return root, nil // a locator, not a path
+		}
+		abs, err := filepath.Abs(root)
+		if err == nil {
+			abs, err = filepath.EvalSymlinks(abs)
+		}
+		if err != nil {
+			return "", &PlacementError{Kind: BadRoot, Err: fmt.Errorf("root %q: %w", root, err)}
+		}
+		return abs, nil
+	}
+	var err error
+	switch {
+	case p.PerSession != nil:
+		ps := *p.PerSession
+		ps.Root, err = check(ps.Backend, ps.Root)
+		p.PerSession = &ps
+	default:
+		target := &p.Shared
+		if p.Exclusive != nil {
+			target = &p.Exclusive
+		}
+		eh := **target
+		if eh.Root, err = check(eh.Backend, eh.Root); err == nil && eh.Head == "" {
+			err = &PlacementError{Kind: NoHeadName, Err: errors.New("the placement names no head")}
+		}
+		*target = &eh
+	}
+	return p, err
+}
+
+func (p Placement) backend() backend.Backend {
+	switch {
+	case p.PerSession != nil:
+		return p.PerSession.Backend
+	case p.Shared != nil:
+		return p.Shared.Backend
+	case p.Exclusive != nil:
+		return p.Exclusive.Backend
+	}
+	return nil
+}
+
+// record is the placement as the session row keeps it and the
+// configuration digest sees it.
+func (p Placement) record() string {
+	rec, _ := json.Marshal(p.fields())
+	return string(rec)
+}
+
+func (p Placement) fields() map[string]any {
+	switch {
+	case p.PerSession != nil:
+		return map[string]any{"kind": "per-session", "root": p.PerSession.Root, "base": p.PerSession.Base, "heads": p.PerSession.HeadsDir}
+	case p.Shared != nil:
+		return map[string]any{"kind": "shared", "root": p.Shared.Root, "head": p.Shared.Head}
+	case p.Exclusive != nil:
+		return map[string]any{"kind": "exclusive", "root": p.Exclusive.Root, "head": p.Exclusive.Head}
+	}
+	return map[string]any{"kind": "headless"}
+}
+
+// Trigger says when a session checkpoints by itself.
+type Trigger string
+
+const (
+	Manual     Trigger = "manual"       // only when asked
+	OnTurnDone Trigger = "on-turn-done" // after every turn
+	OnIdle     Trigger = "on-idle"      // when no turn started for SnapshotPolicy.Idle after one ended
+)
+
+// Mode says what a failed automatic checkpoint does.
+type Mode string
+
+const (
+	BestEffort Mode = "best-effort" // journaled as a failure; the turn succeeds
+	Required   Mode = "required"    // the turn fails
+)
+
+// DefaultIdle is the idle timeout of an OnIdle policy that names none.
+const DefaultIdle = 60 * time.Second
+
+// SnapshotPolicy says when a session checkpoints by itself. The zero
+// value resolves to OnIdle after DefaultIdle, best effort.
+type SnapshotPolicy struct {
+	Trigger Trigger
+	Idle    time.Duration
+	Mode    Mode
+}
+
+// resolve fills the defaults and rejects what cannot be honoured.
+func (s SnapshotPolicy) resolve(p Placement) (SnapshotPolicy, error) {
+	if s.Trigger == "" {
+		s.Trigger = OnIdle
+	}
+	if s.Idle == 0 {
+		s.Idle = DefaultIdle
+	}
+	if s.Mode == "" {
+		s.Mode = BestEffort
+	}
+	switch {
+	case s.Trigger != Manual && s.Trigger != OnTurnDone && s.Trigger != OnIdle:
+		return s, &SnapshotPolicyError{Reason: fmt.Sprintf("unknown trigger %q", s.Trigger)}
+	case s.Mode != BestEffort && s.Mode != Required:
+		return s, &SnapshotPolicyError{Reason: fmt.Sprintf("unknown mode %q", s.Mode)}
+	case s.Idle < 0:
+		return s, &SnapshotPolicyError{Reason: "negative idle timeout"}
+	case s.Mode == Required && p.Shared != nil:
+		return s, &SnapshotPolicyError{Reason: "a Required policy on a shared head: another session's writes would fail this one's turns"}
+	}
+	return s, nil
+}
+
+// Access is what a session may do to its head's files.
+type Access string
+
+const (
+	ReadWrite Access = "read-write" // the default
+	ReadOnly  Access = "read-only"
+)
+
+// digest is the configuration digest: placement, access, snapshot
+// policy, backend ID and the caller's opaque configuration.
+func digest(placement string, access Access, snap SnapshotPolicy, backendID backend.ID, config []byte) string {
+	rec, _ := json.Marshal(map[string]any{
+		"placement": placement, "access": access, "snapshot": snap,
+		"backend": backendID, "config": config,
+	})
+	sum := sha256.Sum256(rec)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,185 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	_ "github.com/mattn/go-sqlite3" // the SQLite driver
+)
+
+// migrations are the schema's numbered steps; migration i (from 1) takes
+// the schema from version i-1 to i. They are never edited once released:
+// a change is a new migration.
+var migrations = []string{
+	// 1: sessions, their bindings, claims on isolated heads, the journal.
+	`CREATE TABLE sessions (
+		id            TEXT PRIMARY KEY,
+		agent         TEXT NOT NULL DEFAULT '',
+		placement     TEXT NOT NULL,
+		config_digest TEXT NOT NULL,
+		state         TEXT NOT NULL CHECK (state IN ('open', 'closed')),
+		last_checkpoint TEXT NOT NULL DEFAULT '',
+		created_at    TEXT NOT NULL,
+		updated_at    TEXT NOT NULL
+	) STRICT;
+	CREATE TABLE bindings (
+		session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+		backend    TEXT NOT NULL,
+		binding    BLOB NOT NULL
+	) STRICT;
+	CREATE TABLE claims (
+		backend    TEXT NOT NULL,
+		workspace  TEXT NOT NULL,
+		head       TEXT NOT NULL,
+		session_id TEXT NOT NULL REFERENCES sessions(id),
+		claimed_at TEXT NOT NULL,
+		PRIMARY KEY (backend, workspace, head)
+	) STRICT;
+	CREATE INDEX claims_by_session ON claims(session_id);
+	CREATE TABLE events (
+		session_id TEXT NOT NULL REFERENCES sessions(id),
+		seq        INTEGER NOT NULL,
+		at         TEXT NOT NULL,
+		kind       TEXT NOT NULL,
+		payload    TEXT NOT NULL DEFAULT '{}',
+		PRIMARY KEY (session_id, seq)
+	) STRICT;
+	CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
+		BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+	CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+		BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;`,
+}
+
+// SchemaVersion is the schema version this engine writes.
+var SchemaVersion = len(migrations)
+
+var sqliteMagic = []byte("SQLite format 3\x00")
+
+// openStore opens (creating if absent) the database at path and brings its
+// schema up to date. A file that is not SQLite, or whose schema is newer
+// than this engine's, is a *StoreError, and nothing is written to it.
+func openStore(ctx context.Context, path string) (*sql.DB, error) {
+	fail := func(kind StoreKind, err error) error { return &StoreError{Kind: kind, Path: path, Err: err} }
+	// Look before SQLite touches the file: opening in WAL mode writes.
+	f, err := os.Open(path)
+	switch {
+	case err == nil:
+		header := make([]byte, 100)
+		n, rerr := io.ReadFull(f, header)
+		_ = f.Close()
+		if n > 0 && (rerr != nil || !bytes.Equal(header[:len(sqliteMagic)], sqliteMagic)) {
+			return nil, fail(NotADatabase, errors.New("the file is not an SQLite database"))
+		}
+		if n > 0 {
+			v, err := readVersion(ctx, path, header)
+			if err != nil {
+				return nil, fail(NotADatabase, err)
+			}
+			if v > SchemaVersion {
+				return nil, fail(SchemaTooNew, fmt.Errorf("schema version %d is newer than this engine's %d", v, SchemaVersion))
+			}
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fail(StoreFailed, err)
+	default:
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fail(StoreFailed, err)
+		}
+	}
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "FULL")
+	q.Set("_busy_timeout", "10000")
+	q.Set("_foreign_keys", "1")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite3", "file:"+url.PathEscape(path)+"?"+q.Encode())
+	if err != nil {
+		return nil, fail(StoreFailed, err)
+	}
+	if err := migrate(ctx, db); err != nil {
+		_ = db.Close()
+		return nil, fail(StoreFailed, err)
+	}
+	return db, nil
+}
+
+// readVersion reads the schema version of an existing database without
+// writing to it: from the file header (user_version, offset 60), or, when
+// a write-ahead log may hold a newer header, through a read-only
+// connection.
+func readVersion(ctx context.Context, path string, header []byte) (int, error) {
+	if st, err := os.Stat(path + "-wal"); err != nil || st.Size() == 0 {
+		return int(binary.BigEndian.Uint32(header[60:64])), nil
+	}
+	db, err := sql.Open("sqlite3", "file:"+url.PathEscape(path)+"?mode=ro")
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var v int
+	err = db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	return v, err
+}
+
+// migrate applies the migrations the database lacks, each in its own
+// transaction with the version bump.
+func migrate(ctx context.Context, db *sql.DB) error {
+	for {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		var v int
+		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		if v > SchemaVersion {
+			_ = tx.Rollback()
+			return fmt.Errorf("schema version %d is newer than this engine's %d", v, SchemaVersion)
+		}
+		if v == SchemaVersion {
+			return tx.Rollback()
+		}
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("migration %d: %w", v+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+}
+
+// schema returns the database's schema as SQL, one object per statement,
+// sorted by name: what the golden file pins.
+func schema(ctx context.Context, db *sql.DB) (string, error) {
+	rows, err := db.QueryContext(ctx, "SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL ORDER BY type, name")
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var b bytes.Buffer
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return "", err
+		}
+		b.WriteString(s)
+		b.WriteString(";\n\n")
+	}
+	return b.String(), rows.Err()
+}
