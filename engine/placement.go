@@ -199,6 +199,9 @@ const (
 // digest is the configuration digest: placement, access, snapshot
 // policy, backend ID and the caller's opaque configuration.
 func digest(placement string, access Access, snap SnapshotPolicy, backendID backend.ID, config []byte) string {
+	if len(config) == 0 {
+		config = nil // no configuration, however it is spelled
+	}
 	rec, _ := json.Marshal(map[string]any{
 		"placement": placement, "access": access, "snapshot": snap,
 		"backend": backendID, "config": config,

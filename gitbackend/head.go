@@ -227,14 +227,29 @@ func inProgress(admin string) backend.Operation {
 func (h *head) seedIndex(mf manifest, name string) (string, error) {
 	priv := filepath.Join(mf.Admin, name)
 	_ = os.Remove(priv)
-	src, err := os.ReadFile(filepath.Join(mf.Admin, "index"))
+	return priv, copyIndex(filepath.Join(mf.Admin, "index"), priv)
+}
+
+// copyIndex copies an index file keeping its modification time: git
+// trusts an entry's cached stat data only if the file changed before the
+// index was written, so a copy stamped "now" would hide a same-size edit
+// made in the second the index was written ("racy git").
+func copyIndex(src, dst string) error {
+	st, err := os.Stat(src)
 	if errors.Is(err, fs.ErrNotExist) {
-		return priv, nil // git starts an empty index
+		return nil // git starts an empty index
 	}
 	if err != nil {
-		return "", err
+		return err
 	}
-	return priv, os.WriteFile(priv, src, 0o644)
+	data, err := os.ReadFile(src)
+	if err == nil {
+		err = os.WriteFile(dst, data, 0o644)
+	}
+	if err == nil {
+		err = os.Chtimes(dst, st.ModTime(), st.ModTime())
+	}
+	return err
 }
 
 // indexSwap is the head's index.lock taken with the private index as its
@@ -909,11 +924,9 @@ func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, er
 		_ = f.Close()
 		tmp := f.Name()
 		defer os.Remove(tmp)
-		src, err := os.ReadFile(filepath.Join(mf.Admin, "index"))
+		err = os.Remove(tmp)
 		if err == nil {
-			err = os.WriteFile(tmp, src, 0o644)
-		} else if errors.Is(err, fs.ErrNotExist) {
-			err = os.Remove(tmp)
+			err = copyIndex(filepath.Join(mf.Admin, "index"), tmp)
 		}
 		if err == nil {
 			_, err = h.capture(ctx, mf, tmp, &backend.CheckpointOptions{})

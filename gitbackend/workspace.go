@@ -75,7 +75,10 @@ func (w *workspace) recoverCreates(ctx context.Context) error {
 		if err != nil {
 			continue // its creator is alive
 		}
-		err = w.undoCreate(ctx, mf)
+		// The creator may have finished between the read and the lock.
+		if now, rerr := w.meta.readManifest(mf.ID); rerr == nil && now.Creating {
+			err = w.undoCreate(ctx, now)
+		}
 		_ = hl.Unlock()
 		if err != nil {
 			return err

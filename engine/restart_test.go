@@ -1,0 +1,338 @@
+package engine_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/engine"
+	"github.com/groveworks/grove/gitbackend"
+	"github.com/groveworks/grove/workspace"
+)
+
+// The helper process: with GROVE_ENGINE_HELPER set, TestHelperProcess
+// runs one job in this test binary, writes its result as JSON to
+// job.Result, and then exits without closing anything (as a crash or a
+// plain exit would) or, with Hold, waits to be killed.
+type job struct {
+	Op     string // "new": a per-session head; "claim": an exclusive session on job.Head
+	DB     string
+	Repo   string
+	Head   string
+	Config string
+	Hold   bool
+	Result string
+}
+
+type result struct {
+	Session    string
+	Dir        string
+	HeadID     string
+	Checkpoint string
+	Code       string // the error's code, "" on success
+	Error      string
+}
+
+func TestHelperProcess(t *testing.T) {
+	spec := os.Getenv("GROVE_ENGINE_HELPER")
+	if spec == "" {
+		return
+	}
+	var j job
+	if err := json.Unmarshal([]byte(spec), &j); err != nil {
+		os.Exit(2)
+	}
+	ctx := context.Background()
+	res := result{}
+	err := func() error {
+		gb := gitbackend.New(gitbackend.Options{})
+		e, err := engine.Open(ctx, engine.Options{Path: j.DB, Backends: []backend.Backend{gb}})
+		if err != nil {
+			return err
+		}
+		opts := engine.SessionOptions{Config: []byte(j.Config), Snapshot: &engine.SnapshotPolicy{Trigger: engine.Manual}}
+		if j.Op == "claim" {
+			opts.Placement = engine.Placement{Exclusive: &engine.ExistingHead{Backend: gb, Root: j.Repo, Head: j.Head}}
+		} else {
+			opts.Placement = engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: j.Repo, Base: "main"}}
+		}
+		s, err := e.NewSession(ctx, opts)
+		if err != nil {
+			return err
+		}
+		res.Session, res.Dir, res.HeadID = s.ID(), s.Head().Info().Root, string(s.Head().Info().ID)
+		if j.Op == "new" {
+			if err := s.FS().WriteFile("work.txt", []byte("done by "+s.ID()+"\n"), 0o644); err != nil {
+				return err
+			}
+			cp, err := s.Checkpoint(ctx, nil)
+			if err != nil {
+				return err
+			}
+			res.Checkpoint = string(cp.ID)
+		}
+		return nil
+	}()
+	if err != nil {
+		res.Code, res.Error = workspace.CodeOf(err).String(), err.Error()
+	}
+	data, _ := json.Marshal(res)
+	if werr := os.WriteFile(j.Result+".tmp", data, 0o644); werr != nil || os.Rename(j.Result+".tmp", j.Result) != nil {
+		os.Exit(3)
+	}
+	if j.Hold && err == nil {
+		select {} // until killed
+	}
+	os.Exit(0)
+}
+
+type child struct {
+	cmd    *exec.Cmd
+	result string
+	stderr *strings.Builder
+}
+
+func startChild(t *testing.T, j job) *child {
+	t.Helper()
+	j.Result = filepath.Join(t.TempDir(), "result.json")
+	spec, err := json.Marshal(j)
+	require.NoError(t, err)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "GROVE_ENGINE_HELPER="+string(spec))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	return &child{cmd: cmd, result: j.Result, stderr: &stderr}
+}
+
+// wait returns the child's result once it has written it.
+func (c *child) wait(t *testing.T) result {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if data, err := os.ReadFile(c.result); err == nil {
+			var r result
+			require.NoError(t, json.Unmarshal(data, &r))
+			return r
+		}
+		require.True(t, time.Now().Before(deadline), "the child wrote no result: %s", c.stderr)
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (c *child) kill() {
+	_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	_ = c.cmd.Wait()
+}
+
+type restartEnv struct {
+	db, repo string
+}
+
+func newRestartEnv(t *testing.T) restartEnv {
+	return restartEnv{db: filepath.Join(t.TempDir(), "state", "grove.db"), repo: gitRepo(t)}
+}
+
+// runNew has a child process create a session, checkpoint and exit.
+func (r restartEnv) runNew(t *testing.T, config string) result {
+	t.Helper()
+	c := startChild(t, job{Op: "new", DB: r.db, Repo: r.repo, Config: config})
+	res := c.wait(t)
+	require.Empty(t, res.Error)
+	require.NoError(t, c.cmd.Wait())
+	return res
+}
+
+func (r restartEnv) engine(t *testing.T, backends ...backend.Backend) *engine.Engine {
+	t.Helper()
+	return openEngine(t, engine.Options{Path: r.db, Backends: backends})
+}
+
+var manual = &engine.SnapshotPolicy{Trigger: engine.Manual}
+
+func TestResumeInANewProcessReopensTheSameHead(t *testing.T) {
+	r := newRestartEnv(t)
+	was := r.runNew(t, "model=a")
+	e := r.engine(t, gitbackend.New(gitbackend.Options{}))
+	s, err := e.Resume(context.Background(), was.Session, &engine.ResumeOptions{Config: []byte("model=a"), Snapshot: manual})
+	require.NoError(t, err)
+	defer s.Close()
+	info := s.Head().Info()
+	assert.Equal(t, was.Dir, info.Root)
+	assert.Equal(t, was.HeadID, string(info.ID))
+	assert.Equal(t, was.Checkpoint, string(s.Resumed().LastCheckpoint))
+	assert.Empty(t, s.Resumed().Gained)
+	data, err := s.FS().ReadFile("work.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "done by "+was.Session+"\n", string(data))
+	st, err := s.Head().Status(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, was.Checkpoint, string(st.Commit))
+}
+
+func TestResumeFailuresAreTypedAndNeverSubstituteAHead(t *testing.T) {
+	gb := func() backend.Backend { return gitbackend.New(gitbackend.Options{}) }
+	openWS := func(t *testing.T, repo string) *workspace.Workspace {
+		ws, err := workspace.Open(context.Background(), gb(), repo, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = ws.Close() })
+		return ws
+	}
+	cases := []struct {
+		name     string
+		disturb  func(t *testing.T, r *restartEnv, was result)
+		backends bool
+		config   string
+		kind     engine.ResumeKind
+		why      string
+	}{
+		{name: "destroyed", kind: engine.HeadUnavailable, why: engine.WhyDestroyed, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+			h, err := openWS(t, r.repo).OpenHead(context.Background(), "session-"+was.Session, nil)
+			require.NoError(t, err)
+			_, err = h.Destroy(context.Background(), &workspace.DestroyOptions{Discard: true})
+			require.NoError(t, err)
+		}},
+		{name: "archived", kind: engine.HeadUnavailable, why: engine.WhyArchived, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+			require.NoError(t, openWS(t, r.repo).SetArchived(context.Background(), backend.HeadID(was.HeadID), true))
+		}},
+		{name: "worktree deleted", kind: engine.HeadUnavailable, why: engine.WhyMissing, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+			require.NoError(t, os.RemoveAll(was.Dir))
+		}},
+		{name: "repository moved", kind: engine.HeadUnavailable, why: engine.WhyMoved, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+			require.NoError(t, os.Rename(r.repo, r.repo+"-moved"))
+		}},
+		{name: "backend not registered", kind: engine.BackendUnavailable},
+		{name: "binding row corrupted", kind: engine.BindingCorrupt, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+			db, err := sql.Open("sqlite3", r.db)
+			require.NoError(t, err)
+			defer db.Close()
+			_, err = db.Exec(`UPDATE bindings SET binding = ? WHERE session_id = ?`, []byte(`{"version":1,"backend":"git"`), was.Session)
+			require.NoError(t, err)
+		}},
+		{name: "configuration changed", kind: engine.ConfigDrift, backends: true, config: "model=b"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRestartEnv(t)
+			was := r.runNew(t, "model=a")
+			if c.disturb != nil {
+				c.disturb(t, &r, was)
+			}
+			var e *engine.Engine
+			if c.backends {
+				e = r.engine(t, gb())
+			} else {
+				e = r.engine(t)
+			}
+			config := c.config
+			if config == "" {
+				config = "model=a"
+			}
+			s, err := e.Resume(context.Background(), was.Session, &engine.ResumeOptions{Config: []byte(config), Snapshot: manual})
+			require.Nil(t, s, "a session was returned with the error")
+			var re *engine.ResumeError
+			require.True(t, errors.As(err, &re), "error %v is not a *ResumeError", err)
+			assert.Equal(t, c.kind, re.Kind, "error: %v", err)
+			assert.Equal(t, c.why, re.Why, "error: %v", err)
+			assert.Equal(t, was.Session, re.SessionID)
+			if c.kind == engine.ConfigDrift {
+				s, err := e.Resume(context.Background(), was.Session, &engine.ResumeOptions{Config: []byte(config), Snapshot: manual, AllowConfigDrift: true})
+				require.NoError(t, err)
+				assert.True(t, s.Resumed().ConfigDrift)
+				require.NoError(t, s.Close())
+			}
+		})
+	}
+}
+
+func TestALiveSessionIsBusyUntilItsProcessDies(t *testing.T) {
+	r := newRestartEnv(t)
+	c := startChild(t, job{Op: "new", DB: r.db, Repo: r.repo, Hold: true})
+	was := c.wait(t)
+	require.Empty(t, was.Error)
+	e := r.engine(t, gitbackend.New(gitbackend.Options{}))
+	_, err := e.Resume(context.Background(), was.Session, &engine.ResumeOptions{Snapshot: manual})
+	var re *engine.ResumeError
+	require.True(t, errors.As(err, &re), "error: %v", err)
+	assert.Equal(t, engine.SessionBusy, re.Kind)
+	c.kill()
+	s, err := e.Resume(context.Background(), was.Session, &engine.ResumeOptions{Snapshot: manual})
+	require.NoError(t, err, "resume after the holder was killed")
+	assert.Equal(t, was.HeadID, string(s.Head().Info().ID))
+	require.NoError(t, s.Close())
+}
+
+func TestTwoProcessesRaceForOneIsolatedHeadAndOneWins(t *testing.T) {
+	for round := range 3 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			r := newRestartEnv(t)
+			ws, err := workspace.Open(context.Background(), gitbackend.New(gitbackend.Options{}), r.repo, nil)
+			require.NoError(t, err)
+			h, err := ws.Head("target").From("main").Create(context.Background())
+			require.NoError(t, err)
+			require.NoError(t, h.Close())
+			require.NoError(t, ws.Close())
+			// The schema exists before the race, as it does in use.
+			require.NoError(t, r.engine(t).Close())
+
+			a := startChild(t, job{Op: "claim", DB: r.db, Repo: r.repo, Head: "target", Hold: true})
+			b := startChild(t, job{Op: "claim", DB: r.db, Repo: r.repo, Head: "target", Hold: true})
+			ra, rb := a.wait(t), b.wait(t)
+			wins := 0
+			for _, res := range []result{ra, rb} {
+				switch res.Code {
+				case "":
+					wins++
+				case backend.AlreadyBound.String():
+				default:
+					t.Errorf("a loser failed with %s: %s", res.Code, res.Error)
+				}
+			}
+			assert.Equal(t, 1, wins, "results: %+v / %+v", ra, rb)
+		})
+	}
+}
+
+func TestADeadSessionsClaimIsTakenOverOnlyWhenAsked(t *testing.T) {
+	ctx := context.Background()
+	r := newRestartEnv(t)
+	gb := gitbackend.New(gitbackend.Options{})
+	ws, err := workspace.Open(ctx, gb, r.repo, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	h, err := ws.Head("target").From("main").Shared().Create(ctx)
+	require.NoError(t, err)
+	require.NoError(t, h.Close())
+	c := startChild(t, job{Op: "claim", DB: r.db, Repo: r.repo, Head: "target"})
+	dead := c.wait(t)
+	require.Empty(t, dead.Error)
+	require.NoError(t, c.cmd.Wait())
+
+	e := r.engine(t, gb)
+	ex := engine.Placement{Exclusive: &engine.ExistingHead{Backend: gb, Root: r.repo, Head: "target"}}
+	_, err = e.NewSession(ctx, engine.SessionOptions{Placement: ex})
+	assert.Equal(t, backend.AlreadyBound, workspace.CodeOf(err), "the dead session's claim was released silently: %v", err)
+	s, err := e.NewSession(ctx, engine.SessionOptions{Placement: ex, TakeOver: true})
+	require.NoError(t, err)
+	defer s.Close()
+	evs, err := e.Events(ctx, dead.Session)
+	require.NoError(t, err)
+	assert.Equal(t, engine.EventTakenOver, evs[len(evs)-1].Kind)
+}
