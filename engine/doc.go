@@ -1,0 +1,55 @@
+// Package engine binds agent sessions to heads durably and resumes them
+// after a restart, in exactly the same place or with a typed error.
+//
+//	e, _ := engine.Open(ctx, engine.Options{
+//		Path:      "state/grove.db",
+//		Backends:  []backend.Backend{gb},
+//		Placement: engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: repo, Base: "main"}},
+//	})
+//	s, _ := e.NewSession(ctx, engine.SessionOptions{Config: agentSettings})
+//	id := s.ID() // the only thing a harness needs to keep
+//	...
+//	s, err := e.Resume(ctx, id, &engine.ResumeOptions{Config: agentSettings})
+//
+// # Durability
+//
+// The store is one SQLite file (github.com/mattn/go-sqlite3) in WAL mode
+// with synchronous=FULL and a busy timeout, so several processes share it.
+// Its schema is built by numbered migrations (PRAGMA user_version) and
+// pinned by testdata/schema.sql. NewSession writes the session, its
+// binding, its claim (for an isolated or exclusive head) and its "bound"
+// event in one transaction before it returns: nothing runs before the
+// binding is durable. The events table is append-only (triggers refuse
+// updates and deletes).
+//
+// # Liveness
+//
+// A live session holds a lease: a kernel file lock in the lease directory
+// that dies with its process. Resume of a session whose lease is held is
+// SessionBusy. A claim outlives its process: a dead session's claim on a
+// head is released only by resuming and closing that session, or by a new
+// session that asks for a take-over (SessionOptions.TakeOver); the loser's
+// journal records it.
+//
+// # Resume
+//
+// Resume loads the binding, finds its backend by ID, reopens the head
+// through workspace.Reopen (identity checks only, no walk of the files),
+// compares the reopened binding with the stored one and the configuration
+// digest (placement, access, snapshot policy, backend ID, the caller's
+// Config) with the recorded one, and reports the commits the head's branch
+// gained since the last journaled checkpoint (ResumeReport.Gained). Each
+// failure is a *ResumeError whose Kind, and for HeadUnavailable whose Why,
+// says what went wrong.
+//
+// # Departures from DESIGN §7
+//
+//   - Session.Fork returns the new session; its head is held through an
+//     exclusive placement recorded with the new session.
+//   - Access (read-only or read-write) is enforced by Session.FS; the
+//     pattern policy and extra roots of DESIGN §8 come later, on top.
+//   - Closing the engine closes the sessions it still has open (releasing
+//     their claims and leases; nothing is deleted).
+//   - Archive and Destroy are also Session methods so that they are
+//     journaled; doing them through the head directly is not.
+package engine
