@@ -1,12 +1,16 @@
 package engine_test
 
 import (
+	"context"
 	"database/sql"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/internal/githarness"
 )
 
 func setUserVersion(t *testing.T, path string, v int) {
@@ -14,18 +18,10 @@ func setUserVersion(t *testing.T, path string, v int) {
 	db, err := sql.Open("sqlite3", path)
 	require.NoError(t, err)
 	defer db.Close()
-	_, err = db.Exec("PRAGMA user_version = " + itoa(v))
+	_, err = db.Exec("PRAGMA user_version = " + strconv.Itoa(v))
 	require.NoError(t, err)
 	_, err = db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 	require.NoError(t, err)
-}
-
-func itoa(v int) string {
-	const digits = "0123456789"
-	if v < 10 {
-		return digits[v : v+1]
-	}
-	return itoa(v/10) + digits[v%10:v%10+1]
 }
 
 // snapshotDir reads every file directly in dir.
@@ -43,4 +39,8 @@ func snapshotDir(t *testing.T, dir string) map[string]string {
 		out[e.Name()] = string(data)
 	}
 	return out
+}
+
+func githarnessGit(dir string, args ...string) (string, error) {
+	return githarness.Git(context.Background(), dir, args...)
 }

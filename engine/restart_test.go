@@ -336,3 +336,60 @@ func TestADeadSessionsClaimIsTakenOverOnlyWhenAsked(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, engine.EventTakenOver, evs[len(evs)-1].Kind)
 }
+
+func TestResumeReportsCommitsGainedBehindTheSessionAndDriftOnRequest(t *testing.T) {
+	ctx := context.Background()
+	r := newRestartEnv(t)
+	was := r.runNew(t, "")
+	// A user commits in the head while the session is down.
+	require.NoError(t, os.WriteFile(filepath.Join(was.Dir, "user.txt"), []byte("u\n"), 0o644))
+	userGit(t, was.Dir, "add", "user.txt")
+	userGit(t, was.Dir, "commit", "-qm", "by hand")
+	behind := userGit(t, was.Dir, "rev-parse", "HEAD")
+	require.NoError(t, os.WriteFile(filepath.Join(was.Dir, "dirty.txt"), []byte("d\n"), 0o644))
+
+	e := r.engine(t, gitbackend.New(gitbackend.Options{}))
+	s, err := e.Resume(ctx, was.Session, &engine.ResumeOptions{Snapshot: manual})
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Equal(t, []backend.CheckpointID{backend.CheckpointID(behind)}, s.Resumed().Gained)
+	drift, err := s.Drift(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"dirty.txt", "user.txt"}, drift)
+	evs, err := s.Events(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, engine.EventResumed, evs[len(evs)-1].Kind)
+	assert.Contains(t, string(evs[len(evs)-1].Payload), behind)
+}
+
+func TestArchiveAndDestroyAreJournaled(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t, nil)
+	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	s, err := e.NewSession(ctx, engine.SessionOptions{})
+	require.NoError(t, err)
+	require.NoError(t, s.Archive(ctx))
+	require.NoError(t, s.FS().WriteFile("last.txt", []byte("l\n"), 0o644))
+	res, err := s.Destroy(ctx, nil)
+	require.NoError(t, err)
+	require.NotNil(t, res.Final, "the dirty head's final checkpoint")
+	evs, err := e.Events(ctx, s.ID())
+	require.NoError(t, err)
+	var ks []engine.EventKind
+	for _, ev := range evs {
+		ks = append(ks, ev.Kind)
+	}
+	assert.Equal(t, []engine.EventKind{engine.EventBound, engine.EventArchived, engine.EventDestroyed, engine.EventClosed}, ks)
+	_, err = e.Resume(ctx, s.ID(), nil)
+	var re *engine.ResumeError
+	require.True(t, errors.As(err, &re))
+	assert.Equal(t, engine.HeadUnavailable, re.Kind)
+	assert.Equal(t, engine.WhyDestroyed, re.Why)
+}
+
+func userGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := githarnessGit(dir, args...)
+	require.NoError(t, err)
+	return out
+}
