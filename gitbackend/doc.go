@@ -62,10 +62,10 @@
 // # Departures and limits
 //
 //   - Heads default to <parent of the main worktree>/<repository>.grove/<name>
-//     (<repository>.git.grove for a bare repository); a heads directory or
-//     head directory inside the main worktree is InvalidArgument. A
-//     workspace returned by Reopen creates new heads (forks) beside the
-//     reopened head.
+//     (<git dir>.grove for a bare repository, or one whose main worktree git
+//     does not record); a heads directory or head directory inside the main
+//     worktree is InvalidArgument. A workspace returned by Reopen creates new
+//     heads (forks) beside the reopened head.
 //   - Irregular files (FIFOs, sockets, devices) are listed as skipped only
 //     inside directories git reports as wholly untracked: git itself skips
 //     them silently elsewhere, and finding them would cost a walk of the

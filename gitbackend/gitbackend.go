@@ -159,7 +159,9 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	}
 	repo := &repo{r: r, common: common, bare: lines[1] == "true"}
 	if !repo.bare {
-		repo.main = filepath.Dir(common) // <main worktree>/.git
+		if repo.main, err = repo.mainWorktree(ctx, abs); err != nil {
+			return nil, err
+		}
 	}
 	if err := repo.checkShape(ctx); err != nil {
 		return nil, err
@@ -169,11 +171,7 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 		headsDir = opts.HeadsDir
 	}
 	if headsDir == "" {
-		if repo.bare {
-			headsDir = common + ".grove"
-		} else {
-			headsDir = filepath.Join(filepath.Dir(repo.main), filepath.Base(repo.main)+".grove")
-		}
+		headsDir = repo.defaultHeadsDir()
 	}
 	if headsDir, err = canonical(headsDir); err != nil {
 		return nil, backend.Errorf(backend.InvalidArgument, op, "heads directory: %w", err)
@@ -205,6 +203,17 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 		return nil, err
 	}
 	return w, nil
+}
+
+// defaultHeadsDir is where heads go when OpenOptions.HeadsDir is empty:
+// beside the main worktree, in <name>.grove, outside the repository's
+// working tree; beside the git dir (<dir>.grove) for a bare repository or
+// one whose main worktree git does not record.
+func (rp *repo) defaultHeadsDir() string {
+	if rp.main == "" {
+		return rp.common + ".grove"
+	}
+	return filepath.Join(filepath.Dir(rp.main), filepath.Base(rp.main)+".grove")
 }
 
 // payload is what a Git binding carries besides the IDs. Paths are
@@ -296,8 +305,12 @@ func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backen
 	} else {
 		rp.bare = true
 	}
-	// Forks from a resumed head land beside it.
+	// Forks from a resumed head land beside it (an attached head's, in the
+	// default heads directory).
 	w := &workspace{b: b, repo: rp, meta: m, id: id, headsDir: filepath.Dir(mf.Dir)}
+	if mf.Attached {
+		w.headsDir = rp.defaultHeadsDir()
+	}
 	h, err := w.open(ctx, op, mf, opts)
 	if err != nil {
 		return nil, nil, err

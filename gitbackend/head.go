@@ -89,9 +89,9 @@ func (h *head) wrap(op string, err error) error {
 	return &backend.Error{Code: backend.Internal, Op: "gitbackend: " + op, Head: h.mf.Name, Err: err}
 }
 
-// enter runs the checks every call starts with: the handle is open, the
-// backend and workspace too, the context is live, and the head was not
-// destroyed meanwhile (by another handle or process).
+// enter runs the checks every call starts with: the handle and the backend
+// are open (a head outlives its workspace's Close), the context is live,
+// and the head was not destroyed meanwhile by another handle or process.
 func (h *head) enter(ctx context.Context, op string) (manifest, error) {
 	h.mu.Lock()
 	closed := h.closed
@@ -586,8 +586,12 @@ func (h *head) recordCheckpoint(ctx context.Context, mf manifest, st headState, 
 		if backend.CodeOf(err) == backend.Canceled {
 			return err
 		}
-		return &backend.Error{Code: backend.Conflict, Op: "gitbackend: checkpoint", Head: mf.Name,
-			Err: fmt.Errorf("the branch or checkpoint refs moved during the checkpoint: %w", err)}
+		if msg := gitcmd.Stderr(err); strings.Contains(msg, "but expected") || strings.Contains(msg, "already exists") ||
+			strings.Contains(msg, "cannot lock ref") {
+			return &backend.Error{Code: backend.Conflict, Op: "gitbackend: checkpoint", Head: mf.Name,
+				Err: fmt.Errorf("the branch moved during the checkpoint (a git command outside grove?): %w", err)}
+		}
+		return err
 	}
 	if seq%gcEvery == 0 {
 		// Best effort: a failed collection does not fail the checkpoint.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -187,4 +188,31 @@ func TestSameSizeEditsInOneSecondAreCaptured(t *testing.T) {
 		require.True(t, cp.New, "edit %d was not captured", i)
 		assert.Equal(t, fmt.Sprintf("v%d", i%10), f.git(f.repo, "show", string(cp.ID)+":f.txt"))
 	}
+}
+
+// A branch moved by a user's git command while a checkpoint runs makes the
+// checkpoint fail with Conflict (the compare-and-swap lost), never move the
+// branch back.
+func TestCheckpointLosesCleanlyWhenTheBranchMoves(t *testing.T) {
+	f := newFixture(t)
+	b := gitbackend.New(gitbackend.Options{})
+	ws, err := workspace.Open(f.ctx, b, f.repo, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	h, err := ws.Head("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	f.write(h, "a.txt", "a\n")
+	// Move the branch at the moment the commit is written, before the ref
+	// transaction: as a user's git commit racing the checkpoint would.
+	other := f.git(f.repo, "commit-tree", "-p", "main", "-m", "racer", f.git(f.repo, "rev-parse", "main^{tree}"))
+	gitbackend.SetCrashHook(func(point string) {
+		if point == "checkpoint:committed" {
+			f.git(f.repo, "update-ref", "refs/heads/grove/agent", other)
+		}
+	})
+	defer gitbackend.SetCrashHook(nil)
+	_, err = h.Checkpoint(f.ctx, nil)
+	assert.Equal(t, backend.Conflict, workspace.CodeOf(err), "error: %v", err)
+	assert.Equal(t, other, f.git(f.repo, "rev-parse", "grove/agent"), "the racer's commit was overwritten")
 }

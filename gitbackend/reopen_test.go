@@ -164,3 +164,22 @@ func TestGrovesTemporaryFilesAreNeverCaptured(t *testing.T) {
 	assert.Equal(t, "", f.git(f.repo, "ls-tree", "-r", "--name-only", string(cp.ID), "src/.grove-tmp-0123456789abcdef"))
 	assert.Equal(t, "real.txt", f.git(f.repo, "ls-tree", "-r", "--name-only", string(cp.ID), "real.txt"))
 }
+
+func TestARepositoryWithItsGitDirElsewhereWorks(t *testing.T) {
+	f := newFixture(t)
+	work := filepath.Join(t.TempDir(), "work")
+	gitDir := filepath.Join(t.TempDir(), "store.git")
+	f.git(t.TempDir(), "init", "-q", "-b", "main", "--separate-git-dir", gitDir, work)
+	require.NoError(t, os.WriteFile(filepath.Join(work, "a.txt"), []byte("a\n"), 0o644))
+	f.git(work, "add", "a.txt")
+	f.git(work, "commit", "-qm", "a")
+	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), work, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	h, err := ws.Head("agent").Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	assert.Equal(t, filepath.Join(filepath.Dir(work), "work.grove", "agent"), h.Info().Root)
+	_, err = ws.Head("inside").Dir(filepath.Join(work, "sub")).Create(f.ctx)
+	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "a head inside the main worktree: %v", err)
+}
