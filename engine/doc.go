@@ -25,7 +25,9 @@
 // # Liveness
 //
 // A live session holds a lease: a kernel file lock in the lease directory
-// that dies with its process. Resume of a session whose lease is held is
+// that dies with its process (lease files are never deleted: removing a
+// lock file while another process opens it would let two hold it). Resume
+// of a session whose lease is held is
 // SessionBusy. A claim outlives its process: a dead session's claim on a
 // head is released only by resuming and closing that session, or by a new
 // session that asks for a take-over (SessionOptions.TakeOver); the loser's

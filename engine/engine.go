@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -625,6 +624,3 @@ func resumeKind(err error) (ResumeKind, string) {
 	}
 	return HeadUnavailable, ""
 }
-
-// removeLease deletes a closed session's lease file; its lock is released.
-func removeLease(path string) { _ = os.Remove(path) }

@@ -397,7 +397,6 @@ func (s *Session) Close() error {
 		return appendEvent(ctx, tx, s.id, EventClosed, nil)
 	})
 	s.release(ctx, false)
-	removeLease(s.e.leasePath(s.id))
 	s.e.untrack(s)
 	return err
 }
