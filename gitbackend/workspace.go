@@ -117,7 +117,9 @@ func (w *workspace) undoCreate(ctx context.Context, mf *manifest) error {
 			errs = append(errs, err)
 		}
 	}
-	for _, p := range []string{w.meta.manifestFile(mf.ID), w.meta.opMarker(mf.ID), w.meta.bindLock(mf.ID)} {
+	// Lock files stay: removing one while another process opens it would
+	// let two hold it.
+	for _, p := range []string{w.meta.manifestFile(mf.ID), w.meta.opMarker(mf.ID)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}

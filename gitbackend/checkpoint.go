@@ -1,0 +1,307 @@
+package gitbackend
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/gitcmd"
+)
+
+// capture stages the head's whole state into the private index priv:
+// tracked and untracked files, minus new files over the cap, plus the
+// included ignored paths. It returns what it skipped.
+func (h *head) capture(ctx context.Context, mf manifest, priv string, opts *backend.CheckpointOptions) ([]backend.Skipped, error) {
+	capSize := opts.MaxNewFileSize
+	if capSize == 0 {
+		capSize = backend.DefaultMaxNewFileSize
+	}
+	env := []string{"GIT_INDEX_FILE=" + priv}
+	out, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"ls-files", "-z", "-o", "--exclude-standard", "--directory"}})
+	if err != nil {
+		return nil, err
+	}
+	var skipped []backend.Skipped
+	var big, walked []string
+	sizes := map[string]int64{}
+	for _, name := range strings.Split(out, "\x00") {
+		if name == "" {
+			continue
+		}
+		if dir, ok := strings.CutSuffix(name, "/"); ok {
+			s, b, err := walkUntracked(mf.Dir, dir, capSize, sizes)
+			if err != nil {
+				return nil, err
+			}
+			skipped = append(skipped, s...)
+			walked = append(walked, b...)
+			continue
+		}
+		if capSize < 0 {
+			continue
+		}
+		if st, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(name))); err == nil && st.Mode().IsRegular() && st.Size() > capSize {
+			big = append(big, name)
+			sizes[name] = st.Size()
+		}
+	}
+	if len(walked) > 0 {
+		// Files found by walking an untracked directory may be ignored;
+		// only the ones git would capture count as skipped.
+		ignored, err := h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(walked, "\x00") + "\x00"),
+			Args: []string{"check-ignore", "-z", "--stdin"}})
+		if err != nil && gitcmd.ExitCode(err) != 1 {
+			return nil, err
+		}
+		ign := map[string]bool{}
+		for _, p := range strings.Split(ignored, "\x00") {
+			ign[p] = true
+		}
+		for _, p := range walked {
+			if !ign[p] {
+				big = append(big, p)
+			}
+		}
+	}
+	specs := []string{"."}
+	for _, p := range big {
+		skipped = append(skipped, backend.Skipped{Path: p, Reason: backend.SkipTooLarge, Size: sizes[p]})
+		specs = append(specs, ":(exclude,literal)"+p)
+	}
+	if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(specs, "\x00") + "\x00"),
+		Args: []string{"add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"}}); err != nil {
+		return nil, err
+	}
+	var include []string
+	for _, p := range opts.Include {
+		if backend.CheckPath("include", p) != nil {
+			return nil, h.fail(backend.InvalidArgument, "checkpoint", "include path %q is not a valid name", p)
+		}
+		if _, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(p))); err == nil {
+			include = append(include, ":(literal)"+p)
+		}
+	}
+	if len(include) > 0 {
+		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(include, "\x00") + "\x00"),
+			Args: []string{"add", "-A", "-f", "--pathspec-from-file=-", "--pathspec-file-nul"}}); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(skipped, func(a, b backend.Skipped) int { return strings.Compare(a.Path, b.Path) })
+	return skipped, nil
+}
+
+// walkUntracked walks a directory git reported as wholly untracked. It
+// lists the empty directories and irregular files in it as skipped, and
+// returns the files over the cap (which may still be ignored).
+func walkUntracked(root, dir string, capSize int64, sizes map[string]int64) ([]backend.Skipped, []string, error) {
+	var skipped []backend.Skipped
+	var big []string
+	var walk func(rel string) error
+	walk = func(rel string) error {
+		ents, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			return nil // vanished meanwhile: nothing to report
+		}
+		if len(ents) == 0 {
+			skipped = append(skipped, backend.Skipped{Path: rel, Reason: backend.SkipEmptyDirectory})
+			return nil
+		}
+		for _, e := range ents {
+			if e.Name() == ".git" {
+				return nil // a nested repository: git adds it as a whole
+			}
+		}
+		for _, e := range ents {
+			p := rel + "/" + e.Name()
+			switch t := e.Type(); {
+			case t.IsDir():
+				if err := walk(p); err != nil {
+					return err
+				}
+			case t.IsRegular():
+				if capSize >= 0 {
+					if info, err := e.Info(); err == nil && info.Size() > capSize {
+						big = append(big, p)
+						sizes[p] = info.Size()
+					}
+				}
+			case t&fs.ModeSymlink != 0:
+			default:
+				skipped = append(skipped, backend.Skipped{Path: p, Reason: backend.SkipIrregular})
+			}
+		}
+		return nil
+	}
+	err := walk(dir)
+	return skipped, big, err
+}
+
+func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (backend.CheckpointResult, error) {
+	const op = "checkpoint"
+	mf, err := h.enter(ctx, "Checkpoint")
+	if err != nil {
+		return backend.CheckpointResult{}, err
+	}
+	l, err := h.lock(ctx, mf, op)
+	if err != nil {
+		return backend.CheckpointResult{}, err
+	}
+	defer l.Unlock()
+	res, err := h.checkpoint(ctx, mf, opts)
+	return res, h.wrap(op, err)
+}
+
+// checkpoint commits the head's state; callers hold the head lock.
+func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.CheckpointOptions) (backend.CheckpointResult, error) {
+	const op = "checkpoint"
+	st, err := h.state(ctx, mf, op)
+	if err != nil {
+		return backend.CheckpointResult{}, err
+	}
+	priv, err := h.seedIndex(mf, privateIndex)
+	if err != nil {
+		return backend.CheckpointResult{}, err
+	}
+	defer os.Remove(priv)
+	skipped, err := h.capture(ctx, mf, priv, opts)
+	if err != nil {
+		return backend.CheckpointResult{}, err
+	}
+	crashPoint("checkpoint:captured")
+	tree, err := h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Args: []string{"write-tree"}})
+	if err != nil {
+		return backend.CheckpointResult{}, err
+	}
+	// The current checkpoint: HEAD for a head on its own branch; for an
+	// attached head, or one with an operation in progress, the newest
+	// private checkpoint made on top of HEAD, else HEAD.
+	current, currentTree := st.commit, st.tree
+	var last []checkpointRef
+	if !st.onOwn {
+		if last, err = h.w.repo.checkpoints(ctx, mf.ID, 1); err != nil {
+			return backend.CheckpointResult{}, err
+		}
+		if len(last) == 1 && string(last[0].Parent) == st.commit {
+			current = string(last[0].ID)
+			if currentTree, err = h.w.repo.git(ctx, "rev-parse", current+"^{tree}"); err != nil {
+				return backend.CheckpointResult{}, err
+			}
+		}
+	}
+	if tree == currentTree {
+		if st.onOwn {
+			// Nothing to commit, but the refreshed index keeps git's
+			// stat cache warm and heals an index a crash left stale.
+			if err := h.swapIndex(ctx, mf, priv); err != nil {
+				return backend.CheckpointResult{}, err
+			}
+		}
+		cp, err := h.w.repo.commitInfo(ctx, current)
+		if err != nil {
+			return backend.CheckpointResult{}, err
+		}
+		return backend.CheckpointResult{Checkpoint: cp, Skipped: skipped}, nil
+	}
+	msg := opts.Message
+	if msg == "" {
+		msg = "grove checkpoint"
+	}
+	author := opts.Author
+	if author == (backend.Signature{}) {
+		author = backend.DefaultAuthor
+	}
+	now := time.Now().Truncate(time.Second)
+	date := strconv.FormatInt(now.Unix(), 10) + " +0000"
+	commit, err := h.git(ctx, gitcmd.Cmd{
+		Author: &gitcmd.Identity{Name: author.Name, Email: author.Email},
+		Env:    []string{"GIT_AUTHOR_DATE=" + date, "GIT_COMMITTER_DATE=" + date},
+		Stdin:  strings.NewReader(msg),
+		Args:   []string{"commit-tree", tree, "-p", st.commit},
+	})
+	if err != nil {
+		return backend.CheckpointResult{}, err
+	}
+	crashPoint("checkpoint:committed")
+	// For a head on its own branch, take the index lock before any ref
+	// moves: a checkpoint that gives up waiting for a git command records
+	// nothing.
+	var swap *indexSwap
+	if st.onOwn {
+		if swap, err = h.lockIndex(ctx, mf, priv); err != nil {
+			return backend.CheckpointResult{}, err
+		}
+	}
+	if err := h.recordCheckpoint(ctx, mf, st, commit); err != nil {
+		if swap != nil {
+			swap.abort()
+		}
+		return backend.CheckpointResult{}, err
+	}
+	crashPoint("checkpoint:recorded")
+	if swap != nil {
+		if err := swap.commit(); err != nil {
+			return backend.CheckpointResult{}, err
+		}
+	}
+	return backend.CheckpointResult{
+		Checkpoint: backend.Checkpoint{
+			ID: backend.CheckpointID(commit), Parent: backend.CheckpointID(st.commit),
+			Message: strings.TrimRight(msg, "\n"), Author: author, Time: now,
+		},
+		New:     true,
+		Skipped: skipped,
+	}, nil
+}
+
+// gcEvery is how many checkpoints of one head pass between git gc --auto
+// runs (plumbing never triggers git's automatic collection itself).
+const gcEvery = 50
+
+// recordCheckpoint points a new private ref at commit and, for a head on
+// its own branch, advances the branch from its old commit, in one ref
+// transaction under the repository lock.
+func (h *head) recordCheckpoint(ctx context.Context, mf manifest, st headState, commit string) error {
+	last, err := h.w.repo.checkpoints(ctx, mf.ID, 1)
+	if err != nil {
+		return err
+	}
+	seq := 1
+	if len(last) == 1 {
+		seq = last[0].seq + 1
+	}
+	var tx strings.Builder
+	tx.WriteString("start\n")
+	if st.onOwn {
+		fmt.Fprintf(&tx, "update refs/heads/%s %s %s\n", mf.Branch, commit, st.commit)
+	}
+	fmt.Fprintf(&tx, "create %s %s\nprepare\ncommit\n", refName(mf.ID, seq), commit)
+	rl, err := h.w.lockRepo(ctx, "checkpoint "+mf.Name)
+	if err != nil {
+		return err
+	}
+	defer rl.Unlock()
+	if _, err := h.w.repo.run(ctx, gitcmd.Cmd{Stdin: strings.NewReader(tx.String()), Args: []string{"update-ref", "--stdin"}}); err != nil {
+		if backend.CodeOf(err) == backend.Canceled {
+			return err
+		}
+		if msg := gitcmd.Stderr(err); strings.Contains(msg, "but expected") || strings.Contains(msg, "already exists") ||
+			strings.Contains(msg, "cannot lock ref") {
+			return &backend.Error{Code: backend.Conflict, Op: "gitbackend: checkpoint", Head: mf.Name,
+				Err: fmt.Errorf("the branch moved during the checkpoint (a git command outside grove?): %w", err)}
+		}
+		return err
+	}
+	if seq%gcEvery == 0 {
+		// Best effort: a failed collection does not fail the checkpoint.
+		_, _ = h.w.repo.git(ctx, "gc", "--auto", "--quiet")
+	}
+	return nil
+}

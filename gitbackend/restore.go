@@ -1,0 +1,210 @@
+package gitbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/gitcmd"
+)
+
+func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
+	const op = "restore"
+	mf, err := h.enter(ctx, "Restore")
+	if err != nil {
+		return backend.RestoreResult{}, err
+	}
+	if to == "" {
+		return backend.RestoreResult{}, h.fail(backend.InvalidArgument, op, "empty revision")
+	}
+	target, err := h.w.repo.resolve(ctx, op, to)
+	if err != nil {
+		return backend.RestoreResult{}, err
+	}
+	l, err := h.lock(ctx, mf, op)
+	if err != nil {
+		return backend.RestoreResult{}, err
+	}
+	defer l.Unlock()
+	err = h.restore(ctx, mf, target)
+	if err != nil {
+		return backend.RestoreResult{}, h.wrap(op, err)
+	}
+	return backend.RestoreResult{Commit: backend.CheckpointID(target)}, nil
+}
+
+// restore makes the head's files equal target's; callers hold the head
+// lock. Order: refuse ignored-file collisions; write target's content
+// where tracked files would be dropped (so nothing is removed first); make
+// the tracked files equal target's; remove untracked, unignored files; for
+// a grove-owned head, reset its branch and swap the index in.
+func (h *head) restore(ctx context.Context, mf manifest, target string) error {
+	const op = "restore"
+	st, err := h.state(ctx, mf, op)
+	if err != nil {
+		return err
+	}
+	if !mf.Attached && (st.op == backend.OpRebase || st.op == backend.OpApplyMailbox || st.op == backend.OpBisect) {
+		return h.fail(backend.FailedPrecondition, op, "a %s is in progress in the head; finish or abort it first", st.op)
+	}
+	priv, err := h.seedIndex(mf, privateIndex)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(priv)
+	env := []string{"GIT_INDEX_FILE=" + priv}
+	// What target adds to the index (D: in target, not in the index) and
+	// drops from it (A: in the index, not in target).
+	out, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"diff-index", "--cached", "--name-status", "--no-renames", "-z", target, "--"}})
+	if err != nil {
+		return err
+	}
+	var adds []string
+	drops := false
+	fields := strings.Split(out, "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		switch fields[i] {
+		case "D":
+			adds = append(adds, fields[i+1])
+		case "A":
+			drops = true
+		}
+	}
+	if err := h.checkIgnoredCollisions(ctx, mf, priv, target, adds); err != nil {
+		return err
+	}
+	done, err := h.mark(mf, op)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if drops {
+		// read-tree -u removes the files it drops before it writes new
+		// ones: write target's content first.
+		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"checkout", "-f", target, "--", ":/"}}); err != nil {
+			return err
+		}
+	}
+	crashPoint("restore:written")
+	if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"read-tree", "--reset", "-u", target}}); err != nil {
+		return err
+	}
+	crashPoint("restore:pruned")
+	if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"clean", "-f", "-d", "-q"}}); err != nil {
+		return err
+	}
+	crashPoint("restore:cleaned")
+	if mf.Attached {
+		return nil
+	}
+	rl, err := h.w.lockRepo(ctx, "restore "+mf.Name)
+	if err != nil {
+		return err
+	}
+	defer rl.Unlock()
+	if !st.onOwn {
+		if _, err := h.git(ctx, gitcmd.Cmd{Args: []string{"symbolic-ref", "HEAD", "refs/heads/" + mf.Branch}}); err != nil {
+			return err
+		}
+	}
+	if _, err := h.w.repo.git(ctx, "update-ref", "-m", "grove: restore", "refs/heads/"+mf.Branch, target); err != nil {
+		return err
+	}
+	for _, f := range []string{"MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_RR", "AUTO_MERGE", "CHERRY_PICK_HEAD", "REVERT_HEAD"} {
+		_ = os.Remove(filepath.Join(mf.Admin, f))
+	}
+	return h.swapIndex(ctx, mf, priv)
+}
+
+// checkIgnoredCollisions refuses with Conflict where target adds a path
+// that is an ignored file in the head now with other content, or whose
+// parent directory is an ignored file there. Only the paths target adds to
+// the index are looked at, never the whole tree.
+func (h *head) checkIgnoredCollisions(ctx context.Context, mf manifest, priv, target string, adds []string) error {
+	var present, blockers []string
+	for _, p := range adds {
+		_, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(p)))
+		switch {
+		case err == nil:
+			present = append(present, p)
+		case errors.Is(err, syscall.ENOTDIR):
+			for d := path.Dir(p); d != "."; d = path.Dir(d) {
+				if fi, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(d))); err == nil && !fi.IsDir() {
+					blockers = append(blockers, d)
+					break
+				}
+			}
+		}
+	}
+	if len(present) == 0 && len(blockers) == 0 {
+		return nil
+	}
+	ignored := func(paths []string) (map[string]bool, error) {
+		out, err := h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Stdin: strings.NewReader(strings.Join(paths, "\x00") + "\x00"),
+			Args: []string{"check-ignore", "-z", "--stdin"}})
+		if err != nil && gitcmd.ExitCode(err) != 1 {
+			return nil, err
+		}
+		set := map[string]bool{}
+		for _, p := range strings.Split(out, "\x00") {
+			set[p] = p != ""
+		}
+		return set, nil
+	}
+	conflict := func(p string) error {
+		return &backend.Error{Code: backend.Conflict, Op: "gitbackend: restore", Head: mf.Name, Path: p,
+			Err: fmt.Errorf("the target tracks %s, where the head has an ignored file with other content; move it away or include it in a checkpoint", p)}
+	}
+	if len(blockers) > 0 {
+		ign, err := ignored(blockers)
+		if err != nil {
+			return err
+		}
+		for _, b := range blockers {
+			if ign[b] {
+				return conflict(b)
+			}
+		}
+	}
+	if len(present) == 0 {
+		return nil
+	}
+	ign, err := ignored(present)
+	if err != nil {
+		return err
+	}
+	present = slices.DeleteFunc(present, func(p string) bool { return !ign[p] })
+	if len(present) == 0 {
+		return nil
+	}
+	listing, err := h.w.repo.git(ctx, append([]string{"ls-tree", "-z", "--full-tree", target, "--"}, present...)...)
+	if err != nil {
+		return err
+	}
+	want := map[string]string{}
+	for _, rec := range strings.Split(listing, "\x00") {
+		if meta, p, ok := strings.Cut(rec, "\t"); ok {
+			if f := strings.Fields(meta); len(f) == 3 {
+				want[p] = f[2]
+			}
+		}
+	}
+	hashes, err := h.git(ctx, gitcmd.Cmd{Stdin: strings.NewReader(strings.Join(present, "\n") + "\n"),
+		Args: []string{"hash-object", "--no-filters", "--stdin-paths"}})
+	if err != nil {
+		return err
+	}
+	for i, got := range strings.Split(hashes, "\n") {
+		if i < len(present) && got != want[present[i]] {
+			return conflict(present[i])
+		}
+	}
+	return nil
+}
