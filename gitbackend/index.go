@@ -1,6 +1,5 @@
 package gitbackend
 
-
 import (
 	"context"
 	"errors"
