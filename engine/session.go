@@ -201,8 +201,10 @@ func (s *Session) Restore(ctx context.Context, to backend.Rev, opts *workspace.R
 }
 
 // Fork checkpoints the head (uncommitted work included), creates an
-// isolated head name from it and returns a new session bound to it, with
-// this session's access, snapshot policy and extensions' configuration.
+// isolated head name from it and returns a new session bound to it
+// (exclusively, through its claim). opts configures the new session; nil
+// gives it this session's access and snapshot policy. Its Placement is
+// ignored.
 func (s *Session) Fork(ctx context.Context, name string, opts *SessionOptions) (*Session, error) {
 	if err := s.needHead("fork"); err != nil {
 		return nil, err
