@@ -93,13 +93,7 @@ func (w *workspace) undoCreate(ctx context.Context, mf *manifest) error {
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	var errs []error
-	// The directory was empty or absent before the create; remove it only
-	// if it is still empty or is a worktree of this repository.
-	if admin, err := readGitFile(mf.Dir); err == nil && within(admin, filepath.Join(w.repo.common, "worktrees")) {
-		errs = append(errs, os.RemoveAll(mf.Dir))
-	} else if ents, err := os.ReadDir(mf.Dir); err == nil && len(ents) == 0 {
-		errs = append(errs, os.Remove(mf.Dir))
-	}
+	errs = append(errs, w.removeCreated(ctx, mf.Dir))
 	// A git worktree add killed half-way leaves its registration locked
 	// ("initializing"), which prune would keep: remove it directly.
 	if admins, err := filepath.Glob(filepath.Join(w.repo.common, "worktrees", "*", "gitdir")); err == nil {
@@ -128,6 +122,43 @@ func (w *workspace) undoCreate(ctx context.Context, mf *manifest) error {
 		return &backend.Error{Code: backend.Internal, Op: "gitbackend: undo create", Head: mf.Name, Err: err}
 	}
 	return nil
+}
+
+// removeCreated removes the directory of an undone create. It was empty or
+// absent before the create, so it is removed only while it is still empty
+// or holds a worktree of this repository (a .git file naming one, or one
+// git was killed before writing whole). A git command of a creator that was
+// just killed can still be writing into it for a moment (it dies by
+// Pdeathsig, asynchronously): removal is retried until the directory stays
+// gone, for up to two seconds.
+func (w *workspace) removeCreated(ctx context.Context, dir string) error {
+	var err error
+	for range 40 {
+		ents, rerr := os.ReadDir(dir)
+		if errors.Is(rerr, fs.ErrNotExist) {
+			return nil
+		}
+		ours := rerr == nil && len(ents) == 0
+		if admin, gerr := readGitFile(dir); gerr == nil {
+			ours = within(admin, filepath.Join(w.repo.common, "worktrees"))
+		} else if data, rerr := os.ReadFile(filepath.Join(dir, ".git")); rerr == nil && len(data) == 0 {
+			ours = true // git was killed while writing the .git file
+		}
+		if !ours {
+			return fmt.Errorf("%s holds files that are not this create's; left in place", dir)
+		}
+		if err = os.RemoveAll(dir); err == nil {
+			if _, serr := os.Lstat(dir); errors.Is(serr, fs.ErrNotExist) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("removing %s: %v", dir, err)
 }
 
 // insideHead returns the live head whose directory holds path, if any.
