@@ -144,17 +144,29 @@ func kill(t *testing.T, cmd *exec.Cmd, delay time.Duration) {
 // some kills land inside a git command grove is running.
 var killDelays = []time.Duration{0, 3 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond}
 
-func TestKillDuringCreateLeavesAHeadOrNothing(t *testing.T) {
-	type run struct {
-		point string
-		delay time.Duration
+// killRun is one kill: at a crash point, or after a delay.
+type killRun struct {
+	point string
+	delay time.Duration
+}
+
+func (r killRun) String() string { return fmt.Sprintf("%s%v", r.point, r.delay) }
+
+// killRuns is a kill at each point, then one after each of killDelays.
+func killRuns(points ...string) []killRun {
+	var runs []killRun
+	for _, p := range points {
+		runs = append(runs, killRun{point: p})
 	}
-	runs := []run{{point: "create:registered"}}
 	for _, d := range killDelays {
-		runs = append(runs, run{delay: d})
+		runs = append(runs, killRun{delay: d})
 	}
-	for _, r := range runs {
-		t.Run(fmt.Sprintf("%s%v", r.point, r.delay), func(t *testing.T) {
+	return runs
+}
+
+func TestKillDuringCreateLeavesAHeadOrNothing(t *testing.T) {
+	for _, r := range killRuns("create:registered") {
+		t.Run(r.String(), func(t *testing.T) {
 			f := newBigFixture(t, 400)
 			cmd := startHelper(t, helperJob{Op: "create", Repo: f.repo, Name: "agent", Point: r.point})
 			kill(t, cmd, r.delay)
@@ -183,20 +195,8 @@ func TestKillDuringCreateLeavesAHeadOrNothing(t *testing.T) {
 }
 
 func TestKillDuringCheckpointLeavesARecoverableHead(t *testing.T) {
-	points := []string{"checkpoint:captured", "checkpoint:committed", "checkpoint:recorded", "index:locked"}
-	type run struct {
-		point string
-		delay time.Duration
-	}
-	var runs []run
-	for _, p := range points {
-		runs = append(runs, run{point: p})
-	}
-	for _, d := range killDelays {
-		runs = append(runs, run{delay: d})
-	}
-	for _, r := range runs {
-		t.Run(fmt.Sprintf("%s%v", r.point, r.delay), func(t *testing.T) {
+	for _, r := range killRuns("checkpoint:captured", "checkpoint:committed", "checkpoint:recorded", "index:locked") {
+		t.Run(r.String(), func(t *testing.T) {
 			f := newBigFixture(t, 400)
 			h := f.head("agent")
 			for i := range 50 {
@@ -223,20 +223,8 @@ func TestKillDuringCheckpointLeavesARecoverableHead(t *testing.T) {
 }
 
 func TestKillDuringRestoreLeavesARecoverableHead(t *testing.T) {
-	points := []string{"restore:written", "restore:pruned", "restore:cleaned", "index:locked"}
-	type run struct {
-		point string
-		delay time.Duration
-	}
-	var runs []run
-	for _, p := range points {
-		runs = append(runs, run{point: p})
-	}
-	for _, d := range killDelays {
-		runs = append(runs, run{delay: d})
-	}
-	for _, r := range runs {
-		t.Run(fmt.Sprintf("%s%v", r.point, r.delay), func(t *testing.T) {
+	for _, r := range killRuns("restore:written", "restore:pruned", "restore:cleaned", "index:locked") {
+		t.Run(r.String(), func(t *testing.T) {
 			f := newBigFixture(t, 400)
 			h := f.head("agent")
 			// The target: the base with 200 files changed.
