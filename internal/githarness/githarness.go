@@ -19,15 +19,17 @@ import (
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/backend/backendtest"
 	"github.com/groveworks/grove/gitbackend"
+	"github.com/groveworks/grove/internal/callblock"
 )
 
 // Harness drives gitbackend over repositories in a temporary directory.
 type Harness struct {
 	Dir string // holds every repository the harness makes
 
-	mu     sync.Mutex
-	blocks map[string]chan struct{}
-	n      int
+	callblock.Blocker // BlockNextCall, through the backend's Intercept hook
+
+	mu sync.Mutex
+	n  int
 }
 
 var _ backendtest.Harness = (*Harness)(nil)
@@ -37,22 +39,9 @@ func New(ctx context.Context, t *testing.T) (backendtest.Harness, error) {
 	return &Harness{Dir: t.TempDir()}, nil
 }
 
-func (h *Harness) intercept(ctx context.Context, op string) error {
-	h.mu.Lock()
-	parked, ok := h.blocks[op]
-	delete(h.blocks, op)
-	h.mu.Unlock()
-	if !ok {
-		return nil
-	}
-	close(parked)
-	<-ctx.Done()
-	return ctx.Err()
-}
-
 // MakeBackend returns a new backend; all of them see the same disk.
 func (h *Harness) MakeBackend(ctx context.Context) (backend.Backend, error) {
-	return gitbackend.New(gitbackend.Options{Intercept: h.intercept}), nil
+	return gitbackend.New(gitbackend.Options{Intercept: h.Intercept}), nil
 }
 
 // Git runs the real git binary in dir with a fixed identity and no user
@@ -185,18 +174,6 @@ func (h *Harness) MoveBranch(ctx context.Context, b backend.Binding, commit back
 func (h *Harness) CorruptBinding(b backend.Binding) backend.Binding {
 	b.Payload = json.RawMessage(`{"repo":42}`)
 	return b
-}
-
-// BlockNextCall parks the driver's next call of op until its context ends.
-func (h *Harness) BlockNextCall(op string) <-chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.blocks == nil {
-		h.blocks = map[string]chan struct{}{}
-	}
-	ch := make(chan struct{})
-	h.blocks[op] = ch
-	return ch
 }
 
 // Close does nothing: the test's temporary directory goes with the test.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/backend/backendtest"
+	"github.com/groveworks/grove/internal/callblock"
 	"github.com/groveworks/grove/memorybackend"
 )
 
@@ -22,9 +23,10 @@ type Harness struct {
 	Store *memorybackend.Store
 	Wrap  func(backend.Backend) backend.Backend
 
-	mu     sync.Mutex
-	blocks map[string]chan struct{}
-	n      int
+	callblock.Blocker // BlockNextCall, through the backend's Intercept hook
+
+	mu sync.Mutex
+	n  int
 }
 
 var _ backendtest.Harness = (*Harness)(nil)
@@ -34,22 +36,9 @@ func New(ctx context.Context, t *testing.T) (backendtest.Harness, error) {
 	return &Harness{Store: memorybackend.NewStore()}, nil
 }
 
-func (h *Harness) intercept(ctx context.Context, op string) error {
-	h.mu.Lock()
-	parked, ok := h.blocks[op]
-	delete(h.blocks, op)
-	h.mu.Unlock()
-	if !ok {
-		return nil
-	}
-	close(parked)
-	<-ctx.Done()
-	return ctx.Err()
-}
-
 // MakeBackend returns a new backend over the harness's store.
 func (h *Harness) MakeBackend(ctx context.Context) (backend.Backend, error) {
-	var b backend.Backend = memorybackend.New(memorybackend.Options{Store: h.Store, Intercept: h.intercept})
+	var b backend.Backend = memorybackend.New(memorybackend.Options{Store: h.Store, Intercept: h.Intercept})
 	if h.Wrap != nil {
 		b = h.Wrap(b)
 	}
@@ -101,18 +90,6 @@ func (h *Harness) MoveBranch(ctx context.Context, b backend.Binding, commit back
 func (h *Harness) CorruptBinding(b backend.Binding) backend.Binding {
 	b.Payload = json.RawMessage(`{"locator":42}`)
 	return b
-}
-
-// BlockNextCall parks the driver's next call of op until its context ends.
-func (h *Harness) BlockNextCall(op string) <-chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.blocks == nil {
-		h.blocks = map[string]chan struct{}{}
-	}
-	ch := make(chan struct{})
-	h.blocks[op] = ch
-	return ch
 }
 
 // Close does nothing: the store is garbage.
