@@ -239,7 +239,7 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 			return backend.CheckpointResult{}, err
 		}
 	}
-	if err := h.recordCheckpoint(ctx, mf, st, commit); err != nil {
+	if err := h.recordCheckpoint(ctx, mf, st, commit, last); err != nil {
 		if swap != nil {
 			swap.abort()
 		}
@@ -267,11 +267,14 @@ const gcEvery = 50
 
 // recordCheckpoint points a new private ref at commit and, for a head on
 // its own branch, advances the branch from its old commit, in one ref
-// transaction under the repository lock.
-func (h *head) recordCheckpoint(ctx context.Context, mf manifest, st headState, commit string) error {
-	last, err := h.w.repo.checkpoints(ctx, mf.ID, 1)
-	if err != nil {
-		return err
+// transaction under the repository lock. last is the newest private ref,
+// when the caller has read it already.
+func (h *head) recordCheckpoint(ctx context.Context, mf manifest, st headState, commit string, last []checkpointRef) error {
+	if last == nil {
+		var err error
+		if last, err = h.w.repo.checkpoints(ctx, mf.ID, 1); err != nil {
+			return err
+		}
 	}
 	seq := 1
 	if len(last) == 1 {

@@ -195,7 +195,7 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 		if id, err = m.initWorkspace(); err != nil {
 			return nil, backend.Errorf(backend.Internal, op, "recording the workspace: %w", err)
 		}
-	} else if err := writeFileAtomic(m.excludeFile(), []byte("/"+tempPrefix+"*\n"+tempPrefix+"*\n")); err != nil {
+	} else if err := m.writeExclude(); err != nil {
 		return nil, backend.Errorf(backend.Internal, op, "%w", err)
 	}
 	w.id = id

@@ -112,7 +112,7 @@ func (m meta) initWorkspace() (backend.WorkspaceID, error) {
 			return "", err
 		}
 	}
-	if err := writeFileAtomic(m.excludeFile(), []byte("/"+tempPrefix+"*\n"+tempPrefix+"*\n")); err != nil {
+	if err := m.writeExclude(); err != nil {
 		return "", err
 	}
 	id, ok, err := m.readWorkspaceID()
@@ -125,6 +125,18 @@ func (m meta) initWorkspace() (backend.WorkspaceID, error) {
 		return "", err
 	}
 	return rec.ID, nil
+}
+
+// excludePatterns keep grove's temporary files out of what its git
+// commands see (core.excludesFile of every command run in a head).
+const excludePatterns = tempPrefix + "*\n"
+
+// writeExclude writes the exclude file unless it already says the same.
+func (m meta) writeExclude() error {
+	if data, err := os.ReadFile(m.excludeFile()); err == nil && string(data) == excludePatterns {
+		return nil
+	}
+	return writeFileAtomic(m.excludeFile(), []byte(excludePatterns))
 }
 
 func (m meta) readManifest(id backend.HeadID) (*manifest, error) {

@@ -205,7 +205,7 @@ func (rp *repo) checkpoints(ctx context.Context, id backend.HeadID, limit int) (
 	if err != nil {
 		return nil, err
 	}
-	var cps []checkpointRef
+	cps := []checkpointRef{} // non-nil: read, possibly empty
 	for _, rec := range bytes.Split([]byte(out), []byte("\x1e")) {
 		rec = bytes.TrimLeft(rec, "\n")
 		if len(rec) == 0 {
