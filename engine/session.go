@@ -88,7 +88,7 @@ func (s *Session) bindHead(ctx context.Context, p Placement) error {
 			return err
 		}
 		if shared && s.head.Info().Access != backend.Shared {
-			return &PlacementError{Kind: BadRoot, Err: fmt.Errorf("head %q is %s; a shared placement needs a shared head", eh.Head, s.head.Info().Access)}
+			return errorf(backend.InvalidArgument, "new session", "head %q is %s; a shared placement needs a shared head", eh.Head, s.head.Info().Access)
 		}
 		return nil
 	}
