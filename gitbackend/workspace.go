@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/destdir"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/lock"
 )
@@ -607,17 +608,9 @@ func (w *workspace) Materialize(ctx context.Context, at backend.Rev, dir string)
 	if w.repo.main != "" && within(dir, w.repo.main) {
 		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: dir, Err: fmt.Errorf("%s lies inside the repository's working tree", dir)}
 	}
-	existed := false
-	if ents, err := os.ReadDir(dir); err == nil {
-		if len(ents) > 0 {
-			return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: dir, Err: errors.New("destination is not empty")}
-		}
-		existed = true
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: dir, Err: err}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return &backend.Error{Code: backend.Internal, Op: op, Path: dir, Err: err}
+	undo, err := destdir.Prepare(op, dir)
+	if err != nil {
+		return err
 	}
 	tmp, err := os.MkdirTemp("", "grove-materialize-")
 	if err == nil {
@@ -628,14 +621,7 @@ func (w *workspace) Materialize(ctx context.Context, at backend.Rev, dir string)
 		})
 	}
 	if err != nil {
-		if existed {
-			ents, _ := os.ReadDir(dir)
-			for _, e := range ents {
-				_ = os.RemoveAll(filepath.Join(dir, e.Name()))
-			}
-		} else {
-			_ = os.RemoveAll(dir)
-		}
+		undo()
 		if backend.CodeOf(err) == backend.Canceled {
 			return err
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/destdir"
 )
 
 // BackendID is the ID of this backend in bindings.
@@ -615,17 +616,9 @@ func (w *workspace) Materialize(ctx context.Context, at backend.Rev, dir string)
 // materialize writes files into dir, which must be empty or absent. On a
 // failure it removes what it wrote and leaves dir as it found it.
 func materialize(ctx context.Context, op, dir string, tree map[string]entry, blobs map[string][]byte) error {
-	existed := false
-	if ents, err := os.ReadDir(dir); err == nil {
-		if len(ents) > 0 {
-			return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: dir, Err: fmt.Errorf("destination is not empty")}
-		}
-		existed = true
-	} else if !os.IsNotExist(err) {
-		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: dir, Err: err}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return &backend.Error{Code: backend.Internal, Op: op, Path: dir, Err: err}
+	undo, err := destdir.Prepare(op, dir)
+	if err != nil {
+		return err
 	}
 	write := func() error {
 		for p, e := range tree {
@@ -653,14 +646,7 @@ func materialize(ctx context.Context, op, dir string, tree map[string]entry, blo
 		return nil
 	}
 	if err := write(); err != nil {
-		if existed {
-			ents, _ := os.ReadDir(dir)
-			for _, e := range ents {
-				_ = os.RemoveAll(filepath.Join(dir, e.Name()))
-			}
-		} else {
-			_ = os.RemoveAll(dir)
-		}
+		undo()
 		if backend.CodeOf(err) == backend.Canceled {
 			return err
 		}
