@@ -146,7 +146,7 @@ func walkUntracked(root, dir string, capSize int64, sizes map[string]int64) ([]b
 
 func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (backend.CheckpointResult, error) {
 	const op = "checkpoint"
-	mf, err := h.enter(ctx, "Checkpoint")
+	mf, err := h.enterTree(ctx, "Checkpoint")
 	if err != nil {
 		return backend.CheckpointResult{}, err
 	}

@@ -142,7 +142,7 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	if _, err := os.Stat(abs); err != nil {
 		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: err}
 	}
-	out, err := r.Output(ctx, gitcmd.Cmd{Dir: abs, Args: []string{"rev-parse", "--path-format=absolute", "--git-common-dir", "--is-bare-repository"}})
+	out, err := r.Output(ctx, gitcmd.Cmd{Dir: abs, Discover: true, Args: []string{"rev-parse", "--path-format=absolute", "--git-common-dir", "--is-bare-repository"}})
 	if err != nil {
 		if backend.CodeOf(err) == backend.Canceled {
 			return nil, err

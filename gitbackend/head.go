@@ -112,10 +112,31 @@ func (h *head) enter(ctx context.Context, op string) (manifest, error) {
 	return out, nil
 }
 
-// git runs a command in the head's directory, with grove's own exclude
-// file so that its temporary files are never captured.
+// enterTree is enter for the operations that run git on the head's files:
+// before any of them, the head's directory, its .git file and its git dir
+// must still point at each other as grove recorded (an agent can rewrite
+// the .git file, or swap the directory for a symlink). A head that fails
+// is NotFound (missing, moved, unregistered) or IdentityMismatch, as
+// Reopen would answer, and nothing runs.
+func (h *head) enterTree(ctx context.Context, op string) (manifest, error) {
+	mf, err := h.enter(ctx, op)
+	if err != nil {
+		return mf, err
+	}
+	fail := func(code backend.Code, reason backend.Reason, format string, args ...any) error {
+		return &backend.Error{Code: code, Op: "gitbackend: " + op, Head: mf.Name, Reason: reason, Err: fmt.Errorf(format, args...)}
+	}
+	return mf, h.w.verify(&mf, fail)
+}
+
+// git runs a command on the head: its git dir and working tree are the
+// ones grove recorded, never what git would discover from the head's
+// files. grove's own exclude file keeps its temporary files out of
+// checkpoints.
 func (h *head) git(ctx context.Context, c gitcmd.Cmd) (string, error) {
-	c.Dir = h.mf.Dir
+	h.mu.Lock()
+	c.GitDir, c.WorkTree, c.Dir = h.mf.Admin, h.mf.Dir, h.mf.Dir
+	h.mu.Unlock()
 	c.Args = append([]string{"-c", "core.excludesFile=" + h.w.meta.excludeFile()}, c.Args...)
 	return h.w.repo.r.Output(ctx, c)
 }
@@ -236,7 +257,7 @@ func (h *head) Log(ctx context.Context, opts *backend.LogOptions) ([]backend.Che
 
 func (h *head) Commits(ctx context.Context, since backend.Rev) ([]backend.CheckpointID, error) {
 	const op = "commits"
-	mf, err := h.enter(ctx, "Commits")
+	mf, err := h.enterTree(ctx, "Commits")
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +286,7 @@ func (h *head) Commits(ctx context.Context, since backend.Rev) ([]backend.Checkp
 // skip.
 func (h *head) Status(ctx context.Context) (backend.Status, error) {
 	const op = "status"
-	mf, err := h.enter(ctx, "Status")
+	mf, err := h.enterTree(ctx, "Status")
 	if err != nil {
 		return backend.Status{}, err
 	}
@@ -334,7 +355,7 @@ func (h *head) Status(ctx context.Context) (backend.Status, error) {
 // included), so the diff shows what a checkpoint now would record.
 func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, error) {
 	const op = "diff"
-	mf, err := h.enter(ctx, "Diff")
+	mf, err := h.enterTree(ctx, "Diff")
 	if err != nil {
 		return backend.Diff{}, err
 	}
@@ -454,15 +475,21 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) (backe
 }
 
 // removeWorktree removes the head's directory and registration; callers
-// hold the head and repository locks.
+// hold the head and repository locks. When git refuses (an agent rewrote
+// the head's .git file), the directory is still removed as long as the
+// repository registers the worktree at that directory: it is the head's,
+// whatever its .git file now says. A symlink in its place is removed, never
+// followed.
 func (h *head) removeWorktree(ctx context.Context, mf manifest) error {
 	if _, err := os.Lstat(filepath.Join(mf.Dir, ".git")); err == nil {
 		if _, err := h.w.repo.git(ctx, "worktree", "remove", "--force", "--force", mf.Dir); err != nil {
 			if backend.CodeOf(err) == backend.Canceled {
 				return err
 			}
-			if admin, aerr := readGitFile(mf.Dir); aerr != nil || admin != mf.Admin {
-				return fmt.Errorf("git worktree remove: %w", err)
+			back, rerr := os.ReadFile(filepath.Join(mf.Admin, "gitdir"))
+			if rerr != nil || filepath.Dir(strings.TrimSpace(string(back))) != mf.Dir {
+				return &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: destroy", Head: mf.Name, Path: mf.Dir,
+					Err: fmt.Errorf("%s is no longer registered as the head's worktree; left in place: %w", mf.Dir, err)}
 			}
 			if err := os.RemoveAll(mf.Dir); err != nil {
 				return err

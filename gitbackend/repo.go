@@ -26,8 +26,12 @@ type repo struct {
 	bare   bool
 }
 
-// run runs git in dir (the common git dir when empty).
+// run runs git on the repository itself, with no working tree (as in a
+// bare repository), in the common git dir unless c says otherwise.
 func (rp *repo) run(ctx context.Context, c gitcmd.Cmd) (string, error) {
+	if c.GitDir == "" && !c.Discover {
+		c.GitDir = rp.common
+	}
 	if c.Dir == "" {
 		c.Dir = rp.common
 	}
@@ -62,7 +66,7 @@ func (rp *repo) mainWorktree(ctx context.Context, dir string) (string, error) {
 	if filepath.Base(rp.common) == ".git" {
 		return filepath.Dir(rp.common), nil
 	}
-	out, err := rp.run(ctx, gitcmd.Cmd{Dir: dir, Args: []string{"rev-parse", "--path-format=absolute", "--git-dir", "--show-toplevel"}})
+	out, err := rp.run(ctx, gitcmd.Cmd{Dir: dir, Discover: true, Args: []string{"rev-parse", "--path-format=absolute", "--git-dir", "--show-toplevel"}})
 	if err != nil {
 		return "", nil // inside the git dir itself
 	}

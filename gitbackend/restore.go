@@ -17,7 +17,7 @@ import (
 
 func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
 	const op = "restore"
-	mf, err := h.enter(ctx, "Restore")
+	mf, err := h.enterTree(ctx, "Restore")
 	if err != nil {
 		return backend.RestoreResult{}, err
 	}

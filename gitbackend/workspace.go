@@ -334,7 +334,7 @@ const headIDFile = "grove-head-id"
 
 // populate checks the head's files out; callers hold its head lock.
 func (w *workspace) populate(ctx context.Context, mf *manifest) error {
-	if _, err := w.repo.run(ctx, gitcmd.Cmd{Dir: mf.Dir, Args: []string{"read-tree", "--reset", "-u", "HEAD"}}); err != nil {
+	if _, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "--reset", "-u", "HEAD"}}); err != nil {
 		if backend.CodeOf(err) == backend.Canceled {
 			return err
 		}
@@ -359,6 +359,9 @@ func readGitFile(dir string) (string, error) {
 	if st.IsDir() {
 		return filepath.EvalSymlinks(dotgit)
 	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", dotgit)
+	}
 	data, err := os.ReadFile(dotgit)
 	if err != nil {
 		return "", err
@@ -376,6 +379,24 @@ func readGitFile(dir string) (string, error) {
 	return filepath.Clean(gitdir), nil
 }
 
+// resolveFrom returns p, made absolute relative to dir.
+func resolveFrom(dir, p string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	return filepath.Clean(p)
+}
+
+// sameDir reports whether a and b name the same directory.
+func sameDir(a, b string) bool {
+	if a == b {
+		return true
+	}
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
 // attach makes a shared head over an existing checkout of this repository.
 func (w *workspace) attach(ctx context.Context, spec *backend.HeadSpec) (backend.Head, error) {
 	const op = "gitbackend: attach"
@@ -389,7 +410,7 @@ func (w *workspace) attach(ctx context.Context, spec *backend.HeadSpec) (backend
 	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
 		return nil, fail(backend.NotFound, "no directory at %s", abs)
 	}
-	out, err := w.repo.run(ctx, gitcmd.Cmd{Dir: abs, Args: []string{"rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel", "--git-dir"}})
+	out, err := w.repo.run(ctx, gitcmd.Cmd{Dir: abs, Discover: true, Args: []string{"rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel", "--git-dir"}})
 	if err != nil {
 		if backend.CodeOf(err) == backend.Canceled {
 			return nil, err
@@ -406,11 +427,11 @@ func (w *workspace) attach(ctx context.Context, spec *backend.HeadSpec) (backend
 	}
 	dir, _ := filepath.EvalSymlinks(lines[1])
 	admin, _ := filepath.EvalSymlinks(lines[2])
-	head, err := w.repo.run(ctx, gitcmd.Cmd{Dir: dir, Args: []string{"rev-parse", "--verify", "-q", "HEAD^{commit}"}})
+	head, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: admin, WorkTree: dir, Dir: dir, Args: []string{"rev-parse", "--verify", "-q", "HEAD^{commit}"}})
 	if err != nil {
 		return nil, fail(backend.FailedPrecondition, "the checkout has no commit yet")
 	}
-	branch, err := w.repo.run(ctx, gitcmd.Cmd{Dir: dir, Args: []string{"symbolic-ref", "-q", "--short", "HEAD"}})
+	branch, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: admin, WorkTree: dir, Dir: dir, Args: []string{"symbolic-ref", "-q", "--short", "HEAD"}})
 	if err != nil {
 		branch = "" // detached
 	}
@@ -495,6 +516,9 @@ func (w *workspace) open(ctx context.Context, op string, mf *manifest, opts *bac
 // verify runs the checks that need no git process: the directory, its
 // registration in this repository, the head ID it carries and its branch.
 func (w *workspace) verify(mf *manifest, fail func(backend.Code, backend.Reason, string, ...any) error) error {
+	if st, err := os.Lstat(mf.Dir); err == nil && !st.IsDir() {
+		return fail(backend.NotFound, backend.ReasonUnregistered, "%s is no longer a directory (a symlink or a file took its place)", mf.Dir)
+	}
 	st, err := os.Stat(mf.Dir)
 	if err != nil || !st.IsDir() {
 		// git records where the worktree is; if it says elsewhere, the
@@ -525,6 +549,10 @@ func (w *workspace) verify(mf *manifest, fail func(backend.Code, backend.Reason,
 		}
 		if recorded := filepath.Dir(strings.TrimSpace(string(back))); recorded != mf.Dir {
 			return fail(backend.NotFound, backend.ReasonMoved, "the repository records the worktree at %s, not %s", recorded, mf.Dir)
+		}
+		if common, err := os.ReadFile(filepath.Join(admin, "commondir")); err != nil ||
+			!sameDir(resolveFrom(admin, strings.TrimSpace(string(common))), w.repo.common) {
+			return fail(backend.NotFound, backend.ReasonUnregistered, "the worktree's git dir %s no longer belongs to %s", admin, w.repo.common)
 		}
 		id, err := os.ReadFile(filepath.Join(admin, headIDFile))
 		if err != nil || strings.TrimSpace(string(id)) != string(mf.ID) {
@@ -616,8 +644,9 @@ func (w *workspace) Materialize(ctx context.Context, at backend.Rev, dir string)
 	if err == nil {
 		defer os.RemoveAll(tmp)
 		_, err = w.repo.run(ctx, gitcmd.Cmd{
+			GitDir: w.repo.common, WorkTree: dir, Dir: dir,
 			Args: []string{"read-tree", "--reset", "-u", commit},
-			Env:  []string{"GIT_DIR=" + w.repo.common, "GIT_WORK_TREE=" + dir, "GIT_INDEX_FILE=" + filepath.Join(tmp, "index")},
+			Env:  []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")},
 		})
 	}
 	if err != nil {

@@ -150,6 +150,20 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		"-c", "tag.gpgSign=false",
 		"-c", "gc.autoDetach=false",
 		"-c", "checkout.workers=" + strconv.Itoa(opts.CheckoutWorkers),
+		// Commands a key would run that grove's commands could reach:
+		// signature verification while reading logs, ssh, credential
+		// helpers, askpass, editors, an external diff; a split index
+		// (shared index files beside the private ones grove copies).
+		"-c", "log.showSignature=false",
+		"-c", "gpg.program=false", "-c", "gpg.ssh.program=false", "-c", "gpg.x509.program=false",
+		"-c", "gpg.ssh.defaultKeyCommand=false",
+		"-c", "core.sshCommand=false",
+		"-c", "core.askPass=false",
+		"-c", "credential.helper=",
+		"-c", "core.editor=false", "-c", "sequence.editor=false",
+		"-c", "diff.external=",
+		"-c", "core.alternateRefsCommand=",
+		"-c", "core.splitIndex=false",
 	}
 	if v, ok := versions.Load(path); ok {
 		r.version = v.(Version)
@@ -175,8 +189,19 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 func (r *Runner) Version() Version { return r.version }
 
 // Cmd is one git invocation.
+//
+// A hardened command names its repository: GitDir is given to git as
+// GIT_DIR and WorkTree, when set, as GIT_WORK_TREE, so git never discovers
+// either from the files it finds (a head's .git file, a core.worktree its
+// agent configured). A command with a git dir and no work tree runs as in
+// a bare repository (git --bare): it reads and writes refs and objects and
+// touches no working tree. Only a command marked Discover may leave GitDir
+// empty; it is for finding a repository from a path a user gave.
 type Cmd struct {
-	Dir    string    // working directory
+	GitDir   string // the repository's git dir (a linked worktree's own, or the common dir)
+	WorkTree string // the working tree, "" for none
+	Discover bool   // find the repository from Dir (only with GitDir empty)
+	Dir      string // working directory
 	Args   []string  // arguments after the hardening options, starting with the subcommand
 	Env    []string  // extra environment, such as GIT_INDEX_FILE=...
 	Stdin  io.Reader // nil: no input
@@ -209,7 +234,23 @@ func (r *Runner) run(ctx context.Context, c Cmd, harden bool) ([]byte, error) {
 	}
 	args := c.Args
 	if harden {
-		args = append(append([]string{"--no-pager"}, r.config...), c.Args...)
+		pre := []string{"--no-pager"}
+		switch {
+		case c.GitDir == "" && !c.Discover:
+			return nil, &backend.Error{Code: backend.Internal, Op: op, Err: errors.New("gitcmd: a command names no git dir")}
+		case c.GitDir != "" && c.Discover:
+			return nil, &backend.Error{Code: backend.Internal, Op: op, Err: errors.New("gitcmd: a command names a git dir and asks to discover one")}
+		case c.GitDir != "":
+			neutral, err := neutralizers(c.GitDir)
+			if err != nil {
+				return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: c.GitDir, Err: err}
+			}
+			if c.WorkTree == "" {
+				pre = append(pre, "--bare")
+			}
+			pre = append(pre, neutral...)
+		}
+		args = append(append(pre, r.config...), c.Args...)
 	}
 	cmd := exec.CommandContext(ctx, r.git, args...)
 	cmd.Dir = c.Dir
@@ -271,6 +312,12 @@ func (r *Runner) env(c Cmd) []string {
 		"GIT_AUTHOR_NAME="+id.Name, "GIT_AUTHOR_EMAIL="+id.Email,
 		"GIT_COMMITTER_NAME="+id.Name, "GIT_COMMITTER_EMAIL="+id.Email,
 	)
+	if c.GitDir != "" {
+		env = append(env, "GIT_DIR="+c.GitDir)
+		if c.WorkTree != "" {
+			env = append(env, "GIT_WORK_TREE="+c.WorkTree)
+		}
+	}
 	if c.NoOptionalLocks {
 		env = append(env, "GIT_OPTIONAL_LOCKS=0")
 	}

@@ -44,12 +44,12 @@ func initRepo(t *testing.T, r *gitcmd.Runner) string {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	_, err := r.Run(ctx, gitcmd.Cmd{Dir: dir, Args: []string{"init", "-q", "-b", "main"}})
+	_, err := r.Run(ctx, gitcmd.Cmd{Dir: dir, Discover: true, Args: []string{"init", "-q", "-b", "main"}})
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644))
-	_, err = r.Run(ctx, gitcmd.Cmd{Dir: dir, Args: []string{"add", "-A"}})
+	_, err = r.Run(ctx, gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"), WorkTree: dir, Args: []string{"add", "-A"}})
 	require.NoError(t, err)
-	_, err = r.Run(ctx, gitcmd.Cmd{Dir: dir, Args: []string{"commit", "-q", "-m", "first"}})
+	_, err = r.Run(ctx, gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"), WorkTree: dir, Args: []string{"commit", "-q", "-m", "first"}})
 	require.NoError(t, err)
 	return dir
 }
@@ -89,14 +89,14 @@ func TestCommitsWorkWithNoUserConfigured(t *testing.T) {
 	isolateHome(t)
 	r := newRunner(t)
 	dir := initRepo(t, r)
-	out, err := r.Output(context.Background(), gitcmd.Cmd{Dir: dir, Args: []string{"log", "-1", "--format=%an <%ae> / %cn <%ce>"}})
+	out, err := r.Output(context.Background(), gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"), WorkTree: dir, Args: []string{"log", "-1", "--format=%an <%ae> / %cn <%ce>"}})
 	require.NoError(t, err)
 	assert.Equal(t, "grove <grove@localhost> / grove <grove@localhost>", out)
 
 	me := gitcmd.Identity{Name: "Agent", Email: "agent@example.com"}
-	_, err = r.Run(context.Background(), gitcmd.Cmd{Dir: dir, Args: []string{"commit", "-q", "--allow-empty", "-m", "x"}, Author: &me})
+	_, err = r.Run(context.Background(), gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"), WorkTree: dir, Args: []string{"commit", "-q", "--allow-empty", "-m", "x"}, Author: &me})
 	require.NoError(t, err)
-	out, err = r.Output(context.Background(), gitcmd.Cmd{Dir: dir, Args: []string{"log", "-1", "--format=%an <%ae>"}})
+	out, err = r.Output(context.Background(), gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"), WorkTree: dir, Args: []string{"log", "-1", "--format=%an <%ae>"}})
 	require.NoError(t, err)
 	assert.Equal(t, "Agent <agent@example.com>", out)
 }
@@ -176,7 +176,7 @@ func TestNoHookAndNoFsmonitorRuns(t *testing.T) {
 	markers := t.TempDir()
 	plantHooks(t, dir, markers)
 	exercise(t, dir, func(args ...string) error {
-		_, err := r.Run(ctx, gitcmd.Cmd{Dir: dir, Args: args})
+		_, err := r.Run(ctx, gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"), WorkTree: dir, Args: args})
 		return err
 	})
 	assert.Empty(t, markersIn(t, markers), "hooks or the fsmonitor ran under the hardened runner")
@@ -197,7 +197,7 @@ func TestTheUsersGlobalConfigIsNotRead(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(out), "key.secret", "control: plain git honours the global excludes file")
 
-	st, err := r.Output(context.Background(), gitcmd.Cmd{Dir: dir, Args: []string{"status", "--porcelain"}})
+	st, err := r.Output(context.Background(), gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"), WorkTree: dir, Args: []string{"status", "--porcelain"}})
 	require.NoError(t, err)
 	assert.Contains(t, st, "?? key.secret", "the global excludes file changed what grove sees")
 }
@@ -209,7 +209,7 @@ func TestTheEnvironmentIsHardened(t *testing.T) {
 	r := newRunner(t)
 	dir := initRepo(t, r)
 	// An alias runs a shell under git, which sees git's environment.
-	out, err := r.Output(context.Background(), gitcmd.Cmd{Dir: dir, Args: []string{"-c", "alias.env=!env", "env"}, NoOptionalLocks: true})
+	out, err := r.Output(context.Background(), gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"), WorkTree: dir, Args: []string{"-c", "alias.env=!env", "env"}, NoOptionalLocks: true})
 	require.NoError(t, err)
 	env := "\n" + out + "\n"
 	for _, kv := range []string{"LC_ALL=C", "LANG=C", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1",
@@ -222,10 +222,10 @@ func TestTheEnvironmentIsHardened(t *testing.T) {
 func TestAFailedCommandCarriesStderrAndExitCode(t *testing.T) {
 	r := newRunner(t)
 	dir := initRepo(t, r)
-	_, err := r.Run(context.Background(), gitcmd.Cmd{Dir: dir, Args: []string{"rev-parse", "--verify", "--quiet", "no-such^{commit}"}})
+	_, err := r.Run(context.Background(), gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"), WorkTree: dir, Args: []string{"rev-parse", "--verify", "--quiet", "no-such^{commit}"}})
 	require.Error(t, err)
 	assert.Equal(t, 1, gitcmd.ExitCode(err))
-	_, err = r.Run(context.Background(), gitcmd.Cmd{Dir: dir, Args: []string{"cat-file", "-t", "deadbeef"}})
+	_, err = r.Run(context.Background(), gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"), WorkTree: dir, Args: []string{"cat-file", "-t", "deadbeef"}})
 	assert.Equal(t, 128, gitcmd.ExitCode(err))
 	assert.Contains(t, gitcmd.Stderr(err), "fatal:")
 	assert.Equal(t, backend.Internal, backend.CodeOf(err))
@@ -248,7 +248,7 @@ func TestCancellationKillsGitAndEverythingItStarted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Run(ctx, gitcmd.Cmd{Dir: dir, Args: []string{"-c", "alias.hang=!sleep " + marker, "hang"}})
+		_, err := r.Run(ctx, gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"), WorkTree: dir, Args: []string{"-c", "alias.hang=!sleep " + marker, "hang"}})
 		done <- err
 	}()
 	require.Eventually(t, func() bool { return processAlive(t, marker) }, 10*time.Second, 10*time.Millisecond, "the child never started")
@@ -278,7 +278,7 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 		fmt.Println("ready")
-		_, _ = r.Run(context.Background(), gitcmd.Cmd{Dir: dir, Args: []string{"-c", "alias.hang=!sleep " + os.Getenv("GITCMD_TEST_MARK"), "hang"}})
+		_, _ = r.Run(context.Background(), gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"), WorkTree: dir, Args: []string{"-c", "alias.hang=!sleep " + os.Getenv("GITCMD_TEST_MARK"), "hang"}})
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -345,9 +345,9 @@ func TestAContextEndedBeforehandRunsNothing(t *testing.T) {
 	dir := initRepo(t, r)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := r.Run(ctx, gitcmd.Cmd{Dir: dir, Args: []string{"commit", "--allow-empty", "-q", "-m", "never"}})
+	_, err := r.Run(ctx, gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"), WorkTree: dir, Args: []string{"commit", "--allow-empty", "-q", "-m", "never"}})
 	assert.True(t, errors.Is(err, context.Canceled))
-	n, err := r.Output(context.Background(), gitcmd.Cmd{Dir: dir, Args: []string{"rev-list", "--count", "HEAD"}})
+	n, err := r.Output(context.Background(), gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"), WorkTree: dir, Args: []string{"rev-list", "--count", "HEAD"}})
 	require.NoError(t, err)
 	assert.Equal(t, "1", n)
 }
