@@ -198,14 +198,14 @@ func (r *Runner) Version() Version { return r.version }
 // touches no working tree. Only a command marked Discover may leave GitDir
 // empty; it is for finding a repository from a path a user gave.
 type Cmd struct {
-	GitDir   string // the repository's git dir (a linked worktree's own, or the common dir)
-	WorkTree string // the working tree, "" for none
-	Discover bool   // find the repository from Dir (only with GitDir empty)
-	Dir      string // working directory
-	Args   []string  // arguments after the hardening options, starting with the subcommand
-	Env    []string  // extra environment, such as GIT_INDEX_FILE=...
-	Stdin  io.Reader // nil: no input
-	Stdout io.Writer // nil: Run returns stdout
+	GitDir   string    // the repository's git dir (a linked worktree's own, or the common dir)
+	WorkTree string    // the working tree, "" for none
+	Discover bool      // find the repository from Dir (only with GitDir empty)
+	Dir      string    // working directory
+	Args     []string  // arguments after the hardening options, starting with the subcommand
+	Env      []string  // extra environment, such as GIT_INDEX_FILE=...
+	Stdin    io.Reader // nil: no input
+	Stdout   io.Writer // nil: Run returns stdout
 	// NoOptionalLocks sets GIT_OPTIONAL_LOCKS=0 so that, for example, a
 	// status poll never takes the index lock a user's git command needs.
 	NoOptionalLocks bool
