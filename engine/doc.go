@@ -40,9 +40,23 @@
 // compares the reopened binding with the stored one and the configuration
 // digest (placement, access, snapshot policy, backend ID, the caller's
 // Config) with the recorded one, and reports the commits the head's branch
-// gained since the last journaled checkpoint (ResumeReport.Gained). Each
-// failure is a *ResumeError whose Kind, and for HeadUnavailable whose Why,
-// says what went wrong.
+// gained since the last journaled checkpoint (ResumeReport.Gained). A
+// session that cannot be resumed as bound is a *ResumeError whose Kind, and
+// for HeadUnavailable whose Why, says what went wrong; a database the
+// engine cannot read (malformed pages included) is a *StoreError, and
+// Resume writes nothing to it.
+//
+// # Errors
+//
+// Every error is, or wraps, a *backend.Error. The engine's own types
+// (*PlacementError, *PersistenceOverlapError, *SnapshotPolicyError,
+// *StoreError, *ResumeError) carry a code: their Code method names it and
+// their Unwrap returns the *backend.Error of that code wrapping the cause,
+// so backend.CodeOf, errors.Is(err, workspace.ErrNotFound) and errors.As
+// to either the engine type or a *backend.Error all work, and an error
+// caused by a context still matches context.Canceled. Placement, overlap
+// and snapshot policy errors are InvalidArgument; a store's code and a
+// resume's code follow their Kind, as their types say.
 //
 // # Departures from DESIGN §7
 //

@@ -52,9 +52,10 @@ type Engine struct {
 
 // Open opens the engine's database (creating it and applying the schema's
 // migrations as needed) and checks its options: a duplicate backend ID or
-// a nil backend is InvalidArgument, an invalid placement a
+// a nil entry in Backends is InvalidArgument, an invalid placement a
 // *PlacementError, an impossible snapshot policy a *SnapshotPolicyError,
-// a database that is not SQLite or has a newer schema a *StoreError.
+// a database that is not SQLite, is malformed or has a newer schema a
+// *StoreError. Each of these answers backend.CodeOf (see their types).
 func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Path == "" {
 		return nil, errorf(backend.InvalidArgument, "open", "no database path")
@@ -70,9 +71,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if e.leaseDir, err = filepath.Abs(e.leaseDir); err != nil {
 		return nil, errorf(backend.InvalidArgument, "open", "lease directory: %w", err)
 	}
-	for _, b := range opts.Backends {
+	for i, b := range opts.Backends {
 		if b == nil {
-			return nil, &PlacementError{Kind: NilBackend, Err: errors.New("Options.Backends holds a nil backend")}
+			return nil, errorf(backend.InvalidArgument, "open", "Options.Backends[%d] is nil", i)
 		}
 		if _, dup := e.byID[b.ID()]; dup {
 			return nil, errorf(backend.InvalidArgument, "open", "two backends with ID %q", b.ID())
@@ -403,7 +404,7 @@ func (e *Engine) claim(ctx context.Context, tx *sql.Tx, id string, bind backend.
 func (e *Engine) tx(ctx context.Context, f func(tx *sql.Tx) error) error {
 	tx, err := e.db.BeginTx(ctx, nil)
 	if err != nil {
-		return storeErr(err)
+		return e.storeErr(err)
 	}
 	if err := f(tx); err != nil {
 		_ = tx.Rollback()
@@ -411,19 +412,25 @@ func (e *Engine) tx(ctx context.Context, f func(tx *sql.Tx) error) error {
 		if errors.As(err, &be) {
 			return err
 		}
-		return storeErr(err)
+		return e.storeErr(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return storeErr(err)
+		return e.storeErr(err)
 	}
 	return nil
 }
 
-func storeErr(err error) error {
+// storeErr is the error of a failed call on the engine's database.
+func (e *Engine) storeErr(err error) error { return storeFailure(e.path, err, StoreFailed) }
+
+// storeFailure is the error of a failed call on the database at path: a
+// Canceled *backend.Error when a context ended, otherwise a *StoreError
+// whose kind SQLite's error decides (kind when it does not).
+func storeFailure(path string, err error, kind StoreKind) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return &backend.Error{Code: backend.Canceled, Op: "engine: store", Err: err}
+		return &backend.Error{Code: backend.Canceled, Op: "engine: store", Path: path, Err: err}
 	}
-	return &backend.Error{Code: backend.Internal, Op: "engine: store", Err: err}
+	return &StoreError{Kind: storeKind(err, kind), Path: path, Err: err}
 }
 
 // ResumeOptions configure Resume. The configuration given is compared
@@ -453,8 +460,14 @@ type ResumeReport struct {
 // its backend, reopens the head through workspace.Reopen, compares the
 // reopened binding with the stored one and the configuration digest with
 // the caller's, and reports the commits the head gained since the last
-// journaled checkpoint. It never walks the head's files. Every failure is
-// a *ResumeError whose Kind says why.
+// journaled checkpoint. It never walks the head's files.
+//
+// A session that cannot be resumed as it was bound is a *ResumeError whose
+// Kind says why (its code is in ResumeError's doc). A database the engine
+// cannot read, malformed pages included, is a *StoreError, never a
+// ResumeError: the session may be intact, and Resume writes nothing to
+// the file. A closed engine is FailedPrecondition and an ended context
+// Canceled.
 func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*Session, error) {
 	if err := e.check("resume"); err != nil {
 		return nil, err
@@ -466,7 +479,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 		return nil, &ResumeError{Kind: kind, SessionID: id, Why: why, Err: err}
 	}
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
-		return fail(SessionNotFound, "", errorf(backend.InvalidArgument, "resume", "%q is not a session ID", id))
+		return fail(SessionNotFound, "", errorf(backend.NotFound, "resume", "%q is not a session ID", id))
 	}
 	var placement, digestWas, last, state string
 	err := e.db.QueryRowContext(ctx, `SELECT placement, config_digest, last_checkpoint, state FROM sessions WHERE id = ?`, id).
@@ -475,7 +488,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 		return fail(SessionNotFound, "", errorf(backend.NotFound, "resume", "no session %s", id))
 	}
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, e.storeErr(err)
 	}
 	lease, err := lock.TryLock(e.leasePath(id), "session "+id)
 	if backend.CodeOf(err) == backend.Busy {
@@ -492,7 +505,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	headless := errors.Is(err, sql.ErrNoRows)
 	if err != nil && !headless {
 		release()
-		return nil, storeErr(err)
+		return nil, e.storeErr(err)
 	}
 	var rec struct {
 		Kind string `json:"kind"`
@@ -529,6 +542,9 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 		if kind != "shared" {
 			if err := e.tx(ctx, func(tx *sql.Tx) error { return e.claim(ctx, tx, id, bind, false) }); err != nil {
 				release()
+				if backend.CodeOf(err) != backend.AlreadyBound {
+					return nil, err // the store failed or ctx ended
+				}
 				return fail(SessionBusy, "", err)
 			}
 		}
@@ -567,6 +583,9 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 		gained, err := s.head.Commits(ctx, backend.Rev(report.LastCheckpoint))
 		if err != nil {
 			release()
+			if backend.CodeOf(err) == backend.Canceled {
+				return nil, err
+			}
 			k, why := resumeKind(err)
 			return fail(k, why, err)
 		}

@@ -134,6 +134,7 @@ func TestPlacementErrorsAreTyped(t *testing.T) {
 		if assert.True(t, errors.As(err, &pe), "%s: error %v is not a *PlacementError", c.kind, err) {
 			assert.Equal(t, c.kind, pe.Kind)
 		}
+		assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "%s: %v", c.kind, err)
 	}
 	// At engine definition too.
 	_, err := engine.Open(ctx, engine.Options{Path: filepath.Join(t.TempDir(), "g.db"),
@@ -141,6 +142,7 @@ func TestPlacementErrorsAreTyped(t *testing.T) {
 	var pe *engine.PlacementError
 	require.True(t, errors.As(err, &pe))
 	assert.Equal(t, engine.EmptyRoot, pe.Kind)
+	assert.ErrorIs(t, err, workspace.ErrInvalidArgument)
 }
 
 func TestSnapshotPolicyRequiredOnASharedHeadIsRefused(t *testing.T) {
@@ -158,10 +160,12 @@ func TestSnapshotPolicyRequiredOnASharedHeadIsRefused(t *testing.T) {
 	})
 	var se *engine.SnapshotPolicyError
 	assert.True(t, errors.As(err, &se), "error: %v", err)
+	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "error: %v", err)
 	_, err = engine.Open(ctx, engine.Options{Path: filepath.Join(t.TempDir(), "g.db"),
 		Placement: engine.Placement{Shared: &engine.ExistingHead{Backend: b, Root: "demo", Head: "common"}},
 		Snapshot:  engine.SnapshotPolicy{Mode: engine.Required}})
 	assert.True(t, errors.As(err, &se), "error: %v", err)
+	assert.ErrorIs(t, err, workspace.ErrInvalidArgument)
 
 	// A shared head takes many sessions.
 	var ss []*engine.Session
@@ -189,6 +193,7 @@ func TestPersistenceInsideAHeadIsRefused(t *testing.T) {
 	_, err = e.NewSession(ctx, engine.SessionOptions{Placement: engine.Placement{Shared: &engine.ExistingHead{Backend: gb, Root: repo, Head: "target"}}})
 	var oe *engine.PersistenceOverlapError
 	assert.True(t, errors.As(err, &oe), "error: %v", err)
+	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "error: %v", err)
 }
 
 func TestHeadlessSessionAnswersWorkspaceNotConfiguredAndJournalsNothing(t *testing.T) {
@@ -341,6 +346,9 @@ func TestResumeOfUnknownOrMalformedIDs(t *testing.T) {
 		if assert.True(t, errors.As(err, &re), "%q: %v", id, err) {
 			assert.Equal(t, engine.SessionNotFound, re.Kind)
 		}
+		assert.Equal(t, backend.NotFound, workspace.CodeOf(err), "%q: %v", id, err)
+		assert.ErrorIs(t, err, workspace.ErrNotFound, "%q", id)
+		assert.NotErrorIs(t, err, workspace.ErrInvalidArgument, "%q: one error, two codes", id)
 	}
 }
 
@@ -352,6 +360,7 @@ func TestADatabaseThatIsNotSQLiteIsRefusedUntouched(t *testing.T) {
 	var se *engine.StoreError
 	require.True(t, errors.As(err, &se), "error: %v", err)
 	assert.Equal(t, engine.NotADatabase, se.Kind)
+	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "error: %v", err)
 	got, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, content, got)
@@ -369,6 +378,7 @@ func TestADatabaseFromANewerSchemaIsRefusedUntouched(t *testing.T) {
 	var se *engine.StoreError
 	require.True(t, errors.As(err, &se), "error: %v", err)
 	assert.Equal(t, engine.SchemaTooNew, se.Kind)
+	assert.ErrorIs(t, err, workspace.ErrFailedPrecondition)
 	after := snapshotDir(t, filepath.Dir(path))
 	for name := range before {
 		assert.Equal(t, before[name] == after[name], true, "%s changed", name)

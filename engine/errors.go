@@ -1,10 +1,36 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"fmt"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
 
 	"github.com/groveworks/grove/backend"
 )
+
+// coded returns the *backend.Error an engine error type unwraps to, which
+// is how every error of this package answers backend.CodeOf and errors.Is
+// with its Code while errors.As still reaches the engine type: cause when
+// it is already a *backend.Error of code, otherwise a new one of code
+// wrapping cause and carrying its Head, Path, Reason and Current. The
+// cause stays in the chain, so a context error still matches.
+func coded(code backend.Code, op, path string, cause error) error {
+	var inner *backend.Error
+	found := errors.As(cause, &inner)
+	if found && backend.CodeOf(cause) == code {
+		return cause
+	}
+	e := &backend.Error{Code: code, Op: "engine: " + op, Path: path, Err: cause}
+	if found {
+		e.Head, e.Reason, e.Current = inner.Head, inner.Reason, inner.Current
+		if e.Path == "" {
+			e.Path = inner.Path
+		}
+	}
+	return e
+}
 
 // ResumeKind says why a session could not be resumed.
 type ResumeKind string
@@ -38,8 +64,22 @@ const (
 	WhyBranch       = "branch"
 )
 
-// ResumeError is every failure of Engine.Resume. Match it with errors.As;
-// Err, the cause, is usually a *backend.Error.
+// ResumeError is a session that cannot be resumed as it was bound. Match
+// it with errors.As; Err, the cause, is usually a *backend.Error.
+//
+// Its code (Code, backend.CodeOf, errors.Is) follows Kind:
+//
+//	SessionNotFound     NotFound
+//	BindingCorrupt      BindingCorrupt
+//	BackendUnavailable  BackendUnavailable
+//	HeadUnavailable     by Why: Archived for archived, Destroyed for
+//	                    destroyed, NotFound for missing, unregistered,
+//	                    moved and branch; otherwise the cause's code
+//	IdentityMismatch    IdentityMismatch
+//	ConfigDrift         FailedPrecondition
+//	SessionBusy         AlreadyBound when another session holds the head
+//	                    (the cause is AlreadyBound), otherwise Busy (the
+//	                    session is live in another process)
 type ResumeError struct {
 	Kind      ResumeKind
 	SessionID string
@@ -55,7 +95,43 @@ func (e *ResumeError) Error() string {
 	return fmt.Sprintf("engine: resume session %s: %s: %v", e.SessionID, kind, e.Err)
 }
 
-func (e *ResumeError) Unwrap() error { return e.Err }
+// Code returns the error's code, as the table on ResumeError says.
+func (e *ResumeError) Code() backend.Code {
+	switch e.Kind {
+	case SessionNotFound:
+		return backend.NotFound
+	case BindingCorrupt:
+		return backend.BindingCorrupt
+	case BackendUnavailable:
+		return backend.BackendUnavailable
+	case IdentityMismatch:
+		return backend.IdentityMismatch
+	case ConfigDrift:
+		return backend.FailedPrecondition
+	case SessionBusy:
+		if backend.CodeOf(e.Err) == backend.AlreadyBound {
+			return backend.AlreadyBound
+		}
+		return backend.Busy
+	case HeadUnavailable:
+		switch e.Why {
+		case WhyArchived:
+			return backend.Archived
+		case WhyDestroyed:
+			return backend.Destroyed
+		case WhyMissing, WhyUnregistered, WhyMoved, WhyBranch:
+			return backend.NotFound
+		}
+		if c := backend.CodeOf(e.Err); c != backend.OK {
+			return c
+		}
+		return backend.NotFound
+	}
+	return backend.Internal
+}
+
+// Unwrap returns the *backend.Error of Code wrapping Err.
+func (e *ResumeError) Unwrap() error { return coded(e.Code(), "resume", "", e.Err) }
 
 // PlacementKind says what is wrong with a placement.
 type PlacementKind string
@@ -70,7 +146,7 @@ const (
 )
 
 // PlacementError is an invalid placement, found when an engine or a
-// session is defined.
+// session is defined. Its code is InvalidArgument.
 type PlacementError struct {
 	Kind PlacementKind
 	Err  error
@@ -80,11 +156,17 @@ func (e *PlacementError) Error() string {
 	return fmt.Sprintf("engine: placement: %s: %v", e.Kind, e.Err)
 }
 
-func (e *PlacementError) Unwrap() error { return e.Err }
+// Code returns InvalidArgument.
+func (e *PlacementError) Code() backend.Code { return backend.InvalidArgument }
+
+// Unwrap returns the InvalidArgument *backend.Error wrapping Err.
+func (e *PlacementError) Unwrap() error { return coded(e.Code(), "placement", "", e.Err) }
 
 // PersistenceOverlapError: the engine's files (its database or lease
 // files) would lie in or under a head's directory, where a restore or a
-// destroy would take them.
+// destroy would take them. Its code is InvalidArgument: the caller's
+// Options.Path, Options.LeaseDir or placement put them there, and only
+// other arguments can fix it.
 type PersistenceOverlapError struct {
 	Path string // the engine's file or directory
 	Head string // the head's directory it lies in
@@ -94,12 +176,29 @@ func (e *PersistenceOverlapError) Error() string {
 	return fmt.Sprintf("engine: %s lies inside the head directory %s", e.Path, e.Head)
 }
 
-// SnapshotPolicyError is a snapshot policy that cannot be honoured.
+// Code returns InvalidArgument.
+func (e *PersistenceOverlapError) Code() backend.Code { return backend.InvalidArgument }
+
+// Unwrap returns the InvalidArgument *backend.Error naming Path.
+func (e *PersistenceOverlapError) Unwrap() error {
+	return coded(e.Code(), "persistence", e.Path, fmt.Errorf("lies inside the head directory %s", e.Head))
+}
+
+// SnapshotPolicyError is a snapshot policy that cannot be honoured. Its
+// code is InvalidArgument.
 type SnapshotPolicyError struct {
 	Reason string
 }
 
 func (e *SnapshotPolicyError) Error() string { return "engine: snapshot policy: " + e.Reason }
+
+// Code returns InvalidArgument.
+func (e *SnapshotPolicyError) Code() backend.Code { return backend.InvalidArgument }
+
+// Unwrap returns the InvalidArgument *backend.Error giving Reason.
+func (e *SnapshotPolicyError) Unwrap() error {
+	return coded(e.Code(), "snapshot policy", "", errors.New(e.Reason))
+}
 
 // StoreKind says what is wrong with the engine's database.
 type StoreKind string
@@ -107,11 +206,22 @@ type StoreKind string
 const (
 	NotADatabase StoreKind = "not-a-database" // the file is not SQLite
 	SchemaTooNew StoreKind = "schema-too-new" // written by a newer grove
-	StoreFailed  StoreKind = "store-failed"   // SQLite reported an error
+	StoreCorrupt StoreKind = "corrupt"        // SQLite found malformed pages
+	StoreFailed  StoreKind = "store-failed"   // SQLite reported another error
 )
 
-// StoreError is a database the engine cannot use. Nothing was written to
-// it.
+// StoreError is a database the engine cannot use, from Open or from any
+// later call that reads or writes it (NewSession, Resume, Events, a
+// session's journal). Nothing was written to it: Open refuses before
+// SQLite touches the file, and a failed transaction is rolled back. A
+// context that ends during a database call is not a StoreError but a
+// Canceled *backend.Error.
+//
+// Its code follows Kind: FailedPrecondition for NotADatabase, SchemaTooNew
+// and StoreCorrupt (the file is in a state the engine cannot use; grove
+// does not repair it), and for StoreFailed Busy when SQLite's lock is held
+// past the busy timeout, Canceled when the cause is a context error, and
+// Internal otherwise.
 type StoreError struct {
 	Kind StoreKind
 	Path string
@@ -122,7 +232,40 @@ func (e *StoreError) Error() string {
 	return fmt.Sprintf("engine: store %s: %s: %v", e.Path, e.Kind, e.Err)
 }
 
-func (e *StoreError) Unwrap() error { return e.Err }
+// Code returns the error's code, as the table on StoreError says.
+func (e *StoreError) Code() backend.Code {
+	switch e.Kind {
+	case NotADatabase, SchemaTooNew, StoreCorrupt:
+		return backend.FailedPrecondition
+	}
+	if errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded) {
+		return backend.Canceled
+	}
+	var se sqlite3.Error
+	if errors.As(e.Err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
+		return backend.Busy
+	}
+	return backend.Internal
+}
+
+// Unwrap returns the *backend.Error of Code wrapping Err.
+func (e *StoreError) Unwrap() error { return coded(e.Code(), "store", e.Path, e.Err) }
+
+// storeKind classifies an error SQLite returned: StoreCorrupt for
+// malformed pages, NotADatabase for a file SQLite does not recognise, and
+// otherwise kind.
+func storeKind(err error, kind StoreKind) StoreKind {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrCorrupt:
+			return StoreCorrupt
+		case sqlite3.ErrNotADB:
+			return NotADatabase
+		}
+	}
+	return kind
+}
 
 func errorf(code backend.Code, op, format string, args ...any) error {
 	return backend.Errorf(code, "engine: "+op, format, args...)

@@ -202,31 +202,32 @@ func TestResumeFailuresAreTypedAndNeverSubstituteAHead(t *testing.T) {
 		config   string
 		kind     engine.ResumeKind
 		why      string
+		code     backend.Code
 	}{
-		{name: "destroyed", kind: engine.HeadUnavailable, why: engine.WhyDestroyed, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+		{name: "destroyed", kind: engine.HeadUnavailable, why: engine.WhyDestroyed, code: backend.Destroyed, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
 			h, err := openWS(t, r.repo).OpenHead(context.Background(), "session-"+was.Session, nil)
 			require.NoError(t, err)
 			_, err = h.Destroy(context.Background(), &workspace.DestroyOptions{Discard: true})
 			require.NoError(t, err)
 		}},
-		{name: "archived", kind: engine.HeadUnavailable, why: engine.WhyArchived, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+		{name: "archived", kind: engine.HeadUnavailable, why: engine.WhyArchived, code: backend.Archived, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
 			require.NoError(t, openWS(t, r.repo).SetArchived(context.Background(), backend.HeadID(was.HeadID), true))
 		}},
-		{name: "worktree deleted", kind: engine.HeadUnavailable, why: engine.WhyMissing, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+		{name: "worktree deleted", kind: engine.HeadUnavailable, why: engine.WhyMissing, code: backend.NotFound, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
 			require.NoError(t, os.RemoveAll(was.Dir))
 		}},
-		{name: "repository moved", kind: engine.HeadUnavailable, why: engine.WhyMoved, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+		{name: "repository moved", kind: engine.HeadUnavailable, why: engine.WhyMoved, code: backend.NotFound, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
 			require.NoError(t, os.Rename(r.repo, r.repo+"-moved"))
 		}},
-		{name: "backend not registered", kind: engine.BackendUnavailable},
-		{name: "binding row corrupted", kind: engine.BindingCorrupt, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+		{name: "backend not registered", kind: engine.BackendUnavailable, code: backend.BackendUnavailable},
+		{name: "binding row corrupted", kind: engine.BindingCorrupt, code: backend.BindingCorrupt, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
 			db, err := sql.Open("sqlite3", r.db)
 			require.NoError(t, err)
 			defer db.Close()
 			_, err = db.Exec(`UPDATE bindings SET binding = ? WHERE session_id = ?`, []byte(`{"version":1,"backend":"git"`), was.Session)
 			require.NoError(t, err)
 		}},
-		{name: "configuration changed", kind: engine.ConfigDrift, backends: true, config: "model=b"},
+		{name: "configuration changed", kind: engine.ConfigDrift, code: backend.FailedPrecondition, backends: true, config: "model=b"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -252,6 +253,7 @@ func TestResumeFailuresAreTypedAndNeverSubstituteAHead(t *testing.T) {
 			assert.Equal(t, c.kind, re.Kind, "error: %v", err)
 			assert.Equal(t, c.why, re.Why, "error: %v", err)
 			assert.Equal(t, was.Session, re.SessionID)
+			checkCode(t, err, c.code)
 			if c.kind == engine.ConfigDrift {
 				s, err := e.Resume(context.Background(), was.Session, &engine.ResumeOptions{Config: []byte(config), Snapshot: manual, AllowConfigDrift: true})
 				require.NoError(t, err)

@@ -506,7 +506,7 @@ func appendEvent(ctx context.Context, tx *sql.Tx, id string, kind EventKind, pay
 func (e *Engine) Events(ctx context.Context, id string) ([]Event, error) {
 	rows, err := e.db.QueryContext(ctx, `SELECT seq, at, kind, payload FROM events WHERE session_id = ? ORDER BY seq`, id)
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, e.storeErr(err)
 	}
 	defer rows.Close()
 	var out []Event
@@ -514,11 +514,14 @@ func (e *Engine) Events(ctx context.Context, id string) ([]Event, error) {
 		var ev Event
 		var at, kind, payload string
 		if err := rows.Scan(&ev.Seq, &at, &kind, &payload); err != nil {
-			return nil, storeErr(err)
+			return nil, e.storeErr(err)
 		}
 		ev.At, _ = time.Parse(time.RFC3339Nano, at)
 		ev.Kind, ev.Payload = EventKind(kind), json.RawMessage(payload)
 		out = append(out, ev)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, e.storeErr(err)
+	}
+	return out, nil
 }

@@ -65,10 +65,11 @@ var SchemaVersion = len(migrations)
 var sqliteMagic = []byte("SQLite format 3\x00")
 
 // openStore opens (creating if absent) the database at path and brings its
-// schema up to date. A file that is not SQLite, or whose schema is newer
-// than this engine's, is a *StoreError, and nothing is written to it.
+// schema up to date. A file that is not SQLite, is malformed, or whose
+// schema is newer than this engine's, is a *StoreError, and nothing is
+// written to it; an ended ctx is Canceled.
 func openStore(ctx context.Context, path string) (*sql.DB, error) {
-	fail := func(kind StoreKind, err error) error { return &StoreError{Kind: kind, Path: path, Err: err} }
+	fail := func(kind StoreKind, err error) error { return storeFailure(path, err, kind) }
 	// Look before SQLite touches the file: opening in WAL mode writes.
 	f, err := os.Open(path)
 	switch {
