@@ -68,12 +68,21 @@ func validName(name string) error {
 	return nil
 }
 
-// validBranch applies git's rules for ref names (git check-ref-format) to a
-// branch's short name.
+// maxRefComponent is the longest path component of a branch name: git
+// stores a ref as a file and locks it through name+".lock", which must fit
+// in a file name of 255 bytes.
+const maxRefComponent = 255 - len(".lock")
+
+// validBranch applies git's rules for branch names (git check-ref-format
+// --branch, which also refuses "HEAD" and a leading '-') to a branch's
+// short name, and refuses a component too long for git to lock.
 func validBranch(name string) error {
 	bad := func(why string) error { return fmt.Errorf("branch name %q: %s", name, why) }
-	if name == "" || name == "@" {
-		return bad("empty or \"@\"")
+	switch name {
+	case "":
+		return errors.New("empty branch name")
+	case "HEAD", "@":
+		return bad("reserved: git reads it as the checked-out commit")
 	}
 	if strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") || strings.Contains(name, "//") {
 		return bad("empty path component")
@@ -92,6 +101,9 @@ func validBranch(name string) error {
 	for c := range strings.SplitSeq(name, "/") {
 		if strings.HasPrefix(c, ".") || strings.HasSuffix(c, ".lock") {
 			return bad("a component starts with '.' or ends in \".lock\"")
+		}
+		if len(c) > maxRefComponent {
+			return bad(fmt.Sprintf("a component of %d bytes is over %d", len(c), maxRefComponent))
 		}
 	}
 	return nil

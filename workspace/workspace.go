@@ -176,7 +176,12 @@ func (b *HeadBuilder) Isolated() *HeadBuilder {
 	return b
 }
 
-// Branch names the head's branch instead of grove/<name>.
+// Branch names the head's branch instead of grove/<name>. A name git
+// refuses for a branch (git check-ref-format --branch: "HEAD", "@", a
+// leading '-', "..", "@{", an empty component, a component starting with
+// '.' or ending in ".lock", and so on), or with a component over 250
+// bytes, makes Create fail with InvalidArgument before the backend is
+// called.
 func (b *HeadBuilder) Branch(name string) *HeadBuilder { b.spec.Branch = name; return b }
 
 // Dir places the head's directory at dir instead of under the workspace's

@@ -402,3 +402,41 @@ func TestCodeOfContextErrorsIsCanceled(t *testing.T) {
 	assert.Equal(t, workspace.Canceled, workspace.CodeOf(context.DeadlineExceeded))
 	assert.Equal(t, workspace.OK, workspace.CodeOf(nil))
 }
+
+func TestBranchNamesGitRefusesAreInvalidArgumentAndNeverReachTheBackend(t *testing.T) {
+	cases := []struct {
+		name   string
+		branch string
+	}{
+		{"HEAD is reserved for the checked-out commit", "HEAD"},
+		{"a lone @ is shorthand for HEAD", "@"},
+		{"a leading dash reads as an option", "-b"},
+		{"@{ is reflog syntax", "main@{1}"},
+		{"a double dot is range syntax", "a..b"},
+		{"a component cannot start with a dot", "team/.hidden"},
+		{"a component cannot end in .lock", "team.lock/x"},
+		{"a trailing slash leaves an empty component", "team/"},
+		{"two slashes leave an empty component", "team//x"},
+		{"a trailing dot is refused", "x."},
+		{"a control character is refused", "a\x7fb"},
+		{"a component longer than a lock file name can hold is refused", strings.Repeat("a", 251)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, w := openFake(t)
+			f.reset()
+			_, err := w.Head("ok").Branch(c.branch).Create(ctx)
+			assert.Equal(t, workspace.InvalidArgument, workspace.CodeOf(err), "branch %q: %v", c.branch, err)
+			assert.Empty(t, f.recorded(), "branch %q reached the backend", c.branch)
+		})
+	}
+	t.Run("names git accepts pass", func(t *testing.T) {
+		f, w := openFake(t)
+		f.reset()
+		for _, branch := range []string{"a/HEAD", "HEAD/a", "feature/x-1", "a@b", "x@", strings.Repeat("a", 250)} {
+			_, err := w.Head("ok").Branch(branch).Create(ctx)
+			assert.NoError(t, err, "branch %q", branch)
+		}
+		assert.Len(t, f.recorded(), 6)
+	})
+}
