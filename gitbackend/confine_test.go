@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -198,4 +199,144 @@ func TestNoConfiguredCommandRunsInAnyOperation(t *testing.T) {
 	sort.Strings(got)
 	assert.Subset(t, got, []string{"filter.clean", "include.filter.clean", "nested.filter.clean", "worktree.filter.clean"},
 		"the planted configuration does not run for plain git, so this test could not fail")
+}
+
+// outsideTree makes a directory outside every head with files an attacker
+// would like grove to commit or delete, and returns a function that
+// asserts it is exactly as it was.
+func outsideTree(t *testing.T) (string, func()) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "outside")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "src"), 0o755))
+	files := map[string]string{"secret.txt": "secret\n", "src/main.go": "package other\n", "README.md": "not the head's\n"}
+	for name, data := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.FromSlash(name)), []byte(data), 0o644))
+	}
+	return dir, func() {
+		t.Helper()
+		for name, data := range files {
+			got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+			require.NoError(t, err, "a file outside the head was removed")
+			require.Equal(t, data, string(got), "a file outside the head was rewritten")
+		}
+		ents, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Len(t, ents, 3, "files appeared outside the head")
+	}
+}
+
+func TestACoreWorktreeTheAgentConfiguresNeverRedirectsGrove(t *testing.T) {
+	// (core.worktree in the repository's common config does not apply to
+	// linked worktrees, even for plain git; config.worktree does.)
+	for _, where := range []string{"config.worktree"} {
+		t.Run(where, func(t *testing.T) {
+			f := newFixture(t)
+			h := f.head("agent")
+			base, err := h.Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+			outside, unchanged := outsideTree(t)
+			if where == "config.worktree" {
+				f.git(h.Info().Root, "config", "extensions.worktreeConfig", "true")
+				f.git(h.Info().Root, "config", "--worktree", "core.worktree", outside)
+			} else {
+				f.git(h.Info().Root, "config", "core.worktree", outside)
+			}
+			// Control: plain git in the head now works on the outside tree.
+			out, err := gitUser(f.ctx, h.Info().Root, "status", "--porcelain")
+			require.NoError(t, err)
+			require.Contains(t, out, "secret.txt", "the redirection does not work for plain git, so this test could not fail")
+
+			f.write(h, "mine.txt", "mine\n")
+			cp, err := h.Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+			files := f.git(f.repo, "ls-tree", "-r", "--name-only", string(cp.ID))
+			assert.Contains(t, files, "mine.txt")
+			assert.NotContains(t, files, "secret.txt", "the checkpoint committed files outside the head")
+			st, err := h.Status(f.ctx)
+			require.NoError(t, err)
+			assert.False(t, st.Dirty, "status looked outside the head: %+v", st.Changes)
+			_, err = h.Restore(f.ctx, workspace.Rev(base.ID), nil)
+			require.NoError(t, err)
+			unchanged()
+			_, err = os.Stat(filepath.Join(h.Info().Root, "mine.txt"))
+			assert.ErrorIs(t, err, os.ErrNotExist, "restore did not work on the head")
+		})
+	}
+}
+
+// TestARewrittenDotGitFileStopsEveryOperation: an agent replaces the
+// head's .git file with one naming a git dir of its own making inside the
+// head, whose config redirects the work tree outside and defines a filter.
+// Every operation fails with a typed error before running anything, the
+// outside tree is untouched, and destroy still removes the head.
+func TestARewrittenDotGitFileStopsEveryOperation(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	root := h.Info().Root
+	outside, unchanged := outsideTree(t)
+	markers := t.TempDir()
+	evil := filepath.Join(root, "evil")
+	f.git(root, "init", "-q", "--bare", evil)
+	clean := markerScript(t, t.TempDir(), markers, "evil.clean", 0)
+	require.NoError(t, os.WriteFile(filepath.Join(evil, "config"), []byte(
+		"[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = "+outside+"\n[filter \"x\"]\n\tclean = "+clean+"\n\trequired = true\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(evil, "info", "attributes"), []byte("* filter=x\n"), 0o644))
+	original, err := os.ReadFile(filepath.Join(root, ".git"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(root, ".git"), []byte("gitdir: evil\n"), 0o644))
+	// Control: plain git in the head now runs the filter on the outside tree.
+	_, _ = gitUser(f.ctx, root, "add", "-A")
+	require.Contains(t, markersIn(t, markers), "evil.clean", "the redirection does not work for plain git, so this test could not fail")
+	require.NoError(t, os.Remove(filepath.Join(markers, "evil.clean")))
+	f.git(evil, "--git-dir", evil, "read-tree", "--empty") // forget what the control staged
+
+	ops := map[string]func() error{
+		"checkpoint": func() error { _, err := h.Checkpoint(f.ctx, nil); return err },
+		"status":     func() error { _, err := h.Status(f.ctx); return err },
+		"diff":       func() error { _, err := h.Diff(f.ctx, "main", workspace.Live); return err },
+		"restore":    func() error { _, err := h.Restore(f.ctx, "main", &workspace.RestoreOptions{Discard: true}); return err },
+		"commits":    func() error { _, err := h.Commits(f.ctx, "main"); return err },
+		"fork":       func() error { _, err := h.Fork(f.ctx, "fork", nil); return err },
+		"reopen": func() error {
+			b := h.Binding()
+			return reopen(f, b)
+		},
+	}
+	for name, op := range ops {
+		err := op()
+		require.Error(t, err, name)
+		code := workspace.CodeOf(err)
+		assert.Contains(t, []workspace.Code{workspace.NotFound, workspace.IdentityMismatch, workspace.AlreadyBound}, code, "%s: %v", name, err)
+		assert.Empty(t, markersIn(t, markers), "%s ran the filter", name)
+		unchanged()
+	}
+	// The head is still grove's: the repository registers it there, so a
+	// destroy that discards removes it, and touches nothing outside.
+	_, err = h.Destroy(f.ctx, &workspace.DestroyOptions{Discard: true})
+	require.NoError(t, err)
+	_, err = os.Stat(root)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	unchanged()
+	assert.Empty(t, markersIn(t, markers))
+	_ = original
+}
+
+func TestHeadIDsFromABindingAreNeverPathParts(t *testing.T) {
+	f := newFixture(t)
+	b, _ := closedHead(t, f, "agent")
+	// A manifest planted where a traversal would lead.
+	planted := filepath.Join(f.repo, ".git", "x.json")
+	require.NoError(t, os.WriteFile(planted, []byte(`{"version":1,"id":"../../x","name":"agent"}`), 0o644))
+	for _, id := range []string{"../../x", "../heads/" + string(b.Head), "a/b", "", ".", "not-a-uuid", strings.ToUpper(string(b.Head))} {
+		bad := b
+		bad.Head = backend.HeadID(id)
+		err := reopen(f, bad)
+		require.Error(t, err, "head ID %q", id)
+		assert.Contains(t, []workspace.Code{workspace.BindingCorrupt, workspace.IdentityMismatch}, workspace.CodeOf(err), "head ID %q: %v", id, err)
+	}
+	require.NoError(t, reopen(f, b), "the real binding still reopens")
+	for _, id := range []string{"../../x", "a/b"} {
+		err := f.ws.SetArchived(f.ctx, backend.HeadID(id), true)
+		assert.Equal(t, workspace.NotFound, workspace.CodeOf(err), "SetArchived(%q): %v", id, err)
+	}
 }

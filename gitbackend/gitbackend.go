@@ -264,6 +264,10 @@ func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backen
 	if err != nil {
 		return nil, nil, err
 	}
+	if !validHeadID(bind.Head) {
+		return nil, nil, &backend.Error{Code: backend.BindingCorrupt, Op: op, Head: p.Name,
+			Err: fmt.Errorf("head ID %q is not a UUID", bind.Head)}
+	}
 	fail := func(code backend.Code, reason backend.Reason, format string, args ...any) error {
 		return &backend.Error{Code: code, Op: op, Head: p.Name, Reason: reason, Err: fmt.Errorf(format, args...)}
 	}

@@ -139,13 +139,26 @@ func (m meta) writeExclude() error {
 	return writeFileAtomic(m.excludeFile(), []byte(excludePatterns))
 }
 
+// validHeadID reports whether id is a head ID grove makes: a UUID in its
+// canonical lowercase form. Only such an ID becomes part of a path or a
+// ref name.
+func validHeadID(id backend.HeadID) bool {
+	u, err := uuid.Parse(string(id))
+	return err == nil && u.String() == string(id)
+}
+
+// readManifest reads the manifest of head id; an id that is not a head ID
+// grove makes is refused before it becomes part of a path.
 func (m meta) readManifest(id backend.HeadID) (*manifest, error) {
+	if !validHeadID(id) {
+		return nil, fmt.Errorf("%q is not a head ID", id)
+	}
 	data, err := os.ReadFile(m.manifestFile(id))
 	if err != nil {
 		return nil, err
 	}
 	var mf manifest
-	if err := json.Unmarshal(data, &mf); err != nil || mf.ID != id {
+	if err := json.Unmarshal(data, &mf); err != nil || mf.ID != id || !filepath.IsAbs(mf.Dir) || (mf.Admin != "" && !filepath.IsAbs(mf.Admin)) {
 		return nil, fmt.Errorf("manifest %s is damaged", m.manifestFile(id))
 	}
 	return &mf, nil
