@@ -247,7 +247,7 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 	}
 	crashPoint("checkpoint:recorded")
 	if swap != nil {
-		if err := swap.commit(); err != nil {
+		if err := swap.commit(priv); err != nil {
 			return backend.CheckpointResult{}, err
 		}
 	}

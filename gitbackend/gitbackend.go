@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
@@ -25,12 +26,29 @@ type Options struct {
 	// CheckoutWorkers is git's checkout.workers for creating and restoring
 	// heads: 0 means one per CPU, 1 means sequential checkout.
 	CheckoutWorkers int
+	// LockWait bounds how long an operation waits for a lock that a git
+	// command outside grove holds (a head's index.lock) before it fails
+	// with Busy, having changed nothing; 0 means DefaultLockWait. A lock
+	// grove holds itself is waited for until the context ends: its holder
+	// is a live grove operation (the kernel releases a dead one's).
+	LockWait time.Duration
 	// Intercept, if set, is called at the start of every driver method with
 	// the method's name ("OpenWorkspace", "Reopen", "CreateHead",
 	// "OpenHead", "Heads", "SetArchived", "Materialize", "Checkpoint",
 	// "Restore", "Log", "Commits", "Status", "Diff", "Destroy"); a non-nil
 	// error fails the call. It exists for fault injection in tests.
 	Intercept func(ctx context.Context, op string) error
+}
+
+// DefaultLockWait is how long an operation waits, by default, for a lock
+// that a git command outside grove holds.
+const DefaultLockWait = 5 * time.Second
+
+func (b *Backend) lockWait() time.Duration {
+	if b.opts.LockWait > 0 {
+		return b.opts.LockWait
+	}
+	return DefaultLockWait
 }
 
 // Backend is the Git backend. It is safe for concurrent use.

@@ -42,22 +42,40 @@ func copyIndex(src, dst string) error {
 	return err
 }
 
-// indexSwap is the head's index.lock taken with the private index as its
-// content: git's own lock protocol, so a concurrent git command sees the
-// old index or the new one, never a mix.
+// indexSwap is the head's index.lock, held by grove: git's own lock
+// protocol, so a concurrent git command sees the old index or the new one,
+// never a mix, and no git command changes the index meanwhile.
 type indexSwap struct {
-	priv, lockPath, index string
+	lockPath, index string
 }
 
-// lockIndex takes the head's index.lock by hard-linking the private index
-// as it, waiting while a git command holds the lock until ctx ends. A lock
-// grove's swap leaves behind is recognizable: it is the private index's
-// inode.
+// lockIndex takes the head's index.lock. With priv set it is taken by
+// hard-linking the private index as the lock, so the lock already holds
+// the final content, and a lock a killed grove left behind is recognized as
+// the private index's inode; with priv empty it is created empty, and the
+// caller holds an operation marker (see mark) that makes it recognizable.
+//
+// A lock held by a git command outside grove is waited for at most the
+// backend's LockWait (and never past ctx), then the operation fails with
+// Busy naming the lock file, having changed nothing.
 func (h *head) lockIndex(ctx context.Context, mf manifest, priv string) (*indexSwap, error) {
-	s := &indexSwap{priv: priv, lockPath: filepath.Join(mf.Admin, indexLock), index: filepath.Join(mf.Admin, "index")}
+	s := &indexSwap{lockPath: filepath.Join(mf.Admin, indexLock), index: filepath.Join(mf.Admin, "index")}
+	take := func() error {
+		if priv != "" {
+			return os.Link(priv, s.lockPath)
+		}
+		f, err := os.OpenFile(s.lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			err = f.Close()
+		}
+		return err
+	}
+	wait := h.w.b.lockWait()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
 	delay := time.Millisecond
 	for {
-		err := os.Link(priv, s.lockPath)
+		err := take()
 		if err == nil {
 			crashPoint("index:locked")
 			return s, nil
@@ -65,26 +83,41 @@ func (h *head) lockIndex(ctx context.Context, mf manifest, priv string) (*indexS
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, err
 		}
-		// index.lock is held by a git command: wait for it.
+		// index.lock is held by a git command: wait for it, a while.
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, &backend.Error{Code: backend.Canceled, Op: "gitbackend: index lock", Head: mf.Name,
+			return nil, &backend.Error{Code: backend.Canceled, Op: "gitbackend: index lock", Head: mf.Name, Path: s.lockPath,
 				Err: fmt.Errorf("waiting for %s, held by a git command: %w", s.lockPath, ctx.Err())}
+		case <-deadline.C:
+			t.Stop()
+			return nil, &backend.Error{Code: backend.Busy, Op: "gitbackend: index lock", Head: mf.Name, Path: s.lockPath,
+				Err: fmt.Errorf("%s is held by a git command outside grove (waited %s); it is removed by that command when it ends, or by hand if that command died", s.lockPath, wait)}
 		case <-t.C:
 		}
 		delay = min(2*delay, 50*time.Millisecond)
 	}
 }
 
-// commit renames the lock over the index, releasing it.
-func (s *indexSwap) commit() error {
+// commit makes priv the head's index and releases the lock: priv is
+// renamed over the lock (unless the lock is already priv's hard link),
+// then the lock over the index.
+func (s *indexSwap) commit(priv string) error {
+	a, err1 := os.Lstat(priv)
+	b, err2 := os.Lstat(s.lockPath)
+	if err1 != nil || err2 != nil || !os.SameFile(a, b) {
+		if err := os.Rename(priv, s.lockPath); err != nil {
+			_ = os.Remove(s.lockPath)
+			return err
+		}
+	}
 	if err := os.Rename(s.lockPath, s.index); err != nil {
 		_ = os.Remove(s.lockPath)
 		return err
 	}
-	return os.Remove(s.priv)
+	_ = os.Remove(priv)
+	return nil
 }
 
 // abort releases the lock, leaving the index as it was.
@@ -96,5 +129,5 @@ func (h *head) swapIndex(ctx context.Context, mf manifest, priv string) error {
 	if err != nil {
 		return err
 	}
-	return s.commit()
+	return s.commit(priv)
 }

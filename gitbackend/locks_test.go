@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -70,4 +71,69 @@ func TestCheckpointsRunGitGCAuto(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, log, 50)
 	assert.True(t, strings.HasPrefix(f.git(f.repo, "for-each-ref", "--count=1", "--format=%(refname)", "refs/grove/"), "refs/grove/"))
+}
+
+// A foreign index.lock (a user's git command, or one that crashed) is
+// waited for a bounded time, then the operation fails with Busy naming
+// the lock — and a restore, whether it gives up or is cancelled while
+// waiting, has changed nothing: not the files, not the branch.
+func TestAForeignIndexLockIsBusyAfterABoundedWaitAndNothingChanged(t *testing.T) {
+	f := newFixture(t)
+	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{LockWait: 200 * time.Millisecond}), f.repo, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	h, err := ws.Head("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	root := h.Info().Root
+	f.write(h, "README.md", "first\n")
+	first, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	f.write(h, "README.md", "second\n")
+	f.write(h, "new.txt", "new\n")
+	second, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	lockPath := filepath.Join(f.git(root, "rev-parse", "--absolute-git-dir"), "index.lock")
+	require.NoError(t, os.WriteFile(lockPath, nil, 0o644))
+
+	unchanged := func(what string) {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(root, "README.md"))
+		require.NoError(t, err)
+		assert.Equal(t, "second\n", string(data), "%s changed a file", what)
+		_, err = os.Stat(filepath.Join(root, "new.txt"))
+		assert.NoError(t, err, "%s deleted a file", what)
+		assert.Equal(t, string(second.ID), f.git(root, "rev-parse", "HEAD"), "%s moved the branch", what)
+		_, err = os.Stat(lockPath)
+		assert.NoError(t, err, "%s removed a lock it did not take", what)
+	}
+
+	start := time.Now()
+	_, err = h.Restore(f.ctx, workspace.Rev(first.ID), &workspace.RestoreOptions{Discard: true})
+	assert.Equal(t, backend.Busy, workspace.CodeOf(err), "restore: %v", err)
+	var be *backend.Error
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, lockPath, be.Path, "Busy names the lock file")
+	assert.Less(t, time.Since(start), 30*time.Second, "the wait is bounded")
+	unchanged("a restore that gave up")
+
+	ctx, cancel := context.WithTimeout(f.ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err = h.Restore(ctx, workspace.Rev(first.ID), &workspace.RestoreOptions{Discard: true})
+	assert.Equal(t, backend.Canceled, workspace.CodeOf(err), "cancelled restore: %v", err)
+	unchanged("a cancelled restore")
+
+	f.write(h, "README.md", "third\n")
+	_, err = h.Checkpoint(f.ctx, nil)
+	assert.Equal(t, backend.Busy, workspace.CodeOf(err), "checkpoint: %v", err)
+	n, err := h.Log(f.ctx, nil)
+	require.NoError(t, err)
+	assert.Len(t, n, 2, "a checkpoint that gave up recorded a checkpoint")
+	f.write(h, "README.md", "second\n")
+
+	require.NoError(t, os.Remove(lockPath))
+	_, err = h.Restore(f.ctx, workspace.Rev(first.ID), &workspace.RestoreOptions{Discard: true})
+	require.NoError(t, err)
+	assert.Empty(t, f.git(root, "status", "--porcelain"))
+	assert.Equal(t, string(first.ID), f.git(root, "rev-parse", "HEAD"))
 }

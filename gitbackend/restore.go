@@ -85,6 +85,21 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 		return err
 	}
 	defer done()
+	// Every lock the restore needs is taken before anything changes: the
+	// head's index.lock (a git command of the user's may hold it: waited
+	// for a bounded time, then Busy) and then, briefly at the end, the
+	// repository lock, which only grove holds.
+	var swap *indexSwap
+	if !mf.Attached {
+		if swap, err = h.lockIndex(ctx, mf, ""); err != nil {
+			return err
+		}
+		defer func() {
+			if swap != nil {
+				swap.abort()
+			}
+		}()
+	}
 	if drops {
 		// read-tree -u removes the files it drops before it writes new
 		// ones: write target's content first.
@@ -104,6 +119,10 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	if mf.Attached {
 		return nil
 	}
+	// The files are the target's now: the rest finishes even if ctx ends,
+	// so that the branch and the index never disagree with the files.
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
 	rl, err := h.w.lockRepo(ctx, "restore "+mf.Name)
 	if err != nil {
 		return err
@@ -120,7 +139,9 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	for _, f := range []string{"MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_RR", "AUTO_MERGE", "CHERRY_PICK_HEAD", "REVERT_HEAD"} {
 		_ = os.Remove(filepath.Join(mf.Admin, f))
 	}
-	return h.swapIndex(ctx, mf, priv)
+	err = swap.commit(priv)
+	swap = nil
+	return err
 }
 
 // checkIgnoredCollisions refuses with Conflict where target adds a path
