@@ -171,12 +171,17 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 		return backend.CheckpointResult{}, err
 	}
 	defer os.Remove(priv)
-	skipped, err := h.capture(ctx, mf, priv, opts)
-	if err != nil {
-		return backend.CheckpointResult{}, err
-	}
-	crashPoint("checkpoint:captured")
-	tree, err := h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Args: []string{"write-tree"}})
+	var skipped []backend.Skipped
+	var tree string
+	err = h.retryOnIndex(ctx, priv, st.commit, func() error {
+		var err error
+		if skipped, err = h.capture(ctx, mf, priv, opts); err != nil {
+			return err
+		}
+		crashPoint("checkpoint:captured")
+		tree, err = h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Args: []string{"write-tree"}})
+		return err
+	})
 	if err != nil {
 		return backend.CheckpointResult{}, err
 	}

@@ -290,8 +290,18 @@ func (h *head) Status(ctx context.Context) (backend.Status, error) {
 	if err != nil {
 		return backend.Status{}, err
 	}
-	out, err := h.git(ctx, gitcmd.Cmd{NoOptionalLocks: true,
-		Args: []string{"status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--no-renames"}})
+	statusArgs := []string{"status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--no-renames"}
+	out, err := h.git(ctx, gitcmd.Cmd{NoOptionalLocks: true, Args: statusArgs})
+	if err != nil && backend.CodeOf(err) == backend.Internal && !mf.Attached {
+		// The head's index may be damaged: answer from an index read from
+		// HEAD instead (the next checkpoint or restore repairs the head's).
+		tmp := filepath.Join(mf.Admin, "grove-status-index")
+		if rerr := h.rebuildIndex(ctx, tmp, "HEAD"); rerr == nil {
+			out, err = h.git(ctx, gitcmd.Cmd{NoOptionalLocks: true, Env: []string{"GIT_INDEX_FILE=" + tmp}, Args: statusArgs})
+		}
+		_ = os.Remove(tmp)
+		_ = os.Remove(tmp + ".lock")
+	}
 	if err != nil {
 		if _, serr := os.Stat(mf.Dir); serr != nil {
 			return backend.Status{}, &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Head: mf.Name, Reason: backend.ReasonMissing, Err: serr}
@@ -378,7 +388,10 @@ func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, er
 			err = copyIndex(filepath.Join(mf.Admin, "index"), tmp)
 		}
 		if err == nil {
-			_, err = h.capture(ctx, mf, tmp, &backend.CheckpointOptions{})
+			err = h.retryOnIndex(ctx, tmp, "HEAD", func() error {
+				_, err := h.capture(ctx, mf, tmp, &backend.CheckpointOptions{})
+				return err
+			})
 		}
 		if err != nil {
 			return backend.Diff{}, h.wrap(op, err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/gitcmd"
 )
 
 // seedIndex copies the head's index to a private index in its git dir, so
@@ -18,6 +19,33 @@ func (h *head) seedIndex(mf manifest, name string) (string, error) {
 	priv := filepath.Join(mf.Admin, name)
 	_ = os.Remove(priv)
 	return priv, copyIndex(filepath.Join(mf.Admin, "index"), priv)
+}
+
+// rebuildIndex replaces the private index priv with one read from commit,
+// for when the head's own index cannot be used (garbled, truncated, or
+// naming what git cannot read): git's stat cache is cold afterwards, so the
+// next command compares content, and a checkpoint captures the working
+// tree as always.
+func (h *head) rebuildIndex(ctx context.Context, priv, commit string) error {
+	_ = os.Remove(priv)
+	_ = os.Remove(priv + ".lock")
+	_, err := h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Args: []string{"read-tree", commit}})
+	return err
+}
+
+// retryOnIndex runs fn on priv and, if it fails for any reason but
+// cancellation or a typed refusal, rebuilds priv from commit and runs fn
+// once more: a damaged index is repaired, never a dead end, and any other
+// failure is reported by the second run.
+func (h *head) retryOnIndex(ctx context.Context, priv, commit string, fn func() error) error {
+	err := fn()
+	if err == nil || backend.CodeOf(err) != backend.Internal || commit == "" {
+		return err
+	}
+	if rerr := h.rebuildIndex(ctx, priv, commit); rerr != nil {
+		return err
+	}
+	return fn()
 }
 
 // copyIndex copies an index file keeping its modification time: git

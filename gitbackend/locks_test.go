@@ -137,3 +137,55 @@ func TestAForeignIndexLockIsBusyAfterABoundedWaitAndNothingChanged(t *testing.T)
 	assert.Empty(t, f.git(root, "status", "--porcelain"))
 	assert.Equal(t, string(first.ID), f.git(root, "rev-parse", "HEAD"))
 }
+
+// A damaged index in the head's git dir (truncated, garbled header, or
+// garbage over its entries) is never a dead end: status answers,
+// a checkpoint captures the working tree and repairs the index, and a
+// discarding restore works.
+func TestADamagedIndexIsRepairedNotADeadEnd(t *testing.T) {
+	damages := map[string]func(data []byte) []byte{
+		"truncated":      func(d []byte) []byte { return d[:30] },
+		"garbled header": func(d []byte) []byte { copy(d, "XXXXXXXX"); return d },
+		"garbage entries": func(d []byte) []byte {
+			for i := 12; i < len(d)-20; i++ {
+				d[i] = byte(i * 7)
+			}
+			return d
+		},
+		"empty": func([]byte) []byte { return nil },
+	}
+	for name, damage := range damages {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			h := f.head("agent")
+			root := h.Info().Root
+			f.write(h, "README.md", "changed\n")
+			f.write(h, "new.txt", "new\n")
+			index := filepath.Join(f.git(root, "rev-parse", "--absolute-git-dir"), "index")
+			data, err := os.ReadFile(index)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(index, damage(data), 0o644))
+
+			st, err := h.Status(f.ctx)
+			require.NoError(t, err, "status")
+			assert.True(t, st.Dirty)
+			assert.Contains(t, st.Changes, backend.Change{Path: "new.txt", Kind: backend.ChangeUntracked})
+			_, err = h.Diff(f.ctx, "main", workspace.Live)
+			require.NoError(t, err, "diff")
+			cp, err := h.Checkpoint(f.ctx, nil)
+			require.NoError(t, err, "checkpoint")
+			assert.Equal(t, "changed", f.git(root, "show", string(cp.ID)+":README.md"))
+			assert.Equal(t, "new", f.git(root, "show", string(cp.ID)+":new.txt"))
+			assert.Empty(t, f.git(root, "status", "--porcelain"), "the checkpoint repaired the index")
+
+			require.NoError(t, os.WriteFile(index, damage(data), 0o644))
+			_, err = h.Restore(f.ctx, "main", &workspace.RestoreOptions{Discard: true})
+			require.NoError(t, err, "restore")
+			assert.Empty(t, f.git(root, "status", "--porcelain"), "the restore repaired the index")
+			got, err := os.ReadFile(filepath.Join(root, "README.md"))
+			require.NoError(t, err)
+			assert.Equal(t, "hello\n", string(got))
+			f.git(f.repo, "fsck", "--no-progress")
+		})
+	}
+}

@@ -62,7 +62,12 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	env := []string{"GIT_INDEX_FILE=" + priv}
 	// What target adds to the index (D: in target, not in the index) and
 	// drops from it (A: in the index, not in target).
-	out, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"diff-index", "--cached", "--name-status", "--no-renames", "-z", target, "--"}})
+	var out string
+	err = h.retryOnIndex(ctx, priv, st.commit, func() error {
+		var err error
+		out, err = h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"diff-index", "--cached", "--name-status", "--no-renames", "-z", target, "--"}})
+		return err
+	})
 	if err != nil {
 		return err
 	}
