@@ -30,16 +30,14 @@ func (h *head) capture(ctx context.Context, mf manifest, priv string, opts *back
 	}
 	var skipped []backend.Skipped
 	var big, walked []string
+	var nested nestedRepos
 	sizes := map[string]int64{}
 	for _, name := range strings.Split(out, "\x00") {
 		if name == "" {
 			continue
 		}
 		if dir, ok := strings.CutSuffix(name, "/"); ok {
-			s, b, err := walkUntracked(mf.Dir, dir, capSize, sizes)
-			if err != nil {
-				return nil, err
-			}
+			s, b := walkUntracked(mf.Dir, dir, capSize, sizes, &nested)
 			skipped = append(skipped, s...)
 			walked = append(walked, b...)
 			continue
@@ -71,13 +69,25 @@ func (h *head) capture(ctx context.Context, mf manifest, priv string, opts *back
 		}
 	}
 	specs := []string{"."}
+	tooBig := map[string]bool{}
 	for _, p := range big {
 		skipped = append(skipped, backend.Skipped{Path: p, Reason: backend.SkipTooLarge, Size: sizes[p]})
 		specs = append(specs, ":(exclude,literal)"+p)
+		tooBig[p] = true
+	}
+	// git would add a nested repository as a bare gitlink (or fail on one
+	// with no commit): its files are added one by one below instead.
+	for _, r := range nested.roots {
+		specs = append(specs, ":(exclude,literal)"+r)
 	}
 	if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(specs, "\x00") + "\x00"),
 		Args: []string{"add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"}}); err != nil {
 		return nil, err
+	}
+	if len(nested.files) > 0 {
+		if err := h.addNested(ctx, env, nested.files, tooBig); err != nil {
+			return nil, err
+		}
 	}
 	var include []string
 	for _, p := range opts.Include {
@@ -98,50 +108,91 @@ func (h *head) capture(ctx context.Context, mf manifest, priv string, opts *back
 	return skipped, nil
 }
 
+// nestedRepos are the repositories found inside untracked directories
+// (scaffolding tools run git init): their roots, and the files under them
+// that are not in a git dir.
+type nestedRepos struct {
+	roots []string
+	files []string
+}
+
 // walkUntracked walks a directory git reported as wholly untracked. It
-// lists the empty directories and irregular files in it as skipped, and
-// returns the files over the cap (which may still be ignored).
-func walkUntracked(root, dir string, capSize int64, sizes map[string]int64) ([]backend.Skipped, []string, error) {
+// lists the empty directories and irregular files in it as skipped,
+// returns the files over the cap (which may still be ignored), and
+// collects the nested repositories it finds with their files. A ".git"
+// entry is never walked into or collected, at any depth.
+func walkUntracked(root, dir string, capSize int64, sizes map[string]int64, nested *nestedRepos) ([]backend.Skipped, []string) {
 	var skipped []backend.Skipped
 	var big []string
-	var walk func(rel string) error
-	walk = func(rel string) error {
+	var walk func(rel string, inNested bool)
+	walk = func(rel string, inNested bool) {
 		ents, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
 		if err != nil {
-			return nil // vanished meanwhile: nothing to report
+			return // vanished meanwhile: nothing to report
 		}
 		if len(ents) == 0 {
 			skipped = append(skipped, backend.Skipped{Path: rel, Reason: backend.SkipEmptyDirectory})
-			return nil
+			return
+		}
+		if !inNested && slices.ContainsFunc(ents, func(e fs.DirEntry) bool { return e.Name() == ".git" }) {
+			nested.roots = append(nested.roots, rel)
+			inNested = true
 		}
 		for _, e := range ents {
 			if e.Name() == ".git" {
-				return nil // a nested repository: git adds it as a whole
+				continue
 			}
-		}
-		for _, e := range ents {
 			p := rel + "/" + e.Name()
 			switch t := e.Type(); {
 			case t.IsDir():
-				if err := walk(p); err != nil {
-					return err
-				}
+				walk(p, inNested)
 			case t.IsRegular():
-				if capSize >= 0 {
-					if info, err := e.Info(); err == nil && info.Size() > capSize {
-						big = append(big, p)
-						sizes[p] = info.Size()
-					}
+				if info, err := e.Info(); err == nil && capSize >= 0 && info.Size() > capSize {
+					big = append(big, p)
+					sizes[p] = info.Size()
+				}
+				if inNested {
+					nested.files = append(nested.files, p)
 				}
 			case t&fs.ModeSymlink != 0:
+				if inNested {
+					nested.files = append(nested.files, p)
+				}
 			default:
 				skipped = append(skipped, backend.Skipped{Path: p, Reason: backend.SkipIrregular})
 			}
 		}
+	}
+	walk(dir, false)
+	return skipped, big
+}
+
+// addNested adds the files of nested repositories to the index env names,
+// one by one (git would add each repository as a gitlink): the files git
+// ignores (the head's ignore rules and the nested repositories' own) and
+// the ones over the cap are left out. Paths cross to git NUL-separated.
+func (h *head) addNested(ctx context.Context, env []string, files []string, tooBig map[string]bool) error {
+	out, err := h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(files, "\x00") + "\x00"),
+		Args: []string{"check-ignore", "-z", "--stdin", "--no-index"}})
+	if err != nil && gitcmd.ExitCode(err) != 1 {
+		return err
+	}
+	ignored := map[string]bool{}
+	for _, p := range strings.Split(out, "\x00") {
+		ignored[p] = true
+	}
+	var add []string
+	for _, p := range files {
+		if !ignored[p] && !tooBig[p] {
+			add = append(add, p)
+		}
+	}
+	if len(add) == 0 {
 		return nil
 	}
-	err := walk(dir)
-	return skipped, big, err
+	_, err = h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(add, "\x00") + "\x00"),
+		Args: []string{"update-index", "--add", "-z", "--stdin"}})
+	return err
 }
 
 func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (backend.CheckpointResult, error) {

@@ -339,7 +339,14 @@ func (h *head) Status(ctx context.Context) (backend.Status, error) {
 		case strings.HasPrefix(rec, "? "):
 			p := strings.TrimPrefix(rec, "? ")
 			st.Changes = append(st.Changes, backend.Change{Path: p, Kind: backend.ChangeUntracked})
-			if fi, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(p))); err != nil || fi.Size() <= backend.DefaultMaxNewFileSize || !fi.Mode().IsRegular() {
+			full := filepath.Join(mf.Dir, filepath.FromSlash(p))
+			if strings.HasSuffix(p, "/") {
+				// A nested repository (git shows it as one entry): a
+				// checkpoint captures its files, if it has any.
+				if holdsFiles(full) {
+					st.Dirty = true
+				}
+			} else if fi, err := os.Lstat(full); err != nil || fi.Size() <= backend.DefaultMaxNewFileSize || !fi.Mode().IsRegular() {
 				st.Dirty = true
 			}
 		}
@@ -357,6 +364,27 @@ func (h *head) Status(ctx context.Context) (backend.Status, error) {
 		st.LastCheckpoint = last[0].ID
 	}
 	return st, nil
+}
+
+// holdsFiles reports whether dir holds a file or symlink outside any
+// ".git" entry, stopping at the first.
+func holdsFiles(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		switch {
+		case e.Name() == ".git":
+		case e.IsDir():
+			if holdsFiles(filepath.Join(dir, e.Name())) {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // Diff runs git diff without external diff drivers or text conversion. To
