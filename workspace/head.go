@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/groveworks/grove/backend"
@@ -304,6 +305,12 @@ func (h *Head) setArchived(ctx context.Context, op string, archived bool) error 
 // the head's binding reopens as Destroyed, and its name can be used again.
 // Destroying an attached head only forgets it: the user's files, branch and
 // index stay exactly as they were. opts may be nil.
+//
+// Destroy without Discard never deletes what no checkpoint holds: when the
+// final checkpoint had to skip new files over the size cap
+// (Skipped with reason too-large), nothing is destroyed and the error is
+// FailedPrecondition naming them; the final checkpoint is still returned.
+// Empty directories and irregular files hold no data and do not refuse.
 func (h *Head) Destroy(ctx context.Context, opts *DestroyOptions) (DestroyResult, error) {
 	const op = "destroy"
 	var o DestroyOptions
@@ -324,6 +331,17 @@ func (h *Head) Destroy(ctx context.Context, opts *DestroyOptions) (DestroyResult
 		}
 		if cp.New {
 			final = &cp
+		}
+		var lost []string
+		for _, s := range cp.Skipped {
+			if s.Reason == backend.SkipTooLarge {
+				lost = append(lost, s.Path)
+			}
+		}
+		if len(lost) > 0 {
+			return DestroyResult{Final: final}, fail(backend.FailedPrecondition, op, h.name,
+				"%d file(s) no checkpoint can hold would be lost (over the size cap: %s); include them in a checkpoint, move them away, or destroy with Discard",
+				len(lost), strings.Join(lost, ", "))
 		}
 	}
 	res, err := h.h.Destroy(ctx, &o)

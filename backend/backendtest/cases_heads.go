@@ -216,6 +216,24 @@ func init() {
 			},
 		},
 		testCase{
+			name:   "destroy_without_Discard_refuses_to_delete_a_file_no_checkpoint_holds",
+			clause: "Destroy: without Discard, refuses (FailedPrecondition) to delete what no checkpoint holds: a new file over the size cap",
+			run: func(e *env) {
+				h := e.head()
+				big := strings.Repeat("x", int(backend.DefaultMaxNewFileSize)+1)
+				e.write(h, "big.bin", big)
+				_, err := h.Destroy(e.ctx, nil)
+				e.wantCode(err, backend.FailedPrecondition, "Destroy of a head holding a file over the cap")
+				data, rerr := h.FS().ReadFile("big.bin")
+				if rerr != nil || string(data) != big {
+					e.fail("the refused Destroy lost big.bin: %v", rerr)
+				}
+				if _, err := h.Destroy(e.ctx, &workspace.DestroyOptions{Discard: true}); err != nil {
+					e.fail("Destroy with Discard: %v", err)
+				}
+			},
+		},
+		testCase{
 			name:   "destroy_with_Discard_takes_no_final_checkpoint",
 			clause: "Destroy: takes a final checkpoint unless told to discard",
 			run: func(e *env) {
