@@ -126,7 +126,11 @@ func walkUntracked(root, dir string, capSize int64, sizes map[string]int64, nest
 	var big []string
 	var walk func(rel string, inNested bool)
 	walk = func(rel string, inNested bool) {
-		ents, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
+		full := filepath.Join(root, filepath.FromSlash(rel))
+		if fi, err := os.Lstat(full); err != nil || !fi.IsDir() {
+			return // vanished, or swapped for a symlink meanwhile: never followed
+		}
+		ents, err := os.ReadDir(full)
 		if err != nil {
 			return // vanished meanwhile: nothing to report
 		}

@@ -2,14 +2,11 @@ package gitbackend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
@@ -149,6 +146,25 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	return err
 }
 
+// blocker returns the first parent directory of p (slash-separated, under
+// root) that is something else than a directory — a file or a symlink —
+// or "" if there is none. Nothing is followed.
+func blocker(root, p string) string {
+	for i := 0; i < len(p); i++ {
+		if p[i] != '/' {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(p[:i])))
+		if err != nil {
+			return ""
+		}
+		if !fi.IsDir() {
+			return p[:i]
+		}
+	}
+	return ""
+}
+
 // checkIgnoredCollisions refuses with Conflict where target adds a path
 // that is an ignored file in the head now with other content, or whose
 // parent directory is an ignored file there. Only the paths target adds to
@@ -156,19 +172,16 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 func (h *head) checkIgnoredCollisions(ctx context.Context, mf manifest, priv, target string, adds []string) error {
 	var present, blockers []string
 	for _, p := range adds {
-		_, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(p)))
-		switch {
-		case err == nil:
+		// A parent that is not a real directory (a file, or a symlink,
+		// which git replaces and never writes through) blocks p; only a
+		// path whose parents are all directories can be present.
+		if b := blocker(mf.Dir, p); b != "" {
+			blockers = append(blockers, b)
+		} else if _, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(p))); err == nil {
 			present = append(present, p)
-		case errors.Is(err, syscall.ENOTDIR):
-			for d := path.Dir(p); d != "."; d = path.Dir(d) {
-				if fi, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(d))); err == nil && !fi.IsDir() {
-					blockers = append(blockers, d)
-					break
-				}
-			}
 		}
 	}
+	blockers = slices.Compact(blockers)
 	if len(present) == 0 && len(blockers) == 0 {
 		return nil
 	}

@@ -226,8 +226,13 @@ func (r *Runner) Output(ctx context.Context, c Cmd) (string, error) {
 
 func (r *Runner) run(ctx context.Context, c Cmd, harden bool) ([]byte, error) {
 	op := "gitcmd: git"
-	if len(c.Args) > 0 {
-		op += " " + c.Args[0]
+	for i := 0; i < len(c.Args); i++ {
+		if c.Args[i] == "-c" {
+			i++ // a configuration override, not the subcommand
+			continue
+		}
+		op += " " + c.Args[i]
+		break
 	}
 	if err := backend.ContextError(ctx, op); err != nil {
 		return nil, err
