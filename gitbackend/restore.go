@@ -2,7 +2,12 @@ package gitbackend
 
 import (
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"hash"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -223,7 +228,9 @@ func (h *head) checkIgnoredCollisions(ctx context.Context, mf manifest, priv, ta
 	if len(present) == 0 {
 		return nil
 	}
-	listing, err := h.w.repo.git(ctx, append([]string{"ls-tree", "-z", "--full-tree", target, "--"}, present...)...)
+	// The paths are names, never patterns (a file may be named "*.log").
+	listing, err := h.w.repo.run(ctx, gitcmd.Cmd{Env: []string{"GIT_LITERAL_PATHSPECS=1"},
+		Args: append([]string{"ls-tree", "-z", "--full-tree", target, "--"}, present...)})
 	if err != nil {
 		return err
 	}
@@ -235,15 +242,43 @@ func (h *head) checkIgnoredCollisions(ctx context.Context, mf manifest, priv, ta
 			}
 		}
 	}
-	hashes, err := h.git(ctx, gitcmd.Cmd{Stdin: strings.NewReader(strings.Join(present, "\n") + "\n"),
-		Args: []string{"hash-object", "--no-filters", "--stdin-paths"}})
-	if err != nil {
-		return err
-	}
-	for i, got := range strings.Split(hashes, "\n") {
-		if i < len(present) && got != want[present[i]] {
-			return conflict(present[i])
+	for _, p := range present {
+		if got, err := blobID(filepath.Join(mf.Dir, filepath.FromSlash(p)), len(want[p])); err != nil || got != want[p] {
+			return conflict(p)
 		}
 	}
 	return nil
+}
+
+// blobID returns the git object ID of the file at full as git would store
+// it without filters: its content, or a symlink's target, hashed as a
+// blob with SHA-1 or, for a hash of 64 hex digits, SHA-256. It runs no
+// process, so no path crosses a process boundary.
+func blobID(full string, hexLen int) (string, error) {
+	fi, err := os.Lstat(full)
+	if err != nil {
+		return "", err
+	}
+	var data []byte
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		t, err := os.Readlink(full)
+		if err != nil {
+			return "", err
+		}
+		data = []byte(t)
+	case fi.Mode().IsRegular():
+		if data, err = os.ReadFile(full); err != nil {
+			return "", err
+		}
+	default:
+		return "", fmt.Errorf("%s is not a file", full)
+	}
+	var hh hash.Hash = sha1.New()
+	if hexLen == 64 {
+		hh = sha256.New()
+	}
+	fmt.Fprintf(hh, "blob %d\x00", len(data))
+	hh.Write(data)
+	return hex.EncodeToString(hh.Sum(nil)), nil
 }
