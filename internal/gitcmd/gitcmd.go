@@ -3,6 +3,10 @@
 // behaviour behind grove's back.
 //
 // Every invocation:
+//   - names its repository (Cmd.GitDir, Cmd.WorkTree), so nothing is
+//     discovered from the files a head holds;
+//   - neutralizes every filter, diff and merge driver named in the
+//     configuration files git reads for it (see neutralize.go);
 //   - runs no hooks (core.hooksPath=/dev/null) and no fsmonitor
 //     (core.fsmonitor=false, which is a boolean only from git 2.36: older git
 //     would run a program named "false", so New refuses git older than 2.36);
@@ -36,7 +40,9 @@
 //
 // A failed command is a *backend.Error wrapping an *ExitError that carries
 // the arguments, the exit code and git's stderr; its code is Internal unless
-// the caller classifies it (see ExitCode and Stderr).
+// the caller classifies it (see ExitCode and Stderr). A file that its
+// working-tree-encoding attribute cannot convert is FailedPrecondition
+// with the file's path.
 package gitcmd
 
 import (
@@ -164,6 +170,13 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		"-c", "diff.external=",
 		"-c", "core.alternateRefsCommand=",
 		"-c", "core.splitIndex=false",
+		// What a file's bytes are is decided by the tree's attributes
+		// (.gitattributes, info/attributes), never by configuration a
+		// head could set for itself: the Linux defaults, fixed, so a
+		// checkpoint restored in any head and materialized anywhere gives
+		// the same bytes, modes and symlinks.
+		"-c", "core.autocrlf=false", "-c", "core.eol=lf",
+		"-c", "core.symlinks=true", "-c", "core.fileMode=true", "-c", "core.ignoreCase=false",
 	}
 	if v, ok := versions.Load(path); ok {
 		r.version = v.(Version)
@@ -287,6 +300,10 @@ func (r *Runner) run(ctx context.Context, c Cmd, harden bool) ([]byte, error) {
 		if errors.As(err, &xe) {
 			ee.ExitCode = xe.ExitCode()
 		}
+		if m := encodeFailure.FindStringSubmatch(ee.Stderr); m != nil {
+			return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: m[1], Err: fmt.Errorf(
+				"%q cannot be converted as its working-tree-encoding attribute says (%s to %s): fix the attribute or the file: %w", m[1], m[2], m[3], ee)}
+		}
 		return nil, &backend.Error{Code: backend.Internal, Op: op, Err: ee}
 	}
 	return stdout.Bytes(), nil
@@ -328,6 +345,11 @@ func (r *Runner) env(c Cmd) []string {
 	}
 	return append(env, c.Env...)
 }
+
+// encodeFailure is git's message for a file its working-tree-encoding
+// attribute cannot convert (an unknown encoding, or content that is not in
+// it): a fault of the tree, not of git.
+var encodeFailure = regexp.MustCompile(`failed to encode '(.*)' from (\S+) to (\S+)`)
 
 // ExitError is a git command that failed.
 type ExitError struct {
