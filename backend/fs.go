@@ -32,10 +32,14 @@ func (d Digest) String() string {
 // ReadFile follow symlinks that stay inside the head; Lstat and ReadLink do
 // not follow. A name with a ".." element or a leading "/", or a symlink
 // leading outside the head, is PathEscape; another malformed name is
-// InvalidArgument; a name whose first element is ".git" is PermissionDenied
-// (the git directory is never reachable through the FS, and ReadDir of the
-// root does not list it). A missing file is NotFound, and the error also
-// matches fs.ErrNotExist.
+// InvalidArgument; a name whose first element is ".git" is PermissionDenied,
+// and so is any name that resolves to the root's .git or into it through
+// symlinks: the git directory is never reachable through the FS, by any
+// path or link, for reads, writes, listings and Open. The rule holds on
+// the resolved name, when it is used: Symlink refuses a target resolving
+// to .git, a link that comes to resolve to it later is refused when
+// followed, and a listing of the root, by any name, does not list .git.
+// A missing file is NotFound, and the error also matches fs.ErrNotExist.
 //
 // Writes replace files atomically (readers see the old or the new content,
 // never a mix) and keep an existing file's mode. Errors are *Error values

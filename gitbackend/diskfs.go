@@ -17,12 +17,42 @@ import (
 	"github.com/groveworks/grove/backend"
 )
 
-// diskFS is a head's working tree on disk. Containment is the standard
-// library's os.Root: "..", absolute paths and symlinks leading out of the
-// head are refused with PathEscape by the kernel-backed resolution, not by
-// a resolver of ours. Writes go to a temporary file beside the target
-// (named with tempPrefix, which grove's checkpoints ignore) and are renamed
-// over it, keeping its mode.
+// diskFS is a head's working tree on disk.
+//
+// Containment is the standard library's os.Root: "..", absolute paths and
+// symlinks leading out of the head are refused with PathEscape by the
+// kernel-backed resolution of os.Root, not by a resolver of ours.
+//
+// The git directory is never reachable through the FS, by any path or
+// link: the rule holds on the resolved name, not on its spelling. Every
+// name is resolved element by element (resolve), each step an operation
+// of an os.Root on one directory it holds open, so a resolution only ever
+// decides where inside the head a name leads; it never widens what
+// os.Root contains. A name whose resolution reaches the root's .git — by
+// its name, or by its identity (a hard link, or another spelling on a
+// case-insensitive file system) — is PermissionDenied, for reads, writes,
+// listings and Open alike; a listing of any directory that is the head's
+// root hides .git; a symlink whose target resolves to .git is refused when
+// created, and refused again when used (a link may come from a checkout
+// or from the agent's shell, and a dangling link may start to resolve to
+// .git later).
+//
+// An entry may be swapped (a directory for a symlink, say) between the
+// step that examined it and the operation that uses it. Every operation
+// therefore acts on one element inside a directory held open, and checks
+// by identity (os.SameFile) that what it opened is what the resolution
+// examined, starting over when it is not. Operations that cannot open
+// first use calls that never follow the final element (rename, unlink,
+// symlink creation) or are confined to a directory whose subtree cannot
+// hold .git. The one residual is Chmod of an entry the caller may not
+// open for reading that lies directly in the head's root, in a head whose
+// .git is a directory (an attached checkout): a swap racing that chmod can
+// change the mode (never the content) of a file inside the git directory.
+// A mode change of .git itself is detected and undone.
+//
+// Writes go to a temporary file beside the target (named with tempPrefix,
+// which grove's checkpoints ignore) and are renamed over it, keeping its
+// mode.
 type diskFS struct {
 	dir  string
 	root *os.Root
@@ -46,7 +76,30 @@ func newDiskFS(dir string, id backend.HeadID) (*diskFS, error) {
 
 func (d *diskFS) close() { _ = d.root.Close() }
 
-// errorf maps an os error to the FS's typed errors.
+const (
+	// maxLinks bounds the symlinks one resolution follows, as the kernel's
+	// limit does.
+	maxLinks = 40
+	// maxRetries bounds how often an operation starts over because an
+	// entry changed while it was resolved.
+	maxRetries = 8
+)
+
+// errChanged reports that an entry changed between the resolution that
+// examined it and its use; the operation starts over.
+var errChanged = errors.New("an entry changed while the path was resolved")
+
+// gitDirError is the cause of every refusal to reach the git directory.
+// It matches fs.ErrPermission, as CheckPath's refusal does.
+type gitDirError struct{}
+
+func (gitDirError) Error() string        { return "the git directory is not reachable through the FS" }
+func (gitDirError) Is(target error) bool { return target == fs.ErrPermission }
+func gitDenied(op, name string) *backend.Error {
+	return &backend.Error{Code: backend.PermissionDenied, Op: "gitbackend: " + op, Path: name, Err: gitDirError{}}
+}
+
+// fsError maps an os error to the FS's typed errors.
 func fsError(op, name string, err error) error {
 	if err == nil {
 		return nil
@@ -75,7 +128,7 @@ func fsError(op, name string, err error) error {
 		code = backend.PermissionDenied
 	case errors.Is(err, fs.ErrExist), errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EISDIR):
 		code = backend.FailedPrecondition
-	case errors.Is(err, syscall.ELOOP):
+	case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EINVAL):
 		code = backend.InvalidArgument
 	}
 	return &backend.Error{Code: code, Op: "gitbackend: " + op, Path: name, Err: inner}
@@ -89,56 +142,350 @@ func checkPath(op, name string) error {
 	return nil
 }
 
+// retry runs f until it does not report errChanged, a bounded number of
+// times; an entry that keeps changing is Busy.
+func retry[T any](op, name string, f func() (T, error)) (T, error) {
+	for try := 0; ; try++ {
+		v, err := f()
+		if !errors.Is(err, errChanged) {
+			return v, err
+		}
+		if try == maxRetries {
+			var zero T
+			return zero, &backend.Error{Code: backend.Busy, Op: "gitbackend: " + op, Path: name,
+				Err: errors.New("the path kept changing while it was resolved")}
+		}
+	}
+}
+
+// spot is where a name leads: the directory holding its last element,
+// held open, and the element's name and Lstat.
+type spot struct {
+	dir  *os.Root    // the directory holding the element
+	path string      // dir's path from the head's root, through directories only
+	base string      // the element's name in dir; "" when the name is the root itself
+	fi   fs.FileInfo // the element's Lstat; nil when it does not exist
+	git  fs.FileInfo // the Lstat of the root's .git when resolved; nil if none
+	held []*os.Root  // directories opened by the resolution, closed by release
+}
+
+func (s *spot) release() {
+	for _, r := range s.held {
+		_ = r.Close()
+	}
+	s.held = nil
+}
+
+// isRoot reports whether the name is the head's root directory itself.
+func (s *spot) isRoot() bool { return s.base == "" }
+
+// resolve modes.
+const (
+	followLast = 1 << iota // follow a symlink in the last element too
+	mayMiss                // the last element may be missing
+	makeDirs               // create missing elements as directories (MkdirAll)
+)
+
+// resolve finds where the FS name leads. Every element but the last is
+// followed through symlinks; the last one too with followLast. Symlinks
+// are followed as the kernel does: a target is relative to the directory
+// holding the link, and ".." leaves the directory reached so far. A name
+// or link leading above the root, or an absolute link, is PathEscape; a
+// resolution reaching the root's .git is PermissionDenied. The caller
+// releases the spot.
+func (d *diskFS) resolve(op, name string, mode int, perm fs.FileMode) (*spot, error) {
+	if err := checkPath(op, name); err != nil {
+		return nil, err
+	}
+	var parts []string
+	if name != "." {
+		parts = strings.Split(name, "/")
+	}
+	return d.resolveParts(op, name, parts, mode, perm)
+}
+
+// resolveParts is resolve over name's elements, which may hold "." and
+// ".." (a symlink target's).
+func (d *diskFS) resolveParts(op, name string, parts []string, mode int, perm fs.FileMode) (*spot, error) {
+	git, err := d.root.Lstat(".git")
+	if err != nil {
+		git = nil
+	}
+	parts = slices.Clone(parts)
+	// dirs[k] is the directory parts[:k] leads to, held open; infos[k] its
+	// Lstat.
+	dirs := []*os.Root{d.root}
+	infos := []fs.FileInfo{nil}
+	fail := func(err error) (*spot, error) {
+		for _, r := range dirs[1:] {
+			_ = r.Close()
+		}
+		return nil, err
+	}
+	done := func(i int, base string, fi fs.FileInfo) (*spot, error) {
+		held := slices.Clone(dirs[1 : i+1])
+		for _, r := range dirs[i+1:] {
+			_ = r.Close()
+		}
+		return &spot{dir: dirs[i], path: pathOf(parts[:i]), base: base, fi: fi, git: git, held: held}, nil
+	}
+	links := 0
+	i := 0
+	for i < len(parts) {
+		c := parts[i]
+		switch c {
+		case "", ".":
+			parts = slices.Delete(parts, i, i+1)
+			continue
+		case "..":
+			if i == 0 {
+				return fail(&backend.Error{Code: backend.PathEscape, Op: "gitbackend: " + op, Path: name,
+					Err: errors.New("a symlink leads outside the head")})
+			}
+			parts = slices.Delete(parts, i-1, i+1)
+			_ = dirs[i].Close()
+			dirs, infos = dirs[:i], infos[:i]
+			i--
+			continue
+		}
+		if i == 0 && c == ".git" {
+			return fail(gitDenied(op, name))
+		}
+		dir := dirs[i]
+		last := i == len(parts)-1
+		fi, err := dir.Lstat(c)
+		if err != nil && errors.Is(err, fs.ErrNotExist) && mode&makeDirs != 0 {
+			if err := dir.Mkdir(c, perm&0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+				return fail(fsError(op, name, err))
+			}
+			fi, err = dir.Lstat(c)
+		}
+		if err != nil {
+			if last && mode&mayMiss != 0 && errors.Is(err, fs.ErrNotExist) {
+				return done(i, c, nil)
+			}
+			return fail(fsError(op, name, err))
+		}
+		if git != nil && os.SameFile(fi, git) {
+			// A hard link to .git, or .git under another spelling.
+			return fail(gitDenied(op, name))
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 && (!last || mode&followLast != 0) {
+			if links++; links > maxLinks {
+				return fail(&backend.Error{Code: backend.InvalidArgument, Op: "gitbackend: " + op, Path: name,
+					Err: errors.New("too many levels of symbolic links")})
+			}
+			target, err := dir.Readlink(c)
+			if err != nil {
+				if errors.Is(err, syscall.EINVAL) || errors.Is(err, fs.ErrNotExist) {
+					return fail(errChanged) // no longer a symlink
+				}
+				return fail(fsError(op, name, err))
+			}
+			if target == "" || path.IsAbs(target) {
+				return fail(&backend.Error{Code: backend.PathEscape, Op: "gitbackend: " + op, Path: name,
+					Err: fmt.Errorf("symlink to %q leads outside the head", target)})
+			}
+			parts = slices.Concat(parts[:i], strings.Split(target, "/"), parts[i+1:])
+			continue
+		}
+		if last {
+			return done(i, c, fi)
+		}
+		if !fi.IsDir() {
+			return fail(fsError(op, name, syscall.ENOTDIR))
+		}
+		sub, err := dir.OpenRoot(c)
+		if err != nil {
+			if errors.Is(err, syscall.ELOOP) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				return fail(errChanged) // no longer the directory examined
+			}
+			return fail(fsError(op, name, err))
+		}
+		if st, err := sub.Stat("."); err != nil || !os.SameFile(st, fi) {
+			_ = sub.Close()
+			return fail(errChanged) // swapped since its Lstat
+		}
+		dirs, infos = append(dirs, sub), append(infos, fi)
+		i++
+	}
+	if i == 0 {
+		fi, err := d.root.Lstat(".")
+		if err != nil {
+			return fail(fsError(op, name, err))
+		}
+		return &spot{dir: d.root, path: ".", fi: fi, git: git}, nil
+	}
+	// The name led through its last element as a directory (a link
+	// target ending in ".." or "."): the spot is that directory in its
+	// parent.
+	return done(i-1, parts[i-1], infos[i])
+}
+
+func pathOf(parts []string) string {
+	if len(parts) == 0 {
+		return "."
+	}
+	return strings.Join(parts, "/")
+}
+
+// open opens the element at s for reading and checks that it is the file
+// the resolution examined, and not .git.
+func (d *diskFS) open(op, name string, s *spot, flag int) (*os.File, fs.FileInfo, error) {
+	if s.fi == nil {
+		return nil, nil, fsError(op, name, fs.ErrNotExist)
+	}
+	elem := s.base
+	if s.isRoot() {
+		elem = "."
+	}
+	f, err := s.dir.OpenFile(elem, os.O_RDONLY|flag, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) {
+			return nil, nil, errChanged
+		}
+		return nil, nil, fsError(op, name, err)
+	}
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		_ = f.Close()
+		return nil, nil, fsError(op, name, err)
+	case !os.SameFile(st, s.fi):
+		_ = f.Close()
+		return nil, nil, errChanged
+	case s.git != nil && os.SameFile(st, s.git):
+		_ = f.Close()
+		return nil, nil, gitDenied(op, name)
+	}
+	return f, st, nil
+}
+
+// isHeadRoot reports whether fi is the head's root directory.
+func (d *diskFS) isHeadRoot(fi fs.FileInfo) bool {
+	if !fi.IsDir() {
+		return false
+	}
+	st, err := d.root.Stat(".")
+	return err == nil && os.SameFile(st, fi)
+}
+
 func (d *diskFS) Open(name string) (fs.File, error) {
 	if err := checkPath("open", name); err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
-	f, err := d.root.Open(name)
-	if err != nil {
-		return nil, fsError("open", name, err)
-	}
-	if name == "." {
-		return &rootDir{File: f}, nil
-	}
-	return f, nil
+	return retry("open", name, func() (fs.File, error) {
+		s, err := d.resolve("open", name, followLast, 0)
+		if err != nil {
+			return nil, err
+		}
+		defer s.release()
+		f, st, err := d.open("open", name, s, 0)
+		if err != nil {
+			return nil, err
+		}
+		base := path.Base(name)
+		if !st.IsDir() {
+			return &diskFile{f: f, name: base}, nil
+		}
+		return &diskDir{f: f, name: base, hideGit: d.isHeadRoot(st)}, nil
+	})
 }
 
-// rootDir is the head's root directory opened: its listing hides .git.
-type rootDir struct{ *os.File }
+// diskFile is an opened regular file: only the reading methods of its
+// *os.File, and Stat under the name it was opened by.
+type diskFile struct {
+	f    *os.File
+	name string
+}
 
-func (r *rootDir) ReadDir(n int) ([]fs.DirEntry, error) {
+func (f *diskFile) Read(b []byte) (int, error)                { return f.f.Read(b) }
+func (f *diskFile) ReadAt(b []byte, off int64) (int, error)   { return f.f.ReadAt(b, off) }
+func (f *diskFile) Seek(off int64, whence int) (int64, error) { return f.f.Seek(off, whence) }
+func (f *diskFile) Close() error                              { return f.f.Close() }
+func (f *diskFile) Stat() (fs.FileInfo, error)                { return named(f.f.Stat())(f.name) }
+
+// diskDir is an opened directory; the listing of the head's root hides
+// .git.
+type diskDir struct {
+	f       *os.File
+	name    string
+	hideGit bool
+}
+
+func (d *diskDir) Read(b []byte) (int, error) { return d.f.Read(b) }
+func (d *diskDir) Close() error               { return d.f.Close() }
+func (d *diskDir) Stat() (fs.FileInfo, error) { return named(d.f.Stat())(d.name) }
+
+func (d *diskDir) ReadDir(n int) ([]fs.DirEntry, error) {
 	for {
-		ents, err := r.File.ReadDir(n)
-		ents = slices.DeleteFunc(ents, func(e fs.DirEntry) bool { return e.Name() == ".git" })
+		ents, err := d.f.ReadDir(n)
+		if d.hideGit {
+			ents = slices.DeleteFunc(ents, func(e fs.DirEntry) bool { return e.Name() == ".git" })
+		}
 		if len(ents) > 0 || err != nil || n <= 0 {
 			return ents, err
 		}
 	}
 }
 
-func (d *diskFS) Stat(name string) (fs.FileInfo, error) {
-	if err := checkPath("stat", name); err != nil {
-		return nil, err
+// namedInfo is a FileInfo under the name it was asked for (a followed
+// symlink's, not its target's).
+type namedInfo struct {
+	fs.FileInfo
+	name string
+}
+
+func (n namedInfo) Name() string { return n.name }
+
+func named(fi fs.FileInfo, err error) func(name string) (fs.FileInfo, error) {
+	return func(name string) (fs.FileInfo, error) {
+		if err != nil {
+			return nil, err
+		}
+		return namedInfo{fi, name}, nil
 	}
-	fi, err := d.root.Stat(name)
-	return fi, fsError("stat", name, err)
+}
+
+func (d *diskFS) Stat(name string) (fs.FileInfo, error) {
+	return retry("stat", name, func() (fs.FileInfo, error) {
+		s, err := d.resolve("stat", name, followLast, 0)
+		if err != nil {
+			return nil, err
+		}
+		s.release()
+		if s.isRoot() {
+			return s.fi, nil
+		}
+		return namedInfo{s.fi, path.Base(name)}, nil
+	})
 }
 
 func (d *diskFS) Lstat(name string) (fs.FileInfo, error) {
-	if err := checkPath("lstat", name); err != nil {
-		return nil, err
-	}
-	fi, err := d.root.Lstat(name)
-	return fi, fsError("lstat", name, err)
+	return retry("lstat", name, func() (fs.FileInfo, error) {
+		s, err := d.resolve("lstat", name, 0, 0)
+		if err != nil {
+			return nil, err
+		}
+		s.release()
+		if s.isRoot() {
+			return s.fi, nil
+		}
+		return namedInfo{s.fi, path.Base(name)}, nil
+	})
 }
 
 func (d *diskFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	f, err := d.Open(name)
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, pe.Err
+		}
 		return nil, err
 	}
 	defer f.Close()
-	dir, ok := f.(fs.ReadDirFile)
+	dir, ok := f.(*diskDir)
 	if !ok {
 		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: readdir", Path: name, Err: errors.New("not a directory")}
 	}
@@ -151,78 +498,89 @@ func (d *diskFS) ReadDir(name string) ([]fs.DirEntry, error) {
 }
 
 func (d *diskFS) ReadFile(name string) ([]byte, error) {
-	if err := checkPath("readfile", name); err != nil {
-		return nil, err
-	}
-	data, err := d.root.ReadFile(name)
-	return data, fsError("readfile", name, err)
+	data, _, err := d.readFile("readfile", name)
+	return data, err
 }
 
 func (d *diskFS) ReadFileDigest(name string) ([]byte, backend.Digest, error) {
-	data, err := d.ReadFile(name)
+	return d.readFile("readfile", name)
+}
+
+func (d *diskFS) readFile(op, name string) ([]byte, backend.Digest, error) {
+	data, err := retry(op, name, func() ([]byte, error) {
+		s, err := d.resolve(op, name, followLast, 0)
+		if err != nil {
+			return nil, err
+		}
+		defer s.release()
+		return d.read(op, name, s)
+	})
 	if err != nil {
 		return nil, backend.Digest{}, err
 	}
 	return data, backend.DigestOf(data), nil
 }
 
-func (d *diskFS) ReadLink(name string) (string, error) {
-	if err := checkPath("readlink", name); err != nil {
-		return "", err
+// read reads the whole element at s.
+func (d *diskFS) read(op, name string, s *spot) ([]byte, error) {
+	f, st, err := d.open(op, name, s, 0)
+	if err != nil {
+		return nil, err
 	}
-	t, err := d.root.Readlink(name)
-	return t, fsError("readlink", name, err)
+	defer f.Close()
+	if st.IsDir() {
+		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: " + op, Path: name, Err: errors.New("is a directory")}
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fsError(op, name, err)
+	}
+	return data, nil
 }
 
-// target returns where a write to name lands: name itself, or, when name
-// is a symlink, the file it leads to inside the head.
-func (d *diskFS) target(op, name string) (string, error) {
-	cur := name
-	for hops := 0; hops < 40; hops++ {
-		fi, err := d.root.Lstat(cur)
-		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return "", fsError(op, name, err)
-			}
-			if fi != nil && fi.IsDir() {
-				return "", &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: " + op, Path: name, Err: errors.New("is a directory")}
-			}
-			return cur, nil
-		}
-		t, err := d.root.Readlink(cur)
+func (d *diskFS) ReadLink(name string) (string, error) {
+	return retry("readlink", name, func() (string, error) {
+		s, err := d.resolve("readlink", name, 0, 0)
 		if err != nil {
-			return "", fsError(op, name, err)
-		}
-		if err := symlinkTarget(op, cur, t); err != nil {
 			return "", err
 		}
-		cur = path.Join(path.Dir(cur), t)
-	}
-	return "", &backend.Error{Code: backend.InvalidArgument, Op: "gitbackend: " + op, Path: name, Err: errors.New("too many levels of symbolic links")}
+		defer s.release()
+		if s.isRoot() || s.fi.Mode()&fs.ModeSymlink == 0 {
+			return "", &backend.Error{Code: backend.InvalidArgument, Op: "gitbackend: readlink", Path: name, Err: errors.New("not a symbolic link")}
+		}
+		t, err := s.dir.Readlink(s.base) // one element: never followed
+		if errors.Is(err, syscall.EINVAL) || errors.Is(err, fs.ErrNotExist) {
+			return "", errChanged
+		}
+		return t, fsError("readlink", name, err)
+	})
 }
 
-// symlinkTarget checks that a symlink at name pointing to target stays
-// inside the head and out of .git.
-func symlinkTarget(op, name, target string) error {
-	if path.IsAbs(target) {
-		return &backend.Error{Code: backend.PathEscape, Op: "gitbackend: " + op, Path: name, Err: fmt.Errorf("absolute symlink target %q", target)}
+// writable resolves name for a write: where the file it leads to is, or
+// would be created.
+func (d *diskFS) writable(op, name string) (*spot, error) {
+	s, err := d.resolve(op, name, followLast|mayMiss, 0)
+	if err != nil {
+		return nil, err
 	}
-	joined := path.Join(path.Dir(name), target)
-	if joined == "." {
-		return nil
+	if s.isRoot() || s.fi != nil && s.fi.IsDir() {
+		s.release()
+		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: " + op, Path: name, Err: errors.New("is a directory")}
 	}
-	return checkPath(op, joined)
+	return s, nil
 }
 
 func (d *diskFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
-	if err := checkPath("writefile", name); err != nil {
-		return err
-	}
-	p, err := d.target("writefile", name)
-	if err != nil {
-		return err
-	}
-	return d.write("writefile", p, data, perm)
+	const op = "writefile"
+	_, err := retry(op, name, func() (struct{}, error) {
+		s, err := d.writable(op, name)
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer s.release()
+		return struct{}{}, d.write(op, name, s, data, perm)
+	})
+	return err
 }
 
 func (d *diskFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect backend.Digest) error {
@@ -232,102 +590,244 @@ func (d *diskFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect 
 	}
 	d.cas.Lock()
 	defer d.cas.Unlock()
-	p, err := d.target(op, name)
-	if err != nil {
-		return err
-	}
-	var cur backend.Digest
-	old, err := d.root.ReadFile(p)
-	switch {
-	case err == nil:
-		cur = backend.DigestOf(old)
-	case !errors.Is(err, fs.ErrNotExist):
-		return fsError(op, name, err)
-	}
-	if cur != expect {
-		return &backend.Error{Code: backend.Conflict, Op: "gitbackend: " + op, Path: name, Current: &cur,
-			Err: fmt.Errorf("content is %s, the caller expected %s", cur, expect)}
-	}
-	return d.write(op, p, data, perm)
+	_, err := retry(op, name, func() (struct{}, error) {
+		s, err := d.writable(op, name)
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer s.release()
+		var cur backend.Digest
+		if s.fi != nil {
+			old, err := d.read(op, name, s)
+			if err != nil {
+				return struct{}{}, err
+			}
+			cur = backend.DigestOf(old)
+		}
+		if cur != expect {
+			return struct{}{}, &backend.Error{Code: backend.Conflict, Op: "gitbackend: " + op, Path: name, Current: &cur,
+				Err: fmt.Errorf("content is %s, the caller expected %s", cur, expect)}
+		}
+		return struct{}{}, d.write(op, name, s, data, perm)
+	})
+	return err
 }
 
-// write replaces name atomically: a temporary file in the same directory,
-// given the existing file's mode (or perm), renamed over name.
-func (d *diskFS) write(op, name string, data []byte, perm fs.FileMode) error {
+// write replaces the element at s atomically: a temporary file in the
+// same directory, given the existing file's mode (or perm), renamed over
+// it. Every call names one element of a directory held open, and neither
+// the creation (O_EXCL) nor the rename follows a symlink there.
+func (d *diskFS) write(op, name string, s *spot, data []byte, perm fs.FileMode) error {
 	mode := perm & 0o777
-	if fi, err := d.root.Lstat(name); err == nil && fi.Mode().IsRegular() {
-		mode = fi.Mode() & 0o777
-	}
-	dir := path.Dir(name)
-	if fi, err := d.root.Stat(dir); err != nil {
-		return fsError(op, name, err)
-	} else if !fi.IsDir() {
-		return &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Path: name, Err: fmt.Errorf("%w: parent is not a directory", fs.ErrNotExist)}
+	if s.fi != nil && s.fi.Mode().IsRegular() {
+		mode = s.fi.Mode() & 0o777
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	tmp := path.Join(dir, tempPrefix+hex.EncodeToString(rnd[:]))
-	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	tmp := tempPrefix + hex.EncodeToString(rnd[:])
+	f, err := s.dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return fsError(op, name, err)
 	}
-	_, err = io.Copy(f, strings.NewReader(string(data)))
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode) // not narrowed by the umask
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = d.root.Chmod(tmp, mode) // not narrowed by the umask
-	}
-	if err == nil {
-		err = d.root.Rename(tmp, name)
+		err = s.dir.Rename(tmp, s.base)
 	}
 	if err != nil {
-		_ = d.root.Remove(tmp)
+		_ = s.dir.Remove(tmp)
 		return fsError(op, name, err)
 	}
 	return nil
 }
 
 func (d *diskFS) MkdirAll(name string, perm fs.FileMode) error {
-	if err := checkPath("mkdirall", name); err != nil {
-		return err
-	}
-	return fsError("mkdirall", name, d.root.MkdirAll(name, perm&0o777))
+	const op = "mkdirall"
+	_, err := retry(op, name, func() (struct{}, error) {
+		s, err := d.resolve(op, name, followLast|makeDirs, perm)
+		if err != nil {
+			return struct{}{}, err
+		}
+		s.release()
+		if !s.fi.IsDir() {
+			return struct{}{}, fsError(op, name, fs.ErrExist)
+		}
+		return struct{}{}, nil
+	})
+	return err
 }
 
 func (d *diskFS) Remove(name string) error {
-	if err := checkPath("remove", name); err != nil {
-		return err
-	}
-	if name == "." {
-		return &backend.Error{Code: backend.InvalidArgument, Op: "gitbackend: remove", Path: name, Err: errors.New("cannot remove the head's root")}
-	}
-	return fsError("remove", name, d.root.Remove(name))
+	const op = "remove"
+	_, err := retry(op, name, func() (struct{}, error) {
+		s, err := d.resolve(op, name, 0, 0)
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer s.release()
+		if s.isRoot() {
+			return struct{}{}, &backend.Error{Code: backend.InvalidArgument, Op: "gitbackend: remove", Path: name, Err: errors.New("cannot remove the head's root")}
+		}
+		return struct{}{}, fsError(op, name, s.dir.Remove(s.base)) // one element: never followed
+	})
+	return err
 }
 
 func (d *diskFS) Rename(oldname, newname string) error {
-	if err := checkPath("rename", oldname); err != nil {
+	const op = "rename"
+	if err := checkPath(op, oldname); err != nil {
 		return err
 	}
-	if err := checkPath("rename", newname); err != nil {
+	if err := checkPath(op, newname); err != nil {
 		return err
 	}
-	return fsError("rename", oldname, d.root.Rename(oldname, newname))
+	_, err := retry(op, oldname, func() (struct{}, error) {
+		from, err := d.resolve(op, oldname, 0, 0)
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer from.release()
+		to, err := d.resolve(op, newname, mayMiss, 0)
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer to.release()
+		if from.isRoot() || to.isRoot() {
+			return struct{}{}, &backend.Error{Code: backend.InvalidArgument, Op: "gitbackend: rename", Path: oldname, Err: errors.New("cannot rename the head's root")}
+		}
+		if from.dir == to.dir {
+			return struct{}{}, fsError(op, oldname, from.dir.Rename(from.base, to.base))
+		}
+		return struct{}{}, fsError(op, oldname, renameBetween(from.dir, from.base, to.dir, to.base))
+	})
+	return err
+}
+
+// renameBetween renames element oldname of directory from to element
+// newname of directory to, with renameat(2) on the two directories held
+// open: a directory swapped for a symlink since the resolution cannot
+// redirect it, and neither element is followed.
+func renameBetween(from *os.Root, oldname string, to *os.Root, newname string) error {
+	fd, err := from.Open(".")
+	if err != nil {
+		return err
+	}
+	defer fd.Close()
+	td, err := to.Open(".")
+	if err != nil {
+		return err
+	}
+	defer td.Close()
+	fc, err := fd.SyscallConn()
+	if err != nil {
+		return err
+	}
+	tc, err := td.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var rerr error
+	cerr := fc.Control(func(ofd uintptr) {
+		if cerr := tc.Control(func(nfd uintptr) {
+			for {
+				rerr = syscall.Renameat(int(ofd), oldname, int(nfd), newname)
+				if rerr != syscall.EINTR {
+					return
+				}
+			}
+		}); cerr != nil {
+			rerr = cerr
+		}
+	})
+	if cerr != nil {
+		return cerr
+	}
+	if rerr != nil {
+		return &os.LinkError{Op: "renameat", Old: oldname, New: newname, Err: rerr}
+	}
+	return nil
 }
 
 func (d *diskFS) Symlink(target, name string) error {
-	if err := checkPath("symlink", name); err != nil {
+	const op = "symlink"
+	if err := checkPath(op, name); err != nil {
 		return err
 	}
-	if err := symlinkTarget("symlink", name, target); err != nil {
-		return err
+	if target == "" || path.IsAbs(target) {
+		return &backend.Error{Code: backend.PathEscape, Op: "gitbackend: " + op, Path: name, Err: fmt.Errorf("symlink target %q leads outside the head", target)}
 	}
-	return fsError("symlink", name, d.root.Symlink(target, name))
+	_, err := retry(op, name, func() (struct{}, error) {
+		s, err := d.resolve(op, name, mayMiss, 0)
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer s.release()
+		if s.isRoot() || s.fi != nil {
+			return struct{}{}, fsError(op, name, fs.ErrExist)
+		}
+		// Where the link would lead now. A dangling link is fine; one
+		// leading out of the head or to .git is not. (Whatever it leads
+		// to later is checked when it is used.)
+		var parts []string
+		if s.path != "." {
+			parts = strings.Split(s.path, "/")
+		}
+		parts = append(parts, strings.Split(target, "/")...)
+		t, err := d.resolveParts(op, name, parts, followLast|mayMiss, 0)
+		switch {
+		case err == nil:
+			t.release()
+		case errors.Is(err, errChanged):
+			return struct{}{}, err
+		case errors.Is(err, gitDirError{}), backend.CodeOf(err) == backend.PathEscape:
+			return struct{}{}, err
+		}
+		return struct{}{}, fsError(op, name, s.dir.Symlink(target, s.base))
+	})
+	return err
 }
 
 func (d *diskFS) Chmod(name string, mode fs.FileMode) error {
-	if err := checkPath("chmod", name); err != nil {
-		return err
-	}
-	return fsError("chmod", name, d.root.Chmod(name, mode&0o777))
+	const op = "chmod"
+	_, err := retry(op, name, func() (struct{}, error) {
+		s, err := d.resolve(op, name, followLast, 0)
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer s.release()
+		if s.isRoot() {
+			return struct{}{}, fsError(op, name, d.root.Chmod(".", mode&0o777))
+		}
+		f, _, err := d.open(op, name, s, syscall.O_NONBLOCK)
+		if err == nil {
+			err = f.Chmod(mode & 0o777) // the very file examined
+			_ = f.Close()
+			return struct{}{}, fsError(op, name, err)
+		}
+		if backend.CodeOf(err) != backend.PermissionDenied || errors.Is(err, gitDirError{}) {
+			return struct{}{}, err
+		}
+		// Not readable: chmod by name. Below the root no symlink swapped
+		// in can lead to .git (s.dir's subtree does not hold it); in the
+		// root, a change of .git's mode is undone.
+		if err := s.dir.Chmod(s.base, mode&0o777); err != nil {
+			return struct{}{}, fsError(op, name, err)
+		}
+		if s.path == "." && s.git != nil {
+			if now, err := d.root.Lstat(".git"); err == nil && os.SameFile(now, s.git) && now.Mode() != s.git.Mode() {
+				_ = d.root.Chmod(".git", s.git.Mode()&fs.ModePerm)
+				return struct{}{}, gitDenied(op, name)
+			}
+		}
+		if now, err := s.dir.Lstat(s.base); err != nil || !os.SameFile(now, s.fi) {
+			return struct{}{}, errChanged
+		}
+		return struct{}{}, nil
+	})
+	return err
 }
