@@ -63,7 +63,9 @@ func notExist(op, name string) error { return fsErr(backend.NotFound, op, name, 
 
 // resolve finds the node name refers to, following symlinks in every
 // element but the last, and in the last too when follow is set. It returns
-// the resolved path. Callers hold m.mu.
+// the resolved path; when only the last element is missing it returns the
+// path it would have, with a NotFound error (an empty path when an earlier
+// element is missing). Callers hold m.mu.
 func (m *memFS) resolve(op, name string, follow bool) (string, *node, error) {
 	if err := backend.CheckPath(op, name); err != nil {
 		return "", nil, fsErrFrom(err)
@@ -71,50 +73,87 @@ func (m *memFS) resolve(op, name string, follow bool) (string, *node, error) {
 	if m.gone {
 		return "", nil, fsErr(backend.NotFound, op, name, errGone)
 	}
-	if name == "." {
-		return ".", m.nodes["."], nil
+	var parts []string
+	if name != "." {
+		parts = strings.Split(name, "/")
 	}
-	parts := strings.Split(name, "/")
-	cur := "."
+	return m.walk(op, name, parts, follow, false, 0)
+}
+
+// walk resolves the elements parts (which, from a symlink target, may hold
+// "." and ".."), as the kernel does: a symlink's target is relative to the
+// directory holding the link, and ".." leaves the directory reached so
+// far. A resolution leading above the root is PathEscape; one reaching the
+// root's .git — by any path or link — is PermissionDenied, as CheckPath
+// answers for the name .git itself. With mkdir, missing elements are
+// created as directories with perm. Callers hold m.mu.
+func (m *memFS) walk(op, name string, parts []string, follow, mkdir bool, perm fs.FileMode) (string, *node, error) {
+	parts = slices.Clone(parts)
 	hops := 0
-	for i := 0; i < len(parts); i++ {
-		p := joinPath(cur, parts[i])
+	i := 0
+	for i < len(parts) {
+		c := parts[i]
+		switch c {
+		case "", ".":
+			parts = slices.Delete(parts, i, i+1)
+			continue
+		case "..":
+			if i == 0 {
+				return "", nil, fsErr(backend.PathEscape, op, name, textError("a symlink leads outside the head"))
+			}
+			parts = slices.Delete(parts, i-1, i+1)
+			i--
+			continue
+		}
+		if i == 0 && c == ".git" {
+			return "", nil, fsErr(backend.PermissionDenied, op, name, errGitDir)
+		}
+		p := joinPath(pathOf(parts[:i]), c)
 		n := m.nodes[p]
+		last := i == len(parts)-1
+		if n == nil && mkdir {
+			n = &node{mode: fs.ModeDir | perm&fs.ModePerm, mtime: time.Now()}
+			m.nodes[p] = n
+		}
 		if n == nil {
+			if !last {
+				p = ""
+			}
 			return p, nil, notExist(op, name)
 		}
-		last := i == len(parts)-1
 		if n.isSymlink() && (!last || follow) {
 			hops++
 			if hops > maxSymlinkHops {
 				return "", nil, fsErr(backend.InvalidArgument, op, name, errLoop)
 			}
 			target := string(n.data)
-			joined := path.Join(parentOf(p), target)
-			if path.IsAbs(target) || joined == ".." || strings.HasPrefix(joined, "../") {
-				return "", nil, fsErr(backend.PathEscape, op, name, fs.ErrInvalid)
+			if target == "" || path.IsAbs(target) {
+				return "", nil, fsErr(backend.PathEscape, op, name, textError("symlink target "+target+" leads outside the head"))
 			}
-			if joined == ".git" || strings.HasPrefix(joined, ".git/") {
-				return "", nil, fsErr(backend.PermissionDenied, op, name, fs.ErrPermission)
-			}
-			rest := parts[i+1:]
-			parts = nil
-			if joined != "." {
-				parts = strings.Split(joined, "/")
-			}
-			parts = append(parts, rest...)
-			if len(parts) == 0 {
-				return ".", m.nodes["."], nil
-			}
-			cur, i = ".", -1
+			parts = slices.Concat(parts[:i], strings.Split(target, "/"), parts[i+1:])
 			continue
 		}
-		if !last && !n.isDir() {
-			return p, nil, notExist(op, name)
+		if last {
+			return p, n, nil
 		}
-		cur = p
+		if !n.isDir() {
+			if mkdir {
+				return "", nil, fsErr(backend.AlreadyExists, op, name, fs.ErrExist)
+			}
+			return "", nil, notExist(op, name)
+		}
+		i++
 	}
-	return cur, m.nodes[cur], nil
+	// Every element led through a directory (or there were none).
+	p := pathOf(parts)
+	return p, m.nodes[p], nil
+}
+
+func pathOf(parts []string) string {
+	if len(parts) == 0 {
+		return "."
+	}
+	return strings.Join(parts, "/")
 }
 
 // fsErrFrom gives a CheckPath error the package's prefix.
@@ -126,8 +165,8 @@ func fsErrFrom(err error) error {
 }
 
 // target returns the path a write to name lands on: the resolved file if it
-// exists (following symlinks), or name's resolved parent joined with its
-// base. The parent must be an existing directory. Callers hold m.mu.
+// exists (following symlinks), or where it would be created. The parent
+// must be an existing directory. Callers hold m.mu.
 func (m *memFS) target(op, name string) (string, *node, error) {
 	p, n, err := m.resolve(op, name, true)
 	if err == nil {
@@ -136,18 +175,10 @@ func (m *memFS) target(op, name string) (string, *node, error) {
 		}
 		return p, n, nil
 	}
-	if backend.CodeOf(err) != backend.NotFound || m.gone {
+	if backend.CodeOf(err) != backend.NotFound || p == "" {
 		return "", nil, err
 	}
-	dir, base := parentOf(name), path.Base(name)
-	dp, dn, err := m.resolve(op, dir, true)
-	if err != nil {
-		return "", nil, err
-	}
-	if !dn.isDir() {
-		return "", nil, notExist(op, name)
-	}
-	return joinPath(dp, base), nil, nil
+	return p, nil, nil
 }
 
 func (m *memFS) Open(name string) (fs.File, error) {
@@ -299,25 +330,19 @@ func (m *memFS) MkdirAll(name string, perm fs.FileMode) error {
 	if err := backend.CheckPath(op, name); err != nil {
 		return fsErrFrom(err)
 	}
-	if name == "." {
-		return nil
+	if m.gone {
+		return fsErr(backend.NotFound, op, name, errGone)
 	}
-	parts := strings.Split(name, "/")
-	for i := range parts {
-		sub := strings.Join(parts[:i+1], "/")
-		p, n, err := m.resolve(op, sub, true)
-		switch {
-		case err == nil && n.isDir():
-			continue
-		case err == nil:
-			return fsErr(backend.AlreadyExists, op, sub, fs.ErrExist)
-		case backend.CodeOf(err) != backend.NotFound || m.gone:
-			return err
-		}
-		if _, pn, perr := m.resolve(op, parentOf(sub), true); perr != nil || !pn.isDir() {
-			return err
-		}
-		m.nodes[p] = &node{mode: fs.ModeDir | perm&fs.ModePerm, mtime: time.Now()}
+	var parts []string
+	if name != "." {
+		parts = strings.Split(name, "/")
+	}
+	_, n, err := m.walk(op, name, parts, true, true, perm)
+	if err != nil {
+		return err
+	}
+	if !n.isDir() {
+		return fsErr(backend.AlreadyExists, op, name, fs.ErrExist)
 	}
 	return nil
 }
@@ -359,17 +384,8 @@ func (m *memFS) Rename(oldname, newname string) error {
 	case err == nil && nn.isDir():
 		return fsErr(backend.AlreadyExists, op, newname, fs.ErrExist)
 	case err == nil:
-	case backend.CodeOf(err) != backend.NotFound:
+	case backend.CodeOf(err) != backend.NotFound || np == "":
 		return err
-	default:
-		dp, dn, derr := m.resolve(op, parentOf(newname), true)
-		if derr != nil {
-			return derr
-		}
-		if !dn.isDir() {
-			return notExist(op, newname)
-		}
-		np = joinPath(dp, path.Base(newname))
 	}
 	if np == oldp {
 		return nil
@@ -391,30 +407,33 @@ func (m *memFS) Rename(oldname, newname string) error {
 	return nil
 }
 
+// Symlink refuses a target that leads outside the head or to .git now;
+// a link that only later resolves to .git is refused when used.
 func (m *memFS) Symlink(target, name string) error {
 	const op = "symlink"
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	joined := path.Join(parentOf(name), target)
-	if target == "" || path.IsAbs(target) || joined == ".." || strings.HasPrefix(joined, "../") {
+	if target == "" || path.IsAbs(target) {
 		return fsErr(backend.PathEscape, op, name, textError("symlink target "+target+" leads outside the head"))
 	}
-	if err := backend.CheckPath(op, name); err != nil {
-		return fsErrFrom(err)
-	}
-	if _, _, err := m.resolve(op, name, false); err == nil {
+	p, _, err := m.resolve(op, name, false)
+	switch {
+	case err == nil:
 		return fsErr(backend.AlreadyExists, op, name, fs.ErrExist)
-	} else if backend.CodeOf(err) != backend.NotFound || m.gone {
+	case backend.CodeOf(err) != backend.NotFound || p == "" || m.gone:
 		return err
 	}
-	dp, dn, err := m.resolve(op, parentOf(name), true)
-	if err != nil {
-		return err
+	var parts []string
+	if dir := parentOf(p); dir != "." {
+		parts = strings.Split(dir, "/")
 	}
-	if !dn.isDir() {
-		return notExist(op, name)
+	parts = append(parts, strings.Split(target, "/")...)
+	if _, _, err := m.walk(op, name, parts, true, false, 0); err != nil {
+		if c := backend.CodeOf(err); c == backend.PathEscape || c == backend.PermissionDenied {
+			return err
+		}
 	}
-	m.nodes[joinPath(dp, path.Base(name))] = &node{mode: fs.ModeSymlink | 0o777, data: []byte(target), mtime: time.Now()}
+	m.nodes[p] = &node{mode: fs.ModeSymlink | 0o777, data: []byte(target), mtime: time.Now()}
 	return nil
 }
 
@@ -516,4 +535,12 @@ const (
 	errNotLink  = textError("not a symbolic link")
 	errNotEmpty = textError("directory not empty")
 	errStale    = textError("content changed since it was read")
+	errGitDir   = gitDirError("the git directory is not reachable through the FS")
 )
+
+// gitDirError is the cause of a refusal to reach .git through a link. It
+// matches fs.ErrPermission, as CheckPath's refusal of the name .git does.
+type gitDirError string
+
+func (e gitDirError) Error() string      { return string(e) }
+func (gitDirError) Is(target error) bool { return target == fs.ErrPermission }
