@@ -1,0 +1,100 @@
+package backendtest
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/groveworks/grove/backend"
+)
+
+func init() {
+	register(
+		testCase{
+			name:   "the_git_directory_is_unreachable_through_the_FS_by_any_path_or_link",
+			clause: "FS: .git is never reachable through the FS, by any path or link: a name or symlink resolving to it is PermissionDenied for reads, writes, listings and Open, a symlink to it is refused, and a listing of the root (by any name) hides it",
+			run: func(e *env) {
+				h := e.head()
+				fsys := h.FS()
+				var gitBefore []byte
+				if e.caps.HostRoot {
+					data, err := os.ReadFile(filepath.Join(h.Info().Root, ".git"))
+					if err == nil {
+						gitBefore = data
+					}
+				}
+				if !e.caps.Symlinks {
+					e.wantCode(fsys.Symlink(".", "s"), backend.Unimplemented, "Symlink without the Symlinks capability")
+					return
+				}
+				e.must(fsys.Symlink(".", "s"), "Symlink s -> . (a link to the root is allowed)")
+				if e.read(h, "s/README.md") != "hello\n" {
+					e.fail("reading README.md through a link to the root")
+				}
+				for _, name := range []string{"s/.git", "s/s/.git"} {
+					_, err := fsys.ReadFile(name)
+					e.wantCode(err, backend.PermissionDenied, "ReadFile "+name)
+					_, _, err = fsys.ReadFileDigest(name)
+					e.wantCode(err, backend.PermissionDenied, "ReadFileDigest "+name)
+					_, err = fsys.Stat(name)
+					e.wantCode(err, backend.PermissionDenied, "Stat "+name)
+					_, err = fsys.Lstat(name)
+					e.wantCode(err, backend.PermissionDenied, "Lstat "+name)
+					_, err = fsys.ReadLink(name)
+					e.wantCode(err, backend.PermissionDenied, "ReadLink "+name)
+					_, err = fsys.Open(name)
+					e.wantCode(err, backend.PermissionDenied, "Open "+name)
+					_, err = fsys.ReadDir(name)
+					e.wantCode(err, backend.PermissionDenied, "ReadDir "+name)
+					e.wantCode(fsys.WriteFile(name, []byte("gitdir: /tmp/evil\n"), 0o644), backend.PermissionDenied, "WriteFile "+name)
+					e.wantCode(fsys.WriteFileIf(name, []byte("gitdir: /tmp/evil\n"), 0o644, backend.Digest{}), backend.PermissionDenied, "WriteFileIf "+name)
+					e.wantCode(fsys.MkdirAll(name+"/x", 0o755), backend.PermissionDenied, "MkdirAll "+name+"/x")
+					e.wantCode(fsys.Remove(name), backend.PermissionDenied, "Remove "+name)
+					e.wantCode(fsys.Rename("README.md", name), backend.PermissionDenied, "Rename README.md onto "+name)
+					e.wantCode(fsys.Rename(name, "stolen"), backend.PermissionDenied, "Rename "+name+" away")
+					if e.caps.FileModes {
+						e.wantCode(fsys.Chmod(name, 0), backend.PermissionDenied, "Chmod "+name)
+					}
+				}
+				for _, name := range []string{".", "s", "s/s"} {
+					ents, err := fsys.ReadDir(name)
+					e.must(err, "ReadDir "+name)
+					listed := false
+					for _, d := range ents {
+						if d.Name() == ".git" {
+							e.fail("ReadDir %s (the root) lists .git", name)
+						}
+						listed = listed || d.Name() == "README.md"
+					}
+					if !listed {
+						e.fail("ReadDir %s does not list the root's README.md", name)
+					}
+				}
+				e.must(fsys.MkdirAll("deep", 0o755), "MkdirAll deep")
+				for _, c := range [][2]string{{".git", "gitlink"}, {"s/.git", "x"}, {"../.git", "deep/up"}, {"../s/.git", "deep/up2"}} {
+					e.wantCode(fsys.Symlink(c[0], c[1]), backend.PermissionDenied, "Symlink "+c[1]+" -> "+c[0])
+					if _, err := fsys.Lstat(c[1]); !isNotExist(err) {
+						e.fail("a refused Symlink %s -> %s left a link (Lstat: %v)", c[1], c[0], err)
+					}
+				}
+				// A dangling link may start to resolve to .git later: it is
+				// refused when used.
+				e.must(fsys.Symlink("later/.git", "pending"), "Symlink pending -> later/.git (dangling)")
+				e.must(fsys.Symlink(".", "later"), "Symlink later -> .")
+				_, err := fsys.ReadFile("pending")
+				e.wantCode(err, backend.PermissionDenied, "ReadFile through a link that came to resolve to .git")
+				e.wantCode(fsys.WriteFile("pending", []byte("gitdir: /tmp/evil\n"), 0o644), backend.PermissionDenied, "WriteFile through a link that came to resolve to .git")
+				if gitBefore != nil {
+					after, err := os.ReadFile(filepath.Join(h.Info().Root, ".git"))
+					if err != nil || !bytes.Equal(after, gitBefore) {
+						e.fail("the head's .git changed: %q, was %q (%v)", after, gitBefore, err)
+					}
+				}
+			},
+		},
+	)
+}
+
+func isNotExist(err error) bool { return err != nil && errors.Is(err, fs.ErrNotExist) }
