@@ -221,7 +221,7 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 	if err != nil {
 		return backend.CheckpointResult{}, err
 	}
-	priv, err := h.seedIndex(mf, privateIndex)
+	priv, err := h.seedIndex(ctx, mf, privateIndex, st.commit)
 	if err != nil {
 		return backend.CheckpointResult{}, err
 	}

@@ -414,6 +414,9 @@ func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, er
 		err = os.Remove(tmp)
 		if err == nil {
 			err = copyIndex(filepath.Join(mf.Admin, "index"), tmp)
+			if errors.Is(err, errDamagedIndex) {
+				err = h.rebuildIndex(ctx, tmp, "HEAD")
+			}
 		}
 		if err == nil {
 			err = h.retryOnIndex(ctx, tmp, "HEAD", func() error {

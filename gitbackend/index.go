@@ -1,9 +1,14 @@
 package gitbackend
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,11 +19,48 @@ import (
 )
 
 // seedIndex copies the head's index to a private index in its git dir, so
-// that git's stat cache stays warm.
-func (h *head) seedIndex(mf manifest, name string) (string, error) {
+// that git's stat cache stays warm. A head index that fails its checksum
+// (git itself does not check it when it reads an index, and writes the
+// trees of a garbled one as they are: unsorted, corrupt) is not used: the
+// private index is read from commit instead.
+func (h *head) seedIndex(ctx context.Context, mf manifest, name, commit string) (string, error) {
 	priv := filepath.Join(mf.Admin, name)
 	_ = os.Remove(priv)
-	return priv, copyIndex(filepath.Join(mf.Admin, "index"), priv)
+	err := copyIndex(filepath.Join(mf.Admin, "index"), priv)
+	if errors.Is(err, errDamagedIndex) {
+		err = h.rebuildIndex(ctx, priv, commit)
+	}
+	return priv, err
+}
+
+// errDamagedIndex is an index file whose header or checksum is wrong.
+var errDamagedIndex = errors.New("damaged index")
+
+// checkIndex verifies an index file's header and trailing checksum (SHA-1,
+// or SHA-256 for a repository of that format, told by the trailer's
+// length); a zero trailer is git's index.skipHash and is accepted.
+func checkIndex(data []byte) error {
+	if len(data) < 12 || string(data[:4]) != "DIRC" {
+		return errDamagedIndex
+	}
+	if v := binary.BigEndian.Uint32(data[4:8]); v < 2 || v > 4 {
+		return errDamagedIndex
+	}
+	for _, hh := range []hash.Hash{sha1.New(), sha256.New()} {
+		n := hh.Size()
+		if len(data) < 12+n {
+			continue
+		}
+		body, sum := data[:len(data)-n], data[len(data)-n:]
+		if bytes.Equal(sum, make([]byte, n)) {
+			return nil
+		}
+		hh.Write(body)
+		if bytes.Equal(hh.Sum(nil), sum) {
+			return nil
+		}
+	}
+	return errDamagedIndex
 }
 
 // rebuildIndex replaces the private index priv with one read from commit,
@@ -61,6 +103,9 @@ func copyIndex(src, dst string) error {
 		return err
 	}
 	data, err := os.ReadFile(src)
+	if err == nil {
+		err = checkIndex(data)
+	}
 	if err == nil {
 		err = os.WriteFile(dst, data, 0o644)
 	}

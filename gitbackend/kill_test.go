@@ -77,6 +77,9 @@ func TestHelperProcess(t *testing.T) {
 		case "churn":
 			ready()
 			return churn(ctx, b, job.Repo, job.Name, job.Rounds)
+		case "torture": // Name is the harness's state dir, Rounds its seed
+			ready()
+			return torture(ctx, job.Repo, job.Name, job.Rounds)
 		}
 		bind, err := workspace.DecodeBinding(job.Binding)
 		if err != nil {
