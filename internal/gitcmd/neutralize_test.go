@@ -59,11 +59,11 @@ func TestScanFindsEveryDriverGitCouldSee(t *testing.T) {
 [include]
 	path = inc/one.cfg
 [includeIf "gitdir:/never/"]
-	path = "/` + dir + `/cond.cfg"
+	path = "/`+dir+`/cond.cfg"
 [other]
-	PATH = ` + dir + `/other.cfg # any section's path key is followed
+	PATH = `+dir+`/other.cfg # any section's path key is followed
 # a comment \
-path = ` + dir + `/aftercomment.cfg
+path = `+dir+`/aftercomment.cfg
 `)
 	require.NoError(t, os.MkdirAll(filepath.Join(common, "inc"), 0o755))
 	write(filepath.Join(common, "inc", "one.cfg"), "[include]\n\tpath = two.cfg\n[diff \"one\"]\n\tcommand = c\n")
