@@ -51,6 +51,81 @@
 // Each linked worktree's git dir carries the head ID (grove-head-id), which
 // Reopen checks.
 //
+// # Threat model: what an agent inside a head may do
+//
+// The agent working in a head is untrusted. It may have a shell in the
+// head: it runs git config (the repository's config, or the head's own
+// config.worktree after turning on extensions.worktreeConfig), writes any
+// file of the head, its .gitattributes and its .git file, makes symlinks
+// and nested repositories, leaves index.lock files. Or it may have only
+// the head's FS, which gives it no more. Everything it can write is hostile
+// input to grove's next git command, which runs with the orchestrator's
+// rights. Each class of attack is closed at its root:
+//
+//   - Redirection. Every git command on a head is given its git dir and
+//     working tree from grove's records (GIT_DIR and GIT_WORK_TREE), never
+//     discovered from the head's .git file; a core.worktree an agent
+//     configures is overridden. Before every operation that runs git on
+//     the head's files, the head's directory (not a symlink), its .git
+//     file, its git dir's gitdir and commondir must point at each other as
+//     recorded: otherwise the operation is NotFound (unregistered, moved,
+//     missing) and nothing runs. Destroy still removes a head whose .git
+//     file was rewritten, as long as the repository registers it there.
+//     Commands on the repository itself run as in a bare repository.
+//   - Commands git would run. Hooks, fsmonitor, pagers, editors, askpass,
+//     credential helpers, ssh, signing and signature verification,
+//     external diffs and textconv are turned off on every command; every
+//     filter, diff and merge driver named in any configuration file git
+//     reads for the command (the repository's config, the head's
+//     config.worktree, every file they include, whatever an includeIf
+//     says) is overridden to nothing, whenever it appeared. The files are
+//     read in-process, cached by identity and modification time, so this
+//     costs no process. Aliases never apply to the built-in commands grove
+//     runs. A configuration that cannot be read safely (an include that is
+//     a FIFO, more than 512 drivers) is FailedPrecondition.
+//   - Paths. The git directory is never reachable through the FS, by any
+//     path or link (the check is made on the resolved path). Head IDs read
+//     from a binding or a manifest must be canonical UUIDs before they
+//     become part of a path or a ref (BindingCorrupt otherwise). Paths that
+//     cross to git are NUL-separated or hashed in-process, and passed
+//     literally, never as patterns. Restore never writes through a symlink
+//     that took a tracked directory's place: git replaces it.
+//   - Never half-applied, never wedged. Every lock an operation needs is
+//     taken before anything changes. A head's index.lock held by a git
+//     command outside grove is waited for Options.LockWait (5 s by
+//     default), then the operation is Busy naming the lock file; a restore
+//     takes it before it writes a file, and once its files are written it
+//     finishes the branch and index even if its context ends. A head index
+//     that fails its checksum, or that git cannot read, is replaced by one
+//     read from HEAD (a checkpoint captures the working tree, not the
+//     index); a leftover index.lock of grove's own is recognized and
+//     removed.
+//   - Nothing silently dropped. A nested repository's files are captured
+//     as files (never as a bare gitlink, and an empty nested repository
+//     never fails a checkpoint); its own git dir is not captured, as no .git
+//     ever is, and git clean never removes it on restore. What a checkpoint
+//     cannot hold is listed in Skipped, and Destroy without Discard refuses
+//     while a new file over the size cap exists.
+//   - File content. What a file's bytes are is decided by the tree's
+//     attributes (ident, text, eol, working-tree-encoding, as git add and
+//     checkout apply them), never by configuration a head can set:
+//     core.autocrlf, core.eol, core.symlinks, core.fileMode and
+//     core.ignoreCase are fixed to the Linux defaults, so restoring a
+//     checkpoint and materializing it give the same bytes, modes and
+//     symlinks. A file its working-tree-encoding cannot convert is
+//     FailedPrecondition naming it.
+//
+// What stays open: a configuration file rewritten in the instant between
+// grove's read of it and git's (an agent racing grove's own commands
+// in a loop) could name a driver grove has not overridden; and git writes
+// the trees of an index crafted with a valid checksum but unsorted
+// entries as they are (an agent with write access to the head's git dir
+// can damage its own checkpoints, not escape). Temporary files of FS
+// writes made by another process while a checkpoint runs may be captured
+// and are gone at the next one. A create killed inside git worktree add
+// leaves a registration git fsck reports until the next open of the
+// workspace removes it.
+//
 // # Repository shapes
 //
 // Sparse checkout, partial clone and filter drivers (clean/smudge/process,
