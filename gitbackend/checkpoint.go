@@ -18,7 +18,12 @@ import (
 // capture stages the head's whole state into the private index priv:
 // tracked and untracked files, minus new files over the cap, plus the
 // included ignored paths. It returns what it skipped.
+//
+// FS writes of the head in this process wait while it runs, so that their
+// temporary files are never seen.
 func (h *head) capture(ctx context.Context, mf manifest, priv string, opts *backend.CheckpointOptions) ([]backend.Skipped, error) {
+	h.fs.writes.Lock()
+	defer h.fs.writes.Unlock()
 	capSize := opts.MaxNewFileSize
 	if capSize == 0 {
 		capSize = backend.DefaultMaxNewFileSize

@@ -50,13 +50,16 @@ import (
 // change the mode (never the content) of a file inside the git directory.
 // A mode change of .git itself is detected and undone.
 //
-// Writes go to a temporary file beside the target (named with tempPrefix,
-// which grove's checkpoints ignore) and are renamed over it, keeping its
-// mode.
+// Writes go to a temporary file beside the target (named with tempPrefix)
+// and are renamed over it, keeping its mode. No name is taken from the
+// user: a write holds its head's writes lock for reading while its
+// temporary file exists, and a checkpoint holds it for writing while git
+// looks at the tree, so no checkpoint in this process ever sees one.
 type diskFS struct {
-	dir  string
-	root *os.Root
-	cas  *sync.Mutex // serializes WriteFileIf on one head within the process
+	dir    string
+	root   *os.Root
+	cas    *sync.Mutex   // serializes WriteFileIf on one head within the process
+	writes *sync.RWMutex // see above
 }
 
 var _ backend.FS = (*diskFS)(nil)
@@ -65,13 +68,18 @@ var _ backend.FS = (*diskFS)(nil)
 // in this process.
 var casLocks sync.Map // backend.HeadID → *sync.Mutex
 
+// writeLocks holds one writes lock per head, shared by every handle of the
+// head in this process.
+var writeLocks sync.Map // backend.HeadID → *sync.RWMutex
+
 func newDiskFS(dir string, id backend.HeadID) (*diskFS, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
 	mu, _ := casLocks.LoadOrStore(id, new(sync.Mutex))
-	return &diskFS{dir: dir, root: root, cas: mu.(*sync.Mutex)}, nil
+	wl, _ := writeLocks.LoadOrStore(id, new(sync.RWMutex))
+	return &diskFS{dir: dir, root: root, cas: mu.(*sync.Mutex), writes: wl.(*sync.RWMutex)}, nil
 }
 
 func (d *diskFS) close() { _ = d.root.Close() }
@@ -622,6 +630,8 @@ func (d *diskFS) write(op, name string, s *spot, data []byte, perm fs.FileMode) 
 	if s.fi != nil && s.fi.Mode().IsRegular() {
 		mode = s.fi.Mode() & 0o777
 	}
+	d.writes.RLock()
+	defer d.writes.RUnlock()
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := tempPrefix + hex.EncodeToString(rnd[:])

@@ -213,8 +213,6 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 		if id, err = m.initWorkspace(); err != nil {
 			return nil, backend.Errorf(backend.Internal, op, "recording the workspace: %w", err)
 		}
-	} else if err := m.writeExclude(); err != nil {
-		return nil, backend.Errorf(backend.Internal, op, "%w", err)
 	}
 	w.id = id
 	if err := w.recoverCreates(ctx); err != nil {

@@ -131,13 +131,14 @@ func (h *head) enterTree(ctx context.Context, op string) (manifest, error) {
 
 // git runs a command on the head: its git dir and working tree are the
 // ones grove recorded, never what git would discover from the head's
-// files. grove's own exclude file keeps its temporary files out of
-// checkpoints.
+// files. What is ignored is what the tree's .gitignore files and the
+// repository's info/exclude say: no excludes file named in configuration
+// is read.
 func (h *head) git(ctx context.Context, c gitcmd.Cmd) (string, error) {
 	h.mu.Lock()
 	c.GitDir, c.WorkTree, c.Dir = h.mf.Admin, h.mf.Dir, h.mf.Dir
 	h.mu.Unlock()
-	c.Args = append([]string{"-c", "core.excludesFile=" + h.w.meta.excludeFile()}, c.Args...)
+	c.Args = append([]string{"-c", "core.excludesFile=/dev/null"}, c.Args...)
 	return h.w.repo.r.Output(ctx, c)
 }
 

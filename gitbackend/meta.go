@@ -19,7 +19,6 @@ import (
 // grove's metadata lives under <common git dir>/grove:
 //
 //	workspace.json        the workspace's stable ID
-//	exclude               patterns grove's own git commands ignore (its temp files)
 //	heads/<head-id>.json  one manifest per head; destroyed heads leave a tombstone
 //	heads/<head-id>.op    present while an operation that writes the head's index runs
 //	locks/repo.lock       the short per-repository lock
@@ -61,7 +60,6 @@ type meta struct{ dir string }
 func metaOf(common string) meta { return meta{dir: filepath.Join(common, "grove")} }
 
 func (m meta) workspaceFile() string { return filepath.Join(m.dir, "workspace.json") }
-func (m meta) excludeFile() string   { return filepath.Join(m.dir, "exclude") }
 func (m meta) headsDir() string      { return filepath.Join(m.dir, "heads") }
 func (m meta) manifestFile(id backend.HeadID) string {
 	return filepath.Join(m.dir, "heads", string(id)+".json")
@@ -77,8 +75,8 @@ func (m meta) bindLock(id backend.HeadID) string {
 	return filepath.Join(m.dir, "locks", string(id)+".bind")
 }
 
-// tempPrefix starts the names of grove's temporary files inside heads; the
-// exclude file keeps them out of checkpoints.
+// tempPrefix starts the names of grove's temporary files: in its metadata,
+// and beside a file an FS write replaces (see diskFS).
 const tempPrefix = ".grove-tmp-"
 
 type workspaceRecord struct {
@@ -105,15 +103,12 @@ func (m meta) readWorkspaceID() (backend.WorkspaceID, bool, error) {
 }
 
 // initWorkspace records a new workspace ID unless one exists; callers hold
-// the repository lock. It also (re)writes the exclude file.
+// the repository lock.
 func (m meta) initWorkspace() (backend.WorkspaceID, error) {
 	for _, d := range []string{m.headsDir(), filepath.Dir(m.repoLock())} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return "", err
 		}
-	}
-	if err := m.writeExclude(); err != nil {
-		return "", err
 	}
 	id, ok, err := m.readWorkspaceID()
 	if err != nil || ok {
@@ -125,18 +120,6 @@ func (m meta) initWorkspace() (backend.WorkspaceID, error) {
 		return "", err
 	}
 	return rec.ID, nil
-}
-
-// excludePatterns keep grove's temporary files out of what its git
-// commands see (core.excludesFile of every command run in a head).
-const excludePatterns = tempPrefix + "*\n"
-
-// writeExclude writes the exclude file unless it already says the same.
-func (m meta) writeExclude() error {
-	if data, err := os.ReadFile(m.excludeFile()); err == nil && string(data) == excludePatterns {
-		return nil
-	}
-	return writeFileAtomic(m.excludeFile(), []byte(excludePatterns))
 }
 
 // validHeadID reports whether id is a head ID grove makes: a UUID in its

@@ -1,8 +1,11 @@
 package gitbackend_test
 
 import (
+	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -153,16 +156,48 @@ func TestHeadFSIsContained(t *testing.T) {
 	assert.NotZero(t, fi.Mode()&os.ModeSymlink, "the symlink was replaced by a file")
 }
 
-func TestGrovesTemporaryFilesAreNeverCaptured(t *testing.T) {
+// grove's temporary files are kept out of checkpoints without taking
+// names from the user: a file of the agent's named like one is captured,
+// and FS writes racing checkpoints never leave one in a checkpoint.
+func TestGrovesTemporaryFilesAreNeverCapturedAndTheirNamesStayTheUsers(t *testing.T) {
 	f := newFixture(t)
 	h := f.head("agent")
-	// A write in flight leaves a temporary file for a moment.
-	f.write(h, "src/.grove-tmp-0123456789abcdef", "half-written")
-	f.write(h, "real.txt", "r\n")
+	f.write(h, "src/.grove-tmp-0123456789abcdef", "the agent's own file")
+	f.write(h, ".grove-tmp-notes", "also the agent's")
 	cp, err := h.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
-	assert.Equal(t, "", f.git(f.repo, "ls-tree", "-r", "--name-only", string(cp.ID), "src/.grove-tmp-0123456789abcdef"))
-	assert.Equal(t, "real.txt", f.git(f.repo, "ls-tree", "-r", "--name-only", string(cp.ID), "real.txt"))
+	files := f.git(f.repo, "ls-tree", "-r", "--name-only", string(cp.ID))
+	assert.Contains(t, files, "src/.grove-tmp-0123456789abcdef")
+	assert.Contains(t, files, ".grove-tmp-notes")
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 300 {
+			if err := h.FS().WriteFile(fmt.Sprintf("w%d.txt", i%5), []byte(strings.Repeat("x", i)), 0o644); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	var cps []string
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		cp, err := h.Checkpoint(f.ctx, nil)
+		require.NoError(t, err)
+		cps = append(cps, string(cp.ID))
+	}
+	for _, id := range cps {
+		for _, name := range strings.Split(f.git(f.repo, "ls-tree", "-r", "--name-only", id), "\n") {
+			if strings.HasPrefix(path.Base(name), ".grove-tmp-") && name != ".grove-tmp-notes" && name != "src/.grove-tmp-0123456789abcdef" {
+				t.Fatalf("checkpoint %s captured grove's temporary file %s", id, name)
+			}
+		}
+	}
 }
 
 func TestARepositoryWithItsGitDirElsewhereWorks(t *testing.T) {

@@ -255,6 +255,14 @@ func corruptOne(t *testing.T, f *fixture, st tortureState, rng *rand.Rand) strin
 	}
 	switch rng.IntN(5) {
 	case 0:
+		// Only a head grove can still reach gets its index damaged: an
+		// unreachable head's damaged index is nobody's to repair, and git
+		// fsck reports it.
+		h, err := workspace.Reopen(f.ctx, gitbackend.New(gitbackend.Options{}), bind, nil)
+		if err != nil {
+			return "none (head unreachable)"
+		}
+		_ = h.Close()
 		if admin != "" && garble(filepath.Join(admin, "index")) {
 			return "index"
 		}
