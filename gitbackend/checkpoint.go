@@ -357,7 +357,7 @@ func (h *head) recordCheckpoint(ctx context.Context, mf manifest, st headState, 
 	}
 	defer rl.Unlock()
 	if _, err := h.w.repo.run(ctx, gitcmd.Cmd{Stdin: strings.NewReader(tx.String()), Args: []string{"update-ref", "--stdin"}}); err != nil {
-		if backend.CodeOf(err) == backend.Canceled {
+		if c := backend.CodeOf(err); c == backend.Canceled || c == backend.Busy {
 			return err
 		}
 		if msg := gitcmd.Stderr(err); strings.Contains(msg, "but expected") || strings.Contains(msg, "already exists") ||

@@ -27,8 +27,9 @@ type Options struct {
 	// heads: 0 means one per CPU, 1 means sequential checkout.
 	CheckoutWorkers int
 	// LockWait bounds how long an operation waits for a lock that a git
-	// command outside grove holds (a head's index.lock) before it fails
-	// with Busy, having changed nothing; 0 means DefaultLockWait. A lock
+	// command outside grove holds (a head's index.lock, a ref's lock,
+	// packed-refs.lock) before it fails with Busy naming the lock file,
+	// having changed nothing; 0 means DefaultLockWait. A lock
 	// grove holds itself is waited for until the context ends: its holder
 	// is a live grove operation (the kernel releases a dead one's).
 	LockWait time.Duration
@@ -123,7 +124,7 @@ func (b *Backend) enter(ctx context.Context, op string) (*gitcmd.Runner, error) 
 	if r != nil {
 		return r, nil
 	}
-	r, err := gitcmd.New(ctx, gitcmd.Options{Git: b.opts.Git, CheckoutWorkers: b.opts.CheckoutWorkers})
+	r, err := gitcmd.New(ctx, gitcmd.Options{Git: b.opts.Git, CheckoutWorkers: b.opts.CheckoutWorkers, LockWait: b.lockWait()})
 	if err != nil {
 		return nil, err
 	}

@@ -189,3 +189,31 @@ func TestADamagedIndexIsRepairedNotADeadEnd(t *testing.T) {
 		})
 	}
 }
+
+// A ref lock a git command outside grove holds (the head's branch's) is
+// waited for the bounded time, then the checkpoint is Busy naming it and
+// records nothing.
+func TestAForeignRefLockIsBusyNamingIt(t *testing.T) {
+	f := newFixture(t)
+	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{LockWait: 200 * time.Millisecond}), f.repo, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	h, err := ws.Head("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	lockPath := filepath.Join(f.repo, ".git", "refs", "heads", "grove", "agent.lock")
+	require.NoError(t, os.WriteFile(lockPath, nil, 0o644))
+	f.write(h, "a.txt", "a\n")
+	_, err = h.Checkpoint(f.ctx, nil)
+	var be *backend.Error
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, backend.Busy, be.Code, "%v", err)
+	assert.Equal(t, lockPath, be.Path)
+	log, err := h.Log(f.ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, log, "a checkpoint that gave up recorded one")
+	require.NoError(t, os.Remove(lockPath))
+	_, err = h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, f.git(h.Info().Root, "status", "--porcelain"))
+}

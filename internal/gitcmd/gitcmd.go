@@ -40,7 +40,8 @@
 //
 // A failed command is a *backend.Error wrapping an *ExitError that carries
 // the arguments, the exit code and git's stderr; its code is Internal unless
-// the caller classifies it (see ExitCode and Stderr). A file that its
+// the caller classifies it (see ExitCode and Stderr). A lock file another
+// process holds is Busy with the lock's path. A file that its
 // working-tree-encoding attribute cannot convert is FailedPrecondition
 // with the file's path.
 package gitcmd
@@ -114,6 +115,11 @@ type Options struct {
 	// WaitDelay bounds how long Run waits for git's output pipes after the
 	// process was killed (default 5s).
 	WaitDelay time.Duration
+	// LockWait is how long git waits for a ref or packed-refs lock that
+	// another process holds (core.filesRefLockTimeout,
+	// core.packedRefsTimeout); 0 means 5s. A command that gives up is Busy
+	// naming the lock file.
+	LockWait time.Duration
 }
 
 // Runner runs git commands. It is safe for concurrent use.
@@ -123,6 +129,7 @@ type Runner struct {
 	identity Identity
 	config   []string // -c options put before every command
 	wait     time.Duration
+	lockWait time.Duration
 }
 
 var versions sync.Map // git binary path → Version
@@ -140,7 +147,10 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if err != nil {
 		return nil, &backend.Error{Code: backend.BackendUnavailable, Op: op, Err: fmt.Errorf("git not found: %w", err)}
 	}
-	r := &Runner{git: path, identity: opts.Identity, wait: opts.WaitDelay}
+	r := &Runner{git: path, identity: opts.Identity, wait: opts.WaitDelay, lockWait: opts.LockWait}
+	if r.lockWait <= 0 {
+		r.lockWait = 5 * time.Second
+	}
 	if r.identity == (Identity{}) {
 		r.identity = Identity{Name: backend.DefaultAuthor.Name, Email: backend.DefaultAuthor.Email}
 	}
@@ -156,6 +166,8 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		"-c", "tag.gpgSign=false",
 		"-c", "gc.autoDetach=false",
 		"-c", "checkout.workers=" + strconv.Itoa(opts.CheckoutWorkers),
+		"-c", "core.filesRefLockTimeout=" + strconv.FormatInt(r.lockWait.Milliseconds(), 10),
+		"-c", "core.packedRefsTimeout=" + strconv.FormatInt(r.lockWait.Milliseconds(), 10),
 		// Commands a key would run that grove's commands could reach:
 		// signature verification while reading logs, ssh, credential
 		// helpers, askpass, editors, an external diff; a split index
@@ -300,6 +312,10 @@ func (r *Runner) run(ctx context.Context, c Cmd, harden bool) ([]byte, error) {
 		if errors.As(err, &xe) {
 			ee.ExitCode = xe.ExitCode()
 		}
+		if m := lockHeld.FindStringSubmatch(ee.Stderr); m != nil {
+			return nil, &backend.Error{Code: backend.Busy, Op: op, Path: m[1], Err: fmt.Errorf(
+				"%s is held by another git command (waited %s); it is removed by that command when it ends, or by hand if that command died: %w", m[1], r.lockWait, ee)}
+		}
 		if m := encodeFailure.FindStringSubmatch(ee.Stderr); m != nil {
 			return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: m[1], Err: fmt.Errorf(
 				"%q cannot be converted as its working-tree-encoding attribute says (%s to %s): fix the attribute or the file: %w", m[1], m[2], m[3], ee)}
@@ -350,6 +366,10 @@ func (r *Runner) env(c Cmd) []string {
 // attribute cannot convert (an unknown encoding, or content that is not in
 // it): a fault of the tree, not of git.
 var encodeFailure = regexp.MustCompile(`failed to encode '(.*)' from (\S+) to (\S+)`)
+
+// lockHeld is git's message for a lock file another process holds (a
+// ref's, packed-refs', the config's, an index's).
+var lockHeld = regexp.MustCompile(`Unable to create '(.*\.lock)': File exists`)
 
 // ExitError is a git command that failed.
 type ExitError struct {
