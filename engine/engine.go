@@ -197,7 +197,16 @@ func (e *Engine) check(op string) error {
 	return nil
 }
 
+// leasePath is the lease file of session id. Only an ID the engine makes
+// (a canonical UUID) ever becomes part of a path: callers check IDs read
+// from the database with validSessionID first.
 func (e *Engine) leasePath(id string) string { return filepath.Join(e.leaseDir, id+".lease") }
+
+// validSessionID reports whether id is a session ID the engine makes.
+func validSessionID(id string) bool {
+	u, err := uuid.Parse(id)
+	return err == nil && u.String() == id
+}
 
 // SessionOptions configure NewSession.
 type SessionOptions struct {
@@ -384,6 +393,8 @@ func (e *Engine) claim(ctx context.Context, tx *sql.Tx, id string, bind backend.
 		return err
 	case holder == id:
 		return nil
+	case !validSessionID(holder):
+		return &StoreError{Kind: StoreCorrupt, Path: e.path, Err: fmt.Errorf("the claim on head %s names %q, which is not a session ID", bind.Head, holder)}
 	case takeOver && !lock.Held(e.leasePath(holder)):
 		if _, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE session_id = ? AND head = ?`, holder, string(bind.Head)); err != nil {
 			return err
@@ -478,7 +489,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	fail := func(kind ResumeKind, why string, err error) (*Session, error) {
 		return nil, &ResumeError{Kind: kind, SessionID: id, Why: why, Err: err}
 	}
-	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+	if !validSessionID(id) {
 		return fail(SessionNotFound, "", errorf(backend.NotFound, "resume", "%q is not a session ID", id))
 	}
 	var placement, digestWas, last, state string
