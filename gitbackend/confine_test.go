@@ -340,3 +340,41 @@ func TestHeadIDsFromABindingAreNeverPathParts(t *testing.T) {
 		assert.Equal(t, workspace.NotFound, workspace.CodeOf(err), "SetArchived(%q): %v", id, err)
 	}
 }
+
+// An agent that can write the heads directory replaces its head's
+// directory with a symlink to an outside directory made to look like the
+// head (its .git file names the head's git dir). Every operation refuses
+// with a typed error, and destroy removes the symlink only, deleting
+// nothing through it.
+func TestAHeadDirectoryReplacedByASymlinkIsNeverFollowed(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	root := h.Info().Root
+	outside, unchanged := outsideTree(t)
+	gitFile, err := os.ReadFile(filepath.Join(root, ".git"))
+	require.NoError(t, err)
+	require.NoError(t, os.Rename(root, root+".moved"))
+	require.NoError(t, os.Symlink(outside, root))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, ".git"), gitFile, 0o644))
+	extra := func() { // the planted .git is the attacker's, not a file of ours to keep
+		t.Helper()
+		require.NoError(t, os.Remove(filepath.Join(outside, ".git")))
+		unchanged()
+		require.NoError(t, os.WriteFile(filepath.Join(outside, ".git"), gitFile, 0o644))
+	}
+	for name, op := range map[string]func() error{
+		"checkpoint": func() error { _, err := h.Checkpoint(f.ctx, nil); return err },
+		"status":     func() error { _, err := h.Status(f.ctx); return err },
+		"restore":    func() error { _, err := h.Restore(f.ctx, "main", &workspace.RestoreOptions{Discard: true}); return err },
+	} {
+		err := op()
+		require.Error(t, err, name)
+		assert.NotEqual(t, workspace.Internal, workspace.CodeOf(err), "%s: %v", name, err)
+		extra()
+	}
+	_, err = h.Destroy(f.ctx, &workspace.DestroyOptions{Discard: true})
+	require.NoError(t, err)
+	_, err = os.Lstat(root)
+	assert.ErrorIs(t, err, os.ErrNotExist, "the symlink is gone")
+	extra()
+}

@@ -526,6 +526,13 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) (backe
 // whatever its .git file now says. A symlink in its place is removed, never
 // followed.
 func (h *head) removeWorktree(ctx context.Context, mf manifest) error {
+	if fi, err := os.Lstat(mf.Dir); err == nil && !fi.IsDir() {
+		// Something took the directory's place: git worktree remove would
+		// delete what a symlink leads to. Only the link goes.
+		if err := os.Remove(mf.Dir); err != nil {
+			return err
+		}
+	}
 	if _, err := os.Lstat(filepath.Join(mf.Dir, ".git")); err == nil {
 		if _, err := h.w.repo.git(ctx, "worktree", "remove", "--force", "--force", mf.Dir); err != nil {
 			if backend.CodeOf(err) == backend.Canceled {
