@@ -79,12 +79,7 @@ func TestCheckpointsRunGitGCAuto(t *testing.T) {
 // waiting, has changed nothing: not the files, not the branch.
 func TestAForeignIndexLockIsBusyAfterABoundedWaitAndNothingChanged(t *testing.T) {
 	f := newFixture(t)
-	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{LockWait: 200 * time.Millisecond}), f.repo, nil)
-	require.NoError(t, err)
-	defer ws.Close()
-	h, err := ws.Head("agent").From("main").Create(f.ctx)
-	require.NoError(t, err)
-	defer h.Close()
+	h := headWithLockWait(t, f, 200*time.Millisecond)
 	root := h.Info().Root
 	f.write(h, "README.md", "first\n")
 	first, err := h.Checkpoint(f.ctx, nil)
@@ -195,16 +190,11 @@ func TestADamagedIndexIsRepairedNotADeadEnd(t *testing.T) {
 // records nothing.
 func TestAForeignRefLockIsBusyNamingIt(t *testing.T) {
 	f := newFixture(t)
-	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{LockWait: 200 * time.Millisecond}), f.repo, nil)
-	require.NoError(t, err)
-	defer ws.Close()
-	h, err := ws.Head("agent").From("main").Create(f.ctx)
-	require.NoError(t, err)
-	defer h.Close()
+	h := headWithLockWait(t, f, 200*time.Millisecond)
 	lockPath := filepath.Join(f.repo, ".git", "refs", "heads", "grove", "agent.lock")
 	require.NoError(t, os.WriteFile(lockPath, nil, 0o644))
 	f.write(h, "a.txt", "a\n")
-	_, err = h.Checkpoint(f.ctx, nil)
+	_, err := h.Checkpoint(f.ctx, nil)
 	var be *backend.Error
 	require.ErrorAs(t, err, &be)
 	assert.Equal(t, backend.Busy, be.Code, "%v", err)
@@ -216,4 +206,17 @@ func TestAForeignRefLockIsBusyNamingIt(t *testing.T) {
 	_, err = h.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
 	assert.Empty(t, f.git(h.Info().Root, "status", "--porcelain"))
+}
+
+// headWithLockWait is a head of f's repository opened through a backend
+// that waits at most wait for a lock a git command outside grove holds.
+func headWithLockWait(t *testing.T, f *fixture, wait time.Duration) *workspace.Head {
+	t.Helper()
+	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{LockWait: wait}), f.repo, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ws.Close() })
+	h, err := ws.Head("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	return h
 }
