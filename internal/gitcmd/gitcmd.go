@@ -182,6 +182,10 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		"-c", "diff.external=",
 		"-c", "core.alternateRefsCommand=",
 		"-c", "core.splitIndex=false",
+		// Files configuration could make a read command open (a FIFO
+		// there would block it; a file outside would leak into its
+		// output).
+		"-c", "log.mailmap=false", "-c", "diff.orderFile=/dev/null",
 		// What a file's bytes are is decided by the tree's attributes
 		// (.gitattributes, info/attributes), never by configuration a
 		// head could set for itself: the Linux defaults, fixed, so a
