@@ -15,6 +15,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -46,12 +48,16 @@ type Lock struct {
 // TryLock takes the lock at path without waiting, creating the file (and its
 // directory) if needed. A lock held by anyone, in this process or another,
 // is Busy, and the error names the holder when it recorded itself.
+//
+// Something else than a regular file at path (a symlink, a directory, a
+// FIFO someone put there) is not a lock file: it is removed, never
+// followed or opened for writing, and a lock file is made in its place.
 func TryLock(path, purpose string) (*Lock, error) {
 	const op = "lock: try"
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, &backend.Error{Code: backend.Internal, Op: op, Path: path, Err: err}
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openLockFile(path)
 	if err != nil {
 		return nil, &backend.Error{Code: backend.Internal, Op: op, Path: path, Err: err}
 	}
@@ -74,6 +80,40 @@ func TryLock(path, purpose string) (*Lock, error) {
 		_, _ = f.WriteAt(append(rec, '\n'), 0)
 	}
 	return &Lock{path: path, f: f}, nil
+}
+
+// openLockFile opens the lock file at path, replacing whatever else is
+// there once.
+func openLockFile(path string) (*os.File, error) {
+	for attempt := 0; ; attempt++ {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+		if err == nil {
+			fi, serr := f.Stat()
+			if serr == nil && fi.Mode().IsRegular() {
+				return f, nil
+			}
+			_ = f.Close()
+			if serr != nil {
+				return nil, serr
+			}
+			err = fmt.Errorf("%s is not a regular file", path)
+		}
+		if attempt > 0 || errors.Is(err, fs.ErrPermission) {
+			return nil, err
+		}
+		fi, lerr := os.Lstat(path)
+		switch {
+		case lerr != nil:
+			return nil, err
+		case fi.IsDir():
+			err = os.RemoveAll(path)
+		default:
+			err = os.Remove(path) // a symlink goes, not what it leads to
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // deadHolderGrace bounds how long TryLock waits for a lock whose recorded
@@ -142,7 +182,15 @@ func Acquire(ctx context.Context, path, purpose string) (*Lock, error) {
 // there is one. The record of a holder that died stays in the file until the
 // next holder overwrites it; Held tells whether anyone holds the lock now.
 func ReadOwner(path string) (Owner, bool) {
-	data, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return Owner{}, false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return Owner{}, false
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 4<<10))
 	if err != nil {
 		return Owner{}, false
 	}

@@ -185,3 +185,32 @@ func TestLockOfALiveHolderIsBusyAtOnce(t *testing.T) {
 	assert.Equal(t, backend.Busy, backend.CodeOf(err))
 	assert.Contains(t, err.Error(), "live", "Busy names the holder")
 }
+
+// Something else than a lock file at a lock's path — a symlink to a file
+// outside, a directory, a FIFO — is replaced, never followed, written
+// through or blocked on.
+func TestALockPathHoldingSomethingElseIsReplacedNeverFollowed(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "precious")
+	require.NoError(t, os.WriteFile(outside, []byte("keep me\n"), 0o644))
+	plant := map[string]func(p string) error{
+		"symlink":   func(p string) error { return os.Symlink(outside, p) },
+		"directory": func(p string) error { return os.MkdirAll(filepath.Join(p, "sub"), 0o755) },
+		"fifo":      func(p string) error { return syscall.Mkfifo(p, 0o644) },
+	}
+	for name, make := range plant {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(dir, name+".lock")
+			require.NoError(t, make(p))
+			l, err := lock.TryLock(p, "test")
+			require.NoError(t, err)
+			fi, err := os.Lstat(p)
+			require.NoError(t, err)
+			assert.True(t, fi.Mode().IsRegular(), "the lock file is a regular file now")
+			require.NoError(t, l.Unlock())
+			data, err := os.ReadFile(outside)
+			require.NoError(t, err)
+			assert.Equal(t, "keep me\n", string(data), "the lock wrote through a symlink")
+		})
+	}
+}
