@@ -29,6 +29,9 @@ func (h *head) capture(ctx context.Context, mf manifest, priv string, opts *back
 		capSize = backend.DefaultMaxNewFileSize
 	}
 	env := []string{"GIT_INDEX_FILE=" + priv}
+	if err := h.dropGitlinks(ctx, priv); err != nil {
+		return nil, err
+	}
 	out, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"ls-files", "-z", "-o", "--exclude-standard", "--directory"}})
 	if err != nil {
 		return nil, err
@@ -369,7 +372,9 @@ func (h *head) recordCheckpoint(ctx context.Context, mf manifest, st headState, 
 	}
 	if seq%gcEvery == 0 {
 		// Best effort: a failed collection does not fail the checkpoint.
-		_, _ = h.w.repo.git(ctx, "gc", "--auto", "--quiet")
+		// Without worktree pruning: prune follows a symlink planted among
+		// the registrations (see prune).
+		_, _ = h.w.repo.git(ctx, "-c", "gc.worktreePruneExpire=never", "gc", "--auto", "--quiet")
 	}
 	return nil
 }

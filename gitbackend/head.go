@@ -137,6 +137,7 @@ func (h *head) enterTree(ctx context.Context, op string) (manifest, error) {
 func (h *head) git(ctx context.Context, c gitcmd.Cmd) (string, error) {
 	h.mu.Lock()
 	c.GitDir, c.WorkTree, c.Dir = h.mf.Admin, h.mf.Dir, h.mf.Dir
+	c.CommonDir = h.w.repo.common
 	h.mu.Unlock()
 	c.Args = append([]string{"-c", "core.excludesFile=/dev/null"}, c.Args...)
 	return h.w.repo.r.Output(ctx, c)
@@ -201,20 +202,23 @@ func (h *head) state(ctx context.Context, mf manifest, op string) (headState, er
 	var st headState
 	out, err := h.git(ctx, gitcmd.Cmd{Args: []string{"rev-parse", "-q", "HEAD^{commit}", "HEAD^{tree}"}})
 	if err != nil {
-		if backend.CodeOf(err) == backend.Canceled {
+		if backend.CodeOf(err) != backend.Internal {
 			return st, err
 		}
 		if _, serr := os.Stat(mf.Dir); serr != nil {
 			return st, &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Head: mf.Name, Reason: backend.ReasonMissing, Err: serr}
 		}
-		return st, &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Head: mf.Name, Reason: backend.ReasonBranch,
-			Err: fmt.Errorf("the head's HEAD does not resolve (branch %q gone?)", mf.Branch)}
+		if mf.Branch == "" || !h.w.repo.refExists("refs/heads/"+mf.Branch) {
+			return st, &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Head: mf.Name, Reason: backend.ReasonBranch,
+				Err: fmt.Errorf("the head's HEAD does not resolve (branch %q gone?)", mf.Branch)}
+		}
+		return st, err // the branch is there: git failed for another reason
 	}
 	st.commit, st.tree, _ = strings.Cut(out, "\n")
 	st.op = inProgress(mf.Admin)
 	if !mf.Attached && st.op == backend.OpNone {
-		data, err := os.ReadFile(filepath.Join(mf.Admin, "HEAD"))
-		st.onOwn = err == nil && strings.TrimSpace(string(data)) == "ref: refs/heads/"+mf.Branch
+		data, err := readRegular(filepath.Join(mf.Admin, "HEAD"))
+		st.onOwn = err == nil && gitLine(data) == "ref: refs/heads/"+mf.Branch
 	}
 	return st, nil
 }
@@ -291,7 +295,9 @@ func (h *head) Status(ctx context.Context) (backend.Status, error) {
 	if err != nil {
 		return backend.Status{}, err
 	}
-	statusArgs := []string{"status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--no-renames"}
+	// --ignore-submodules=all: git would run git status inside every
+	// gitlink's repository, reading its configuration.
+	statusArgs := []string{"status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--no-renames", "--ignore-submodules=all"}
 	out, err := h.git(ctx, gitcmd.Cmd{NoOptionalLocks: true, Args: statusArgs})
 	if err != nil && backend.CodeOf(err) == backend.Internal && !mf.Attached {
 		// The head's index may be damaged: answer from an index read from
@@ -402,7 +408,7 @@ func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, er
 	if err != nil {
 		return backend.Diff{}, err
 	}
-	args := []string{"diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-color", a}
+	args := []string{"diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-color", "--ignore-submodules=all", a}
 	var env []string
 	if to == backend.Live {
 		f, err := os.CreateTemp(mf.Admin, "grove-diff-index-*")
@@ -538,8 +544,8 @@ func (h *head) removeWorktree(ctx context.Context, mf manifest) error {
 			if backend.CodeOf(err) == backend.Canceled {
 				return err
 			}
-			back, rerr := os.ReadFile(filepath.Join(mf.Admin, "gitdir"))
-			if rerr != nil || filepath.Dir(strings.TrimSpace(string(back))) != mf.Dir {
+			back, rerr := readRegular(filepath.Join(mf.Admin, "gitdir"))
+			if rerr != nil || filepath.Dir(gitLine(back)) != mf.Dir {
 				return &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: destroy", Head: mf.Name, Path: mf.Dir,
 					Err: fmt.Errorf("%s is no longer registered as the head's worktree; left in place: %w", mf.Dir, err)}
 			}
@@ -554,8 +560,11 @@ func (h *head) removeWorktree(ctx context.Context, mf manifest) error {
 			_ = os.Remove(mf.Dir)
 		}
 	}
-	_, err := h.w.repo.git(ctx, "worktree", "prune")
-	return err
+	// git worktree remove took the registration with the directory; after
+	// the fallback it is removed here, and only it (git worktree prune
+	// would also follow a symlink an agent planted among the
+	// registrations and delete what it leads to).
+	return h.w.removeAdmin(mf.Admin)
 }
 
 func (h *head) Close() error {

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/groveworks/grove/backend"
@@ -63,6 +64,73 @@ func checkIndex(data []byte) error {
 	return errDamagedIndex
 }
 
+// gitlinks returns the paths of an index's gitlink entries (mode 160000:
+// a nested repository recorded by its commit), reading the entries of an
+// index of version 2, 3 or 4 whose object IDs are hashLen bytes long; ok
+// is false if the entries do not parse.
+func gitlinks(data []byte, hashLen int) (paths []string, ok bool) {
+	if len(data) < 12+hashLen {
+		return nil, false
+	}
+	version := binary.BigEndian.Uint32(data[4:8])
+	n := int(binary.BigEndian.Uint32(data[8:12]))
+	end := len(data) - hashLen
+	off, prev := 12, ""
+	for range n {
+		start := off
+		if off+40+hashLen+2 > end {
+			return nil, false
+		}
+		mode := binary.BigEndian.Uint32(data[off+24 : off+28])
+		off += 40 + hashLen
+		flags := binary.BigEndian.Uint16(data[off:])
+		off += 2
+		if version >= 3 && flags&0x4000 != 0 {
+			off += 2
+		}
+		if off > end {
+			return nil, false
+		}
+		var name string
+		if version == 4 {
+			// The name is the previous one less a varint's count of
+			// bytes, plus a NUL-terminated suffix.
+			strip, k := 0, 0
+			for {
+				if off+k >= end {
+					return nil, false
+				}
+				c := data[off+k]
+				k++
+				strip = strip<<7 | int(c&127)
+				if c&128 == 0 {
+					break
+				}
+				strip++
+			}
+			off += k
+			nul := bytes.IndexByte(data[off:end], 0)
+			if nul < 0 || strip > len(prev) {
+				return nil, false
+			}
+			name = prev[:len(prev)-strip] + string(data[off:off+nul])
+			off += nul + 1
+		} else {
+			nul := bytes.IndexByte(data[off:end], 0)
+			if nul < 0 {
+				return nil, false
+			}
+			name = string(data[off : off+nul])
+			off = start + (off-start+nul+8)&^7 // NUL padding to 8 bytes
+		}
+		if mode == 0o160000 {
+			paths = append(paths, name)
+		}
+		prev = name
+	}
+	return paths, true
+}
+
 // rebuildIndex replaces the private index priv with one read from commit,
 // for when the head's own index cannot be used (garbled, truncated, or
 // naming what git cannot read): git's stat cache is cold afterwards, so the
@@ -102,7 +170,10 @@ func copyIndex(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(src)
+	data, err := readRegular(src)
+	if errors.Is(err, errNotRegular) {
+		err = errDamagedIndex // a FIFO or a directory where the index was
+	}
 	if err == nil {
 		err = checkIndex(data)
 	}
@@ -112,6 +183,33 @@ func copyIndex(src, dst string) error {
 	if err == nil {
 		err = os.Chtimes(dst, st.ModTime(), st.ModTime())
 	}
+	return err
+}
+
+// dropGitlinks removes the gitlink entries of the index at priv (a
+// nested repository an agent staged with git add): git add would run git
+// status inside each, with the nested repository's own configuration,
+// and would keep its files out of the checkpoint. Without the entry, the
+// nested repository is an untracked directory, whose files capture adds.
+func (h *head) dropGitlinks(ctx context.Context, priv string) error {
+	data, err := readRegular(priv)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	links, ok := gitlinks(data, sha1.Size)
+	if !ok {
+		if links, ok = gitlinks(data, sha256.Size); !ok {
+			return errDamagedIndex
+		}
+	}
+	if len(links) == 0 {
+		return nil
+	}
+	_, err = h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Stdin: strings.NewReader(strings.Join(links, "\x00") + "\x00"),
+		Args: []string{"update-index", "--force-remove", "-z", "--stdin"}})
 	return err
 }
 

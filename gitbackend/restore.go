@@ -94,8 +94,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	defer done()
 	// Every lock the restore needs is taken before anything changes: the
 	// head's index.lock (a git command of the user's may hold it: waited
-	// for a bounded time, then Busy) and then, briefly at the end, the
-	// repository lock, which only grove holds.
+	// for a bounded time, then Busy).
 	var swap *indexSwap
 	if !mf.Attached {
 		if swap, err = h.lockIndex(ctx, mf, ""); err != nil {
@@ -127,14 +126,13 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 		return nil
 	}
 	// The files are the target's now: the rest finishes even if ctx ends,
-	// so that the branch and the index never disagree with the files.
+	// so that the branch and the index never disagree with the files. It
+	// waits for no lock of grove's (the repository lock could be held for
+	// long, by a destroy or by anyone who can open grove's metadata):
+	// moving the head's own branch is one ref update, which git's own ref
+	// lock makes atomic, waiting at most LockWait for another git command.
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	rl, err := h.w.lockRepo(ctx, "restore "+mf.Name)
-	if err != nil {
-		return err
-	}
-	defer rl.Unlock()
 	if !st.onOwn {
 		if _, err := h.git(ctx, gitcmd.Cmd{Args: []string{"symbolic-ref", "HEAD", "refs/heads/" + mf.Branch}}); err != nil {
 			return err
@@ -268,7 +266,7 @@ func blobID(full string, hexLen int) (string, error) {
 		}
 		data = []byte(t)
 	case fi.Mode().IsRegular():
-		if data, err = os.ReadFile(full); err != nil {
+		if data, err = readRegular(full); err != nil {
 			return "", err
 		}
 	default:

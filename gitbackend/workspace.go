@@ -99,12 +99,12 @@ func (w *workspace) undoCreate(ctx context.Context, mf *manifest) error {
 	// ("initializing"), which prune would keep: remove it directly.
 	if admins, err := filepath.Glob(filepath.Join(w.repo.common, "worktrees", "*", "gitdir")); err == nil {
 		for _, g := range admins {
-			if data, err := os.ReadFile(g); err == nil && filepath.Dir(strings.TrimSpace(string(data))) == mf.Dir {
+			if data, err := readRegular(g); err == nil && filepath.Dir(gitLine(data)) == mf.Dir {
 				errs = append(errs, os.RemoveAll(filepath.Dir(g)))
 			}
 		}
 	}
-	if _, err := w.repo.git(ctx, "worktree", "prune"); err != nil {
+	if err := w.prune(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	if mf.Branch != "" && w.repo.refExists("refs/heads/"+mf.Branch) {
@@ -125,6 +125,43 @@ func (w *workspace) undoCreate(ctx context.Context, mf *manifest) error {
 	return nil
 }
 
+// removeAdmin removes a worktree's registration (its git dir under
+// <common>/worktrees), if it is still there and is a real directory
+// there: a symlink in its place is removed, never followed.
+func (w *workspace) removeAdmin(admin string) error {
+	if filepath.Dir(admin) != filepath.Join(w.repo.common, "worktrees") {
+		return nil // not a registration grove can vouch for
+	}
+	fi, err := os.Lstat(admin)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return os.Remove(admin)
+	}
+	return os.RemoveAll(admin)
+}
+
+// prune runs git worktree prune, first removing every symlink among the
+// registrations: git never makes one, and prune would delete what it
+// leads to. Callers hold the repository lock.
+func (w *workspace) prune(ctx context.Context) error {
+	regs := filepath.Join(w.repo.common, "worktrees")
+	ents, err := os.ReadDir(regs)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, e := range ents {
+		if e.Type()&fs.ModeSymlink != 0 {
+			_ = os.Remove(filepath.Join(regs, e.Name()))
+		}
+	}
+	_, err = w.repo.git(ctx, "worktree", "prune")
+	return err
+}
+
 // removeCreated removes the directory of an undone create. It was empty or
 // absent before the create, so it is removed only while it is still empty
 // or holds a worktree of this repository (a .git file naming one, or one
@@ -142,7 +179,7 @@ func (w *workspace) removeCreated(ctx context.Context, dir string) error {
 		ours := rerr == nil && len(ents) == 0
 		if admin, gerr := readGitFile(dir); gerr == nil {
 			ours = within(admin, filepath.Join(w.repo.common, "worktrees"))
-		} else if data, rerr := os.ReadFile(filepath.Join(dir, ".git")); rerr == nil && len(data) == 0 {
+		} else if data, rerr := readRegular(filepath.Join(dir, ".git")); rerr == nil && len(data) == 0 {
 			ours = true // git was killed while writing the .git file
 		}
 		if !ours {
@@ -334,7 +371,7 @@ const headIDFile = "grove-head-id"
 
 // populate checks the head's files out; callers hold its head lock.
 func (w *workspace) populate(ctx context.Context, mf *manifest) error {
-	if _, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "--reset", "-u", "HEAD"}}); err != nil {
+	if _, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "--reset", "-u", "HEAD"}}); err != nil {
 		if backend.CodeOf(err) == backend.Canceled {
 			return err
 		}
@@ -362,11 +399,11 @@ func readGitFile(dir string) (string, error) {
 	if !st.Mode().IsRegular() {
 		return "", fmt.Errorf("%s is not a regular file", dotgit)
 	}
-	data, err := os.ReadFile(dotgit)
+	data, err := readRegular(dotgit)
 	if err != nil {
 		return "", err
 	}
-	gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	gitdir, ok := strings.CutPrefix(gitLine(data), "gitdir: ")
 	if !ok {
 		return "", fmt.Errorf("%s is not a git file", dotgit)
 	}
@@ -378,6 +415,11 @@ func readGitFile(dir string) (string, error) {
 	}
 	return filepath.Clean(gitdir), nil
 }
+
+// gitLine reads a one-line file git keeps (.git, gitdir, commondir, HEAD)
+// as git reads it: only the line end is dropped, so a path with a trailing
+// blank names what git would open, not what a trimmed string would.
+func gitLine(data []byte) string { return strings.TrimRight(string(data), "\r\n") }
 
 // resolveFrom returns p, made absolute relative to dir.
 func resolveFrom(dir, p string) string {
@@ -427,11 +469,11 @@ func (w *workspace) attach(ctx context.Context, spec *backend.HeadSpec) (backend
 	}
 	dir, _ := filepath.EvalSymlinks(lines[1])
 	admin, _ := filepath.EvalSymlinks(lines[2])
-	head, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: admin, WorkTree: dir, Dir: dir, Args: []string{"rev-parse", "--verify", "-q", "HEAD^{commit}"}})
+	head, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: admin, CommonDir: common, WorkTree: dir, Dir: dir, Args: []string{"rev-parse", "--verify", "-q", "HEAD^{commit}"}})
 	if err != nil {
 		return nil, fail(backend.FailedPrecondition, "the checkout has no commit yet")
 	}
-	branch, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: admin, WorkTree: dir, Dir: dir, Args: []string{"symbolic-ref", "-q", "--short", "HEAD"}})
+	branch, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: admin, CommonDir: common, WorkTree: dir, Dir: dir, Args: []string{"symbolic-ref", "-q", "--short", "HEAD"}})
 	if err != nil {
 		branch = "" // detached
 	}
@@ -523,8 +565,8 @@ func (w *workspace) verify(mf *manifest, fail func(backend.Code, backend.Reason,
 	if err != nil || !st.IsDir() {
 		// git records where the worktree is; if it says elsewhere, the
 		// head was moved rather than deleted.
-		if data, err := os.ReadFile(filepath.Join(mf.Admin, "gitdir")); err == nil && !mf.Attached {
-			if at := filepath.Dir(strings.TrimSpace(string(data))); at != mf.Dir {
+		if data, err := readRegular(filepath.Join(mf.Admin, "gitdir")); err == nil && !mf.Attached {
+			if at := filepath.Dir(gitLine(data)); at != mf.Dir {
 				if _, err := os.Stat(at); err == nil {
 					return fail(backend.NotFound, backend.ReasonMoved, "the head's directory moved from %s to %s", mf.Dir, at)
 				}
@@ -543,18 +585,22 @@ func (w *workspace) verify(mf *manifest, fail func(backend.Code, backend.Reason,
 		return fail(backend.NotFound, backend.ReasonUnregistered, "%s belongs to git dir %s, not %s", mf.Dir, admin, mf.Admin)
 	}
 	if !mf.Attached {
-		back, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		back, err := readRegular(filepath.Join(admin, "gitdir"))
 		if err != nil {
 			return fail(backend.NotFound, backend.ReasonUnregistered, "the repository no longer registers %s", mf.Dir)
 		}
-		if recorded := filepath.Dir(strings.TrimSpace(string(back))); recorded != mf.Dir {
+		if recorded := filepath.Dir(gitLine(back)); recorded != mf.Dir {
 			return fail(backend.NotFound, backend.ReasonMoved, "the repository records the worktree at %s, not %s", recorded, mf.Dir)
 		}
-		if common, err := os.ReadFile(filepath.Join(admin, "commondir")); err != nil ||
-			!sameDir(resolveFrom(admin, strings.TrimSpace(string(common))), w.repo.common) {
+		if common, err := readRegular(filepath.Join(admin, "commondir")); err != nil ||
+			!sameDir(resolveFrom(admin, gitLine(common)), w.repo.common) {
 			return fail(backend.NotFound, backend.ReasonUnregistered, "the worktree's git dir %s no longer belongs to %s", admin, w.repo.common)
 		}
-		id, err := os.ReadFile(filepath.Join(admin, headIDFile))
+		// Git reads HEAD before anything: a FIFO there would block it.
+		if fi, err := os.Lstat(filepath.Join(admin, "HEAD")); err != nil || !fi.Mode().IsRegular() {
+			return fail(backend.NotFound, backend.ReasonUnregistered, "the worktree's git dir %s has no HEAD file", admin)
+		}
+		id, err := readRegular(filepath.Join(admin, headIDFile))
 		if err != nil || strings.TrimSpace(string(id)) != string(mf.ID) {
 			return fail(backend.IdentityMismatch, backend.ReasonHeadID, "the worktree at %s is not head %s", mf.Dir, mf.ID)
 		}

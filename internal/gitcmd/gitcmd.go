@@ -55,6 +55,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,6 +187,10 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		// there would block it; a file outside would leak into its
 		// output).
 		"-c", "log.mailmap=false", "-c", "diff.orderFile=/dev/null",
+		// Never into a nested repository: git would run there with that
+		// repository's own configuration, which grove has not read.
+		"-c", "submodule.recurse=false", "-c", "diff.submodule=short", "-c", "status.submoduleSummary=false",
+		"-c", "diff.ignoreSubmodules=all",
 		// What a file's bytes are is decided by the tree's attributes
 		// (.gitattributes, info/attributes), never by configuration a
 		// head could set for itself: the Linux defaults, fixed, so a
@@ -193,6 +198,11 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		// the same bytes, modes and symlinks.
 		"-c", "core.autocrlf=false", "-c", "core.eol=lf",
 		"-c", "core.symlinks=true", "-c", "core.fileMode=true", "-c", "core.ignoreCase=false",
+		// Names another file system would take for .git (".git.",
+		// "git~1") are ordinary names here: git add would refuse them and
+		// fail every checkpoint while one exists. Git still refuses them
+		// where they matter, on checkout on such a file system.
+		"-c", "core.protectNTFS=false", "-c", "core.protectHFS=false",
 	}
 	if v, ok := versions.Load(path); ok {
 		r.version = v.(Version)
@@ -227,14 +237,15 @@ func (r *Runner) Version() Version { return r.version }
 // touches no working tree. Only a command marked Discover may leave GitDir
 // empty; it is for finding a repository from a path a user gave.
 type Cmd struct {
-	GitDir   string    // the repository's git dir (a linked worktree's own, or the common dir)
-	WorkTree string    // the working tree, "" for none
-	Discover bool      // find the repository from Dir (only with GitDir empty)
-	Dir      string    // working directory
-	Args     []string  // arguments after the hardening options, starting with the subcommand
-	Env      []string  // extra environment, such as GIT_INDEX_FILE=...
-	Stdin    io.Reader // nil: no input
-	Stdout   io.Writer // nil: Run returns stdout
+	GitDir    string    // the repository's git dir (a linked worktree's own, or the common dir)
+	CommonDir string    // the common git dir, given to git as GIT_COMMON_DIR; "" when it is GitDir
+	WorkTree  string    // the working tree, "" for none
+	Discover  bool      // find the repository from Dir (only with GitDir empty)
+	Dir       string    // working directory
+	Args      []string  // arguments after the hardening options, starting with the subcommand
+	Env       []string  // extra environment, such as GIT_INDEX_FILE=...
+	Stdin     io.Reader // nil: no input
+	Stdout    io.Writer // nil: Run returns stdout
 	// NoOptionalLocks sets GIT_OPTIONAL_LOCKS=0 so that, for example, a
 	// status poll never takes the index lock a user's git command needs.
 	NoOptionalLocks bool
@@ -275,14 +286,21 @@ func (r *Runner) run(ctx context.Context, c Cmd, harden bool) ([]byte, error) {
 		case c.GitDir != "" && c.Discover:
 			return nil, &backend.Error{Code: backend.Internal, Op: op, Err: errors.New("gitcmd: a command names a git dir and asks to discover one")}
 		case c.GitDir != "":
-			neutral, err := neutralizers(c.GitDir)
+			common := c.CommonDir
+			if common == "" {
+				common = commonDirOf(c.GitDir)
+			}
+			neutral, err := r.neutralizers(ctx, c.GitDir, common)
 			if err != nil {
+				if ctx.Err() != nil {
+					return nil, &backend.Error{Code: backend.Canceled, Op: op, Err: ctx.Err()}
+				}
 				return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: c.GitDir, Err: err}
 			}
 			if c.WorkTree == "" {
 				pre = append(pre, "--bare")
 			}
-			pre = append(pre, neutral...)
+			c.Env = append(slices.Clone(c.Env), neutral...)
 		}
 		args = append(append(pre, r.config...), c.Args...)
 	}
@@ -356,6 +374,9 @@ func (r *Runner) env(c Cmd) []string {
 	)
 	if c.GitDir != "" {
 		env = append(env, "GIT_DIR="+c.GitDir)
+		if c.CommonDir != "" {
+			env = append(env, "GIT_COMMON_DIR="+c.CommonDir)
+		}
 		if c.WorkTree != "" {
 			env = append(env, "GIT_WORK_TREE="+c.WorkTree)
 		}

@@ -1,13 +1,17 @@
 package gitcmd
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,32 +20,30 @@ import (
 
 // Configuration a repository holds is hostile input: an agent in a head
 // can run git config, write a head's config.worktree, or include files of
-// its own. The commands git would run for a key hold no fixed name for
-// some keys (filter, diff and merge drivers are named by the user), so the
-// runner reads the configuration files git would read for a command — the
+// its own. The commands git would run for some keys carry names the user
+// chooses (filter, diff and merge drivers), so the runner finds every such
+// name in the configuration files git would read for a command — the
 // repository's config, the worktree's config.worktree, and every file they
-// include — and overrides, on the command line, every driver named there.
-// The files are read in-process (no extra git process) and the result is
-// cached by the files' identity and modification time.
+// include, whatever an includeIf's condition says now (it can become true
+// between two commands) — and overrides each, through GIT_CONFIG_COUNT,
+// which carries any byte a name may hold.
 //
-// The scan over-approximates on purpose: every bracketed section header
-// anywhere in a file counts, whatever git makes of the line (a header in a
-// continued value, in a comment), and every "path" key in any section is
-// followed as an include, whatever its condition (includeIf conditions
-// can become true between two commands). Overriding a driver git would not
-// have used is harmless; missing one is not.
+// Each file is read by git itself (git config --list --file), so what is
+// found is what git parses, never a hand-written approximation of git's
+// syntax. The result is cached by the files' identity, size and times: a
+// command costs no extra process unless a configuration file changed.
 
 // driverKinds are the sections whose subsections name drivers that run
-// commands, with the keys that hold the command and the override that
-// makes each inert.
-var driverKinds = map[string][]string{
-	"filter": {"clean=", "smudge=", "process=", "required=false"},
-	"diff":   {"command=", "textconv=", "cachetextconv=false"},
-	"merge":  {"driver="},
+// commands, with the keys that hold the command and the value that makes
+// each inert.
+var driverKinds = map[string][][2]string{
+	"filter": {{"clean", ""}, {"smudge", ""}, {"process", ""}, {"required", "false"}},
+	"diff":   {{"command", ""}, {"textconv", ""}, {"cachetextconv", "false"}},
+	"merge":  {{"driver", ""}},
 }
 
-// maxDrivers bounds the overrides one command carries (the command line
-// is finite); a configuration naming more drivers is refused.
+// maxDrivers bounds the overrides one command carries (the environment is
+// finite); a configuration naming more drivers is refused.
 const maxDrivers = 512
 
 // maxIncludeDepth is git's own limit on nested includes.
@@ -49,15 +51,15 @@ const maxIncludeDepth = 10
 
 // ErrConfigRefused is wrapped by the error a command answers when the
 // configuration it would read cannot be neutralized: an include that is
-// not a regular file (a FIFO would make git block), too many drivers, or
-// includes nested too deeply.
+// not a regular file (a FIFO would make git block), a file git cannot
+// parse, too many drivers, or includes nested too deeply.
 var ErrConfigRefused = errors.New("repository configuration refused")
 
-// configScan is the neutralizing overrides computed for one git dir.
+// configScan is the neutralizing environment computed for one git dir.
 type configScan struct {
-	sig  []fileSig // what was read, to tell whether a cached scan is current
-	args []string  // -c key=value pairs, flattened
-	err  error
+	sig []fileSig // what was read, to tell whether a cached scan is current
+	env []string  // GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n
+	err error
 }
 
 type fileSig struct {
@@ -83,20 +85,23 @@ func statSig(path string) fileSig {
 	return s
 }
 
-var scans sync.Map // git dir → *configScan
+var scans sync.Map // git dir + "\x00" + common dir → *configScan
 
-// neutralizers returns the -c options that make every driver named in the
-// configuration gitDir's commands read inert.
-func neutralizers(gitDir string) ([]string, error) {
-	if v, ok := scans.Load(gitDir); ok {
+// neutralizers returns the environment that makes every driver named in
+// the configuration of gitDir (with its common dir commonDir) inert.
+func (r *Runner) neutralizers(ctx context.Context, gitDir, commonDir string) ([]string, error) {
+	key := gitDir + "\x00" + commonDir
+	if v, ok := scans.Load(key); ok {
 		sc := v.(*configScan)
 		if current(sc.sig) {
-			return sc.args, sc.err
+			return sc.env, sc.err
 		}
 	}
-	sc := scanConfig(gitDir)
-	scans.Store(gitDir, sc)
-	return sc.args, sc.err
+	sc := r.scanConfig(ctx, gitDir, commonDir)
+	if ctx.Err() == nil {
+		scans.Store(key, sc)
+	}
+	return sc.env, sc.err
 }
 
 func current(sig []fileSig) bool {
@@ -108,27 +113,36 @@ func current(sig []fileSig) bool {
 	return true
 }
 
-// configFiles names the files git reads for a command in gitDir (system
-// and global configuration are never read): the common dir's config and
-// the worktree's config.worktree. config.worktree is read whether or not
-// extensions.worktreeConfig is set now: it can be set at any moment.
-func configFiles(gitDir string) []string {
-	common := gitDir
-	if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
-		c := strings.TrimSpace(string(data))
-		if !filepath.IsAbs(c) {
-			c = filepath.Join(gitDir, c)
-		}
-		common = filepath.Clean(c)
+// commonDirOf returns the common dir git finds for gitDir when
+// GIT_COMMON_DIR is not set: the content of its commondir file, with only
+// the trailing line ends git itself strips, relative to gitDir; or gitDir
+// itself. Callers that know the common dir pass it (Cmd.CommonDir)
+// instead, so that a rewritten commondir file is not believed.
+func commonDirOf(gitDir string) string {
+	data, err := readConfigFile(filepath.Join(gitDir, "commondir"))
+	if err != nil || len(data) == 0 {
+		return gitDir
 	}
-	files := []string{filepath.Join(common, "config"), filepath.Join(common, "config.worktree")}
-	if common != gitDir {
+	c := strings.TrimRight(string(data), "\r\n")
+	if !filepath.IsAbs(c) {
+		c = filepath.Join(gitDir, c)
+	}
+	return c
+}
+
+// configFiles names the files git reads for a command in gitDir with
+// common dir commonDir (system and global configuration are never read):
+// the common config and every config.worktree, read whether or not
+// extensions.worktreeConfig is set now (it can be set at any moment).
+func configFiles(gitDir, commonDir string) []string {
+	files := []string{filepath.Join(commonDir, "config"), filepath.Join(commonDir, "config.worktree")}
+	if filepath.Clean(commonDir) != filepath.Clean(gitDir) {
 		files = append(files, filepath.Join(gitDir, "config.worktree"))
 	}
 	return files
 }
 
-func scanConfig(gitDir string) *configScan {
+func (r *Runner) scanConfig(ctx context.Context, gitDir, commonDir string) *configScan {
 	sc := &configScan{}
 	drivers := map[string]map[string]bool{} // kind → names
 	seen := map[string]bool{}
@@ -142,31 +156,45 @@ func scanConfig(gitDir string) *configScan {
 			return nil
 		}
 		seen[path] = true
-		text, err := readConfigFile(path)
+		data, err := readConfigFile(path)
+		if err != nil || len(data) == 0 {
+			return err
+		}
+		entries, err := r.parseConfig(ctx, path, data)
 		if err != nil {
 			return err
 		}
-		headers, includes := scanText(text)
-		for _, h := range headers {
-			if _, ok := driverKinds[h.section]; ok {
-				if drivers[h.section] == nil {
-					drivers[h.section] = map[string]bool{}
-				}
-				drivers[h.section][h.sub] = true
-			}
-		}
-		for _, inc := range includes {
-			p := expandIncludePath(inc, filepath.Dir(path))
-			if p == "" {
+		for _, kv := range entries {
+			// section.name or section.subsection.name; only the
+			// subsection may hold dots.
+			key, value, _ := strings.Cut(kv, "\n")
+			first, last := strings.IndexByte(key, '.'), strings.LastIndexByte(key, '.')
+			if first < 0 {
 				continue
 			}
-			if err := visit(p, depth+1); err != nil {
-				return err
+			section, name, sub := key[:first], key[last+1:], ""
+			if last > first {
+				sub = key[first+1 : last]
+			}
+			switch {
+			case driverKinds[section] != nil && sub != "":
+				if drivers[section] == nil {
+					drivers[section] = map[string]bool{}
+				}
+				drivers[section][sub] = true
+			case name == "path" && (section == "include" && sub == "" || section == "includeif"):
+				p := expandIncludePath(value, filepath.Dir(path))
+				if p == "" {
+					continue
+				}
+				if err := visit(p, depth+1); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	}
-	for _, f := range configFiles(gitDir) {
+	for _, f := range configFiles(gitDir, commonDir) {
 		if err := visit(f, 0); err != nil {
 			sc.err = err
 			return sc
@@ -175,17 +203,52 @@ func scanConfig(gitDir string) *configScan {
 	n := 0
 	for _, kind := range slices.Sorted(mapKeys(drivers)) {
 		for _, name := range slices.Sorted(mapKeys(drivers[kind])) {
-			if n++; n > maxDrivers {
-				sc.err = fmt.Errorf("%w: it names more than %d filter, diff and merge drivers", ErrConfigRefused, maxDrivers)
-				sc.args = nil
-				return sc
+			if strings.ContainsAny(name, "\x00 \t\n\r") {
+				continue // no attribute can name it: .gitattributes values are blank-separated
 			}
 			for _, kv := range driverKinds[kind] {
-				sc.args = append(sc.args, "-c", kind+"."+name+"."+kv)
+				sc.env = append(sc.env,
+					"GIT_CONFIG_KEY_"+strconv.Itoa(n)+"="+kind+"."+name+"."+kv[0],
+					"GIT_CONFIG_VALUE_"+strconv.Itoa(n)+"="+kv[1])
+				n++
+			}
+			if n > maxDrivers*4 {
+				sc.err = fmt.Errorf("%w: it names more than %d filter, diff and merge drivers", ErrConfigRefused, maxDrivers)
+				sc.env = nil
+				return sc
 			}
 		}
 	}
+	if n > 0 {
+		sc.env = append(sc.env, "GIT_CONFIG_COUNT="+strconv.Itoa(n))
+	}
 	return sc
+}
+
+// parseConfig has git parse one configuration file's content (given on
+// stdin, so the file is read once, by grove, never by a git that could
+// block on it) and returns its entries, "key\nvalue" each, keys as git
+// normalizes them.
+func (r *Runner) parseConfig(ctx context.Context, path string, data []byte) ([]string, error) {
+	cmd := exec.CommandContext(ctx, r.git, "config", "-z", "--no-includes", "--list", "--file", "-")
+	cmd.Env = r.env(Cmd{})
+	cmd.Dir = os.TempDir()
+	cmd.Stdin = bytes.NewReader(data)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &limitedBuffer{buf: &stderr, max: 4 << 10}
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: git cannot parse %s: %s", ErrConfigRefused, path, strings.TrimSpace(stderr.String()))
+	}
+	var entries []string
+	for _, e := range strings.Split(out.String(), "\x00") {
+		if e != "" {
+			entries = append(entries, e)
+		}
+	}
+	return entries, nil
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {
@@ -200,205 +263,42 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 
 // readConfigFile reads a configuration file without ever blocking: a path
 // that is not a regular file (a FIFO, a device) is refused, since git
-// would block or read without end. A missing file is empty, as for git.
-func readConfigFile(path string) (string, error) {
+// would block or read without end. A missing file, or a directory (git
+// skips an include that names one), reads as empty.
+func readConfigFile(path string) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("%w: cannot read %s: %v", ErrConfigRefused, path, err)
+		return nil, fmt.Errorf("%w: cannot read %s: %v", ErrConfigRefused, path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", fmt.Errorf("%w: cannot read %s: %v", ErrConfigRefused, path, err)
+		return nil, fmt.Errorf("%w: cannot read %s: %v", ErrConfigRefused, path, err)
 	}
 	if fi.IsDir() {
-		return "", nil // git skips an include that names a directory
+		return nil, nil
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%w: %s is not a regular file", ErrConfigRefused, path)
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrConfigRefused, path)
 	}
 	const max = 16 << 20
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return "", fmt.Errorf("%w: cannot read %s: %v", ErrConfigRefused, path, err)
+		return nil, fmt.Errorf("%w: cannot read %s: %v", ErrConfigRefused, path, err)
 	}
 	if len(data) > max {
-		return "", fmt.Errorf("%w: %s is larger than %d bytes", ErrConfigRefused, path, max)
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrConfigRefused, path, max)
 	}
-	return string(data), nil
-}
-
-type header struct{ section, sub string }
-
-// scanText returns every section header written anywhere in text, and the
-// value of every "path" key, whatever section git would put it in.
-func scanText(text string) (headers []header, includes []string) {
-	for i := 0; i < len(text); i++ {
-		if text[i] == '[' {
-			if h, ok := parseHeader(text[i+1:]); ok {
-				headers = append(headers, h)
-			}
-		}
-	}
-	// Values: every physical line, and every line joined with the lines a
-	// trailing backslash continues it with (git honours the backslash in
-	// a value but not in a comment; looking at both forms covers both).
-	lines := strings.Split(text, "\n")
-	for _, line := range append(lines, logicalLines(lines)...) {
-		rest := strings.TrimLeft(strings.TrimSuffix(line, "\r"), " \t")
-		for strings.HasPrefix(rest, "[") {
-			end := headerEnd(rest)
-			if end < 0 {
-				break
-			}
-			rest = strings.TrimLeft(rest[end:], " \t")
-		}
-		name, value, ok := strings.Cut(rest, "=")
-		if !ok || !strings.EqualFold(strings.TrimSpace(name), "path") {
-			continue
-		}
-		includes = append(includes, parseValue(value))
-	}
-	return headers, includes
-}
-
-// logicalLines joins each line that ends in a backslash with the next.
-func logicalLines(lines []string) []string {
-	var out []string
-	var cur strings.Builder
-	for _, l := range lines {
-		l = strings.TrimSuffix(l, "\r")
-		if strings.HasSuffix(l, "\\") && !strings.HasSuffix(l, "\\\\") {
-			cur.WriteString(strings.TrimSuffix(l, "\\"))
-			continue
-		}
-		cur.WriteString(l)
-		out = append(out, cur.String())
-		cur.Reset()
-	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
-	}
-	return out
-}
-
-// headerEnd returns the index just past the "]" closing the header that
-// s starts with, or -1.
-func headerEnd(s string) int {
-	inQuote := false
-	for i := 1; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '\\' && inQuote:
-			i++
-		case c == '"':
-			inQuote = !inQuote
-		case c == ']' && !inQuote:
-			return i + 1
-		case c == '\n':
-			return -1
-		}
-	}
-	return -1
-}
-
-// parseHeader reads a section header after its "[": [section "sub"] or
-// the legacy [section.sub]. Sections are case-insensitive; a quoted
-// subsection keeps its case, with \x read as x, as git reads it.
-func parseHeader(s string) (header, bool) {
-	i := 0
-	for i < len(s) && (isAlnum(s[i]) || s[i] == '-' || s[i] == '.') {
-		i++
-	}
-	if i == 0 || i >= len(s) {
-		return header{}, false
-	}
-	name := strings.ToLower(s[:i])
-	if s[i] == ']' {
-		sec, sub, ok := strings.Cut(name, ".")
-		if !ok {
-			return header{section: name}, true
-		}
-		// The legacy form lowercases its subsection.
-		return header{section: sec, sub: sub}, true
-	}
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
-		i++
-	}
-	if i >= len(s) || s[i] != '"' {
-		return header{}, false
-	}
-	var sub strings.Builder
-	for i++; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '\\':
-			if i+1 < len(s) {
-				i++
-				sub.WriteByte(s[i])
-			}
-		case '"':
-			if i+1 < len(s) && s[i+1] == ']' {
-				return header{section: name, sub: sub.String()}, true
-			}
-			return header{}, false
-		case '\n':
-			return header{}, false
-		default:
-			sub.WriteByte(c)
-		}
-	}
-	return header{}, false
-}
-
-func isAlnum(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
-
-// parseValue reads a config value as git does: surrounding blanks
-// dropped, quotes removed, escapes read, a comment (# or ;) outside quotes
-// ends it.
-func parseValue(v string) string {
-	var out strings.Builder
-	inQuote := false
-	pending := 0 // blanks, kept (as spaces) only if a non-blank follows
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case !inQuote && (c == '#' || c == ';'):
-			return strings.TrimSpace(out.String())
-		case c == '"':
-			inQuote = !inQuote
-			continue
-		case c == '\\' && i+1 < len(v):
-			i++
-			switch v[i] {
-			case 'n':
-				c = '\n'
-			case 't':
-				c = '\t'
-			case 'b':
-				c = '\b'
-			default:
-				c = v[i]
-			}
-		case !inQuote && (c == ' ' || c == '\t'):
-			pending++
-			continue
-		}
-		if out.Len() > 0 {
-			out.WriteString(strings.Repeat(" ", pending))
-		}
-		pending = 0
-		out.WriteByte(c)
-	}
-	return out.String()
+	return data, nil
 }
 
 // expandIncludePath turns an include path as git reads it into a file
-// path: ~/ is the home directory, a relative path is relative to the
-// including file's directory.
+// path: ~/ and ~user/ are home directories, a relative path is relative to
+// the including file's directory. A path relative to git's installation
+// (%(prefix)/) is not a repository's file and is not followed.
 func expandIncludePath(p, dir string) string {
 	switch {
 	case p == "":
@@ -417,7 +317,7 @@ func expandIncludePath(p, dir string) string {
 		}
 		p = filepath.Join(home, rest)
 	case strings.HasPrefix(p, "%(prefix)/"):
-		return "" // relative to git's install prefix: not a repository's file
+		return ""
 	case !filepath.IsAbs(p):
 		p = filepath.Join(dir, p)
 	}
