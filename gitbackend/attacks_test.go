@@ -2,6 +2,7 @@ package gitbackend_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -360,4 +361,34 @@ func TestAFIFOInTheHeadsGitDirNeverBlocks(t *testing.T) {
 			assert.NotContains(t, []workspace.Code{workspace.Internal, workspace.Canceled}, workspace.CodeOf(err), "checkpoint: %v", err)
 		})
 	}
+}
+
+// TestAForgedManifestNeverLeadsGroveOutOfTheRepository: an agent that can
+// write grove's metadata rewrites its head's manifest as an attached head
+// over another repository's checkout. grove refuses it: a manifest's git
+// dir must be this repository's.
+func TestAForgedManifestNeverLeadsGroveOutOfTheRepository(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	b := h.Binding()
+	require.NoError(t, h.Close())
+	victim := filepath.Join(t.TempDir(), "victim")
+	f.git(t.TempDir(), "init", "-q", victim)
+	require.NoError(t, os.WriteFile(filepath.Join(victim, "untracked.txt"), []byte("precious\n"), 0o644))
+	mfPath := filepath.Join(commonOf(f), "grove", "heads", string(b.Head)+".json")
+	data, err := os.ReadFile(mfPath)
+	require.NoError(t, err)
+	var mf map[string]any
+	require.NoError(t, json.Unmarshal(data, &mf))
+	mf["dir"], mf["admin"], mf["attached"] = victim, filepath.Join(victim, ".git"), true
+	forged, err := json.Marshal(mf)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(mfPath, forged, 0o644))
+
+	_, err = f.ws.OpenHead(f.ctx, "agent", nil)
+	require.Error(t, err)
+	assert.NotEqual(t, workspace.Internal, workspace.CodeOf(err), "%v", err)
+	data, err = os.ReadFile(filepath.Join(victim, "untracked.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "precious\n", string(data))
 }

@@ -558,6 +558,13 @@ func (w *workspace) open(ctx context.Context, op string, mf *manifest, opts *bac
 // verify runs the checks that need no git process: the directory, its
 // registration in this repository, the head ID it carries and its branch.
 func (w *workspace) verify(mf *manifest, fail func(backend.Code, backend.Reason, string, ...any) error) error {
+	// A manifest is grove's, but it lies where anyone who can write the
+	// common git dir can rewrite it: its git dir must be this
+	// repository's (a registration, or the repository itself for an
+	// attached main checkout), whatever else it says.
+	if regs := filepath.Join(w.repo.common, "worktrees"); filepath.Dir(mf.Admin) != regs && !(mf.Attached && mf.Admin == w.repo.common) {
+		return fail(backend.IdentityMismatch, backend.ReasonUnregistered, "the head's recorded git dir %s is not one of %s", mf.Admin, w.repo.common)
+	}
 	if st, err := os.Lstat(mf.Dir); err == nil && !st.IsDir() {
 		return fail(backend.NotFound, backend.ReasonUnregistered, "%s is no longer a directory (a symlink or a file took its place)", mf.Dir)
 	}
