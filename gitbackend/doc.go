@@ -62,27 +62,37 @@
 // input to grove's next git command, which runs with the orchestrator's
 // rights. Each class of attack is closed at its root:
 //
-//   - Redirection. Every git command on a head is given its git dir and
-//     working tree from grove's records (GIT_DIR and GIT_WORK_TREE), never
-//     discovered from the head's .git file; a core.worktree an agent
+//   - Redirection. Every git command on a head is given its git dir,
+//     common dir and working tree from grove's records (GIT_DIR,
+//     GIT_COMMON_DIR, GIT_WORK_TREE), never discovered from the head's
+//     .git file or its git dir's commondir; a core.worktree an agent
 //     configures is overridden. Before every operation that runs git on
 //     the head's files, the head's directory (not a symlink), its .git
-//     file, its git dir's gitdir and commondir must point at each other as
-//     recorded: otherwise the operation is NotFound (unregistered, moved,
-//     missing) and nothing runs. Destroy still removes a head whose .git
-//     file was rewritten, as long as the repository registers it there.
-//     Commands on the repository itself run as in a bare repository.
+//     file, its git dir's gitdir, commondir and HEAD must be what grove
+//     recorded, read as git reads them (only line ends dropped): otherwise
+//     the operation is NotFound (unregistered, moved, missing) and nothing
+//     runs. A manifest's git dir must be one of this repository's.
+//     Destroy still removes a head whose .git file was rewritten, as long
+//     as the repository registers it there, and removes a symlink in the
+//     head directory's place without following it. Commands on the
+//     repository itself run as in a bare repository.
 //   - Commands git would run. Hooks, fsmonitor, pagers, editors, askpass,
 //     credential helpers, ssh, signing and signature verification,
 //     external diffs and textconv are turned off on every command; every
 //     filter, diff and merge driver named in any configuration file git
 //     reads for the command (the repository's config, the head's
 //     config.worktree, every file they include, whatever an includeIf
-//     says) is overridden to nothing, whenever it appeared. The files are
-//     read in-process, cached by identity and modification time, so this
-//     costs no process. Aliases never apply to the built-in commands grove
-//     runs. A configuration that cannot be read safely (an include that is
-//     a FIFO, more than 512 drivers) is FailedPrecondition.
+//     says) is overridden to nothing (GIT_CONFIG_KEY_n), whenever it
+//     appeared. Each file is parsed by git itself (git config --list on
+//     its content), so no spelling of git's syntax is read differently;
+//     the result is cached by the files' identity and times, so a command
+//     costs no extra process unless a configuration file changed. No git
+//     command runs inside a nested repository (status and diff ignore
+//     submodules, and gitlink entries are dropped before git add), since it
+//     would read that repository's own configuration. Aliases never apply
+//     to the built-in commands grove runs. A configuration that cannot be
+//     read safely (an include that is a FIFO, a file git cannot parse, more
+//     than 512 drivers) is FailedPrecondition.
 //   - Paths. The git directory is never reachable through the FS, by any
 //     path or link (the check is made on the resolved path). Head IDs read
 //     from a binding or a manifest must be canonical UUIDs before they
@@ -99,11 +109,21 @@
 //     that fails its checksum, or that git cannot read, is replaced by one
 //     read from HEAD (a checkpoint captures the working tree, not the
 //     index); a leftover index.lock of grove's own is recognized and
-//     removed.
+//     removed. Files grove reads from a head's git dir and from its own
+//     metadata are opened without blocking and must be regular files (a
+//     FIFO would block past any context); a lock file replaced by a
+//     symlink, a directory or a FIFO is made again, never followed. A
+//     restore, once its files are written, waits for no lock of grove's.
+//     git worktree prune, which deletes through a symlink planted among
+//     the registrations, never runs over one (and gc --auto prunes no
+//     worktrees).
 //   - Nothing silently dropped. A nested repository's files are captured
 //     as files (never as a bare gitlink, and an empty nested repository
 //     never fails a checkpoint); its own git dir is not captured, as no .git
-//     ever is, and git clean never removes it on restore. What a checkpoint
+//     ever is, and git clean never removes it on restore. Names another
+//     file system would take for .git (".git.", "git~1") are ordinary
+//     files here and are captured (core.protectNTFS is off; git still
+//     refuses them on checkout on such a file system). What a checkpoint
 //     cannot hold is listed in Skipped, and Destroy without Discard refuses
 //     while a new file over the size cap exists.
 //   - File content. What a file's bytes are is decided by the tree's
@@ -116,15 +136,19 @@
 //     FailedPrecondition naming it.
 //
 // What stays open: a configuration file rewritten in the instant between
-// grove's read of it and git's (an agent racing grove's own commands
-// in a loop) could name a driver grove has not overridden; and git writes
-// the trees of an index crafted with a valid checksum but unsorted
-// entries as they are (an agent with write access to the head's git dir
-// can damage its own checkpoints, not escape). Temporary files of FS
-// writes made by another process while a checkpoint runs may be captured
-// and are gone at the next one. A create killed inside git worktree add
-// leaves a registration git fsck reports until the next open of the
-// workspace removes it.
+// grove's read of it and git's own (an agent racing grove's commands in a
+// loop) could name a driver grove has not overridden — git 2.40's
+// attribute source would close this, 2.39 has none; git writes the trees
+// of an index crafted with a valid checksum but unsorted entries as they
+// are (an agent with write access to the head's git dir can damage its own
+// checkpoints, not escape); an agent that can write the common git dir can
+// hold grove's repository lock and stall creates, checkpoints and
+// destroys until their contexts end, or make a reflog a FIFO that blocks a
+// ref update until its context ends. Temporary files of FS writes made by
+// another process while a checkpoint runs may be captured and are gone at
+// the next one. A create killed inside git worktree add leaves a
+// registration git fsck reports until the next open of the workspace
+// removes it.
 //
 // # Repository shapes
 //
