@@ -29,7 +29,7 @@ func (h *head) capture(ctx context.Context, mf manifest, priv string, opts *back
 		capSize = backend.DefaultMaxNewFileSize
 	}
 	env := []string{"GIT_INDEX_FILE=" + priv}
-	if err := h.dropGitlinks(ctx, priv); err != nil {
+	if err := h.unmark(ctx, priv); err != nil {
 		return nil, err
 	}
 	out, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"ls-files", "-z", "-o", "--exclude-standard", "--directory"}})

@@ -91,8 +91,12 @@
 //     submodules, and gitlink entries are dropped before git add), since it
 //     would read that repository's own configuration. Aliases never apply
 //     to the built-in commands grove runs. A configuration that cannot be
-//     read safely (an include that is a FIFO, a file git cannot parse, more
-//     than 512 drivers) is FailedPrecondition.
+//     read safely (an include that is a FIFO, an include relative to git's
+//     installation, a file git cannot parse, more than 512 drivers) is
+//     FailedPrecondition. Include paths are resolved as git resolves them
+//     (by the kernel, never cleaned as text). No transport runs (no lazy
+//     fetch from a promisor remote an agent configured), and a sparse
+//     checkout an agent turns on is ignored.
 //   - Paths. The git directory is never reachable through the FS, by any
 //     path or link (the check is made on the resolved path). Head IDs read
 //     from a binding or a manifest must be canonical UUIDs before they
@@ -113,11 +117,16 @@
 //     metadata are opened without blocking and must be regular files (a
 //     FIFO would block past any context); a lock file replaced by a
 //     symlink, a directory or a FIFO is made again, never followed. A
-//     restore, once its files are written, waits for no lock of grove's.
+//     restore, once its files are written, waits for no lock of grove's,
+//     and never deletes a file that was ignored before it (the target's
+//     ignore rules may not ignore it; it is in no checkpoint).
 //     git worktree prune, which deletes through a symlink planted among
 //     the registrations, never runs over one (and gc --auto prunes no
 //     worktrees).
-//   - Nothing silently dropped. A nested repository's files are captured
+//   - Nothing silently dropped. A checkpoint sees every file as it is in
+//     the working tree: the assume-unchanged and skip-worktree marks an
+//     agent puts in its index are cleared on grove's private index. A
+//     nested repository's files are captured
 //     as files (never as a bare gitlink, and an empty nested repository
 //     never fails a checkpoint); its own git dir is not captured, as no .git
 //     ever is, and git clean never removes it on restore. Names another

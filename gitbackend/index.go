@@ -64,13 +64,33 @@ func checkIndex(data []byte) error {
 	return errDamagedIndex
 }
 
-// gitlinks returns the paths of an index's gitlink entries (mode 160000:
-// a nested repository recorded by its commit), reading the entries of an
-// index of version 2, 3 or 4 whose object IDs are hashLen bytes long; ok
-// is false if the entries do not parse.
-func gitlinks(data []byte, hashLen int) (paths []string, ok bool) {
+// indexMarks are the entries of an index that git add would not look at
+// as it finds them: gitlinks (mode 160000, a nested repository recorded by
+// its commit), and entries marked assume-unchanged or skip-worktree, whose
+// changes in the working tree git add does not see.
+type indexMarks struct {
+	gitlinks, assumed, skipped []string
+}
+
+func (m indexMarks) any() bool { return len(m.gitlinks)+len(m.assumed)+len(m.skipped) > 0 }
+
+// gitlinks returns the gitlink paths of an index (see readMarks).
+func gitlinks(data []byte, hashLen int) ([]string, bool) {
+	m, ok := readMarks(data, hashLen)
+	return m.gitlinks, ok
+}
+
+// readMarks reads the entries of an index of version 2, 3 or 4 whose
+// object IDs are hashLen bytes long and returns its marked entries; ok is
+// false if the entries do not parse.
+func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
+	const (
+		assumeValid  = 0x8000 // flags
+		extended     = 0x4000 // flags: an extended flags word follows
+		skipWorktree = 0x4000 // extended flags
+	)
 	if len(data) < 12+hashLen {
-		return nil, false
+		return marks, false
 	}
 	version := binary.BigEndian.Uint32(data[4:8])
 	n := int(binary.BigEndian.Uint32(data[8:12]))
@@ -79,17 +99,22 @@ func gitlinks(data []byte, hashLen int) (paths []string, ok bool) {
 	for range n {
 		start := off
 		if off+40+hashLen+2 > end {
-			return nil, false
+			return marks, false
 		}
 		mode := binary.BigEndian.Uint32(data[off+24 : off+28])
 		off += 40 + hashLen
 		flags := binary.BigEndian.Uint16(data[off:])
 		off += 2
-		if version >= 3 && flags&0x4000 != 0 {
+		var ext uint16
+		if version >= 3 && flags&extended != 0 {
+			if off+2 > end {
+				return marks, false
+			}
+			ext = binary.BigEndian.Uint16(data[off:])
 			off += 2
 		}
 		if off > end {
-			return nil, false
+			return marks, false
 		}
 		var name string
 		if version == 4 {
@@ -98,7 +123,7 @@ func gitlinks(data []byte, hashLen int) (paths []string, ok bool) {
 			strip, k := 0, 0
 			for {
 				if off+k >= end {
-					return nil, false
+					return marks, false
 				}
 				c := data[off+k]
 				k++
@@ -111,24 +136,29 @@ func gitlinks(data []byte, hashLen int) (paths []string, ok bool) {
 			off += k
 			nul := bytes.IndexByte(data[off:end], 0)
 			if nul < 0 || strip > len(prev) {
-				return nil, false
+				return marks, false
 			}
 			name = prev[:len(prev)-strip] + string(data[off:off+nul])
 			off += nul + 1
 		} else {
 			nul := bytes.IndexByte(data[off:end], 0)
 			if nul < 0 {
-				return nil, false
+				return marks, false
 			}
 			name = string(data[off : off+nul])
 			off = start + (off-start+nul+8)&^7 // NUL padding to 8 bytes
 		}
-		if mode == 0o160000 {
-			paths = append(paths, name)
+		switch {
+		case mode == 0o160000:
+			marks.gitlinks = append(marks.gitlinks, name)
+		case flags&assumeValid != 0:
+			marks.assumed = append(marks.assumed, name)
+		case ext&skipWorktree != 0:
+			marks.skipped = append(marks.skipped, name)
 		}
 		prev = name
 	}
-	return paths, true
+	return marks, true
 }
 
 // rebuildIndex replaces the private index priv with one read from commit,
@@ -186,12 +216,15 @@ func copyIndex(src, dst string) error {
 	return err
 }
 
-// dropGitlinks removes the gitlink entries of the index at priv (a
-// nested repository an agent staged with git add): git add would run git
-// status inside each, with the nested repository's own configuration,
-// and would keep its files out of the checkpoint. Without the entry, the
-// nested repository is an untracked directory, whose files capture adds.
-func (h *head) dropGitlinks(ctx context.Context, priv string) error {
+// unmark makes git add see every entry of the index at priv as it is in
+// the working tree. It removes gitlink entries (a nested repository an
+// agent staged with git add): git add would run git status inside each,
+// with the nested repository's own configuration, and keep its files out
+// of the checkpoint; without the entry, the nested repository is an
+// untracked directory, whose files capture adds. It clears the
+// assume-unchanged and skip-worktree marks, behind which git add would
+// not see an edit, and a checkpoint would silently miss it.
+func (h *head) unmark(ctx context.Context, priv string) error {
 	data, err := readRegular(priv)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -199,18 +232,25 @@ func (h *head) dropGitlinks(ctx context.Context, priv string) error {
 	if err != nil {
 		return err
 	}
-	links, ok := gitlinks(data, sha1.Size)
+	marks, ok := readMarks(data, sha1.Size)
 	if !ok {
-		if links, ok = gitlinks(data, sha256.Size); !ok {
+		if marks, ok = readMarks(data, sha256.Size); !ok {
 			return errDamagedIndex
 		}
 	}
-	if len(links) == 0 {
-		return nil
+	for _, step := range []struct {
+		paths []string
+		flag  string
+	}{{marks.gitlinks, "--force-remove"}, {marks.assumed, "--no-assume-unchanged"}, {marks.skipped, "--no-skip-worktree"}} {
+		if len(step.paths) == 0 {
+			continue
+		}
+		if _, err := h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Stdin: strings.NewReader(strings.Join(step.paths, "\x00") + "\x00"),
+			Args: []string{"update-index", step.flag, "-z", "--stdin"}}); err != nil {
+			return err
+		}
 	}
-	_, err = h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Stdin: strings.NewReader(strings.Join(links, "\x00") + "\x00"),
-		Args: []string{"update-index", "--force-remove", "-z", "--stdin"}})
-	return err
+	return nil
 }
 
 // indexSwap is the head's index.lock, held by grove: git's own lock

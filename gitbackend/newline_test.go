@@ -36,3 +36,28 @@ func TestAnIgnoredFileWithANewlineInItsNameIsAConflictNotOverwritten(t *testing.
 	require.NoError(t, err)
 	assert.Equal(t, "the agent's ignored file\n", string(data), "the ignored file was overwritten")
 }
+
+// The files a restore keeps because they are ignored now are named to git
+// as patterns matching exactly them, whatever characters their names hold.
+func TestIgnoredFilesWithAnyNameSurviveARestoreThatUnignoresThem(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	base, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	// The target's rules do not ignore *.tmp; the head's rules now do.
+	f.write(h, ".gitignore", "ignored/\n*.log\n*.tmp*\n")
+	names := []string{"a.tmp", "star*.tmp", "q?.tmp", "[br].tmp", `back\slash.tmp`, "trailing .tmp ", "new\nline.tmp", "#hash.tmp", "!bang.tmp", "dir/deep.tmp"}
+	for _, n := range names {
+		f.write(h, n, "kept "+n)
+	}
+	f.write(h, "plain.txt", "an untracked file the clean may remove after the safety checkpoint\n")
+	_, err = h.Restore(f.ctx, workspace.Rev(base.ID), nil)
+	require.NoError(t, err)
+	for _, n := range names {
+		data, err := os.ReadFile(filepath.Join(h.Info().Root, filepath.FromSlash(n)))
+		require.NoError(t, err, "the restore deleted the ignored file %q", n)
+		assert.Equal(t, "kept "+n, string(data))
+	}
+	_, err = os.Stat(filepath.Join(h.Info().Root, "plain.txt"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "an untracked, unignored file stays after restore")
+}

@@ -87,6 +87,14 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	if err := h.checkIgnoredCollisions(ctx, mf, priv, target, adds); err != nil {
 		return err
 	}
+	// What is ignored now stays ignored for the clean below, whatever
+	// ignore rules the target brings: a file ignored now is in no
+	// checkpoint, and deleting it would lose it.
+	keep, err := h.keepIgnored(ctx, mf, env)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(keep)
 	done, err := h.mark(mf, op)
 	if err != nil {
 		return err
@@ -118,7 +126,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 		return err
 	}
 	crashPoint("restore:pruned")
-	if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"clean", "-f", "-d", "-q"}}); err != nil {
+	if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"-c", "core.excludesFile=" + keep, "clean", "-f", "-d", "-q"}}); err != nil {
 		return err
 	}
 	crashPoint("restore:cleaned")
@@ -147,6 +155,59 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	err = swap.commit(priv)
 	swap = nil
 	return err
+}
+
+// keepIgnored writes, in the head's git dir, an excludes file naming
+// exactly the paths ignored in the head now (an ignored directory as a
+// whole), and returns its path.
+func (h *head) keepIgnored(ctx context.Context, mf manifest, env []string) (string, error) {
+	out, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"ls-files", "-z", "-o", "-i", "--exclude-standard", "--directory"}})
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, p := range strings.Split(out, "\x00") {
+		if p == "" {
+			continue
+		}
+		b.WriteString(literalPattern(p))
+		b.WriteByte('\n')
+	}
+	keep := filepath.Join(mf.Admin, "grove-keep-ignored")
+	return keep, os.WriteFile(keep, []byte(b.String()), 0o644)
+}
+
+// literalPattern is a gitignore pattern matching the path p (relative to
+// the top; a trailing slash for a directory): anchored, with every
+// character a pattern gives meaning to escaped. A line break, which no
+// pattern can hold, is matched by "?" (the pattern may then also keep
+// a sibling whose name differs there: keeping more is safe).
+func literalPattern(p string) string {
+	dir := strings.HasSuffix(p, "/")
+	p = strings.TrimSuffix(p, "/")
+	var b strings.Builder
+	b.WriteByte('/')
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; c {
+		case '\\', '*', '?', '[', ']':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\n', '\r':
+			b.WriteByte('?')
+		case ' ':
+			if strings.TrimRight(p[i:], " ") == "" {
+				b.WriteString("\\ ") // a trailing blank would be dropped
+			} else {
+				b.WriteByte(' ')
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	if dir {
+		b.WriteByte('/')
+	}
+	return b.String()
 }
 
 // blocker returns the first parent directory of p (slash-separated, under

@@ -207,6 +207,10 @@ func TestCrashAndCorruptionHarness(t *testing.T) {
 		kills = 20
 	}
 	f := newFixture(t)
+	// The fixture's two minutes are too few for a long run.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(kills)*2*time.Second+time.Minute)
+	defer cancel()
+	f.ctx = ctx
 	stateDir := t.TempDir()
 	st := tortureState{dir: stateDir}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))

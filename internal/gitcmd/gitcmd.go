@@ -183,6 +183,14 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		"-c", "diff.external=",
 		"-c", "core.alternateRefsCommand=",
 		"-c", "core.splitIndex=false",
+		// No transport, so no lazy fetch of a missing object from a
+		// promisor remote an agent configured (whose uploadpack is a
+		// command), and no sparse checkout an agent turned on after open.
+		"-c", "protocol.allow=never",
+		"-c", "core.sparseCheckout=false", "-c", "core.sparseCheckoutCone=false", "-c", "index.sparse=false",
+		// Output grove parses stays what it parses: UTF-8, uncoloured;
+		// and an index's entries are never trusted without a look.
+		"-c", "i18n.logOutputEncoding=UTF-8", "-c", "color.ui=false", "-c", "core.ignoreStat=false",
 		// Files configuration could make a read command open (a FIFO
 		// there would block it; a file outside would leak into its
 		// output).
@@ -369,6 +377,7 @@ func (r *Runner) env(c Cmd) []string {
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false",
 		"GIT_EDITOR=false", "GIT_SEQUENCE_EDITOR=false", "GIT_PAGER=cat", "PAGER=cat",
+		"GIT_NO_LAZY_FETCH=1", // git 2.44 and later; older git has protocol.allow=never above
 		"GIT_AUTHOR_NAME="+id.Name, "GIT_AUTHOR_EMAIL="+id.Email,
 		"GIT_COMMITTER_NAME="+id.Name, "GIT_COMMITTER_EMAIL="+id.Email,
 	)

@@ -165,6 +165,12 @@ func (r *Runner) scanConfig(ctx context.Context, gitDir, commonDir string) *conf
 			return err
 		}
 		for _, kv := range entries {
+			if k, v, _ := strings.Cut(kv, "\n"); (k == "include.path" || strings.HasPrefix(k, "includeif.") && strings.HasSuffix(k, ".path")) &&
+				strings.HasPrefix(v, "%(prefix)/") {
+				// Relative to git's installation, where a path can lead
+				// anywhere; a repository has no business including it.
+				return fmt.Errorf("%w: %s includes %q, relative to git's installation", ErrConfigRefused, path, v)
+			}
 			// section.name or section.subsection.name; only the
 			// subsection may hold dots.
 			key, value, _ := strings.Cut(kv, "\n")
@@ -297,8 +303,10 @@ func readConfigFile(path string) ([]byte, error) {
 
 // expandIncludePath turns an include path as git reads it into a file
 // path: ~/ and ~user/ are home directories, a relative path is relative to
-// the including file's directory. A path relative to git's installation
-// (%(prefix)/) is not a repository's file and is not followed.
+// the including file's directory. The path is joined as text and never
+// cleaned: "link/../x" must be resolved by the kernel, through the
+// symlink, as git's open(2) resolves it. A path relative to git's
+// installation (%(prefix)/) is refused before this.
 func expandIncludePath(p, dir string) string {
 	switch {
 	case p == "":
@@ -315,11 +323,9 @@ func expandIncludePath(p, dir string) string {
 		if err != nil {
 			return ""
 		}
-		p = filepath.Join(home, rest)
-	case strings.HasPrefix(p, "%(prefix)/"):
-		return ""
+		p = strings.TrimSuffix(home, "/") + "/" + rest
 	case !filepath.IsAbs(p):
-		p = filepath.Join(dir, p)
+		p = strings.TrimSuffix(dir, "/") + "/" + p
 	}
-	return filepath.Clean(p)
+	return p
 }
