@@ -72,8 +72,6 @@ type indexMarks struct {
 	gitlinks, assumed, skipped []string
 }
 
-func (m indexMarks) any() bool { return len(m.gitlinks)+len(m.assumed)+len(m.skipped) > 0 }
-
 // gitlinks returns the gitlink paths of an index (see readMarks).
 func gitlinks(data []byte, hashLen int) ([]string, bool) {
 	m, ok := readMarks(data, hashLen)
