@@ -3,8 +3,8 @@
 // behaviour behind grove's back.
 //
 // Every invocation:
-//   - names its repository (Cmd.GitDir, Cmd.WorkTree), so nothing is
-//     discovered from the files a head holds;
+//   - names its repository (Cmd.GitDir, Cmd.CommonDir, Cmd.WorkTree), so
+//     nothing is discovered from the files a head holds;
 //   - neutralizes every filter, diff and merge driver named in the
 //     configuration files git reads for it (see neutralize.go);
 //   - runs no hooks (core.hooksPath=/dev/null) and no fsmonitor

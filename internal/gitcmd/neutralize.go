@@ -237,8 +237,10 @@ func (r *Runner) scanConfig(ctx context.Context, gitDir, commonDir string) *conf
 // normalizes them.
 func (r *Runner) parseConfig(ctx context.Context, path string, data []byte) ([]string, error) {
 	cmd := exec.CommandContext(ctx, r.git, "config", "-z", "--no-includes", "--list", "--file", "-")
-	cmd.Env = r.env(Cmd{})
-	cmd.Dir = os.TempDir()
+	// In the root, with discovery stopped there: no repository's own
+	// configuration is read for this command.
+	cmd.Env = append(r.env(Cmd{}), "GIT_CEILING_DIRECTORIES=/")
+	cmd.Dir = "/"
 	cmd.Stdin = bytes.NewReader(data)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &limitedBuffer{buf: &stderr, max: 4 << 10}
