@@ -157,7 +157,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	return err
 }
 
-// keepIgnored writes, in the head's git dir, an excludes file naming
+// keepIgnored writes, in grove's metadata, an excludes file naming
 // exactly the paths ignored in the head now (an ignored directory as a
 // whole), and returns its path.
 func (h *head) keepIgnored(ctx context.Context, mf manifest, env []string) (string, error) {
@@ -173,7 +173,7 @@ func (h *head) keepIgnored(ctx context.Context, mf manifest, env []string) (stri
 		b.WriteString(literalPattern(p))
 		b.WriteByte('\n')
 	}
-	keep := filepath.Join(mf.Admin, "grove-keep-ignored")
+	keep := h.w.meta.keepFile(mf.ID)
 	return keep, os.WriteFile(keep, []byte(b.String()), 0o644)
 }
 
