@@ -149,6 +149,12 @@ func torture(ctx context.Context, repo, stateDir string, seed int) error {
 						name = fmt.Sprintf("dir%d/g%d.txt", rng.IntN(2), rng.IntN(3))
 					}
 					data := fmt.Appendf(nil, "%s %d\n", name, rng.Uint64())
+					// The intent first: a kill between the write and its
+					// record leaves the file holding content the journal
+					// knows of, so the overwritten one is not taken for lost.
+					if err := st.log("I %s %s %s", id, name, gitBlobID(data)); err != nil {
+						return err
+					}
 					full := filepath.Join(root, filepath.FromSlash(name))
 					if os.MkdirAll(filepath.Dir(full), 0o755) != nil || os.WriteFile(full, data, 0o644) != nil {
 						continue // the head's files may be damaged: not a grove failure
@@ -349,9 +355,13 @@ func checkAfterKill(t *testing.T, f *fixture, st tortureState, round int, damage
 	if out, err := gitUser(f.ctx, f.repo, "fsck", "--no-progress", "--no-dangling"); err != nil {
 		fail("git fsck: %v\n%s", err, out)
 	}
-	// Every file the child wrote is in its head still or in a checkpoint.
-	latest := map[string]string{} // head/file → blob
-	heads := map[string]string{}  // head ID → dir
+	// Every file the child wrote is in its head still or in a checkpoint:
+	// for each file, its last recorded write is either what the head holds
+	// now (or the head holds a write begun after it: the agent overwrote
+	// it), or in the object store.
+	latest := map[string]string{}         // head/file → blob
+	later := map[string]map[string]bool{} // head/file → blobs of writes begun after it
+	heads := map[string]string{}          // head ID → dir
 	jf, err := os.Open(st.journal())
 	if errors.Is(err, os.ErrNotExist) {
 		return
@@ -365,7 +375,15 @@ func checkAfterKill(t *testing.T, f *fixture, st tortureState, round int, damage
 		case len(fields) == 3 && fields[0] == "N":
 			heads[fields[1]] = fields[2]
 		case len(fields) == 4 && fields[0] == "W":
-			latest[fields[1]+"\x00"+fields[2]] = fields[3]
+			k := fields[1] + "\x00" + fields[2]
+			latest[k] = fields[3]
+			later[k] = nil
+		case len(fields) == 4 && fields[0] == "I":
+			k := fields[1] + "\x00" + fields[2]
+			if later[k] == nil {
+				later[k] = map[string]bool{}
+			}
+			later[k][fields[3]] = true
 		}
 	}
 	var missing []string
@@ -373,7 +391,8 @@ func checkAfterKill(t *testing.T, f *fixture, st tortureState, round int, damage
 	keys := make([]string, 0, len(latest))
 	for k, blob := range latest {
 		id, name, _ := strings.Cut(k, "\x00")
-		if data, err := os.ReadFile(filepath.Join(heads[id], filepath.FromSlash(name))); err == nil && gitBlobID(data) == blob {
+		if data, err := os.ReadFile(filepath.Join(heads[id], filepath.FromSlash(name))); err == nil &&
+			(gitBlobID(data) == blob || later[k][gitBlobID(data)]) {
 			continue
 		}
 		keys = append(keys, k)
