@@ -126,6 +126,9 @@ func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
 				c := data[off+k]
 				k++
 				strip = strip<<7 | int(c&127)
+				if strip > len(prev) || k > 9 {
+					return marks, false // more than the previous name: not an index git wrote
+				}
 				if c&128 == 0 {
 					break
 				}

@@ -2,6 +2,7 @@ package gitbackend
 
 import (
 	"crypto/sha1"
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,4 +52,27 @@ func TestGitlinksReadsEveryIndexVersion(t *testing.T) {
 			t.Errorf("version %s: gitlinks = %q, %v; want [dir/nested m-nested]", v, links, ok)
 		}
 	}
+}
+
+// FuzzReadMarks: whatever bytes an index holds, reading its marks never
+// panics (an agent can write its head's index, checksum and all).
+func FuzzReadMarks(f *testing.F) {
+	entry := func(mode uint32, flags uint16, name []byte) []byte {
+		e := make([]byte, 40+20+2)
+		binary.BigEndian.PutUint32(e[24:], mode)
+		binary.BigEndian.PutUint16(e[60:], flags)
+		return append(e, name...)
+	}
+	v4 := append([]byte("DIRC\x00\x00\x00\x04\x00\x00\x00\x02"), entry(0o100644, 3, []byte("\x00abc\x00"))...)
+	v4 = append(v4, entry(0o160000, 3, []byte("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7fxyz\x00"))...) // a strip count that overflows
+	f.Add(append(v4, make([]byte, 20)...), 20)
+	v2 := append([]byte("DIRC\x00\x00\x00\x02\x00\x00\x00\x01"), entry(0o160000, 0x8003, []byte("sub\x00\x00\x00"))...)
+	f.Add(append(v2, make([]byte, 20)...), 20)
+	f.Add([]byte("DIRC\x00\x00\x00\x02\x00\x00\x00\x02"), 32)
+	f.Fuzz(func(t *testing.T, data []byte, hashLen int) {
+		if hashLen != 20 && hashLen != 32 {
+			hashLen = 20
+		}
+		_, _ = readMarks(data, hashLen)
+	})
 }
