@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,9 +89,29 @@ func (h *head) capture(ctx context.Context, mf manifest, priv string, opts *back
 	for _, r := range nested.roots {
 		specs = append(specs, ":(exclude,literal)"+r)
 	}
-	if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(specs, "\x00") + "\x00"),
-		Args: []string{"add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"}}); err != nil {
-		return nil, err
+	// A tracked file replaced by a FIFO, a socket or a device makes git add
+	// fail: such a path is dropped from the index, listed as skipped, and
+	// the add runs again without it.
+	for tries := 0; ; tries++ {
+		_, err := h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(specs, "\x00") + "\x00"),
+			Args: []string{"add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"}})
+		if err == nil {
+			break
+		}
+		m := notAddable.FindAllStringSubmatch(gitcmd.Stderr(err), -1)
+		if m == nil || tries >= 64 {
+			return nil, err
+		}
+		var drop []string
+		for _, g := range m {
+			drop = append(drop, g[1])
+			skipped = append(skipped, backend.Skipped{Path: g[1], Reason: backend.SkipIrregular})
+			specs = append(specs, ":(exclude,literal)"+g[1])
+		}
+		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(drop, "\x00") + "\x00"),
+			Args: []string{"update-index", "--force-remove", "-z", "--stdin"}}); err != nil {
+			return nil, err
+		}
 	}
 	if len(nested.files) > 0 {
 		if err := h.addNested(ctx, env, nested.files, tooBig); err != nil {
@@ -115,6 +136,10 @@ func (h *head) capture(ctx context.Context, mf manifest, priv string, opts *back
 	slices.SortFunc(skipped, func(a, b backend.Skipped) int { return strings.Compare(a.Path, b.Path) })
 	return skipped, nil
 }
+
+// notAddable is git add's complaint about a path that is no longer a
+// regular file, a symlink or a directory.
+var notAddable = regexp.MustCompile(`(?m)^error: (.+): can only add regular files, symbolic links or git-directories$`)
 
 // nestedRepos are the repositories found inside untracked directories
 // (scaffolding tools run git init): their roots, and the files under them

@@ -338,11 +338,20 @@ func pathOf(parts []string) string {
 }
 
 // open opens the element at s for reading and checks that it is the file
-// the resolution examined, and not .git.
+// the resolution examined, and not .git. Only regular files and
+// directories are opened: a FIFO (or a device) would block the open or
+// the read with no context to end it, so it is InvalidArgument; the open
+// itself never blocks (O_NONBLOCK, which changes nothing for a regular
+// file or a directory).
 func (d *diskFS) open(op, name string, s *spot, flag int) (*os.File, fs.FileInfo, error) {
 	if s.fi == nil {
 		return nil, nil, fsError(op, name, fs.ErrNotExist)
 	}
+	if !s.fi.Mode().IsRegular() && !s.fi.IsDir() {
+		return nil, nil, &backend.Error{Code: backend.InvalidArgument, Op: "gitbackend: " + op, Path: name,
+			Err: fmt.Errorf("%s is not a regular file or a directory (%v)", name, s.fi.Mode().Type())}
+	}
+	flag |= syscall.O_NONBLOCK
 	elem := s.base
 	if s.isRoot() {
 		elem = "."

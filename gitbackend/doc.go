@@ -125,7 +125,10 @@
 //     worktrees).
 //   - Nothing silently dropped. A checkpoint sees every file as it is in
 //     the working tree: the assume-unchanged and skip-worktree marks an
-//     agent puts in its index are cleared on grove's private index. A
+//     agent puts in its index are cleared on grove's private index (whose
+//     entries grove reads as git reads them). A tracked file replaced by a
+//     FIFO, a socket or a device is listed in Skipped, never a failure,
+//     and the FS never opens one (InvalidArgument: it would block). A
 //     nested repository's files are captured
 //     as files (never as a bare gitlink, and an empty nested repository
 //     never fails a checkpoint); its own git dir is not captured, as no .git
@@ -157,7 +160,9 @@
 // another process while a checkpoint runs may be captured and are gone at
 // the next one. A create killed inside git worktree add leaves a
 // registration git fsck reports until the next open of the workspace
-// removes it.
+// removes it. A Materialize destination must not lie in a directory an
+// agent can write: one swapped for a symlink while git writes into it is
+// followed by git (grove's own undo never follows it).
 //
 // # Repository shapes
 //

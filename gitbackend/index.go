@@ -142,12 +142,21 @@ func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
 			name = prev[:len(prev)-strip] + string(data[off:off+nul])
 			off += nul + 1
 		} else {
-			nul := bytes.IndexByte(data[off:end], 0)
-			if nul < 0 {
+			// As git reads it: the length the flags give, unless it is
+			// 0xFFF (a longer name, NUL-terminated); never the first NUL
+			// (a crafted name with a NUL inside would shift every entry
+			// after it).
+			n := int(flags & 0xFFF)
+			if n == 0xFFF {
+				if n = bytes.IndexByte(data[off:end], 0); n < 0 {
+					return marks, false
+				}
+			}
+			if off+n > end {
 				return marks, false
 			}
-			name = string(data[off : off+nul])
-			off = start + (off-start+nul+8)&^7 // NUL padding to 8 bytes
+			name = string(data[off : off+n])
+			off = start + (off-start+n+8)&^7 // NUL padding to 8 bytes
 		}
 		switch {
 		case mode == 0o160000:

@@ -23,7 +23,6 @@ import (
 //	workspace.json        the workspace's stable ID
 //	heads/<head-id>.json  one manifest per head; destroyed heads leave a tombstone
 //	heads/<head-id>.op    present while an operation that writes the head's index runs
-//	heads/<head-id>.keep  while a restore runs: the paths ignored before it, kept by its clean
 //	locks/repo.lock       the short per-repository lock
 //	locks/<head-id>.lock  the per-head lock around checkpoint, restore and destroy
 //	locks/<head-id>.bind  the isolation lock of an isolated head
@@ -69,9 +68,6 @@ func (m meta) manifestFile(id backend.HeadID) string {
 }
 func (m meta) opMarker(id backend.HeadID) string {
 	return filepath.Join(m.dir, "heads", string(id)+".op")
-}
-func (m meta) keepFile(id backend.HeadID) string {
-	return filepath.Join(m.dir, "heads", string(id)+".keep")
 }
 func (m meta) repoLock() string { return filepath.Join(m.dir, "locks", "repo.lock") }
 func (m meta) headLock(id backend.HeadID) string {

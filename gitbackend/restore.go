@@ -94,7 +94,6 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(keep)
 	done, err := h.mark(mf, op)
 	if err != nil {
 		return err
@@ -126,7 +125,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 		return err
 	}
 	crashPoint("restore:pruned")
-	if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"-c", "core.excludesFile=" + keep, "clean", "-f", "-d", "-q"}}); err != nil {
+	if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append([]string{"clean", "-f", "-d", "-q"}, keep...)}); err != nil {
 		return err
 	}
 	crashPoint("restore:cleaned")
@@ -157,24 +156,32 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	return err
 }
 
-// keepIgnored writes, in grove's metadata, an excludes file naming
-// exactly the paths ignored in the head now (an ignored directory as a
-// whole), and returns its path.
-func (h *head) keepIgnored(ctx context.Context, mf manifest, env []string) (string, error) {
+// maxKeepArgs bounds the size of the patterns keepIgnored hands git clean.
+const maxKeepArgs = 512 << 10
+
+// keepIgnored returns git clean options (-e, whose patterns outrank every
+// .gitignore, the target's negations included) naming exactly the paths
+// ignored in the head now, an ignored directory as a whole. Too many to
+// pass is FailedPrecondition, before anything changed.
+func (h *head) keepIgnored(ctx context.Context, mf manifest, env []string) ([]string, error) {
 	out, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"ls-files", "-z", "-o", "-i", "--exclude-standard", "--directory"}})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	var b strings.Builder
+	var args []string
+	size := 0
 	for _, p := range strings.Split(out, "\x00") {
 		if p == "" {
 			continue
 		}
-		b.WriteString(literalPattern(p))
-		b.WriteByte('\n')
+		pat := literalPattern(p)
+		if size += len(pat) + 4; size > maxKeepArgs {
+			return nil, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: restore", Head: mf.Name,
+				Err: fmt.Errorf("the head holds more ignored paths than a restore can keep out of its clean (over %d bytes of names); ignore whole directories instead", maxKeepArgs)}
+		}
+		args = append(args, "-e", pat)
 	}
-	keep := h.w.meta.keepFile(mf.ID)
-	return keep, os.WriteFile(keep, []byte(b.String()), 0o644)
+	return args, nil
 }
 
 // literalPattern is a gitignore pattern matching the path p (relative to

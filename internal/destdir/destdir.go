@@ -5,9 +5,10 @@ package destdir
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"syscall"
 
 	"github.com/groveworks/grove/backend"
 )
@@ -29,13 +30,25 @@ func Prepare(op, dir string) (undo func(), err error) {
 		return nil, &backend.Error{Code: backend.Internal, Op: op, Path: dir, Err: err}
 	}
 	return func() {
-		if !existed {
-			_ = os.RemoveAll(dir)
+		// The directory is opened without following a symlink that took
+		// its place, and emptied through that handle: nothing is ever
+		// removed through a symlink, whatever is swapped in meanwhile.
+		f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
 			return
 		}
-		ents, _ := os.ReadDir(dir)
+		defer f.Close()
+		root, err := os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+		if err != nil {
+			return
+		}
+		defer root.Close()
+		ents, _ := f.ReadDir(-1)
 		for _, e := range ents {
-			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+			_ = root.RemoveAll(e.Name())
+		}
+		if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && !existed {
+			_ = os.Remove(dir) // empty now (os.Remove never follows a symlink)
 		}
 	}, nil
 }
