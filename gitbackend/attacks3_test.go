@@ -77,14 +77,7 @@ func TestAGitlinkHiddenByACraftedIndexIsStillDropped(t *testing.T) {
 	root := h.Info().Root
 	markers := t.TempDir()
 	script := markerScript(t, t.TempDir(), markers, "pwned", 0)
-	sub := filepath.Join(root, "sub")
-	f.git(root, "init", "-q", "sub")
-	f.git(sub, "config", "user.email", "a@b")
-	f.git(sub, "config", "user.name", "a")
-	require.NoError(t, os.WriteFile(filepath.Join(sub, ".gitattributes"), []byte("* filter=q\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(sub, "a"), []byte("a\n"), 0o644))
-	f.git(sub, "add", "-A")
-	f.git(sub, "commit", "-qm", "nested")
+	sub := nestedRepoWithFilter(t, f, root)
 	// The gitlink must name sub's HEAD (else git sees it changed and
 	// never looks inside); its fifth byte lands in the flags readMarks
 	// reads, whose top bit (assume-valid) must be clear.
