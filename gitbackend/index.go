@@ -72,12 +72,6 @@ type indexMarks struct {
 	gitlinks, assumed, skipped []string
 }
 
-// gitlinks returns the gitlink paths of an index (see readMarks).
-func gitlinks(data []byte, hashLen int) ([]string, bool) {
-	m, ok := readMarks(data, hashLen)
-	return m.gitlinks, ok
-}
-
 // readMarks reads the entries of an index of version 2, 3 or 4 whose
 // object IDs are hashLen bytes long and returns its marked entries; ok is
 // false if the entries do not parse.

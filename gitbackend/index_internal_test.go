@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// gitlinks reads index versions 2, 3 and 4 as git writes them.
+// readMarks reads index versions 2, 3 and 4 as git writes them.
 func TestGitlinksReadsEveryIndexVersion(t *testing.T) {
 	dir := t.TempDir()
 	git := func(args ...string) {
@@ -47,7 +47,8 @@ func TestGitlinksReadsEveryIndexVersion(t *testing.T) {
 		if err := checkIndex(data); err != nil {
 			t.Fatalf("version %s: checkIndex: %v", v, err)
 		}
-		links, ok := gitlinks(data, sha1.Size)
+		marks, ok := readMarks(data, sha1.Size)
+		links := marks.gitlinks
 		if !ok || len(links) != 2 || links[0] != "dir/nested" || links[1] != "m-nested" {
 			t.Errorf("version %s: gitlinks = %q, %v; want [dir/nested m-nested]", v, links, ok)
 		}
