@@ -248,7 +248,7 @@ func TestATrackedFileReplacedByAFIFOIsSkippedNotAFailure(t *testing.T) {
 // for reading, which waits for a writer that never comes: the FS has no
 // context, so the call blocks forever (WriteFileIf would also hold the
 // head's compare-and-set mutex meanwhile). grove's own reads of git's
-// files use O_NONBLOCK and refuse irregular files (readRegular); the FS
+// files use O_NONBLOCK and refuse irregular files (regfile.Read); the FS
 // does not.
 func TestAnFSReadOfAFIFONeverBlocks(t *testing.T) {
 	f := newFixture(t)

@@ -15,6 +15,7 @@ import (
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/lock"
+	"github.com/groveworks/grove/internal/regfile"
 )
 
 // head is one handle on a head. An isolated handle holds the head's
@@ -217,7 +218,7 @@ func (h *head) state(ctx context.Context, mf manifest, op string) (headState, er
 	st.commit, st.tree, _ = strings.Cut(out, "\n")
 	st.op = inProgress(mf.Admin)
 	if !mf.Attached && st.op == backend.OpNone {
-		data, err := readRegular(filepath.Join(mf.Admin, "HEAD"))
+		data, err := regfile.Read(filepath.Join(mf.Admin, "HEAD"), 0)
 		st.onOwn = err == nil && gitLine(data) == "ref: refs/heads/"+mf.Branch
 	}
 	return st, nil
@@ -544,7 +545,7 @@ func (h *head) removeWorktree(ctx context.Context, mf manifest) error {
 			if backend.CodeOf(err) == backend.Canceled {
 				return err
 			}
-			back, rerr := readRegular(filepath.Join(mf.Admin, "gitdir"))
+			back, rerr := regfile.Read(filepath.Join(mf.Admin, "gitdir"), 0)
 			if rerr != nil || filepath.Dir(gitLine(back)) != mf.Dir {
 				return &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: destroy", Head: mf.Name, Path: mf.Dir,
 					Err: fmt.Errorf("%s is no longer registered as the head's worktree; left in place: %w", mf.Dir, err)}

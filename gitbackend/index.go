@@ -17,6 +17,7 @@ import (
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/regfile"
 )
 
 // seedIndex copies the head's index to a private index in its git dir, so
@@ -204,8 +205,8 @@ func copyIndex(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	data, err := readRegular(src)
-	if errors.Is(err, errNotRegular) {
+	data, err := regfile.Read(src, 0)
+	if errors.Is(err, regfile.ErrNotRegular) {
 		err = errDamagedIndex // a FIFO or a directory where the index was
 	}
 	if err == nil {
@@ -229,7 +230,7 @@ func copyIndex(src, dst string) error {
 // assume-unchanged and skip-worktree marks, behind which git add would
 // not see an edit, and a checkpoint would silently miss it.
 func (h *head) unmark(ctx context.Context, priv string) error {
-	data, err := readRegular(priv)
+	data, err := regfile.Read(priv, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

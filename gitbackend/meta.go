@@ -4,18 +4,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/regfile"
 )
 
 // grove's metadata lives under <common git dir>/grove:
@@ -90,7 +89,7 @@ type workspaceRecord struct {
 // readWorkspaceID returns the recorded workspace ID; ok is false when the
 // repository has none yet.
 func (m meta) readWorkspaceID() (backend.WorkspaceID, bool, error) {
-	data, err := readRegular(m.workspaceFile())
+	data, err := regfile.Read(m.workspaceFile(), 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
 	}
@@ -138,7 +137,7 @@ func (m meta) readManifest(id backend.HeadID) (*manifest, error) {
 	if !validHeadID(id) {
 		return nil, fmt.Errorf("%q is not a head ID", id)
 	}
-	data, err := readRegular(m.manifestFile(id))
+	data, err := regfile.Read(m.manifestFile(id), 0)
 	if err != nil {
 		return nil, err
 	}
@@ -217,30 +216,4 @@ func writeFileAtomic(path string, data []byte) error {
 		_ = os.Remove(tmp)
 	}
 	return err
-}
-
-// errNotRegular is a path grove reads that holds something else than a
-// regular file.
-var errNotRegular = errors.New("not a regular file")
-
-// readRegular reads a file grove keeps or git keeps for a head without
-// ever blocking: an agent can put a FIFO where a file is expected (a
-// head's .git, its git dir's gitdir, commondir, HEAD or index, grove's
-// metadata), and opening a FIFO for reading waits for a writer that never
-// comes, out of reach of any context. Anything but a regular file is
-// errNotRegular; a missing one is fs.ErrNotExist, as for os.ReadFile.
-func readRegular(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: errNotRegular}
-	}
-	return io.ReadAll(f)
 }

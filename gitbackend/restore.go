@@ -15,6 +15,7 @@ import (
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/regfile"
 )
 
 func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
@@ -334,7 +335,7 @@ func blobID(full string, hexLen int) (string, error) {
 		}
 		data = []byte(t)
 	case fi.Mode().IsRegular():
-		if data, err = readRegular(full); err != nil {
+		if data, err = regfile.Read(full, 0); err != nil {
 			return "", err
 		}
 	default:

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -16,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/groveworks/grove/internal/regfile"
 )
 
 // Configuration a repository holds is hostile input: an agent in a head
@@ -269,38 +270,23 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	}
 }
 
-// readConfigFile reads a configuration file without ever blocking: a path
-// that is not a regular file (a FIFO, a device) is refused, since git
-// would block or read without end. A missing file, or a directory (git
-// skips an include that names one), reads as empty.
+// readConfigFile reads a configuration file without ever blocking (see
+// regfile): a path that is not a regular file (a FIFO, a device) is
+// refused, since git would block or read without end. A missing file, or
+// a directory (git skips an include that names one), reads as empty.
 func readConfigFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: cannot read %s: %v", ErrConfigRefused, path, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%w: cannot read %s: %v", ErrConfigRefused, path, err)
-	}
-	if fi.IsDir() {
-		return nil, nil
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file", ErrConfigRefused, path)
-	}
 	const max = 16 << 20
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: cannot read %s: %v", ErrConfigRefused, path, err)
+	data, err := regfile.Read(path, max)
+	switch {
+	case err == nil:
+		return data, nil
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		return nil, nil
 	}
-	if len(data) > max {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrConfigRefused, path, max)
+	if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
+		return nil, nil
 	}
-	return data, nil
+	return nil, fmt.Errorf("%w: cannot read %s: %v", ErrConfigRefused, path, err)
 }
 
 // expandIncludePath turns an include path as git reads it into a file

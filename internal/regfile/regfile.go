@@ -1,0 +1,52 @@
+// Package regfile reads files an adversary may have replaced: a head's
+// .git file, its git dir's gitdir, commondir, HEAD and index, grove's
+// metadata, a repository's configuration files. An agent can put a FIFO or
+// a device where a file is expected, and opening a FIFO for reading waits
+// for a writer that never comes, out of reach of any context. Read never
+// blocks: it opens without waiting and reads only a regular file.
+package regfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// ErrNotRegular is wrapped by the error Read answers for a path that holds
+// something else than a regular file (a directory, a FIFO, a socket, a
+// device).
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge is wrapped by the error Read answers for a file over its
+// limit.
+var ErrTooLarge = errors.New("file too large")
+
+// Read returns the content of the regular file at path, following
+// symlinks as os.ReadFile does. A missing file is an error matching
+// fs.ErrNotExist; anything but a regular file there wraps ErrNotRegular,
+// and one larger than limit bytes (limit > 0) wraps ErrTooLarge.
+func Read(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
+	}
+	if limit <= 0 {
+		return io.ReadAll(f)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(data)) > limit {
+		err = &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: over %d bytes", ErrTooLarge, limit)}
+	}
+	return data, err
+}
