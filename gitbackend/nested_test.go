@@ -87,3 +87,26 @@ func TestNestedRepositoriesAreCapturedAsFiles(t *testing.T) {
 	_, err = h.Destroy(f.ctx, nil)
 	require.NoError(t, err)
 }
+
+// The walk of a nested repository's files follows no symlink: a link in
+// it to a directory outside the head is captured as the link, and nothing
+// of what it leads to is read or captured.
+func TestANestedRepositorysSymlinkOutIsCapturedAsALinkOnly(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	root := h.Info().Root
+	outside, unchanged := outsideTree(t)
+	f.write(h, "app/main.go", "package app\n")
+	f.git(filepath.Join(root, "app"), "init", "-q")
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "app", "out")))
+	require.NoError(t, os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "app", "secret")))
+
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	files := f.git(root, "ls-tree", "-r", string(cp.ID), "--", "app")
+	assert.Contains(t, files, "app/main.go")
+	assert.Regexp(t, `(?m)^120000 blob \S+\tapp/out$`, files, "the link is captured as a link")
+	assert.Regexp(t, `(?m)^120000 blob \S+\tapp/secret$`, files)
+	assert.NotContains(t, files, "app/out/", "the walk followed a symlink out of the head")
+	unchanged()
+}
