@@ -3,10 +3,11 @@
 // per-head lock around checkpoint and restore, and the isolation lock of an
 // isolated head.
 //
-// Locks are flock(2) locks on a file. They belong to an open file
-// description, so two Lock values conflict even within one process, and the
-// kernel releases a lock when its holder dies: a lock left by a killed
-// process never blocks anyone. The holder records itself (PID, host, purpose,
+// Locks are flock(2) locks on a file (LockFileEx on Windows, see
+// lock_windows.go). They belong to an open file description (a handle), so
+// two Lock values conflict even within one process, and the kernel releases
+// a lock when its holder dies: a lock left by a killed process never blocks
+// anyone. The holder records itself (PID, host, purpose,
 // time) in the lock file, so a caller refused with Busy learns who holds it.
 package lock
 
@@ -86,7 +87,7 @@ func TryLock(path, purpose string) (*Lock, error) {
 // there once.
 func openLockFile(path string) (*os.File, error) {
 	for attempt := 0; ; attempt++ {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+		f, err := openNoFollow(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err == nil {
 			fi, serr := f.Stat()
 			if serr == nil && fi.Mode().IsRegular() {
@@ -126,7 +127,7 @@ const deadHolderGrace = 2 * time.Second
 func flock(f *os.File, path string) error {
 	var deadline time.Time
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err := tryLockFile(f)
 		switch {
 		case errors.Is(err, syscall.EINTR):
 			continue
@@ -153,7 +154,7 @@ func (o Owner) dead() bool {
 	if o.Host != host || o.PID <= 0 || o.PID == os.Getpid() {
 		return false
 	}
-	return errors.Is(syscall.Kill(o.PID, 0), syscall.ESRCH)
+	return processGone(o.PID)
 }
 
 // Acquire takes the lock at path, waiting while another holder has it, until
@@ -182,7 +183,7 @@ func Acquire(ctx context.Context, path, purpose string) (*Lock, error) {
 // there is one. The record of a holder that died stays in the file until the
 // next holder overwrites it; Held tells whether anyone holds the lock now.
 func ReadOwner(path string) (Owner, bool) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openNoFollow(path, os.O_RDONLY, 0)
 	if err != nil {
 		return Owner{}, false
 	}
@@ -221,7 +222,9 @@ func (l *Lock) Unlock() error {
 	if l.f == nil {
 		return &backend.Error{Code: backend.FailedPrecondition, Op: "lock: unlock", Path: l.path, Err: errors.New("not held")}
 	}
-	// Closing the descriptor releases the flock.
+	// Closing the descriptor releases the flock (unlockFile only matters on
+	// Windows).
+	unlockFile(l.f)
 	err := l.f.Close()
 	l.f = nil
 	if err != nil {

@@ -196,7 +196,9 @@ func TestALockPathHoldingSomethingElseIsReplacedNeverFollowed(t *testing.T) {
 	plant := map[string]func(p string) error{
 		"symlink":   func(p string) error { return os.Symlink(outside, p) },
 		"directory": func(p string) error { return os.MkdirAll(filepath.Join(p, "sub"), 0o755) },
-		"fifo":      func(p string) error { return syscall.Mkfifo(p, 0o644) },
+	}
+	if mkfifo != nil {
+		plant["fifo"] = mkfifo
 	}
 	for name, make := range plant {
 		t.Run(name, func(t *testing.T) {
