@@ -5,10 +5,8 @@ package destdir
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
-	"syscall"
 
 	"github.com/groveworks/grove/backend"
 )
@@ -30,25 +28,34 @@ func Prepare(op, dir string) (undo func(), err error) {
 		return nil, &backend.Error{Code: backend.Internal, Op: op, Path: dir, Err: err}
 	}
 	return func() {
-		// The directory is opened without following a symlink that took
-		// its place, and emptied through that handle: nothing is ever
-		// removed through a symlink, whatever is swapped in meanwhile.
-		f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
-		if err != nil {
+		if !empty(dir) {
 			return
-		}
-		defer f.Close()
-		root, err := os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
-		if err != nil {
-			return
-		}
-		defer root.Close()
-		ents, _ := f.ReadDir(-1)
-		for _, e := range ents {
-			_ = root.RemoveAll(e.Name())
 		}
 		if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && !existed {
 			_ = os.Remove(dir) // empty now (os.Remove never follows a symlink)
 		}
 	}, nil
+}
+
+// empty removes everything in dir and reports whether dir could be opened
+// to do so. The directory is opened without following a symlink that took
+// its place, and emptied through that handle: nothing is ever removed
+// through a symlink, whatever is swapped in meanwhile. Its handles are
+// closed on return (Windows cannot remove a directory held open).
+func empty(dir string) bool {
+	f, err := openDirNoFollow(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	root, err := rootOf(f, dir)
+	if err != nil {
+		return false
+	}
+	defer root.Close()
+	ents, _ := f.ReadDir(-1)
+	for _, e := range ents {
+		_ = root.RemoveAll(e.Name())
+	}
+	return true
 }
