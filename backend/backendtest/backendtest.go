@@ -90,15 +90,16 @@ type testCase struct {
 	run    func(e *env)
 }
 
-var cases []testCase
-
-func register(cs ...testCase) { cases = append(cases, cs...) }
+// allCases returns every case of the suite, in the order they run.
+func allCases() []testCase {
+	return slices.Concat(bindingCases(), checkpointCases(), fsEscapeCases(), headCases())
+}
 
 // RunConformanceTests runs every case of the suite against the backend the
-// harnesses make, each as a subtest of t.
+// harnesses make, each as a subtest of t, always in the same order.
 func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 	t.Helper()
-	for _, c := range cases {
+	for _, c := range allCases() {
 		t.Run(c.name, func(t *testing.T) {
 			e := setup(t, newHarness, c.clause)
 			c.run(e)

@@ -12,9 +12,11 @@ import (
 	"github.com/groveworks/grove/workspace"
 )
 
-func init() {
-	register(
-		testCase{
+// bindingCases are the cases of bindings and reopen, cancellation, Close
+// and the head's FS.
+func bindingCases() []testCase {
+	return []testCase{
+		{
 			name:   "a_binding_round_trips_and_reopens_exactly_the_same_head_through_a_new_backend",
 			clause: "Bindings: Binding encodes to bytes and back losslessly; Reopen returns exactly the head the binding names, whose Binding() is Equal to it",
 			run: func(e *env) {
@@ -55,7 +57,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "corrupt_bindings_fail_with_BindingCorrupt_and_never_panic",
 			clause: "Bindings: a corrupt or truncated binding is BindingCorrupt, never a panic",
 			run: func(e *env) {
@@ -80,7 +82,7 @@ func init() {
 				e.wantCode(err, backend.BindingCorrupt, "reopening a binding whose payload the harness corrupted")
 			},
 		},
-		testCase{
+		{
 			name:   "reopen_names_which_identity_check_failed",
 			clause: "Reopen: any mismatch is a typed error naming which check failed (head-id, workspace-id, backend, access); it never substitutes a different head",
 			run: func(e *env) {
@@ -105,7 +107,7 @@ func init() {
 				e.wantReason(err, backend.IdentityMismatch, backend.ReasonAccess, "reopening an isolated head as shared")
 			},
 		},
-		testCase{
+		{
 			name:   "reopen_after_the_heads_files_were_deleted_fails_with_NotFound_missing",
 			clause: "Reopen: verifies the head's files exist; a mismatch is a typed error naming the check (missing)",
 			run: func(e *env) {
@@ -117,7 +119,7 @@ func init() {
 				e.wantReason(err, backend.NotFound, backend.ReasonMissing, "reopening a head whose files were deleted")
 			},
 		},
-		testCase{
+		{
 			name:   "reopen_after_the_heads_branch_was_deleted_fails_naming_the_branch",
 			clause: "Reopen: verifies the branch exists; a mismatch is a typed error naming the check (branch)",
 			run: func(e *env) {
@@ -129,7 +131,7 @@ func init() {
 				e.wantReason(err, backend.NotFound, backend.ReasonBranch, "reopening a head whose branch was deleted")
 			},
 		},
-		testCase{
+		{
 			name:   "a_cancelled_context_fails_every_call_with_Canceled_and_changes_nothing",
 			clause: "Every method that can block takes ctx first and returns promptly when it is cancelled (errors.Is(err, context.Canceled))",
 			run: func(e *env) {
@@ -178,7 +180,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "cancelling_a_call_while_the_driver_runs_it_returns_promptly_with_Canceled",
 			clause: "Every method that can block returns promptly when it is cancelled, during the call as well as before it; the head stays usable",
 			run: func(e *env) {
@@ -209,7 +211,7 @@ func init() {
 				e.checkpoint(h, nil)
 			},
 		},
-		testCase{
+		{
 			name:   "calls_on_one_head_wait_for_each_other_and_give_up_when_their_context_ends",
 			clause: "Per-head serialization: a process-wide lock keyed by head, acquired with the caller's context",
 			run: func(e *env) {
@@ -237,7 +239,7 @@ func init() {
 				e.status(other)
 			},
 		},
-		testCase{
+		{
 			name:   "close_is_final_a_second_close_errors_and_nothing_is_served_after_it",
 			clause: "Close() error from v1: a second Close is an error, and nothing reaches the backend after it",
 			run: func(e *env) {
@@ -267,7 +269,7 @@ func init() {
 				e.wantCode(err, backend.FailedPrecondition, "Open on a closed backend")
 			},
 		},
-		testCase{
+		{
 			name:   "the_head_FS_passes_fstest_TestFS",
 			clause: "FS: the read side is io/fs (fs.FS, StatFS, ReadDirFS, ReadFileFS, ReadLinkFS), so testing/fstest.TestFS checks it",
 			run: func(e *env) {
@@ -289,7 +291,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "the_head_FS_types_its_errors",
 			clause: "FS: .., absolute paths and symlinks leading out of the head are PathEscape; .git is PermissionDenied; not found matches fs.ErrNotExist",
 			run: func(e *env) {
@@ -314,7 +316,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "FS_writes_are_whole_and_keep_the_file_mode",
 			clause: "FS: writes replace files atomically and keep the file's mode; a read returns the content and its digest together",
 			run: func(e *env) {
@@ -337,7 +339,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "WriteFileIf_loses_cleanly_with_Conflict_and_the_current_digest",
 			clause: "FS: WriteFileIf is compare-and-set against the digest last read (zero: must not exist); a lost race is Conflict with the current digest, writing nothing",
 			run: func(e *env) {
@@ -382,5 +384,5 @@ func init() {
 				}
 			},
 		},
-	)
+	}
 }

@@ -10,9 +10,11 @@ import (
 	"github.com/groveworks/grove/workspace"
 )
 
-func init() {
-	register(
-		testCase{
+// checkpointCases are the cases of checkpoint, log, restore, fork, status,
+// diff, commits and materialize.
+func checkpointCases() []testCase {
+	return []testCase{
+		{
 			name:   "checkpoint_captures_tracked_changes_deletions_and_untracked_files",
 			clause: "Checkpoint: captures tracked files and untracked files that are not ignored; the commit's parent is the head's current commit; the branch advances and status is clean",
 			run: func(e *env) {
@@ -33,7 +35,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "checkpoint_never_captures_ignored_files_unless_included",
 			clause: "Checkpoint: ignored files are never captured, unless an explicit include list names them",
 			run: func(e *env) {
@@ -56,7 +58,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "checkpoint_keeps_file_modes_or_answers_Unimplemented",
 			clause: "Checkpoint: captures file modes; a backend without FileModes answers Chmod with Unimplemented",
 			run: func(e *env) {
@@ -75,7 +77,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "checkpoint_keeps_symlinks_or_answers_Unimplemented",
 			clause: "Checkpoint: captures symlinks; a backend without Symlinks answers Symlink with Unimplemented",
 			run: func(e *env) {
@@ -96,7 +98,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "checkpoint_with_nothing_changed_returns_the_current_checkpoint_without_a_commit",
 			clause: "Checkpoint: with nothing changed creates no commit and returns the current checkpoint (not new); on a fresh head that is its base commit",
 			run: func(e *env) {
@@ -116,7 +118,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "checkpoint_skips_new_files_over_the_size_cap_and_lists_them",
 			clause: "Size: a new untracked file larger than the cap is not captured; the checkpoint result lists what it skipped",
 			run: func(e *env) {
@@ -141,7 +143,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "checkpoint_lists_empty_directories_as_skipped_and_never_fails_on_them",
 			clause: "What a commit cannot hold: empty directories are not captured; they are listed in the checkpoint result and never make a checkpoint fail",
 			run: func(e *env) {
@@ -155,7 +157,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "checkpoint_author_defaults_to_a_grove_identity_and_is_configurable",
 			clause: "Checkpoint: works with no user.name configured; the author is configurable and defaults to a grove identity",
 			run: func(e *env) {
@@ -173,7 +175,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "log_lists_checkpoints_newest_first_and_honours_the_limit",
 			clause: "Log: newest first, from private refs",
 			run: func(e *env) {
@@ -196,7 +198,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "restore_of_a_dirty_head_takes_a_safety_checkpoint_first",
 			clause: "Restore: before changing anything, a dirty head is checkpointed (the safety checkpoint, returned to the caller) unless the caller explicitly discards",
 			run: func(e *env) {
@@ -216,7 +218,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "restore_with_Discard_takes_no_safety_checkpoint",
 			clause: "Restore: a dirty head is checkpointed first unless the caller explicitly discards",
 			run: func(e *env) {
@@ -233,7 +235,7 @@ func init() {
 				e.sameTree(withoutIgnored(e.tree(h)), e.expectedBase(), "the restored head's files and the target's")
 			},
 		},
-		testCase{
+		{
 			name:   "restore_makes_the_tree_equal_the_target_and_resets_the_branch",
 			clause: "Restore: tracked content equals the target checkpoint exactly; untracked, non-ignored files not in the target are removed; the branch is reset to the target",
 			run: func(e *env) {
@@ -262,7 +264,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "restore_never_touches_ignored_files",
 			clause: "Restore: ignored files are never touched (a node_modules survives every restore)",
 			run: func(e *env) {
@@ -280,7 +282,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "restore_refuses_with_Conflict_where_the_target_tracks_an_ignored_file_of_the_head",
 			clause: "Restore: where the target tracks a path that is an ignored file in the head now, restore refuses with Conflict instead of overwriting it",
 			run: func(e *env) {
@@ -301,7 +303,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "restore_to_a_bad_revision_fails_with_NotFound_and_changes_no_file",
 			clause: "Restore: the target is any checkpoint or revision of the workspace; a bad one is NotFound",
 			run: func(e *env) {
@@ -313,7 +315,7 @@ func init() {
 				e.sameTree(e.tree(h), before, "the files after a failed restore and before it")
 			},
 		},
-		testCase{
+		{
 			name:   "restore_run_twice_converges_and_keeps_newer_checkpoints_reachable",
 			clause: "Restore: running the same restore again converges on the target; later checkpoints stay reachable and Log lists them",
 			run: func(e *env) {
@@ -344,7 +346,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "fork_carries_uncommitted_work_into_a_new_isolated_head",
 			clause: "Fork: checkpoint the source (uncommitted work included), then create an isolated head from that checkpoint",
 			run: func(e *env) {
@@ -369,7 +371,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "fork_from_an_older_checkpoint_takes_no_new_checkpoint",
 			clause: "Fork: forking from an older checkpoint is allowed; a set From takes no checkpoint",
 			run: func(e *env) {
@@ -390,7 +392,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "status_reports_each_changed_path_and_clean_after_a_checkpoint",
 			clause: "Status: dirty or clean, the changed paths (modified, deleted, untracked), current commit, last checkpoint, archived",
 			run: func(e *env) {
@@ -419,7 +421,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "diff_reports_a_unified_patch_and_per_file_stats",
 			clause: "Diff: a unified patch and per-file stats between two revisions, or a revision and the working tree",
 			run: func(e *env) {
@@ -442,7 +444,7 @@ func init() {
 				e.wantCode(err, backend.NotFound, "Diff from no-such-revision")
 			},
 		},
-		testCase{
+		{
 			name:   "commits_reports_what_the_branch_gained_behind_grove",
 			clause: "Commits: branch commits after since (drift on resume)",
 			run: func(e *env) {
@@ -469,7 +471,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "materialize_writes_a_byte_identical_tree_into_an_empty_directory",
 			clause: "Materialize: any checkpoint can be written out into an empty directory; the result is byte-identical, modes and symlinks included",
 			run: func(e *env) {
@@ -485,7 +487,7 @@ func init() {
 				e.must(e.ws.Materialize(e.ctx, e.fx.Base, empty), "Materialize into an existing empty directory")
 			},
 		},
-		testCase{
+		{
 			name:   "materialize_refuses_a_non_empty_destination_and_leaves_it_untouched",
 			clause: "Materialize: a non-empty destination is refused, never wiped",
 			run: func(e *env) {
@@ -505,5 +507,5 @@ func init() {
 				}
 			},
 		},
-	)
+	}
 }

@@ -10,9 +10,11 @@ import (
 	"github.com/groveworks/grove/backend"
 )
 
-func init() {
-	register(
-		testCase{
+// fsEscapeCases are the cases that try to reach the git directory through
+// the head's FS.
+func fsEscapeCases() []testCase {
+	return []testCase{
+		{
 			name:   "the_git_directory_is_unreachable_through_the_FS_by_any_path_or_link",
 			clause: "FS: .git is never reachable through the FS, by any path or link: a name or symlink resolving to it is PermissionDenied for reads, writes, listings and Open, a symlink to it is refused, and a listing of the root (by any name) hides it",
 			run: func(e *env) {
@@ -94,7 +96,7 @@ func init() {
 				}
 			},
 		},
-	)
+	}
 }
 
 func isNotExist(err error) bool { return err != nil && errors.Is(err, fs.ErrNotExist) }

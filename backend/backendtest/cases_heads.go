@@ -9,9 +9,11 @@ import (
 	"github.com/groveworks/grove/workspace"
 )
 
-func init() {
-	register(
-		testCase{
+// headCases are the cases of creating, holding, archiving, destroying and
+// attaching heads.
+func headCases() []testCase {
+	return []testCase{
+		{
 			name:   "create_makes_an_isolated_head_on_its_own_branch_from_the_base_revision",
 			clause: "Create: an isolated head gets its own branch (grove/<name> unless named); From is a revision",
 			run: func(e *env) {
@@ -37,7 +39,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "create_from_a_checkpoint_of_another_head_starts_from_that_checkpoint",
 			clause: "Create: From is a revision (branch, tag, commit) or a checkpoint",
 			run: func(e *env) {
@@ -51,7 +53,7 @@ func init() {
 				e.sameTree(e.tree(h), e.expectedBase().with("notes/a.txt", file{data: "from src\n"}), "the head's files and the checkpoint's")
 			},
 		},
-		testCase{
+		{
 			name:   "create_with_a_named_branch_uses_it_and_a_taken_branch_is_AlreadyExists",
 			clause: "Create: an isolated head gets its own branch (grove/<name> unless named)",
 			run: func(e *env) {
@@ -63,7 +65,7 @@ func init() {
 				e.wantCode(err, backend.AlreadyExists, "creating a head on a taken branch")
 			},
 		},
-		testCase{
+		{
 			name:   "create_with_a_duplicate_name_fails_with_AlreadyExists",
 			clause: "Create: a head name is unique in its workspace; a duplicate is AlreadyExists",
 			run: func(e *env) {
@@ -72,7 +74,7 @@ func init() {
 				e.wantCode(err, backend.AlreadyExists, "creating a second head named dup")
 			},
 		},
-		testCase{
+		{
 			name:   "create_with_an_invalid_name_fails_with_InvalidArgument",
 			clause: "Create: a head name is valid as a path element and a ref component",
 			run: func(e *env) {
@@ -82,7 +84,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "create_from_a_bad_revision_fails_with_NotFound_and_leaves_nothing_behind",
 			clause: "Create: a bad From is NotFound. A failed create leaves nothing behind: no branch, no directory, no registration",
 			run: func(e *env) {
@@ -101,7 +103,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "a_shared_head_takes_many_holders",
 			clause: "Head: access is Isolated or Shared; a shared head takes many sessions",
 			run: func(e *env) {
@@ -120,7 +122,7 @@ func init() {
 				e.must(r.Close(), "Close")
 			},
 		},
-		testCase{
+		{
 			name:   "a_second_holder_of_an_isolated_head_gets_AlreadyBound_until_the_first_closes",
 			clause: "Isolation: an isolated head has at most one live holder; a second holder gets AlreadyBound",
 			run: func(e *env) {
@@ -142,7 +144,7 @@ func init() {
 				e.must(r.Close(), "Close")
 			},
 		},
-		testCase{
+		{
 			name:   "heads_lists_live_and_archived_heads_by_name",
 			clause: "Heads: live and archived heads, ordered by name",
 			run: func(e *env) {
@@ -162,7 +164,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "an_archived_head_cannot_be_bound_until_unarchived_and_its_holder_keeps_working",
 			clause: "Archive: an archived head cannot be bound or reopened until unarchived; its files stay, and a holder keeps working until it closes",
 			run: func(e *env) {
@@ -197,7 +199,7 @@ func init() {
 				e.must(o.Close(), "Close")
 			},
 		},
-		testCase{
+		{
 			name:   "destroy_of_a_dirty_head_takes_a_final_checkpoint_and_keeps_every_checkpoint",
 			clause: "Destroy: where the head was dirty, first takes a final checkpoint unless told to discard; keeps the branch and every checkpoint ref",
 			run: func(e *env) {
@@ -215,7 +217,7 @@ func init() {
 				e.sameTree(e.treeAt(backend.Rev(cp1.ID)), want, "an older checkpoint after destroy and its content")
 			},
 		},
-		testCase{
+		{
 			name:   "destroy_without_Discard_refuses_to_delete_a_file_no_checkpoint_holds",
 			clause: "Destroy: without Discard, refuses (FailedPrecondition) to delete what no checkpoint holds: a new file over the size cap",
 			run: func(e *env) {
@@ -233,7 +235,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "destroy_with_Discard_takes_no_final_checkpoint",
 			clause: "Destroy: takes a final checkpoint unless told to discard",
 			run: func(e *env) {
@@ -246,7 +248,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "a_destroyed_head_reopens_as_Destroyed_and_its_name_can_be_reused",
 			clause: "Destroy: reopening a destroyed head fails with a typed error that says it was destroyed; names are reusable, a taken default branch gets the next free grove/<name>-N",
 			run: func(e *env) {
@@ -267,7 +269,7 @@ func init() {
 				e.wantCode(err, backend.Destroyed, "reopening the old binding after the name was reused")
 			},
 		},
-		testCase{
+		{
 			name:   "attach_makes_a_shared_head_over_an_existing_checkout_that_grove_never_moves",
 			clause: "Attached heads: always shared; checkpoints are commits on private refs only; destroying only forgets; a backend without Attach answers Unimplemented",
 			run: func(e *env) {
@@ -317,7 +319,7 @@ func init() {
 				}
 			},
 		},
-		testCase{
+		{
 			name:   "host_directories_are_used_where_the_backend_has_them_and_Unimplemented_otherwise",
 			clause: "Capabilities are data: a capability that is absent is answered with Unimplemented",
 			run: func(e *env) {
@@ -340,5 +342,5 @@ func init() {
 				}
 			},
 		},
-	)
+	}
 }
