@@ -36,6 +36,15 @@
 // is started with Pdeathsig, so it dies with grove if grove is killed; its
 // own children then see their pipes close.
 //
+// Outside Linux (process_unix.go, process_windows.go): macOS and the other
+// Unix systems have no Pdeathsig, so a git started by a grove process that
+// is killed runs to its end on its own (the group is still killed when the
+// context ends). On Windows git starts in a new process group
+// (CREATE_NEW_PROCESS_GROUP) and an ended context kills the git process
+// only: what git started (an alias's shell, a helper) is not killed and
+// ends on its own, and a git started by a grove process that is killed
+// runs to its end.
+//
 // # Errors
 //
 // A failed command is a *backend.Error wrapping an *ExitError that carries
@@ -59,7 +68,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/groveworks/grove/backend"
@@ -322,12 +330,7 @@ func (r *Runner) run(ctx context.Context, c Cmd, harden bool) ([]byte, error) {
 		cmd.Stdout = c.Stdout
 	}
 	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 64 << 10}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error {
-		// The negative PID names the process group: git and everything it
-		// started.
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
+	killOnCancel(cmd)
 	cmd.WaitDelay = r.wait
 	err := cmd.Run()
 	if err != nil && ctx.Err() != nil {

@@ -80,9 +80,7 @@ func statSig(path string) fileSig {
 		return s
 	}
 	s.exist, s.size, s.mtime = true, fi.Size(), fi.ModTime()
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		s.dev, s.ino, s.ctime = uint64(st.Dev), st.Ino, st.Ctim
-	}
+	s.dev, s.ino, s.ctime = identity(path, fi)
 	return s
 }
 
