@@ -1,19 +1,14 @@
 package gitcmd_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -234,37 +229,6 @@ func TestAFailedCommandCarriesStderrAndExitCode(t *testing.T) {
 	assert.Contains(t, err.Error(), "git cat-file -t deadbeef: exit 128: fatal:")
 }
 
-// processAlive reports whether a live process's command line contains
-// marker.
-func processAlive(t *testing.T, marker string) bool {
-	t.Helper()
-	return len(pids(marker, "")) > 0
-}
-
-func TestCancellationKillsGitAndEverythingItStarted(t *testing.T) {
-	r := newRunner(t)
-	dir := initRepo(t, r)
-	marker := "3" + strconv.Itoa(os.Getpid()) + ".25"
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := r.Run(ctx, gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"), WorkTree: dir, Args: []string{"-c", "alias.hang=!sleep " + marker, "hang"}})
-		done <- err
-	}()
-	require.Eventually(t, func() bool { return processAlive(t, marker) }, 10*time.Second, 10*time.Millisecond, "the child never started")
-	cancel()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("Run did not return after its context was cancelled")
-	}
-	assert.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, backend.Canceled, backend.CodeOf(err))
-	require.Eventually(t, func() bool { return !processAlive(t, marker) }, 10*time.Second, 10*time.Millisecond,
-		"the grandchild survived the cancellation")
-}
-
 // helperEnv makes the test binary act as a grove process that starts a git
 // command that blocks on a child of its own, says it is ready, and waits to
 // be killed.
@@ -282,62 +246,6 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
-}
-
-// gitAlive reports whether a git process whose command line contains marker
-// is alive.
-func gitAlive(t *testing.T, marker string) bool {
-	t.Helper()
-	return len(pids(marker, "git")) > 0
-}
-
-// pids lists live processes whose command line contains marker and whose
-// program's base name is prog ("" for any).
-func pids(marker, prog string) []int {
-	var out []int
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		data, err := os.ReadFile(p)
-		if err != nil || !bytes.Contains(data, []byte(marker)) {
-			continue
-		}
-		argv0, _, _ := bytes.Cut(data, []byte{0})
-		if prog != "" && filepath.Base(string(argv0)) != prog {
-			continue
-		}
-		stat, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "stat"))
-		if f := strings.Fields(string(stat)); len(f) > 2 && f[2] == "Z" {
-			continue // a zombie is dead; its parent has not reaped it yet
-		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		out = append(out, pid)
-	}
-	return out
-}
-
-func TestGitDiesWithAKilledGroveProcess(t *testing.T) {
-	r := newRunner(t)
-	dir := initRepo(t, r)
-	mark := "7" + strconv.Itoa(os.Getpid()) + ".5"
-	t.Cleanup(func() { // the orphaned sleep
-		for _, pid := range pids(mark, "") {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+dir, "GITCMD_TEST_MARK="+mark)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	buf := make([]byte, 6)
-	_, err = io.ReadFull(stdout, buf)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return len(pids(mark, "sleep")) > 0 }, 10*time.Second, 10*time.Millisecond, "git's child never started")
-	require.True(t, gitAlive(t, mark), "git is not running")
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	_ = cmd.Wait()
-	require.Eventually(t, func() bool { return !gitAlive(t, mark) }, 10*time.Second, 10*time.Millisecond,
-		"git outlived the grove process that started it")
 }
 
 func TestAContextEndedBeforehandRunsNothing(t *testing.T) {

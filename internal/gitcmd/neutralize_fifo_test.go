@@ -1,10 +1,23 @@
+//go:build unix
+
+// On Unix a FIFO can be planted where git would read a configuration file.
+
 package gitcmd
 
 import (
-	"strconv"
+	"context"
+	"os"
+	"path/filepath"
 	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
-func mkfifo(path string) error { return syscall.Mkfifo(path, 0o644) }
-
-func itoa(i int) string { return strconv.Itoa(i) }
+func TestScanRefusesAFIFOGitWouldBlockOn(t *testing.T) {
+	r := testRunner(t)
+	dir := t.TempDir()
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config"), []byte("[include]\n\tpath = fifo\n"), 0o644))
+	require.ErrorIs(t, r.scanConfig(context.Background(), dir, dir).err, ErrConfigRefused)
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -80,10 +81,6 @@ func TestScanFindsEveryDriverGitCouldSee(t *testing.T) {
 func TestScanRefusesWhatWouldBlockGit(t *testing.T) {
 	r := testRunner(t)
 	dir := t.TempDir()
-	require.NoError(t, mkfifo(filepath.Join(dir, "fifo")))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "config"), []byte("[include]\n\tpath = fifo\n"), 0o644))
-	require.ErrorIs(t, r.scanConfig(context.Background(), dir, dir).err, ErrConfigRefused)
-
 	self := filepath.Join(dir, "loop")
 	require.NoError(t, os.MkdirAll(self, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(self, "config"), []byte("[include]\n\tpath = config\n"), 0o644))
@@ -93,7 +90,7 @@ func TestScanRefusesWhatWouldBlockGit(t *testing.T) {
 	require.NoError(t, os.MkdirAll(many, 0o755))
 	var b strings.Builder
 	for i := range maxDrivers + 1 {
-		b.WriteString("[filter \"f" + itoa(i) + "\"]\n\tclean = x\n")
+		b.WriteString("[filter \"f" + strconv.Itoa(i) + "\"]\n\tclean = x\n")
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(many, "config"), []byte(b.String()), 0o644))
 	assert.ErrorIs(t, r.scanConfig(context.Background(), many, many).err, ErrConfigRefused)
