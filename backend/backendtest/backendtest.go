@@ -14,6 +14,17 @@
 // Capabilities come from Backend.Capabilities: where a backend declares one
 // absent, the suite asserts that using it answers Unimplemented instead of
 // skipping the case.
+//
+// # Cancellation
+//
+// To cancel a call while the driver is running it, the suite wraps every
+// backend MakeBackend returns, and the workspaces and heads that backend
+// returns, in its own pass-through wrapper. A case can make the wrapper
+// park the next call of one driver method (such as Checkpoint) until the
+// call's context ends; the call then reaches the driver with that ended
+// context, and must fail with a Canceled *backend.Error for which
+// errors.Is(err, context.Canceled) holds. A backend needs no test hook for
+// this, and a harness takes no part in it.
 package backendtest
 
 import (
@@ -39,7 +50,9 @@ import (
 type Harness interface {
 	// MakeBackend returns a backend over the harness's state. Every call
 	// returns a new Backend value over the same state, so that a binding
-	// taken through one reopens through another, as after a restart.
+	// taken through one reopens through another, as after a restart. The
+	// suite wraps the value it gets (see Cancellation in the package
+	// documentation) and passes every call on to it.
 	MakeBackend(ctx context.Context) (backend.Backend, error)
 
 	// MakeWorkspace creates a workspace whose revision Fixture.Base holds
@@ -58,12 +71,6 @@ type Harness interface {
 	// CorruptBinding returns b with its payload damaged in a way its
 	// backend must answer with BindingCorrupt.
 	CorruptBinding(b backend.Binding) backend.Binding
-
-	// BlockNextCall makes the driver's own next call of method op (such as
-	// "Checkpoint") park until the call's context ends, and then fail with
-	// the context's error. The returned channel is closed once the call is
-	// parked.
-	BlockNextCall(op string) <-chan struct{}
 
 	// Close releases the harness's state.
 	Close() error
@@ -115,6 +122,7 @@ type env struct {
 	b      backend.Backend
 	caps   backend.Capabilities
 	fx     Fixture
+	blocks blocker // parks the driver calls a case names; see makeBackend
 	ws     *workspace.Workspace
 	base   backend.CheckpointID // the commit fx.Base resolves to
 	clause string
@@ -135,7 +143,7 @@ func setup(t *testing.T, newHarness HarnessMaker, clause string) *env {
 			t.Errorf("harness close: %v", err)
 		}
 	})
-	if e.b, err = h.MakeBackend(ctx); err != nil {
+	if e.b, err = e.makeBackend(); err != nil {
 		t.Fatalf("MakeBackend: %v", err)
 	}
 	t.Cleanup(func() { _ = e.b.Close() })
@@ -152,6 +160,16 @@ func setup(t *testing.T, newHarness HarnessMaker, clause string) *env {
 	e.base = probe.Info().Base
 	e.destroy(probe)
 	return e
+}
+
+// makeBackend returns a new backend from the harness, wrapped so that
+// e.blocks reaches its calls.
+func (e *env) makeBackend() (backend.Backend, error) {
+	b, err := e.h.MakeBackend(e.ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &blockingBackend{Backend: b, blocks: &e.blocks}, nil
 }
 
 // baseFiles is the content of every fixture's base revision.

@@ -36,7 +36,7 @@ func bindingCases() []testCase {
 				}
 				info := h.Info()
 				e.must(h.Close(), "Close")
-				b2, err := e.h.MakeBackend(e.ctx)
+				b2, err := e.makeBackend()
 				e.must(err, "MakeBackend")
 				defer b2.Close()
 				r, err := workspace.Reopen(e.ctx, b2, dec, nil)
@@ -187,7 +187,7 @@ func bindingCases() []testCase {
 				h := e.head()
 				e.write(h, "dirty.txt", "d\n")
 				for _, op := range []string{"Checkpoint", "Status", "Restore"} {
-					parked := e.h.BlockNextCall(op)
+					parked := e.blocks.blockNextCall(op)
 					ctx, cancel := context.WithCancel(e.ctx)
 					go func() { <-parked; cancel() }()
 					var err error
@@ -219,7 +219,7 @@ func bindingCases() []testCase {
 				other, err := e.ws.OpenHead(e.ctx, "serial", nil)
 				e.must(err, "OpenHead")
 				defer other.Close()
-				parked := e.h.BlockNextCall("Checkpoint")
+				parked := e.blocks.blockNextCall("Checkpoint")
 				ctx1, cancel1 := context.WithCancel(e.ctx)
 				defer cancel1()
 				done := make(chan error, 1)
@@ -259,7 +259,7 @@ func bindingCases() []testCase {
 				e.wantCode(ws.Close(), backend.FailedPrecondition, "second Close of a workspace")
 				_, err = ws.Heads(e.ctx)
 				e.wantCode(err, backend.FailedPrecondition, "Heads after Close")
-				b2, err := e.h.MakeBackend(e.ctx)
+				b2, err := e.makeBackend()
 				e.must(err, "MakeBackend")
 				e.must(b2.Close(), "Close")
 				if err := b2.Close(); err == nil {

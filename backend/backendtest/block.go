@@ -1,0 +1,173 @@
+package backendtest
+
+import (
+	"context"
+	"sync"
+
+	"github.com/groveworks/grove/backend"
+)
+
+// blocker parks the next call of a driver method that a case names, so that
+// the case can cancel the call while the driver is running it. The suite
+// wraps every backend a harness makes in a blockingBackend, whose
+// workspaces and heads are wrapped too, instead of asking drivers for a
+// test hook. The zero value is ready to use; it is safe for concurrent use.
+type blocker struct {
+	mu   sync.Mutex
+	next map[string]chan struct{} // by method name: closed once that call is parked
+}
+
+// blockNextCall makes the next call of driver method op (such as
+// "Checkpoint"; SetArchived of a workspace and of a head share the name)
+// park until the call's context ends. The call then reaches the driver with
+// that ended context, so the caller gets the driver's own answer: by the
+// Backend contract, a Canceled *backend.Error wrapping the context's error.
+// A driver that ignores the cancellation and succeeds is seen to. The
+// returned channel is closed once the call is parked.
+func (b *blocker) blockNextCall(op string) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.next == nil {
+		b.next = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	b.next[op] = ch
+	return ch
+}
+
+// park waits for ctx to end if blockNextCall asked for op, and returns at
+// once otherwise.
+func (b *blocker) park(ctx context.Context, op string) {
+	b.mu.Lock()
+	ch, ok := b.next[op]
+	delete(b.next, op)
+	b.mu.Unlock()
+	if ok {
+		close(ch)
+		<-ctx.Done()
+	}
+}
+
+// workspace wraps ws, keeping nil as nil.
+func (b *blocker) workspace(ws backend.Workspace) backend.Workspace {
+	if ws == nil {
+		return nil
+	}
+	return &blockingWorkspace{Workspace: ws, blocks: b}
+}
+
+// head wraps h, keeping nil as nil.
+func (b *blocker) head(h backend.Head) backend.Head {
+	if h == nil {
+		return nil
+	}
+	return &blockingHead{Head: h, blocks: b}
+}
+
+// blockingBackend passes every call through to the backend a harness made,
+// parking first a call its blocker names. ID, Capabilities, As and Close
+// are the inner backend's own; the workspaces and heads it returns, from
+// Reopen too, are wrapped in turn.
+type blockingBackend struct {
+	backend.Backend
+	blocks *blocker
+}
+
+var _ backend.Backend = (*blockingBackend)(nil)
+
+func (b *blockingBackend) OpenWorkspace(ctx context.Context, locator string, opts *backend.OpenOptions) (backend.Workspace, error) {
+	b.blocks.park(ctx, "OpenWorkspace")
+	ws, err := b.Backend.OpenWorkspace(ctx, locator, opts)
+	return b.blocks.workspace(ws), err
+}
+
+func (b *blockingBackend) Reopen(ctx context.Context, bind backend.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
+	b.blocks.park(ctx, "Reopen")
+	ws, h, err := b.Backend.Reopen(ctx, bind, opts)
+	return b.blocks.workspace(ws), b.blocks.head(h), err
+}
+
+// blockingWorkspace is a workspace of a blockingBackend. Info and Close are
+// the inner workspace's own.
+type blockingWorkspace struct {
+	backend.Workspace
+	blocks *blocker
+}
+
+var _ backend.Workspace = (*blockingWorkspace)(nil)
+
+func (w *blockingWorkspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (backend.Head, error) {
+	w.blocks.park(ctx, "CreateHead")
+	h, err := w.Workspace.CreateHead(ctx, spec)
+	return w.blocks.head(h), err
+}
+
+func (w *blockingWorkspace) OpenHead(ctx context.Context, name string, opts *backend.ReopenOptions) (backend.Head, error) {
+	w.blocks.park(ctx, "OpenHead")
+	h, err := w.Workspace.OpenHead(ctx, name, opts)
+	return w.blocks.head(h), err
+}
+
+func (w *blockingWorkspace) Heads(ctx context.Context) ([]backend.HeadInfo, error) {
+	w.blocks.park(ctx, "Heads")
+	return w.Workspace.Heads(ctx)
+}
+
+func (w *blockingWorkspace) SetArchived(ctx context.Context, id backend.HeadID, archived bool) error {
+	w.blocks.park(ctx, "SetArchived")
+	return w.Workspace.SetArchived(ctx, id, archived)
+}
+
+func (w *blockingWorkspace) Materialize(ctx context.Context, at backend.Rev, dir string) error {
+	w.blocks.park(ctx, "Materialize")
+	return w.Workspace.Materialize(ctx, at, dir)
+}
+
+// blockingHead is a head of a blockingBackend. Info, Binding, FS and Close
+// are the inner head's own.
+type blockingHead struct {
+	backend.Head
+	blocks *blocker
+}
+
+var _ backend.Head = (*blockingHead)(nil)
+
+func (h *blockingHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (backend.CheckpointResult, error) {
+	h.blocks.park(ctx, "Checkpoint")
+	return h.Head.Checkpoint(ctx, opts)
+}
+
+func (h *blockingHead) Restore(ctx context.Context, to backend.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
+	h.blocks.park(ctx, "Restore")
+	return h.Head.Restore(ctx, to, opts)
+}
+
+func (h *blockingHead) Log(ctx context.Context, opts *backend.LogOptions) ([]backend.Checkpoint, error) {
+	h.blocks.park(ctx, "Log")
+	return h.Head.Log(ctx, opts)
+}
+
+func (h *blockingHead) Commits(ctx context.Context, since backend.Rev) ([]backend.CheckpointID, error) {
+	h.blocks.park(ctx, "Commits")
+	return h.Head.Commits(ctx, since)
+}
+
+func (h *blockingHead) Status(ctx context.Context) (backend.Status, error) {
+	h.blocks.park(ctx, "Status")
+	return h.Head.Status(ctx)
+}
+
+func (h *blockingHead) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, error) {
+	h.blocks.park(ctx, "Diff")
+	return h.Head.Diff(ctx, from, to)
+}
+
+func (h *blockingHead) SetArchived(ctx context.Context, archived bool) error {
+	h.blocks.park(ctx, "SetArchived")
+	return h.Head.SetArchived(ctx, archived)
+}
+
+func (h *blockingHead) Destroy(ctx context.Context, opts *backend.DestroyOptions) (backend.DestroyResult, error) {
+	h.blocks.park(ctx, "Destroy")
+	return h.Head.Destroy(ctx, opts)
+}
