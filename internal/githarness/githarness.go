@@ -19,14 +19,11 @@ import (
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/backend/backendtest"
 	"github.com/groveworks/grove/gitbackend"
-	"github.com/groveworks/grove/internal/callblock"
 )
 
 // Harness drives gitbackend over repositories in a temporary directory.
 type Harness struct {
 	Dir string // holds every repository the harness makes
-
-	callblock.Blocker // BlockNextCall, through the backend's Intercept hook
 
 	mu sync.Mutex
 	n  int
@@ -41,7 +38,7 @@ func New(ctx context.Context, t *testing.T) (backendtest.Harness, error) {
 
 // MakeBackend returns a new backend; all of them see the same disk.
 func (h *Harness) MakeBackend(ctx context.Context) (backend.Backend, error) {
-	return gitbackend.New(gitbackend.Options{Intercept: h.Intercept}), nil
+	return gitbackend.New(gitbackend.Options{}), nil
 }
 
 // Git runs the real git binary in dir with a fixed identity and no user

@@ -12,7 +12,6 @@ import (
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/backend/backendtest"
-	"github.com/groveworks/grove/internal/callblock"
 	"github.com/groveworks/grove/memorybackend"
 )
 
@@ -22,8 +21,6 @@ import (
 type Harness struct {
 	Store *memorybackend.Store
 	Wrap  func(backend.Backend) backend.Backend
-
-	callblock.Blocker // BlockNextCall, through the backend's Intercept hook
 
 	mu sync.Mutex
 	n  int
@@ -38,7 +35,7 @@ func New(ctx context.Context, t *testing.T) (backendtest.Harness, error) {
 
 // MakeBackend returns a new backend over the harness's store.
 func (h *Harness) MakeBackend(ctx context.Context) (backend.Backend, error) {
-	var b backend.Backend = memorybackend.New(memorybackend.Options{Store: h.Store, Intercept: h.Intercept})
+	var b backend.Backend = memorybackend.New(memorybackend.Options{Store: h.Store})
 	if h.Wrap != nil {
 		b = h.Wrap(b)
 	}
