@@ -33,12 +33,6 @@ type Options struct {
 	// grove holds itself is waited for until the context ends: its holder
 	// is a live grove operation (the kernel releases a dead one's).
 	LockWait time.Duration
-	// Intercept, if set, is called at the start of every driver method with
-	// the method's name ("OpenWorkspace", "Reopen", "CreateHead",
-	// "OpenHead", "Heads", "SetArchived", "Materialize", "Checkpoint",
-	// "Restore", "Log", "Commits", "Status", "Diff", "Destroy"); a non-nil
-	// error fails the call. It exists for fault injection in tests.
-	Intercept func(ctx context.Context, op string) error
 }
 
 // DefaultLockWait is how long an operation waits, by default, for a lock
@@ -112,14 +106,6 @@ func (b *Backend) enter(ctx context.Context, op string) (*gitcmd.Runner, error) 
 	}
 	if err := backend.ContextError(ctx, "gitbackend: "+op); err != nil {
 		return nil, err
-	}
-	if b.opts.Intercept != nil {
-		if err := b.opts.Intercept(ctx, op); err != nil {
-			if backend.CodeOf(err) == backend.Canceled {
-				return nil, &backend.Error{Code: backend.Canceled, Op: "gitbackend: " + op, Err: err}
-			}
-			return nil, err
-		}
 	}
 	if r != nil {
 		return r, nil
