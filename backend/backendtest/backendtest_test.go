@@ -51,6 +51,7 @@ func TestBrokenBackendsFailTheSuite(t *testing.T) {
 		{"reopen-ignores-head-id", "reopen_names_which_identity_check_failed", "never substitutes a different head"},
 		{"checkpoint-captures-ignored", "checkpoint_never_captures_ignored_files_unless_included", "ignored files are never captured"},
 		{"no-isolation", "a_second_holder_of_an_isolated_head_gets_AlreadyBound_until_the_first_closes", "a second holder gets AlreadyBound"},
+		{"ignores-cancellation", "cancelling_a_call_while_the_driver_runs_it_returns_promptly_with_Canceled", "during the call as well as before it"},
 	} {
 		t.Run(c.breakage, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestSuiteOverWrapper$", "-test.v")
@@ -184,15 +185,29 @@ func (h *brokenHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOpt
 		o.Include = append(append([]string(nil), o.Include...), ignoredPaths(h.FS())...)
 		opts = &o
 	}
-	return h.Head.Checkpoint(ctx, opts)
+	return h.Head.Checkpoint(h.uncancelled(ctx), opts)
 }
 
 func (h *brokenHead) Restore(ctx context.Context, to backend.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
-	res, err := h.Head.Restore(ctx, to, opts)
+	res, err := h.Head.Restore(h.uncancelled(ctx), to, opts)
 	if err == nil && h.breakage == "restore-deletes-ignored" {
 		for _, p := range ignoredPaths(h.FS()) {
 			_ = h.FS().Remove(p)
 		}
 	}
 	return res, err
+}
+
+func (h *brokenHead) Status(ctx context.Context) (backend.Status, error) {
+	return h.Head.Status(h.uncancelled(ctx))
+}
+
+// uncancelled is ctx, unless the breakage is to ignore cancellation: then
+// Checkpoint, Restore and Status run to the end whatever the caller's
+// context does.
+func (h *brokenHead) uncancelled(ctx context.Context) context.Context {
+	if h.breakage == "ignores-cancellation" {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
