@@ -143,51 +143,74 @@ type Error struct {
 	Code    Code    // what kind of failure; never OK
 	Op      string  // the operation, such as "checkpoint" or "gitbackend: reopen"
 	Head    string  // the head's name or ID, if one is involved
-	Path    string  // the file path or revision involved, if any
+	Path    string  // the file path involved, if any (slash-separated, as the FS takes it, or a host path)
+	Rev     Rev     // the revision involved, if any
 	Reason  Reason  // for reopen and identity failures: which check failed
 	Current *Digest // on a lost compare-and-set: the digest of the content now there (zero if none)
 	Err     error   // the underlying cause, if any
 }
 
-// Error formats the error as "op head "h" "path": code (reason): cause". An
-// error whose cause is itself an *Error prints its own context, then the
-// cause's message, so a wrapped error reads as one sentence.
+// Error formats the error as fs.PathError does, each field once and
+// labelled:
+//
+//	op head "h" path "p" revision "r": code (reason): cause
+//
+// An *Error whose cause is directly another *Error of the same code (a
+// layer wrapping a lower layer's error) is printed as one error: the outer
+// operation, each field from the outermost layer that sets it, and the
+// innermost cause.
 func (e *Error) Error() string {
+	op, head, path, rev, reason, cause := e.Op, e.Head, e.Path, e.Rev, e.Reason, e.Err
+	for {
+		inner, ok := cause.(*Error)
+		if !ok || inner.Code != e.Code {
+			break
+		}
+		if op == "" {
+			op = inner.Op
+		}
+		if head == "" {
+			head = inner.Head
+		}
+		if path == "" {
+			path = inner.Path
+		}
+		if rev == "" {
+			rev = inner.Rev
+		}
+		if reason == "" {
+			reason = inner.Reason
+		}
+		cause = inner.Err
+	}
 	var b strings.Builder
-	b.WriteString(e.Op)
-	if e.Head != "" {
+	field := func(label, value string) {
+		if value == "" {
+			return
+		}
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString("head ")
-		b.WriteString(strconv.Quote(e.Head))
+		b.WriteString(label)
+		b.WriteByte(' ')
+		b.WriteString(strconv.Quote(value))
 	}
-	var inner *Error
-	if errors.As(e.Err, &inner) && inner.Code == e.Code {
-		if b.Len() > 0 {
-			b.WriteString(": ")
-		}
-		b.WriteString(e.Err.Error())
-		return b.String()
-	}
-	if e.Path != "" {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(strconv.Quote(e.Path))
-	}
+	b.WriteString(op)
+	field("head", head)
+	field("path", path)
+	field("revision", string(rev))
 	if b.Len() > 0 {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Code.String())
-	if e.Reason != "" {
+	if reason != "" {
 		b.WriteString(" (")
-		b.WriteString(string(e.Reason))
+		b.WriteString(string(reason))
 		b.WriteByte(')')
 	}
-	if e.Err != nil && e.Err != e.Code.Sentinel() {
+	if cause != nil && cause != e.Code.Sentinel() {
 		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		b.WriteString(cause.Error())
 	}
 	return b.String()
 }

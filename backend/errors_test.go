@@ -21,7 +21,7 @@ func TestErrorMatchesItsCodeAndCause(t *testing.T) {
 	assert.Equal(t, backend.NotFound, backend.CodeOf(err))
 	var e *backend.Error
 	assert.ErrorAs(t, err, &e)
-	assert.Equal(t, `outer: gitbackend: open "x": not found: disk on fire`, err.Error())
+	assert.Equal(t, `outer: gitbackend: open path "x": not found: disk on fire`, err.Error())
 }
 
 func TestCodeOf(t *testing.T) {

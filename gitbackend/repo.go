@@ -3,6 +3,7 @@ package gitbackend
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -46,14 +47,14 @@ func (rp *repo) git(ctx context.Context, args ...string) (string, error) {
 // a commit is NotFound.
 func (rp *repo) resolve(ctx context.Context, op string, rev backend.Rev) (string, error) {
 	if rev == "" || strings.HasPrefix(string(rev), "-") || strings.ContainsAny(string(rev), "\x00\n") {
-		return "", &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Path: string(rev), Err: fmt.Errorf("bad revision %q", rev)}
+		return "", &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Rev: rev, Err: errors.New("bad revision")}
 	}
 	out, err := rp.git(ctx, "rev-parse", "--verify", "-q", "--end-of-options", string(rev)+"^{commit}")
 	if err != nil {
 		if backend.CodeOf(err) == backend.Canceled {
 			return "", err
 		}
-		return "", &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Path: string(rev), Err: fmt.Errorf("revision %q does not name a commit", rev)}
+		return "", &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Rev: rev, Err: errors.New("does not name a commit")}
 	}
 	return out, nil
 }

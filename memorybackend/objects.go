@@ -2,7 +2,7 @@ package memorybackend
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"io"
 	"io/fs"
 	"path"
@@ -175,8 +175,8 @@ func (s store) writeCommit(tree, parent plumbing.Hash, opts *backend.CheckpointO
 // resolve turns a revision into a commit hash: a full or abbreviated hash,
 // a branch, a tag, or anything go-git's revision parser takes.
 func (s store) resolve(op string, rev backend.Rev) (plumbing.Hash, error) {
-	notFound := &backend.Error{Code: backend.NotFound, Op: "memorybackend: " + op, Path: string(rev),
-		Err: fmt.Errorf("revision %q does not resolve to a commit", rev)}
+	notFound := &backend.Error{Code: backend.NotFound, Op: "memorybackend: " + op, Rev: rev,
+		Err: errors.New("does not resolve to a commit")}
 	if rev == "" || strings.HasPrefix(string(rev), "-") {
 		return plumbing.ZeroHash, notFound
 	}
