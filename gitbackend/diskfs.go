@@ -729,8 +729,9 @@ func (d *diskFS) Rename(oldname, newname string) error {
 
 // renameBetween renames element oldname of directory from to element
 // newname of directory to, with renameat(2) on the two directories held
-// open: a directory swapped for a symlink since the resolution cannot
-// redirect it, and neither element is followed.
+// open (on Windows, its equivalent: see renameat_windows.go): a directory
+// swapped for a symlink since the resolution cannot redirect it, and
+// neither element is followed.
 func renameBetween(from *os.Root, oldname string, to *os.Root, newname string) error {
 	fd, err := from.Open(".")
 	if err != nil {
@@ -754,7 +755,7 @@ func renameBetween(from *os.Root, oldname string, to *os.Root, newname string) e
 	cerr := fc.Control(func(ofd uintptr) {
 		if cerr := tc.Control(func(nfd uintptr) {
 			for {
-				rerr = syscall.Renameat(int(ofd), oldname, int(nfd), newname)
+				rerr = renameat(ofd, oldname, nfd, newname)
 				if rerr != syscall.EINTR {
 					return
 				}
