@@ -233,7 +233,7 @@ func TestATrackedFileReplacedByAFIFOIsSkippedNotAFailure(t *testing.T) {
 	root := h.Info().Root
 	f.write(h, "work.txt", "unsaved work\n")
 	require.NoError(t, os.Remove(filepath.Join(root, "README.md")))
-	require.NoError(t, syscall.Mkfifo(filepath.Join(root, "README.md"), 0o644))
+	mkfifo(t, filepath.Join(root, "README.md"))
 
 	cp, err := h.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
@@ -255,7 +255,7 @@ func TestAnFSReadOfAFIFONeverBlocks(t *testing.T) {
 	h := f.head("agent")
 	root := h.Info().Root
 	p := filepath.Join(root, "notes.txt")
-	require.NoError(t, syscall.Mkfifo(p, 0o644))
+	mkfifo(t, p)
 
 	for _, call := range []struct {
 		name string

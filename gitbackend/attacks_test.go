@@ -291,12 +291,7 @@ func TestARestoreNeverWaitsOnTheRepositoryLockAfterWriting(t *testing.T) {
 	_, err = h.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
 
-	lockPath := filepath.Join(commonOf(f), "grove", "locks", "repo.lock")
-	fh, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
-	require.NoError(t, err)
-	defer fh.Close()
-	require.NoError(t, syscall.Flock(int(fh.Fd()), syscall.LOCK_EX)) // as `flock repo.lock sleep inf` would
-	defer func() { _ = syscall.Flock(int(fh.Fd()), syscall.LOCK_UN) }()
+	defer holdLock(t, filepath.Join(commonOf(f), "grove", "locks", "repo.lock"))()
 
 	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
 	defer cancel()
@@ -315,7 +310,7 @@ func fifoWedge(t *testing.T, f *fixture, h *workspace.Head, name string, wait ti
 	p := filepath.Join(adminOf(t, h.Info().Root), name)
 	data, _ := os.ReadFile(p)
 	require.NoError(t, os.Remove(p))
-	require.NoError(t, syscall.Mkfifo(p, 0o644))
+	mkfifo(t, p)
 	ctx, cancel := context.WithTimeout(f.ctx, time.Second)
 	defer cancel()
 	done := make(chan error, 1)
