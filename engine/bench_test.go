@@ -32,7 +32,7 @@ func BenchmarkResume(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer e.Close()
-			s, err := e.NewSession(ctx, engine.SessionOptions{
+			s, err := e.NewSession(ctx, &engine.SessionOptions{
 				Placement: engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: repo}},
 				Snapshot:  manual,
 			})

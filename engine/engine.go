@@ -2,14 +2,11 @@ package engine
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -37,7 +34,7 @@ type Options struct {
 // Engine binds sessions to heads durably and resumes them after a
 // restart. It is safe for concurrent use.
 type Engine struct {
-	db        *sql.DB
+	st        store
 	path      string
 	leaseDir  string
 	backends  []backend.Backend
@@ -97,9 +94,11 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if e.snapshot, err = opts.Snapshot.resolve(e.placement); err != nil {
 		return nil, err
 	}
-	if e.db, err = openStore(ctx, path); err != nil {
+	db, err := openStore(ctx, path)
+	if err != nil {
 		return nil, err
 	}
+	e.st = &sqliteStore{db: db, path: path, live: func(id string) bool { return lock.Held(e.leasePath(id)) }}
 	return e, nil
 }
 
@@ -184,7 +183,7 @@ func (e *Engine) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, e.db.Close())
+	errs = append(errs, e.st.close())
 	return errors.Join(errs...)
 }
 
@@ -208,7 +207,9 @@ func validSessionID(id string) bool {
 	return err == nil && u.String() == id
 }
 
-// SessionOptions configure NewSession.
+// SessionOptions configure NewSession. The zero value (or nil) makes a
+// read-write session on the engine's placement with the engine's snapshot
+// policy.
 type SessionOptions struct {
 	// Agent names the agent, for people reading the journal.
 	Agent string
@@ -218,9 +219,11 @@ type SessionOptions struct {
 	// Headless makes a session without a head (no placement may be set);
 	// its Checkpoint and Restore answer WorkspaceNotConfigured.
 	Headless bool
-	// Access is ReadWrite (the default) or ReadOnly, enforced by FS.
-	Access Access
-	// Snapshot is the session's snapshot policy; nil means the engine's.
+	// Permission is ReadWrite (the default) or ReadOnly; any other value
+	// is InvalidArgument.
+	Permission Permission
+	// Snapshot is the session's snapshot policy; nil means the engine's
+	// (for a ReadOnly session: Manual, as it never checkpoints).
 	Snapshot *SnapshotPolicy
 	// Config is the caller's own configuration (model, tools,
 	// instructions), opaque to grove; its digest is checked on resume.
@@ -237,10 +240,14 @@ type SessionOptions struct {
 // binding and, for an isolated or exclusive head, its claim in one
 // transaction before returning: nothing runs before the binding is
 // durable. A head already claimed by another session is AlreadyBound.
-func (e *Engine) NewSession(ctx context.Context, opts SessionOptions) (*Session, error) {
+// opts may be nil.
+func (e *Engine) NewSession(ctx context.Context, opts *SessionOptions) (*Session, error) {
 	const op = "new session"
 	if err := e.check(op); err != nil {
 		return nil, err
+	}
+	if opts == nil {
+		opts = &SessionOptions{}
 	}
 	p := opts.Placement
 	switch {
@@ -255,56 +262,88 @@ func (e *Engine) NewSession(ctx context.Context, opts SessionOptions) (*Session,
 			return nil, err
 		}
 	}
-	snap := e.snapshot
-	if opts.Snapshot != nil {
-		snap = *opts.Snapshot
-	}
-	if snap, err = snap.resolve(p); err != nil {
+	return e.start(ctx, sessionSpec{
+		agent: opts.Agent, placement: p, headless: opts.Headless, perm: opts.Permission,
+		snap: opts.Snapshot, config: opts.Config, exts: opts.Extensions, takeOver: opts.TakeOver,
+	})
+}
+
+// sessionSpec is what a new session is made of, from NewSession or Fork.
+type sessionSpec struct {
+	agent     string
+	placement Placement // validated
+	headless  bool
+	perm      Permission
+	snap      *SnapshotPolicy
+	config    []byte
+	exts      []Extension
+	takeOver  bool
+	// head, when set, is the session's head, already open (a fork's); the
+	// session takes it over and destroys it if the session fails to start.
+	head *workspace.Head
+}
+
+// start makes, persists and returns a new session as spec says. On failure
+// nothing is left: no lease held, no head the session created.
+func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) {
+	const op = "new session"
+	early := func(err error) (*Session, error) {
+		if spec.head != nil { // a fork's head: nothing may be left orphaned
+			_, _ = spec.head.Destroy(context.WithoutCancel(ctx), &workspace.DestroyOptions{Discard: true})
+		}
 		return nil, err
 	}
-	access := opts.Access
-	if access == "" {
-		access = ReadWrite
+	perm, err := spec.perm.resolve(op)
+	if err != nil {
+		return early(err)
 	}
-	if access != ReadWrite && access != ReadOnly {
-		return nil, errorf(backend.InvalidArgument, op, "unknown access %q", access)
+	snap, err := snapshotFor(spec.snap, e.snapshot, perm, spec.placement)
+	if err != nil {
+		return early(err)
 	}
 	id := uuid.NewString()
 	lease, err := lock.TryLock(e.leasePath(id), "session "+id)
 	if err != nil {
-		return nil, err
+		return early(err)
 	}
-	s := &Session{e: e, id: id, access: access, snap: snap, lease: lease, kind: kindOf(p)}
+	s := newSession(e, id, spec.agent, kindOf(spec.placement), perm, snap, spec.config, lease)
+	if spec.head != nil {
+		s.head, s.ownsHead = spec.head, true
+	}
 	fail := func(err error) (*Session, error) {
-		s.release(ctx, s.kind == "per-session")
+		s.release(ctx, s.ownsHead)
 		return nil, err
 	}
 	var b backend.Backend
 	var bind backend.Binding
-	if !opts.Headless {
-		b = p.backend()
+	if !spec.headless {
+		b = spec.placement.backend()
 		if err := e.register(b); err != nil {
 			return fail(err)
 		}
-		if err := s.bindHead(ctx, p); err != nil {
-			return fail(err)
+		if s.head == nil {
+			if err := s.bindHead(ctx, spec.placement); err != nil {
+				return fail(err)
+			}
 		}
 		if err := e.checkOverlap(s.head.Info().Root); err != nil {
 			return fail(err)
 		}
 		bind = s.head.Binding()
-	}
-	row := sessionRow{
-		id: id, agent: opts.Agent, placement: p.record(),
-		digest: digest(p.record(), access, snap, backendID(b), opts.Config),
-	}
-	if err := e.bind(ctx, row, bind, s.kind != "shared" && !opts.Headless, opts.TakeOver); err != nil {
-		return fail(err)
-	}
-	if s.head != nil {
 		s.lastCheckpoint = string(s.head.Info().Base)
 	}
-	if err := s.buildExtensions(opts.Extensions); err != nil {
+	rec := sessionRecord{
+		id: id, agent: spec.agent, placement: spec.placement.record(),
+		digest: digest(spec.placement.record(), perm, snap, backendID(b), spec.config),
+	}
+	claim := s.kind != "shared" && !spec.headless
+	if err := e.st.create(ctx, rec, bind, claim, spec.takeOver); err != nil {
+		return fail(err)
+	}
+	s.ownsHead = false // the head is the durable session's now
+	s.exts = spec.exts
+	s.startLife()
+	if err := s.buildExtensions(); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
@@ -343,97 +382,6 @@ func (e *Engine) untrack(s *Session) {
 	e.mu.Unlock()
 }
 
-type sessionRow struct {
-	id, agent, placement, digest string
-}
-
-func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
-
-// bind persists a new session, its binding, its claim and its "bound"
-// event in one transaction.
-func (e *Engine) bind(ctx context.Context, row sessionRow, bind backend.Binding, claim, takeOver bool) error {
-	return e.tx(ctx, func(tx *sql.Tx) error {
-		t := now()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, agent, placement, config_digest, state, last_checkpoint, created_at, updated_at)
-			VALUES (?, ?, ?, ?, 'open', '', ?, ?)`, row.id, row.agent, row.placement, row.digest, t, t); err != nil {
-			return err
-		}
-		payload := map[string]any{}
-		if bind.Backend != "" {
-			data, err := bind.Encode()
-			if err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO bindings (session_id, backend, binding) VALUES (?, ?, ?)`,
-				row.id, string(bind.Backend), data); err != nil {
-				return err
-			}
-			payload = map[string]any{"backend": bind.Backend, "workspace": bind.Workspace, "head": bind.Head, "access": bind.Access}
-		}
-		if claim {
-			if err := e.claim(ctx, tx, row.id, bind, takeOver); err != nil {
-				return err
-			}
-		}
-		return appendEvent(ctx, tx, row.id, EventBound, payload)
-	})
-}
-
-// claim records that session id holds the head bind names. A claim held
-// by another session is AlreadyBound, unless takeOver and that session is
-// not live (its lease is free), when the claim passes to id and the loser's
-// journal says so.
-func (e *Engine) claim(ctx context.Context, tx *sql.Tx, id string, bind backend.Binding, takeOver bool) error {
-	var holder string
-	err := tx.QueryRowContext(ctx, `SELECT session_id FROM claims WHERE backend = ? AND workspace = ? AND head = ?`,
-		string(bind.Backend), string(bind.Workspace), string(bind.Head)).Scan(&holder)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return err
-	case holder == id:
-		return nil
-	case !validSessionID(holder):
-		return &StoreError{Kind: StoreCorrupt, Path: e.path, Err: fmt.Errorf("the claim on head %s names %q, which is not a session ID", bind.Head, holder)}
-	case takeOver && !lock.Held(e.leasePath(holder)):
-		if _, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE session_id = ? AND head = ?`, holder, string(bind.Head)); err != nil {
-			return err
-		}
-		if err := appendEvent(ctx, tx, holder, EventTakenOver, map[string]any{"by": id}); err != nil {
-			return err
-		}
-	default:
-		return &backend.Error{Code: backend.AlreadyBound, Op: "engine: claim", Head: string(bind.Head),
-			Err: fmt.Errorf("the head is claimed by session %s", holder)}
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO claims (backend, workspace, head, session_id, claimed_at) VALUES (?, ?, ?, ?, ?)`,
-		string(bind.Backend), string(bind.Workspace), string(bind.Head), id, now())
-	return err
-}
-
-// tx runs f in an immediate transaction, committing if it returns nil.
-func (e *Engine) tx(ctx context.Context, f func(tx *sql.Tx) error) error {
-	tx, err := e.db.BeginTx(ctx, nil)
-	if err != nil {
-		return e.storeErr(err)
-	}
-	if err := f(tx); err != nil {
-		_ = tx.Rollback()
-		var be *backend.Error
-		if errors.As(err, &be) {
-			return err
-		}
-		return e.storeErr(err)
-	}
-	if err := tx.Commit(); err != nil {
-		return e.storeErr(err)
-	}
-	return nil
-}
-
-// storeErr is the error of a failed call on the engine's database.
-func (e *Engine) storeErr(err error) error { return storeFailure(e.path, err, StoreFailed) }
-
 // storeFailure is the error of a failed call on the database at path: a
 // Canceled *backend.Error when a context ended, otherwise a *StoreError
 // whose kind SQLite's error decides (kind when it does not).
@@ -444,14 +392,25 @@ func storeFailure(path string, err error, kind StoreKind) error {
 	return &StoreError{Kind: storeKind(err, kind), Path: path, Err: err}
 }
 
-// ResumeOptions configure Resume. The configuration given is compared
-// with the one the session was bound with.
+// ResumeOptions configure Resume. The configuration given (Permission,
+// Snapshot, Config) is compared with the one the session was bound with:
+// give the same values as when it was made. The zero value (or nil)
+// resumes a read-write session with the engine's snapshot policy and no
+// Config.
 type ResumeOptions struct {
-	Access           Access
-	Snapshot         *SnapshotPolicy
-	Config           []byte
-	Extensions       []Extension
-	AllowConfigDrift bool // resume even if the configuration digest changed
+	// Permission is ReadWrite (the default) or ReadOnly; any other value
+	// is InvalidArgument.
+	Permission Permission
+	// Snapshot is the session's snapshot policy; nil means the engine's
+	// (Manual for a ReadOnly session).
+	Snapshot *SnapshotPolicy
+	// Config is the caller's own configuration, as given to NewSession.
+	Config []byte
+	// Extensions are built for the session's environment.
+	Extensions []Extension
+	// AllowConfigDrift resumes even if the configuration digest changed,
+	// reporting it in ResumeReport.ConfigDrift.
+	AllowConfigDrift bool
 }
 
 // ResumeReport is what Resume found, as data.
@@ -473,68 +432,79 @@ type ResumeReport struct {
 // the caller's, and reports the commits the head gained since the last
 // journaled checkpoint. It never walks the head's files.
 //
-// A session that cannot be resumed as it was bound is a *ResumeError whose
-// Kind says why (its code is in ResumeError's doc). A database the engine
-// cannot read, malformed pages included, is a *StoreError, never a
-// ResumeError: the session may be intact, and Resume writes nothing to
-// the file. A closed engine is FailedPrecondition and an ended context
-// Canceled.
+// Resume returns exactly these errors: a *ResumeError when the session
+// cannot be resumed as it was bound (its Kind says why, its code is in
+// ResumeError's doc); a *StoreError when the database cannot be read or
+// written (the session may be intact; a failed read writes nothing); a
+// *SnapshotPolicyError for an impossible policy; InvalidArgument for an
+// unknown Permission; FailedPrecondition when the engine is closed;
+// Canceled when ctx ended. opts may be nil.
 func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*Session, error) {
-	if err := e.check("resume"); err != nil {
+	const op = "resume"
+	if err := e.check(op); err != nil {
+		return nil, err
+	}
+	if err := backend.ContextError(ctx, "engine: "+op); err != nil {
 		return nil, err
 	}
 	if opts == nil {
 		opts = &ResumeOptions{}
 	}
-	fail := func(kind ResumeKind, why string, err error) (*Session, error) {
-		return nil, &ResumeError{Kind: kind, SessionID: id, Why: why, Err: err}
+	perm, err := opts.Permission.resolve(op)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(kind ResumeKind, err error) (*Session, error) {
+		re := &ResumeError{Kind: kind, SessionID: id, Err: err}
+		var be *backend.Error
+		if kind == HeadUnavailable && errors.As(err, &be) {
+			re.Why = be.Reason
+		}
+		return nil, re
 	}
 	if !validSessionID(id) {
-		return fail(SessionNotFound, "", errorf(backend.NotFound, "resume", "%q is not a session ID", id))
+		return fail(SessionNotFound, errorf(backend.NotFound, op, "%q is not a session ID", id))
 	}
-	var placement, digestWas, last, state string
-	err := e.db.QueryRowContext(ctx, `SELECT placement, config_digest, last_checkpoint, state FROM sessions WHERE id = ?`, id).
-		Scan(&placement, &digestWas, &last, &state)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fail(SessionNotFound, "", errorf(backend.NotFound, "resume", "no session %s", id))
-	}
-	if err != nil {
-		return nil, e.storeErr(err)
-	}
-	lease, err := lock.TryLock(e.leasePath(id), "session "+id)
-	if backend.CodeOf(err) == backend.Busy {
-		return fail(SessionBusy, "", err)
+	rec, data, err := e.st.load(ctx, id)
+	if errors.Is(err, errNoSession) {
+		return fail(SessionNotFound, errorf(backend.NotFound, op, "no session %s", id))
 	}
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{e: e, id: id, lease: lease, resumed: true}
-	release := func() { s.release(ctx, false) }
-	var backendName string
-	var data []byte
-	err = e.db.QueryRowContext(ctx, `SELECT backend, binding FROM bindings WHERE session_id = ?`, id).Scan(&backendName, &data)
-	headless := errors.Is(err, sql.ErrNoRows)
-	if err != nil && !headless {
-		release()
-		return nil, e.storeErr(err)
-	}
-	var rec struct {
+	var pr struct {
 		Kind string `json:"kind"`
 	}
-	_ = json.Unmarshal([]byte(placement), &rec)
-	kind := rec.Kind
-	s.kind = kind
+	_ = json.Unmarshal([]byte(rec.placement), &pr)
+	var sp Placement
+	if pr.Kind == "shared" {
+		sp.Shared = &ExistingHead{}
+	}
+	snap, err := snapshotFor(opts.Snapshot, e.snapshot, perm, sp)
+	if err != nil {
+		return nil, err
+	}
+	lease, err := lock.TryLock(e.leasePath(id), "session "+id)
+	if backend.CodeOf(err) == backend.Busy {
+		return fail(SessionBusy, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := newSession(e, id, rec.agent, pr.Kind, perm, snap, opts.Config, lease)
+	s.resumed = true
+	release := func() { s.release(ctx, false) }
 	var b backend.Backend
-	if !headless {
+	if data != nil {
 		bind, err := workspace.DecodeBinding(data)
 		if err != nil {
 			release()
-			return fail(BindingCorrupt, "", err)
+			return fail(BindingCorrupt, err)
 		}
 		var ok bool
 		if b, ok = e.byID[bind.Backend]; !ok {
 			release()
-			return fail(BackendUnavailable, "", errorf(backend.BackendUnavailable, "resume", "no backend %q is registered", bind.Backend))
+			return fail(BackendUnavailable, errorf(backend.BackendUnavailable, op, "no backend %q is registered", bind.Backend))
 		}
 		h, err := workspace.Reopen(ctx, b, bind, nil)
 		if err != nil {
@@ -542,53 +512,33 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 			if backend.CodeOf(err) == backend.Canceled {
 				return nil, err
 			}
-			k, why := resumeKind(err)
-			return fail(k, why, err)
+			return fail(resumeKind(err), err)
 		}
 		s.head, s.ws = h, h.Workspace()
 		if got := h.Binding(); !got.Equal(bind) {
 			release()
-			return fail(IdentityMismatch, "", errorf(backend.IdentityMismatch, "resume", "the reopened head's binding differs from the stored one"))
+			return fail(IdentityMismatch, errorf(backend.IdentityMismatch, op, "the reopened head's binding differs from the stored one"))
 		}
-		if kind != "shared" {
-			if err := e.tx(ctx, func(tx *sql.Tx) error { return e.claim(ctx, tx, id, bind, false) }); err != nil {
+		if s.kind != "shared" {
+			if err := e.st.claim(ctx, id, bind); err != nil {
 				release()
 				if backend.CodeOf(err) != backend.AlreadyBound {
 					return nil, err // the store failed or ctx ended
 				}
-				return fail(SessionBusy, "", err)
+				return fail(SessionBusy, err)
 			}
 		}
 	}
-	snap := SnapshotPolicy{}
-	if opts.Snapshot != nil {
-		snap = *opts.Snapshot
-	} else {
-		snap = e.snapshot
-	}
-	var sp Placement
-	if kind == "shared" {
-		sp.Shared = &ExistingHead{}
-	}
-	if snap, err = snap.resolve(sp); err != nil {
-		release()
-		return nil, err
-	}
-	access := opts.Access
-	if access == "" {
-		access = ReadWrite
-	}
-	s.access, s.snap = access, snap
-	report := ResumeReport{LastCheckpoint: backend.CheckpointID(last)}
-	if digest(placement, access, snap, backendID(b), opts.Config) != digestWas {
+	report := ResumeReport{LastCheckpoint: rec.lastCheckpoint}
+	if digest(rec.placement, perm, snap, backendID(b), opts.Config) != rec.digest {
 		if !opts.AllowConfigDrift {
 			release()
-			return fail(ConfigDrift, "", errorf(backend.FailedPrecondition, "resume", "the session's configuration changed since it was bound"))
+			return fail(ConfigDrift, errorf(backend.FailedPrecondition, op, "the session's configuration changed since it was bound"))
 		}
 		report.ConfigDrift = true
 	}
 	if s.head != nil {
-		if last == "" {
+		if report.LastCheckpoint == "" {
 			report.LastCheckpoint = s.head.Info().Base
 		}
 		gained, err := s.head.Commits(ctx, backend.Rev(report.LastCheckpoint))
@@ -597,24 +547,19 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 			if backend.CodeOf(err) == backend.Canceled {
 				return nil, err
 			}
-			k, why := resumeKind(err)
-			return fail(k, why, err)
+			return fail(resumeKind(err), err)
 		}
 		report.Gained = gained
 	}
 	s.lastCheckpoint = string(report.LastCheckpoint)
 	s.report = report
-	err = e.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET state = 'open', updated_at = ? WHERE id = ?`, now(), id); err != nil {
-			return err
-		}
-		return appendEvent(ctx, tx, id, EventResumed, map[string]any{"gained": report.Gained, "config_drift": report.ConfigDrift})
-	})
-	if err != nil {
+	if err := e.st.reopen(ctx, id, EventResumed, map[string]any{"gained": report.Gained, "config_drift": report.ConfigDrift}); err != nil {
 		release()
 		return nil, err
 	}
-	if err := s.buildExtensions(opts.Extensions); err != nil {
+	s.exts = opts.Extensions
+	s.startLife()
+	if err := s.buildExtensions(); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
@@ -622,35 +567,18 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	return s, nil
 }
 
-// resumeKind classifies a reopen failure.
-func resumeKind(err error) (ResumeKind, string) {
-	var be *backend.Error
-	errors.As(err, &be)
+// resumeKind classifies a reopen failure by its code; the code and the
+// reason stay the cause's.
+func resumeKind(err error) ResumeKind {
 	switch backend.CodeOf(err) {
 	case backend.BindingCorrupt:
-		return BindingCorrupt, ""
+		return BindingCorrupt
 	case backend.IdentityMismatch:
-		return IdentityMismatch, ""
-	case backend.Archived:
-		return HeadUnavailable, WhyArchived
-	case backend.Destroyed:
-		return HeadUnavailable, WhyDestroyed
+		return IdentityMismatch
 	case backend.AlreadyBound, backend.Busy:
-		return SessionBusy, ""
+		return SessionBusy
 	case backend.BackendUnavailable:
-		return BackendUnavailable, ""
-	case backend.NotFound:
-		if be != nil {
-			switch be.Reason {
-			case backend.ReasonMoved:
-				return HeadUnavailable, WhyMoved
-			case backend.ReasonUnregistered:
-				return HeadUnavailable, WhyUnregistered
-			case backend.ReasonBranch:
-				return HeadUnavailable, WhyBranch
-			}
-		}
-		return HeadUnavailable, WhyMissing
+		return BackendUnavailable
 	}
-	return HeadUnavailable, ""
+	return HeadUnavailable
 }

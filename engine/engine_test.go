@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -29,13 +30,70 @@ func files() fstest.MapFS {
 }
 
 // memSetup is a memory workspace "demo" and a backend over it.
-func memSetup(t *testing.T, intercept func(context.Context, string) error) (*memorybackend.Backend, engine.Placement) {
+func memSetup(t *testing.T) (*memorybackend.Backend, engine.Placement) {
 	t.Helper()
 	store := memorybackend.NewStore()
 	_, err := store.Init("demo", files())
 	require.NoError(t, err)
-	b := memorybackend.New(memorybackend.Options{Store: store, Intercept: intercept})
+	b := memorybackend.New(memorybackend.Options{Store: store})
 	return b, engine.Placement{PerSession: &engine.PerSession{Backend: b, Root: "demo"}}
+}
+
+// failingCheckpoints passes every call through to a backend, except that
+// its heads' checkpoints fail while fail is set: a fault no real backend
+// can be made to have on demand.
+type failingCheckpoints struct {
+	backend.Backend
+	fail *atomic.Bool
+}
+
+func (b failingCheckpoints) OpenWorkspace(ctx context.Context, locator string, opts *backend.OpenOptions) (backend.Workspace, error) {
+	ws, err := b.Backend.OpenWorkspace(ctx, locator, opts)
+	if err != nil {
+		return nil, err
+	}
+	return failingWorkspace{Workspace: ws, fail: b.fail}, nil
+}
+
+func (b failingCheckpoints) Reopen(ctx context.Context, bind backend.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
+	ws, h, err := b.Backend.Reopen(ctx, bind, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return failingWorkspace{Workspace: ws, fail: b.fail}, failingHead{Head: h, fail: b.fail}, nil
+}
+
+type failingWorkspace struct {
+	backend.Workspace
+	fail *atomic.Bool
+}
+
+func (w failingWorkspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (backend.Head, error) {
+	h, err := w.Workspace.CreateHead(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return failingHead{Head: h, fail: w.fail}, nil
+}
+
+func (w failingWorkspace) OpenHead(ctx context.Context, name string, opts *backend.ReopenOptions) (backend.Head, error) {
+	h, err := w.Workspace.OpenHead(ctx, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return failingHead{Head: h, fail: w.fail}, nil
+}
+
+type failingHead struct {
+	backend.Head
+	fail *atomic.Bool
+}
+
+func (h failingHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (backend.CheckpointResult, error) {
+	if h.fail.Load() {
+		return backend.CheckpointResult{}, backend.Errorf(backend.Internal, "test", "checkpoint fails")
+	}
+	return h.Head.Checkpoint(ctx, opts)
 }
 
 func openEngine(t *testing.T, opts engine.Options) *engine.Engine {
@@ -70,10 +128,10 @@ func kinds(t *testing.T, s *engine.Session) []engine.EventKind {
 
 func TestNewSessionPersistsBindingAndJournalsEachStep(t *testing.T) {
 	ctx := context.Background()
-	b, p := memSetup(t, nil)
+	b, p := memSetup(t)
 	path := filepath.Join(t.TempDir(), "grove.db")
 	e := openEngine(t, engine.Options{Path: path, Backends: []backend.Backend{b}, Placement: p})
-	s, err := e.NewSession(ctx, engine.SessionOptions{Agent: "coder", Snapshot: &engine.SnapshotPolicy{Trigger: engine.Manual}})
+	s, err := e.NewSession(ctx, &engine.SessionOptions{Agent: "coder", Snapshot: &engine.SnapshotPolicy{Trigger: engine.Manual}})
 	require.NoError(t, err)
 	h := s.Head()
 	assert.Equal(t, "session-"+s.ID(), h.Info().Name)
@@ -105,15 +163,15 @@ func TestNewSessionPersistsBindingAndJournalsEachStep(t *testing.T) {
 }
 
 func TestRegistryRefusesTwoBackendsWithOneID(t *testing.T) {
-	b1, _ := memSetup(t, nil)
-	b2, _ := memSetup(t, nil)
+	b1, _ := memSetup(t)
+	b2, _ := memSetup(t)
 	_, err := engine.Open(context.Background(), engine.Options{Path: filepath.Join(t.TempDir(), "g.db"), Backends: []backend.Backend{b1, b2}})
 	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "error: %v", err)
 }
 
 func TestPlacementErrorsAreTyped(t *testing.T) {
 	ctx := context.Background()
-	b, p := memSetup(t, nil)
+	b, p := memSetup(t)
 	gb := gitbackend.New(gitbackend.Options{})
 	e := openEngine(t, engine.Options{Backends: []backend.Backend{b, gb}})
 	cases := []struct {
@@ -129,7 +187,7 @@ func TestPlacementErrorsAreTyped(t *testing.T) {
 		{engine.NoHeadName, engine.SessionOptions{Placement: engine.Placement{Exclusive: &engine.ExistingHead{Backend: b, Root: "demo"}}}},
 	}
 	for _, c := range cases {
-		_, err := e.NewSession(ctx, c.opts)
+		_, err := e.NewSession(ctx, &c.opts)
 		var pe *engine.PlacementError
 		if assert.True(t, errors.As(err, &pe), "%s: error %v is not a *PlacementError", c.kind, err) {
 			assert.Equal(t, c.kind, pe.Kind)
@@ -147,14 +205,14 @@ func TestPlacementErrorsAreTyped(t *testing.T) {
 
 func TestSnapshotPolicyRequiredOnASharedHeadIsRefused(t *testing.T) {
 	ctx := context.Background()
-	b, p := memSetup(t, nil)
+	b, p := memSetup(t)
 	ws, err := workspace.Open(ctx, b, "demo", nil)
 	require.NoError(t, err)
-	h, err := ws.Head("common").Shared().Create(ctx)
+	h, err := ws.NewHead("common").Shared().Create(ctx)
 	require.NoError(t, err)
 	require.NoError(t, h.Close())
 	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
-	_, err = e.NewSession(ctx, engine.SessionOptions{
+	_, err = e.NewSession(ctx, &engine.SessionOptions{
 		Placement: engine.Placement{Shared: &engine.ExistingHead{Backend: b, Root: "demo", Head: "common"}},
 		Snapshot:  &engine.SnapshotPolicy{Trigger: engine.OnTurnDone, Mode: engine.Required},
 	})
@@ -170,7 +228,7 @@ func TestSnapshotPolicyRequiredOnASharedHeadIsRefused(t *testing.T) {
 	// A shared head takes many sessions.
 	var ss []*engine.Session
 	for range 3 {
-		s, err := e.NewSession(ctx, engine.SessionOptions{Placement: engine.Placement{Shared: &engine.ExistingHead{Backend: b, Root: "demo", Head: "common"}}})
+		s, err := e.NewSession(ctx, &engine.SessionOptions{Placement: engine.Placement{Shared: &engine.ExistingHead{Backend: b, Root: "demo", Head: "common"}}})
 		require.NoError(t, err)
 		ss = append(ss, s)
 	}
@@ -186,11 +244,11 @@ func TestPersistenceInsideAHeadIsRefused(t *testing.T) {
 	ws, err := workspace.Open(ctx, gb, repo, nil)
 	require.NoError(t, err)
 	defer ws.Close()
-	h, err := ws.Head("target").Shared().Create(ctx)
+	h, err := ws.NewHead("target").Shared().Create(ctx)
 	require.NoError(t, err)
 	require.NoError(t, h.Close())
 	e := openEngine(t, engine.Options{Path: filepath.Join(h.Info().Root, "grove.db"), Backends: []backend.Backend{gb}})
-	_, err = e.NewSession(ctx, engine.SessionOptions{Placement: engine.Placement{Shared: &engine.ExistingHead{Backend: gb, Root: repo, Head: "target"}}})
+	_, err = e.NewSession(ctx, &engine.SessionOptions{Placement: engine.Placement{Shared: &engine.ExistingHead{Backend: gb, Root: repo, Head: "target"}}})
 	var oe *engine.PersistenceOverlapError
 	assert.True(t, errors.As(err, &oe), "error: %v", err)
 	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "error: %v", err)
@@ -199,7 +257,7 @@ func TestPersistenceInsideAHeadIsRefused(t *testing.T) {
 func TestHeadlessSessionAnswersWorkspaceNotConfiguredAndJournalsNothing(t *testing.T) {
 	ctx := context.Background()
 	e := openEngine(t, engine.Options{})
-	s, err := e.NewSession(ctx, engine.SessionOptions{Headless: true})
+	s, err := e.NewSession(ctx, &engine.SessionOptions{Headless: true})
 	require.NoError(t, err)
 	defer s.Close()
 	before := kinds(t, s)
@@ -213,9 +271,9 @@ func TestHeadlessSessionAnswersWorkspaceNotConfiguredAndJournalsNothing(t *testi
 
 func TestRestoreIsRefusedWhileATurnRuns(t *testing.T) {
 	ctx := context.Background()
-	b, p := memSetup(t, nil)
+	b, p := memSetup(t)
 	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p, Snapshot: engine.SnapshotPolicy{Trigger: engine.Manual}})
-	s, err := e.NewSession(ctx, engine.SessionOptions{})
+	s, err := e.NewSession(ctx, &engine.SessionOptions{})
 	require.NoError(t, err)
 	defer s.Close()
 	err = s.Turn(ctx, func(ctx context.Context) error {
@@ -228,34 +286,31 @@ func TestRestoreIsRefusedWhileATurnRuns(t *testing.T) {
 
 func TestSnapshotPolicies(t *testing.T) {
 	ctx := context.Background()
-	fail := false
-	b, p := memSetup(t, func(ctx context.Context, op string) error {
-		if op == "Checkpoint" && fail {
-			return backend.Errorf(backend.Internal, "test", "checkpoint fails")
-		}
-		return nil
-	})
+	var fail atomic.Bool
+	mem, _ := memSetup(t)
+	b := failingCheckpoints{Backend: mem, fail: &fail}
+	p := engine.Placement{PerSession: &engine.PerSession{Backend: b, Root: "demo"}}
 	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
 	write := func(s *engine.Session) func(context.Context) error {
 		return func(context.Context) error { return s.FS().WriteFile("turn.txt", []byte(time.Now().String()), 0o644) }
 	}
 
-	s, err := e.NewSession(ctx, engine.SessionOptions{Snapshot: &engine.SnapshotPolicy{Trigger: engine.OnTurnDone}})
+	s, err := e.NewSession(ctx, &engine.SessionOptions{Snapshot: &engine.SnapshotPolicy{Trigger: engine.OnTurnDone}})
 	require.NoError(t, err)
 	require.NoError(t, s.Turn(ctx, write(s)))
 	assert.Contains(t, kinds(t, s), engine.EventCheckpointed)
-	fail = true
+	fail.Store(true)
 	require.NoError(t, s.Turn(ctx, write(s)), "a best-effort checkpoint failure failed the turn")
 	assert.Contains(t, kinds(t, s), engine.EventCheckpointFailed)
 	require.NoError(t, s.Close())
 
-	s, err = e.NewSession(ctx, engine.SessionOptions{Snapshot: &engine.SnapshotPolicy{Trigger: engine.OnTurnDone, Mode: engine.Required}})
+	s, err = e.NewSession(ctx, &engine.SessionOptions{Snapshot: &engine.SnapshotPolicy{Trigger: engine.OnTurnDone, Mode: engine.Required}})
 	require.NoError(t, err)
 	assert.Error(t, s.Turn(ctx, write(s)), "a required checkpoint failure must fail the turn")
 	require.NoError(t, s.Close())
-	fail = false
+	fail.Store(false)
 
-	s, err = e.NewSession(ctx, engine.SessionOptions{Snapshot: &engine.SnapshotPolicy{Trigger: engine.OnIdle, Idle: 20 * time.Millisecond}})
+	s, err = e.NewSession(ctx, &engine.SessionOptions{Snapshot: &engine.SnapshotPolicy{Trigger: engine.OnIdle, Idle: 20 * time.Millisecond}})
 	require.NoError(t, err)
 	defer s.Close()
 	require.NoError(t, s.Turn(ctx, write(s)))
@@ -271,9 +326,9 @@ func TestSnapshotPolicies(t *testing.T) {
 
 func TestReadOnlySessionRefusesWrites(t *testing.T) {
 	ctx := context.Background()
-	b, p := memSetup(t, nil)
+	b, p := memSetup(t)
 	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
-	s, err := e.NewSession(ctx, engine.SessionOptions{Access: engine.ReadOnly})
+	s, err := e.NewSession(ctx, &engine.SessionOptions{Permission: engine.ReadOnly})
 	require.NoError(t, err)
 	defer s.Close()
 	data, err := s.FS().ReadFile("README.md")
@@ -296,9 +351,9 @@ type runner struct{ env engine.Env }
 
 func TestExtensionsReceiveTheSessionsHeadAndAsForwards(t *testing.T) {
 	ctx := context.Background()
-	b, p := memSetup(t, nil)
+	b, p := memSetup(t)
 	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
-	s, err := e.NewSession(ctx, engine.SessionOptions{Extensions: []engine.Extension{
+	s, err := e.NewSession(ctx, &engine.SessionOptions{Extensions: []engine.Extension{
 		{New: func(env engine.Env) (any, error) { return &runner{env: env}, nil }},
 	}})
 	require.NoError(t, err)
@@ -317,22 +372,22 @@ func TestExtensionsReceiveTheSessionsHeadAndAsForwards(t *testing.T) {
 
 func TestExclusiveHeadTakesOneSessionAtATime(t *testing.T) {
 	ctx := context.Background()
-	b, p := memSetup(t, nil)
+	b, p := memSetup(t)
 	ws, err := workspace.Open(ctx, b, "demo", nil)
 	require.NoError(t, err)
-	h, err := ws.Head("solo").Shared().Create(ctx)
+	h, err := ws.NewHead("solo").Shared().Create(ctx)
 	require.NoError(t, err)
 	require.NoError(t, h.Close())
 	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
 	ex := engine.Placement{Exclusive: &engine.ExistingHead{Backend: b, Root: "demo", Head: "solo"}}
-	s1, err := e.NewSession(ctx, engine.SessionOptions{Placement: ex})
+	s1, err := e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
 	require.NoError(t, err)
-	_, err = e.NewSession(ctx, engine.SessionOptions{Placement: ex})
+	_, err = e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
 	assert.Equal(t, backend.AlreadyBound, workspace.CodeOf(err), "error: %v", err)
-	_, err = e.NewSession(ctx, engine.SessionOptions{Placement: ex, TakeOver: true})
+	_, err = e.NewSession(ctx, &engine.SessionOptions{Placement: ex, TakeOver: true})
 	assert.Equal(t, backend.AlreadyBound, workspace.CodeOf(err), "a take-over of a live session's claim: %v", err)
 	require.NoError(t, s1.Close())
-	s2, err := e.NewSession(ctx, engine.SessionOptions{Placement: ex})
+	s2, err := e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
 	require.NoError(t, err)
 	require.NoError(t, s2.Close())
 }

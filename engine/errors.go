@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	sqlite3 "github.com/mattn/go-sqlite3"
-
 	"github.com/groveworks/grove/backend"
 )
 
@@ -32,7 +30,10 @@ func coded(code backend.Code, op, path string, cause error) error {
 	return e
 }
 
-// ResumeKind says why a session could not be resumed.
+// ResumeKind says why a session could not be resumed. Kinds that name a
+// failure of the head or its binding (BindingCorrupt, BackendUnavailable,
+// HeadUnavailable, IdentityMismatch) say which step of Resume failed; what
+// exactly went wrong is the cause's code and reason, never restated.
 type ResumeKind string
 
 const (
@@ -42,8 +43,9 @@ const (
 	BindingCorrupt ResumeKind = "binding-corrupt"
 	// BackendUnavailable: no registered backend has the binding's backend ID.
 	BackendUnavailable ResumeKind = "backend-unavailable"
-	// HeadUnavailable: the head is missing, archived, destroyed,
-	// unregistered or moved; ResumeError.Why says which.
+	// HeadUnavailable: the head cannot be reopened: its code says whether
+	// it is archived (Archived), destroyed (Destroyed) or gone
+	// (NotFound), and ResumeError.Why which check found it gone.
 	HeadUnavailable ResumeKind = "head-unavailable"
 	// IdentityMismatch: what the binding names is not what is there.
 	IdentityMismatch ResumeKind = "identity-mismatch"
@@ -54,16 +56,6 @@ const (
 	SessionBusy ResumeKind = "session-busy"
 )
 
-// Why a head is unavailable (ResumeError.Why).
-const (
-	WhyMissing      = "missing"
-	WhyArchived     = "archived"
-	WhyDestroyed    = "destroyed"
-	WhyUnregistered = "unregistered"
-	WhyMoved        = "moved"
-	WhyBranch       = "branch"
-)
-
 // ResumeError is a session that cannot be resumed as it was bound. Match
 // it with errors.As; Err, the cause, is usually a *backend.Error.
 //
@@ -72,9 +64,10 @@ const (
 //	SessionNotFound     NotFound
 //	BindingCorrupt      BindingCorrupt
 //	BackendUnavailable  BackendUnavailable
-//	HeadUnavailable     by Why: Archived for archived, Destroyed for
-//	                    destroyed, NotFound for missing, unregistered,
-//	                    moved and branch; otherwise the cause's code
+//	HeadUnavailable     the cause's: Archived, Destroyed, NotFound (with
+//	                    Why: missing, unregistered, moved or branch), or
+//	                    the code of another failure to reopen (NotFound
+//	                    when there is no cause)
 //	IdentityMismatch    IdentityMismatch
 //	ConfigDrift         FailedPrecondition
 //	SessionBusy         AlreadyBound when another session holds the head
@@ -83,14 +76,17 @@ const (
 type ResumeError struct {
 	Kind      ResumeKind
 	SessionID string
-	Why       string // for HeadUnavailable: missing, archived, destroyed, unregistered, moved or branch
-	Err       error
+	// Why is, for HeadUnavailable, the cause's reason (the backend's own
+	// value: workspace.ReasonMissing, ReasonUnregistered, ReasonMoved or
+	// ReasonBranch); empty when the code says it all.
+	Why backend.Reason
+	Err error
 }
 
 func (e *ResumeError) Error() string {
 	kind := string(e.Kind)
 	if e.Why != "" {
-		kind += " (" + e.Why + ")"
+		kind += " (" + string(e.Why) + ")"
 	}
 	return fmt.Sprintf("engine: resume session %s: %s: %v", e.SessionID, kind, e.Err)
 }
@@ -114,14 +110,6 @@ func (e *ResumeError) Code() backend.Code {
 		}
 		return backend.Busy
 	case HeadUnavailable:
-		switch e.Why {
-		case WhyArchived:
-			return backend.Archived
-		case WhyDestroyed:
-			return backend.Destroyed
-		case WhyMissing, WhyUnregistered, WhyMoved, WhyBranch:
-			return backend.NotFound
-		}
 		if c := backend.CodeOf(e.Err); c != backend.OK {
 			return c
 		}
@@ -208,6 +196,7 @@ const (
 	SchemaTooNew StoreKind = "schema-too-new" // written by a newer grove
 	StoreCorrupt StoreKind = "corrupt"        // SQLite found malformed pages
 	StoreFailed  StoreKind = "store-failed"   // SQLite reported another error
+	NoSQLite     StoreKind = "no-sqlite"      // grove was built without cgo, which SQLite needs
 )
 
 // StoreError is a database the engine cannot use, from Open or from any
@@ -219,9 +208,10 @@ const (
 //
 // Its code follows Kind: FailedPrecondition for NotADatabase, SchemaTooNew
 // and StoreCorrupt (the file is in a state the engine cannot use; grove
-// does not repair it), and for StoreFailed Busy when SQLite's lock is held
-// past the busy timeout, Canceled when the cause is a context error, and
-// Internal otherwise.
+// does not repair it), Unimplemented for NoSQLite (this binary was built
+// with CGO_ENABLED=0; rebuild with cgo and a C compiler), and for
+// StoreFailed Busy when SQLite's lock is held past the busy timeout,
+// Canceled when the cause is a context error, and Internal otherwise.
 type StoreError struct {
 	Kind StoreKind
 	Path string
@@ -237,12 +227,13 @@ func (e *StoreError) Code() backend.Code {
 	switch e.Kind {
 	case NotADatabase, SchemaTooNew, StoreCorrupt:
 		return backend.FailedPrecondition
+	case NoSQLite:
+		return backend.Unimplemented
 	}
 	if errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded) {
 		return backend.Canceled
 	}
-	var se sqlite3.Error
-	if errors.As(e.Err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
+	if sqliteBusy(e.Err) {
 		return backend.Busy
 	}
 	return backend.Internal
@@ -255,14 +246,8 @@ func (e *StoreError) Unwrap() error { return coded(e.Code(), "store", e.Path, e.
 // malformed pages, NotADatabase for a file SQLite does not recognise, and
 // otherwise kind.
 func storeKind(err error, kind StoreKind) StoreKind {
-	var se sqlite3.Error
-	if errors.As(err, &se) {
-		switch se.Code {
-		case sqlite3.ErrCorrupt:
-			return StoreCorrupt
-		case sqlite3.ErrNotADB:
-			return NotADatabase
-		}
+	if k := sqliteKind(err); k != "" {
+		return k
 	}
 	return kind
 }

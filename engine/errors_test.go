@@ -63,13 +63,13 @@ func TestEngineErrorsAnswerTheirCode(t *testing.T) {
 		{"an unregistered backend is BackendUnavailable",
 			&engine.ResumeError{Kind: engine.BackendUnavailable, SessionID: "s", Err: cause}, backend.BackendUnavailable, cause},
 		{"a missing head is NotFound",
-			&engine.ResumeError{Kind: engine.HeadUnavailable, Why: engine.WhyMissing, SessionID: "s", Err: cause}, backend.NotFound, cause},
+			&engine.ResumeError{Kind: engine.HeadUnavailable, Why: workspace.ReasonMissing, SessionID: "s", Err: &backend.Error{Code: backend.NotFound, Reason: backend.ReasonMissing, Err: cause}}, backend.NotFound, cause},
 		{"a moved head is NotFound",
-			&engine.ResumeError{Kind: engine.HeadUnavailable, Why: engine.WhyMoved, SessionID: "s", Err: cause}, backend.NotFound, cause},
+			&engine.ResumeError{Kind: engine.HeadUnavailable, Why: workspace.ReasonMoved, SessionID: "s", Err: &backend.Error{Code: backend.NotFound, Reason: backend.ReasonMoved, Err: cause}}, backend.NotFound, cause},
 		{"an archived head is Archived",
-			&engine.ResumeError{Kind: engine.HeadUnavailable, Why: engine.WhyArchived, SessionID: "s", Err: cause}, backend.Archived, cause},
+			&engine.ResumeError{Kind: engine.HeadUnavailable, SessionID: "s", Err: &backend.Error{Code: backend.Archived, Err: cause}}, backend.Archived, cause},
 		{"a destroyed head is Destroyed",
-			&engine.ResumeError{Kind: engine.HeadUnavailable, Why: engine.WhyDestroyed, SessionID: "s", Err: cause}, backend.Destroyed, cause},
+			&engine.ResumeError{Kind: engine.HeadUnavailable, SessionID: "s", Err: &backend.Error{Code: backend.Destroyed, Err: cause}}, backend.Destroyed, cause},
 		{"an identity mismatch is IdentityMismatch",
 			&engine.ResumeError{Kind: engine.IdentityMismatch, SessionID: "s", Err: cause}, backend.IdentityMismatch, cause},
 		{"a configuration drift is FailedPrecondition",
@@ -91,7 +91,7 @@ func TestEngineErrorsAnswerTheirCode(t *testing.T) {
 }
 
 func TestOpenRefusesANilBackendWithInvalidArgument(t *testing.T) {
-	b, _ := memSetup(t, nil)
+	b, _ := memSetup(t)
 	_, err := engine.Open(context.Background(), engine.Options{Path: filepath.Join(t.TempDir(), "g.db"), Backends: []backend.Backend{b, nil}})
 	require.Error(t, err)
 	checkCode(t, err, backend.InvalidArgument)
@@ -120,13 +120,13 @@ func corruptPages(t *testing.T, path string) []byte {
 
 func TestResumeOnADatabaseWithMalformedPagesIsAStoreErrorAndRewritesNothing(t *testing.T) {
 	ctx := context.Background()
-	b, p := memSetup(t, nil)
+	b, p := memSetup(t)
 	path := filepath.Join(t.TempDir(), "grove.db")
 	e, err := engine.Open(ctx, engine.Options{Path: path, Backends: []backend.Backend{b}, Placement: p})
 	require.NoError(t, err)
 	var ids []string
 	for range 20 {
-		s, err := e.NewSession(ctx, engine.SessionOptions{Agent: "a", Snapshot: manual})
+		s, err := e.NewSession(ctx, &engine.SessionOptions{Agent: "a", Snapshot: manual})
 		require.NoError(t, err)
 		ids = append(ids, s.ID())
 		require.NoError(t, s.Close())

@@ -26,7 +26,7 @@ func TestAnIdleCheckpointBlockedByAForeignIndexLockGivesUpAndCloseDoesNotWait(t 
 	gb := gitbackend.New(gitbackend.Options{LockWait: time.Second})
 	e := openEngine(t, engine.Options{Backends: []backend.Backend{gb},
 		Placement: engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: gitRepo(t)}}})
-	s, err := e.NewSession(ctx, engine.SessionOptions{Snapshot: &engine.SnapshotPolicy{Trigger: engine.OnIdle, Idle: 20 * time.Millisecond}})
+	s, err := e.NewSession(ctx, &engine.SessionOptions{Snapshot: &engine.SnapshotPolicy{Trigger: engine.OnIdle, Idle: 20 * time.Millisecond}})
 	require.NoError(t, err)
 	root := s.Head().Info().Root
 	admin, err := githarnessGit(root, "rev-parse", "--absolute-git-dir")

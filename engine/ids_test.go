@@ -21,10 +21,10 @@ import (
 // appears outside the lease directory.
 func TestASessionIDFromTheDatabaseIsValidatedBeforeItIsAPath(t *testing.T) {
 	ctx := context.Background()
-	b, p := memSetup(t, nil)
+	b, p := memSetup(t)
 	ws, err := workspace.Open(ctx, b, "demo", nil)
 	require.NoError(t, err)
-	h, err := ws.Head("solo").Shared().Create(ctx)
+	h, err := ws.NewHead("solo").Shared().Create(ctx)
 	require.NoError(t, err)
 	require.NoError(t, h.Close())
 	dir := t.TempDir()
@@ -32,10 +32,10 @@ func TestASessionIDFromTheDatabaseIsValidatedBeforeItIsAPath(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Dir(dbPath), 0o755))
 	e := openEngine(t, engine.Options{Path: dbPath, Backends: []backend.Backend{b}, Placement: p})
 	ex := engine.Placement{Exclusive: &engine.ExistingHead{Backend: b, Root: "demo", Head: "solo"}}
-	s1, err := e.NewSession(ctx, engine.SessionOptions{Placement: ex})
+	s1, err := e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
 	require.NoError(t, err)
 	require.NoError(t, s1.Close())
-	s1, err = e.NewSession(ctx, engine.SessionOptions{Placement: ex})
+	s1, err = e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
 	require.NoError(t, err)
 	id := s1.ID()
 
@@ -47,7 +47,7 @@ func TestASessionIDFromTheDatabaseIsValidatedBeforeItIsAPath(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 
-	_, err = e.NewSession(ctx, engine.SessionOptions{Placement: ex, TakeOver: true})
+	_, err = e.NewSession(ctx, &engine.SessionOptions{Placement: ex, TakeOver: true})
 	require.Error(t, err)
 	assert.NotEqual(t, backend.Internal, workspace.CodeOf(err), "%v", err)
 	var se *engine.StoreError

@@ -188,17 +188,53 @@ func (s SnapshotPolicy) resolve(p Placement) (SnapshotPolicy, error) {
 	return s, nil
 }
 
-// Access is what a session may do to its head's files.
-type Access string
+// Permission is what a session may do to its head. (A head's Access,
+// isolated or shared, is how many sessions may hold it; a session's
+// Permission is what one of them may do.)
+type Permission string
 
 const (
-	ReadWrite Access = "read-write" // the default
-	ReadOnly  Access = "read-only"
+	// ReadWrite sessions change their head: files, checkpoints, restores,
+	// forks, archive and destroy. The default.
+	ReadWrite Permission = "read-write"
+	// ReadOnly sessions only read their head: every way to it the session
+	// hands out (Head, FS, Env) is read-only, and every Session method
+	// that would change it answers PermissionDenied.
+	ReadOnly Permission = "read-only"
 )
+
+// resolve fills the default and refuses an unknown value.
+func (p Permission) resolve(op string) (Permission, error) {
+	switch p {
+	case "":
+		return ReadWrite, nil
+	case ReadWrite, ReadOnly:
+		return p, nil
+	}
+	return "", errorf(backend.InvalidArgument, op, "unknown permission %q (want %q or %q)", p, ReadWrite, ReadOnly)
+}
+
+// snapshotFor resolves a session's snapshot policy: asked (nil: the
+// engine's, or Manual for a read-only session, which never checkpoints).
+// A read-only session asking for automatic checkpoints is refused.
+func snapshotFor(asked *SnapshotPolicy, engine SnapshotPolicy, perm Permission, p Placement) (SnapshotPolicy, error) {
+	snap := engine
+	switch {
+	case asked != nil:
+		snap = *asked
+	case perm == ReadOnly:
+		snap = SnapshotPolicy{Trigger: Manual}
+	}
+	snap, err := snap.resolve(p)
+	if err == nil && perm == ReadOnly && snap.Trigger != Manual {
+		err = &SnapshotPolicyError{Reason: fmt.Sprintf("a read-only session cannot checkpoint %s", snap.Trigger)}
+	}
+	return snap, err
+}
 
 // digest is the configuration digest: placement, access, snapshot
 // policy, backend ID and the caller's opaque configuration.
-func digest(placement string, access Access, snap SnapshotPolicy, backendID backend.ID, config []byte) string {
+func digest(placement string, access Permission, snap SnapshotPolicy, backendID backend.ID, config []byte) string {
 	if len(config) == 0 {
 		config = nil // no configuration, however it is spelled
 	}

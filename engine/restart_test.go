@@ -69,7 +69,7 @@ func TestHelperProcess(t *testing.T) {
 		} else {
 			opts.Placement = engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: j.Repo, Base: "main"}}
 		}
-		s, err := e.NewSession(ctx, opts)
+		s, err := e.NewSession(ctx, &opts)
 		if err != nil {
 			return err
 		}
@@ -201,22 +201,22 @@ func TestResumeFailuresAreTypedAndNeverSubstituteAHead(t *testing.T) {
 		backends bool
 		config   string
 		kind     engine.ResumeKind
-		why      string
+		why      workspace.Reason
 		code     backend.Code
 	}{
-		{name: "destroyed", kind: engine.HeadUnavailable, why: engine.WhyDestroyed, code: backend.Destroyed, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+		{name: "destroyed", kind: engine.HeadUnavailable, code: backend.Destroyed, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
 			h, err := openWS(t, r.repo).OpenHead(context.Background(), "session-"+was.Session, nil)
 			require.NoError(t, err)
 			_, err = h.Destroy(context.Background(), &workspace.DestroyOptions{Discard: true})
 			require.NoError(t, err)
 		}},
-		{name: "archived", kind: engine.HeadUnavailable, why: engine.WhyArchived, code: backend.Archived, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
-			require.NoError(t, openWS(t, r.repo).SetArchived(context.Background(), backend.HeadID(was.HeadID), true))
+		{name: "archived", kind: engine.HeadUnavailable, code: backend.Archived, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+			require.NoError(t, openWS(t, r.repo).SetArchived(context.Background(), "session-"+was.Session, true))
 		}},
-		{name: "worktree deleted", kind: engine.HeadUnavailable, why: engine.WhyMissing, code: backend.NotFound, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+		{name: "worktree deleted", kind: engine.HeadUnavailable, why: workspace.ReasonMissing, code: backend.NotFound, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
 			require.NoError(t, os.RemoveAll(was.Dir))
 		}},
-		{name: "repository moved", kind: engine.HeadUnavailable, why: engine.WhyMoved, code: backend.NotFound, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+		{name: "repository moved", kind: engine.HeadUnavailable, why: workspace.ReasonMoved, code: backend.NotFound, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
 			require.NoError(t, os.Rename(r.repo, r.repo+"-moved"))
 		}},
 		{name: "backend not registered", kind: engine.BackendUnavailable, code: backend.BackendUnavailable},
@@ -287,7 +287,7 @@ func TestTwoProcessesRaceForOneIsolatedHeadAndOneWins(t *testing.T) {
 			r := newRestartEnv(t)
 			ws, err := workspace.Open(context.Background(), gitbackend.New(gitbackend.Options{}), r.repo, nil)
 			require.NoError(t, err)
-			h, err := ws.Head("target").From("main").Create(context.Background())
+			h, err := ws.NewHead("target").From("main").Create(context.Background())
 			require.NoError(t, err)
 			require.NoError(t, h.Close())
 			require.NoError(t, ws.Close())
@@ -319,7 +319,7 @@ func TestADeadSessionsClaimIsTakenOverOnlyWhenAsked(t *testing.T) {
 	ws, err := workspace.Open(ctx, gb, r.repo, nil)
 	require.NoError(t, err)
 	defer ws.Close()
-	h, err := ws.Head("target").From("main").Shared().Create(ctx)
+	h, err := ws.NewHead("target").From("main").Shared().Create(ctx)
 	require.NoError(t, err)
 	require.NoError(t, h.Close())
 	c := startChild(t, job{Op: "claim", DB: r.db, Repo: r.repo, Head: "target"})
@@ -329,9 +329,9 @@ func TestADeadSessionsClaimIsTakenOverOnlyWhenAsked(t *testing.T) {
 
 	e := r.engine(t, gb)
 	ex := engine.Placement{Exclusive: &engine.ExistingHead{Backend: gb, Root: r.repo, Head: "target"}}
-	_, err = e.NewSession(ctx, engine.SessionOptions{Placement: ex})
+	_, err = e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
 	assert.Equal(t, backend.AlreadyBound, workspace.CodeOf(err), "the dead session's claim was released silently: %v", err)
-	s, err := e.NewSession(ctx, engine.SessionOptions{Placement: ex, TakeOver: true})
+	s, err := e.NewSession(ctx, &engine.SessionOptions{Placement: ex, TakeOver: true})
 	require.NoError(t, err)
 	defer s.Close()
 	evs, err := e.Events(ctx, dead.Session)
@@ -366,9 +366,9 @@ func TestResumeReportsCommitsGainedBehindTheSessionAndDriftOnRequest(t *testing.
 
 func TestArchiveAndDestroyAreJournaled(t *testing.T) {
 	ctx := context.Background()
-	b, p := memSetup(t, nil)
+	b, p := memSetup(t)
 	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
-	s, err := e.NewSession(ctx, engine.SessionOptions{})
+	s, err := e.NewSession(ctx, &engine.SessionOptions{})
 	require.NoError(t, err)
 	require.NoError(t, s.Archive(ctx))
 	require.NoError(t, s.FS().WriteFile("last.txt", []byte("l\n"), 0o644))
@@ -386,7 +386,7 @@ func TestArchiveAndDestroyAreJournaled(t *testing.T) {
 	var re *engine.ResumeError
 	require.True(t, errors.As(err, &re))
 	assert.Equal(t, engine.HeadUnavailable, re.Kind)
-	assert.Equal(t, engine.WhyDestroyed, re.Why)
+	checkCode(t, err, backend.Destroyed)
 }
 
 func userGit(t *testing.T, dir string, args ...string) string {

@@ -1,12 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"reflect"
 	"sync"
 	"time"
@@ -18,18 +17,35 @@ import (
 
 // Session is one agent's session, bound to one head (or none). Its methods
 // are safe for concurrent use.
+//
+// A session has a lifetime: from NewSession, Resume or Fork to Close (or
+// Destroy, which closes it). Close cancels what runs on the session's
+// behalf (an idle checkpoint, the context of a running turn, the calls in
+// progress) and waits for it to return, then journals "closed": nothing is
+// ever journaled for the session after "closed" until it is resumed.
 type Session struct {
-	e       *Engine
-	id      string
-	kind    string // per-session, shared, exclusive, fork, headless
-	ws      *workspace.Workspace
-	head    *workspace.Head
-	access  Access
-	snap    SnapshotPolicy
-	lease   *lock.Lock
+	e      *Engine
+	id     string
+	agent  string
+	kind   string // per-session, shared, exclusive, headless
+	perm   Permission
+	snap   SnapshotPolicy
+	config []byte
+	lease  *lock.Lock
+
+	ws       *workspace.Workspace // the workspace the session opened, if any
+	head     *workspace.Head      // the session's own handle; never handed out
+	view     *workspace.Head      // what callers get: head, or its read-only view
+	ownsHead bool                 // a failed start destroys head (one it created, or a fork's)
+
 	resumed bool
 	report  ResumeReport
-	exts    map[reflect.Type]any
+	exts    []Extension
+	built   map[reflect.Type]any
+
+	life context.Context // ends when Close begins
+	end  context.CancelFunc
+	wg   sync.WaitGroup // calls, turns and idle checkpoints in flight
 
 	mu             sync.Mutex
 	turn           bool
@@ -39,26 +55,44 @@ type Session struct {
 	lastCheckpoint string
 }
 
+func newSession(e *Engine, id, agent, kind string, perm Permission, snap SnapshotPolicy, config []byte, lease *lock.Lock) *Session {
+	s := &Session{e: e, id: id, agent: agent, kind: kind, perm: perm, snap: snap, config: bytes.Clone(config), lease: lease}
+	s.life, s.end = context.WithCancel(context.Background())
+	return s
+}
+
+// startLife hands the session's head out under its permission; the
+// session is then live.
+func (s *Session) startLife() {
+	s.view = s.head
+	if s.head != nil && s.perm == ReadOnly {
+		s.view = s.head.ReadOnly()
+	}
+}
+
 // ID returns the session's ID (a UUID), the key Resume takes.
 func (s *Session) ID() string { return s.id }
 
-// Head returns the session's head, or nil for a headless session.
-func (s *Session) Head() *workspace.Head { return s.head }
+// Permission returns what the session may do to its head.
+func (s *Session) Permission() Permission { return s.perm }
+
+// Head returns the session's head under the session's permission (for a
+// ReadOnly session, a read-only view: see workspace.Head.ReadOnly), or
+// nil for a headless session. Changes made through it directly are not
+// journaled; use the Session's methods for that.
+func (s *Session) Head() *workspace.Head { return s.view }
 
 // Resumed returns what Resume found; the zero value for a new session.
 func (s *Session) Resumed() ResumeReport { return s.report }
 
-// FS returns the head's file system under the session's access: writes
-// through a ReadOnly session are PermissionDenied. It is nil for a
+// FS returns the head's file system under the session's permission:
+// writes through a ReadOnly session are PermissionDenied. It is nil for a
 // headless session.
-func (s *Session) FS() backend.FS {
-	if s.head == nil {
+func (s *Session) FS() workspace.FS {
+	if s.view == nil {
 		return nil
 	}
-	if s.access == ReadOnly {
-		return readOnlyFS{s.head.FS()}
-	}
-	return s.head.FS()
+	return s.view.FS()
 }
 
 // bindHead opens or creates the head the placement names.
@@ -70,11 +104,13 @@ func (s *Session) bindHead(ctx context.Context, p Placement) error {
 		if s.ws, err = workspace.Open(ctx, ps.Backend, ps.Root, &workspace.OpenOptions{HeadsDir: ps.HeadsDir}); err != nil {
 			return err
 		}
-		b := s.ws.Head("session-" + s.id).Isolated()
+		b := s.ws.NewHead("session-" + s.id).Isolated()
 		if ps.Base != "" {
 			b = b.From(ps.Base)
 		}
-		s.head, err = b.Create(ctx)
+		if s.head, err = b.Create(ctx); err == nil {
+			s.ownsHead = true
+		}
 		return err
 	default:
 		eh, shared := p.Exclusive, false
@@ -95,8 +131,8 @@ func (s *Session) bindHead(ctx context.Context, p Placement) error {
 }
 
 // release undoes a session that failed to start or closes one: the head
-// handle, the workspace and the lease. destroy removes a head the session
-// itself created.
+// handle, the workspace the session opened and the lease. destroy removes
+// the head (one the session created).
 func (s *Session) release(ctx context.Context, destroy bool) {
 	if s.head != nil {
 		if destroy {
@@ -113,36 +149,15 @@ func (s *Session) release(ctx context.Context, destroy bool) {
 	}
 }
 
-func (s *Session) check(op string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return errorf(backend.FailedPrecondition, op, "session %s is closed", s.id)
-	}
-	return nil
-}
-
-func (s *Session) needHead(op string) error {
-	if err := s.check(op); err != nil {
-		return err
-	}
-	if s.head == nil {
-		return errorf(backend.WorkspaceNotConfigured, op, "session %s has no head", s.id)
-	}
-	return nil
-}
-
-// journal appends one event for the session.
-func (s *Session) journal(ctx context.Context, kind EventKind, payload any) error {
-	return s.e.tx(ctx, func(tx *sql.Tx) error { return appendEvent(ctx, tx, s.id, kind, payload) })
-}
-
 // Checkpoint checkpoints the head and journals it. A headless session
-// answers WorkspaceNotConfigured and journals nothing.
+// answers WorkspaceNotConfigured and journals nothing; a ReadOnly one
+// PermissionDenied.
 func (s *Session) Checkpoint(ctx context.Context, opts *workspace.CheckpointOptions) (workspace.CheckpointResult, error) {
-	if err := s.needHead("checkpoint"); err != nil {
+	ctx, done, err := s.enter(ctx, "checkpoint", true, true)
+	if err != nil {
 		return workspace.CheckpointResult{}, err
 	}
+	defer done()
 	cp, err := s.head.Checkpoint(ctx, opts)
 	if err != nil {
 		return cp, err
@@ -152,12 +167,7 @@ func (s *Session) Checkpoint(ctx context.Context, opts *workspace.CheckpointOpti
 
 // recordCheckpoint journals a checkpoint and makes it the session's last.
 func (s *Session) recordCheckpoint(ctx context.Context, cp workspace.CheckpointResult, kind EventKind) error {
-	err := s.e.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_checkpoint = ?, updated_at = ? WHERE id = ?`, string(cp.ID), now(), s.id); err != nil {
-			return err
-		}
-		return appendEvent(ctx, tx, s.id, kind, map[string]any{"checkpoint": cp.ID, "new": cp.New, "skipped": len(cp.Skipped)})
-	})
+	err := s.e.st.setLast(ctx, s.id, cp.ID, kind, map[string]any{"checkpoint": cp.ID, "new": cp.New, "skipped": len(cp.Skipped)})
 	if err == nil {
 		s.mu.Lock()
 		s.lastCheckpoint = string(cp.ID)
@@ -168,10 +178,13 @@ func (s *Session) recordCheckpoint(ctx context.Context, cp workspace.CheckpointR
 
 // Restore restores the head (with its safety checkpoint) and journals it.
 // It is an idle-time operation: while a turn runs it is FailedPrecondition.
-func (s *Session) Restore(ctx context.Context, to backend.Rev, opts *workspace.RestoreOptions) (workspace.RestoreResult, error) {
-	if err := s.needHead("restore"); err != nil {
+// A ReadOnly session answers PermissionDenied.
+func (s *Session) Restore(ctx context.Context, to workspace.Rev, opts *workspace.RestoreOptions) (workspace.RestoreResult, error) {
+	ctx, done, err := s.enter(ctx, "restore", true, true)
+	if err != nil {
 		return workspace.RestoreResult{}, err
 	}
+	defer done()
 	s.mu.Lock()
 	busy := s.turn
 	s.mu.Unlock()
@@ -182,81 +195,136 @@ func (s *Session) Restore(ctx context.Context, to backend.Rev, opts *workspace.R
 	if err != nil {
 		return res, err
 	}
-	err = s.e.tx(ctx, func(tx *sql.Tx) error {
-		payload := map[string]any{"to": to, "commit": res.Commit}
-		if res.Safety != nil {
-			payload["safety"] = res.Safety.ID
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_checkpoint = ?, updated_at = ? WHERE id = ?`, string(res.Commit), now(), s.id); err != nil {
-			return err
-		}
-		return appendEvent(ctx, tx, s.id, EventRestored, payload)
-	})
-	if err == nil {
-		s.mu.Lock()
-		s.lastCheckpoint = string(res.Commit)
-		s.mu.Unlock()
+	payload := map[string]any{"to": to, "commit": res.Commit}
+	if res.Safety != nil {
+		payload["safety"] = res.Safety.ID
 	}
-	return res, err
+	if err := s.e.st.setLast(ctx, s.id, res.Commit, EventRestored, payload); err != nil {
+		return res, err
+	}
+	s.mu.Lock()
+	s.lastCheckpoint = string(res.Commit)
+	s.mu.Unlock()
+	return res, nil
+}
+
+// ForkOptions configure Session.Fork. Every zero field inherits the
+// parent session's value, so that the fork resumes with the parent's
+// configuration; the zero value (or nil) forks from a checkpoint of the
+// head now, with everything inherited.
+type ForkOptions struct {
+	// Agent names the new session's agent; empty: the parent's.
+	Agent string
+	// Permission of the new session; empty: the parent's.
+	Permission Permission
+	// Snapshot is the new session's snapshot policy; nil: the parent's
+	// (or, when Permission differs from the parent's, the engine's).
+	Snapshot *SnapshotPolicy
+	// Config is the new session's configuration; nil: the parent's (a
+	// non-nil empty slice means none).
+	Config []byte
+	// Extensions are built for the new session; nil: the parent's.
+	Extensions []Extension
+	// From forks from this checkpoint (or revision) instead of from a
+	// checkpoint of the head now.
+	From workspace.Rev
+	// Checkpoint configures the checkpoint of the head when From is empty.
+	Checkpoint workspace.CheckpointOptions
 }
 
 // Fork checkpoints the head (uncommitted work included), creates an
-// isolated head name from it and returns a new session bound to it
-// (exclusively, through its claim). opts configures the new session; nil
-// gives it this session's access and snapshot policy. Its Placement is
-// ignored.
-func (s *Session) Fork(ctx context.Context, name string, opts *SessionOptions) (*Session, error) {
-	if err := s.needHead("fork"); err != nil {
-		return nil, err
-	}
-	if opts == nil {
-		opts = &SessionOptions{Access: s.access, Snapshot: &s.snap}
-	}
-	h, err := s.head.Fork(ctx, name, nil)
+// isolated head called name from it and returns a new session bound to it
+// exclusively, through its claim. The new head is never closed in
+// between, so no other process can take it first; if the new session
+// cannot start, the new head is destroyed again (its branch and the
+// checkpoint stay). The parent journals "forked". A ReadOnly session
+// answers PermissionDenied (a fork checkpoints its source). opts may be
+// nil.
+func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Session, error) {
+	const op = "fork"
+	ctx, done, err := s.enter(ctx, op, true, true)
 	if err != nil {
 		return nil, err
 	}
-	_ = h.Close() // the new session opens it under its own claim
-	child, err := s.e.NewSession(ctx, SessionOptions{
-		Agent: opts.Agent, Access: opts.Access, Snapshot: opts.Snapshot, Config: opts.Config, Extensions: opts.Extensions,
-		Placement: Placement{Exclusive: &ExistingHead{Backend: s.ws.Backend(), Root: s.ws.Info().Locator, Head: name}},
+	defer done()
+	var o ForkOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Agent == "" {
+		o.Agent = s.agent
+	}
+	if o.Permission == "" {
+		o.Permission = s.perm
+	}
+	if o.Snapshot == nil && o.Permission == s.perm {
+		snap := s.snap
+		o.Snapshot = &snap
+	}
+	if o.Config == nil {
+		o.Config = s.config
+	}
+	if o.Extensions == nil {
+		o.Extensions = s.exts
+	}
+	ws := s.head.Workspace()
+	p, err := Placement{Exclusive: &ExistingHead{Backend: ws.Backend(), Root: ws.Info().Locator, Head: name}}.validate()
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.head.Fork(ctx, name, &workspace.ForkOptions{From: o.From, Checkpoint: o.Checkpoint})
+	if err != nil {
+		return nil, err
+	}
+	child, err := s.e.start(ctx, sessionSpec{
+		agent: o.Agent, placement: p, perm: o.Permission, snap: o.Snapshot,
+		config: o.Config, exts: o.Extensions, head: h,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return child, s.journal(ctx, EventForked, map[string]any{"session": child.id, "head": child.head.Info().ID, "from": child.head.Info().Base})
+	return child, s.e.st.journal(ctx, s.id, EventForked, map[string]any{"session": child.id, "head": h.Info().ID, "from": h.Info().Base})
 }
 
-// Archive archives the session's head and journals it.
+// Archive archives the session's head and journals it. A ReadOnly session
+// answers PermissionDenied.
 func (s *Session) Archive(ctx context.Context) error {
-	if err := s.needHead("archive"); err != nil {
+	ctx, done, err := s.enter(ctx, "archive", true, true)
+	if err != nil {
 		return err
 	}
+	defer done()
 	if err := s.head.Archive(ctx); err != nil {
 		return err
 	}
-	return s.journal(ctx, EventArchived, nil)
+	return s.e.st.journal(ctx, s.id, EventArchived, nil)
 }
 
 // Destroy destroys the session's head (with its final checkpoint unless
-// opts.Discard), journals it and closes the session.
+// opts.Discard), journals it and closes the session. A ReadOnly session
+// answers PermissionDenied.
 func (s *Session) Destroy(ctx context.Context, opts *workspace.DestroyOptions) (workspace.DestroyResult, error) {
-	if err := s.needHead("destroy"); err != nil {
+	cctx, done, err := s.enter(ctx, "destroy", true, true)
+	if err != nil {
 		return workspace.DestroyResult{}, err
 	}
-	res, err := s.head.Destroy(ctx, opts)
+	res, err := s.head.Destroy(cctx, opts)
 	if err != nil {
+		done()
 		return res, err
 	}
 	payload := map[string]any{}
 	if res.Final != nil {
 		payload["final"] = res.Final.ID
 	}
-	if err := s.journal(ctx, EventDestroyed, payload); err != nil {
-		return res, err
+	jctx, cancel := detached(cctx)
+	err = s.e.st.journal(jctx, s.id, EventDestroyed, payload)
+	cancel()
+	done()
+	if cerr := s.Close(); err == nil && backend.CodeOf(cerr) != backend.FailedPrecondition {
+		err = cerr // FailedPrecondition: a concurrent Close got there first
 	}
-	s.head = nil
-	return res, s.Close()
+	return res, err
 }
 
 // Turn runs one turn of the agent: it journals the start and the end,
@@ -264,10 +332,16 @@ func (s *Session) Destroy(ctx context.Context, opts *workspace.DestroyOptions) (
 // checkpoints after the turn (a Required failure fails the turn; a
 // BestEffort one is journaled), OnIdle checkpoints when no turn starts for
 // the idle timeout. A second concurrent turn is FailedPrecondition.
+//
+// f's context ends when ctx does or when the session is closed. The end
+// of the turn is journaled even when ctx was cancelled, and always before
+// the session's "closed".
 func (s *Session) Turn(ctx context.Context, f func(ctx context.Context) error) error {
-	if err := s.check("turn"); err != nil {
+	tctx, done, err := s.enter(ctx, "turn", false, false)
+	if err != nil {
 		return err
 	}
+	defer done()
 	s.mu.Lock()
 	if s.turn {
 		s.mu.Unlock()
@@ -286,23 +360,26 @@ func (s *Session) Turn(ctx context.Context, f func(ctx context.Context) error) e
 		s.turn = false
 		s.mu.Unlock()
 	}()
-	if err := s.journal(ctx, EventTurnStarted, map[string]any{"turn": n}); err != nil {
+	if err := s.e.st.journal(tctx, s.id, EventTurnStarted, map[string]any{"turn": n}); err != nil {
 		return err
 	}
-	ferr := f(ctx)
-	done := map[string]any{"turn": n}
+	ferr := f(tctx)
+	doneMsg := map[string]any{"turn": n}
 	if ferr != nil {
-		done["error"] = ferr.Error()
+		doneMsg["error"] = ferr.Error()
 	}
-	if err := s.journal(ctx, EventTurnDone, done); err != nil {
+	jctx, cancel := detached(tctx)
+	err = s.e.st.journal(jctx, s.id, EventTurnDone, doneMsg)
+	cancel()
+	if err != nil {
 		return errors.Join(ferr, err)
 	}
-	if s.head == nil {
+	if s.head == nil || s.perm == ReadOnly {
 		return ferr
 	}
 	switch s.snap.Trigger {
 	case OnTurnDone:
-		if err := s.autoCheckpoint(ctx, fmt.Sprintf("grove: after turn %d", n)); err != nil && s.snap.Mode == Required {
+		if err := s.autoCheckpoint(tctx, fmt.Sprintf("grove: after turn %d", n)); err != nil && s.snap.Mode == Required {
 			return errors.Join(ferr, err)
 		}
 	case OnIdle:
@@ -321,20 +398,28 @@ func (s *Session) autoCheckpoint(ctx context.Context, message string) error {
 	if err == nil {
 		return s.recordCheckpoint(ctx, cp, EventCheckpointed)
 	}
-	_ = s.journal(context.WithoutCancel(ctx), EventCheckpointFailed, map[string]any{"error": err.Error(), "mode": s.snap.Mode})
+	jctx, cancel := detached(ctx)
+	defer cancel()
+	_ = s.e.st.journal(jctx, s.id, EventCheckpointFailed, map[string]any{"error": err.Error(), "mode": s.snap.Mode})
 	return err
 }
 
-// idleCheckpoint runs when the idle timer fires with no turn running.
+// idleCheckpoint runs when the idle timer fires with no turn running. It
+// is one of the session's calls in flight: Close cancels and waits for it.
 func (s *Session) idleCheckpoint() {
+	ctx, done, err := s.enter(context.Background(), "idle checkpoint", true, true)
+	if err != nil {
+		return // closed meanwhile
+	}
+	defer done()
 	s.mu.Lock()
-	if s.closed || s.turn {
+	if s.turn {
 		s.mu.Unlock()
 		return
 	}
 	s.idle = nil
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	_ = s.autoCheckpoint(ctx, "grove: idle checkpoint")
 }
@@ -342,16 +427,18 @@ func (s *Session) idleCheckpoint() {
 // Drift lists the paths that differ between the head's files now and the
 // session's last checkpoint: what a checkpoint now would record.
 func (s *Session) Drift(ctx context.Context) ([]string, error) {
-	if err := s.needHead("drift"); err != nil {
+	ctx, done, err := s.enter(ctx, "drift", true, false)
+	if err != nil {
 		return nil, err
 	}
+	defer done()
 	s.mu.Lock()
 	last := s.lastCheckpoint
 	s.mu.Unlock()
 	if last == "" {
 		last = string(s.head.Info().Base)
 	}
-	d, err := s.head.Diff(ctx, backend.Rev(last), workspace.Live)
+	d, err := s.head.Diff(ctx, workspace.Rev(last), workspace.Live)
 	if err != nil {
 		return nil, err
 	}
@@ -367,15 +454,17 @@ func (s *Session) Events(ctx context.Context) ([]Event, error) { return s.e.Even
 
 // As forwards to the head's backend; a headless session answers false.
 func (s *Session) As(target any) bool {
-	if s.ws == nil {
+	if s.head == nil {
 		return false
 	}
-	return s.ws.Backend().As(target)
+	return s.head.Workspace().Backend().As(target)
 }
 
-// Close ends the session in this process: it journals the close, releases
-// the session's claim and lease, and closes its head handle. It never
-// deletes a head, a worktree or a branch. A second Close is an error.
+// Close ends the session in this process: it cancels and waits for what
+// runs on the session's behalf (an idle checkpoint, a turn's context,
+// calls in progress), journals the close, releases the session's claim
+// and lease, and closes its head handle. It never deletes a head, a
+// worktree or a branch. A second Close is FailedPrecondition.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -388,46 +477,22 @@ func (s *Session) Close() error {
 		s.idle = nil
 	}
 	s.mu.Unlock()
-	ctx := context.Background()
-	err := s.e.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE session_id = ?`, s.id); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET state = 'closed', updated_at = ? WHERE id = ?`, now(), s.id); err != nil {
-			return err
-		}
-		return appendEvent(ctx, tx, s.id, EventClosed, nil)
-	})
+	s.end()
+	s.wg.Wait()
+	ctx, cancel := detached(context.Background())
+	defer cancel()
+	err := s.e.st.closeSession(ctx, s.id)
 	s.release(ctx, false)
 	s.e.untrack(s)
 	return err
 }
 
-// readOnlyFS refuses every write with PermissionDenied.
-type readOnlyFS struct{ backend.FS }
-
-func denied(op, name string) error {
-	return &backend.Error{Code: backend.PermissionDenied, Op: "engine: " + op, Path: name, Err: errors.New("the session is read-only")}
-}
-
-func (r readOnlyFS) WriteFile(name string, _ []byte, _ fs.FileMode) error {
-	return denied("writefile", name)
-}
-func (r readOnlyFS) WriteFileIf(name string, _ []byte, _ fs.FileMode, _ backend.Digest) error {
-	return denied("writefileif", name)
-}
-func (r readOnlyFS) MkdirAll(name string, _ fs.FileMode) error { return denied("mkdirall", name) }
-func (r readOnlyFS) Remove(name string) error                  { return denied("remove", name) }
-func (r readOnlyFS) Rename(oldname, _ string) error            { return denied("rename", oldname) }
-func (r readOnlyFS) Symlink(_, name string) error              { return denied("symlink", name) }
-func (r readOnlyFS) Chmod(name string, _ fs.FileMode) error    { return denied("chmod", name) }
-
 // Env is what an extension's constructor receives: the exact head and FS
 // the session's file tools use.
 type Env struct {
 	SessionID string
-	Head      *workspace.Head // nil for a headless session
-	FS        backend.FS      // the session's FS, access enforced
+	Head      *workspace.Head // the session's head under its permission; nil for a headless session
+	FS        workspace.FS    // the session's FS, permission enforced; nil for a headless session
 }
 
 // Extension adds a value to a session's environment, keyed by its dynamic
@@ -436,29 +501,32 @@ type Extension struct {
 	New func(env Env) (any, error)
 }
 
-func (s *Session) buildExtensions(exts []Extension) error {
-	s.exts = map[reflect.Type]any{}
-	env := Env{SessionID: s.id, Head: s.head, FS: s.FS()}
-	for _, x := range exts {
+// buildExtensions builds s.exts for the session's environment. A
+// constructor's error is returned as a *backend.Error of its code
+// (Internal when it is not grove's).
+func (s *Session) buildExtensions() error {
+	s.built = map[reflect.Type]any{}
+	env := Env{SessionID: s.id, Head: s.view, FS: s.FS()}
+	for _, x := range s.exts {
 		if x.New == nil {
 			return errorf(backend.InvalidArgument, "extension", "an extension without a constructor")
 		}
 		v, err := x.New(env)
 		if err != nil {
-			return fmt.Errorf("engine: extension: %w", err)
+			return &backend.Error{Code: backend.CodeOf(err), Op: "engine: extension", Err: err}
 		}
 		t := reflect.TypeOf(v)
-		if _, dup := s.exts[t]; dup {
+		if _, dup := s.built[t]; dup {
 			return errorf(backend.InvalidArgument, "extension", "two extensions of type %v", t)
 		}
-		s.exts[t] = v
+		s.built[t] = v
 	}
 	return nil
 }
 
 // ExtensionOf returns the session's extension of type T.
 func ExtensionOf[T any](s *Session) (T, bool) {
-	v, ok := s.exts[reflect.TypeFor[T]()].(T)
+	v, ok := s.built[reflect.TypeFor[T]()].(T)
 	return v, ok
 }
 
@@ -488,40 +556,5 @@ type Event struct {
 	Payload json.RawMessage
 }
 
-func appendEvent(ctx context.Context, tx *sql.Tx, id string, kind EventKind, payload any) error {
-	data, err := json.Marshal(payload)
-	if err != nil {
-		return err
-	}
-	if string(data) == "null" {
-		data = []byte("{}")
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO events (session_id, seq, at, kind, payload)
-		VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?), ?, ?, ?)`,
-		id, id, now(), string(kind), string(data))
-	return err
-}
-
 // Events reads session id's journal, in order.
-func (e *Engine) Events(ctx context.Context, id string) ([]Event, error) {
-	rows, err := e.db.QueryContext(ctx, `SELECT seq, at, kind, payload FROM events WHERE session_id = ? ORDER BY seq`, id)
-	if err != nil {
-		return nil, e.storeErr(err)
-	}
-	defer rows.Close()
-	var out []Event
-	for rows.Next() {
-		var ev Event
-		var at, kind, payload string
-		if err := rows.Scan(&ev.Seq, &at, &kind, &payload); err != nil {
-			return nil, e.storeErr(err)
-		}
-		ev.At, _ = time.Parse(time.RFC3339Nano, at)
-		ev.Kind, ev.Payload = EventKind(kind), json.RawMessage(payload)
-		out = append(out, ev)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, e.storeErr(err)
-	}
-	return out, nil
-}
+func (e *Engine) Events(ctx context.Context, id string) ([]Event, error) { return e.st.events(ctx, id) }

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 
 	_ "github.com/mattn/go-sqlite3" // the SQLite driver
+
+	"github.com/groveworks/grove/backend"
 )
 
 // migrations are the schema's numbered steps; migration i (from 1) takes
@@ -70,6 +72,9 @@ var sqliteMagic = []byte("SQLite format 3\x00")
 // written to it; an ended ctx is Canceled.
 func openStore(ctx context.Context, path string) (*sql.DB, error) {
 	fail := func(kind StoreKind, err error) error { return storeFailure(path, err, kind) }
+	if !haveSQLite {
+		return nil, fail(NoSQLite, errors.New("this grove was built with CGO_ENABLED=0; the SQLite store needs cgo and a C compiler"))
+	}
 	// Look before SQLite touches the file: opening in WAL mode writes.
 	f, err := os.Open(path)
 	switch {
@@ -183,4 +188,48 @@ func schema(ctx context.Context, db *sql.DB) (string, error) {
 		b.WriteString(";\n\n")
 	}
 	return b.String(), rows.Err()
+}
+
+// store is where an engine keeps its sessions, their bindings, the claims
+// on heads and the append-only journal. Every method is one transaction:
+// it happens entirely or not at all. The SQLite store (sqliteStore) is the
+// embedded default; a store for a fleet of hosts goes behind the same
+// interface.
+//
+// A failure of the store itself is a *StoreError (or Canceled when ctx
+// ended); an AlreadyBound *backend.Error from create or claim means the
+// head is claimed by a live session, or by a dead one without takeOver.
+type store interface {
+	// create persists a new session, its binding (none for a headless
+	// session), its claim when claim is set, and its "bound" event.
+	create(ctx context.Context, rec sessionRecord, bind backend.Binding, claim, takeOver bool) error
+	// load reads a session and its stored binding (nil for a headless
+	// session); an unknown ID is errNoSession.
+	load(ctx context.Context, id string) (sessionRecord, []byte, error)
+	// claim records that session id holds the head bind names.
+	claim(ctx context.Context, id string, bind backend.Binding) error
+	// reopen marks a resumed session open and journals kind.
+	reopen(ctx context.Context, id string, kind EventKind, payload any) error
+	// setLast makes commit the session's last checkpoint and journals
+	// kind with payload.
+	setLast(ctx context.Context, id string, commit backend.CheckpointID, kind EventKind, payload any) error
+	// journal appends one event.
+	journal(ctx context.Context, id string, kind EventKind, payload any) error
+	// closeSession releases the session's claims, marks it closed and
+	// journals "closed", its last event until it is resumed.
+	closeSession(ctx context.Context, id string) error
+	// events reads a session's journal, in order.
+	events(ctx context.Context, id string) ([]Event, error)
+	// close releases the store.
+	close() error
+}
+
+// errNoSession is store.load's answer for an unknown session ID.
+var errNoSession = errors.New("no such session")
+
+// sessionRecord is a session as the store keeps it.
+type sessionRecord struct {
+	id, agent, placement, digest string
+	lastCheckpoint               backend.CheckpointID
+	state                        string // open or closed
 }

@@ -271,7 +271,7 @@ func TestALockFileReplacedByADirectoryIsRepaired(t *testing.T) {
 	f.write(h, "work.txt", "work\n")
 	_, err := h.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
-	o, err := f.ws.Head("other").From("main").Create(f.ctx)
+	o, err := f.ws.NewHead("other").From("main").Create(f.ctx)
 	require.NoError(t, err)
 	require.NoError(t, o.Close())
 	_, err = h.Destroy(f.ctx, &workspace.DestroyOptions{Discard: true})

@@ -25,7 +25,7 @@ func churn(ctx context.Context, b backend.Backend, repo, name string, rounds int
 	}
 	defer ws.Close()
 	for i := range rounds {
-		h, err := ws.Head(fmt.Sprintf("%s-%d", name, i)).From("main").Create(ctx)
+		h, err := ws.NewHead(fmt.Sprintf("%s-%d", name, i)).From("main").Create(ctx)
 		if err != nil {
 			return fmt.Errorf("create: %w", err)
 		}

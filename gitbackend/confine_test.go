@@ -142,7 +142,7 @@ func TestNoConfiguredCommandRunsInAnyOperation(t *testing.T) {
 			return err
 		}},
 		{"create", func() error {
-			c, err := f.ws.Head("created").From(workspace.Rev(base)).Create(f.ctx)
+			c, err := f.ws.NewHead("created").From(workspace.Rev(base)).Create(f.ctx)
 			if err == nil {
 				err = c.Close()
 			}
@@ -335,8 +335,12 @@ func TestHeadIDsFromABindingAreNeverPathParts(t *testing.T) {
 		assert.Contains(t, []workspace.Code{workspace.BindingCorrupt, workspace.IdentityMismatch}, workspace.CodeOf(err), "head ID %q: %v", id, err)
 	}
 	require.NoError(t, reopen(f, b), "the real binding still reopens")
+	// The driver's SetArchived takes IDs: it must refuse these too.
+	dw, err := f.ws.Backend().OpenWorkspace(f.ctx, f.repo, &backend.OpenOptions{})
+	require.NoError(t, err)
+	defer dw.Close()
 	for _, id := range []string{"../../x", "a/b"} {
-		err := f.ws.SetArchived(f.ctx, backend.HeadID(id), true)
+		err := dw.SetArchived(f.ctx, backend.HeadID(id), true)
 		assert.Equal(t, workspace.NotFound, workspace.CodeOf(err), "SetArchived(%q): %v", id, err)
 	}
 }

@@ -81,7 +81,7 @@ func newFuzzWorld(f *testing.F) *fuzzWorld {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { _ = ws.Close() })
-	h, err := ws.Head("fuzz").From("main").Create(ctx)
+	h, err := ws.NewHead("fuzz").From("main").Create(ctx)
 	if err != nil {
 		f.Fatal(err)
 	}

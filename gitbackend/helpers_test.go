@@ -63,7 +63,7 @@ func (f *fixture) git(dir string, args ...string) string {
 
 func (f *fixture) head(name string) *workspace.Head {
 	f.t.Helper()
-	h, err := f.ws.Head(name).From("main").Create(f.ctx)
+	h, err := f.ws.NewHead(name).From("main").Create(f.ctx)
 	require.NoError(f.t, err)
 	f.t.Cleanup(func() { _ = h.Close() })
 	return h

@@ -54,7 +54,7 @@ func TestNoHookOrFsmonitorRunsDuringAnyOperation(t *testing.T) {
 	plantHooks(t, f, markers)
 
 	ws := f.open()
-	h, err := ws.Head("agent").From("main").Create(f.ctx)
+	h, err := ws.NewHead("agent").From("main").Create(f.ctx)
 	require.NoError(t, err)
 	f.write(h, "a.txt", "a\n")
 	cp, err := h.Checkpoint(f.ctx, nil)

@@ -199,7 +199,7 @@ func TestCheckpointLosesCleanlyWhenTheBranchMoves(t *testing.T) {
 	ws, err := workspace.Open(f.ctx, b, f.repo, nil)
 	require.NoError(t, err)
 	defer ws.Close()
-	h, err := ws.Head("agent").From("main").Create(f.ctx)
+	h, err := ws.NewHead("agent").From("main").Create(f.ctx)
 	require.NoError(t, err)
 	defer h.Close()
 	f.write(h, "a.txt", "a\n")

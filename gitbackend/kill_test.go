@@ -72,7 +72,7 @@ func TestHelperProcess(t *testing.T) {
 			if job.Point == "" {
 				ready()
 			}
-			_, err = ws.Head(job.Name).From("main").Create(ctx)
+			_, err = ws.NewHead(job.Name).From("main").Create(ctx)
 			return err
 		case "churn":
 			ready()
@@ -190,7 +190,7 @@ func TestKillDuringCreateLeavesAHeadOrNothing(t *testing.T) {
 			// The name is free again and a create succeeds at once.
 			ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
 			defer cancel()
-			h, err = ws.Head("agent").From("main").Create(ctx)
+			h, err = ws.NewHead("agent").From("main").Create(ctx)
 			require.NoError(t, err)
 			require.NoError(t, h.Close())
 		})

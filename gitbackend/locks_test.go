@@ -215,7 +215,7 @@ func headWithLockWait(t *testing.T, f *fixture, wait time.Duration) *workspace.H
 	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{LockWait: wait}), f.repo, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
-	h, err := ws.Head("agent").From("main").Create(f.ctx)
+	h, err := ws.NewHead("agent").From("main").Create(f.ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
 	return h

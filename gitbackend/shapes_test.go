@@ -51,7 +51,7 @@ func TestLFSAttributesAreRefusedAtCreate(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(f.repo, ".gitattributes"), []byte("*.bin filter=lfs diff=lfs merge=lfs -text\n"), 0o644))
 	f.git(f.repo, "add", ".gitattributes")
 	f.git(f.repo, "commit", "-qm", "lfs")
-	_, err := f.ws.Head("agent").From("main").Create(f.ctx)
+	_, err := f.ws.NewHead("agent").From("main").Create(f.ctx)
 	wantUnimplemented(t, err, "Git LFS")
 	assertNothingLeft(t, f, "agent")
 }
@@ -63,7 +63,7 @@ func TestSubmodulesAreRefusedAtCreate(t *testing.T) {
 	f.git(sub, "commit", "-q", "--allow-empty", "-m", "sub")
 	f.git(f.repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "lib")
 	f.git(f.repo, "commit", "-qm", "submodule")
-	_, err := f.ws.Head("agent").From("main").Create(f.ctx)
+	_, err := f.ws.NewHead("agent").From("main").Create(f.ctx)
 	wantUnimplemented(t, err, "submodules")
 	assertNothingLeft(t, f, "agent")
 }

@@ -112,7 +112,7 @@ func torture(ctx context.Context, repo, stateDir string, seed int) error {
 		}
 		// No usable head in the slot (destroyed, damaged, never made):
 		// make a new one.
-		h, err := ws.Head(fmt.Sprintf("s%d-%d", slot, rng.Uint32())).From("main").Create(ctx)
+		h, err := ws.NewHead(fmt.Sprintf("s%d-%d", slot, rng.Uint32())).From("main").Create(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("create: %w", err)
 		}

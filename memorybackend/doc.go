@@ -30,6 +30,5 @@
 //
 // # Testing
 //
-// The package passes backend/backendtest's conformance suite; Options.
-// Intercept lets a test make a driver call block until its context ends.
+// The package passes backend/backendtest's conformance suite.
 package memorybackend

@@ -184,19 +184,11 @@ func (s *Store) lookup(op, locator string) (*wsState, error) {
 type Options struct {
 	// Store holds the workspaces; nil means a new, private store.
 	Store *Store
-	// Intercept, if set, is called with the call's context and the name of
-	// the driver method at the start of every driver call that can block
-	// ("OpenWorkspace", "Reopen", "CreateHead", "OpenHead", "Heads",
-	// "SetArchived", "Materialize", "Checkpoint", "Restore", "Log",
-	// "Commits", "Status", "Diff", "Destroy"); a non-nil error fails the
-	// call. It exists for fault injection in tests.
-	Intercept func(ctx context.Context, op string) error
 }
 
 // Backend is the in-memory backend. It is safe for concurrent use.
 type Backend struct {
-	store     *Store
-	intercept func(ctx context.Context, op string) error
+	store *Store
 
 	mu     sync.Mutex
 	closed bool
@@ -210,7 +202,7 @@ func New(opts Options) *Backend {
 	if s == nil {
 		s = NewStore()
 	}
-	return &Backend{store: s, intercept: opts.Intercept}
+	return &Backend{store: s}
 }
 
 // Store returns the backend's store.
@@ -254,18 +246,7 @@ func (b *Backend) enter(ctx context.Context, op string) error {
 	if closed {
 		return backend.Errorf(backend.FailedPrecondition, "memorybackend: "+op, "backend is closed")
 	}
-	if err := backend.ContextError(ctx, "memorybackend: "+op); err != nil {
-		return err
-	}
-	if b.intercept != nil {
-		if err := b.intercept(ctx, op); err != nil {
-			if backend.CodeOf(err) == backend.Canceled {
-				return &backend.Error{Code: backend.Canceled, Op: "memorybackend: " + op, Err: err}
-			}
-			return err
-		}
-	}
-	return nil
+	return backend.ContextError(ctx, "memorybackend: "+op)
 }
 
 // OpenWorkspace opens the workspace Store.Init made at locator; any other

@@ -30,7 +30,7 @@ func ExampleOpen() {
 	}
 	defer ws.Close()
 
-	h, err := ws.Head("agent-1").Create(ctx)
+	h, err := ws.NewHead("agent-1").Create(ctx)
 	if err != nil {
 		panic(err)
 	}
@@ -42,7 +42,7 @@ func ExampleOpen() {
 func ExampleHead_Restore() {
 	ctx := context.Background()
 	ws, _ := workspace.Open(ctx, project(), "demo", nil)
-	h, _ := ws.Head("agent-1").Create(ctx)
+	h, _ := ws.NewHead("agent-1").Create(ctx)
 
 	_ = h.FS().WriteFile("main.go", []byte("package main // good\n"), 0o644)
 	good, _ := h.Checkpoint(ctx, &workspace.CheckpointOptions{Message: "good state"})
@@ -66,7 +66,7 @@ func ExampleHead_Restore() {
 func ExampleHead_Fork() {
 	ctx := context.Background()
 	ws, _ := workspace.Open(ctx, project(), "demo", nil)
-	h, _ := ws.Head("agent-1").Create(ctx)
+	h, _ := ws.NewHead("agent-1").Create(ctx)
 
 	// Uncommitted work goes along: Fork checkpoints the source first.
 	_ = h.FS().WriteFile("idea.txt", []byte("try this"), 0o644)
@@ -83,7 +83,7 @@ func ExampleReopen() {
 	ctx := context.Background()
 	b := project()
 	ws, _ := workspace.Open(ctx, b, "demo", nil)
-	h, _ := ws.Head("agent-1").Create(ctx)
+	h, _ := ws.NewHead("agent-1").Create(ctx)
 
 	// Persist the binding before the session does anything.
 	saved, _ := h.Binding().Encode()

@@ -8,16 +8,27 @@ import (
 	"github.com/groveworks/grove/backend"
 )
 
-// Head is one open head. Its methods are safe for concurrent use: calls on
-// one head are serialized process-wide (by backend, workspace and head ID),
-// and a call waiting for another gives up when its context ends.
+// Head is one open head. Its methods are safe for concurrent use: calls
+// that change the head are serialized process-wide (by backend, workspace
+// and head ID), a call waiting for another gives up when its context ends,
+// and Status, Info, Binding and the FS's reads never wait for them.
+//
+// A Head may be a read-only view (see ReadOnly): the same open head, whose
+// methods that would change it or its files answer PermissionDenied.
 type Head struct {
-	w      *Workspace
+	*headCore
+	readOnly bool
+	w        *Workspace // the workspace as this view reaches it
+	fs       *headFS
+}
+
+// headCore is the state every view of one open head shares.
+type headCore struct {
 	h      backend.Head
-	ownsWS bool // the head came from Reopen and closes its workspace
+	ws     *Workspace // the workspace the head was opened from
+	ownsWS bool       // the head came from Reopen and closes its workspace
 	name   string
 	key    headKey
-	fs     *headFS
 
 	mu     sync.Mutex
 	closed bool
@@ -25,22 +36,56 @@ type Head struct {
 
 func newHead(w *Workspace, h backend.Head, ownsWS bool) *Head {
 	info := h.Info()
-	hd := &Head{
-		w:      w,
+	c := &headCore{
 		h:      h,
+		ws:     w,
 		ownsWS: ownsWS,
 		name:   info.Name,
 		key:    headKey{backend: w.b.ID(), workspace: w.ws.Info().ID, head: info.ID},
 	}
-	hd.fs = &headFS{h: hd, fs: h.FS()}
+	return c.view(w, false)
+}
+
+func (c *headCore) view(w *Workspace, readOnly bool) *Head {
+	hd := &Head{headCore: c, readOnly: readOnly, w: w}
+	hd.fs = &headFS{h: hd, fs: c.h.FS()}
 	return hd
 }
 
-// begin checks that the head is open and ctx live, then takes the head's
-// lock. The returned function releases it.
-func (h *Head) begin(ctx context.Context, op string) (func(), error) {
+// ReadOnly returns a read-only view of the same open head: it reads
+// (Info, Binding, Status, Diff, Log, Commits, the FS's reads) as h does,
+// and answers PermissionDenied to everything that would change the head,
+// its files, its branch or its workspace: Checkpoint, Restore, Fork,
+// Archive, Unarchive, Destroy, every FS write, and the write methods of
+// the Workspace it returns. Closing the view closes the head.
+func (h *Head) ReadOnly() *Head {
+	if h.readOnly {
+		return h
+	}
+	return h.view(&Workspace{wsCore: h.ws.wsCore, readOnly: true}, true)
+}
+
+// IsReadOnly reports whether h is a read-only view.
+func (h *Head) IsReadOnly() bool { return h.readOnly }
+
+// writable fails with PermissionDenied on a read-only view.
+func (h *Head) writable(op string) error {
+	if h.readOnly {
+		return fail(backend.PermissionDenied, op, h.name, "the head was opened read-only")
+	}
+	return nil
+}
+
+// begin checks that the head is open, writable unless read, and ctx live,
+// then takes the head's lock. The returned function releases it.
+func (h *Head) begin(ctx context.Context, op string, write bool) (func(), error) {
 	if err := ctxErr(ctx, op, h.name); err != nil {
 		return nil, err
+	}
+	if write {
+		if err := h.writable(op); err != nil {
+			return nil, err
+		}
 	}
 	if err := h.checkOpen(op); err != nil {
 		return nil, err
@@ -57,11 +102,11 @@ func (h *Head) begin(ctx context.Context, op string) (func(), error) {
 	return unlock, nil
 }
 
-func (h *Head) checkOpen(op string) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return fail(backend.FailedPrecondition, op, h.name, "head is closed")
+func (c *headCore) checkOpen(op string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fail(backend.FailedPrecondition, op, c.name, "head is closed")
 	}
 	return nil
 }
@@ -75,50 +120,33 @@ func (h *Head) Info() HeadInfo { return h.h.Info() }
 // life and works after Close.
 func (h *Head) Binding() Binding { return h.h.Binding() }
 
-// Workspace returns the workspace the head belongs to.
+// Workspace returns the workspace the head belongs to; for a read-only
+// view, a read-only view of it.
 func (h *Head) Workspace() *Workspace { return h.w }
 
 // FS returns the head's working tree. After Close every call on it fails
-// with FailedPrecondition.
+// with FailedPrecondition; on a read-only view every write fails with
+// PermissionDenied.
 func (h *Head) FS() FS { return h.fs }
 
 // Checkpoint commits the head's whole state — tracked files and untracked
 // files that are not ignored, with modes and symlinks — as
 // backend.Head.Checkpoint describes. opts may be nil; an empty Message is
-// "grove checkpoint" and a zero Author is backend.DefaultAuthor. Include
-// entries must be valid FS names.
+// "grove checkpoint" and a zero Author is DefaultAuthor. Include entries
+// must be valid FS names.
 func (h *Head) Checkpoint(ctx context.Context, opts *CheckpointOptions) (CheckpointResult, error) {
 	const op = "checkpoint"
-	o, err := h.checkpointOptions(op, opts, "grove checkpoint")
+	o, err := driverCheckpoint(op, opts, "grove checkpoint")
 	if err != nil {
-		return CheckpointResult{}, err
+		return CheckpointResult{}, wrap(op, h.name, err)
 	}
-	unlock, err := h.begin(ctx, op)
+	unlock, err := h.begin(ctx, op, true)
 	if err != nil {
 		return CheckpointResult{}, err
 	}
 	defer unlock()
-	res, err := h.h.Checkpoint(ctx, &o)
+	res, err := h.h.Checkpoint(ctx, o)
 	return res, wrap(op, h.name, err)
-}
-
-func (h *Head) checkpointOptions(op string, opts *CheckpointOptions, message string) (CheckpointOptions, error) {
-	var o CheckpointOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.Message == "" {
-		o.Message = message
-	}
-	if o.Author == (Signature{}) {
-		o.Author = backend.DefaultAuthor
-	}
-	for _, p := range o.Include {
-		if err := backend.CheckPath(op, p); err != nil {
-			return o, wrap(op, h.name, err)
-		}
-	}
-	return o, nil
 }
 
 // Restore makes the head equal to revision to (a checkpoint, branch, tag or
@@ -140,45 +168,36 @@ func (h *Head) Restore(ctx context.Context, to Rev, opts *RestoreOptions) (Resto
 	if opts != nil {
 		o = *opts
 	}
-	cpo, err := h.checkpointOptions(op, &o.Checkpoint, "grove: safety checkpoint before restore to "+string(to))
+	cpo, err := driverCheckpoint(op, &o.Checkpoint, "grove: safety checkpoint before restore to "+string(to))
 	if err != nil {
-		return RestoreResult{}, err
+		return RestoreResult{}, wrap(op, h.name, err)
 	}
-	o.Checkpoint = cpo
-	unlock, err := h.begin(ctx, op)
+	unlock, err := h.begin(ctx, op, true)
 	if err != nil {
 		return RestoreResult{}, err
 	}
 	defer unlock()
-	var safety *CheckpointResult
+	var res RestoreResult
 	if !o.Discard {
-		cp, err := h.h.Checkpoint(ctx, &cpo)
+		cp, err := h.h.Checkpoint(ctx, cpo)
 		if err != nil {
 			return RestoreResult{}, wrap(op, h.name, err)
 		}
 		if cp.New {
-			safety = &cp
+			res.Safety = &cp
 		}
 	}
-	res, err := h.h.Restore(ctx, to, &o)
-	res.Safety = safety
+	dr, err := h.h.Restore(ctx, to, driverRestore(&o))
+	res.Commit = dr.Commit
 	return res, wrap(op, h.name, err)
-}
-
-// ForkOptions configure Fork.
-type ForkOptions struct {
-	// From forks from this checkpoint (or any revision) without taking a
-	// checkpoint of the source. Empty forks from the source's state now,
-	// uncommitted work included, by checkpointing it first.
-	From Rev
-	// Checkpoint configures the checkpoint of the source when From is empty.
-	Checkpoint CheckpointOptions
 }
 
 // Fork creates a new isolated head called name from this head: by default
 // from a checkpoint of its state now, uncommitted work included; with
-// opts.From, from that checkpoint. The new head is returned holding its
-// isolation lock. The head's workspace must be open. opts may be nil.
+// opts.From, from that revision, without touching this head. The new head
+// is returned holding its isolation lock. The head's workspace must be
+// open. opts may be nil. A read-only view does not fork (PermissionDenied):
+// forking creates a head in the workspace.
 func (h *Head) Fork(ctx context.Context, name string, opts *ForkOptions) (*Head, error) {
 	const op = "fork"
 	var o ForkOptions
@@ -188,20 +207,23 @@ func (h *Head) Fork(ctx context.Context, name string, opts *ForkOptions) (*Head,
 	if err := validName(name); err != nil {
 		return nil, fail(backend.InvalidArgument, op, h.name, "%v", err)
 	}
-	if err := h.w.check(ctx, op); err != nil {
+	if err := h.writable(op); err != nil {
+		return nil, err
+	}
+	if err := h.ws.check(ctx, op); err != nil {
 		return nil, err
 	}
 	from := o.From
 	if from == "" {
-		cpo, err := h.checkpointOptions(op, &o.Checkpoint, "grove: checkpoint before fork to "+name)
+		cpo, err := driverCheckpoint(op, &o.Checkpoint, "grove: checkpoint before fork to "+name)
+		if err != nil {
+			return nil, wrap(op, h.name, err)
+		}
+		unlock, err := h.begin(ctx, op, true)
 		if err != nil {
 			return nil, err
 		}
-		unlock, err := h.begin(ctx, op)
-		if err != nil {
-			return nil, err
-		}
-		cp, err := h.h.Checkpoint(ctx, &cpo)
+		cp, err := h.h.Checkpoint(ctx, cpo)
 		unlock()
 		if err != nil {
 			return nil, wrap(op, h.name, err)
@@ -210,30 +232,26 @@ func (h *Head) Fork(ctx context.Context, name string, opts *ForkOptions) (*Head,
 	} else if err := h.checkOpen(op); err != nil {
 		return nil, err
 	}
-	nh, err := h.w.ws.CreateHead(ctx, &HeadSpec{Name: name, Access: Isolated, From: from})
+	nh, err := h.ws.ws.CreateHead(ctx, &HeadSpec{Name: name, Access: Isolated, From: from})
 	if err != nil {
 		return nil, wrap(op, h.name, err)
 	}
-	return newHead(h.w, nh, false), nil
+	return newHead(h.ws, nh, false), nil
 }
 
 // Log lists the head's checkpoints, newest first, including checkpoints
 // newer than the one the head was restored to. opts may be nil.
 func (h *Head) Log(ctx context.Context, opts *LogOptions) ([]Checkpoint, error) {
 	const op = "log"
-	var o LogOptions
-	if opts != nil {
-		o = *opts
+	if opts != nil && opts.Limit < 0 {
+		return nil, fail(backend.InvalidArgument, op, h.name, "negative limit %d", opts.Limit)
 	}
-	if o.Limit < 0 {
-		return nil, fail(backend.InvalidArgument, op, h.name, "negative limit %d", o.Limit)
-	}
-	unlock, err := h.begin(ctx, op)
+	unlock, err := h.begin(ctx, op, false)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	cps, err := h.h.Log(ctx, &o)
+	cps, err := h.h.Log(ctx, driverLog(opts))
 	return cps, wrap(op, h.name, err)
 }
 
@@ -244,7 +262,7 @@ func (h *Head) Commits(ctx context.Context, since Rev) ([]CheckpointID, error) {
 	if since == "" {
 		return nil, fail(backend.InvalidArgument, op, h.name, "empty revision")
 	}
-	unlock, err := h.begin(ctx, op)
+	unlock, err := h.begin(ctx, op, false)
 	if err != nil {
 		return nil, err
 	}
@@ -255,14 +273,16 @@ func (h *Head) Commits(ctx context.Context, since Rev) ([]CheckpointID, error) {
 
 // Status reports whether the head is dirty, what changed, conflicts, the
 // current commit, the last checkpoint, an operation in progress, and
-// whether it is archived.
+// whether it is archived. It never waits for another call on the head: a
+// poll during a long checkpoint answers at once, from the head as it is.
 func (h *Head) Status(ctx context.Context) (Status, error) {
 	const op = "status"
-	unlock, err := h.begin(ctx, op)
-	if err != nil {
+	if err := ctxErr(ctx, op, h.name); err != nil {
 		return Status{}, err
 	}
-	defer unlock()
+	if err := h.checkOpen(op); err != nil {
+		return Status{}, err
+	}
 	st, err := h.h.Status(ctx)
 	return st, wrap(op, h.name, err)
 }
@@ -274,7 +294,7 @@ func (h *Head) Diff(ctx context.Context, from, to Rev) (Diff, error) {
 	if from == "" {
 		return Diff{}, fail(backend.InvalidArgument, op, h.name, "empty revision")
 	}
-	unlock, err := h.begin(ctx, op)
+	unlock, err := h.begin(ctx, op, false)
 	if err != nil {
 		return Diff{}, err
 	}
@@ -291,7 +311,7 @@ func (h *Head) Archive(ctx context.Context) error { return h.setArchived(ctx, "a
 func (h *Head) Unarchive(ctx context.Context) error { return h.setArchived(ctx, "unarchive", false) }
 
 func (h *Head) setArchived(ctx context.Context, op string, archived bool) error {
-	unlock, err := h.begin(ctx, op)
+	unlock, err := h.begin(ctx, op, true)
 	if err != nil {
 		return err
 	}
@@ -317,20 +337,20 @@ func (h *Head) Destroy(ctx context.Context, opts *DestroyOptions) (DestroyResult
 	if opts != nil {
 		o = *opts
 	}
-	unlock, err := h.begin(ctx, op)
+	unlock, err := h.begin(ctx, op, true)
 	if err != nil {
 		return DestroyResult{}, err
 	}
 	defer unlock()
-	var final *CheckpointResult
+	var res DestroyResult
 	if !o.Discard {
-		cpo, _ := h.checkpointOptions(op, nil, "grove: final checkpoint before destroy")
-		cp, err := h.h.Checkpoint(ctx, &cpo)
+		cpo, _ := driverCheckpoint(op, nil, "grove: final checkpoint before destroy")
+		cp, err := h.h.Checkpoint(ctx, cpo)
 		if err != nil {
 			return DestroyResult{}, wrap(op, h.name, err)
 		}
 		if cp.New {
-			final = &cp
+			res.Final = &cp
 		}
 		var lost []string
 		for _, s := range cp.Skipped {
@@ -339,28 +359,27 @@ func (h *Head) Destroy(ctx context.Context, opts *DestroyOptions) (DestroyResult
 			}
 		}
 		if len(lost) > 0 {
-			return DestroyResult{Final: final}, fail(backend.FailedPrecondition, op, h.name,
+			return res, fail(backend.FailedPrecondition, op, h.name,
 				"%d file(s) no checkpoint can hold would be lost (over the size cap: %s); include them in a checkpoint, move them away, or destroy with Discard",
 				len(lost), strings.Join(lost, ", "))
 		}
 	}
-	res, err := h.h.Destroy(ctx, &o)
-	if err != nil {
-		return DestroyResult{Final: final}, wrap(op, h.name, err)
+	if _, err := h.h.Destroy(ctx, driverDestroy(&o)); err != nil {
+		return res, wrap(op, h.name, err)
 	}
-	res.Final = final
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
 	if h.ownsWS {
-		_ = h.w.Close()
+		h.ws.closeOnce()
 	}
 	return res, nil
 }
 
 // Close releases the head and its isolation lock, waiting for a call in
 // progress on it to finish. It never deletes anything. Later calls fail
-// with FailedPrecondition, and so does a second Close.
+// with FailedPrecondition, and so does a second Close. A head from Reopen
+// also closes its workspace, unless the caller already did.
 func (h *Head) Close() error {
 	const op = "close"
 	h.mu.Lock()
@@ -374,7 +393,7 @@ func (h *Head) Close() error {
 	defer unlock()
 	err := wrap(op, h.name, h.h.Close())
 	if h.ownsWS {
-		if werr := h.w.Close(); err == nil {
+		if werr := h.ws.closeOnce(); err == nil {
 			err = werr
 		}
 	}

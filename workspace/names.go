@@ -4,52 +4,75 @@ import (
 	"github.com/groveworks/grove/backend"
 )
 
-// Re-exported nouns of the driver contract, so that library users need
-// import only this package.
+// The data nouns users and drivers share, defined once in package backend
+// and aliased here so that a program using grove imports workspace (and
+// engine, and one backend package) but never backend. The options users
+// fill are this package's own (options.go).
 type (
-	ID                = backend.ID
-	WorkspaceID       = backend.WorkspaceID
-	HeadID            = backend.HeadID
-	CheckpointID      = backend.CheckpointID
-	Rev               = backend.Rev
-	Access            = backend.Access
-	HeadState         = backend.HeadState
-	Capabilities      = backend.Capabilities
-	OpenOptions       = backend.OpenOptions
-	ReopenOptions     = backend.ReopenOptions
-	WorkspaceInfo     = backend.WorkspaceInfo
-	HeadSpec          = backend.HeadSpec
-	HeadInfo          = backend.HeadInfo
-	Signature         = backend.Signature
-	CheckpointOptions = backend.CheckpointOptions
-	Checkpoint        = backend.Checkpoint
-	CheckpointResult  = backend.CheckpointResult
-	Skipped           = backend.Skipped
-	SkipReason        = backend.SkipReason
-	RestoreOptions    = backend.RestoreOptions
-	RestoreResult     = backend.RestoreResult
-	DestroyOptions    = backend.DestroyOptions
-	DestroyResult     = backend.DestroyResult
-	LogOptions        = backend.LogOptions
-	Change            = backend.Change
-	ChangeKind        = backend.ChangeKind
-	Operation         = backend.Operation
-	Status            = backend.Status
-	Diff              = backend.Diff
-	FileStat          = backend.FileStat
-	Binding           = backend.Binding
-	Digest            = backend.Digest
-	FS                = backend.FS
-	Error             = backend.Error
-	Code              = backend.Code
-	Reason            = backend.Reason
+	Backend          = backend.Backend
+	ID               = backend.ID
+	WorkspaceID      = backend.WorkspaceID
+	HeadID           = backend.HeadID
+	CheckpointID     = backend.CheckpointID
+	Rev              = backend.Rev
+	Access           = backend.Access
+	HeadState        = backend.HeadState
+	Capabilities     = backend.Capabilities
+	WorkspaceInfo    = backend.WorkspaceInfo
+	HeadSpec         = backend.HeadSpec
+	HeadInfo         = backend.HeadInfo
+	Signature        = backend.Signature
+	Checkpoint       = backend.Checkpoint
+	CheckpointResult = backend.CheckpointResult
+	Skipped          = backend.Skipped
+	SkipReason       = backend.SkipReason
+	Change           = backend.Change
+	ChangeKind       = backend.ChangeKind
+	Operation        = backend.Operation
+	Status           = backend.Status
+	Diff             = backend.Diff
+	FileStat         = backend.FileStat
+	Binding          = backend.Binding
+	Digest           = backend.Digest
+	FS               = backend.FS
+	Error            = backend.Error
+	Code             = backend.Code
+	Reason           = backend.Reason
 )
 
-// Re-exported constants.
+// The constants of the shared nouns.
 const (
 	Live     = backend.Live
 	Isolated = backend.Isolated
 	Shared   = backend.Shared
+
+	OpNone         = backend.OpNone
+	OpMerge        = backend.OpMerge
+	OpRebase       = backend.OpRebase
+	OpCherryPick   = backend.OpCherryPick
+	OpRevert       = backend.OpRevert
+	OpBisect       = backend.OpBisect
+	OpApplyMailbox = backend.OpApplyMailbox
+
+	ChangeAdded     = backend.ChangeAdded
+	ChangeModified  = backend.ChangeModified
+	ChangeDeleted   = backend.ChangeDeleted
+	ChangeUntracked = backend.ChangeUntracked
+
+	SkipTooLarge       = backend.SkipTooLarge
+	SkipEmptyDirectory = backend.SkipEmptyDirectory
+	SkipIrregular      = backend.SkipIrregular
+
+	ReasonMissing      = backend.ReasonMissing
+	ReasonUnregistered = backend.ReasonUnregistered
+	ReasonMoved        = backend.ReasonMoved
+	ReasonHeadID       = backend.ReasonHeadID
+	ReasonWorkspaceID  = backend.ReasonWorkspaceID
+	ReasonBranch       = backend.ReasonBranch
+	ReasonBackend      = backend.ReasonBackend
+	ReasonAccess       = backend.ReasonAccess
+
+	DefaultMaxNewFileSize = backend.DefaultMaxNewFileSize
 
 	StateActive    = backend.StateActive
 	StateArchived  = backend.StateArchived
@@ -77,8 +100,11 @@ const (
 	Internal               = backend.Internal
 )
 
-// Re-exported sentinels: the same values as the backend package's, so
-// errors.Is works with either.
+// DefaultAuthor is the author of checkpoints whose options name none.
+var DefaultAuthor = backend.DefaultAuthor
+
+// The sentinels of the codes: the same values as the backend package's,
+// so errors.Is works with either.
 var (
 	ErrNotFound               = backend.ErrNotFound
 	ErrAlreadyExists          = backend.ErrAlreadyExists

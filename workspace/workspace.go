@@ -9,7 +9,18 @@ import (
 
 // Workspace is an open workspace: a project's lineage of heads. It is safe
 // for concurrent use.
+//
+// A Workspace reached through a read-only head (Head.ReadOnly) is itself
+// read-only: it lists heads and materializes revisions, opens heads only as
+// read-only views, and refuses to create, attach, fork into or archive
+// with PermissionDenied.
 type Workspace struct {
+	*wsCore
+	readOnly bool
+}
+
+// wsCore is the state every view of one open workspace shares.
+type wsCore struct {
 	b  backend.Backend
 	ws backend.Workspace
 
@@ -20,7 +31,7 @@ type Workspace struct {
 // Open opens the workspace that locator names in backend b (for the Git
 // backend: any path inside a repository). opts may be nil. A locator that
 // names nothing is NotFound.
-func Open(ctx context.Context, b backend.Backend, locator string, opts *OpenOptions) (*Workspace, error) {
+func Open(ctx context.Context, b Backend, locator string, opts *OpenOptions) (*Workspace, error) {
 	const op = "open"
 	if err := ctxErr(ctx, op, ""); err != nil {
 		return nil, err
@@ -31,21 +42,29 @@ func Open(ctx context.Context, b backend.Backend, locator string, opts *OpenOpti
 	if locator == "" {
 		return nil, fail(backend.InvalidArgument, op, "", "empty locator")
 	}
-	if opts == nil {
-		opts = &OpenOptions{}
-	}
-	ws, err := b.OpenWorkspace(ctx, locator, opts)
+	ws, err := b.OpenWorkspace(ctx, locator, driverOpen(opts))
 	if err != nil {
 		return nil, wrap(op, "", err)
 	}
-	return &Workspace{b: b, ws: ws}, nil
+	return &Workspace{wsCore: &wsCore{b: b, ws: ws}}, nil
 }
 
 // Info returns the workspace's identity. It works after Close.
 func (w *Workspace) Info() WorkspaceInfo { return w.ws.Info() }
 
 // Backend returns the backend the workspace was opened with.
-func (w *Workspace) Backend() backend.Backend { return w.b }
+func (w *Workspace) Backend() Backend { return w.b }
+
+// ReadOnly reports whether the workspace is a read-only view.
+func (w *Workspace) ReadOnly() bool { return w.readOnly }
+
+// writable fails with PermissionDenied on a read-only view.
+func (w *Workspace) writable(op, head string) error {
+	if w.readOnly {
+		return fail(backend.PermissionDenied, op, head, "the workspace was reached through a read-only head")
+	}
+	return nil
+}
 
 // check fails once the workspace is closed or ctx has ended.
 func (w *Workspace) check(ctx context.Context, op string) error {
@@ -60,10 +79,10 @@ func (w *Workspace) check(ctx context.Context, op string) error {
 	return nil
 }
 
-// Head starts describing a new head named name; Create makes it. By default
-// the head is isolated, starts from the workspace's current HEAD, and gets
-// the branch grove/<name>.
-func (w *Workspace) Head(name string) *HeadBuilder {
+// NewHead starts describing a new head named name; Create makes it. By
+// default the head is isolated, starts from the workspace's current HEAD,
+// and gets the branch grove/<name>.
+func (w *Workspace) NewHead(name string) *HeadBuilder {
 	return &HeadBuilder{w: w, spec: HeadSpec{Name: name}}
 }
 
@@ -72,29 +91,37 @@ func (w *Workspace) Head(name string) *HeadBuilder {
 // restore writes files only, and destroying the head only forgets it.
 // Backends without Capabilities.Attach answer Unimplemented.
 func (w *Workspace) Attach(ctx context.Context, name, dir string) (*Head, error) {
-	return w.Head(name).Attach(dir).Create(ctx)
+	return w.NewHead(name).Attach(dir).Create(ctx)
 }
 
 // OpenHead opens the existing head called name, taking its isolation lock if
 // it is isolated: a second holder gets AlreadyBound. An unknown or destroyed
 // name is NotFound; an archived head is Archived unless opts.AllowArchived,
-// which unarchives it. opts may be nil.
+// which unarchives it (refused with PermissionDenied on a read-only
+// workspace). opts may be nil. On a read-only workspace the head is
+// returned as a read-only view.
 func (w *Workspace) OpenHead(ctx context.Context, name string, opts *ReopenOptions) (*Head, error) {
-	const op = "open head"
+	const op = "open"
 	if err := w.check(ctx, op); err != nil {
 		return nil, err
 	}
 	if err := validName(name); err != nil {
 		return nil, fail(backend.InvalidArgument, op, name, "%v", err)
 	}
-	if opts == nil {
-		opts = &ReopenOptions{}
+	if opts != nil && opts.AllowArchived {
+		if err := w.writable(op, name); err != nil {
+			return nil, err
+		}
 	}
-	h, err := w.ws.OpenHead(ctx, name, opts)
+	h, err := w.ws.OpenHead(ctx, name, driverReopen(opts))
 	if err != nil {
 		return nil, wrap(op, name, err)
 	}
-	return newHead(w, h, false), nil
+	hd := newHead(w, h, false)
+	if w.readOnly {
+		hd = hd.ReadOnly()
+	}
+	return hd, nil
 }
 
 // Heads lists the workspace's live and archived heads, ordered by name.
@@ -107,18 +134,31 @@ func (w *Workspace) Heads(ctx context.Context) ([]HeadInfo, error) {
 	return hs, wrap(op, "", err)
 }
 
-// SetArchived archives or unarchives the head with ID id. An archived head
-// keeps its files and cannot be opened or reopened until it is unarchived;
-// a holder that has it open keeps working.
-func (w *Workspace) SetArchived(ctx context.Context, id HeadID, archived bool) error {
+// SetArchived archives or unarchives the head called name, whether or not
+// anyone holds it. An archived head keeps its files and cannot be opened or
+// reopened until it is unarchived; a holder that has it open keeps working.
+// An unknown or destroyed name is NotFound.
+func (w *Workspace) SetArchived(ctx context.Context, name string, archived bool) error {
 	const op = "set archived"
 	if err := w.check(ctx, op); err != nil {
 		return err
 	}
-	if id == "" {
-		return fail(backend.InvalidArgument, op, "", "empty head ID")
+	if err := validName(name); err != nil {
+		return fail(backend.InvalidArgument, op, name, "%v", err)
 	}
-	return wrap(op, string(id), w.ws.SetArchived(ctx, id, archived))
+	if err := w.writable(op, name); err != nil {
+		return err
+	}
+	hs, err := w.ws.Heads(ctx)
+	if err != nil {
+		return wrap(op, name, err)
+	}
+	for _, hi := range hs {
+		if hi.Name == name {
+			return wrap(op, name, w.ws.SetArchived(ctx, hi.ID, archived))
+		}
+	}
+	return fail(backend.NotFound, op, name, "no live or archived head has that name")
 }
 
 // Materialize writes the tree of revision at into dir, which must be empty
@@ -139,10 +179,10 @@ func (w *Workspace) Materialize(ctx context.Context, at Rev, dir string) error {
 	return wrap(op, "", w.ws.Materialize(ctx, at, dir))
 }
 
-// Close closes the workspace; later calls fail with FailedPrecondition, and
-// so does a second Close. Heads opened from it stay usable until they are
-// closed, except Fork, which needs the workspace. Close never deletes
-// anything and does not close the backend.
+// Close closes the workspace (every view of it); later calls fail with
+// FailedPrecondition, and so does a second Close. Heads opened from it stay
+// usable until they are closed, except Fork, which needs the workspace.
+// Close never deletes anything and does not close the backend.
 func (w *Workspace) Close() error {
 	const op = "close"
 	w.mu.Lock()
@@ -155,8 +195,20 @@ func (w *Workspace) Close() error {
 	return wrap(op, "", w.ws.Close())
 }
 
+// closeOnce closes the workspace unless it is already closed.
+func (c *wsCore) closeOnce() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	return wrap("close", "", c.ws.Close())
+}
+
 // HeadBuilder describes a head to create. Its methods return the builder so
-// that calls chain: ws.Head("agent-1").From("v1.2").Create(ctx).
+// that calls chain: ws.NewHead("agent-1").From("v1.2").Create(ctx).
 type HeadBuilder struct {
 	w        *Workspace
 	spec     HeadSpec
@@ -201,9 +253,12 @@ func (b *HeadBuilder) Spec() HeadSpec { return b.spec }
 // InvalidArgument, and a failed create leaves nothing behind. An isolated
 // head is returned holding its isolation lock.
 func (b *HeadBuilder) Create(ctx context.Context) (*Head, error) {
-	const op = "create head"
+	const op = "create"
 	spec := b.spec
 	if err := b.w.check(ctx, op); err != nil {
+		return nil, err
+	}
+	if err := b.w.writable(op, spec.Name); err != nil {
 		return nil, err
 	}
 	if err := validName(spec.Name); err != nil {
@@ -243,7 +298,7 @@ func (b *HeadBuilder) Create(ctx context.Context) (*Head, error) {
 // backend.Backend.Reopen says: it never returns a different or an empty
 // head. The head owns the workspace it was found in: Head.Workspace returns
 // it, and closing the head closes it. opts may be nil.
-func Reopen(ctx context.Context, b backend.Backend, binding Binding, opts *ReopenOptions) (*Head, error) {
+func Reopen(ctx context.Context, b Backend, binding Binding, opts *ReopenOptions) (*Head, error) {
 	const op = "reopen"
 	if err := ctxErr(ctx, op, string(binding.Head)); err != nil {
 		return nil, err
@@ -258,10 +313,7 @@ func Reopen(ctx context.Context, b backend.Backend, binding Binding, opts *Reope
 		return nil, &backend.Error{Code: backend.IdentityMismatch, Op: opPrefix + op, Head: string(binding.Head),
 			Reason: backend.ReasonBackend, Err: errorf("binding is for backend %q, not %q", binding.Backend, b.ID())}
 	}
-	if opts == nil {
-		opts = &ReopenOptions{}
-	}
-	ws, h, err := b.Reopen(ctx, binding, opts)
+	ws, h, err := b.Reopen(ctx, binding, driverReopen(opts))
 	if err != nil {
 		return nil, wrap(op, string(binding.Head), err)
 	}
@@ -271,5 +323,5 @@ func Reopen(ctx context.Context, b backend.Backend, binding Binding, opts *Reope
 		return nil, &backend.Error{Code: backend.IdentityMismatch, Op: opPrefix + op, Head: string(binding.Head),
 			Reason: backend.ReasonHeadID, Err: errorf("backend reopened a head whose binding differs")}
 	}
-	return newHead(&Workspace{b: b, ws: ws}, h, true), nil
+	return newHead(&Workspace{wsCore: &wsCore{b: b, ws: ws}}, h, true), nil
 }

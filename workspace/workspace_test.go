@@ -86,7 +86,10 @@ func (w *fakeWS) OpenHead(ctx context.Context, name string, opts *backend.Reopen
 	return &fakeHead{f: w.f, name: name}, nil
 }
 func (w *fakeWS) Heads(ctx context.Context) ([]backend.HeadInfo, error) {
-	return nil, w.f.call("Heads")
+	if err := w.f.call("Heads"); err != nil {
+		return nil, err
+	}
+	return []backend.HeadInfo{{ID: "id-h", Name: "h"}}, nil
 }
 func (w *fakeWS) SetArchived(ctx context.Context, id backend.HeadID, archived bool) error {
 	return w.f.call("Workspace.SetArchived")
@@ -175,10 +178,10 @@ var wsCalls = []struct {
 	driver string
 	call   func(w *workspace.Workspace) error
 }{
-	{"CreateHead", func(w *workspace.Workspace) error { _, err := w.Head("h").Create(ctx); return err }},
+	{"CreateHead", func(w *workspace.Workspace) error { _, err := w.NewHead("h").Create(ctx); return err }},
 	{"OpenHead", func(w *workspace.Workspace) error { _, err := w.OpenHead(ctx, "h", nil); return err }},
 	{"Heads", func(w *workspace.Workspace) error { _, err := w.Heads(ctx); return err }},
-	{"Workspace.SetArchived", func(w *workspace.Workspace) error { return w.SetArchived(ctx, "id", true) }},
+	{"Workspace.SetArchived", func(w *workspace.Workspace) error { return w.SetArchived(ctx, "h", true) }},
 	{"Materialize", func(w *workspace.Workspace) error { return w.Materialize(ctx, "main", "/tmp/x") }},
 	{"Workspace.Close", func(w *workspace.Workspace) error { return w.Close() }},
 }
@@ -212,7 +215,7 @@ func TestErrorsAreWrappedOnce(t *testing.T) {
 		for _, c := range headCalls {
 			t.Run("head "+c.driver, func(t *testing.T) {
 				f, w := openFake(t)
-				h, err := w.Head("h").Create(ctx)
+				h, err := w.NewHead("h").Create(ctx)
 				require.NoError(t, err)
 				f.fail[c.driver] = de
 				err = c.call(h)
@@ -223,7 +226,7 @@ func TestErrorsAreWrappedOnce(t *testing.T) {
 					assert.Equal(t, "a/b", e.Path, "Path is carried up")
 					assert.Equal(t, backend.ReasonMissing, e.Reason, "Reason is carried up")
 					assert.ErrorIs(t, err, workspace.ErrNotFound)
-					assert.Equal(t, `workspace: `+opName(e.Op)+` head "h": fake: op "a/b": not found (missing): cause`, err.Error())
+					assert.Equal(t, `workspace: `+opName(e.Op)+` head "h" path "a/b": not found (missing): cause`, err.Error())
 				} else {
 					assert.Equal(t, workspace.Internal, workspace.CodeOf(err))
 				}
@@ -249,7 +252,7 @@ func TestHeadIsClosed(t *testing.T) {
 	for _, c := range headCalls {
 		t.Run(c.driver, func(t *testing.T) {
 			f, w := openFake(t)
-			h, err := w.Head("h").Create(ctx)
+			h, err := w.NewHead("h").Create(ctx)
 			require.NoError(t, err)
 			require.NoError(t, h.Close())
 			f.reset()
@@ -275,15 +278,15 @@ func TestWorkspaceIsClosed(t *testing.T) {
 
 func TestInvalidArgumentsNeverReachTheBackend(t *testing.T) {
 	f, w := openFake(t)
-	h, err := w.Head("h").Create(ctx)
+	h, err := w.NewHead("h").Create(ctx)
 	require.NoError(t, err)
 	f.reset()
 	for name, call := range map[string]func() error{
-		"bad head name":       func() error { _, err := w.Head("a/b").Create(ctx); return err },
-		"bad branch":          func() error { _, err := w.Head("ok").Branch("a..b").Create(ctx); return err },
-		"branch with a space": func() error { _, err := w.Head("ok").Branch("a b").Create(ctx); return err },
-		"attach as isolated":  func() error { _, err := w.Head("ok").Attach("/x").Isolated().Create(ctx); return err },
-		"attach with From":    func() error { _, err := w.Head("ok").Attach("/x").From("main").Create(ctx); return err },
+		"bad head name":       func() error { _, err := w.NewHead("a/b").Create(ctx); return err },
+		"bad branch":          func() error { _, err := w.NewHead("ok").Branch("a..b").Create(ctx); return err },
+		"branch with a space": func() error { _, err := w.NewHead("ok").Branch("a b").Create(ctx); return err },
+		"attach as isolated":  func() error { _, err := w.NewHead("ok").Attach("/x").Isolated().Create(ctx); return err },
+		"attach with From":    func() error { _, err := w.NewHead("ok").Attach("/x").From("main").Create(ctx); return err },
 		"empty restore rev":   func() error { _, err := h.Restore(ctx, "", nil); return err },
 		"empty diff rev":      func() error { _, err := h.Diff(ctx, "", workspace.Live); return err },
 		"empty commits rev":   func() error { _, err := h.Commits(ctx, ""); return err },
@@ -307,7 +310,7 @@ func TestInvalidArgumentsNeverReachTheBackend(t *testing.T) {
 
 func TestRestoreTakesTheSafetyCheckpointBeforeRestoring(t *testing.T) {
 	f, w := openFake(t)
-	h, err := w.Head("h").Create(ctx)
+	h, err := w.NewHead("h").Create(ctx)
 	require.NoError(t, err)
 	f.reset()
 	res, err := h.Restore(ctx, "main", nil)
@@ -330,7 +333,7 @@ func TestRestoreTakesTheSafetyCheckpointBeforeRestoring(t *testing.T) {
 
 func TestDestroyTakesTheFinalCheckpointFirst(t *testing.T) {
 	f, w := openFake(t)
-	h, err := w.Head("h").Create(ctx)
+	h, err := w.NewHead("h").Create(ctx)
 	require.NoError(t, err)
 	f.reset()
 	res, err := h.Destroy(ctx, nil)
@@ -343,7 +346,7 @@ func TestDestroyTakesTheFinalCheckpointFirst(t *testing.T) {
 
 func TestForkCheckpointsTheSourceThenCreatesFromIt(t *testing.T) {
 	f, w := openFake(t)
-	h, err := w.Head("h").Create(ctx)
+	h, err := w.NewHead("h").Create(ctx)
 	require.NoError(t, err)
 	f.reset()
 	n, err := h.Fork(ctx, "child", nil)
@@ -425,7 +428,7 @@ func TestBranchNamesGitRefusesAreInvalidArgumentAndNeverReachTheBackend(t *testi
 		t.Run(c.name, func(t *testing.T) {
 			f, w := openFake(t)
 			f.reset()
-			_, err := w.Head("ok").Branch(c.branch).Create(ctx)
+			_, err := w.NewHead("ok").Branch(c.branch).Create(ctx)
 			assert.Equal(t, workspace.InvalidArgument, workspace.CodeOf(err), "branch %q: %v", c.branch, err)
 			assert.Empty(t, f.recorded(), "branch %q reached the backend", c.branch)
 		})
@@ -434,7 +437,7 @@ func TestBranchNamesGitRefusesAreInvalidArgumentAndNeverReachTheBackend(t *testi
 		f, w := openFake(t)
 		f.reset()
 		for _, branch := range []string{"a/HEAD", "HEAD/a", "feature/x-1", "a@b", "x@", strings.Repeat("a", 250)} {
-			_, err := w.Head("ok").Branch(branch).Create(ctx)
+			_, err := w.NewHead("ok").Branch(branch).Create(ctx)
 			assert.NoError(t, err, "branch %q", branch)
 		}
 		assert.Len(t, f.recorded(), 6)

@@ -156,7 +156,7 @@ func setup(t *testing.T, newHarness HarnessMaker, clause string) *env {
 	}
 	t.Cleanup(func() { _ = e.ws.Close() })
 	// Resolve the base through a throwaway shared head.
-	probe := e.create(e.ws.Head("probe").From(e.fx.Base).Shared())
+	probe := e.create(e.ws.NewHead("probe").From(e.fx.Base).Shared())
 	e.base = probe.Info().Base
 	e.destroy(probe)
 	return e
@@ -273,7 +273,7 @@ func (e *env) create(b *workspace.HeadBuilder) *workspace.Head {
 // head creates an isolated head from the base revision.
 func (e *env) head() *workspace.Head {
 	e.t.Helper()
-	return e.create(e.ws.Head(e.name("h")).From(e.fx.Base))
+	return e.create(e.ws.NewHead(e.name("h")).From(e.fx.Base))
 }
 
 func (e *env) destroy(h *workspace.Head) {
@@ -368,7 +368,7 @@ func (e *env) tree(h *workspace.Head) tree {
 // it.
 func (e *env) treeAt(rev backend.Rev) tree {
 	e.t.Helper()
-	h := e.create(e.ws.Head(e.name("view")).From(rev).Shared())
+	h := e.create(e.ws.NewHead(e.name("view")).From(rev).Shared())
 	defer e.destroy(h)
 	return e.tree(h)
 }

@@ -350,7 +350,7 @@ func checkpointCases() []testCase {
 			name:   "fork_carries_uncommitted_work_into_a_new_isolated_head",
 			clause: "Fork: checkpoint the source (uncommitted work included), then create an isolated head from that checkpoint",
 			run: func(e *env) {
-				src := e.create(e.ws.Head("src").From(e.fx.Base).Shared())
+				src := e.create(e.ws.NewHead("src").From(e.fx.Base).Shared())
 				e.write(src, "wip.txt", "uncommitted\n")
 				f, err := src.Fork(e.ctx, "forked", nil)
 				e.must(err, "Fork")

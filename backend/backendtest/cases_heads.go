@@ -17,7 +17,7 @@ func headCases() []testCase {
 			name:   "create_makes_an_isolated_head_on_its_own_branch_from_the_base_revision",
 			clause: "Create: an isolated head gets its own branch (grove/<name> unless named); From is a revision",
 			run: func(e *env) {
-				h := e.create(e.ws.Head("agent").From(e.fx.Base))
+				h := e.create(e.ws.NewHead("agent").From(e.fx.Base))
 				info := h.Info()
 				if info.Access != backend.Isolated || info.Branch != "grove/agent" || info.Name != "agent" ||
 					info.State != backend.StateActive || info.Attached || info.ID == "" {
@@ -46,7 +46,7 @@ func headCases() []testCase {
 				src := e.head()
 				e.write(src, "notes/a.txt", "from src\n")
 				cp := e.checkpoint(src, nil)
-				h := e.create(e.ws.Head("child").From(backend.Rev(cp.ID)))
+				h := e.create(e.ws.NewHead("child").From(backend.Rev(cp.ID)))
 				if h.Info().Base != cp.ID {
 					e.fail("Base = %s, want the checkpoint %s", h.Info().Base, cp.ID)
 				}
@@ -57,11 +57,11 @@ func headCases() []testCase {
 			name:   "create_with_a_named_branch_uses_it_and_a_taken_branch_is_AlreadyExists",
 			clause: "Create: an isolated head gets its own branch (grove/<name> unless named)",
 			run: func(e *env) {
-				h := e.create(e.ws.Head("named").From(e.fx.Base).Branch("feature/named"))
+				h := e.create(e.ws.NewHead("named").From(e.fx.Base).Branch("feature/named"))
 				if h.Info().Branch != "feature/named" {
 					e.fail("Branch = %q, want feature/named", h.Info().Branch)
 				}
-				_, err := e.ws.Head("other").From(e.fx.Base).Branch("feature/named").Create(e.ctx)
+				_, err := e.ws.NewHead("other").From(e.fx.Base).Branch("feature/named").Create(e.ctx)
 				e.wantCode(err, backend.AlreadyExists, "creating a head on a taken branch")
 			},
 		},
@@ -69,8 +69,8 @@ func headCases() []testCase {
 			name:   "create_with_a_duplicate_name_fails_with_AlreadyExists",
 			clause: "Create: a head name is unique in its workspace; a duplicate is AlreadyExists",
 			run: func(e *env) {
-				e.create(e.ws.Head("dup").From(e.fx.Base))
-				_, err := e.ws.Head("dup").From(e.fx.Base).Shared().Create(e.ctx)
+				e.create(e.ws.NewHead("dup").From(e.fx.Base))
+				_, err := e.ws.NewHead("dup").From(e.fx.Base).Shared().Create(e.ctx)
 				e.wantCode(err, backend.AlreadyExists, "creating a second head named dup")
 			},
 		},
@@ -79,7 +79,7 @@ func headCases() []testCase {
 			clause: "Create: a head name is valid as a path element and a ref component",
 			run: func(e *env) {
 				for _, n := range []string{"", "../up", "a/b", ".hidden", "x.lock", "sp ace", "a..b", strings.Repeat("n", 101)} {
-					_, err := e.ws.Head(n).From(e.fx.Base).Create(e.ctx)
+					_, err := e.ws.NewHead(n).From(e.fx.Base).Create(e.ctx)
 					e.wantCode(err, backend.InvalidArgument, "creating a head named "+n)
 				}
 			},
@@ -88,7 +88,7 @@ func headCases() []testCase {
 			name:   "create_from_a_bad_revision_fails_with_NotFound_and_leaves_nothing_behind",
 			clause: "Create: a bad From is NotFound. A failed create leaves nothing behind: no branch, no directory, no registration",
 			run: func(e *env) {
-				_, err := e.ws.Head("ghost").From("no-such-revision").Create(e.ctx)
+				_, err := e.ws.NewHead("ghost").From("no-such-revision").Create(e.ctx)
 				e.wantCode(err, backend.NotFound, "creating a head from no-such-revision")
 				heads, err := e.ws.Heads(e.ctx)
 				e.must(err, "Heads")
@@ -97,7 +97,7 @@ func headCases() []testCase {
 						e.fail("Heads lists the head whose create failed: %+v", hi)
 					}
 				}
-				h := e.create(e.ws.Head("ghost").From(e.fx.Base))
+				h := e.create(e.ws.NewHead("ghost").From(e.fx.Base))
 				if h.Info().Branch != "grove/ghost" {
 					e.fail("after a failed create the retry got branch %q, want grove/ghost: the failed create left its branch", h.Info().Branch)
 				}
@@ -107,7 +107,7 @@ func headCases() []testCase {
 			name:   "a_shared_head_takes_many_holders",
 			clause: "Head: access is Isolated or Shared; a shared head takes many sessions",
 			run: func(e *env) {
-				h := e.create(e.ws.Head("team").From(e.fx.Base).Shared())
+				h := e.create(e.ws.NewHead("team").From(e.fx.Base).Shared())
 				if h.Info().Access != backend.Shared {
 					e.fail("Access = %q, want shared", h.Info().Access)
 				}
@@ -126,7 +126,7 @@ func headCases() []testCase {
 			name:   "a_second_holder_of_an_isolated_head_gets_AlreadyBound_until_the_first_closes",
 			clause: "Isolation: an isolated head has at most one live holder; a second holder gets AlreadyBound",
 			run: func(e *env) {
-				h := e.create(e.ws.Head("solo").From(e.fx.Base))
+				h := e.create(e.ws.NewHead("solo").From(e.fx.Base))
 				_, err := e.ws.OpenHead(e.ctx, "solo", nil)
 				e.wantCode(err, backend.AlreadyBound, "opening an isolated head its creator holds")
 				_, err = workspace.Reopen(e.ctx, e.b, h.Binding(), nil)
@@ -148,9 +148,9 @@ func headCases() []testCase {
 			name:   "heads_lists_live_and_archived_heads_by_name",
 			clause: "Heads: live and archived heads, ordered by name",
 			run: func(e *env) {
-				e.create(e.ws.Head("b-head").From(e.fx.Base))
-				a := e.create(e.ws.Head("a-head").From(e.fx.Base))
-				gone := e.create(e.ws.Head("c-gone").From(e.fx.Base))
+				e.create(e.ws.NewHead("b-head").From(e.fx.Base))
+				a := e.create(e.ws.NewHead("a-head").From(e.fx.Base))
+				gone := e.create(e.ws.NewHead("c-gone").From(e.fx.Base))
 				e.must(a.Archive(e.ctx), "Archive")
 				e.destroy(gone)
 				heads, err := e.ws.Heads(e.ctx)
@@ -168,7 +168,7 @@ func headCases() []testCase {
 			name:   "an_archived_head_cannot_be_bound_until_unarchived_and_its_holder_keeps_working",
 			clause: "Archive: an archived head cannot be bound or reopened until unarchived; its files stay, and a holder keeps working until it closes",
 			run: func(e *env) {
-				h := e.create(e.ws.Head("arch").From(e.fx.Base))
+				h := e.create(e.ws.NewHead("arch").From(e.fx.Base))
 				bind := h.Binding()
 				e.must(h.Archive(e.ctx), "Archive")
 				if st := e.status(h); !st.Archived {
@@ -190,10 +190,10 @@ func headCases() []testCase {
 					e.fail("the archived head lost its files")
 				}
 				e.must(r.Close(), "Close")
-				e.must(e.ws.SetArchived(e.ctx, bind.Head, true), "SetArchived(true)")
+				e.must(e.ws.SetArchived(e.ctx, "arch", true), "SetArchived(true)")
 				_, err = e.ws.OpenHead(e.ctx, "arch", nil)
 				e.wantCode(err, backend.Archived, "opening a head archived through the workspace")
-				e.must(e.ws.SetArchived(e.ctx, bind.Head, false), "SetArchived(false)")
+				e.must(e.ws.SetArchived(e.ctx, "arch", false), "SetArchived(false)")
 				o, err := e.ws.OpenHead(e.ctx, "arch", nil)
 				e.must(err, "opening an unarchived head")
 				e.must(o.Close(), "Close")
@@ -252,7 +252,7 @@ func headCases() []testCase {
 			name:   "a_destroyed_head_reopens_as_Destroyed_and_its_name_can_be_reused",
 			clause: "Destroy: reopening a destroyed head fails with a typed error that says it was destroyed; names are reusable, a taken default branch gets the next free grove/<name>-N",
 			run: func(e *env) {
-				h := e.create(e.ws.Head("reuse").From(e.fx.Base))
+				h := e.create(e.ws.NewHead("reuse").From(e.fx.Base))
 				old := h.Binding()
 				e.destroy(h)
 				_, err := h.Status(e.ctx)
@@ -261,7 +261,7 @@ func headCases() []testCase {
 				e.wantCode(err, backend.Destroyed, "reopening a destroyed head")
 				_, err = e.ws.OpenHead(e.ctx, "reuse", nil)
 				e.wantCode(err, backend.NotFound, "opening a destroyed head by name")
-				n := e.create(e.ws.Head("reuse").From(e.fx.Base))
+				n := e.create(e.ws.NewHead("reuse").From(e.fx.Base))
 				if n.Info().Branch != "grove/reuse-2" || n.Info().ID == old.Head {
 					e.fail("the reused name got branch %q and ID %s, want grove/reuse-2 and a new ID", n.Info().Branch, n.Info().ID)
 				}
@@ -278,9 +278,9 @@ func headCases() []testCase {
 					e.wantCode(err, backend.Unimplemented, "Attach on a backend without the Attach capability")
 					return
 				}
-				_, err := e.ws.Head("att").Attach(e.fx.Checkout).Isolated().Create(e.ctx)
+				_, err := e.ws.NewHead("att").Attach(e.fx.Checkout).Isolated().Create(e.ctx)
 				e.wantCode(err, backend.InvalidArgument, "attaching as isolated")
-				_, err = e.ws.Head("att").Attach(e.fx.Checkout).From(e.fx.Base).Create(e.ctx)
+				_, err = e.ws.NewHead("att").Attach(e.fx.Checkout).From(e.fx.Base).Create(e.ctx)
 				e.wantCode(err, backend.InvalidArgument, "attaching with From")
 				h, err := e.ws.Attach(e.ctx, "att", e.fx.Checkout)
 				e.must(err, "Attach")
@@ -325,13 +325,13 @@ func headCases() []testCase {
 			run: func(e *env) {
 				dir := filepath.Join(e.t.TempDir(), "placed")
 				if !e.caps.HostRoot {
-					_, err := e.ws.Head("placed").From(e.fx.Base).Dir(dir).Create(e.ctx)
+					_, err := e.ws.NewHead("placed").From(e.fx.Base).Dir(dir).Create(e.ctx)
 					e.wantCode(err, backend.Unimplemented, "HeadSpec.Dir on a backend without HostRoot")
 					_, err = workspace.Open(e.ctx, e.b, e.fx.Locator, &workspace.OpenOptions{HeadsDir: dir})
 					e.wantCode(err, backend.Unimplemented, "OpenOptions.HeadsDir on a backend without HostRoot")
 					return
 				}
-				h := e.create(e.ws.Head("placed").From(e.fx.Base).Dir(dir))
+				h := e.create(e.ws.NewHead("placed").From(e.fx.Base).Dir(dir))
 				got, _ := filepath.EvalSymlinks(h.Info().Root)
 				want, _ := filepath.EvalSymlinks(dir)
 				if got != want {

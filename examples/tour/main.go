@@ -116,7 +116,7 @@ func run(ctx context.Context, memory, keep bool) error {
 	fmt.Printf("workspace %s (%s backend) at %s\n", ws.Info().ID, b.ID(), ws.Info().Locator)
 
 	step("an agent gets its own isolated head")
-	h, err := ws.Head("agent-1").Create(ctx)
+	h, err := ws.NewHead("agent-1").Create(ctx)
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ func NewEnv(ctx context.Context, dir string, n int) (*Env, error) {
 		return nil, err
 	}
 	e.WS = ws
-	if e.Head, err = ws.Head("bench").From("main").Create(ctx); err != nil {
+	if e.Head, err = ws.NewHead("bench").From("main").Create(ctx); err != nil {
 		return nil, err
 	}
 	e.GitDir = filepath.Join(dir, "plain")
@@ -150,7 +150,7 @@ func Ops() []Op {
 			Name: "create",
 			Grove: func(e *Env) error {
 				seq++
-				h, err := e.WS.Head(fmt.Sprintf("c%d", seq)).From("main").Create(e.Ctx)
+				h, err := e.WS.NewHead(fmt.Sprintf("c%d", seq)).From("main").Create(e.Ctx)
 				if err != nil {
 					return err
 				}

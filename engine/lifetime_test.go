@@ -1,0 +1,295 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/engine"
+	"github.com/groveworks/grove/memorybackend"
+	"github.com/groveworks/grove/workspace"
+)
+
+// journalEndsAtClosed asserts that "closed" is the journal's last event.
+func journalEndsAtClosed(t *testing.T, e *engine.Engine, id string) []engine.EventKind {
+	t.Helper()
+	evs, err := e.Events(context.Background(), id)
+	require.NoError(t, err)
+	var ks []engine.EventKind
+	for _, ev := range evs {
+		ks = append(ks, ev.Kind)
+	}
+	require.NotEmpty(t, ks)
+	require.Equal(t, engine.EventClosed, ks[len(ks)-1], "an event was journaled after closed: %v", ks)
+	return ks
+}
+
+// Nothing is journaled after "closed": the idle checkpoint, the end of a
+// turn and the calls in flight are cancelled and waited for by Close. Many
+// lifetimes, each closing at a different moment of its idle checkpoint.
+func TestNothingIsJournaledAfterClosed(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t)
+	e := openEngine(t, engine.Options{Placement: p, Backends: []workspace.Backend{b}})
+	const lifetimes = 1000
+	idle := &engine.SnapshotPolicy{Trigger: engine.OnIdle, Idle: time.Microsecond}
+	var ids []string
+	for i := range lifetimes {
+		s, err := e.NewSession(ctx, &engine.SessionOptions{Snapshot: idle})
+		require.NoError(t, err)
+		require.NoError(t, s.Turn(ctx, func(context.Context) error {
+			return s.FS().WriteFile("f.txt", []byte(fmt.Sprint(i)), 0o644)
+		}))
+		// Close at a different point of the idle checkpoint each time:
+		// before it fires, while it runs, after it journaled.
+		time.Sleep(time.Duration(i%7) * 50 * time.Microsecond)
+		require.NoError(t, s.Close())
+		ids = append(ids, s.ID())
+	}
+	idled := 0
+	for _, id := range ids {
+		ks := journalEndsAtClosed(t, e, id)
+		for _, k := range ks {
+			if k == engine.EventCheckpointed || k == engine.EventCheckpointFailed {
+				idled++
+			}
+		}
+	}
+	t.Logf("%d of %d lifetimes journaled an idle checkpoint before closing", idled, lifetimes)
+}
+
+// A turn whose caller cancelled its context still journals turn-done, and
+// a turn running when the session closes sees its context end and
+// journals its end before "closed".
+func TestATurnsEndIsJournaledEvenWhenItsContextEnds(t *testing.T) {
+	b, p := memSetup(t)
+	e := openEngine(t, engine.Options{Placement: p, Backends: []workspace.Backend{b}})
+	s, err := e.NewSession(context.Background(), &engine.SessionOptions{Snapshot: manual})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	err = s.Turn(ctx, func(ctx context.Context) error { cancel(); <-ctx.Done(); return ctx.Err() })
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, []engine.EventKind{engine.EventBound, engine.EventTurnStarted, engine.EventTurnDone}, kinds(t, s))
+
+	started := make(chan struct{})
+	turnErr := make(chan error, 1)
+	go func() {
+		turnErr <- s.Turn(context.Background(), func(ctx context.Context) error {
+			close(started)
+			<-ctx.Done() // ends only because the session closes
+			return ctx.Err()
+		})
+	}()
+	<-started
+	require.NoError(t, s.Close())
+	assert.ErrorIs(t, <-turnErr, context.Canceled)
+	ks := journalEndsAtClosed(t, e, s.ID())
+	assert.Equal(t, []engine.EventKind{engine.EventBound, engine.EventTurnStarted, engine.EventTurnDone,
+		engine.EventTurnStarted, engine.EventTurnDone, engine.EventClosed}, ks)
+}
+
+// Destroy, FS, Turn, Drift, Head and Close race on one session; the race
+// detector is the judge, and every call either works or fails typed.
+func TestASessionIsSafeForConcurrentUse(t *testing.T) {
+	b, p := memSetup(t)
+	e := openEngine(t, engine.Options{Placement: p, Backends: []workspace.Backend{b}})
+	for range 20 {
+		ctx := context.Background()
+		s, err := e.NewSession(ctx, &engine.SessionOptions{Snapshot: &engine.SnapshotPolicy{Trigger: engine.OnIdle, Idle: time.Microsecond}})
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		calls := []func() error{
+			func() error { _, err := s.Destroy(ctx, &workspace.DestroyOptions{Discard: true}); return err },
+			func() error { return s.FS().WriteFile("x", []byte("x"), 0o644) },
+			func() error { return s.Turn(ctx, func(context.Context) error { return nil }) },
+			func() error { _, err := s.Drift(ctx); return err },
+			func() error { _, err := s.Head().Status(ctx); return err },
+			func() error { _, err := s.Checkpoint(ctx, nil); return err },
+			func() error { return s.Close() },
+		}
+		for _, call := range calls {
+			wg.Go(func() {
+				if err := call(); err != nil {
+					assert.NotEqual(t, workspace.Internal, workspace.CodeOf(err), "untyped failure: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if err := s.Close(); err != nil {
+			assert.Equal(t, workspace.FailedPrecondition, workspace.CodeOf(err))
+		}
+		journalEndsAtClosed(t, e, s.ID())
+	}
+}
+
+// A read-only session is read-only through every way to its head it hands
+// out: its own methods, Head (and the workspace reached from it), FS, and
+// the Env its extensions receive.
+func TestAReadOnlySessionIsReadOnlyAtEveryWayIn(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t)
+	e := openEngine(t, engine.Options{Placement: p, Backends: []workspace.Backend{b}})
+	var env engine.Env
+	s, err := e.NewSession(ctx, &engine.SessionOptions{Permission: engine.ReadOnly, Extensions: []engine.Extension{{
+		New: func(got engine.Env) (any, error) { env = got; return 1, nil },
+	}}})
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Equal(t, engine.ReadOnly, s.Permission())
+	denied := func(way string, err error) {
+		t.Helper()
+		assert.Equal(t, workspace.PermissionDenied, workspace.CodeOf(err), "%s: %v", way, err)
+	}
+
+	_, err = s.Checkpoint(ctx, nil)
+	denied("Session.Checkpoint", err)
+	_, err = s.Restore(ctx, "main", nil)
+	denied("Session.Restore", err)
+	_, err = s.Fork(ctx, "f", nil)
+	denied("Session.Fork", err)
+	denied("Session.Archive", s.Archive(ctx))
+	_, err = s.Destroy(ctx, nil)
+	denied("Session.Destroy", err)
+
+	for way, h := range map[string]*workspace.Head{"Session.Head": s.Head(), "Env.Head": env.Head} {
+		require.NotNil(t, h, way)
+		assert.True(t, h.IsReadOnly(), way)
+		_, err = h.Checkpoint(ctx, nil)
+		denied(way+".Checkpoint", err)
+		_, err = h.Restore(ctx, "main", &workspace.RestoreOptions{Discard: true})
+		denied(way+".Restore", err)
+		_, err = h.Fork(ctx, "f", &workspace.ForkOptions{From: "main"})
+		denied(way+".Fork", err)
+		denied(way+".Archive", h.Archive(ctx))
+		denied(way+".Unarchive", h.Unarchive(ctx))
+		_, err = h.Destroy(ctx, &workspace.DestroyOptions{Discard: true})
+		denied(way+".Destroy", err)
+		denied(way+".FS().WriteFile", h.FS().WriteFile("x", nil, 0o644))
+		w := h.Workspace()
+		assert.True(t, w.ReadOnly(), way)
+		_, err = w.NewHead("new").Create(ctx)
+		denied(way+".Workspace().NewHead", err)
+		denied(way+".Workspace().SetArchived", w.SetArchived(ctx, h.Info().Name, true))
+		_, err = w.OpenHead(ctx, h.Info().Name, &workspace.ReopenOptions{AllowArchived: true})
+		denied(way+".Workspace().OpenHead(AllowArchived)", err)
+		// Reads work.
+		_, err = h.Status(ctx)
+		assert.NoError(t, err, way)
+		_, err = h.Log(ctx, nil)
+		assert.NoError(t, err, way)
+	}
+	for way, fsys := range map[string]workspace.FS{"Session.FS": s.FS(), "Env.FS": env.FS} {
+		for op, err := range map[string]error{
+			"WriteFile":   fsys.WriteFile("x", nil, 0o644),
+			"WriteFileIf": fsys.WriteFileIf("x", nil, 0o644, workspace.Digest{}),
+			"Remove":      fsys.Remove("README.md"),
+			"MkdirAll":    fsys.MkdirAll("d", 0o755),
+			"Rename":      fsys.Rename("README.md", "y"),
+			"Chmod":       fsys.Chmod("README.md", 0o600),
+			"Symlink":     fsys.Symlink("README.md", "l"),
+		} {
+			denied(way+"."+op, err)
+		}
+		data, err := fsys.ReadFile("README.md")
+		require.NoError(t, err, way)
+		assert.Equal(t, "hello\n", string(data))
+	}
+	// Nothing changed: the head is clean, the journal has no write.
+	st, err := s.Head().Status(ctx)
+	require.NoError(t, err)
+	assert.False(t, st.Dirty)
+	assert.Equal(t, []engine.EventKind{engine.EventBound}, kinds(t, s))
+}
+
+// A read-only session never checkpoints by itself, and asking it to is
+// refused; an unknown permission is refused by NewSession and Resume.
+func TestPermissionsAreCheckedWhereSessionsAreMade(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t)
+	e := openEngine(t, engine.Options{Placement: p, Backends: []workspace.Backend{b}})
+	_, err := e.NewSession(ctx, &engine.SessionOptions{Permission: "read-mostly"})
+	checkCode(t, err, workspace.InvalidArgument)
+	_, err = e.NewSession(ctx, &engine.SessionOptions{Permission: engine.ReadOnly, Snapshot: &engine.SnapshotPolicy{Trigger: engine.OnTurnDone}})
+	var spe *engine.SnapshotPolicyError
+	require.ErrorAs(t, err, &spe)
+
+	s, err := e.NewSession(ctx, &engine.SessionOptions{Permission: engine.ReadOnly})
+	require.NoError(t, err)
+	id := s.ID()
+	require.NoError(t, s.Close())
+	_, err = e.Resume(ctx, id, &engine.ResumeOptions{Permission: "writable"})
+	checkCode(t, err, workspace.InvalidArgument)
+	_, err = e.Resume(ctx, id, nil)
+	var re *engine.ResumeError
+	require.ErrorAs(t, err, &re, "resuming a read-only session as read-write is drift")
+	assert.Equal(t, engine.ConfigDrift, re.Kind)
+	s, err = e.Resume(ctx, id, &engine.ResumeOptions{Permission: engine.ReadOnly})
+	require.NoError(t, err)
+	defer s.Close()
+	assert.True(t, s.Head().IsReadOnly())
+	checkCode(t, s.FS().WriteFile("x", nil, 0o644), workspace.PermissionDenied)
+}
+
+// A fork inherits its parent's configuration, so it resumes with the
+// harness's configuration; its head is never released in between; a fork
+// whose session cannot start leaves no head behind.
+func TestAForkInheritsAndLeavesNothingOrphaned(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t)
+	e := openEngine(t, engine.Options{Placement: p, Backends: []workspace.Backend{b}})
+	config := []byte("model=x")
+	snap := &engine.SnapshotPolicy{Trigger: engine.OnTurnDone}
+	parent, err := e.NewSession(ctx, &engine.SessionOptions{Agent: "a", Config: config, Snapshot: snap})
+	require.NoError(t, err)
+	defer parent.Close()
+	require.NoError(t, parent.FS().WriteFile("work.txt", []byte("uncommitted\n"), 0o644))
+
+	child, err := parent.Fork(ctx, "child", nil)
+	require.NoError(t, err)
+	data, err := child.FS().ReadFile("work.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "uncommitted\n", string(data), "the fork has the parent's uncommitted work")
+	id := child.ID()
+	require.NoError(t, child.Close())
+	child, err = e.Resume(ctx, id, &engine.ResumeOptions{Config: config, Snapshot: snap})
+	require.NoError(t, err, "the fork resumes with its parent's configuration")
+	assert.False(t, child.Resumed().ConfigDrift)
+	require.NoError(t, child.Close())
+
+	// A fork whose session cannot start (an extension fails) leaves no
+	// session holding a head, and one refused up front leaves no head.
+	_, err = parent.Fork(ctx, "refused", &engine.ForkOptions{Permission: "bogus"})
+	checkCode(t, err, workspace.InvalidArgument)
+	heads := headNames(t, b)
+	assert.NotContains(t, heads, "refused", "a fork refused by its session left its head behind")
+	_, err = parent.Fork(ctx, "failing", &engine.ForkOptions{Extensions: []engine.Extension{{
+		New: func(engine.Env) (any, error) { return nil, errors.New("tool set unavailable") },
+	}}})
+	require.Error(t, err)
+	ws, err := workspace.Open(ctx, b, "demo", nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	h, err := ws.OpenHead(ctx, "failing", nil)
+	require.NoError(t, err, "the failed fork's head is free, not held by a half-started session")
+	require.NoError(t, h.Close())
+}
+
+func headNames(t *testing.T, b *memorybackend.Backend) []string {
+	t.Helper()
+	ws, err := workspace.Open(context.Background(), b, "demo", nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	hs, err := ws.Heads(context.Background())
+	require.NoError(t, err)
+	var out []string
+	for _, h := range hs {
+		out = append(out, h.Name)
+	}
+	return out
+}

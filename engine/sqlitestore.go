@@ -1,0 +1,215 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/groveworks/grove/backend"
+)
+
+// sqliteStore is the embedded store: one SQLite file, shared by the
+// processes on one host (see openStore for its settings).
+type sqliteStore struct {
+	db   *sql.DB
+	path string
+	// live reports whether a session holds its lease; a claim by a
+	// session that does not may be taken over.
+	live func(id string) bool
+}
+
+var _ store = (*sqliteStore)(nil)
+
+func (s *sqliteStore) close() error { return s.db.Close() }
+
+// tx runs f in an immediate transaction, committing if it returns nil.
+// An error of f that is a *backend.Error (AlreadyBound, a corrupt claim)
+// is returned as it is; anything else is the store's failure.
+func (s *sqliteStore) tx(ctx context.Context, f func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.fail(err)
+	}
+	if err := f(tx); err != nil {
+		_ = tx.Rollback()
+		var be *backend.Error
+		var se *StoreError
+		if errors.As(err, &be) || errors.As(err, &se) {
+			return err
+		}
+		return s.fail(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.fail(err)
+	}
+	return nil
+}
+
+func (s *sqliteStore) fail(err error) error { return storeFailure(s.path, err, StoreFailed) }
+
+func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+func (s *sqliteStore) create(ctx context.Context, rec sessionRecord, bind backend.Binding, claim, takeOver bool) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		t := now()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, agent, placement, config_digest, state, last_checkpoint, created_at, updated_at)
+			VALUES (?, ?, ?, ?, 'open', ?, ?, ?)`, rec.id, rec.agent, rec.placement, rec.digest, string(rec.lastCheckpoint), t, t); err != nil {
+			return err
+		}
+		payload := map[string]any{}
+		if bind.Backend != "" {
+			data, err := bind.Encode()
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO bindings (session_id, backend, binding) VALUES (?, ?, ?)`,
+				rec.id, string(bind.Backend), data); err != nil {
+				return err
+			}
+			payload = map[string]any{"backend": bind.Backend, "workspace": bind.Workspace, "head": bind.Head, "access": bind.Access}
+		}
+		if claim {
+			if err := s.claimTx(ctx, tx, rec.id, bind, takeOver); err != nil {
+				return err
+			}
+		}
+		return appendEvent(ctx, tx, rec.id, EventBound, payload)
+	})
+}
+
+func (s *sqliteStore) load(ctx context.Context, id string) (sessionRecord, []byte, error) {
+	rec := sessionRecord{id: id}
+	var last string
+	err := s.db.QueryRowContext(ctx, `SELECT agent, placement, config_digest, last_checkpoint, state FROM sessions WHERE id = ?`, id).
+		Scan(&rec.agent, &rec.placement, &rec.digest, &last, &rec.state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return rec, nil, errNoSession
+	}
+	if err != nil {
+		return rec, nil, s.fail(err)
+	}
+	rec.lastCheckpoint = backend.CheckpointID(last)
+	var data []byte
+	err = s.db.QueryRowContext(ctx, `SELECT binding FROM bindings WHERE session_id = ?`, id).Scan(&data)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return rec, nil, nil
+	case err != nil:
+		return rec, nil, s.fail(err)
+	}
+	if data == nil {
+		data = []byte{} // a stored binding, however empty, is not "headless"
+	}
+	return rec, data, nil
+}
+
+func (s *sqliteStore) claim(ctx context.Context, id string, bind backend.Binding) error {
+	return s.tx(ctx, func(tx *sql.Tx) error { return s.claimTx(ctx, tx, id, bind, false) })
+}
+
+// claimTx records in tx that session id holds the head bind names. A
+// claim held by another session is AlreadyBound, unless takeOver and that
+// session is not live, when the claim passes to id and the loser's journal
+// says so.
+func (s *sqliteStore) claimTx(ctx context.Context, tx *sql.Tx, id string, bind backend.Binding, takeOver bool) error {
+	var holder string
+	err := tx.QueryRowContext(ctx, `SELECT session_id FROM claims WHERE backend = ? AND workspace = ? AND head = ?`,
+		string(bind.Backend), string(bind.Workspace), string(bind.Head)).Scan(&holder)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return err
+	case holder == id:
+		return nil
+	case !validSessionID(holder):
+		return &StoreError{Kind: StoreCorrupt, Path: s.path, Err: fmt.Errorf("the claim on head %s names %q, which is not a session ID", bind.Head, holder)}
+	case takeOver && !s.live(holder):
+		if _, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE session_id = ? AND head = ?`, holder, string(bind.Head)); err != nil {
+			return err
+		}
+		if err := appendEvent(ctx, tx, holder, EventTakenOver, map[string]any{"by": id}); err != nil {
+			return err
+		}
+	default:
+		return &backend.Error{Code: backend.AlreadyBound, Op: "engine: claim", Head: string(bind.Head),
+			Err: fmt.Errorf("the head is claimed by session %s", holder)}
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO claims (backend, workspace, head, session_id, claimed_at) VALUES (?, ?, ?, ?, ?)`,
+		string(bind.Backend), string(bind.Workspace), string(bind.Head), id, now())
+	return err
+}
+
+func (s *sqliteStore) reopen(ctx context.Context, id string, kind EventKind, payload any) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET state = 'open', updated_at = ? WHERE id = ?`, now(), id); err != nil {
+			return err
+		}
+		return appendEvent(ctx, tx, id, kind, payload)
+	})
+}
+
+func (s *sqliteStore) setLast(ctx context.Context, id string, commit backend.CheckpointID, kind EventKind, payload any) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_checkpoint = ?, updated_at = ? WHERE id = ?`, string(commit), now(), id); err != nil {
+			return err
+		}
+		return appendEvent(ctx, tx, id, kind, payload)
+	})
+}
+
+func (s *sqliteStore) journal(ctx context.Context, id string, kind EventKind, payload any) error {
+	return s.tx(ctx, func(tx *sql.Tx) error { return appendEvent(ctx, tx, id, kind, payload) })
+}
+
+func (s *sqliteStore) closeSession(ctx context.Context, id string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE session_id = ?`, id); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET state = 'closed', updated_at = ? WHERE id = ?`, now(), id); err != nil {
+			return err
+		}
+		return appendEvent(ctx, tx, id, EventClosed, nil)
+	})
+}
+
+func (s *sqliteStore) events(ctx context.Context, id string) ([]Event, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, at, kind, payload FROM events WHERE session_id = ? ORDER BY seq`, id)
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var ev Event
+		var at, kind, payload string
+		if err := rows.Scan(&ev.Seq, &at, &kind, &payload); err != nil {
+			return nil, s.fail(err)
+		}
+		ev.At, _ = time.Parse(time.RFC3339Nano, at)
+		ev.Kind, ev.Payload = EventKind(kind), json.RawMessage(payload)
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(err)
+	}
+	return out, nil
+}
+
+// appendEvent appends one event to session id's journal in tx.
+func appendEvent(ctx context.Context, tx *sql.Tx, id string, kind EventKind, payload any) error {
+	data, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	if string(data) == "null" {
+		data = []byte("{}")
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO events (session_id, seq, at, kind, payload)
+		VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?), ?, ?, ?)`,
+		id, id, now(), string(kind), string(data))
+	return err
+}

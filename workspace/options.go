@@ -1,0 +1,163 @@
+package workspace
+
+import (
+	"github.com/groveworks/grove/backend"
+)
+
+// The options users fill. Each is converted to what the driver acts on in
+// this file, and only here: a driver receives options already normalized
+// (never nil, defaults filled, validated) and holding only what a driver
+// does. Options the workspace layer consumes itself (Discard, the safety
+// and final checkpoints, ForkOptions) never reach a driver.
+
+// OpenOptions configure Open. The zero value (or nil) takes the backend's
+// defaults.
+type OpenOptions struct {
+	// HeadsDir is the directory under which new heads' directories are
+	// made when HeadBuilder.Dir is not used. Empty means the backend's
+	// default; a backend whose heads are not host directories answers a
+	// non-empty HeadsDir with Unimplemented.
+	HeadsDir string
+}
+
+// ReopenOptions configure Reopen and Workspace.OpenHead. The zero value (or
+// nil) refuses an archived head with Archived.
+type ReopenOptions struct {
+	// AllowArchived unarchives an archived head instead of failing with
+	// Archived.
+	AllowArchived bool
+}
+
+// CheckpointOptions configure Head.Checkpoint and the checkpoints the
+// workspace layer takes itself (a restore's safety checkpoint, a fork's
+// checkpoint of its source). The zero value (or nil) takes the defaults.
+type CheckpointOptions struct {
+	// Message is the commit message; empty means "grove checkpoint" (or,
+	// for the checkpoints the workspace layer takes, a message saying why).
+	Message string
+	// Author is the commit's author and committer; zero means
+	// DefaultAuthor, so that checkpoints work where no user.name is set.
+	Author Signature
+	// MaxNewFileSize caps the size of new untracked files a checkpoint
+	// captures: 0 means DefaultMaxNewFileSize, negative means no cap.
+	// Larger files are listed in CheckpointResult.Skipped.
+	MaxNewFileSize int64
+	// Include names ignored files or directories (slash paths, valid FS
+	// names) to capture anyway.
+	Include []string
+}
+
+// RestoreOptions configure Head.Restore. The zero value (or nil) keeps the
+// head's uncommitted work in a safety checkpoint with default options.
+type RestoreOptions struct {
+	// Discard throws the head's uncommitted changes away instead of
+	// taking a safety checkpoint of them first.
+	Discard bool
+	// Checkpoint configures the safety checkpoint; an empty Message says
+	// which revision the head was restored to.
+	Checkpoint CheckpointOptions
+}
+
+// DestroyOptions configure Head.Destroy. The zero value (or nil) takes a
+// final checkpoint of uncommitted work first.
+type DestroyOptions struct {
+	// Discard throws uncommitted changes away instead of taking a final
+	// checkpoint of them.
+	Discard bool
+}
+
+// LogOptions configure Head.Log. The zero value (or nil) lists every
+// checkpoint.
+type LogOptions struct {
+	// Limit lists at most this many checkpoints; 0 means all, negative is
+	// InvalidArgument.
+	Limit int
+}
+
+// ForkOptions configure Head.Fork. The zero value (or nil) forks from a
+// checkpoint of the source's state now.
+type ForkOptions struct {
+	// From forks from this checkpoint (or any revision) without taking a
+	// checkpoint of the source. Empty forks from the source's state now,
+	// uncommitted work included, by checkpointing it first.
+	From Rev
+	// Checkpoint configures the checkpoint of the source when From is
+	// empty; an empty Message names the fork.
+	Checkpoint CheckpointOptions
+}
+
+// RestoreResult is what Head.Restore returns.
+type RestoreResult struct {
+	// Safety is the checkpoint taken of the dirty head before restoring,
+	// or nil when the head was clean or the caller discarded.
+	Safety *CheckpointResult
+	// Commit is the commit the head's tree now equals.
+	Commit CheckpointID
+}
+
+// DestroyResult is what Head.Destroy returns.
+type DestroyResult struct {
+	// Final is the checkpoint taken of the dirty head before destroying
+	// it, or nil when it was clean or the caller discarded.
+	Final *CheckpointResult
+}
+
+// driverOpen is the driver's form of o (nil: the defaults).
+func driverOpen(o *OpenOptions) *backend.OpenOptions {
+	if o == nil {
+		return &backend.OpenOptions{}
+	}
+	return &backend.OpenOptions{HeadsDir: o.HeadsDir}
+}
+
+// driverReopen is the driver's form of o (nil: the defaults).
+func driverReopen(o *ReopenOptions) *backend.ReopenOptions {
+	if o == nil {
+		return &backend.ReopenOptions{}
+	}
+	return &backend.ReopenOptions{AllowArchived: o.AllowArchived}
+}
+
+// driverCheckpoint is the driver's form of o (nil: the defaults), with
+// message used when o names none. Include entries must be valid FS names.
+func driverCheckpoint(op string, o *CheckpointOptions, message string) (*backend.CheckpointOptions, error) {
+	d := &backend.CheckpointOptions{Message: message, Author: DefaultAuthor, MaxNewFileSize: DefaultMaxNewFileSize}
+	if o == nil {
+		return d, nil
+	}
+	if o.Message != "" {
+		d.Message = o.Message
+	}
+	if o.Author != (Signature{}) {
+		d.Author = o.Author
+	}
+	switch {
+	case o.MaxNewFileSize > 0:
+		d.MaxNewFileSize = o.MaxNewFileSize
+	case o.MaxNewFileSize < 0:
+		d.MaxNewFileSize = -1
+	}
+	for _, p := range o.Include {
+		if err := backend.CheckPath(op, p); err != nil {
+			return nil, err
+		}
+	}
+	d.Include = append([]string(nil), o.Include...)
+	return d, nil
+}
+
+// driverRestore is the driver's form of a restore: the safety checkpoint
+// and Discard are the workspace layer's, not the driver's.
+func driverRestore(*RestoreOptions) *backend.RestoreOptions { return &backend.RestoreOptions{} }
+
+// driverDestroy is the driver's form of a destroy: the final checkpoint
+// and Discard are the workspace layer's, not the driver's.
+func driverDestroy(*DestroyOptions) *backend.DestroyOptions { return &backend.DestroyOptions{} }
+
+// driverLog is the driver's form of o (nil: the defaults).
+func driverLog(o *LogOptions) *backend.LogOptions {
+	if o == nil {
+		return &backend.LogOptions{}
+	}
+	return &backend.LogOptions{Limit: o.Limit}
+}
