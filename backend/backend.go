@@ -73,7 +73,11 @@ type Capabilities struct {
 // Canceled. Every error is, or wraps, an *Error whose code is the one the
 // method's contract names.
 //
-// Options pointers passed by the workspace layer are never nil.
+// Options pointers passed by the workspace layer are never nil, and their
+// values are normalized: defaults filled in, paths and names validated.
+// The options a user fills are package workspace's; what only the
+// workspace layer acts on (Discard, safety and final checkpoints) never
+// reaches a driver.
 type Backend interface {
 	// ID returns the backend's persistent ID; it never changes.
 	ID() ID
@@ -210,10 +214,10 @@ type Head interface {
 	// Destroy removes the head's directory and registration, keeps its
 	// branch and every checkpoint, leaves a tombstone so that its binding
 	// reopens as Destroyed, and closes the head. The caller (the workspace
-	// layer) takes the final checkpoint first unless opts.Discard; Destroy
-	// itself never checkpoints and returns a zero Final. Destroying an
-	// attached head only forgets it: files, branch and index stay.
-	Destroy(ctx context.Context, opts *DestroyOptions) (DestroyResult, error)
+	// layer) takes the final checkpoint first unless its user discards;
+	// Destroy itself never checkpoints. Destroying an attached head only
+	// forgets it: files, branch and index stay.
+	Destroy(ctx context.Context, opts *DestroyOptions) error
 
 	// Close releases the head and its isolation lock. It never deletes
 	// anything. A second Close returns an error.
@@ -319,37 +323,22 @@ type CheckpointResult struct {
 	Skipped []Skipped // sorted by path
 }
 
-// RestoreOptions configure Restore.
-type RestoreOptions struct {
-	// Discard throws the head's uncommitted changes away instead of taking
-	// a safety checkpoint of them first.
-	Discard bool
-	// Checkpoint configures the safety checkpoint (message, author, cap).
-	Checkpoint CheckpointOptions
-}
+// RestoreOptions configure a driver's Restore. It has no fields yet: the
+// safety checkpoint and Discard are the workspace layer's, never the
+// driver's. It exists so that driver options can be added without
+// changing the interface.
+type RestoreOptions struct{}
 
-// RestoreResult is what Restore returns.
+// RestoreResult is what a driver's Restore returns.
 type RestoreResult struct {
-	// Safety is the checkpoint taken of the dirty head before restoring, or
-	// nil when the head was clean or the caller discarded.
-	Safety *CheckpointResult
 	// Commit is the commit the head's tree now equals.
 	Commit CheckpointID
 }
 
-// DestroyOptions configure Destroy.
-type DestroyOptions struct {
-	// Discard throws uncommitted changes away instead of taking a final
-	// checkpoint of them.
-	Discard bool
-}
-
-// DestroyResult is what Destroy returns.
-type DestroyResult struct {
-	// Final is the checkpoint taken of the dirty head before destroying it,
-	// or nil when it was clean or the caller discarded.
-	Final *CheckpointResult
-}
+// DestroyOptions configure a driver's Destroy. It has no fields yet: the
+// final checkpoint and Discard are the workspace layer's, never the
+// driver's.
+type DestroyOptions struct{}
 
 // LogOptions configure Log.
 type LogOptions struct {

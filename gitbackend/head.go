@@ -490,25 +490,25 @@ func (h *head) SetArchived(ctx context.Context, archived bool) error {
 // registration) with git worktree remove, keeps its branch and checkpoint
 // refs, and turns its manifest into a tombstone. An attached head is only
 // forgotten.
-func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) (backend.DestroyResult, error) {
+func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error {
 	const op = "destroy"
 	mf, err := h.enter(ctx, "Destroy")
 	if err != nil {
-		return backend.DestroyResult{}, err
+		return err
 	}
 	l, err := h.lock(ctx, mf, op)
 	if err != nil {
-		return backend.DestroyResult{}, err
+		return err
 	}
 	defer l.Unlock()
 	rl, err := h.w.lockRepo(ctx, "destroy "+mf.Name)
 	if err != nil {
-		return backend.DestroyResult{}, err
+		return err
 	}
 	defer rl.Unlock()
 	if !mf.Attached {
 		if err := h.removeWorktree(ctx, mf); err != nil {
-			return backend.DestroyResult{}, h.wrap(op, err)
+			return h.wrap(op, err)
 		}
 	}
 	tomb, err := h.w.meta.readManifest(mf.ID)
@@ -517,13 +517,13 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) (backe
 	}
 	tomb.State = backend.StateDestroyed
 	if err := h.w.meta.writeManifest(tomb); err != nil {
-		return backend.DestroyResult{}, h.wrap(op, err)
+		return h.wrap(op, err)
 	}
 	h.mu.Lock()
 	h.mf.State = backend.StateDestroyed
 	h.mu.Unlock()
 	_ = h.Close()
-	return backend.DestroyResult{}, nil
+	return nil
 }
 
 // removeWorktree removes the head's directory and registration; callers

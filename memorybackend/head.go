@@ -541,9 +541,9 @@ func (h *head) SetArchived(ctx context.Context, archived bool) error {
 	return setArchived(h.hs, h.hs.info.Name, archived)
 }
 
-func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) (backend.DestroyResult, error) {
+func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error {
 	if err := h.enter(ctx, "Destroy"); err != nil {
-		return backend.DestroyResult{}, err
+		return err
 	}
 	h.w.ws.mu.Lock()
 	h.hs.info.State = backend.StateDestroyed
@@ -556,7 +556,7 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) (backe
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
-	return backend.DestroyResult{}, nil
+	return nil
 }
 
 func (h *head) Close() error {

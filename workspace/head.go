@@ -364,7 +364,7 @@ func (h *Head) Destroy(ctx context.Context, opts *DestroyOptions) (DestroyResult
 				len(lost), strings.Join(lost, ", "))
 		}
 	}
-	if _, err := h.h.Destroy(ctx, driverDestroy(&o)); err != nil {
+	if err := h.h.Destroy(ctx, driverDestroy(&o)); err != nil {
 		return res, wrap(op, h.name, err)
 	}
 	h.mu.Lock()

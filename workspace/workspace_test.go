@@ -139,8 +139,8 @@ func (h *fakeHead) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff
 func (h *fakeHead) SetArchived(ctx context.Context, archived bool) error {
 	return h.f.call("Head.SetArchived")
 }
-func (h *fakeHead) Destroy(ctx context.Context, opts *backend.DestroyOptions) (backend.DestroyResult, error) {
-	return backend.DestroyResult{}, h.f.call("Destroy")
+func (h *fakeHead) Destroy(ctx context.Context, opts *backend.DestroyOptions) error {
+	return h.f.call("Destroy")
 }
 func (h *fakeHead) Close() error { return h.f.call("Head.Close") }
 

@@ -167,7 +167,7 @@ func (h *blockingHead) SetArchived(ctx context.Context, archived bool) error {
 	return h.Head.SetArchived(ctx, archived)
 }
 
-func (h *blockingHead) Destroy(ctx context.Context, opts *backend.DestroyOptions) (backend.DestroyResult, error) {
+func (h *blockingHead) Destroy(ctx context.Context, opts *backend.DestroyOptions) error {
 	h.blocks.park(ctx, "Destroy")
 	return h.Head.Destroy(ctx, opts)
 }

@@ -1,0 +1,116 @@
+package workspace
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// consumed are the user options the workspace layer acts on itself; they
+// must not reach a driver.
+var consumed = map[string]bool{
+	"RestoreOptions.Discard":    true, // no safety checkpoint
+	"RestoreOptions.Checkpoint": true, // the safety checkpoint's options (checked below)
+	"DestroyOptions.Discard":    true, // no final checkpoint
+}
+
+// nonZero sets every field of the struct v points to a non-zero value
+// that differs from the defaults.
+func nonZero(t *testing.T, v any) {
+	t.Helper()
+	rv := reflect.ValueOf(v).Elem()
+	for i := range rv.NumField() {
+		f := rv.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("user-" + rv.Type().Field(i).Name)
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Int, reflect.Int64:
+			f.SetInt(12345)
+		case reflect.Slice:
+			f.Set(reflect.ValueOf([]string{"a/b"}))
+		case reflect.Struct:
+			if f.Type() == reflect.TypeFor[Signature]() {
+				f.Set(reflect.ValueOf(Signature{Name: "n", Email: "e"}))
+				continue
+			}
+			nonZero(t, f.Addr().Interface())
+		default:
+			t.Fatalf("field %s of kind %v: teach the test", rv.Type().Field(i).Name, f.Kind())
+		}
+	}
+}
+
+// reaches asserts that every field of user either reaches driver with the
+// same value or is consumed, and that every driver field is fed.
+func reaches(t *testing.T, user, driver any) {
+	t.Helper()
+	u, d := reflect.ValueOf(user).Elem(), reflect.ValueOf(driver).Elem()
+	for i := range u.NumField() {
+		name := u.Type().Name() + "." + u.Type().Field(i).Name
+		df := d.FieldByName(u.Type().Field(i).Name)
+		if consumed[name] {
+			assert.False(t, df.IsValid(), "%s is the workspace layer's, but the driver receives it", name)
+			continue
+		}
+		require.True(t, df.IsValid(), "%s never reaches the driver", name)
+		assert.Equal(t, u.Field(i).Interface(), df.Interface(), "%s changed on the way to the driver", name)
+	}
+	for i := range d.NumField() {
+		assert.True(t, u.FieldByName(d.Type().Field(i).Name).IsValid(),
+			"the driver's %s.%s is fed by no user option", d.Type().Name(), d.Type().Field(i).Name)
+	}
+}
+
+func TestEveryUserOptionReachesTheDriverOrIsConsumed(t *testing.T) {
+	var open OpenOptions
+	nonZero(t, &open)
+	reaches(t, &open, driverOpen(&open))
+
+	var reopen ReopenOptions
+	nonZero(t, &reopen)
+	reaches(t, &reopen, driverReopen(&reopen))
+
+	var cp CheckpointOptions
+	nonZero(t, &cp)
+	dcp, err := driverCheckpoint("checkpoint", &cp, "default")
+	require.NoError(t, err)
+	reaches(t, &cp, dcp)
+
+	var restore RestoreOptions
+	nonZero(t, &restore)
+	reaches(t, &restore, driverRestore(&restore))
+	safety, err := driverCheckpoint("restore", &restore.Checkpoint, "default")
+	require.NoError(t, err)
+	reaches(t, &restore.Checkpoint, safety)
+
+	var destroy DestroyOptions
+	nonZero(t, &destroy)
+	reaches(t, &destroy, driverDestroy(&destroy))
+
+	var log LogOptions
+	nonZero(t, &log)
+	reaches(t, &log, driverLog(&log))
+}
+
+// The driver receives options normalized: never nil, defaults filled.
+func TestDriverOptionsAreNormalized(t *testing.T) {
+	d, err := driverCheckpoint("checkpoint", nil, "grove checkpoint")
+	require.NoError(t, err)
+	assert.Equal(t, "grove checkpoint", d.Message)
+	assert.Equal(t, DefaultAuthor, d.Author)
+	assert.Equal(t, int64(DefaultMaxNewFileSize), d.MaxNewFileSize)
+	d, err = driverCheckpoint("checkpoint", &CheckpointOptions{MaxNewFileSize: -7}, "m")
+	require.NoError(t, err)
+	assert.Equal(t, int64(-1), d.MaxNewFileSize, "any negative cap is no cap")
+	_, err = driverCheckpoint("checkpoint", &CheckpointOptions{Include: []string{"../out"}}, "m")
+	assert.Equal(t, PathEscape, CodeOf(err))
+	assert.NotNil(t, driverOpen(nil))
+	assert.NotNil(t, driverReopen(nil))
+	assert.NotNil(t, driverLog(nil))
+	assert.NotNil(t, driverRestore(nil))
+	assert.NotNil(t, driverDestroy(nil))
+}
