@@ -91,3 +91,65 @@ func checkRepositoryAfterChurn(t *testing.T, f *fixture, heads int) {
 		assert.NoFileExists(t, filepath.Join(f.repo, ".git", lockName))
 	}
 }
+
+// Status takes no per-head lock: polls run while checkpoints and restores
+// of the same head do, and each answers with a consistent status (the race
+// detector judges the rest), even when the head's index is damaged and
+// every poll needs its own temporary index.
+func TestStatusPollsRunDuringWritesOfTheSameHead(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("polled")
+	first, err := h.Checkpoint(f.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 3 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				st, err := h.Status(f.ctx)
+				if err != nil {
+					t.Errorf("status during writes: %v", err)
+					return
+				}
+				assert.Len(t, st.Commit, 40)
+			}
+		})
+	}
+	for i := range 10 {
+		f.write(h, "f.txt", fmt.Sprint(i))
+		if _, err := h.Checkpoint(f.ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if i == 5 {
+			if _, err := h.Restore(f.ctx, workspace.Rev(first.ID), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A damaged index: every poll rebuilds its own from HEAD.
+	gitDir := strings.TrimSpace(f.git(h.Info().Root, "rev-parse", "--absolute-git-dir"))
+	if err := os.WriteFile(filepath.Join(gitDir, "index"), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if _, err := h.Status(f.ctx); err != nil {
+			t.Errorf("status of a damaged index: %v", err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	ents, err := os.ReadDir(gitDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		assert.False(t, strings.HasPrefix(e.Name(), "grove-status-index"), "a poll left %s behind", e.Name())
+	}
+}

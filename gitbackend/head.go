@@ -303,12 +303,17 @@ func (h *head) Status(ctx context.Context) (backend.Status, error) {
 	if err != nil && backend.CodeOf(err) == backend.Internal && !mf.Attached {
 		// The head's index may be damaged: answer from an index read from
 		// HEAD instead (the next checkpoint or restore repairs the head's).
-		tmp := filepath.Join(mf.Admin, "grove-status-index")
-		if rerr := h.rebuildIndex(ctx, tmp, "HEAD"); rerr == nil {
-			out, err = h.git(ctx, gitcmd.Cmd{NoOptionalLocks: true, Env: []string{"GIT_INDEX_FILE=" + tmp}, Args: statusArgs})
+		// Status takes no lock, so concurrent polls each need their own
+		// file.
+		if f, terr := os.CreateTemp(mf.Admin, "grove-status-index-*"); terr == nil {
+			tmp := f.Name()
+			_ = f.Close()
+			if rerr := h.rebuildIndex(ctx, tmp, "HEAD"); rerr == nil {
+				out, err = h.git(ctx, gitcmd.Cmd{NoOptionalLocks: true, Env: []string{"GIT_INDEX_FILE=" + tmp}, Args: statusArgs})
+			}
+			_ = os.Remove(tmp)
+			_ = os.Remove(tmp + ".lock")
 		}
-		_ = os.Remove(tmp)
-		_ = os.Remove(tmp + ".lock")
 	}
 	if err != nil {
 		if _, serr := os.Stat(mf.Dir); serr != nil {
