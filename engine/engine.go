@@ -21,7 +21,7 @@ type Options struct {
 	Path string
 	// Backends are the backends sessions may be bound through, by ID; two
 	// with one ID are an error.
-	Backends []backend.Backend
+	Backends []workspace.Backend
 	// Placement is where sessions that name none get their head; zero
 	// means every session must name one (or be Headless).
 	Placement Placement
@@ -37,8 +37,8 @@ type Engine struct {
 	st        store
 	path      string
 	leaseDir  string
-	backends  []backend.Backend
-	byID      map[backend.ID]backend.Backend
+	backends  []workspace.Backend
+	byID      map[backend.ID]workspace.Backend
 	placement Placement
 	snapshot  SnapshotPolicy
 
@@ -61,7 +61,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, errorf(backend.InvalidArgument, "open", "database path: %w", err)
 	}
-	e := &Engine{path: path, leaseDir: opts.LeaseDir, byID: map[backend.ID]backend.Backend{}, sessions: map[*Session]struct{}{}}
+	e := &Engine{path: path, leaseDir: opts.LeaseDir, byID: map[backend.ID]workspace.Backend{}, sessions: map[*Session]struct{}{}}
 	if e.leaseDir == "" {
 		e.leaseDir = path + ".leases"
 	}
@@ -104,7 +104,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 
 // register adds a placement's backend to the registry unless one with its
 // ID is there; another backend value with that ID is InvalidArgument.
-func (e *Engine) register(b backend.Backend) error {
+func (e *Engine) register(b workspace.Backend) error {
 	if have, ok := e.byID[b.ID()]; ok {
 		if have != b {
 			return errorf(backend.InvalidArgument, "open", "the placement's backend is not the registered backend %q", b.ID())
@@ -314,7 +314,7 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 		s.release(ctx, s.ownsHead)
 		return nil, err
 	}
-	var b backend.Backend
+	var b workspace.Backend
 	var bind backend.Binding
 	if !spec.headless {
 		b = spec.placement.backend()
@@ -351,7 +351,7 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 	return s, nil
 }
 
-func backendID(b backend.Backend) backend.ID {
+func backendID(b workspace.Backend) backend.ID {
 	if b == nil {
 		return ""
 	}
@@ -417,10 +417,10 @@ type ResumeOptions struct {
 type ResumeReport struct {
 	// LastCheckpoint is the last checkpoint the journal recorded (the
 	// head's base before any).
-	LastCheckpoint backend.CheckpointID
+	LastCheckpoint workspace.CheckpointID
 	// Gained lists the commits the head's branch gained since then,
 	// newest first: work done behind the session's back.
-	Gained []backend.CheckpointID
+	Gained []workspace.CheckpointID
 	// ConfigDrift is set when the configuration changed and the caller
 	// allowed it.
 	ConfigDrift bool
@@ -494,7 +494,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	s := newSession(e, id, rec.agent, pr.Kind, perm, snap, opts.Config, lease)
 	s.resumed = true
 	release := func() { s.release(ctx, false) }
-	var b backend.Backend
+	var b workspace.Backend
 	if data != nil {
 		bind, err := workspace.DecodeBinding(data)
 		if err != nil {
@@ -541,7 +541,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 		if report.LastCheckpoint == "" {
 			report.LastCheckpoint = s.head.Info().Base
 		}
-		gained, err := s.head.Commits(ctx, backend.Rev(report.LastCheckpoint))
+		gained, err := s.head.Commits(ctx, workspace.Rev(report.LastCheckpoint))
 		if err != nil {
 			release()
 			if backend.CodeOf(err) == backend.Canceled {

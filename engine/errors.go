@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/workspace"
 )
 
 // coded returns the *backend.Error an engine error type unwraps to, which
@@ -79,7 +80,7 @@ type ResumeError struct {
 	// Why is, for HeadUnavailable, the cause's reason (the backend's own
 	// value: workspace.ReasonMissing, ReasonUnregistered, ReasonMoved or
 	// ReasonBranch); empty when the code says it all.
-	Why backend.Reason
+	Why workspace.Reason
 	Err error
 }
 

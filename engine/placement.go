@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/workspace"
 )
 
 // Placement says where a session's head comes from. Exactly one of its
@@ -27,15 +28,15 @@ type Placement struct {
 
 // PerSession places each session on a new isolated head.
 type PerSession struct {
-	Backend  backend.Backend
-	Root     string      // the workspace's locator (for git: a path in the repository)
-	Base     backend.Rev // the revision every session's head starts from; empty: the workspace's HEAD
-	HeadsDir string      // where heads go; empty: the backend's default
+	Backend  workspace.Backend
+	Root     string        // the workspace's locator (for git: a path in the repository)
+	Base     workspace.Rev // the revision every session's head starts from; empty: the workspace's HEAD
+	HeadsDir string        // where heads go; empty: the backend's default
 }
 
 // ExistingHead names a head that exists in a workspace.
 type ExistingHead struct {
-	Backend backend.Backend
+	Backend workspace.Backend
 	Root    string
 	Head    string // the head's name
 }
@@ -66,7 +67,7 @@ func (p Placement) validate() (Placement, error) {
 	default:
 		return p, &PlacementError{Kind: TwoPlacements, Err: errors.New("more than one of PerSession, Shared and Exclusive is set")}
 	}
-	check := func(b backend.Backend, root string) (string, error) {
+	check := func(b workspace.Backend, root string) (string, error) {
 		if b == nil {
 			return "", &PlacementError{Kind: NilBackend, Err: errors.New("the placement names no backend")}
 		}
@@ -105,7 +106,7 @@ func (p Placement) validate() (Placement, error) {
 	return p, err
 }
 
-func (p Placement) backend() backend.Backend {
+func (p Placement) backend() workspace.Backend {
 	switch {
 	case p.PerSession != nil:
 		return p.PerSession.Backend

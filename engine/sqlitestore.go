@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/workspace"
 )
 
 // sqliteStore is the embedded store: one SQLite file, shared by the
@@ -91,7 +92,7 @@ func (s *sqliteStore) load(ctx context.Context, id string) (sessionRecord, []byt
 	if err != nil {
 		return rec, nil, s.fail(err)
 	}
-	rec.lastCheckpoint = backend.CheckpointID(last)
+	rec.lastCheckpoint = workspace.CheckpointID(last)
 	var data []byte
 	err = s.db.QueryRowContext(ctx, `SELECT binding FROM bindings WHERE session_id = ?`, id).Scan(&data)
 	switch {
@@ -151,7 +152,7 @@ func (s *sqliteStore) reopen(ctx context.Context, id string, kind EventKind, pay
 	})
 }
 
-func (s *sqliteStore) setLast(ctx context.Context, id string, commit backend.CheckpointID, kind EventKind, payload any) error {
+func (s *sqliteStore) setLast(ctx context.Context, id string, commit workspace.CheckpointID, kind EventKind, payload any) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_checkpoint = ?, updated_at = ? WHERE id = ?`, string(commit), now(), id); err != nil {
 			return err

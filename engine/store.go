@@ -16,6 +16,7 @@ import (
 	_ "github.com/mattn/go-sqlite3" // the SQLite driver
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/workspace"
 )
 
 // migrations are the schema's numbered steps; migration i (from 1) takes
@@ -212,7 +213,7 @@ type store interface {
 	reopen(ctx context.Context, id string, kind EventKind, payload any) error
 	// setLast makes commit the session's last checkpoint and journals
 	// kind with payload.
-	setLast(ctx context.Context, id string, commit backend.CheckpointID, kind EventKind, payload any) error
+	setLast(ctx context.Context, id string, commit workspace.CheckpointID, kind EventKind, payload any) error
 	// journal appends one event.
 	journal(ctx context.Context, id string, kind EventKind, payload any) error
 	// closeSession releases the session's claims, marks it closed and
@@ -230,6 +231,6 @@ var errNoSession = errors.New("no such session")
 // sessionRecord is a session as the store keeps it.
 type sessionRecord struct {
 	id, agent, placement, digest string
-	lastCheckpoint               backend.CheckpointID
+	lastCheckpoint               workspace.CheckpointID
 	state                        string // open or closed
 }

@@ -19,7 +19,6 @@ import (
 	"strings"
 	"testing/fstest"
 
-	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/memorybackend"
 	"github.com/groveworks/grove/workspace"
@@ -46,13 +45,13 @@ var demoFiles = fstest.MapFS{
 
 // setup makes the demo project and returns a backend maker and the
 // workspace's locator.
-func setup(ctx context.Context, memory, keep bool) (newBackend func() backend.Backend, locator string, cleanup func(), err error) {
+func setup(ctx context.Context, memory, keep bool) (newBackend func() workspace.Backend, locator string, cleanup func(), err error) {
 	if memory {
 		store := memorybackend.NewStore()
 		if _, err := store.Init("demo", demoFiles); err != nil {
 			return nil, "", nil, err
 		}
-		return func() backend.Backend { return memorybackend.New(memorybackend.Options{Store: store}) }, "demo", func() {}, nil
+		return func() workspace.Backend { return memorybackend.New(memorybackend.Options{Store: store}) }, "demo", func() {}, nil
 	}
 	dir, err := os.MkdirTemp("", "grove-tour-")
 	if err != nil {
@@ -67,7 +66,7 @@ func setup(ctx context.Context, memory, keep bool) (newBackend func() backend.Ba
 		cleanup()
 		return nil, "", nil, err
 	}
-	return func() backend.Backend { return gitbackend.New(gitbackend.Options{}) }, repo, cleanup, nil
+	return func() workspace.Backend { return gitbackend.New(gitbackend.Options{}) }, repo, cleanup, nil
 }
 
 // writeRepo makes a git repository holding demoFiles, committed by plain git.
