@@ -3,7 +3,7 @@
 //
 //	e, _ := engine.Open(ctx, engine.Options{
 //		Path:      "state/grove.db",
-//		Backends:  []backend.Backend{gb},
+//		Backends:  []workspace.Backend{gb},
 //		Placement: engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: repo, Base: "main"}},
 //	})
 //	s, _ := e.NewSession(ctx, engine.SessionOptions{Config: agentSettings})
@@ -15,6 +15,10 @@
 //
 // The store is one SQLite file (github.com/mattn/go-sqlite3) in WAL mode
 // with synchronous=FULL and a busy timeout, so several processes share it.
+// All of the engine's SQL sits behind one internal store interface, one
+// transaction per method. SQLite needs cgo: a binary built with
+// CGO_ENABLED=0 gets a *StoreError of kind NoSQLite (Unimplemented) from
+// Open.
 // Its schema is built by numbered migrations (PRAGMA user_version) and
 // pinned by testdata/schema.sql. NewSession writes the session, its
 // binding, its claim (for an isolated or exclusive head) and its "bound"
@@ -41,10 +45,27 @@
 // digest (placement, access, snapshot policy, backend ID, the caller's
 // Config) with the recorded one, and reports the commits the head's branch
 // gained since the last journaled checkpoint (ResumeReport.Gained). A
-// session that cannot be resumed as bound is a *ResumeError whose Kind, and
-// for HeadUnavailable whose Why, says what went wrong; a database the
-// engine cannot read (malformed pages included) is a *StoreError, and
-// Resume writes nothing to it.
+// session that cannot be resumed as bound is a *ResumeError whose Kind says
+// which step failed and whose code (and, for HeadUnavailable, Why: the
+// backend's own Reason) says what went wrong; a database the engine cannot
+// read (malformed pages included) is a *StoreError, and Resume writes
+// nothing to it.
+//
+// # Session lifetime
+//
+// A session's calls, its turns and its idle checkpoint run under the
+// session's lifetime: Close cancels them, waits for them to return, and
+// only then journals "closed", so nothing is journaled after "closed". A
+// turn's end is journaled even when the caller's context was cancelled.
+//
+// # Permission
+//
+// A session is ReadWrite or ReadOnly (Permission; not to be confused with
+// a head's Access, isolated or shared). A ReadOnly session hands out only
+// read-only views of its head (Head, FS, and the Env its extensions get:
+// see workspace.Head.ReadOnly), answers its own Checkpoint, Restore, Fork,
+// Archive and Destroy with PermissionDenied, and never checkpoints by
+// itself.
 //
 // # Errors
 //
@@ -61,9 +82,15 @@
 // # Departures from DESIGN §7
 //
 //   - Session.Fork returns the new session; its head is held through an
-//     exclusive placement recorded with the new session.
-//   - Access (read-only or read-write) is enforced by Session.FS; the
-//     pattern policy and extra roots of DESIGN §8 come later, on top.
+//     exclusive placement recorded with the new session, and handed over
+//     without being closed. ForkOptions' zero fields inherit the parent's
+//     agent, permission, snapshot policy, Config and extensions.
+//   - Permission (read-only or read-write) is enforced at every way to the
+//     head the session hands out; the pattern policy and extra roots of
+//     DESIGN §8 come later, on top.
+//   - ResumeError.Why is a workspace.Reason taken from the cause; an
+//     archived or destroyed head is told by the code (Archived,
+//     Destroyed), not by Why.
 //   - Closing the engine closes the sessions it still has open (releasing
 //     their claims and leases; nothing is deleted).
 //   - Archive and Destroy are also Session methods so that they are
