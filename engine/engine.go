@@ -278,9 +278,11 @@ type sessionSpec struct {
 	config    []byte
 	exts      []Extension
 	takeOver  bool
-	// head, when set, is the session's head, already open (a fork's); the
-	// session takes it over and destroys it if the session fails to start.
+	// head, when set, is the session's head, already open (a fork's),
+	// and ws the workspace it was opened from; the session takes both
+	// over and destroys the head if the session fails to start.
 	head *workspace.Head
+	ws   *workspace.Workspace
 }
 
 // start makes, persists and returns a new session as spec says. On failure
@@ -290,6 +292,9 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 	early := func(err error) (*Session, error) {
 		if spec.head != nil { // a fork's head: nothing may be left orphaned
 			_, _ = spec.head.Destroy(context.WithoutCancel(ctx), &workspace.DestroyOptions{Discard: true})
+		}
+		if spec.ws != nil {
+			_ = spec.ws.Close()
 		}
 		return nil, err
 	}
@@ -308,7 +313,7 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 	}
 	s := newSession(e, id, spec.agent, kindOf(spec.placement), perm, snap, spec.config, lease)
 	if spec.head != nil {
-		s.head, s.ownsHead = spec.head, true
+		s.head, s.ws, s.ownsHead = spec.head, spec.ws, true
 	}
 	fail := func(err error) (*Session, error) {
 		s.release(ctx, s.ownsHead)

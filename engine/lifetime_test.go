@@ -293,3 +293,26 @@ func headNames(t *testing.T, b *memorybackend.Backend) []string {
 	}
 	return out
 }
+
+// A forked session lives on its own: closing its parent leaves it able to
+// checkpoint and to fork in turn.
+func TestAForkOutlivesItsParent(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t)
+	e := openEngine(t, engine.Options{Placement: p, Backends: []workspace.Backend{b}})
+	parent, err := e.NewSession(ctx, &engine.SessionOptions{Snapshot: manual})
+	require.NoError(t, err)
+	child, err := parent.Fork(ctx, "child", nil)
+	require.NoError(t, err)
+	defer child.Close()
+	require.NoError(t, parent.Close())
+	require.NoError(t, child.FS().WriteFile("c.txt", []byte("c\n"), 0o644))
+	_, err = child.Checkpoint(ctx, nil)
+	require.NoError(t, err)
+	grandchild, err := child.Fork(ctx, "grandchild", nil)
+	require.NoError(t, err, "a fork whose parent closed cannot fork")
+	data, err := grandchild.FS().ReadFile("c.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "c\n", string(data))
+	require.NoError(t, grandchild.Close())
+}

@@ -272,13 +272,32 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 	if err != nil {
 		return nil, err
 	}
-	h, err := s.head.Fork(ctx, name, &workspace.ForkOptions{From: o.From, Checkpoint: o.Checkpoint})
+	// The child gets a workspace handle of its own, so that it outlives
+	// this session's.
+	cws, err := workspace.Open(ctx, ws.Backend(), ws.Info().Locator, nil)
 	if err != nil {
+		return nil, err
+	}
+	from := o.From
+	if from == "" {
+		if o.Checkpoint.Message == "" {
+			o.Checkpoint.Message = "grove: checkpoint before fork to " + name
+		}
+		cp, err := s.head.Checkpoint(ctx, &o.Checkpoint)
+		if err != nil {
+			_ = cws.Close()
+			return nil, err
+		}
+		from = workspace.Rev(cp.ID)
+	}
+	h, err := cws.NewHead(name).From(from).Create(ctx)
+	if err != nil {
+		_ = cws.Close()
 		return nil, err
 	}
 	child, err := s.e.start(ctx, sessionSpec{
 		agent: o.Agent, placement: p, perm: o.Permission, snap: o.Snapshot,
-		config: o.Config, exts: o.Extensions, head: h,
+		config: o.Config, exts: o.Extensions, head: h, ws: cws,
 	})
 	if err != nil {
 		return nil, err
