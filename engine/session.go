@@ -417,6 +417,9 @@ func (s *Session) autoCheckpoint(ctx context.Context, message string) error {
 	if err == nil {
 		return s.recordCheckpoint(ctx, cp, EventCheckpointed)
 	}
+	if s.life.Err() != nil && workspace.CodeOf(err) == workspace.Canceled {
+		return err // Close cancelled it: not a failure worth a journal entry
+	}
 	jctx, cancel := detached(ctx)
 	defer cancel()
 	_ = s.e.st.journal(jctx, s.id, EventCheckpointFailed, map[string]any{"error": err.Error(), "mode": s.snap.Mode})
