@@ -44,6 +44,7 @@ type Engine struct {
 
 	mu       sync.Mutex
 	closed   bool
+	starting sync.WaitGroup // NewSession, Resume and Fork calls in flight
 	sessions map[*Session]struct{}
 }
 
@@ -163,8 +164,12 @@ func (e *Engine) As(target any) bool {
 	return false
 }
 
-// Close closes the sessions still open in this engine (releasing their
-// leases and claims; nothing is deleted) and the database.
+// Close closes the engine: it waits for the NewSession, Resume and Fork
+// calls in flight, closes the sessions still open in this engine (each as
+// Session.Close does: releasing its lease and claims, deleting nothing),
+// and then the database. A second Close is FailedPrecondition. Close must
+// not be called from an extension's constructor or a turn's function,
+// which the engine waits for.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -172,6 +177,9 @@ func (e *Engine) Close() error {
 		return errorf(backend.FailedPrecondition, "close", "engine is already closed")
 	}
 	e.closed = true
+	e.mu.Unlock()
+	e.starting.Wait()
+	e.mu.Lock()
 	live := make([]*Session, 0, len(e.sessions))
 	for s := range e.sessions {
 		live = append(live, s)
@@ -179,7 +187,9 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	var errs []error
 	for _, s := range live {
-		if err := s.Close(); err != nil {
+		// A session another goroutine is closing is waited for; that
+		// Close reports its own outcome.
+		if err := s.Close(); err != nil && !errors.Is(err, errAlreadyClosed) {
 			errs = append(errs, err)
 		}
 	}
@@ -187,13 +197,16 @@ func (e *Engine) Close() error {
 	return errors.Join(errs...)
 }
 
-func (e *Engine) check(op string) error {
+// begin starts a call that makes a session: it fails once the engine is
+// closed, and Close waits for the returned function.
+func (e *Engine) begin(op string) (func(), error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return errorf(backend.FailedPrecondition, op, "engine is closed")
+		return nil, errorf(backend.FailedPrecondition, op, "engine is closed")
 	}
-	return nil
+	e.starting.Add(1)
+	return e.starting.Done, nil
 }
 
 // leasePath is the lease file of session id. Only an ID the engine makes
@@ -243,9 +256,11 @@ type SessionOptions struct {
 // opts may be nil.
 func (e *Engine) NewSession(ctx context.Context, opts *SessionOptions) (*Session, error) {
 	const op = "new session"
-	if err := e.check(op); err != nil {
+	done, err := e.begin(op)
+	if err != nil {
 		return nil, err
 	}
+	defer done()
 	if opts == nil {
 		opts = &SessionOptions{}
 	}
@@ -256,7 +271,6 @@ func (e *Engine) NewSession(ctx context.Context, opts *SessionOptions) (*Session
 	case p.IsZero() && !opts.Headless:
 		p = e.placement
 	}
-	var err error
 	if !opts.Headless {
 		if p, err = p.validate(); err != nil {
 			return nil, err
@@ -283,6 +297,9 @@ type sessionSpec struct {
 	// over and destroys the head if the session fails to start.
 	head *workspace.Head
 	ws   *workspace.Workspace
+	// parent, for a fork, is the session forked from: its "forked" event
+	// is journaled in the transaction that makes the new session.
+	parent string
 }
 
 // start makes, persists and returns a new session as spec says. On failure
@@ -340,16 +357,18 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 	rec := sessionRecord{
 		id: id, agent: spec.agent, placement: spec.placement.record(),
 		digest: digest(spec.placement.record(), perm, snap, backendID(b), spec.config),
+		parent: spec.parent, lastCheckpoint: workspace.CheckpointID(s.lastCheckpoint),
 	}
 	claim := s.kind != "shared" && !spec.headless
 	if err := e.st.create(ctx, rec, bind, claim, spec.takeOver); err != nil {
 		return fail(err)
 	}
+	created := s.ownsHead
 	s.ownsHead = false // the head is the durable session's now
 	s.exts = spec.exts
 	s.startLife()
 	if err := s.buildExtensions(); err != nil {
-		_ = s.Close()
+		s.abandon(ctx, created)
 		return nil, err
 	}
 	e.track(s)
@@ -446,9 +465,11 @@ type ResumeReport struct {
 // Canceled when ctx ended. opts may be nil.
 func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*Session, error) {
 	const op = "resume"
-	if err := e.check(op); err != nil {
+	done, err := e.begin(op)
+	if err != nil {
 		return nil, err
 	}
+	defer done()
 	if err := backend.ContextError(ctx, "engine: "+op); err != nil {
 		return nil, err
 	}
@@ -565,7 +586,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	s.exts = opts.Extensions
 	s.startLife()
 	if err := s.buildExtensions(); err != nil {
-		_ = s.Close()
+		s.abandon(ctx, false)
 		return nil, err
 	}
 	e.track(s)

@@ -149,7 +149,7 @@ func TestNewSessionPersistsBindingAndJournalsEachStep(t *testing.T) {
 	require.NoError(t, s.Close())
 	assert.Equal(t, []engine.EventKind{
 		engine.EventBound, engine.EventCheckpointed, engine.EventRestored,
-		engine.EventTurnStarted, engine.EventTurnDone, engine.EventForked, engine.EventClosed,
+		engine.EventTurnStarted, engine.EventTurnDone, engine.EventCheckpointed, engine.EventForked, engine.EventClosed,
 	}, kinds(t, s))
 
 	// A second process (another engine on the same file) resumes it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -262,22 +263,29 @@ func TestAForkInheritsAndLeavesNothingOrphaned(t *testing.T) {
 	assert.False(t, child.Resumed().ConfigDrift)
 	require.NoError(t, child.Close())
 
-	// A fork whose session cannot start (an extension fails) leaves no
-	// session holding a head, and one refused up front leaves no head.
+	// A fork whose session is refused up front, or cannot start (an
+	// extension fails after it was persisted), leaves no head behind; so
+	// does a new per-session session whose extension fails.
 	_, err = parent.Fork(ctx, "refused", &engine.ForkOptions{Permission: "bogus"})
 	checkCode(t, err, workspace.InvalidArgument)
-	heads := headNames(t, b)
-	assert.NotContains(t, heads, "refused", "a fork refused by its session left its head behind")
-	_, err = parent.Fork(ctx, "failing", &engine.ForkOptions{Extensions: []engine.Extension{{
-		New: func(engine.Env) (any, error) { return nil, errors.New("tool set unavailable") },
-	}}})
+	failing := []engine.Extension{{New: func(engine.Env) (any, error) { return nil, errors.New("tool set unavailable") }}}
+	_, err = parent.Fork(ctx, "failing", &engine.ForkOptions{Extensions: failing})
 	require.Error(t, err)
-	ws, err := workspace.Open(ctx, b, "demo", nil)
+	before := headNames(t, b)
+	_, err = e.NewSession(ctx, &engine.SessionOptions{Extensions: failing})
+	require.Error(t, err)
+	assert.Equal(t, before, headNames(t, b), "a session that failed to start left its head")
+	assert.NotContains(t, before, "refused", "a fork refused by its session left its head behind")
+	assert.NotContains(t, before, "failing", "a fork whose session failed to start left its head behind")
+	evs, err := e.Events(ctx, parent.ID())
 	require.NoError(t, err)
-	defer ws.Close()
-	h, err := ws.OpenHead(ctx, "failing", nil)
-	require.NoError(t, err, "the failed fork's head is free, not held by a half-started session")
-	require.NoError(t, h.Close())
+	forks := 0
+	for _, ev := range evs {
+		if ev.Kind == engine.EventForked {
+			forks++
+		}
+	}
+	assert.Equal(t, 2, forks, "the parent journals a fork with its session, in one transaction: the refused fork has none")
 }
 
 func headNames(t *testing.T, b *memorybackend.Backend) []string {
@@ -315,4 +323,118 @@ func TestAForkOutlivesItsParent(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "c\n", string(data))
 	require.NoError(t, grandchild.Close())
+}
+
+// Destroy is an idle-time operation: inside a turn it is refused, not a
+// deadlock on the turn it would wait for.
+func TestDestroyDuringATurnIsRefused(t *testing.T) {
+	b, p := memSetup(t)
+	e := openEngine(t, engine.Options{Placement: p, Backends: []workspace.Backend{b}})
+	s, err := e.NewSession(context.Background(), &engine.SessionOptions{Snapshot: manual})
+	require.NoError(t, err)
+	defer s.Close()
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Turn(context.Background(), func(ctx context.Context) error {
+			_, err := s.Destroy(ctx, &workspace.DestroyOptions{Discard: true})
+			return err
+		})
+	}()
+	select {
+	case err := <-done:
+		checkCode(t, err, workspace.FailedPrecondition)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Destroy inside a turn did not return")
+	}
+	_, err = s.Head().Status(context.Background())
+	assert.NoError(t, err, "the head survived")
+}
+
+// Closing the engine while a session is closing waits for that close: the
+// session's journal still ends with turn-done and closed, and its claim is
+// released.
+func TestEngineCloseWaitsForASessionClosingElsewhere(t *testing.T) {
+	b, p := memSetup(t)
+	path := filepath.Join(t.TempDir(), "g.db")
+	e, err := engine.Open(context.Background(), engine.Options{Path: path, Placement: p, Backends: []workspace.Backend{b}})
+	require.NoError(t, err)
+	s, err := e.NewSession(context.Background(), &engine.SessionOptions{Snapshot: manual})
+	require.NoError(t, err)
+	inTurn := make(chan struct{})
+	go func() {
+		_ = s.Turn(context.Background(), func(ctx context.Context) error {
+			close(inTurn)
+			<-ctx.Done()
+			time.Sleep(200 * time.Millisecond) // a turn slow to wind down
+			return ctx.Err()
+		})
+	}()
+	<-inTurn
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	time.Sleep(20 * time.Millisecond) // the session's Close is waiting for the turn
+	require.NoError(t, e.Close())
+	require.NoError(t, <-closed, "the session's own Close failed")
+
+	e2 := openEngine(t, engine.Options{Path: path, Placement: p, Backends: []workspace.Backend{b}})
+	assert.Equal(t, []engine.EventKind{engine.EventBound, engine.EventTurnStarted, engine.EventTurnDone, engine.EventClosed},
+		journalEndsAtClosed(t, e2, s.ID()))
+}
+
+// A session made while the engine closes is either refused or closed by
+// it; none is left open on a closed engine.
+func TestNoSessionOutlivesItsEngine(t *testing.T) {
+	b, p := memSetup(t)
+	for range 20 {
+		e, err := engine.Open(context.Background(), engine.Options{Path: filepath.Join(t.TempDir(), "g.db"), Placement: p, Backends: []workspace.Backend{b}})
+		require.NoError(t, err)
+		made := make(chan *engine.Session, 1)
+		inside := make(chan struct{})
+		slow := engine.Extension{New: func(engine.Env) (any, error) {
+			close(inside) // the session is persisted, not yet returned
+			time.Sleep(20 * time.Millisecond)
+			return 1, nil
+		}}
+		go func() {
+			s, err := e.NewSession(context.Background(), &engine.SessionOptions{Snapshot: manual, Extensions: []engine.Extension{slow}})
+			if err != nil {
+				checkCode(t, err, workspace.FailedPrecondition)
+			}
+			made <- s
+		}()
+		<-inside
+		require.NoError(t, e.Close())
+		if s := <-made; s != nil {
+			err := s.Close()
+			assert.ErrorIs(t, err, workspace.ErrFailedPrecondition, "a session survived its engine's Close")
+		}
+	}
+}
+
+// An idle checkpoint and a turn never overlap: no checkpoint lands
+// between a turn's start and its end.
+func TestAnIdleCheckpointNeverRunsInsideATurn(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t)
+	e := openEngine(t, engine.Options{Placement: p, Backends: []workspace.Backend{b}})
+	s, err := e.NewSession(ctx, &engine.SessionOptions{Snapshot: &engine.SnapshotPolicy{Trigger: engine.OnIdle, Idle: time.Microsecond}})
+	require.NoError(t, err)
+	for i := range 300 {
+		require.NoError(t, s.Turn(ctx, func(context.Context) error {
+			return s.FS().WriteFile("f.txt", []byte(fmt.Sprint(i)), 0o644)
+		}))
+		time.Sleep(time.Duration(i%5) * 20 * time.Microsecond)
+	}
+	require.NoError(t, s.Close())
+	inTurn := false
+	for _, k := range journalEndsAtClosed(t, e, s.ID()) {
+		switch k {
+		case engine.EventTurnStarted:
+			inTurn = true
+		case engine.EventTurnDone:
+			inTurn = false
+		case engine.EventCheckpointed, engine.EventCheckpointFailed:
+			assert.False(t, inTurn, "an idle checkpoint was journaled inside a turn")
+		}
+	}
 }

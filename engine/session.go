@@ -34,8 +34,8 @@ type Session struct {
 	lease  *lock.Lock
 
 	ws       *workspace.Workspace // the workspace the session opened, if any
-	head     *workspace.Head      // the session's own handle; never handed out
-	view     *workspace.Head      // what callers get: head, or its read-only view
+	head     *workspace.Head      // the session's handle, used for its own calls
+	view     *workspace.Head      // what callers get: head, or for ReadOnly its read-only view
 	ownsHead bool                 // a failed start destroys head (one it created, or a fork's)
 
 	resumed bool
@@ -43,20 +43,29 @@ type Session struct {
 	exts    []Extension
 	built   map[reflect.Type]any
 
-	life context.Context // ends when Close begins
-	end  context.CancelFunc
-	wg   sync.WaitGroup // calls, turns and idle checkpoints in flight
+	life     context.Context // ends when Close begins
+	end      context.CancelFunc
+	wg       sync.WaitGroup // calls, turns and idle checkpoints in flight
+	closedCh chan struct{}  // closed when Close has finished
+
+	// auto is held by an idle checkpoint while it runs; a turn waits for
+	// it before it starts, so the two never overlap.
+	auto sync.Mutex
 
 	mu             sync.Mutex
 	turn           bool
 	turns          int
 	closed         bool
 	idle           *time.Timer
+	idleGen        int // which idle timer is current
 	lastCheckpoint string
 }
 
+// errAlreadyClosed is the cause of a second Close's FailedPrecondition.
+var errAlreadyClosed = errors.New("already closed")
+
 func newSession(e *Engine, id, agent, kind string, perm Permission, snap SnapshotPolicy, config []byte, lease *lock.Lock) *Session {
-	s := &Session{e: e, id: id, agent: agent, kind: kind, perm: perm, snap: snap, config: bytes.Clone(config), lease: lease}
+	s := &Session{e: e, id: id, agent: agent, kind: kind, perm: perm, snap: snap, config: bytes.Clone(config), lease: lease, closedCh: make(chan struct{})}
 	s.life, s.end = context.WithCancel(context.Background())
 	return s
 }
@@ -79,7 +88,9 @@ func (s *Session) Permission() Permission { return s.perm }
 // Head returns the session's head under the session's permission (for a
 // ReadOnly session, a read-only view: see workspace.Head.ReadOnly), or
 // nil for a headless session. Changes made through it directly are not
-// journaled; use the Session's methods for that.
+// journaled; use the Session's methods for that. The session owns the
+// head: closing it (or its Workspace) is closing it under the session,
+// whose later calls then fail.
 func (s *Session) Head() *workspace.Head { return s.view }
 
 // Resumed returns what Resume found; the zero value for a new session.
@@ -217,8 +228,9 @@ type ForkOptions struct {
 	Agent string
 	// Permission of the new session; empty: the parent's.
 	Permission Permission
-	// Snapshot is the new session's snapshot policy; nil: the parent's
-	// (or, when Permission differs from the parent's, the engine's).
+	// Snapshot is the new session's snapshot policy; nil: the parent's,
+	// or, when Permission differs from the parent's, what NewSession
+	// gives that permission (the engine's; Manual for ReadOnly).
 	Snapshot *SnapshotPolicy
 	// Config is the new session's configuration; nil: the parent's (a
 	// non-nil empty slice means none).
@@ -232,16 +244,22 @@ type ForkOptions struct {
 	Checkpoint workspace.CheckpointOptions
 }
 
-// Fork checkpoints the head (uncommitted work included), creates an
-// isolated head called name from it and returns a new session bound to it
-// exclusively, through its claim. The new head is never closed in
-// between, so no other process can take it first; if the new session
-// cannot start, the new head is destroyed again (its branch and the
-// checkpoint stay). The parent journals "forked". A ReadOnly session
+// Fork checkpoints the head (uncommitted work included; journaled as the
+// parent's checkpoint), creates an isolated head called name from it and
+// returns a new session bound to it exclusively, through its claim. The
+// new head is never closed in between, so no other process can take it
+// first; if the new session cannot start, the new head is destroyed again
+// (its branch and the checkpoint stay). The parent's "forked" event is
+// written in the same transaction as the new session. A ReadOnly session
 // answers PermissionDenied (a fork checkpoints its source). opts may be
 // nil.
 func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Session, error) {
 	const op = "fork"
+	edone, err := s.e.begin(op)
+	if err != nil {
+		return nil, err
+	}
+	defer edone()
 	ctx, done, err := s.enter(ctx, op, true, true)
 	if err != nil {
 		return nil, err
@@ -284,6 +302,9 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 			o.Checkpoint.Message = "grove: checkpoint before fork to " + name
 		}
 		cp, err := s.head.Checkpoint(ctx, &o.Checkpoint)
+		if err == nil {
+			err = s.recordCheckpoint(ctx, cp, EventCheckpointed)
+		}
 		if err != nil {
 			_ = cws.Close()
 			return nil, err
@@ -295,14 +316,10 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 		_ = cws.Close()
 		return nil, err
 	}
-	child, err := s.e.start(ctx, sessionSpec{
+	return s.e.start(ctx, sessionSpec{
 		agent: o.Agent, placement: p, perm: o.Permission, snap: o.Snapshot,
-		config: o.Config, exts: o.Extensions, head: h, ws: cws,
+		config: o.Config, exts: o.Extensions, head: h, ws: cws, parent: s.id,
 	})
-	if err != nil {
-		return nil, err
-	}
-	return child, s.e.st.journal(ctx, s.id, EventForked, map[string]any{"session": child.id, "head": h.Info().ID, "from": h.Info().Base})
 }
 
 // Archive archives the session's head and journals it. A ReadOnly session
@@ -320,12 +337,20 @@ func (s *Session) Archive(ctx context.Context) error {
 }
 
 // Destroy destroys the session's head (with its final checkpoint unless
-// opts.Discard), journals it and closes the session. A ReadOnly session
-// answers PermissionDenied.
+// opts.Discard), journals it and closes the session. It is an idle-time
+// operation: while a turn runs it is FailedPrecondition. A ReadOnly
+// session answers PermissionDenied.
 func (s *Session) Destroy(ctx context.Context, opts *workspace.DestroyOptions) (workspace.DestroyResult, error) {
 	cctx, done, err := s.enter(ctx, "destroy", true, true)
 	if err != nil {
 		return workspace.DestroyResult{}, err
+	}
+	s.mu.Lock()
+	busy := s.turn
+	s.mu.Unlock()
+	if busy {
+		done()
+		return workspace.DestroyResult{}, errorf(backend.FailedPrecondition, "destroy", "a turn is running")
 	}
 	res, err := s.head.Destroy(cctx, opts)
 	if err != nil {
@@ -373,12 +398,16 @@ func (s *Session) Turn(ctx context.Context, f func(ctx context.Context) error) e
 		s.idle.Stop()
 		s.idle = nil
 	}
+	s.idleGen++
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		s.turn = false
 		s.mu.Unlock()
 	}()
+	// An idle checkpoint that started before this turn finishes first.
+	s.auto.Lock()
+	s.auto.Unlock() //nolint:staticcheck // an empty critical section: waiting is the point
 	if err := s.e.st.journal(tctx, s.id, EventTurnStarted, map[string]any{"turn": n}); err != nil {
 		return err
 	}
@@ -404,7 +433,9 @@ func (s *Session) Turn(ctx context.Context, f func(ctx context.Context) error) e
 	case OnIdle:
 		s.mu.Lock()
 		if !s.closed {
-			s.idle = time.AfterFunc(s.snap.Idle, s.idleCheckpoint)
+			s.idleGen++
+			gen := s.idleGen
+			s.idle = time.AfterFunc(s.snap.Idle, func() { s.idleCheckpoint(gen) })
 		}
 		s.mu.Unlock()
 	}
@@ -426,21 +457,25 @@ func (s *Session) autoCheckpoint(ctx context.Context, message string) error {
 	return err
 }
 
-// idleCheckpoint runs when the idle timer fires with no turn running. It
-// is one of the session's calls in flight: Close cancels and waits for it.
-func (s *Session) idleCheckpoint() {
+// idleCheckpoint runs when idle timer gen fires. It does nothing when a
+// turn runs or a newer timer replaced it; otherwise it holds s.auto, so a
+// turn starting meanwhile waits for it. It is one of the session's calls
+// in flight: Close cancels and waits for it.
+func (s *Session) idleCheckpoint(gen int) {
 	ctx, done, err := s.enter(context.Background(), "idle checkpoint", true, true)
 	if err != nil {
 		return // closed meanwhile
 	}
 	defer done()
 	s.mu.Lock()
-	if s.turn {
+	if s.turn || gen != s.idleGen {
 		s.mu.Unlock()
 		return
 	}
 	s.idle = nil
+	s.auto.Lock() // under s.mu: a turn cannot start between the check and this
 	s.mu.Unlock()
+	defer s.auto.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	_ = s.autoCheckpoint(ctx, "grove: idle checkpoint")
@@ -486,12 +521,15 @@ func (s *Session) As(target any) bool {
 // runs on the session's behalf (an idle checkpoint, a turn's context,
 // calls in progress), journals the close, releases the session's claim
 // and lease, and closes its head handle. It never deletes a head, a
-// worktree or a branch. A second Close is FailedPrecondition.
+// worktree or a branch. A second Close waits for the first to finish and
+// is FailedPrecondition. Close must not be called from a turn's function
+// or an extension's constructor, which it waits for.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return errorf(backend.FailedPrecondition, "close", "session %s is already closed", s.id)
+		<-s.closedCh
+		return &backend.Error{Code: backend.FailedPrecondition, Op: "engine: close", Err: fmt.Errorf("session %s: %w", s.id, errAlreadyClosed)}
 	}
 	s.closed = true
 	if s.idle != nil {
@@ -506,7 +544,23 @@ func (s *Session) Close() error {
 	err := s.e.st.closeSession(ctx, s.id)
 	s.release(ctx, false)
 	s.e.untrack(s)
+	close(s.closedCh)
 	return err
+}
+
+// abandon ends a session whose extensions failed after it was persisted:
+// a head the session made for itself (per-session, or a fork's) is
+// destroyed again and journaled so, and the session is closed. Nothing is
+// left that no caller knows of but a closed session's journal.
+func (s *Session) abandon(ctx context.Context, created bool) {
+	if created {
+		ctx, cancel := detached(ctx)
+		if _, err := s.head.Destroy(ctx, &workspace.DestroyOptions{Discard: true}); err == nil {
+			_ = s.e.st.journal(ctx, s.id, EventDestroyed, map[string]any{"reason": "the session failed to start"})
+		}
+		cancel()
+	}
+	_ = s.Close()
 }
 
 // Env is what an extension's constructor receives: the exact head and FS

@@ -77,6 +77,12 @@ func (s *sqliteStore) create(ctx context.Context, rec sessionRecord, bind backen
 				return err
 			}
 		}
+		if rec.parent != "" {
+			if err := appendEvent(ctx, tx, rec.parent, EventForked,
+				map[string]any{"session": rec.id, "head": bind.Head, "from": rec.lastCheckpoint}); err != nil {
+				return err
+			}
+		}
 		return appendEvent(ctx, tx, rec.id, EventBound, payload)
 	})
 }

@@ -202,7 +202,8 @@ func schema(ctx context.Context, db *sql.DB) (string, error) {
 // head is claimed by a live session, or by a dead one without takeOver.
 type store interface {
 	// create persists a new session, its binding (none for a headless
-	// session), its claim when claim is set, and its "bound" event.
+	// session), its claim when claim is set, its "bound" event and, for a
+	// fork (rec.parent set), the parent's "forked" event.
 	create(ctx context.Context, rec sessionRecord, bind backend.Binding, claim, takeOver bool) error
 	// load reads a session and its stored binding (nil for a headless
 	// session); an unknown ID is errNoSession.
@@ -233,4 +234,5 @@ type sessionRecord struct {
 	id, agent, placement, digest string
 	lastCheckpoint               workspace.CheckpointID
 	state                        string // open or closed
+	parent                       string // for a new fork: the session it was forked from
 }
