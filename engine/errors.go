@@ -13,7 +13,7 @@ import (
 // is how every error of this package answers backend.CodeOf and errors.Is
 // with its Code while errors.As still reaches the engine type: cause when
 // it is already a *backend.Error of code, otherwise a new one of code
-// wrapping cause and carrying its Head, Path, Reason and Current. The
+// wrapping cause and carrying its Head, Path, Rev, Reason and Current. The
 // cause stays in the chain, so a context error still matches.
 func coded(code backend.Code, op, path string, cause error) error {
 	var inner *backend.Error
@@ -23,7 +23,7 @@ func coded(code backend.Code, op, path string, cause error) error {
 	}
 	e := &backend.Error{Code: code, Op: "engine: " + op, Path: path, Err: cause}
 	if found {
-		e.Head, e.Reason, e.Current = inner.Head, inner.Reason, inner.Current
+		e.Head, e.Rev, e.Reason, e.Current = inner.Head, inner.Rev, inner.Reason, inner.Current
 		if e.Path == "" {
 			e.Path = inner.Path
 		}

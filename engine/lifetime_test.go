@@ -143,6 +143,8 @@ func TestAReadOnlySessionIsReadOnlyAtEveryWayIn(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	assert.Equal(t, engine.ReadOnly, s.Permission())
+	var anything any
+	assert.False(t, s.As(&anything), "a read-only session hands out backend values")
 	denied := func(way string, err error) {
 		t.Helper()
 		assert.Equal(t, workspace.PermissionDenied, workspace.CodeOf(err), "%s: %v", way, err)
@@ -173,7 +175,7 @@ func TestAReadOnlySessionIsReadOnlyAtEveryWayIn(t *testing.T) {
 		denied(way+".Destroy", err)
 		denied(way+".FS().WriteFile", h.FS().WriteFile("x", nil, 0o644))
 		w := h.Workspace()
-		assert.True(t, w.ReadOnly(), way)
+		assert.True(t, w.IsReadOnly(), way)
 		_, err = w.NewHead("new").Create(ctx)
 		denied(way+".Workspace().NewHead", err)
 		denied(way+".Workspace().SetArchived", w.SetArchived(ctx, h.Info().Name, true))

@@ -509,9 +509,10 @@ func (s *Session) Drift(ctx context.Context) ([]string, error) {
 // Events reads the session's journal back, in order.
 func (s *Session) Events(ctx context.Context) ([]Event, error) { return s.e.Events(ctx, s.id) }
 
-// As forwards to the head's backend; a headless session answers false.
+// As forwards to the head's backend; a headless or ReadOnly session
+// answers false (a backend's own values can write).
 func (s *Session) As(target any) bool {
-	if s.head == nil {
+	if s.head == nil || s.perm == ReadOnly {
 		return false
 	}
 	return s.head.Workspace().Backend().As(target)

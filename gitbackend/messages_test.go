@@ -17,6 +17,9 @@ func TestErrorMessagesNameEachFieldOnce(t *testing.T) {
 	_, err := f.ws.NewHead("x").From("nope").Create(f.ctx)
 	require.Error(t, err)
 	assert.Equal(t, `workspace: create head "x" revision "nope": not found: does not name a commit`, err.Error())
+	var e *workspace.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, workspace.Rev("nope"), e.Rev, "errors.As sees the revision")
 
 	h := f.head("y")
 	_, err = h.Restore(f.ctx, "nope", nil)

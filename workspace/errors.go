@@ -12,8 +12,8 @@ import (
 const opPrefix = "workspace: "
 
 // wrap wraps a backend's error once with the operation and the head's name.
-// The result's Code is the cause's, and Path, Reason and Current are carried
-// up so that errors.As on the result sees them.
+// The result's Code is the cause's, and Path, Rev, Reason and Current are
+// carried up so that errors.As on the result sees them.
 func wrap(op, head string, err error) error {
 	if err == nil {
 		return nil
@@ -21,7 +21,7 @@ func wrap(op, head string, err error) error {
 	e := &backend.Error{Code: backend.CodeOf(err), Op: opPrefix + op, Head: head, Err: err}
 	var inner *backend.Error
 	if errors.As(err, &inner) {
-		e.Path, e.Reason, e.Current = inner.Path, inner.Reason, inner.Current
+		e.Path, e.Rev, e.Reason, e.Current = inner.Path, inner.Rev, inner.Reason, inner.Current
 	}
 	return e
 }

@@ -376,10 +376,12 @@ func (h *Head) Destroy(ctx context.Context, opts *DestroyOptions) (DestroyResult
 	return res, nil
 }
 
-// Close releases the head and its isolation lock, waiting for a call in
-// progress on it to finish. It never deletes anything. Later calls fail
-// with FailedPrecondition, and so does a second Close. A head from Reopen
-// also closes its workspace, unless the caller already did.
+// Close releases the head and its isolation lock, waiting for a
+// serialized call in progress on it to finish (Status and the FS's calls
+// take no lock: they fail once the head is closed). It never deletes
+// anything. Later calls fail with FailedPrecondition, and so does a second
+// Close. A head from Reopen also closes its workspace, unless the caller
+// already did. Closing a read-only view closes the head.
 func (h *Head) Close() error {
 	const op = "close"
 	h.mu.Lock()

@@ -60,6 +60,7 @@ func TestAReadOnlyViewChangesNothing(t *testing.T) {
 	denied("Destroy", err)
 	denied("FS().WriteFile", v.FS().WriteFile("main.go", []byte("x"), 0o644))
 	vw := v.Workspace()
+	assert.Nil(t, vw.Backend(), "a read-only workspace hands out its backend, through which any head reopens writable")
 	_, err = vw.NewHead("n").Create(ctx)
 	denied("Workspace().NewHead", err)
 	_, err = vw.Attach(ctx, "a", t.TempDir())

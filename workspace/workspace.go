@@ -12,8 +12,11 @@ import (
 //
 // A Workspace reached through a read-only head (Head.ReadOnly) is itself
 // read-only: it lists heads and materializes revisions, opens heads only as
-// read-only views, and refuses to create, attach, fork into or archive
-// with PermissionDenied.
+// read-only views, refuses to create, attach, fork into or archive with
+// PermissionDenied, and does not hand out its Backend. Read-only is a
+// guard on what grove's API lets a holder do, not a sandbox against code
+// in the same process: that code can reach the head's directory on the
+// host (HeadInfo.Root) like any other.
 type Workspace struct {
 	*wsCore
 	readOnly bool
@@ -52,11 +55,18 @@ func Open(ctx context.Context, b Backend, locator string, opts *OpenOptions) (*W
 // Info returns the workspace's identity. It works after Close.
 func (w *Workspace) Info() WorkspaceInfo { return w.ws.Info() }
 
-// Backend returns the backend the workspace was opened with.
-func (w *Workspace) Backend() Backend { return w.b }
+// Backend returns the backend the workspace was opened with, or nil for
+// a read-only view: through the backend any head could be reopened
+// writable.
+func (w *Workspace) Backend() Backend {
+	if w.readOnly {
+		return nil
+	}
+	return w.b
+}
 
-// ReadOnly reports whether the workspace is a read-only view.
-func (w *Workspace) ReadOnly() bool { return w.readOnly }
+// IsReadOnly reports whether the workspace is a read-only view.
+func (w *Workspace) IsReadOnly() bool { return w.readOnly }
 
 // writable fails with PermissionDenied on a read-only view.
 func (w *Workspace) writable(op, head string) error {
