@@ -1,12 +1,13 @@
 // Package engine binds agent sessions to heads durably and resumes them
 // after a restart, in exactly the same place or with a typed error.
 //
+//	gb := gitbackend.New(gitbackend.Options{})
 //	e, _ := engine.Open(ctx, engine.Options{
 //		Path:      "state/grove.db",
 //		Backends:  []workspace.Backend{gb},
 //		Placement: engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: repo, Base: "main"}},
 //	})
-//	s, _ := e.NewSession(ctx, engine.SessionOptions{Config: agentSettings})
+//	s, _ := e.NewSession(ctx, &engine.SessionOptions{Config: agentSettings})
 //	id := s.ID() // the only thing a harness needs to keep
 //	...
 //	s, err := e.Resume(ctx, id, &engine.ResumeOptions{Config: agentSettings})
@@ -42,7 +43,7 @@
 // Resume loads the binding, finds its backend by ID, reopens the head
 // through workspace.Reopen (identity checks only, no walk of the files),
 // compares the reopened binding with the stored one and the configuration
-// digest (placement, access, snapshot policy, backend ID, the caller's
+// digest (placement, permission, snapshot policy, backend ID, the caller's
 // Config) with the recorded one, and reports the commits the head's branch
 // gained since the last journaled checkpoint (ResumeReport.Gained). A
 // session that cannot be resumed as bound is a *ResumeError whose Kind says
@@ -69,12 +70,12 @@
 //
 // # Errors
 //
-// Every error is, or wraps, a *backend.Error. The engine's own types
+// Every error is, or wraps, a *workspace.Error. The engine's own types
 // (*PlacementError, *PersistenceOverlapError, *SnapshotPolicyError,
 // *StoreError, *ResumeError) carry a code: their Code method names it and
-// their Unwrap returns the *backend.Error of that code wrapping the cause,
-// so backend.CodeOf, errors.Is(err, workspace.ErrNotFound) and errors.As
-// to either the engine type or a *backend.Error all work, and an error
+// their Unwrap returns the *workspace.Error of that code wrapping the cause,
+// so workspace.CodeOf, errors.Is(err, workspace.ErrNotFound) and errors.As
+// to either the engine type or a *workspace.Error all work, and an error
 // caused by a context still matches context.Canceled. Placement, overlap
 // and snapshot policy errors are InvalidArgument; a store's code and a
 // resume's code follow their Kind, as their types say.

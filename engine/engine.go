@@ -53,7 +53,7 @@ type Engine struct {
 // a nil entry in Backends is InvalidArgument, an invalid placement a
 // *PlacementError, an impossible snapshot policy a *SnapshotPolicyError,
 // a database that is not SQLite, is malformed or has a newer schema a
-// *StoreError. Each of these answers backend.CodeOf (see their types).
+// *StoreError. Each of these answers workspace.CodeOf (see their types).
 func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Path == "" {
 		return nil, errorf(backend.InvalidArgument, "open", "no database path")
@@ -407,7 +407,7 @@ func (e *Engine) untrack(s *Session) {
 }
 
 // storeFailure is the error of a failed call on the database at path: a
-// Canceled *backend.Error when a context ended, otherwise a *StoreError
+// Canceled *workspace.Error when a context ended, otherwise a *StoreError
 // whose kind SQLite's error decides (kind when it does not).
 func storeFailure(path string, err error, kind StoreKind) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -462,7 +462,9 @@ type ResumeReport struct {
 // written (the session may be intact; a failed read writes nothing); a
 // *SnapshotPolicyError for an impossible policy; InvalidArgument for an
 // unknown Permission; FailedPrecondition when the engine is closed;
-// Canceled when ctx ended. opts may be nil.
+// Internal naming the lease file when it cannot be made; the error of an
+// extension's constructor, as a *workspace.Error of its code; Canceled
+// when ctx ended. opts may be nil.
 func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*Session, error) {
 	const op = "resume"
 	done, err := e.begin(op)

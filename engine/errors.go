@@ -9,10 +9,10 @@ import (
 	"github.com/groveworks/grove/workspace"
 )
 
-// coded returns the *backend.Error an engine error type unwraps to, which
-// is how every error of this package answers backend.CodeOf and errors.Is
+// coded returns the *workspace.Error an engine error type unwraps to, which
+// is how every error of this package answers workspace.CodeOf and errors.Is
 // with its Code while errors.As still reaches the engine type: cause when
-// it is already a *backend.Error of code, otherwise a new one of code
+// it is already a *workspace.Error of code, otherwise a new one of code
 // wrapping cause and carrying its Head, Path, Rev, Reason and Current. The
 // cause stays in the chain, so a context error still matches.
 func coded(code backend.Code, op, path string, cause error) error {
@@ -58,9 +58,9 @@ const (
 )
 
 // ResumeError is a session that cannot be resumed as it was bound. Match
-// it with errors.As; Err, the cause, is usually a *backend.Error.
+// it with errors.As; Err, the cause, is usually a *workspace.Error.
 //
-// Its code (Code, backend.CodeOf, errors.Is) follows Kind:
+// Its code (Code, workspace.CodeOf, errors.Is) follows Kind:
 //
 //	SessionNotFound     NotFound
 //	BindingCorrupt      BindingCorrupt
@@ -93,7 +93,7 @@ func (e *ResumeError) Error() string {
 }
 
 // Code returns the error's code, as the table on ResumeError says.
-func (e *ResumeError) Code() backend.Code {
+func (e *ResumeError) Code() workspace.Code {
 	switch e.Kind {
 	case SessionNotFound:
 		return backend.NotFound
@@ -119,7 +119,7 @@ func (e *ResumeError) Code() backend.Code {
 	return backend.Internal
 }
 
-// Unwrap returns the *backend.Error of Code wrapping Err.
+// Unwrap returns the *workspace.Error of Code wrapping Err.
 func (e *ResumeError) Unwrap() error { return coded(e.Code(), "resume", "", e.Err) }
 
 // PlacementKind says what is wrong with a placement.
@@ -146,9 +146,9 @@ func (e *PlacementError) Error() string {
 }
 
 // Code returns InvalidArgument.
-func (e *PlacementError) Code() backend.Code { return backend.InvalidArgument }
+func (e *PlacementError) Code() workspace.Code { return backend.InvalidArgument }
 
-// Unwrap returns the InvalidArgument *backend.Error wrapping Err.
+// Unwrap returns the InvalidArgument *workspace.Error wrapping Err.
 func (e *PlacementError) Unwrap() error { return coded(e.Code(), "placement", "", e.Err) }
 
 // PersistenceOverlapError: the engine's files (its database or lease
@@ -166,9 +166,9 @@ func (e *PersistenceOverlapError) Error() string {
 }
 
 // Code returns InvalidArgument.
-func (e *PersistenceOverlapError) Code() backend.Code { return backend.InvalidArgument }
+func (e *PersistenceOverlapError) Code() workspace.Code { return backend.InvalidArgument }
 
-// Unwrap returns the InvalidArgument *backend.Error naming Path.
+// Unwrap returns the InvalidArgument *workspace.Error naming Path.
 func (e *PersistenceOverlapError) Unwrap() error {
 	return coded(e.Code(), "persistence", e.Path, fmt.Errorf("lies inside the head directory %s", e.Head))
 }
@@ -182,9 +182,9 @@ type SnapshotPolicyError struct {
 func (e *SnapshotPolicyError) Error() string { return "engine: snapshot policy: " + e.Reason }
 
 // Code returns InvalidArgument.
-func (e *SnapshotPolicyError) Code() backend.Code { return backend.InvalidArgument }
+func (e *SnapshotPolicyError) Code() workspace.Code { return backend.InvalidArgument }
 
-// Unwrap returns the InvalidArgument *backend.Error giving Reason.
+// Unwrap returns the InvalidArgument *workspace.Error giving Reason.
 func (e *SnapshotPolicyError) Unwrap() error {
 	return coded(e.Code(), "snapshot policy", "", errors.New(e.Reason))
 }
@@ -205,7 +205,7 @@ const (
 // session's journal). Nothing was written to it: Open refuses before
 // SQLite touches the file, and a failed transaction is rolled back. A
 // context that ends during a database call is not a StoreError but a
-// Canceled *backend.Error.
+// Canceled *workspace.Error.
 //
 // Its code follows Kind: FailedPrecondition for NotADatabase, SchemaTooNew
 // and StoreCorrupt (the file is in a state the engine cannot use; grove
@@ -224,7 +224,7 @@ func (e *StoreError) Error() string {
 }
 
 // Code returns the error's code, as the table on StoreError says.
-func (e *StoreError) Code() backend.Code {
+func (e *StoreError) Code() workspace.Code {
 	switch e.Kind {
 	case NotADatabase, SchemaTooNew, StoreCorrupt:
 		return backend.FailedPrecondition
@@ -240,7 +240,7 @@ func (e *StoreError) Code() backend.Code {
 	return backend.Internal
 }
 
-// Unwrap returns the *backend.Error of Code wrapping Err.
+// Unwrap returns the *workspace.Error of Code wrapping Err.
 func (e *StoreError) Unwrap() error { return coded(e.Code(), "store", e.Path, e.Err) }
 
 // storeKind classifies an error SQLite returned: StoreCorrupt for

@@ -579,7 +579,7 @@ type Extension struct {
 }
 
 // buildExtensions builds s.exts for the session's environment. A
-// constructor's error is returned as a *backend.Error of its code
+// constructor's error is returned as a *workspace.Error of its code
 // (Internal when it is not grove's).
 func (s *Session) buildExtensions() error {
 	s.built = map[reflect.Type]any{}

@@ -27,7 +27,7 @@ var _ store = (*sqliteStore)(nil)
 func (s *sqliteStore) close() error { return s.db.Close() }
 
 // tx runs f in an immediate transaction, committing if it returns nil.
-// An error of f that is a *backend.Error (AlreadyBound, a corrupt claim)
+// An error of f that is a *workspace.Error (AlreadyBound, a corrupt claim)
 // is returned as it is; anything else is the store's failure.
 func (s *sqliteStore) tx(ctx context.Context, f func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)

@@ -198,7 +198,7 @@ func schema(ctx context.Context, db *sql.DB) (string, error) {
 // interface.
 //
 // A failure of the store itself is a *StoreError (or Canceled when ctx
-// ended); an AlreadyBound *backend.Error from create or claim means the
+// ended); an AlreadyBound *workspace.Error from create or claim means the
 // head is claimed by a live session, or by a dead one without takeOver.
 type store interface {
 	// create persists a new session, its binding (none for a headless

@@ -4,40 +4,68 @@ import (
 	"github.com/groveworks/grove/backend"
 )
 
-// The data nouns users and drivers share, defined once in package backend
-// and aliased here so that a program using grove imports workspace (and
-// engine, and one backend package) but never backend. The options users
-// fill are this package's own (options.go).
+// The data nouns users and drivers share are defined once in package
+// backend and aliased here, so that a program using grove imports
+// workspace (with engine and one backend package) but never backend.
 type (
-	Backend          = backend.Backend
-	ID               = backend.ID
-	WorkspaceID      = backend.WorkspaceID
-	HeadID           = backend.HeadID
-	CheckpointID     = backend.CheckpointID
-	Rev              = backend.Rev
-	Access           = backend.Access
-	HeadState        = backend.HeadState
-	Capabilities     = backend.Capabilities
-	WorkspaceInfo    = backend.WorkspaceInfo
-	HeadSpec         = backend.HeadSpec
-	HeadInfo         = backend.HeadInfo
-	Signature        = backend.Signature
-	Checkpoint       = backend.Checkpoint
+	// Backend a storage implementation (gitbackend, memorybackend); pass one to Open or Reopen.
+	Backend = backend.Backend
+	// ID names a backend, persistently ("git", "memory").
+	ID = backend.ID
+	// WorkspaceID names a workspace stably, across moves.
+	WorkspaceID = backend.WorkspaceID
+	// HeadID names a head stably; never reused.
+	HeadID = backend.HeadID
+	// CheckpointID is a checkpoint's full commit hash.
+	CheckpointID = backend.CheckpointID
+	// Rev is a revision: a branch, a tag, a commit hash or a CheckpointID.
+	Rev = backend.Rev
+	// Access is how sessions may hold a head: Isolated or Shared.
+	Access = backend.Access
+	// HeadState is a head's life-cycle state: StateActive, StateArchived or StateDestroyed.
+	HeadState = backend.HeadState
+	// Capabilities says, as data, what a backend can do.
+	Capabilities = backend.Capabilities
+	// WorkspaceInfo identifies a workspace.
+	WorkspaceInfo = backend.WorkspaceInfo
+	// HeadSpec is what HeadBuilder.Create asks the backend to make.
+	HeadSpec = backend.HeadSpec
+	// HeadInfo describes a head: ID, name, access, branch, directory, base, state.
+	HeadInfo = backend.HeadInfo
+	// Signature names the author of a checkpoint.
+	Signature = backend.Signature
+	// Checkpoint is one commit of a head's state, as Head.Log lists it.
+	Checkpoint = backend.Checkpoint
+	// CheckpointResult is what a checkpoint returns: the checkpoint, whether it is new, what it skipped.
 	CheckpointResult = backend.CheckpointResult
-	Skipped          = backend.Skipped
-	SkipReason       = backend.SkipReason
-	Change           = backend.Change
-	ChangeKind       = backend.ChangeKind
-	Operation        = backend.Operation
-	Status           = backend.Status
-	Diff             = backend.Diff
-	FileStat         = backend.FileStat
-	Binding          = backend.Binding
-	Digest           = backend.Digest
-	FS               = backend.FS
-	Error            = backend.Error
-	Code             = backend.Code
-	Reason           = backend.Reason
+	// Skipped is a path a checkpoint did not capture, and why.
+	Skipped = backend.Skipped
+	// SkipReason says why a path was not captured.
+	SkipReason = backend.SkipReason
+	// Change is one changed path in a Status.
+	Change = backend.Change
+	// ChangeKind says how a path changed.
+	ChangeKind = backend.ChangeKind
+	// Operation is a merge-like git operation in progress in a head.
+	Operation = backend.Operation
+	// Status is a head's state now: dirty, changes, conflicts, commits.
+	Status = backend.Status
+	// Diff is the difference between two trees: a patch and per-file counts.
+	Diff = backend.Diff
+	// FileStat is one file's line counts in a Diff.
+	FileStat = backend.FileStat
+	// Binding reopens exactly one head; persist its Encode before a session runs.
+	Binding = backend.Binding
+	// Digest is the SHA-256 of a file's content, for compare-and-set writes.
+	Digest = backend.Digest
+	// FS is a head's working tree: slash paths inside the head, never its .git.
+	FS = backend.FS
+	// Error is grove's one error type: a Code, the operation, head, path, revision and reason.
+	Error = backend.Error
+	// Code is what kind of failure an Error is, from a closed list.
+	Code = backend.Code
+	// Reason says which check failed when a head could not be reopened.
+	Reason = backend.Reason
 )
 
 // The constants of the shared nouns.
