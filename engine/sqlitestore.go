@@ -32,7 +32,7 @@ func (s *sqliteStore) close() error { return s.db.Close() }
 func (s *sqliteStore) tx(ctx context.Context, f func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return s.fail(err)
+		return s.failCtx(ctx, err)
 	}
 	if err := f(tx); err != nil {
 		_ = tx.Rollback()
@@ -41,15 +41,25 @@ func (s *sqliteStore) tx(ctx context.Context, f func(tx *sql.Tx) error) error {
 		if errors.As(err, &be) || errors.As(err, &se) {
 			return err
 		}
-		return s.fail(err)
+		return s.failCtx(ctx, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return s.fail(err)
+		return s.failCtx(ctx, err)
 	}
 	return nil
 }
 
 func (s *sqliteStore) fail(err error) error { return storeFailure(s.path, err, StoreFailed) }
+
+// failCtx is fail, except that a transaction database/sql rolled back
+// because ctx ended (it then answers sql.ErrTxDone, not the context's
+// error) is Canceled.
+func (s *sqliteStore) failCtx(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w (%w)", cerr, err)
+	}
+	return s.fail(err)
+}
 
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 

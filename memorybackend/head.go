@@ -516,12 +516,20 @@ func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, er
 	} else if b, err = treeOf(to); err != nil {
 		return backend.Diff{}, err
 	}
+	// go-git reports a context that ended during the diff as its own
+	// object.ErrCanceled: answer the context's error instead.
 	chs, err := object.DiffTreeWithOptions(ctx, a, b, object.DefaultDiffTreeOptions)
 	if err != nil {
+		if cerr := backend.ContextError(ctx, "memorybackend: "+op); cerr != nil {
+			return backend.Diff{}, cerr
+		}
 		return backend.Diff{}, h.internal(op, err)
 	}
 	patch, err := chs.PatchContext(ctx)
 	if err != nil {
+		if cerr := backend.ContextError(ctx, "memorybackend: "+op); cerr != nil {
+			return backend.Diff{}, cerr
+		}
 		return backend.Diff{}, h.internal(op, err)
 	}
 	d := backend.Diff{Patch: patch.String()}
