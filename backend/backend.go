@@ -151,9 +151,10 @@ type Workspace interface {
 	Close() error
 }
 
-// Head is one mutable view of a workspace. Its mutating methods are never
-// called concurrently on one Head value (the workspace layer serializes
-// them); Info, Binding and FS may be called at any time.
+// Head is one mutable view of a workspace. Its methods other than Status,
+// Info, Binding and FS are never called concurrently on one Head value
+// (the workspace layer serializes them); Status, Info, Binding and FS may
+// be called at any time, concurrently with anything.
 type Head interface {
 	// Info describes the head now.
 	Info() HeadInfo
@@ -200,7 +201,9 @@ type Head interface {
 	Commits(ctx context.Context, since Rev) ([]CheckpointID, error)
 
 	// Status reports what a checkpoint now would capture, without taking any
-	// lock that would block a concurrent git process.
+	// lock that would block a concurrent git process. It may run while
+	// another call on the same head does (a poll during a checkpoint) and
+	// answers from a consistent state of the head.
 	Status(ctx context.Context) (Status, error)
 
 	// Diff compares two revisions, or a revision and the working tree when

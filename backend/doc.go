@@ -24,10 +24,13 @@
 //
 // # Concurrency
 //
-// A Backend and a Workspace are safe for concurrent use. The mutating
-// methods of one Head are never called concurrently on one Head value; the
-// workspace layer serializes them with a process-wide lock per head. Heads
-// of one workspace may be used in parallel.
+// A Backend and a Workspace are safe for concurrent use. The methods of
+// one Head that change it, and Log, Commits and Diff, are never called
+// concurrently on one Head value; the workspace layer serializes them with
+// a process-wide lock per head. Status, Info, Binding and the FS take no
+// such lock: they may run at the same time as any other call on the head,
+// and must answer from a consistent state. Heads of one workspace may be
+// used in parallel.
 //
 // # Bindings
 //
@@ -38,9 +41,12 @@
 //
 // # Departures from the design sketch
 //
-// RestoreOptions.Checkpoint and the options of Destroy configure checkpoints
-// that the workspace layer takes before calling the backend, so a backend's
-// Restore and Destroy never checkpoint themselves; RestoreResult also
-// reports the commit the head now equals. FS.WriteFileIf returns only an
-// error: on success the new digest is DigestOf(data).
+// What only the workspace layer acts on never reaches a driver (DESIGN
+// §3.1): RestoreOptions and DestroyOptions have no fields (Discard and the
+// safety and final checkpoints are package workspace's), RestoreResult
+// holds only the commit the head now equals, and Head.Destroy returns only
+// an error. The options users fill are package workspace's own types,
+// converted in one place. FS.WriteFileIf returns only an error: on success
+// the new digest is DigestOf(data). Workspace.SetArchived takes an ID;
+// users archive by name through workspace.Workspace.SetArchived.
 package backend
