@@ -119,6 +119,11 @@ func kinds(t *testing.T, s *engine.Session) []engine.EventKind {
 	t.Helper()
 	evs, err := s.Events(context.Background())
 	require.NoError(t, err)
+	return eventKinds(evs)
+}
+
+// eventKinds lists the kinds of evs, in order.
+func eventKinds(evs []engine.Event) []engine.EventKind {
 	var out []engine.EventKind
 	for _, ev := range evs {
 		out = append(out, ev.Kind)

@@ -22,10 +22,7 @@ func journalEndsAtClosed(t *testing.T, e *engine.Engine, id string) []engine.Eve
 	t.Helper()
 	evs, err := e.Events(context.Background(), id)
 	require.NoError(t, err)
-	var ks []engine.EventKind
-	for _, ev := range evs {
-		ks = append(ks, ev.Kind)
-	}
+	ks := eventKinds(evs)
 	require.NotEmpty(t, ks)
 	require.Equal(t, engine.EventClosed, ks[len(ks)-1], "an event was journaled after closed: %v", ks)
 	return ks
