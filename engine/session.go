@@ -48,8 +48,8 @@ type Session struct {
 	wg       sync.WaitGroup // calls, turns and idle checkpoints in flight
 	closedCh chan struct{}  // closed when Close has finished
 
-	// auto is held by an idle checkpoint while it runs; a turn waits for
-	// it before it starts, so the two never overlap.
+	// auto is held by a turn and by an idle checkpoint while they run, so
+	// the two never overlap.
 	auto sync.Mutex
 
 	mu             sync.Mutex
@@ -400,14 +400,21 @@ func (s *Session) Turn(ctx context.Context, f func(ctx context.Context) error) e
 	}
 	s.idleGen++
 	s.mu.Unlock()
+	// The turn holds s.auto: an idle checkpoint that started before it
+	// finishes first, and none starts until the turn has ended.
+	s.auto.Lock()
+	idle := false // arm the idle timer once the turn has ended
 	defer func() {
+		s.auto.Unlock()
 		s.mu.Lock()
 		s.turn = false
+		if idle && !s.closed {
+			s.idleGen++
+			gen := s.idleGen
+			s.idle = time.AfterFunc(s.snap.Idle, func() { s.idleCheckpoint(gen) })
+		}
 		s.mu.Unlock()
 	}()
-	// An idle checkpoint that started before this turn finishes first.
-	s.auto.Lock()
-	s.auto.Unlock() //nolint:staticcheck // an empty critical section: waiting is the point
 	if err := s.e.st.journal(tctx, s.id, EventTurnStarted, map[string]any{"turn": n}); err != nil {
 		return err
 	}
@@ -431,13 +438,7 @@ func (s *Session) Turn(ctx context.Context, f func(ctx context.Context) error) e
 			return errors.Join(ferr, err)
 		}
 	case OnIdle:
-		s.mu.Lock()
-		if !s.closed {
-			s.idleGen++
-			gen := s.idleGen
-			s.idle = time.AfterFunc(s.snap.Idle, func() { s.idleCheckpoint(gen) })
-		}
-		s.mu.Unlock()
+		idle = true
 	}
 	return ferr
 }
