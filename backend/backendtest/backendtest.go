@@ -56,8 +56,10 @@ type Harness interface {
 	MakeBackend(ctx context.Context) (backend.Backend, error)
 
 	// MakeWorkspace creates a workspace whose revision Fixture.Base holds
-	// exactly the files of files: regular files with their executable bit,
-	// and symlinks (reported through fs.ReadLinkFS).
+	// exactly the files given: regular files with their executable bit,
+	// and symlinks (given only to a backend with Capabilities.Symlinks,
+	// read through fs.ReadLinkFS). It may be called more than once in a
+	// case, for another workspace.
 	MakeWorkspace(ctx context.Context, files fs.FS) (Fixture, error)
 
 	// DeleteHeadFiles deletes the head's files behind grove's back, as a
@@ -97,18 +99,32 @@ type testCase struct {
 	run    func(e *env)
 }
 
-// allCases returns every case of the suite, in the order they run.
+// allCases returns every case of the suite, in the order they run: the
+// harness's fixture first.
 func allCases() []testCase {
-	return slices.Concat(bindingCases(), checkpointCases(), fsEscapeCases(), headCases())
+	return slices.Concat(fixtureCases(), bindingCases(), checkpointCases(), fsEscapeCases(), headCases(), contractCases())
 }
 
 // RunConformanceTests runs every case of the suite against the backend the
 // harnesses make, each as a subtest of t, always in the same order.
+//
+// Cases that need a second process (Persistent, CrossProcessIsolation)
+// run the test binary again, selecting t's test, with an environment
+// variable that makes RunConformanceTests act as that process instead:
+// it makes a harness and a backend, reopens the binding it was handed,
+// and reports the outcome. The test that calls RunConformanceTests must
+// therefore do so unconditionally.
 func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 	t.Helper()
+	if req := os.Getenv(childEnv); req != "" {
+		runChild(t, newHarness, req)
+		return
+	}
+	top := t.Name()
 	for _, c := range allCases() {
 		t.Run(c.name, func(t *testing.T) {
 			e := setup(t, newHarness, c.clause)
+			e.top = top
 			c.run(e)
 		})
 	}
@@ -127,6 +143,7 @@ type env struct {
 	base   backend.CheckpointID // the commit fx.Base resolves to
 	clause string
 	names  atomic.Int64
+	top    string // the name of the test that runs the suite, for child processes
 }
 
 func setup(t *testing.T, newHarness HarnessMaker, clause string) *env {
@@ -215,10 +232,64 @@ func (e *env) expectedBase() tree {
 	return out
 }
 
-// fail stops the case, quoting the clause it checks.
+// fail stops the case, naming the method whose contract was broken and
+// quoting the clause it checks.
 func (e *env) fail(format string, args ...any) {
 	e.t.Helper()
-	e.t.Fatalf("%s\n\tcontract: %s", fmt.Sprintf(format, args...), e.clause)
+	e.t.Fatalf("%s\n\tcontract of %s: %s", fmt.Sprintf(format, args...), methodOf(e.t.Name()), e.clause)
+}
+
+// methodRules map words of a case's name to the method (or part of the
+// contract) it checks; the first that matches wins.
+var methodRules = []struct{ word, method string }{
+	{"harness", "Harness.MakeWorkspace"},
+	{"every_driver_method", "every method (Backend, Workspace, Head)"},
+	{"cancel", "every method (Backend, Workspace, Head)"},
+	{"calls_on_one_head", "Head (serialization)"},
+	{"shared_CAS", "Capabilities.SharedCAS and FS.WriteFileIf"},
+	{"persistent", "Capabilities.Persistent and Backend.Reopen"},
+	{"cross_process", "Capabilities.CrossProcessIsolation and Backend.Reopen"},
+	{"host_directories", "Capabilities.HostRoot and Workspace.CreateHead"},
+	{"set_archived", "Workspace.SetArchived"},
+	{"binding", "Backend.Reopen"},
+	{"reopen", "Backend.Reopen"},
+	{"destroyed_head_reopens", "Head.Destroy and Backend.Reopen"},
+	{"WriteFileIf", "FS.WriteFileIf"},
+	{"FS", "FS"},
+	{"git_directory", "FS"},
+	{"symlink_that_leaves", "FS"},
+	{"close", "Head.Close"},
+	{"checkpoint_keeps_file_modes", "Head.Checkpoint and FS.Chmod"},
+	{"checkpoint_keeps_symlinks", "Head.Checkpoint and FS.Symlink"},
+	{"size_cap", "Head.Checkpoint"},
+	{"include", "Head.Checkpoint"},
+	{"checkpoint", "Head.Checkpoint"},
+	{"restore", "Head.Restore"},
+	{"fork", "workspace.Head.Fork"},
+	{"log", "Head.Log"},
+	{"status", "Head.Status"},
+	{"diff", "Head.Diff"},
+	{"commits", "Head.Commits"},
+	{"materialize", "Workspace.Materialize"},
+	{"attach", "Workspace.CreateHead (Attach)"},
+	{"create", "Workspace.CreateHead"},
+	{"holder", "Workspace.OpenHead"},
+	{"heads_lists", "Workspace.Heads"},
+	{"archived", "Head.SetArchived"},
+	{"destroy", "Head.Destroy"},
+}
+
+// methodOf names the method the case called name checks.
+func methodOf(name string) string {
+	if _, sub, ok := strings.Cut(name, "/"); ok {
+		name = sub
+	}
+	for _, r := range methodRules {
+		if strings.Contains(name, r.word) {
+			return r.method
+		}
+	}
+	return "the backend contract"
 }
 
 func (e *env) must(err error, what string) {

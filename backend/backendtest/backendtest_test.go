@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"testing/fstest"
+	"time"
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/backend/backendtest"
@@ -32,6 +34,9 @@ func TestSuiteOverWrapper(t *testing.T) {
 		}
 		mh := h.(*memharness.Harness)
 		mh.Wrap = func(b backend.Backend) backend.Backend { return &brokenBackend{Backend: b, breakage: breakage} }
+		if breakage == "fixture-drops-modes" {
+			return modeDroppingHarness{mh}, nil
+		}
 		return mh, nil
 	})
 }
@@ -47,11 +52,25 @@ func TestBrokenBackendsFailTheSuite(t *testing.T) {
 		failing  string // the case that must fail
 		clause   string // text its failure must quote
 	}{
-		{"restore-deletes-ignored", "restore_never_touches_ignored_files", "ignored files are never touched"},
-		{"reopen-ignores-head-id", "reopen_names_which_identity_check_failed", "never substitutes a different head"},
-		{"checkpoint-captures-ignored", "checkpoint_never_captures_ignored_files_unless_included", "ignored files are never captured"},
+		{"restore-deletes-ignored", "restore_never_touches_ignored_files", "never touches ignored files"},
+		{"reopen-ignores-head-id", "reopen_names_which_identity_check_failed", "it never returns a different or an empty head"},
+		{"checkpoint-captures-ignored", "checkpoint_never_captures_ignored_files_unless_included", "plus ignored files that opts.Include names"},
 		{"no-isolation", "a_second_holder_of_an_isolated_head_gets_AlreadyBound_until_the_first_closes", "a second holder gets AlreadyBound"},
 		{"ignores-cancellation", "cancelling_a_call_while_the_driver_runs_it_returns_promptly_with_Canceled", "during the call as well as before it"},
+		{"ignores-cancellation", "every_driver_method_called_with_a_cancelled_context_answers_Canceled", "CodeOf is Canceled"},
+		{"reopen-ignores-head-id", "a_binding_with_an_unknown_head_ID_is_IdentityMismatch_and_never_reaches_the_head_of_that_name", "it never returns a different or an empty head"},
+		{"diff-drops-mode", "diff_reports_a_change_of_mode_alone", "A change of mode alone is a changed file"},
+		{"status-forgets-last-checkpoint", "status_names_the_newest_checkpoint_and_is_clean_for_what_a_checkpoint_would_skip", "LastCheckpoint is the newest checkpoint in Log"},
+		{"status-dirty-for-skipped", "status_names_the_newest_checkpoint_and_is_clean_for_what_a_checkpoint_would_skip", "does not make the head dirty"},
+		{"no-negative-cap", "a_negative_size_cap_captures_a_file_over_the_default_cap", "negative: no cap"},
+		{"include-files-only", "include_of_an_ignored_directory_captures_every_file_under_it", "includes every file under it"},
+		{"destroyed-is-not-found", "set_archived_of_a_destroyed_head_is_Destroyed_and_of_an_unknown_ID_NotFound", "A destroyed head is Destroyed"},
+		{"links-out-are-not-found", "reads_through_a_symlink_that_leaves_the_head_are_PathEscape", "a symlink leading outside the head, is PathEscape"},
+		{"cas-not-atomic", "shared_CAS_lets_exactly_one_of_two_racing_holders_win_or_is_Unimplemented", "exactly one wins and the others get Conflict"},
+		{"denies-cas", "shared_CAS_lets_exactly_one_of_two_racing_holders_win_or_is_Unimplemented", "exactly one wins and the others get Conflict"},
+		{"claims-persistent", "a_persistent_backend_reopens_a_head_after_it_was_closed_and_another_process_does_too", "survive the process"},
+		{"claims-cross-process", "cross_process_isolation_refuses_a_second_holder_in_another_process", "isolation holds across processes"},
+		{"fixture-drops-modes", "the_harness_builds_the_fixture_exactly_with_modes_and_symlinks", "regular files with their executable bit"},
 	} {
 		t.Run(c.breakage, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestSuiteOverWrapper$", "-test.v")
@@ -64,7 +83,7 @@ func TestBrokenBackendsFailTheSuite(t *testing.T) {
 			if !strings.Contains(string(out), "--- FAIL: TestSuiteOverWrapper/"+c.failing) {
 				t.Fatalf("case %s did not fail for %s:\n%s", c.failing, c.breakage, tail(out))
 			}
-			if !strings.Contains(string(out), "contract: ") || !strings.Contains(string(out), c.clause) {
+			if !strings.Contains(string(out), "contract of ") || !strings.Contains(string(out), c.clause) {
 				t.Fatalf("the failure does not quote the clause %q:\n%s", c.clause, tail(out))
 			}
 		})
@@ -180,11 +199,23 @@ func ignoredPaths(fsys fs.FS) []string {
 }
 
 func (h *brokenHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (backend.CheckpointResult, error) {
-	if h.breakage == "checkpoint-captures-ignored" {
-		o := *opts
+	o := *opts
+	switch h.breakage {
+	case "checkpoint-captures-ignored":
 		o.Include = append(append([]string(nil), o.Include...), ignoredPaths(h.FS())...)
-		opts = &o
+	case "no-negative-cap":
+		if o.MaxNewFileSize < 0 {
+			o.MaxNewFileSize = backend.DefaultMaxNewFileSize
+		}
+	case "include-files-only":
+		o.Include = nil
+		for _, p := range opts.Include {
+			if info, err := h.FS().Stat(p); err == nil && !info.IsDir() {
+				o.Include = append(o.Include, p)
+			}
+		}
 	}
+	opts = &o
 	return h.Head.Checkpoint(h.uncancelled(ctx), opts)
 }
 
@@ -199,7 +230,21 @@ func (h *brokenHead) Restore(ctx context.Context, to backend.Rev, opts *backend.
 }
 
 func (h *brokenHead) Status(ctx context.Context) (backend.Status, error) {
-	return h.Head.Status(h.uncancelled(ctx))
+	st, err := h.Head.Status(h.uncancelled(ctx))
+	switch h.breakage {
+	case "status-forgets-last-checkpoint":
+		st.LastCheckpoint = ""
+	case "status-dirty-for-skipped":
+		_ = fs.WalkDir(h.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if info, err := d.Info(); err == nil && info.Size() > backend.DefaultMaxNewFileSize {
+					st.Dirty = true
+				}
+			}
+			return nil
+		})
+	}
+	return st, err
 }
 
 // uncancelled is ctx, unless the breakage is to ignore cancellation: then
@@ -210,4 +255,138 @@ func (h *brokenHead) uncancelled(ctx context.Context) context.Context {
 		return context.WithoutCancel(ctx)
 	}
 	return ctx
+}
+
+// modeDroppingHarness is a harness that loses the executable bits of the
+// fixture it is given.
+type modeDroppingHarness struct{ backendtest.Harness }
+
+func (h modeDroppingHarness) MakeWorkspace(ctx context.Context, files fs.FS) (backendtest.Fixture, error) {
+	out := fstest.MapFS{}
+	err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		f := &fstest.MapFile{Mode: info.Mode() &^ 0o111}
+		if info.Mode()&fs.ModeSymlink != 0 {
+			target, err := fs.ReadLink(files, p)
+			if err != nil {
+				return err
+			}
+			f.Data = []byte(target)
+		} else if f.Data, err = fs.ReadFile(files, p); err != nil {
+			return err
+		}
+		out[p] = f
+		return nil
+	})
+	if err != nil {
+		return backendtest.Fixture{}, err
+	}
+	return h.Harness.MakeWorkspace(ctx, out)
+}
+
+// Capabilities lies about capabilities the real backend lacks or has.
+func (b *brokenBackend) Capabilities() backend.Capabilities {
+	c := b.Backend.Capabilities()
+	switch b.breakage {
+	case "claims-persistent":
+		c.Persistent = true
+	case "claims-cross-process":
+		c.CrossProcessIsolation = true
+	case "denies-cas":
+		c.SharedCAS = false
+	}
+	return c
+}
+
+func (w *brokenWorkspace) SetArchived(ctx context.Context, id backend.HeadID, archived bool) error {
+	err := w.Workspace.SetArchived(ctx, id, archived)
+	if w.breakage == "destroyed-is-not-found" && backend.CodeOf(err) == backend.Destroyed {
+		return backend.Errorf(backend.NotFound, "broken: set archived", "no head %s", id)
+	}
+	return err
+}
+
+func (h *brokenHead) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, error) {
+	d, err := h.Head.Diff(ctx, from, to)
+	if err == nil && h.breakage == "diff-drops-mode" {
+		var files []backend.FileStat
+		for _, f := range d.Files {
+			if f.Added+f.Deleted > 0 {
+				files = append(files, f)
+			}
+		}
+		var lines []string
+		for _, l := range strings.Split(d.Patch, "\n") {
+			if !strings.HasPrefix(l, "old mode") && !strings.HasPrefix(l, "new mode") {
+				lines = append(lines, l)
+			}
+		}
+		d.Files, d.Patch = files, strings.Join(lines, "\n")
+	}
+	return d, err
+}
+
+func (h *brokenHead) FS() backend.FS {
+	switch h.breakage {
+	case "links-out-are-not-found", "cas-not-atomic":
+		return brokenFS{FS: h.Head.FS(), breakage: h.breakage}
+	}
+	return h.Head.FS()
+}
+
+// brokenFS passes calls through, except for its breakage.
+type brokenFS struct {
+	backend.FS
+	breakage string
+}
+
+// hideEscape turns a PathEscape into a plain not-found, as an FS that
+// followed the link out and found nothing would.
+func (f brokenFS) hideEscape(err error) error {
+	if f.breakage == "links-out-are-not-found" && backend.CodeOf(err) == backend.PathEscape {
+		return &backend.Error{Code: backend.NotFound, Op: "broken", Err: fs.ErrNotExist}
+	}
+	return err
+}
+
+func (f brokenFS) ReadFile(name string) ([]byte, error) {
+	data, err := f.FS.ReadFile(name)
+	return data, f.hideEscape(err)
+}
+
+func (f brokenFS) Open(name string) (fs.File, error) {
+	file, err := f.FS.Open(name)
+	return file, f.hideEscape(err)
+}
+
+func (f brokenFS) Stat(name string) (fs.FileInfo, error) {
+	info, err := f.FS.Stat(name)
+	return info, f.hideEscape(err)
+}
+
+func (f brokenFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	ents, err := f.FS.ReadDir(name)
+	return ents, f.hideEscape(err)
+}
+
+// WriteFileIf, broken: compare, then write, with a window between.
+func (f brokenFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect backend.Digest) error {
+	if f.breakage != "cas-not-atomic" {
+		return f.FS.WriteFileIf(name, data, perm, expect)
+	}
+	_, d, err := f.FS.ReadFileDigest(name)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if d != expect {
+		return &backend.Error{Code: backend.Conflict, Op: "broken", Path: name, Current: &d}
+	}
+	time.Sleep(2 * time.Millisecond)
+	return f.FS.WriteFile(name, data, perm)
 }

@@ -1,0 +1,383 @@
+package backendtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing/fstest"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/workspace"
+)
+
+// fixtureCases check the harness before anything else, so that a harness
+// that cannot build its fixture fails one case that says so.
+func fixtureCases() []testCase {
+	return []testCase{{
+		name:   "the_harness_builds_the_fixture_exactly_with_modes_and_symlinks",
+		clause: "MakeWorkspace creates a workspace whose revision Fixture.Base holds exactly the files given: regular files with their executable bit, and symlinks (given only to a backend with Capabilities.Symlinks, read through fs.ReadLinkFS).",
+		run: func(e *env) {
+			h := e.create(e.ws.NewHead(e.name("fixture")).From(e.fx.Base).Shared())
+			got, want := e.tree(h), e.expectedBase()
+			if !e.caps.FileModes {
+				got, want = withoutExec(got), withoutExec(want)
+			}
+			var diffs []string
+			for p, w := range want {
+				if g, ok := got[p]; !ok || g != w {
+					diffs = append(diffs, fmt.Sprintf("%s: have %v, was given %v", p, g, w))
+				}
+			}
+			for p, g := range got {
+				if _, ok := want[p]; !ok {
+					diffs = append(diffs, fmt.Sprintf("%s: %v was never given", p, g))
+				}
+			}
+			if len(diffs) > 0 {
+				e.fail("the harness's MakeWorkspace did not build the fixture it was given, so every other case would fail for the harness's fault:\n\t%s",
+					strings.Join(diffs, "\n\t"))
+			}
+		},
+	}}
+}
+
+func withoutExec(t tree) tree {
+	out := tree{}
+	for p, f := range t {
+		f.exec = false
+		out[p] = f
+	}
+	return out
+}
+
+// contractCases check the clauses the other files leave open: the driver
+// itself honouring cancellation, identity checks that must not fall back
+// to names, the smaller promises of Checkpoint, Status and Diff, reads
+// through links that leave the head, and every capability both ways.
+func contractCases() []testCase {
+	return []testCase{
+		{
+			name:   "every_driver_method_called_with_a_cancelled_context_answers_Canceled",
+			clause: "Every method that can block takes a context first and returns promptly once it is cancelled, with an error for which errors.Is(err, context.Canceled) (or context.DeadlineExceeded) holds and CodeOf is Canceled.",
+			run: func(e *env) {
+				dw, err := e.b.OpenWorkspace(e.ctx, e.fx.Locator, &backend.OpenOptions{})
+				e.must(err, "Backend.OpenWorkspace")
+				defer dw.Close()
+				dh, err := dw.CreateHead(e.ctx, &backend.HeadSpec{Name: e.name("drv"), Access: backend.Shared, From: e.fx.Base})
+				e.must(err, "Workspace.CreateHead")
+				defer dh.Close()
+				bind := dh.Binding()
+				dead, cancel := context.WithCancel(e.ctx)
+				cancel()
+				check := func(method string, err error) {
+					e.t.Helper()
+					if workspace.CodeOf(err) != backend.Canceled || !errors.Is(err, context.Canceled) {
+						e.fail("%s called directly with a cancelled context answered %v, want Canceled matching context.Canceled", method, err)
+					}
+				}
+				_, err = e.b.OpenWorkspace(dead, e.fx.Locator, &backend.OpenOptions{})
+				check("Backend.OpenWorkspace", err)
+				_, _, err = e.b.Reopen(dead, bind, &backend.ReopenOptions{})
+				check("Backend.Reopen", err)
+				_, err = dw.CreateHead(dead, &backend.HeadSpec{Name: e.name("never"), Access: backend.Isolated, From: e.fx.Base})
+				check("Workspace.CreateHead", err)
+				_, err = dw.OpenHead(dead, dh.Info().Name, &backend.ReopenOptions{})
+				check("Workspace.OpenHead", err)
+				_, err = dw.Heads(dead)
+				check("Workspace.Heads", err)
+				check("Workspace.SetArchived", dw.SetArchived(dead, dh.Info().ID, true))
+				check("Workspace.Materialize", dw.Materialize(dead, e.fx.Base, filepath.Join(e.t.TempDir(), "out")))
+				_, err = dh.Checkpoint(dead, &backend.CheckpointOptions{Message: "m", Author: workspace.DefaultAuthor})
+				check("Head.Checkpoint", err)
+				_, err = dh.Restore(dead, e.fx.Base, &backend.RestoreOptions{})
+				check("Head.Restore", err)
+				_, err = dh.Log(dead, &backend.LogOptions{})
+				check("Head.Log", err)
+				_, err = dh.Commits(dead, e.fx.Base)
+				check("Head.Commits", err)
+				_, err = dh.Status(dead)
+				check("Head.Status", err)
+				_, err = dh.Diff(dead, e.fx.Base, backend.Live)
+				check("Head.Diff", err)
+				check("Head.SetArchived", dh.SetArchived(dead, true))
+				check("Head.Destroy", dh.Destroy(dead, &backend.DestroyOptions{}))
+				st, err := dh.Status(e.ctx)
+				e.must(err, "Head.Status after the cancelled calls")
+				if st.Archived {
+					e.fail("a cancelled SetArchived archived the head")
+				}
+			},
+		},
+		{
+			name:   "a_binding_with_an_unknown_head_ID_is_IdentityMismatch_and_never_reaches_the_head_of_that_name",
+			clause: "Reopen opens exactly the head a binding names, strictly: every check that fails is a typed error (BindingCorrupt for a payload it cannot read, NotFound with Reason missing, IdentityMismatch with Reason workspace-id or head-id, Destroyed, Archived unless opts.AllowArchived, AlreadyBound for an isolated head held elsewhere), and it never returns a different or an empty head.",
+			run: func(e *env) {
+				h := e.head()
+				name := h.Info().Name
+				bad := h.Binding()
+				bad.Head = backend.HeadID(newUUID())
+				// While the real head is held.
+				_, err := workspace.Reopen(e.ctx, e.b, bad, nil)
+				e.wantReason(err, backend.IdentityMismatch, backend.ReasonHeadID, "Reopen of an unknown head ID while the head of that name is held")
+				// While it is archived, with AllowArchived: the real head
+				// must stay archived.
+				e.must(h.Close(), "Close")
+				e.must(e.ws.SetArchived(e.ctx, name, true), "SetArchived")
+				_, err = workspace.Reopen(e.ctx, e.b, bad, &workspace.ReopenOptions{AllowArchived: true})
+				e.wantReason(err, backend.IdentityMismatch, backend.ReasonHeadID, "Reopen with AllowArchived of an unknown head ID while the head of that name is archived")
+				hs, err := e.ws.Heads(e.ctx)
+				e.must(err, "Heads")
+				for _, hi := range hs {
+					if hi.Name == name && hi.State != backend.StateArchived {
+						e.fail("a refused Reopen of another head ID unarchived %q (state %q)", name, hi.State)
+					}
+				}
+			},
+		},
+		{
+			name:   "diff_reports_a_change_of_mode_alone",
+			clause: "Diff compares two revisions, or a revision and the working tree when to is Live. A revision that does not resolve is NotFound. A change of mode alone is a changed file, listed in Files, and the patch says so.",
+			run: func(e *env) {
+				if !e.caps.FileModes {
+					return // Chmod is Unimplemented, checked elsewhere
+				}
+				h := e.head()
+				e.must(h.FS().Chmod("README.md", 0o755), "Chmod README.md 0755")
+				cp := e.checkpoint(h, nil)
+				d, err := h.Diff(e.ctx, backend.Rev(e.base), backend.Rev(cp.ID))
+				e.must(err, "Diff")
+				if len(d.Files) != 1 || d.Files[0].Path != "README.md" {
+					e.fail("a mode-only change: Files %+v, want README.md alone", d.Files)
+				}
+				if !strings.Contains(d.Patch, "old mode 100644") || !strings.Contains(d.Patch, "new mode 100755") {
+					e.fail("a mode-only change: the patch does not say so (old mode 100644, new mode 100755):\n%s", d.Patch)
+				}
+			},
+		},
+		{
+			name:   "status_names_the_newest_checkpoint_and_is_clean_for_what_a_checkpoint_would_skip",
+			clause: "Dirty is true exactly when a checkpoint now would make a commit, so a new file a checkpoint would skip does not make the head dirty; LastCheckpoint is the newest checkpoint in Log.",
+			run: func(e *env) {
+				h := e.head()
+				if st := e.status(h); st.LastCheckpoint != "" {
+					e.fail("a fresh head's LastCheckpoint is %q, want none", st.LastCheckpoint)
+				}
+				e.write(h, "a.txt", "a\n")
+				e.checkpoint(h, nil)
+				e.write(h, "b.txt", "b\n")
+				second := e.checkpoint(h, nil)
+				if st := e.status(h); st.LastCheckpoint != second.ID {
+					e.fail("LastCheckpoint is %q, want the newest checkpoint %q", st.LastCheckpoint, second.ID)
+				}
+				e.must(h.FS().WriteFile("big.bin", bytes.Repeat([]byte{'x'}, backend.DefaultMaxNewFileSize+1), 0o644), "WriteFile big.bin")
+				e.must(h.FS().MkdirAll("empty/dir", 0o755), "MkdirAll empty/dir")
+				if st := e.status(h); st.Dirty {
+					e.fail("a new file over the size cap and an empty directory made the head dirty, but a checkpoint would skip both: %+v", st.Changes)
+				}
+				if cp := e.checkpoint(h, nil); cp.New {
+					e.fail("a checkpoint with only skipped paths made a commit")
+				}
+			},
+		},
+		{
+			name:   "a_negative_size_cap_captures_a_file_over_the_default_cap",
+			clause: "New untracked files larger than opts.MaxNewFileSize (0: 10 MiB; negative: no cap), empty directories and irregular files are not captured and are listed in Skipped.",
+			run: func(e *env) {
+				h := e.head()
+				big := bytes.Repeat([]byte("grove\n"), backend.DefaultMaxNewFileSize/6+1)
+				e.must(h.FS().WriteFile("big.txt", big, 0o644), "WriteFile big.txt")
+				cp := e.checkpoint(h, &workspace.CheckpointOptions{MaxNewFileSize: -1})
+				for _, s := range cp.Skipped {
+					if s.Path == "big.txt" {
+						e.fail("MaxNewFileSize -1 skipped big.txt (%d bytes): a negative cap is no cap", len(big))
+					}
+				}
+				if got := e.treeAt(backend.Rev(cp.ID))["big.txt"]; got.data != string(big) {
+					e.fail("the checkpoint does not hold big.txt")
+				}
+			},
+		},
+		{
+			name:   "include_of_an_ignored_directory_captures_every_file_under_it",
+			clause: "Checkpoint commits the head's whole state: tracked files and untracked files that are not ignored, with modes and symlinks, plus ignored files that opts.Include names. A name in opts.Include that is a directory includes every file under it.",
+			run: func(e *env) {
+				h := e.head()
+				e.write(h, "ignored/a.txt", "a\n")
+				e.write(h, "ignored/deep/b.txt", "b\n")
+				cp := e.checkpoint(h, &workspace.CheckpointOptions{Include: []string{"ignored"}})
+				at := e.treeAt(backend.Rev(cp.ID))
+				for _, p := range []string{"ignored/a.txt", "ignored/deep/b.txt"} {
+					if _, ok := at[p]; !ok {
+						e.fail("Include of the ignored directory \"ignored\" did not capture %s", p)
+					}
+				}
+			},
+		},
+		{
+			name:   "set_archived_of_a_destroyed_head_is_Destroyed_and_of_an_unknown_ID_NotFound",
+			clause: "SetArchived archives or unarchives the head with that ID, whether or not anyone holds it. A destroyed head is Destroyed; an unknown ID is NotFound.",
+			run: func(e *env) {
+				h := e.head()
+				id := h.Info().ID
+				e.destroy(h)
+				dw, err := e.b.OpenWorkspace(e.ctx, e.fx.Locator, &backend.OpenOptions{})
+				e.must(err, "Backend.OpenWorkspace")
+				defer dw.Close()
+				e.wantCode(dw.SetArchived(e.ctx, id, true), backend.Destroyed, "Workspace.SetArchived of a destroyed head")
+				e.wantCode(dw.SetArchived(e.ctx, backend.HeadID(newUUID()), true), backend.NotFound, "Workspace.SetArchived of an unknown head ID")
+			},
+		},
+		{
+			name:   "reads_through_a_symlink_that_leaves_the_head_are_PathEscape",
+			clause: "Open, Stat and ReadFile follow symlinks that stay inside the head; Lstat and ReadLink do not follow. A name with a \"..\" element or a leading \"/\", or a symlink leading outside the head, is PathEscape",
+			run: func(e *env) {
+				if !e.caps.Symlinks {
+					return // no symlinks: Symlink is Unimplemented, checked elsewhere
+				}
+				files := e.baseFiles()
+				files["out"] = &fstest.MapFile{Data: []byte("../outside.txt"), Mode: fs.ModeSymlink | 0o777}
+				files["updir"] = &fstest.MapFile{Data: []byte(".."), Mode: fs.ModeSymlink | 0o777}
+				files["src/far"] = &fstest.MapFile{Data: []byte("../../.."), Mode: fs.ModeSymlink | 0o777}
+				fx, err := e.h.MakeWorkspace(e.ctx, files)
+				e.must(err, "MakeWorkspace with links out of the head")
+				ws, err := workspace.Open(e.ctx, e.b, fx.Locator, nil)
+				e.must(err, "workspace.Open")
+				defer ws.Close()
+				h := e.create(ws.NewHead(e.name("links")).From(fx.Base))
+				fsys := h.FS()
+				for _, name := range []string{"out", "updir/x", "src/far/etc/passwd"} {
+					_, err := fsys.ReadFile(name)
+					e.wantCode(err, backend.PathEscape, "ReadFile "+name)
+					_, err = fsys.Open(name)
+					e.wantCode(err, backend.PathEscape, "Open "+name)
+					_, err = fsys.Stat(name)
+					e.wantCode(err, backend.PathEscape, "Stat "+name)
+				}
+				for _, name := range []string{"updir", "src/far"} {
+					_, err := fsys.ReadDir(name)
+					e.wantCode(err, backend.PathEscape, "ReadDir "+name)
+				}
+				if target, err := fsys.ReadLink("out"); err != nil || target != "../outside.txt" {
+					e.fail("ReadLink out = %q, %v: a link is data and reads as it is", target, err)
+				}
+			},
+		},
+		{
+			name:   "shared_CAS_lets_exactly_one_of_two_racing_holders_win_or_is_Unimplemented",
+			clause: "SharedCAS: FS.WriteFileIf is a compare-and-set on shared heads: of holders racing with one expected digest, exactly one wins and the others get Conflict. Without it WriteFileIf answers Unimplemented.",
+			run: func(e *env) {
+				h := e.create(e.ws.NewHead(e.name("cas")).From(e.fx.Base).Shared())
+				other, err := e.ws.OpenHead(e.ctx, h.Info().Name, nil)
+				e.must(err, "OpenHead (a second holder)")
+				defer other.Close()
+				_, d, err := h.FS().ReadFileDigest("README.md")
+				e.must(err, "ReadFileDigest")
+				if !e.caps.SharedCAS {
+					e.wantCode(h.FS().WriteFileIf("README.md", []byte("x"), 0o644, d), backend.Unimplemented, "WriteFileIf without SharedCAS")
+					return
+				}
+				for round := range 20 {
+					_, d, err := h.FS().ReadFileDigest("README.md")
+					e.must(err, "ReadFileDigest")
+					var wg sync.WaitGroup
+					errs := make([]error, 2)
+					for i, fsys := range []workspace.FS{h.FS(), other.FS()} {
+						wg.Go(func() {
+							errs[i] = fsys.WriteFileIf("README.md", []byte(fmt.Sprintf("round %d by %d\n", round, i)), 0o644, d)
+						})
+					}
+					wg.Wait()
+					won := 0
+					for _, err := range errs {
+						switch {
+						case err == nil:
+							won++
+						case workspace.CodeOf(err) != backend.Conflict:
+							e.fail("a racing WriteFileIf failed with %v, want success or Conflict", err)
+						}
+					}
+					if won != 1 {
+						e.fail("round %d: %d of two holders racing WriteFileIf with one digest won, want exactly one", round, won)
+					}
+				}
+			},
+		},
+		{
+			name:   "a_persistent_backend_reopens_a_head_after_it_was_closed_and_another_process_does_too",
+			clause: "Persistent: heads, their files and their checkpoints survive the process: a binding reopens through a Backend of a later process, and through a new Backend after this one was closed. Without it a binding from another process finds nothing (an error, never a different head).",
+			run: func(e *env) {
+				h := e.head()
+				e.write(h, "kept.txt", "kept\n")
+				cp := e.checkpoint(h, nil)
+				bind := h.Binding()
+				e.must(h.Close(), "Close")
+				res := e.child(childReopen, bind)
+				if !e.caps.Persistent {
+					// Nothing of this process reaches another: the binding
+					// finds nothing, never a different head.
+					if res.Code == "" {
+						e.fail("a backend without Persistent reopened a head of another process (it must declare Persistent)")
+					}
+					return
+				}
+				if res.Code != "" {
+					e.fail("another process could not reopen the head of a Persistent backend: %s", res.Error)
+				}
+				e.must(e.ws.Close(), "closing the workspace")
+				e.must(e.b.Close(), "closing the backend")
+				b2, err := e.makeBackend()
+				e.must(err, "MakeBackend after Close")
+				defer b2.Close()
+				r, err := workspace.Reopen(e.ctx, b2, bind, nil)
+				e.must(err, "Reopen through a new backend after the first was closed")
+				defer r.Close()
+				if e.read(r, "kept.txt") != "kept\n" {
+					e.fail("the reopened head lost its files")
+				}
+				log, err := r.Log(e.ctx, nil)
+				e.must(err, "Log")
+				if len(log) == 0 || log[0].ID != cp.ID {
+					e.fail("the reopened head lost its checkpoints: %+v", log)
+				}
+			},
+		},
+		{
+			name:   "cross_process_isolation_refuses_a_second_holder_in_another_process",
+			clause: "CrossProcessIsolation: isolation holds across processes: a second holder of an isolated head in another process gets AlreadyBound. Without it another process cannot take a head this one holds at all.",
+			run: func(e *env) {
+				h := e.head()
+				res := e.child(childReopen, h.Binding())
+				switch {
+				case e.caps.CrossProcessIsolation && res.Code != backend.AlreadyBound.String():
+					e.fail("a second holder in another process got %q (%s), want AlreadyBound while this process holds the isolated head", res.Code, res.Error)
+				case !e.caps.CrossProcessIsolation && res.Code == "":
+					e.fail("another process took an isolated head this process holds: the backend must declare CrossProcessIsolation and refuse it")
+				}
+				e.must(h.Close(), "Close")
+				if e.caps.CrossProcessIsolation {
+					if res := e.child(childReopen, h.Binding()); res.Code != "" {
+						e.fail("after this process closed the head, another could not take it: %s", res.Error)
+					}
+				}
+			},
+		},
+	}
+}
+
+// newUUID returns a random version 4 UUID in canonical form.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+var _ = os.Getenv
