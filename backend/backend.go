@@ -53,13 +53,32 @@ const (
 // refuse a configuration before a session starts. A capability that is
 // absent is answered with Unimplemented, never silently ignored.
 type Capabilities struct {
-	Attach                bool // heads over existing checkouts (HeadSpec.Attach)
-	SharedCAS             bool // WriteFileIf compare-and-set on shared heads
-	HostRoot              bool // heads are directories on the host (HeadInfo.Root, HeadSpec.Dir)
-	CrossProcessIsolation bool // isolation holds across processes, not only within one
-	Persistent            bool // state survives the process
-	Symlinks              bool // FS.Symlink and symlinks in checkpoints
-	FileModes             bool // FS.Chmod and executable bits in checkpoints
+	// Attach: heads over existing checkouts (HeadSpec.Attach). Without it
+	// CreateHead of an attached head is Unimplemented.
+	Attach bool
+	// SharedCAS: FS.WriteFileIf is a compare-and-set on shared heads: of
+	// holders racing with one expected digest, exactly one wins and the
+	// others get Conflict. Without it WriteFileIf answers Unimplemented.
+	SharedCAS bool
+	// HostRoot: heads are directories on the host (HeadInfo.Root,
+	// HeadSpec.Dir, OpenOptions.HeadsDir). Without it a Dir or HeadsDir is
+	// Unimplemented and HeadInfo.Root is empty.
+	HostRoot bool
+	// CrossProcessIsolation: isolation holds across processes: a second
+	// holder of an isolated head in another process gets AlreadyBound.
+	// Without it another process cannot take a head this one holds at all.
+	CrossProcessIsolation bool
+	// Persistent: heads, their files and their checkpoints survive the
+	// process: a binding reopens through a Backend of a later process, and
+	// through a new Backend after this one was closed. Without it a binding
+	// from another process finds nothing (an error, never a different head).
+	Persistent bool
+	// Symlinks: FS.Symlink and symlinks in checkpoints. Without it
+	// Symlink answers Unimplemented.
+	Symlinks bool
+	// FileModes: FS.Chmod and executable bits in checkpoints. Without it
+	// Chmod answers Unimplemented.
+	FileModes bool
 }
 
 // Backend is the driver interface a storage implementation satisfies. Users
@@ -70,8 +89,9 @@ type Capabilities struct {
 // Every method that can block takes a context first and returns promptly
 // once it is cancelled, with an error for which errors.Is(err,
 // context.Canceled) (or context.DeadlineExceeded) holds and CodeOf is
-// Canceled. Every error is, or wraps, an *Error whose code is the one the
-// method's contract names.
+// Canceled. Cancellation is honoured during the call as well as before it,
+// and a cancelled call leaves the head usable. Every error is, or wraps, an
+// *Error whose code is the one the method's contract names.
 //
 // Options pointers passed by the workspace layer are never nil, and their
 // values are normalized: defaults filled in, paths and names validated.
@@ -95,7 +115,9 @@ type Backend interface {
 	// read, NotFound with Reason missing, IdentityMismatch with Reason
 	// workspace-id or head-id, Destroyed, Archived unless
 	// opts.AllowArchived, AlreadyBound for an isolated head held elsewhere),
-	// and it never returns a different or an empty head. The returned head's
+	// and it never returns a different or an empty head. A head whose
+	// directory or files are gone is NotFound with Reason missing; a head
+	// whose branch is gone is NotFound with Reason branch. The returned head's
 	// Binding() is Equal to b. The returned workspace is the head's own and
 	// is closed by the caller after the head. Reopen never walks the head's
 	// files: its cost does not grow with their number.
@@ -122,7 +144,9 @@ type Workspace interface {
 	// that does not resolve is NotFound; a capability the backend lacks
 	// (Attach, Dir) is Unimplemented. A failed create leaves nothing behind:
 	// no branch, no directory, no registration. An isolated head is returned
-	// holding its isolation lock.
+	// holding its isolation lock. The head starts at spec.From on its own
+	// branch: spec.Branch, or grove/<name> (the next free grove/<name>-N
+	// when that is taken).
 	CreateHead(ctx context.Context, spec *HeadSpec) (Head, error)
 
 	// OpenHead opens the live head with that name, taking its isolation lock
@@ -168,7 +192,8 @@ type Head interface {
 
 	// Checkpoint commits the head's whole state: tracked files and untracked
 	// files that are not ignored, with modes and symlinks, plus ignored
-	// files that opts.Include names. The commit's parent is the head's
+	// files that opts.Include names. A name in opts.Include that is a
+	// directory includes every file under it. The commit's parent is the head's
 	// current commit. For a head grove created, with no merge-like operation
 	// in progress, the branch advances to the commit; for an attached head,
 	// or with an operation in progress, branch and index are left alone.
@@ -203,11 +228,15 @@ type Head interface {
 	// Status reports what a checkpoint now would capture, without taking any
 	// lock that would block a concurrent git process. It may run while
 	// another call on the same head does (a poll during a checkpoint) and
-	// answers from a consistent state of the head.
+	// answers from a consistent state of the head. Dirty is true exactly
+	// when a checkpoint now would make a commit, so a new file a checkpoint
+	// would skip does not make the head dirty; LastCheckpoint is the newest
+	// checkpoint in Log.
 	Status(ctx context.Context) (Status, error)
 
 	// Diff compares two revisions, or a revision and the working tree when
-	// to is Live. A revision that does not resolve is NotFound.
+	// to is Live. A revision that does not resolve is NotFound. A change of
+	// mode alone is a changed file, listed in Files, and the patch says so.
 	Diff(ctx context.Context, from, to Rev) (Diff, error)
 
 	// SetArchived archives or unarchives the head. The holder keeps working

@@ -18,7 +18,7 @@ func bindingCases() []testCase {
 	return []testCase{
 		{
 			name:   "a_binding_round_trips_and_reopens_exactly_the_same_head_through_a_new_backend",
-			clause: "Bindings: Binding encodes to bytes and back losslessly; Reopen returns exactly the head the binding names, whose Binding() is Equal to it",
+			clause: "The returned head's Binding() is Equal to b.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "state.txt", "exact\n")
@@ -59,7 +59,7 @@ func bindingCases() []testCase {
 		},
 		{
 			name:   "corrupt_bindings_fail_with_BindingCorrupt_and_never_panic",
-			clause: "Bindings: a corrupt or truncated binding is BindingCorrupt, never a panic",
+			clause: "DecodeBinding answers anything malformed with BindingCorrupt and never panics.",
 			run: func(e *env) {
 				h := e.head()
 				bind := h.Binding()
@@ -84,7 +84,7 @@ func bindingCases() []testCase {
 		},
 		{
 			name:   "reopen_names_which_identity_check_failed",
-			clause: "Reopen: any mismatch is a typed error naming which check failed (head-id, workspace-id, backend, access); it never substitutes a different head",
+			clause: "Reopen opens exactly the head a binding names, strictly: every check that fails is a typed error (BindingCorrupt for a payload it cannot read, NotFound with Reason missing, IdentityMismatch with Reason workspace-id or head-id, Destroyed, Archived unless opts.AllowArchived, AlreadyBound for an isolated head held elsewhere), and it never returns a different or an empty head.",
 			run: func(e *env) {
 				h := e.head()
 				bind := h.Binding()
@@ -109,7 +109,7 @@ func bindingCases() []testCase {
 		},
 		{
 			name:   "reopen_after_the_heads_files_were_deleted_fails_with_NotFound_missing",
-			clause: "Reopen: verifies the head's files exist; a mismatch is a typed error naming the check (missing)",
+			clause: "A head whose directory or files are gone is NotFound with Reason missing",
 			run: func(e *env) {
 				h := e.head()
 				bind := h.Binding()
@@ -121,7 +121,7 @@ func bindingCases() []testCase {
 		},
 		{
 			name:   "reopen_after_the_heads_branch_was_deleted_fails_naming_the_branch",
-			clause: "Reopen: verifies the branch exists; a mismatch is a typed error naming the check (branch)",
+			clause: "a head whose branch is gone is NotFound with Reason branch",
 			run: func(e *env) {
 				h := e.head()
 				bind := h.Binding()
@@ -133,7 +133,7 @@ func bindingCases() []testCase {
 		},
 		{
 			name:   "a_cancelled_context_fails_every_call_with_Canceled_and_changes_nothing",
-			clause: "Every method that can block takes ctx first and returns promptly when it is cancelled (errors.Is(err, context.Canceled))",
+			clause: "Every method that can block takes a context first and returns promptly once it is cancelled, with an error for which errors.Is(err, context.Canceled) (or context.DeadlineExceeded) holds and CodeOf is Canceled.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "dirty.txt", "d\n")
@@ -182,7 +182,7 @@ func bindingCases() []testCase {
 		},
 		{
 			name:   "cancelling_a_call_while_the_driver_runs_it_returns_promptly_with_Canceled",
-			clause: "Every method that can block returns promptly when it is cancelled, during the call as well as before it; the head stays usable",
+			clause: "Cancellation is honoured during the call as well as before it, and a cancelled call leaves the head usable.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "dirty.txt", "d\n")
@@ -213,7 +213,7 @@ func bindingCases() []testCase {
 		},
 		{
 			name:   "calls_on_one_head_wait_for_each_other_and_give_up_when_their_context_ends",
-			clause: "Per-head serialization: a process-wide lock keyed by head, acquired with the caller's context; Status takes no lock",
+			clause: "the workspace layer serializes them with a process-wide lock per head. Status, Info, Binding and the FS take no such lock",
 			run: func(e *env) {
 				h := e.create(e.ws.NewHead("serial").From(e.fx.Base).Shared())
 				other, err := e.ws.OpenHead(e.ctx, "serial", nil)
@@ -246,7 +246,7 @@ func bindingCases() []testCase {
 		},
 		{
 			name:   "close_is_final_a_second_close_errors_and_nothing_is_served_after_it",
-			clause: "Close() error from v1: a second Close is an error, and nothing reaches the backend after it",
+			clause: "Close releases the head and its isolation lock. It never deletes anything. A second Close returns an error.",
 			run: func(e *env) {
 				h := e.head()
 				fsys := h.FS()
@@ -276,7 +276,7 @@ func bindingCases() []testCase {
 		},
 		{
 			name:   "the_head_FS_passes_fstest_TestFS",
-			clause: "FS: the read side is io/fs (fs.FS, StatFS, ReadDirFS, ReadFileFS, ReadLinkFS), so testing/fstest.TestFS checks it",
+			clause: "The read side is io/fs, so testing/fstest.TestFS checks it.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "ignored/x.txt", "x\n")
@@ -298,7 +298,7 @@ func bindingCases() []testCase {
 		},
 		{
 			name:   "the_head_FS_types_its_errors",
-			clause: "FS: .., absolute paths and symlinks leading out of the head are PathEscape; .git is PermissionDenied; not found matches fs.ErrNotExist",
+			clause: "A name with a \"..\" element or a leading \"/\", or a symlink leading outside the head, is PathEscape; another malformed name is InvalidArgument",
 			run: func(e *env) {
 				h := e.head()
 				fsys := h.FS()
@@ -323,7 +323,7 @@ func bindingCases() []testCase {
 		},
 		{
 			name:   "FS_writes_are_whole_and_keep_the_file_mode",
-			clause: "FS: writes replace files atomically and keep the file's mode; a read returns the content and its digest together",
+			clause: "Writes replace files atomically (readers see the old or the new content, never a mix) and keep an existing file's mode.",
 			run: func(e *env) {
 				h := e.head()
 				fsys := h.FS()
@@ -346,7 +346,7 @@ func bindingCases() []testCase {
 		},
 		{
 			name:   "WriteFileIf_loses_cleanly_with_Conflict_and_the_current_digest",
-			clause: "FS: WriteFileIf is compare-and-set against the digest last read (zero: must not exist); a lost race is Conflict with the current digest, writing nothing",
+			clause: "Otherwise it writes nothing and fails with Conflict, with Error.Current set to the digest of the content there now (zero if none).",
 			run: func(e *env) {
 				h := e.head()
 				fsys := h.FS()

@@ -16,7 +16,7 @@ func checkpointCases() []testCase {
 	return []testCase{
 		{
 			name:   "checkpoint_captures_tracked_changes_deletions_and_untracked_files",
-			clause: "Checkpoint: captures tracked files and untracked files that are not ignored; the commit's parent is the head's current commit; the branch advances and status is clean",
+			clause: "Checkpoint commits the head's whole state: tracked files and untracked files that are not ignored, with modes and symlinks, plus ignored files that opts.Include names.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "README.md", "hello\nworld\n")
@@ -37,7 +37,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "checkpoint_never_captures_ignored_files_unless_included",
-			clause: "Checkpoint: ignored files are never captured, unless an explicit include list names them",
+			clause: "Checkpoint commits the head's whole state: tracked files and untracked files that are not ignored, with modes and symlinks, plus ignored files that opts.Include names.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "ignored/cache.bin", "cache\n")
@@ -60,7 +60,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "checkpoint_keeps_file_modes_or_answers_Unimplemented",
-			clause: "Checkpoint: captures file modes; a backend without FileModes answers Chmod with Unimplemented",
+			clause: "Chmod sets the permission bits of name. Backends without Capabilities.FileModes answer Unimplemented.",
 			run: func(e *env) {
 				h := e.head()
 				err := h.FS().Chmod("src/main.go", 0o755)
@@ -79,7 +79,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "checkpoint_keeps_symlinks_or_answers_Unimplemented",
-			clause: "Checkpoint: captures symlinks; a backend without Symlinks answers Symlink with Unimplemented",
+			clause: "Backends without Capabilities.Symlinks answer Unimplemented.",
 			run: func(e *env) {
 				h := e.head()
 				err := h.FS().Symlink("README.md", "readme-link")
@@ -100,7 +100,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "checkpoint_with_nothing_changed_returns_the_current_checkpoint_without_a_commit",
-			clause: "Checkpoint: with nothing changed creates no commit and returns the current checkpoint (not new); on a fresh head that is its base commit",
+			clause: "When nothing changed, no commit is made and the current checkpoint is returned with New false (on a fresh head: its base commit).",
 			run: func(e *env) {
 				h := e.head()
 				cp0 := e.checkpoint(h, nil)
@@ -120,7 +120,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "checkpoint_skips_new_files_over_the_size_cap_and_lists_them",
-			clause: "Size: a new untracked file larger than the cap is not captured; the checkpoint result lists what it skipped",
+			clause: "New untracked files larger than opts.MaxNewFileSize (0: 10 MiB; negative: no cap), empty directories and irregular files are not captured and are listed in Skipped.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "big.bin", strings.Repeat("x", 2048))
@@ -145,7 +145,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "checkpoint_lists_empty_directories_as_skipped_and_never_fails_on_them",
-			clause: "What a commit cannot hold: empty directories are not captured; they are listed in the checkpoint result and never make a checkpoint fail",
+			clause: "New untracked files larger than opts.MaxNewFileSize (0: 10 MiB; negative: no cap), empty directories and irregular files are not captured and are listed in Skipped.",
 			run: func(e *env) {
 				h := e.head()
 				e.must(h.FS().MkdirAll("empty/dir", 0o755), "MkdirAll")
@@ -159,7 +159,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "checkpoint_author_defaults_to_a_grove_identity_and_is_configurable",
-			clause: "Checkpoint: works with no user.name configured; the author is configurable and defaults to a grove identity",
+			clause: "DefaultAuthor is the author of checkpoints whose options name none, so that checkpoints work on a machine with no user.name configured.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "a.txt", "a\n")
@@ -177,7 +177,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "log_lists_checkpoints_newest_first_and_honours_the_limit",
-			clause: "Log: newest first, from private refs",
+			clause: "Log lists the head's checkpoints, newest first, from its private refs (not from the branch's history)",
 			run: func(e *env) {
 				h := e.head()
 				var ids []backend.CheckpointID
@@ -200,7 +200,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "restore_of_a_dirty_head_takes_a_safety_checkpoint_first",
-			clause: "Restore: before changing anything, a dirty head is checkpointed (the safety checkpoint, returned to the caller) unless the caller explicitly discards",
+			clause: "unless opts.Discard, a dirty head is first checkpointed, and that safety checkpoint is returned in Safety.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "README.md", "changed\n")
@@ -220,7 +220,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "restore_with_Discard_takes_no_safety_checkpoint",
-			clause: "Restore: a dirty head is checkpointed first unless the caller explicitly discards",
+			clause: "unless opts.Discard, a dirty head is first checkpointed, and that safety checkpoint is returned in Safety.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "README.md", "changed\n")
@@ -237,7 +237,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "restore_makes_the_tree_equal_the_target_and_resets_the_branch",
-			clause: "Restore: tracked content equals the target checkpoint exactly; untracked, non-ignored files not in the target are removed; the branch is reset to the target",
+			clause: "Restore makes the head's tracked content equal to revision to, removes untracked files that are not ignored and not in to, and never touches ignored files",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "keep/a.txt", "a\n")
@@ -266,7 +266,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "restore_never_touches_ignored_files",
-			clause: "Restore: ignored files are never touched (a node_modules survives every restore)",
+			clause: "Restore makes the head's tracked content equal to revision to, removes untracked files that are not ignored and not in to, and never touches ignored files",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "ignored/node_modules/pkg.js", "module\n")
@@ -284,7 +284,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "restore_refuses_with_Conflict_where_the_target_tracks_an_ignored_file_of_the_head",
-			clause: "Restore: where the target tracks a path that is an ignored file in the head now, restore refuses with Conflict instead of overwriting it",
+			clause: "where to tracks a path that is an ignored file in the head now (with other content), it fails with Conflict and changes nothing.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "ignored/data.txt", "v1\n")
@@ -305,7 +305,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "restore_to_a_bad_revision_fails_with_NotFound_and_changes_no_file",
-			clause: "Restore: the target is any checkpoint or revision of the workspace; a bad one is NotFound",
+			clause: "A revision that does not resolve is NotFound and changes nothing.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "README.md", "dirty\n")
@@ -317,7 +317,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "restore_run_twice_converges_and_keeps_newer_checkpoints_reachable",
-			clause: "Restore: running the same restore again converges on the target; later checkpoints stay reachable and Log lists them",
+			clause: "Running the same Restore again converges on to.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "v.txt", "1\n")
@@ -348,7 +348,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "fork_carries_uncommitted_work_into_a_new_isolated_head",
-			clause: "Fork: checkpoint the source (uncommitted work included), then create an isolated head from that checkpoint",
+			clause: "Fork creates a new isolated head called name from this head: by default from a checkpoint of its state now, uncommitted work included",
 			run: func(e *env) {
 				src := e.create(e.ws.NewHead("src").From(e.fx.Base).Shared())
 				e.write(src, "wip.txt", "uncommitted\n")
@@ -373,7 +373,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "fork_from_an_older_checkpoint_takes_no_new_checkpoint",
-			clause: "Fork: forking from an older checkpoint is allowed; a set From takes no checkpoint",
+			clause: "with opts.From, from that revision, without touching this head.",
 			run: func(e *env) {
 				src := e.head()
 				e.write(src, "v.txt", "1\n")
@@ -394,7 +394,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "status_reports_each_changed_path_and_clean_after_a_checkpoint",
-			clause: "Status: dirty or clean, the changed paths (modified, deleted, untracked), current commit, last checkpoint, archived",
+			clause: "Status reports what a checkpoint now would capture",
 			run: func(e *env) {
 				h := e.head()
 				st := e.status(h)
@@ -423,7 +423,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "diff_reports_a_unified_patch_and_per_file_stats",
-			clause: "Diff: a unified patch and per-file stats between two revisions, or a revision and the working tree",
+			clause: "Diff compares two revisions, or a revision and the working tree when to is Live.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "README.md", "hello\nworld\n")
@@ -446,7 +446,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "commits_reports_what_the_branch_gained_behind_grove",
-			clause: "Commits: branch commits after since (drift on resume)",
+			clause: "Commits lists the commits of the head's branch that are not reachable from since, newest first",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "v.txt", "1\n")
@@ -473,7 +473,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "materialize_writes_a_byte_identical_tree_into_an_empty_directory",
-			clause: "Materialize: any checkpoint can be written out into an empty directory; the result is byte-identical, modes and symlinks included",
+			clause: "Materialize writes the tree of revision at into dir, which must be empty or absent and must not lie inside a head: the files are byte-identical to the checkpoint, modes and symlinks included.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "deep/er/file.txt", "deep\n")
@@ -489,7 +489,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "materialize_refuses_a_non_empty_destination_and_leaves_it_untouched",
-			clause: "Materialize: a non-empty destination is refused, never wiped",
+			clause: "A non-empty dir is FailedPrecondition and is left untouched",
 			run: func(e *env) {
 				dir := e.t.TempDir()
 				keep := filepath.Join(dir, "keep.txt")

@@ -15,7 +15,7 @@ func headCases() []testCase {
 	return []testCase{
 		{
 			name:   "create_makes_an_isolated_head_on_its_own_branch_from_the_base_revision",
-			clause: "Create: an isolated head gets its own branch (grove/<name> unless named); From is a revision",
+			clause: "The head starts at spec.From on its own branch: spec.Branch, or grove/<name> (the next free grove/<name>-N when that is taken).",
 			run: func(e *env) {
 				h := e.create(e.ws.NewHead("agent").From(e.fx.Base))
 				info := h.Info()
@@ -41,7 +41,7 @@ func headCases() []testCase {
 		},
 		{
 			name:   "create_from_a_checkpoint_of_another_head_starts_from_that_checkpoint",
-			clause: "Create: From is a revision (branch, tag, commit) or a checkpoint",
+			clause: "The head starts at spec.From on its own branch",
 			run: func(e *env) {
 				src := e.head()
 				e.write(src, "notes/a.txt", "from src\n")
@@ -55,7 +55,7 @@ func headCases() []testCase {
 		},
 		{
 			name:   "create_with_a_named_branch_uses_it_and_a_taken_branch_is_AlreadyExists",
-			clause: "Create: an isolated head gets its own branch (grove/<name> unless named)",
+			clause: "an explicit Branch that exists is AlreadyExists",
 			run: func(e *env) {
 				h := e.create(e.ws.NewHead("named").From(e.fx.Base).Branch("feature/named"))
 				if h.Info().Branch != "feature/named" {
@@ -67,7 +67,7 @@ func headCases() []testCase {
 		},
 		{
 			name:   "create_with_a_duplicate_name_fails_with_AlreadyExists",
-			clause: "Create: a head name is unique in its workspace; a duplicate is AlreadyExists",
+			clause: "A name already used by a live or archived head is AlreadyExists",
 			run: func(e *env) {
 				e.create(e.ws.NewHead("dup").From(e.fx.Base))
 				_, err := e.ws.NewHead("dup").From(e.fx.Base).Shared().Create(e.ctx)
@@ -76,7 +76,7 @@ func headCases() []testCase {
 		},
 		{
 			name:   "create_with_an_invalid_name_fails_with_InvalidArgument",
-			clause: "Create: a head name is valid as a path element and a ref component",
+			clause: "a malformed name or branch is InvalidArgument",
 			run: func(e *env) {
 				for _, n := range []string{"", "../up", "a/b", ".hidden", "x.lock", "sp ace", "a..b", strings.Repeat("n", 101)} {
 					_, err := e.ws.NewHead(n).From(e.fx.Base).Create(e.ctx)
@@ -86,7 +86,7 @@ func headCases() []testCase {
 		},
 		{
 			name:   "create_from_a_bad_revision_fails_with_NotFound_and_leaves_nothing_behind",
-			clause: "Create: a bad From is NotFound. A failed create leaves nothing behind: no branch, no directory, no registration",
+			clause: "a From that does not resolve is NotFound; a capability the backend lacks (Attach, Dir) is Unimplemented. A failed create leaves nothing behind: no branch, no directory, no registration.",
 			run: func(e *env) {
 				_, err := e.ws.NewHead("ghost").From("no-such-revision").Create(e.ctx)
 				e.wantCode(err, backend.NotFound, "creating a head from no-such-revision")
@@ -105,7 +105,7 @@ func headCases() []testCase {
 		},
 		{
 			name:   "a_shared_head_takes_many_holders",
-			clause: "Head: access is Isolated or Shared; a shared head takes many sessions",
+			clause: "Shared heads take many holders; their writes use compare-and-set.",
 			run: func(e *env) {
 				h := e.create(e.ws.NewHead("team").From(e.fx.Base).Shared())
 				if h.Info().Access != backend.Shared {
@@ -124,7 +124,7 @@ func headCases() []testCase {
 		},
 		{
 			name:   "a_second_holder_of_an_isolated_head_gets_AlreadyBound_until_the_first_closes",
-			clause: "Isolation: an isolated head has at most one live holder; a second holder gets AlreadyBound",
+			clause: "Isolated heads have at most one live holder across all processes; a second holder gets AlreadyBound.",
 			run: func(e *env) {
 				h := e.create(e.ws.NewHead("solo").From(e.fx.Base))
 				_, err := e.ws.OpenHead(e.ctx, "solo", nil)
@@ -146,7 +146,7 @@ func headCases() []testCase {
 		},
 		{
 			name:   "heads_lists_live_and_archived_heads_by_name",
-			clause: "Heads: live and archived heads, ordered by name",
+			clause: "Heads lists the live and archived heads, ordered by name.",
 			run: func(e *env) {
 				e.create(e.ws.NewHead("b-head").From(e.fx.Base))
 				a := e.create(e.ws.NewHead("a-head").From(e.fx.Base))
@@ -166,7 +166,7 @@ func headCases() []testCase {
 		},
 		{
 			name:   "an_archived_head_cannot_be_bound_until_unarchived_and_its_holder_keeps_working",
-			clause: "Archive: an archived head cannot be bound or reopened until unarchived; its files stay, and a holder keeps working until it closes",
+			clause: "The holder keeps working while the head is archived; only new binds are refused.",
 			run: func(e *env) {
 				h := e.create(e.ws.NewHead("arch").From(e.fx.Base))
 				bind := h.Binding()
@@ -201,7 +201,7 @@ func headCases() []testCase {
 		},
 		{
 			name:   "destroy_of_a_dirty_head_takes_a_final_checkpoint_and_keeps_every_checkpoint",
-			clause: "Destroy: where the head was dirty, first takes a final checkpoint unless told to discard; keeps the branch and every checkpoint ref",
+			clause: "Unless opts.Discard, a dirty head is first checkpointed, and that final checkpoint is returned.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "kept.txt", "v1\n")
@@ -219,7 +219,7 @@ func headCases() []testCase {
 		},
 		{
 			name:   "destroy_without_Discard_refuses_to_delete_a_file_no_checkpoint_holds",
-			clause: "Destroy: without Discard, refuses (FailedPrecondition) to delete what no checkpoint holds: a new file over the size cap",
+			clause: "Destroy without Discard never deletes what no checkpoint holds",
 			run: func(e *env) {
 				h := e.head()
 				big := strings.Repeat("x", int(backend.DefaultMaxNewFileSize)+1)
@@ -237,7 +237,7 @@ func headCases() []testCase {
 		},
 		{
 			name:   "destroy_with_Discard_takes_no_final_checkpoint",
-			clause: "Destroy: takes a final checkpoint unless told to discard",
+			clause: "Unless opts.Discard, a dirty head is first checkpointed, and that final checkpoint is returned.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "wip.txt", "unsaved\n")
@@ -250,7 +250,7 @@ func headCases() []testCase {
 		},
 		{
 			name:   "a_destroyed_head_reopens_as_Destroyed_and_its_name_can_be_reused",
-			clause: "Destroy: reopening a destroyed head fails with a typed error that says it was destroyed; names are reusable, a taken default branch gets the next free grove/<name>-N",
+			clause: "the head's binding reopens as Destroyed, and its name can be used again.",
 			run: func(e *env) {
 				h := e.create(e.ws.NewHead("reuse").From(e.fx.Base))
 				old := h.Binding()
@@ -271,7 +271,7 @@ func headCases() []testCase {
 		},
 		{
 			name:   "attach_makes_a_shared_head_over_an_existing_checkout_that_grove_never_moves",
-			clause: "Attached heads: always shared; checkpoints are commits on private refs only; destroying only forgets; a backend without Attach answers Unimplemented",
+			clause: "Attach creates a shared head over dir, an existing checkout of the workspace that the user owns: checkpoints go to private refs only, a restore writes files only, and destroying the head only forgets it.",
 			run: func(e *env) {
 				if !e.caps.Attach {
 					_, err := e.ws.Attach(e.ctx, "att", e.t.TempDir())
@@ -321,7 +321,7 @@ func headCases() []testCase {
 		},
 		{
 			name:   "host_directories_are_used_where_the_backend_has_them_and_Unimplemented_otherwise",
-			clause: "Capabilities are data: a capability that is absent is answered with Unimplemented",
+			clause: "A capability that is absent is answered with Unimplemented, never silently ignored.",
 			run: func(e *env) {
 				dir := filepath.Join(e.t.TempDir(), "placed")
 				if !e.caps.HostRoot {
