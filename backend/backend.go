@@ -15,7 +15,11 @@ type WorkspaceID string
 // HeadID names a head stably and is never reused (a UUID).
 type HeadID string
 
-// CheckpointID is a checkpoint's full lowercase hexadecimal commit hash.
+// CheckpointID names a checkpoint: for a Git store its full lowercase
+// hexadecimal commit hash; a backend that does not store Git commits uses
+// another stable name in the same form, at least 40 lowercase hexadecimal
+// digits. Any CheckpointID a head reports resolves as a Rev in its
+// workspace.
 type CheckpointID string
 
 // Rev is a revision: a branch, a tag, a commit hash or a CheckpointID.
@@ -127,8 +131,11 @@ type Backend interface {
 	// could; it lets callers reach features outside this interface.
 	As(target any) bool
 
-	// Close releases the backend. A second Close returns an error, and no
-	// other method may be called after Close.
+	// Close releases the backend. A second Close returns an error. After
+	// Close every method that can block, of the Backend and of the
+	// workspaces and heads opened from it, answers FailedPrecondition; the
+	// FS of a head still open stays its working tree until the head is
+	// closed.
 	Close() error
 }
 
@@ -142,11 +149,12 @@ type Workspace interface {
 	// and From). A name already used by a live or archived head is
 	// AlreadyExists; an explicit Branch that exists is AlreadyExists; a From
 	// that does not resolve is NotFound; a capability the backend lacks
-	// (Attach, Dir) is Unimplemented. A failed create leaves nothing behind:
-	// no branch, no directory, no registration. An isolated head is returned
-	// holding its isolation lock. The head starts at spec.From on its own
-	// branch: spec.Branch, or grove/<name> (the next free grove/<name>-N
-	// when that is taken).
+	// (Attach, Dir) is Unimplemented; a Dir that exists and is not empty is
+	// AlreadyExists. A failed create leaves nothing behind: no branch, no
+	// directory, no registration. An isolated head is returned holding its
+	// isolation lock. The head starts at spec.From on its own branch:
+	// spec.Branch, or grove/<name> (the next free grove/<name>-N when that
+	// is taken).
 	CreateHead(ctx context.Context, spec *HeadSpec) (Head, error)
 
 	// OpenHead opens the live head with that name, taking its isolation lock
@@ -166,8 +174,8 @@ type Workspace interface {
 	// Materialize writes the tree of revision at into dir, which must be
 	// empty or absent and must not lie inside a head: the files are
 	// byte-identical to the checkpoint, modes and symlinks included. A
-	// non-empty dir is FailedPrecondition and is left untouched; a revision
-	// that does not resolve is NotFound.
+	// non-empty dir, or a dir inside a head, is FailedPrecondition and is
+	// left untouched; a revision that does not resolve is NotFound.
 	Materialize(ctx context.Context, at Rev, dir string) error
 
 	// Close releases the workspace. It does not close the Backend, and heads
@@ -193,16 +201,20 @@ type Head interface {
 	// Checkpoint commits the head's whole state: tracked files and untracked
 	// files that are not ignored, with modes and symlinks, plus ignored
 	// files that opts.Include names. A name in opts.Include that is a
-	// directory includes every file under it. The commit's parent is the head's
-	// current commit. For a head grove created, with no merge-like operation
-	// in progress, the branch advances to the commit; for an attached head,
-	// or with an operation in progress, branch and index are left alone.
-	// Every checkpoint is also kept reachable by a private ref. When nothing
-	// changed, no commit is made and the current checkpoint is returned with
-	// New false (on a fresh head: its base commit). New untracked files
-	// larger than opts.MaxNewFileSize (0: 10 MiB; negative: no cap), empty
-	// directories and irregular files are not captured and are listed in
-	// Skipped.
+	// directory includes every file under it. Ignored means what git means:
+	// the patterns of the .gitignore files in the head, each applying to its
+	// directory and below, deeper and later patterns winning, a leading "!"
+	// re-including (a backend over a Git repository also honours the
+	// repository's info/exclude; none reads a user's global excludes file).
+	// The commit's parent is the head's current commit. For a head grove
+	// created, with no merge-like operation in progress, the branch advances
+	// to the commit; for an attached head, or with an operation in progress,
+	// branch and index are left alone. Every checkpoint is also kept
+	// reachable by a private ref. When nothing changed, no commit is made
+	// and the current checkpoint is returned with New false (on a fresh
+	// head: its base commit). New untracked files larger than
+	// opts.MaxNewFileSize (0: 10 MiB; negative: no cap), empty directories
+	// and irregular files are not captured and are listed in Skipped.
 	Checkpoint(ctx context.Context, opts *CheckpointOptions) (CheckpointResult, error)
 
 	// Restore makes the head's tracked content equal to revision to, removes
@@ -218,7 +230,8 @@ type Head interface {
 
 	// Log lists the head's checkpoints, newest first, from its private refs
 	// (not from the branch's history): a restore to an older checkpoint
-	// leaves the newer ones listed.
+	// leaves the newer ones listed. A fresh head has no checkpoints: Log
+	// returns an empty list, not an error.
 	Log(ctx context.Context, opts *LogOptions) ([]Checkpoint, error)
 
 	// Commits lists the commits of the head's branch that are not reachable

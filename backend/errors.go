@@ -118,7 +118,9 @@ var (
 )
 
 // Reason names which check failed when a head could not be reopened or
-// identified.
+// identified. Each reason goes with one code: missing, unregistered, moved
+// and branch with NotFound; head-id (also for a head ID no head has),
+// workspace-id, backend and access with IdentityMismatch.
 type Reason string
 
 // Reasons a reopen can fail for.

@@ -57,7 +57,8 @@ type FS interface {
 
 	// WriteFile writes data to name, creating it with perm (only its 0o777
 	// bits are used) or keeping an existing file's mode. The parent
-	// directory must exist.
+	// directory must exist (NotFound otherwise); a name that is a directory
+	// is FailedPrecondition.
 	WriteFile(name string, data []byte, perm fs.FileMode) error
 
 	// WriteFileIf writes like WriteFile only if the content there now has

@@ -102,7 +102,7 @@ type testCase struct {
 // allCases returns every case of the suite, in the order they run: the
 // harness's fixture first.
 func allCases() []testCase {
-	return slices.Concat(fixtureCases(), bindingCases(), checkpointCases(), fsEscapeCases(), headCases(), contractCases())
+	return slices.Concat(fixtureCases(), bindingCases(), checkpointCases(), fsEscapeCases(), headCases(), contractCases(), answerCases())
 }
 
 // RunConformanceTests runs every case of the suite against the backend the
@@ -251,6 +251,11 @@ var methodRules = []struct{ word, method string }{
 	{"cross_process", "Capabilities.CrossProcessIsolation and Backend.Reopen"},
 	{"host_directories", "Capabilities.HostRoot and Workspace.CreateHead"},
 	{"set_archived", "Workspace.SetArchived"},
+	{"after_Close", "Backend.Close"},
+	{"reopen_reason", "Backend.Reopen (Reason)"},
+	{"ignored_means", "Head.Checkpoint (ignored files)"},
+	{"checkpoint_ID", "CheckpointID"},
+	{"edge_cases", "Head.Log, FS.WriteFile, Workspace.CreateHead, Workspace.Materialize"},
 	{"binding", "Backend.Reopen"},
 	{"reopen", "Backend.Reopen"},
 	{"destroyed_head_reopens", "Head.Destroy and Backend.Reopen"},

@@ -71,6 +71,11 @@ func TestBrokenBackendsFailTheSuite(t *testing.T) {
 		{"claims-persistent", "a_persistent_backend_reopens_a_head_after_it_was_closed_and_another_process_does_too", "survive the process"},
 		{"claims-cross-process", "cross_process_isolation_refuses_a_second_holder_in_another_process", "isolation holds across processes"},
 		{"fixture-drops-modes", "the_harness_builds_the_fixture_exactly_with_modes_and_symlinks", "regular files with their executable bit"},
+		{"close-is-not-final", "after_Close_every_blocking_method_answers_FailedPrecondition", "After Close every method that can block"},
+		{"access-mismatch-is-missing", "each_reopen_reason_goes_with_its_code", "Each reason goes with one code"},
+		{"ignores-nested-gitignore", "ignored_means_gitignore_files_at_any_depth_with_negation", "Ignored means what git means"},
+		{"uppercase-checkpoint-ids", "a_checkpoint_ID_is_lowercase_hex_and_resolves_as_a_revision", "at least 40 lowercase hexadecimal digits"},
+		{"log-of-fresh-head-fails", "the_edge_cases_have_their_codes", "A fresh head has no checkpoints"},
 	} {
 		t.Run(c.breakage, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestSuiteOverWrapper$", "-test.v")
@@ -126,6 +131,12 @@ func (b *brokenBackend) Reopen(ctx context.Context, bind backend.Binding, opts *
 			}
 		}
 		return nil, nil, err
+	}
+	if err != nil && b.breakage == "access-mismatch-is-missing" {
+		var be *backend.Error
+		if errors.As(err, &be) && be.Reason == backend.ReasonAccess {
+			return nil, nil, &backend.Error{Code: backend.NotFound, Op: "broken: reopen", Reason: backend.ReasonMissing, Err: err}
+		}
 	}
 	if err != nil {
 		return nil, nil, err
@@ -207,6 +218,13 @@ func (h *brokenHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOpt
 		if o.MaxNewFileSize < 0 {
 			o.MaxNewFileSize = backend.DefaultMaxNewFileSize
 		}
+	case "ignores-nested-gitignore":
+		_ = fs.WalkDir(h.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".tmp") {
+				o.Include = append(o.Include, p)
+			}
+			return nil
+		})
 	case "include-files-only":
 		o.Include = nil
 		for _, p := range opts.Include {
@@ -216,7 +234,11 @@ func (h *brokenHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOpt
 		}
 	}
 	opts = &o
-	return h.Head.Checkpoint(h.uncancelled(ctx), opts)
+	res, err := h.Head.Checkpoint(h.uncancelled(ctx), opts)
+	if h.breakage == "uppercase-checkpoint-ids" {
+		res.ID = backend.CheckpointID(strings.ToUpper(string(res.ID)))
+	}
+	return res, err
 }
 
 func (h *brokenHead) Restore(ctx context.Context, to backend.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
@@ -389,4 +411,20 @@ func (f brokenFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect
 	}
 	time.Sleep(2 * time.Millisecond)
 	return f.FS.WriteFile(name, data, perm)
+}
+
+// Close, broken: does nothing, so the backend keeps serving.
+func (b *brokenBackend) Close() error {
+	if b.breakage == "close-is-not-final" {
+		return nil
+	}
+	return b.Backend.Close()
+}
+
+func (h *brokenHead) Log(ctx context.Context, opts *backend.LogOptions) ([]backend.Checkpoint, error) {
+	log, err := h.Head.Log(ctx, opts)
+	if err == nil && len(log) == 0 && h.breakage == "log-of-fresh-head-fails" {
+		return nil, backend.Errorf(backend.NotFound, "broken: log", "no checkpoints")
+	}
+	return log, err
 }

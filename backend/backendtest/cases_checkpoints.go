@@ -489,7 +489,7 @@ func checkpointCases() []testCase {
 		},
 		{
 			name:   "materialize_refuses_a_non_empty_destination_and_leaves_it_untouched",
-			clause: "A non-empty dir is FailedPrecondition and is left untouched",
+			clause: "A non-empty dir, or a dir inside a head, is FailedPrecondition and is left untouched",
 			run: func(e *env) {
 				dir := e.t.TempDir()
 				keep := filepath.Join(dir, "keep.txt")

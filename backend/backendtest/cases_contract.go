@@ -371,6 +371,130 @@ func contractCases() []testCase {
 	}
 }
 
+// answerCases pin the answers the contract gives to questions a backend
+// author would otherwise have to guess.
+func answerCases() []testCase {
+	return []testCase{
+		{
+			name:   "after_Close_every_blocking_method_answers_FailedPrecondition",
+			clause: "After Close every method that can block, of the Backend and of the workspaces and heads opened from it, answers FailedPrecondition; the FS of a head still open stays its working tree until the head is closed.",
+			run: func(e *env) {
+				b, err := e.makeBackend()
+				e.must(err, "MakeBackend")
+				ws, err := workspace.Open(e.ctx, b, e.fx.Locator, nil)
+				e.must(err, "workspace.Open")
+				h := e.create(ws.NewHead(e.name("closing")).From(e.fx.Base).Shared())
+				bind := h.Binding()
+				dw, err := b.OpenWorkspace(e.ctx, e.fx.Locator, &backend.OpenOptions{})
+				e.must(err, "Backend.OpenWorkspace")
+				e.must(b.Close(), "Backend.Close")
+				_, err = b.OpenWorkspace(e.ctx, e.fx.Locator, &backend.OpenOptions{})
+				e.wantCode(err, backend.FailedPrecondition, "Backend.OpenWorkspace after Close")
+				_, _, err = b.Reopen(e.ctx, bind, &backend.ReopenOptions{})
+				e.wantCode(err, backend.FailedPrecondition, "Backend.Reopen after Close")
+				_, err = dw.Heads(e.ctx)
+				e.wantCode(err, backend.FailedPrecondition, "Workspace.Heads after the backend's Close")
+				_, err = h.Status(e.ctx)
+				e.wantCode(err, backend.FailedPrecondition, "Head.Status after the backend's Close")
+				_, err = h.Checkpoint(e.ctx, nil)
+				e.wantCode(err, backend.FailedPrecondition, "Head.Checkpoint after the backend's Close")
+				if e.read(h, "README.md") != "hello\n" {
+					e.fail("the FS of a head still open stopped serving its files")
+				}
+				if b.Close() == nil {
+					e.fail("a second Backend.Close succeeded")
+				}
+			},
+		},
+		{
+			name:   "each_reopen_reason_goes_with_its_code",
+			clause: "Each reason goes with one code: missing, unregistered, moved and branch with NotFound; head-id (also for a head ID no head has), workspace-id, backend and access with IdentityMismatch.",
+			run: func(e *env) {
+				h := e.create(e.ws.NewHead(e.name("reasons")).From(e.fx.Base).Shared())
+				bind := h.Binding()
+				other := bind
+				other.Access = backend.Isolated
+				_, err := workspace.Reopen(e.ctx, e.b, other, nil)
+				e.wantReason(err, backend.IdentityMismatch, backend.ReasonAccess, "Reopen of a binding that names another access")
+				other = bind
+				other.Workspace = backend.WorkspaceID(newUUID())
+				_, err = workspace.Reopen(e.ctx, e.b, other, nil)
+				e.wantReason(err, backend.IdentityMismatch, backend.ReasonWorkspaceID, "Reopen of a binding that names another workspace")
+				other = bind
+				other.Backend = "not-" + bind.Backend
+				_, err = workspace.Reopen(e.ctx, e.b, other, nil)
+				e.wantReason(err, backend.IdentityMismatch, backend.ReasonBackend, "Reopen of a binding of another backend")
+			},
+		},
+		{
+			name:   "ignored_means_gitignore_files_at_any_depth_with_negation",
+			clause: "Ignored means what git means: the patterns of the .gitignore files in the head, each applying to its directory and below, deeper and later patterns winning, a leading \"!\" re-including",
+			run: func(e *env) {
+				h := e.head()
+				e.write(h, "sub/.gitignore", "*.tmp\n!keep.tmp\n!kept.log\n")
+				e.write(h, "sub/drop.tmp", "x\n")
+				e.write(h, "sub/keep.tmp", "x\n")
+				e.write(h, "sub/kept.log", "x\n")
+				e.write(h, "sub/deeper/drop.tmp", "x\n")
+				e.write(h, "top.tmp", "x\n")
+				e.write(h, "top.log", "x\n")
+				at := e.treeAt(backend.Rev(e.checkpoint(h, nil).ID))
+				for p, want := range map[string]bool{
+					"sub/drop.tmp": false, "sub/deeper/drop.tmp": false, "top.log": false,
+					"sub/keep.tmp": true, "sub/kept.log": true, "top.tmp": true, "sub/.gitignore": true,
+				} {
+					if _, got := at[p]; got != want {
+						e.fail("%s captured: %v, want %v (a .gitignore applies to its directory and below; \"!\" re-includes)", p, got, want)
+					}
+				}
+			},
+		},
+		{
+			name:   "a_checkpoint_ID_is_lowercase_hex_and_resolves_as_a_revision",
+			clause: "another stable name in the same form, at least 40 lowercase hexadecimal digits. Any CheckpointID a head reports resolves as a Rev in its workspace.",
+			run: func(e *env) {
+				h := e.head()
+				e.write(h, "a.txt", "a\n")
+				cp := e.checkpoint(h, nil)
+				for _, id := range []backend.CheckpointID{cp.ID, h.Info().Base, e.status(h).Commit} {
+					if len(id) < 40 || strings.Trim(string(id), "0123456789abcdef") != "" {
+						e.fail("checkpoint ID %q is not at least 40 lowercase hexadecimal digits", id)
+					}
+				}
+				v := e.create(e.ws.NewHead(e.name("from-id")).From(backend.Rev(cp.ID)).Shared())
+				if v.Info().Base != cp.ID {
+					e.fail("a head created from checkpoint %s starts at %s", cp.ID, v.Info().Base)
+				}
+			},
+		},
+		{
+			name:   "the_edge_cases_have_their_codes",
+			clause: "A fresh head has no checkpoints: Log returns an empty list, not an error.",
+			run: func(e *env) {
+				h := e.head()
+				log, err := h.Log(e.ctx, nil)
+				e.must(err, "Log of a fresh head")
+				if len(log) != 0 {
+					e.fail("a fresh head's Log lists %d checkpoints, want none", len(log))
+				}
+				e.must(h.FS().MkdirAll("dir", 0o755), "MkdirAll")
+				e.wantCode(h.FS().WriteFile("dir", []byte("x"), 0o644), backend.FailedPrecondition, "WriteFile onto a directory (a name that is a directory is FailedPrecondition)")
+				e.wantCode(h.FS().WriteFile("no/such/dir/f", []byte("x"), 0o644), backend.NotFound, "WriteFile into a missing directory (the parent directory must exist)")
+				if !e.caps.HostRoot {
+					return
+				}
+				full := filepath.Join(e.t.TempDir(), "full")
+				e.must(os.MkdirAll(full, 0o755), "mkdir")
+				e.must(os.WriteFile(filepath.Join(full, "f"), []byte("x"), 0o644), "write")
+				_, err = e.ws.NewHead(e.name("dir")).From(e.fx.Base).Dir(full).Create(e.ctx)
+				e.wantCode(err, backend.AlreadyExists, "CreateHead with a Dir that exists and is not empty")
+				err = e.ws.Materialize(e.ctx, e.fx.Base, filepath.Join(h.Info().Root, "inside"))
+				e.wantCode(err, backend.FailedPrecondition, "Materialize into a dir inside a head")
+			},
+		},
+	}
+}
+
 // newUUID returns a random version 4 UUID in canonical form.
 func newUUID() string {
 	var b [16]byte

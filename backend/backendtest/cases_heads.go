@@ -86,7 +86,7 @@ func headCases() []testCase {
 		},
 		{
 			name:   "create_from_a_bad_revision_fails_with_NotFound_and_leaves_nothing_behind",
-			clause: "a From that does not resolve is NotFound; a capability the backend lacks (Attach, Dir) is Unimplemented. A failed create leaves nothing behind: no branch, no directory, no registration.",
+			clause: "A failed create leaves nothing behind: no branch, no directory, no registration.",
 			run: func(e *env) {
 				_, err := e.ws.NewHead("ghost").From("no-such-revision").Create(e.ctx)
 				e.wantCode(err, backend.NotFound, "creating a head from no-such-revision")
