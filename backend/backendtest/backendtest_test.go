@@ -71,6 +71,7 @@ func TestBrokenBackendsFailTheSuite(t *testing.T) {
 		{"claims-persistent", "a_persistent_backend_reopens_a_head_after_it_was_closed_and_another_process_does_too", "survive the process"},
 		{"claims-cross-process", "cross_process_isolation_refuses_a_second_holder_in_another_process", "isolation holds across processes"},
 		{"fixture-drops-modes", "the_harness_builds_the_fixture_exactly_with_modes_and_symlinks", "regular files with their executable bit"},
+		{"cancel-is-internal", "a_call_cancelled_in_the_middle_of_the_drivers_own_work_is_Canceled_or_done_and_the_head_stays_usable", "a cancelled call leaves the head usable"},
 		{"close-is-not-final", "after_Close_every_blocking_method_answers_FailedPrecondition", "After Close every method that can block"},
 		{"access-mismatch-is-missing", "each_reopen_reason_goes_with_its_code", "Each reason goes with one code"},
 		{"ignores-nested-gitignore", "ignored_means_gitignore_files_at_any_depth_with_negation", "Ignored means what git means"},
@@ -235,6 +236,9 @@ func (h *brokenHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOpt
 	}
 	opts = &o
 	res, err := h.Head.Checkpoint(h.uncancelled(ctx), opts)
+	if h.breakage == "cancel-is-internal" && backend.CodeOf(err) == backend.Canceled {
+		err = backend.Errorf(backend.Internal, "broken: checkpoint", "interrupted")
+	}
 	if h.breakage == "uppercase-checkpoint-ids" {
 		res.ID = backend.CheckpointID(strings.ToUpper(string(res.ID)))
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing/fstest"
+	"time"
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/workspace"
@@ -113,6 +114,45 @@ func contractCases() []testCase {
 				if st.Archived {
 					e.fail("a cancelled SetArchived archived the head")
 				}
+			},
+		},
+		{
+			name:   "a_call_cancelled_in_the_middle_of_the_drivers_own_work_is_Canceled_or_done_and_the_head_stays_usable",
+			clause: "Cancellation is honoured during the call as well as before it, and a cancelled call leaves the head usable.",
+			run: func(e *env) {
+				h := e.head()
+				want := e.expectedBase()
+				for i := range 1500 {
+					p := fmt.Sprintf("many/%02d/f%04d.txt", i%30, i)
+					e.write(h, p, fmt.Sprintf("%d\n", i))
+					want[p] = file{data: fmt.Sprintf("%d\n", i)}
+				}
+				// Deadlines that end while the driver works: each call
+				// either finishes or is Canceled, never anything else, and
+				// the head answers afterwards.
+				for _, d := range []time.Duration{50 * time.Microsecond, 500 * time.Microsecond, 2 * time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond} {
+					ctx, cancel := context.WithTimeout(e.ctx, d)
+					_, err := h.Checkpoint(ctx, nil)
+					cancel()
+					if err != nil && (workspace.CodeOf(err) != backend.Canceled || !errors.Is(err, context.DeadlineExceeded)) {
+						e.fail("Checkpoint whose deadline (%v) passed while the driver worked: %v, want success or Canceled matching context.DeadlineExceeded", d, err)
+					}
+					e.status(h)
+				}
+				cp := e.checkpoint(h, nil)
+				e.sameTree(withoutIgnored(e.treeAt(backend.Rev(cp.ID))), withoutIgnored(want), "the checkpoint after cancelled ones and the head")
+				for _, d := range []time.Duration{50 * time.Microsecond, 500 * time.Microsecond, 2 * time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond} {
+					ctx, cancel := context.WithTimeout(e.ctx, d)
+					_, err := h.Restore(ctx, backend.Rev(e.base), &workspace.RestoreOptions{Discard: true})
+					cancel()
+					if err != nil && (workspace.CodeOf(err) != backend.Canceled || !errors.Is(err, context.DeadlineExceeded)) {
+						e.fail("Restore whose deadline (%v) passed while the driver worked: %v, want success or Canceled matching context.DeadlineExceeded", d, err)
+					}
+					if _, err := h.Restore(e.ctx, backend.Rev(cp.ID), &workspace.RestoreOptions{Discard: true}); err != nil {
+						e.fail("the head is not usable after a Restore cancelled at %v: restoring again failed: %v", d, err)
+					}
+				}
+				e.sameTree(withoutIgnored(e.tree(h)), withoutIgnored(want), "the head after cancelled restores and a full one")
 			},
 		},
 		{
