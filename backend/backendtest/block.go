@@ -2,20 +2,19 @@ package backendtest
 
 import (
 	"context"
-	"sync"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/backend/backendutil"
 )
 
 // blocker parks the next call of a driver method that a case names, so that
 // the case can cancel the call while the driver is running it. The suite
 // wraps every backend a harness makes in a blockingBackend, whose
 // workspaces and heads are wrapped too, instead of asking drivers for a
-// test hook. The zero value is ready to use; it is safe for concurrent use.
-type blocker struct {
-	mu   sync.Mutex
-	next map[string]chan struct{} // by method name: closed once that call is parked
-}
+// test hook. It is backendutil.CallBlocker, which third-party harnesses
+// can use the same way. The zero value is ready to use; it is safe for
+// concurrent use.
+type blocker struct{ backendutil.CallBlocker }
 
 // blockNextCall makes the next call of driver method op (such as
 // "Checkpoint"; SetArchived of a workspace and of a head share the name)
@@ -24,29 +23,11 @@ type blocker struct {
 // Backend contract, a Canceled *backend.Error wrapping the context's error.
 // A driver that ignores the cancellation and succeeds is seen to. The
 // returned channel is closed once the call is parked.
-func (b *blocker) blockNextCall(op string) <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.next == nil {
-		b.next = map[string]chan struct{}{}
-	}
-	ch := make(chan struct{})
-	b.next[op] = ch
-	return ch
-}
+func (b *blocker) blockNextCall(op string) <-chan struct{} { return b.BlockNextCall(op) }
 
 // park waits for ctx to end if blockNextCall asked for op, and returns at
-// once otherwise.
-func (b *blocker) park(ctx context.Context, op string) {
-	b.mu.Lock()
-	ch, ok := b.next[op]
-	delete(b.next, op)
-	b.mu.Unlock()
-	if ok {
-		close(ch)
-		<-ctx.Done()
-	}
-}
+// once otherwise; the call then goes on with ctx, ended or not.
+func (b *blocker) park(ctx context.Context, op string) { _ = b.Park(ctx, op) }
 
 // workspace wraps ws, keeping nil as nil.
 func (b *blocker) workspace(ws backend.Workspace) backend.Workspace {
