@@ -7,13 +7,37 @@
 //
 // The suite drives the backend through the workspace package's concrete
 // types, as users will, so the shared logic and the driver are proven
-// together. Each case is a subtest whose name is a sentence stating the rule
-// it checks; a failure quotes the clause of the contract that was broken.
-// The suite uses only the standard testing package.
+// together; a few cases call the driver directly (every method with a
+// cancelled context, SetArchived of a destroyed head). Each case is a
+// subtest whose name is a sentence stating the rule it checks; a failure
+// names the method whose contract was broken and quotes the clause, which
+// is text of the backend package's docs (a test of the suite keeps the
+// two from drifting). The suite uses only the standard testing package.
 //
-// Capabilities come from Backend.Capabilities: where a backend declares one
-// absent, the suite asserts that using it answers Unimplemented instead of
-// skipping the case.
+// The first case checks the harness itself: a MakeWorkspace that loses
+// the fixture's modes or symlinks fails that one case, which says so,
+// instead of ten cases blaming restore.
+//
+// # Capabilities
+//
+// Capabilities come from Backend.Capabilities, and every one is checked
+// both ways: where a backend declares one absent, the suite asserts that
+// using it answers Unimplemented (or, for Persistent and
+// CrossProcessIsolation, that another process cannot reach the head)
+// instead of skipping the case; where it declares one present, the suite
+// checks it holds. A capability declared falsely, either way, fails.
+//
+// # Other processes
+//
+// The Persistent and CrossProcessIsolation cases need a second process.
+// The suite runs the test binary again, selecting the test that called
+// RunConformanceTests, with the environment variable
+// GROVE_BACKENDTEST_CHILD set: RunConformanceTests then makes a harness
+// and a backend, reopens the binding it was handed, prints the outcome and
+// returns without running any case. So the test that calls
+// RunConformanceTests must call it unconditionally, and a harness made in
+// another process must reach what a binding names (for a persistent
+// backend, the binding carries the location).
 //
 // # Cancellation
 //
@@ -24,7 +48,8 @@
 // call's context ends; the call then reaches the driver with that ended
 // context, and must fail with a Canceled *backend.Error for which
 // errors.Is(err, context.Canceled) holds. A backend needs no test hook for
-// this, and a harness takes no part in it.
+// this, and a harness takes no part in it; backendutil.CallBlocker is the
+// same parking helper, for a backend's own tests.
 package backendtest
 
 import (
