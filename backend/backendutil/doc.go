@@ -3,8 +3,8 @@
 // its author does not write them again:
 //
 //   - Ignore answers whether a path is ignored, with gitignore semantics
-//     (nested .gitignore files, negation, directory patterns, an exclude
-//     file), as Head.Checkpoint, Status and Restore must decide it.
+//     (nested .gitignore files, negation, directory patterns), as
+//     Head.Checkpoint, Status and Restore must decide it.
 //   - Diff compares two trees of files and returns the backend.Diff that
 //     Head.Diff answers: a unified patch as git diff --no-renames prints it,
 //     with per-file line counts, mode-only changes included.

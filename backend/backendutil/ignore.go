@@ -1,17 +1,17 @@
 package backendutil
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
 
-// Ignore answers whether a path of a tree is ignored, by git's rules:
-// the patterns of an exclude file (like .git/info/exclude) and of the
-// .gitignore file of every directory, a deeper file taking precedence over
-// a shallower one and a later line over an earlier one; "!" re-includes, a
-// trailing "/" matches only directories, and nothing inside an ignored
-// directory can be re-included. Lines are parsed by go-git's gitignore
+// Ignore answers whether a path of a tree is ignored, by git's rules for
+// the .gitignore file of every directory: a deeper file takes precedence
+// over a shallower one and a later line over an earlier one; "!"
+// re-includes, a trailing "/" matches only directories, and nothing inside
+// an ignored directory can be re-included. Lines are parsed by go-git's gitignore
 // package. The zero value ignores nothing and is ready to use.
 //
 // A backend that walks its tree top-down can add each directory's
@@ -22,18 +22,11 @@ type Ignore struct {
 	groups []patternGroup // ordered by depth, lowest precedence first
 }
 
-// patternGroup is the patterns of one file; depth is -1 for the exclude
-// file and the number of elements of the directory for a .gitignore.
+// patternGroup is the patterns of one .gitignore file; depth is the
+// number of elements of its directory's path.
 type patternGroup struct {
 	depth    int
 	patterns []gitignore.Pattern
-}
-
-// AddExclude adds the patterns of an exclude file, such as
-// .git/info/exclude or core.excludesFile: they are relative to the tree's
-// root and yield to every .gitignore file.
-func (ig *Ignore) AddExclude(data []byte) {
-	ig.add(-1, nil, data)
 }
 
 // AddGitignore adds the patterns of the .gitignore file of directory dir,
@@ -44,10 +37,6 @@ func (ig *Ignore) AddGitignore(dir string, data []byte) {
 	if dir != "." && dir != "" {
 		domain = strings.Split(dir, "/")
 	}
-	ig.add(len(domain), domain, data)
-}
-
-func (ig *Ignore) add(depth int, domain []string, data []byte) {
 	var ps []gitignore.Pattern
 	for line := range strings.SplitSeq(string(data), "\n") {
 		line = strings.TrimSuffix(line, "\r")
@@ -60,10 +49,10 @@ func (ig *Ignore) add(depth int, domain []string, data []byte) {
 		return
 	}
 	i := len(ig.groups)
-	for i > 0 && ig.groups[i-1].depth > depth {
+	for i > 0 && ig.groups[i-1].depth > len(domain) {
 		i--
 	}
-	ig.groups = append(ig.groups[:i], append([]patternGroup{{depth, ps}}, ig.groups[i:]...)...)
+	ig.groups = slices.Insert(ig.groups, i, patternGroup{len(domain), ps})
 }
 
 // Ignored reports whether name, a slash path relative to the tree's root,

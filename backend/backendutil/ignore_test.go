@@ -15,7 +15,6 @@ func TestIgnore(t *testing.T) {
 	ig.AddGitignore("sub/deeper", []byte("!keep.log\n"))
 	ig.AddGitignore("sub", []byte("# a comment\n\n!*.log\nlocal/\n"))
 	ig.AddGitignore(".", []byte("*.log\r\nbuild/\n/rooted.txt\nvendor\n!vendor/keep.txt\n"))
-	ig.AddExclude([]byte("secret.txt\n*.log\n"))
 
 	for _, c := range []struct {
 		name  string
@@ -36,7 +35,6 @@ func TestIgnore(t *testing.T) {
 		{"a leading slash anchors at the .gitignore's directory", "rooted.txt", false, true},
 		{"an anchored pattern does not match deeper", "a/rooted.txt", false, false},
 		{"nothing inside an ignored directory can be re-included", "vendor/keep.txt", false, true},
-		{"the exclude file ignores", "secret.txt", false, true},
 		{"an unmatched path is not ignored", "src/main.go", false, false},
 		{"the root is never ignored", ".", true, false},
 	} {
@@ -46,12 +44,13 @@ func TestIgnore(t *testing.T) {
 	}
 }
 
-func TestIgnoreExcludeYieldsToGitignore(t *testing.T) {
+func TestIgnoreLaterLinesWin(t *testing.T) {
 	var ig backendutil.Ignore
-	ig.AddGitignore(".", []byte("!notes.txt\n"))
-	ig.AddExclude([]byte("*.txt\n"))
-	assert.False(t, ig.Ignored("notes.txt", false), "a .gitignore negation overrides the exclude file")
+	ig.AddGitignore(".", []byte("*.txt\n!notes.txt\n"))
+	ig.AddGitignore("docs", []byte("notes.txt\n"))
+	assert.False(t, ig.Ignored("notes.txt", false), "a later negation in the same file wins")
 	assert.True(t, ig.Ignored("other.txt", false))
+	assert.True(t, ig.Ignored("docs/notes.txt", false), "a deeper file overrides a shallower negation")
 }
 
 func TestIgnoreZeroValueIgnoresNothing(t *testing.T) {
