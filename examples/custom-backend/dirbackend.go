@@ -421,12 +421,17 @@ func (w *workspace) lock(ctx context.Context, op string) (unlock func(), err err
 	return lockFile(ctx, op, filepath.Join(w.p.state(), "lock"))
 }
 
-// lockFile takes the kernel lock of file, polling until ctx ends.
+// lockWait bounds how long lockFile waits for a lock another holder keeps.
+const lockWait = 10 * time.Second
+
+// lockFile takes the kernel lock of file, polling until ctx ends
+// (Canceled) or lockWait passes (Busy). A holder that dies loses its lock.
 func lockFile(ctx context.Context, op, file string) (unlock func(), err error) {
 	f, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, &backend.Error{Code: backend.Internal, Op: prefix + op, Path: file, Err: err}
 	}
+	deadline := time.Now().Add(lockWait)
 	for {
 		ok, err := tryLock(f)
 		if ok {
@@ -435,6 +440,10 @@ func lockFile(ctx context.Context, op, file string) (unlock func(), err error) {
 		if err != nil {
 			_ = f.Close()
 			return nil, &backend.Error{Code: backend.Internal, Op: prefix + op, Path: file, Err: err}
+		}
+		if time.Now().After(deadline) {
+			_ = f.Close()
+			return nil, &backend.Error{Code: backend.Busy, Op: prefix + op, Path: file, Err: fmt.Errorf("held by another holder for %v", lockWait)}
 		}
 		select {
 		case <-ctx.Done():
