@@ -38,7 +38,7 @@ const prefix = "dirbackend: "
 
 // capabilities are the backend's, on this platform. Heads are host
 // directories (HostRoot); state is files under the workspace's directory
-// (Persistent); isolation and WriteFileIf use kernel file locks, which
+// (Persistent); isolation and the FS's writes use kernel file locks, which
 // also conflict within one process (CrossProcessIsolation, SharedCAS).
 // Windows keeps no executable bit, and its symlinks need a privilege, so
 // there the backend declares neither. It cannot attach to an existing

@@ -335,8 +335,19 @@ func (f *dirFS) writable(op, name string) (string, fs.FileInfo, error) {
 	return p, fi, nil
 }
 
+// WriteFile holds the head's cas lock file, so that it never lands between
+// the check and the write of a WriteFileIf.
 func (f *dirFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	const op = "writefile"
+	if err := backend.CheckPath(op, name); err != nil {
+		err.(*backend.Error).Op = prefix + op
+		return err
+	}
+	unlock, err := lockFile(context.Background(), op, f.cas)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	p, fi, err := f.writable(op, name)
 	if err != nil {
 		return err
@@ -345,8 +356,8 @@ func (f *dirFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 }
 
 // WriteFileIf holds the head's cas lock file for the check and the write,
-// so it is a compare-and-set against every writer using WriteFileIf, in
-// any process.
+// so it is a compare-and-set against every WriteFile and WriteFileIf of
+// the head, in any process.
 func (f *dirFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect backend.Digest) error {
 	const op = "writefileif"
 	if err := backend.CheckPath(op, name); err != nil {

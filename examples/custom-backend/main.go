@@ -18,9 +18,9 @@
 //
 // Capabilities: HostRoot (heads are host directories); Persistent (all
 // state is files); CrossProcessIsolation and SharedCAS (an isolated head
-// is held through a kernel file lock, and WriteFileIf runs under one, and
-// both conflict within one process too); Symlinks and FileModes (except on
-// Windows). It cannot attach to an existing checkout: HeadSpec.Attach is
+// is held through a kernel file lock, WriteFile and WriteFileIf run under
+// one, and such locks conflict within one process too); Symlinks and
+// FileModes (except on Windows). It cannot attach to an existing checkout: HeadSpec.Attach is
 // Unimplemented.
 //
 // # Caveats
