@@ -60,4 +60,8 @@
 // mutant, where it is, the verdict, the first failing test that killed it,
 // its time — then the kill ratio and the survivors, and exits 0; with -min
 // it exits 1 when the kill ratio is below that percentage.
+//
+// internal/mutate/RESULTS.md keeps the table of a full run, with the
+// commit, the machine, the wall time, and for each survivor the clause it
+// breaks and the case that would kill it.
 package main
