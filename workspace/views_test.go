@@ -2,6 +2,7 @@ package workspace_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -58,7 +59,17 @@ func TestAReadOnlyViewChangesNothing(t *testing.T) {
 	denied("Archive", v.Archive(ctx))
 	_, err = v.Destroy(ctx, nil)
 	denied("Destroy", err)
-	denied("FS().WriteFile", v.FS().WriteFile("main.go", []byte("x"), 0o644))
+	for op, err := range map[string]error{
+		"WriteFile":   v.FS().WriteFile("main.go", []byte("x"), 0o644),
+		"WriteFileIf": v.FS().WriteFileIf("main.go", []byte("x"), 0o644, workspace.Digest{}),
+		"MkdirAll":    v.FS().MkdirAll("d", 0o755),
+		"Remove":      v.FS().Remove("main.go"),
+		"Rename":      v.FS().Rename("main.go", "moved.go"),
+		"Symlink":     v.FS().Symlink("main.go", "l"),
+		"Chmod":       v.FS().Chmod("main.go", 0o755),
+	} {
+		denied("FS()."+op, err)
+	}
 	vw := v.Workspace()
 	assert.Nil(t, vw.Backend(), "a read-only workspace hands out its backend, through which any head reopens writable")
 	_, err = vw.NewHead("n").Create(ctx)
@@ -99,4 +110,36 @@ func TestSetArchivedTakesAName(t *testing.T) {
 	require.NoError(t, ws.SetArchived(ctx, "a", false))
 	assert.Equal(t, workspace.NotFound, workspace.CodeOf(ws.SetArchived(ctx, "nobody", true)))
 	assert.Equal(t, workspace.InvalidArgument, workspace.CodeOf(ws.SetArchived(ctx, "../x", true)))
+}
+
+// The options of the safety checkpoint reach it: its message and author
+// are the caller's.
+func TestRestoreTakesTheSafetyCheckpointWithTheCallersOptions(t *testing.T) {
+	ctx := context.Background()
+	ws, err := workspace.Open(ctx, project(), "demo", nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	h, err := ws.NewHead("s").Create(ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	require.NoError(t, h.FS().WriteFile("main.go", []byte("package main // dirty\n"), 0o644))
+	who := workspace.Signature{Name: "Ada", Email: "ada@example.com"}
+	res, err := h.Restore(ctx, "main", &workspace.RestoreOptions{Checkpoint: workspace.CheckpointOptions{Message: "before the experiment", Author: who}})
+	require.NoError(t, err)
+	require.NotNil(t, res.Safety)
+	assert.Equal(t, "before the experiment", res.Safety.Message)
+	assert.Equal(t, who, res.Safety.Author)
+}
+
+// A head name may be 1 to 100 bytes long: 100 is allowed, 101 is not.
+func TestHeadNamesUpTo100BytesAreValid(t *testing.T) {
+	ctx := context.Background()
+	ws, err := workspace.Open(ctx, project(), "demo", nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	h, err := ws.NewHead("a" + strings.Repeat("b", 99)).Create(ctx)
+	require.NoError(t, err, "a 100-byte name")
+	require.NoError(t, h.Close())
+	_, err = ws.NewHead("a" + strings.Repeat("b", 100)).Create(ctx)
+	assert.Equal(t, workspace.InvalidArgument, workspace.CodeOf(err), "a 101-byte name")
 }

@@ -280,6 +280,7 @@ var methodRules = []struct{ word, method string }{
 	{"reopen_reason", "Backend.Reopen (Reason)"},
 	{"ignored_means", "Head.Checkpoint (ignored files)"},
 	{"checkpoint_ID", "CheckpointID"},
+	{"commits_lists", "Head.Commits"},
 	{"edge_cases", "Head.Log, FS.WriteFile, Workspace.CreateHead, Workspace.Materialize"},
 	{"binding", "Backend.Reopen"},
 	{"reopen", "Backend.Reopen"},

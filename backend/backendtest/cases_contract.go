@@ -202,6 +202,42 @@ func contractCases() []testCase {
 			},
 		},
 		{
+			name:   "status_reports_a_change_of_mode_alone",
+			clause: "content or mode differs from the commit",
+			run: func(e *env) {
+				if !e.caps.FileModes {
+					return // Chmod is Unimplemented, checked elsewhere
+				}
+				h := e.head()
+				e.must(h.FS().Chmod("README.md", 0o755), "Chmod README.md 0755")
+				st := e.status(h)
+				if !st.Dirty || len(st.Changes) != 1 || st.Changes[0] != (backend.Change{Path: "README.md", Kind: backend.ChangeModified}) {
+					e.fail("after a chmod alone Status is dirty=%v with changes %+v, want README.md modified", st.Dirty, st.Changes)
+				}
+			},
+		},
+		{
+			name:   "commits_lists_what_the_branch_gained_newest_first",
+			clause: "Commits lists the commits of the head's branch that are not reachable from since, newest first",
+			run: func(e *env) {
+				h := e.head()
+				var cps []backend.CheckpointID
+				for i := range 3 {
+					if i > 0 {
+						time.Sleep(1100 * time.Millisecond) // commit times have one-second resolution
+					}
+					e.write(h, "n.txt", fmt.Sprint(i))
+					cps = append(cps, e.checkpoint(h, nil).ID)
+				}
+				got, err := h.Commits(e.ctx, backend.Rev(e.base))
+				e.must(err, "Commits")
+				want := []backend.CheckpointID{cps[2], cps[1], cps[0]}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					e.fail("Commits since the base = %v, want newest first %v", got, want)
+				}
+			},
+		},
+		{
 			name:   "status_names_the_newest_checkpoint_and_is_clean_for_what_a_checkpoint_would_skip",
 			clause: "Dirty is true exactly when a checkpoint now would make a commit, so a new file a checkpoint would skip does not make the head dirty; LastCheckpoint is the newest checkpoint in Log.",
 			run: func(e *env) {
