@@ -69,18 +69,22 @@ type FS interface {
 	// writers of the same head through this FS.
 	WriteFileIf(name string, data []byte, perm fs.FileMode, expect Digest) error
 
-	// MkdirAll creates directory name and any missing parents.
+	// MkdirAll creates directory name and any missing parents. Where name
+	// or a parent is something other than a directory, MkdirAll is
+	// FailedPrecondition.
 	MkdirAll(name string, perm fs.FileMode) error
 
 	// Remove removes a file, a symlink or an empty directory.
 	Remove(name string) error
 
-	// Rename moves oldname to newname, replacing a file there.
+	// Rename moves oldname to newname, replacing a file there. A newname
+	// that is a directory is FailedPrecondition.
 	Rename(oldname, newname string) error
 
 	// Symlink creates name as a symlink to target, which must be relative
-	// and stay inside the head (PathEscape otherwise). Backends without
-	// Capabilities.Symlinks answer Unimplemented.
+	// and stay inside the head (PathEscape otherwise). A link never
+	// replaces anything: a name that exists is AlreadyExists. Backends
+	// without Capabilities.Symlinks answer Unimplemented.
 	Symlink(target, name string) error
 
 	// Chmod sets the permission bits of name. Backends without

@@ -670,15 +670,29 @@ func (d *diskFS) MkdirAll(name string, perm fs.FileMode) error {
 	_, err := retry(op, name, func() (struct{}, error) {
 		s, err := d.resolve(op, name, followLast|makeDirs, perm)
 		if err != nil {
+			if backend.CodeOf(err) == backend.NotFound && d.fileOnPath(name) {
+				return struct{}{}, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: " + op, Path: name, Err: syscall.ENOTDIR}
+			}
 			return struct{}{}, err
 		}
 		s.release()
 		if !s.fi.IsDir() {
-			return struct{}{}, fsError(op, name, fs.ErrExist)
+			return struct{}{}, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: " + op, Path: name, Err: syscall.ENOTDIR}
 		}
 		return struct{}{}, nil
 	})
 	return err
+}
+
+// fileOnPath reports whether a parent of name (or name) is something
+// other than a directory: why a MkdirAll found no way through.
+func (d *diskFS) fileOnPath(name string) bool {
+	for p := name; p != "." && p != ""; p = path.Dir(p) {
+		if fi, err := d.Stat(p); err == nil && !fi.IsDir() {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *diskFS) Remove(name string) error {
@@ -788,7 +802,8 @@ func (d *diskFS) Symlink(target, name string) error {
 		}
 		defer s.release()
 		if s.isRoot() || s.fi != nil {
-			return struct{}{}, fsError(op, name, fs.ErrExist)
+			// A link never replaces what is there: the name is taken.
+			return struct{}{}, &backend.Error{Code: backend.AlreadyExists, Op: "gitbackend: " + op, Path: name, Err: fs.ErrExist}
 		}
 		// Where the link would lead now. A dangling link is fine; one
 		// leading out of the head or to .git is not. (Whatever it leads
@@ -807,7 +822,11 @@ func (d *diskFS) Symlink(target, name string) error {
 		case errors.Is(err, gitDirError{}), backend.CodeOf(err) == backend.PathEscape:
 			return struct{}{}, err
 		}
-		return struct{}{}, fsError(op, name, s.dir.Symlink(target, s.base))
+		err = fsError(op, name, s.dir.Symlink(target, s.base))
+		if errors.Is(err, fs.ErrExist) {
+			err.(*backend.Error).Code = backend.AlreadyExists // made meanwhile
+		}
+		return struct{}{}, err
 	})
 	return err
 }

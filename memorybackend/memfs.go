@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/groveworks/grove/backend"
@@ -138,7 +139,7 @@ func (m *memFS) walk(op, name string, parts []string, follow, mkdir bool, perm f
 		}
 		if !n.isDir() {
 			if mkdir {
-				return "", nil, fsErr(backend.AlreadyExists, op, name, fs.ErrExist)
+				return "", nil, fsErr(backend.FailedPrecondition, op, name, syscall.ENOTDIR)
 			}
 			return "", nil, notExist(op, name)
 		}
@@ -342,7 +343,7 @@ func (m *memFS) MkdirAll(name string, perm fs.FileMode) error {
 		return err
 	}
 	if !n.isDir() {
-		return fsErr(backend.AlreadyExists, op, name, fs.ErrExist)
+		return fsErr(backend.FailedPrecondition, op, name, syscall.ENOTDIR)
 	}
 	return nil
 }
@@ -382,7 +383,7 @@ func (m *memFS) Rename(oldname, newname string) error {
 	np, nn, err := m.resolve(op, newname, false)
 	switch {
 	case err == nil && nn.isDir():
-		return fsErr(backend.AlreadyExists, op, newname, fs.ErrExist)
+		return fsErr(backend.FailedPrecondition, op, newname, syscall.EISDIR)
 	case err == nil:
 	case backend.CodeOf(err) != backend.NotFound || np == "":
 		return err

@@ -281,6 +281,7 @@ var methodRules = []struct{ word, method string }{
 	{"ignored_means", "Head.Checkpoint (ignored files)"},
 	{"checkpoint_ID", "CheckpointID"},
 	{"commits_lists", "Head.Commits"},
+	{"wrong_kind", "FS.MkdirAll, FS.Rename, FS.Symlink"},
 	{"edge_cases", "Head.Log, FS.WriteFile, Workspace.CreateHead, Workspace.Materialize"},
 	{"binding", "Backend.Reopen"},
 	{"reopen", "Backend.Reopen"},

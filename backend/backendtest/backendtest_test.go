@@ -72,6 +72,7 @@ func TestBrokenBackendsFailTheSuite(t *testing.T) {
 		{"claims-cross-process", "cross_process_isolation_refuses_a_second_holder_in_another_process", "isolation holds across processes"},
 		{"fixture-drops-modes", "the_harness_builds_the_fixture_exactly_with_modes_and_symlinks", "regular files with their executable bit"},
 		{"cancel-is-internal", "a_call_cancelled_in_the_middle_of_the_drivers_own_work_is_Canceled_or_done_and_the_head_stays_usable", "a cancelled call leaves the head usable"},
+		{"mkdir-over-file-already-exists", "FS_calls_on_a_name_of_the_wrong_kind_have_their_codes", "MkdirAll is FailedPrecondition"},
 		{"close-is-not-final", "after_Close_every_blocking_method_answers_FailedPrecondition", "After Close every method that can block"},
 		{"access-mismatch-is-missing", "each_reopen_reason_goes_with_its_code", "Each reason goes with one code"},
 		{"ignores-nested-gitignore", "ignored_means_gitignore_files_at_any_depth_with_negation", "Ignored means what git means"},
@@ -360,7 +361,7 @@ func (h *brokenHead) Diff(ctx context.Context, from, to backend.Rev) (backend.Di
 
 func (h *brokenHead) FS() backend.FS {
 	switch h.breakage {
-	case "links-out-are-not-found", "cas-not-atomic":
+	case "links-out-are-not-found", "cas-not-atomic", "mkdir-over-file-already-exists":
 		return brokenFS{FS: h.Head.FS(), breakage: h.breakage}
 	}
 	return h.Head.FS()
@@ -377,6 +378,15 @@ type brokenFS struct {
 func (f brokenFS) hideEscape(err error) error {
 	if f.breakage == "links-out-are-not-found" && backend.CodeOf(err) == backend.PathEscape {
 		return &backend.Error{Code: backend.NotFound, Op: "broken", Err: fs.ErrNotExist}
+	}
+	return err
+}
+
+// MkdirAll, broken: a file in the way is AlreadyExists.
+func (f brokenFS) MkdirAll(name string, perm fs.FileMode) error {
+	err := f.FS.MkdirAll(name, perm)
+	if f.breakage == "mkdir-over-file-already-exists" && backend.CodeOf(err) == backend.FailedPrecondition {
+		return &backend.Error{Code: backend.AlreadyExists, Op: "broken", Path: name, Err: fs.ErrExist}
 	}
 	return err
 }

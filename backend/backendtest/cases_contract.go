@@ -544,6 +544,25 @@ func answerCases() []testCase {
 			},
 		},
 		{
+			name:   "FS_calls_on_a_name_of_the_wrong_kind_have_their_codes",
+			clause: "Where name or a parent is something other than a directory, MkdirAll is FailedPrecondition.",
+			run: func(e *env) {
+				h := e.head()
+				fsys := h.FS()
+				e.wantCode(fsys.MkdirAll("README.md", 0o755), backend.FailedPrecondition, "MkdirAll where a file is")
+				e.wantCode(fsys.MkdirAll("README.md/sub", 0o755), backend.FailedPrecondition, "MkdirAll under a file")
+				e.must(fsys.MkdirAll("dir", 0o755), "MkdirAll dir")
+				e.wantCode(fsys.Rename("README.md", "dir"), backend.FailedPrecondition, "Rename onto a directory (a newname that is a directory is FailedPrecondition)")
+				if e.caps.Symlinks {
+					e.wantCode(fsys.Symlink("src/main.go", "README.md"), backend.AlreadyExists, "Symlink onto a file (a link never replaces anything)")
+					e.wantCode(fsys.Symlink("src/main.go", "dir"), backend.AlreadyExists, "Symlink onto a directory")
+				}
+				if e.read(h, "README.md") != "hello\n" {
+					e.fail("a refused call changed README.md")
+				}
+			},
+		},
+		{
 			name:   "the_edge_cases_have_their_codes",
 			clause: "A fresh head has no checkpoints: Log returns an empty list, not an error.",
 			run: func(e *env) {

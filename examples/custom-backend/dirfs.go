@@ -147,6 +147,9 @@ func (f *dirFS) walk(op, name string, parts []string, follow, mkdir bool, perm f
 			return p, fi, nil
 		}
 		if !fi.IsDir() {
+			if mkdir {
+				return "", nil, fsErr(backend.FailedPrecondition, op, name, errors.New("a parent is not a directory"))
+			}
 			return "", nil, notExist(op, name)
 		}
 		i++
