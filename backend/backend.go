@@ -61,8 +61,10 @@ type Capabilities struct {
 	// CreateHead of an attached head is Unimplemented.
 	Attach bool
 	// SharedCAS: FS.WriteFileIf is a compare-and-set on shared heads: of
-	// holders racing with one expected digest, exactly one wins and the
-	// others get Conflict. Without it WriteFileIf answers Unimplemented.
+	// holders in one process racing with one expected digest, exactly one
+	// wins and the others get Conflict (across processes it is promised
+	// only by a backend that says so in its own docs). Without it
+	// WriteFileIf answers Unimplemented.
 	SharedCAS bool
 	// HostRoot: heads are directories on the host (HeadInfo.Root,
 	// HeadSpec.Dir, OpenOptions.HeadsDir). Without it a Dir or HeadsDir is

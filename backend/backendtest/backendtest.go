@@ -75,8 +75,11 @@ import (
 type Harness interface {
 	// MakeBackend returns a backend over the harness's state. Every call
 	// returns a new Backend value over the same state, so that a binding
-	// taken through one reopens through another, as after a restart. The
-	// suite wraps the value it gets (see Cancellation in the package
+	// taken through one reopens through another, as after a restart. In
+	// another process (see Other processes in the package documentation)
+	// a new harness is made, so for a backend that declares Persistent the
+	// binding itself, not the harness, must lead to the state. The suite
+	// wraps the value it gets (see Cancellation in the package
 	// documentation) and passes every call on to it.
 	MakeBackend(ctx context.Context) (backend.Backend, error)
 

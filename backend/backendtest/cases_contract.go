@@ -347,7 +347,7 @@ func contractCases() []testCase {
 		},
 		{
 			name:   "shared_CAS_lets_exactly_one_of_two_racing_holders_win_or_is_Unimplemented",
-			clause: "SharedCAS: FS.WriteFileIf is a compare-and-set on shared heads: of holders racing with one expected digest, exactly one wins and the others get Conflict. Without it WriteFileIf answers Unimplemented.",
+			clause: "SharedCAS: FS.WriteFileIf is a compare-and-set on shared heads: of holders in one process racing with one expected digest, exactly one wins and the others get Conflict",
 			run: func(e *env) {
 				h := e.create(e.ws.NewHead(e.name("cas")).From(e.fx.Base).Shared())
 				other, err := e.ws.OpenHead(e.ctx, h.Info().Name, nil)
