@@ -118,9 +118,26 @@ var (
 )
 
 // Reason names which check failed when a head could not be reopened or
-// identified. Each reason goes with one code: missing, unregistered, moved
-// and branch with NotFound; head-id (also for a head ID no head has),
-// workspace-id, backend and access with IdentityMismatch.
+// identified. The reasons go with these codes:
+//
+//   - missing, NotFound: the workspace is gone, no head has the binding's
+//     ID (and none has its name), or the head's directory or files are
+//     gone;
+//   - moved, NotFound: the repository or the head's directory is
+//     somewhere else than the binding says;
+//   - unregistered, NotFound when a directory is there but is not, or no
+//     longer, a head of the workspace; IdentityMismatch when the head's
+//     own records name a git dir outside the workspace;
+//   - branch, NotFound when the head's branch is gone; IdentityMismatch
+//     when the binding names another branch than the head's;
+//   - head-id, IdentityMismatch: a head has the binding's name but another
+//     ID, or the head of the binding's ID has another name;
+//   - workspace-id, IdentityMismatch: the workspace found is another;
+//   - access, IdentityMismatch: the head's access differs from the
+//     binding's;
+//   - backend, IdentityMismatch: the binding is another backend's. The
+//     workspace layer checks this before calling a driver, so a driver's
+//     Reopen may take the binding as its own.
 type Reason string
 
 // Reasons a reopen can fail for.

@@ -74,7 +74,7 @@ func TestBrokenBackendsFailTheSuite(t *testing.T) {
 		{"cancel-is-internal", "a_call_cancelled_in_the_middle_of_the_drivers_own_work_is_Canceled_or_done_and_the_head_stays_usable", "a cancelled call leaves the head usable"},
 		{"mkdir-over-file-already-exists", "FS_calls_on_a_name_of_the_wrong_kind_have_their_codes", "MkdirAll is FailedPrecondition"},
 		{"close-is-not-final", "after_Close_every_blocking_method_answers_FailedPrecondition", "After Close every method that can block"},
-		{"access-mismatch-is-missing", "each_reopen_reason_goes_with_its_code", "Each reason goes with one code"},
+		{"access-mismatch-is-missing", "each_reopen_reason_goes_with_its_code", "the head's access differs from the binding's"},
 		{"ignores-nested-gitignore", "ignored_means_gitignore_files_at_any_depth_with_negation", "Ignored means what git means"},
 		{"uppercase-checkpoint-ids", "a_checkpoint_ID_is_lowercase_hex_and_resolves_as_a_revision", "at least 40 lowercase hexadecimal digits"},
 		{"log-of-fresh-head-fails", "the_edge_cases_have_their_codes", "A fresh head has no checkpoints"},
@@ -441,4 +441,27 @@ func (h *brokenHead) Log(ctx context.Context, opts *backend.LogOptions) ([]backe
 		return nil, backend.Errorf(backend.NotFound, "broken: log", "no checkpoints")
 	}
 	return log, err
+}
+
+// A harness that cannot build its fixture fails the first case and no
+// other: the rest are not run, so nothing blames the backend for it.
+func TestABrokenFixtureStopsTheSuite(t *testing.T) {
+	if os.Getenv(breakageEnv) != "" {
+		t.Fatal("the child process must run only TestSuiteOverWrapper")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSuiteOverWrapper$", "-test.v")
+	cmd.Env = append(os.Environ(), breakageEnv+"=fixture-drops-modes")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the suite passed over a harness that drops modes:\n%s", tail(out))
+	}
+	if !strings.Contains(string(out), "the other cases were not run") {
+		t.Fatalf("the suite did not stop after the fixture case:\n%s", tail(out))
+	}
+	if n := strings.Count(string(out), "--- FAIL: TestSuiteOverWrapper/"); n != 1 {
+		t.Fatalf("%d cases failed, want only the fixture case:\n%s", n, tail(out))
+	}
+	if strings.Count(string(out), "--- PASS: TestSuiteOverWrapper/") != 0 {
+		t.Fatalf("cases ran after the fixture case failed:\n%s", tail(out))
+	}
 }

@@ -347,7 +347,7 @@ func contractCases() []testCase {
 		},
 		{
 			name:   "shared_CAS_lets_exactly_one_of_two_racing_holders_win_or_is_Unimplemented",
-			clause: "SharedCAS: FS.WriteFileIf is a compare-and-set on shared heads: of holders in one process racing with one expected digest, exactly one wins and the others get Conflict",
+			clause: "SharedCAS: FS.WriteFileIf is a compare-and-set on shared heads: of holders in one process racing with one expected digest, exactly one wins and the others get Conflict (across processes it is promised only by a backend that says so in its own docs). Without it WriteFileIf answers Unimplemented.",
 			run: func(e *env) {
 				h := e.create(e.ws.NewHead(e.name("cas")).From(e.fx.Base).Shared())
 				other, err := e.ws.OpenHead(e.ctx, h.Info().Name, nil)
@@ -484,7 +484,7 @@ func answerCases() []testCase {
 		},
 		{
 			name:   "each_reopen_reason_goes_with_its_code",
-			clause: "Each reason goes with one code: missing, unregistered, moved and branch with NotFound; head-id (also for a head ID no head has), workspace-id, backend and access with IdentityMismatch.",
+			clause: "access, IdentityMismatch: the head's access differs from the binding's",
 			run: func(e *env) {
 				h := e.create(e.ws.NewHead(e.name("reasons")).From(e.fx.Base).Shared())
 				bind := h.Binding()
@@ -492,14 +492,18 @@ func answerCases() []testCase {
 				other.Access = backend.Isolated
 				_, err := workspace.Reopen(e.ctx, e.b, other, nil)
 				e.wantReason(err, backend.IdentityMismatch, backend.ReasonAccess, "Reopen of a binding that names another access")
-				other = bind
-				other.Workspace = backend.WorkspaceID(newUUID())
-				_, err = workspace.Reopen(e.ctx, e.b, other, nil)
-				e.wantReason(err, backend.IdentityMismatch, backend.ReasonWorkspaceID, "Reopen of a binding that names another workspace")
-				other = bind
-				other.Backend = "not-" + bind.Backend
-				_, err = workspace.Reopen(e.ctx, e.b, other, nil)
-				e.wantReason(err, backend.IdentityMismatch, backend.ReasonBackend, "Reopen of a binding of another backend")
+				e.as("workspace-id, IdentityMismatch: the workspace found is another", func() {
+					other = bind
+					other.Workspace = backend.WorkspaceID(newUUID())
+					_, err = workspace.Reopen(e.ctx, e.b, other, nil)
+					e.wantReason(err, backend.IdentityMismatch, backend.ReasonWorkspaceID, "Reopen of a binding that names another workspace")
+				})
+				e.as("backend, IdentityMismatch: the binding is another backend's", func() {
+					other = bind
+					other.Backend = "not-" + bind.Backend
+					_, err = workspace.Reopen(e.ctx, e.b, other, nil)
+					e.wantReason(err, backend.IdentityMismatch, backend.ReasonBackend, "Reopen of a binding of another backend")
+				})
 			},
 		},
 		{
@@ -552,10 +556,14 @@ func answerCases() []testCase {
 				e.wantCode(fsys.MkdirAll("README.md", 0o755), backend.FailedPrecondition, "MkdirAll where a file is")
 				e.wantCode(fsys.MkdirAll("README.md/sub", 0o755), backend.FailedPrecondition, "MkdirAll under a file")
 				e.must(fsys.MkdirAll("dir", 0o755), "MkdirAll dir")
-				e.wantCode(fsys.Rename("README.md", "dir"), backend.FailedPrecondition, "Rename onto a directory (a newname that is a directory is FailedPrecondition)")
+				e.as("Rename moves oldname to newname, replacing a file there. A newname that is a directory is FailedPrecondition.", func() {
+					e.wantCode(fsys.Rename("README.md", "dir"), backend.FailedPrecondition, "Rename onto a directory")
+				})
 				if e.caps.Symlinks {
-					e.wantCode(fsys.Symlink("src/main.go", "README.md"), backend.AlreadyExists, "Symlink onto a file (a link never replaces anything)")
-					e.wantCode(fsys.Symlink("src/main.go", "dir"), backend.AlreadyExists, "Symlink onto a directory")
+					e.as("A link never replaces anything: a name that exists is AlreadyExists.", func() {
+						e.wantCode(fsys.Symlink("src/main.go", "README.md"), backend.AlreadyExists, "Symlink onto a file")
+						e.wantCode(fsys.Symlink("src/main.go", "dir"), backend.AlreadyExists, "Symlink onto a directory")
+					})
 				}
 				if e.read(h, "README.md") != "hello\n" {
 					e.fail("a refused call changed README.md")
@@ -573,18 +581,24 @@ func answerCases() []testCase {
 					e.fail("a fresh head's Log lists %d checkpoints, want none", len(log))
 				}
 				e.must(h.FS().MkdirAll("dir", 0o755), "MkdirAll")
-				e.wantCode(h.FS().WriteFile("dir", []byte("x"), 0o644), backend.FailedPrecondition, "WriteFile onto a directory (a name that is a directory is FailedPrecondition)")
-				e.wantCode(h.FS().WriteFile("no/such/dir/f", []byte("x"), 0o644), backend.NotFound, "WriteFile into a missing directory (the parent directory must exist)")
+				e.as("The parent directory must exist (NotFound otherwise); a name that is a directory is FailedPrecondition.", func() {
+					e.wantCode(h.FS().WriteFile("dir", []byte("x"), 0o644), backend.FailedPrecondition, "WriteFile onto a directory")
+					e.wantCode(h.FS().WriteFile("no/such/dir/f", []byte("x"), 0o644), backend.NotFound, "WriteFile into a missing directory")
+				})
 				if !e.caps.HostRoot {
 					return
 				}
 				full := filepath.Join(e.t.TempDir(), "full")
 				e.must(os.MkdirAll(full, 0o755), "mkdir")
 				e.must(os.WriteFile(filepath.Join(full, "f"), []byte("x"), 0o644), "write")
-				_, err = e.ws.NewHead(e.name("dir")).From(e.fx.Base).Dir(full).Create(e.ctx)
-				e.wantCode(err, backend.AlreadyExists, "CreateHead with a Dir that exists and is not empty")
-				err = e.ws.Materialize(e.ctx, e.fx.Base, filepath.Join(h.Info().Root, "inside"))
-				e.wantCode(err, backend.FailedPrecondition, "Materialize into a dir inside a head")
+				e.as("a Dir that exists and is not empty is AlreadyExists.", func() {
+					_, err = e.ws.NewHead(e.name("dir")).From(e.fx.Base).Dir(full).Create(e.ctx)
+					e.wantCode(err, backend.AlreadyExists, "CreateHead with a Dir that exists and is not empty")
+				})
+				e.as("A non-empty dir, or a dir inside a head, is FailedPrecondition and is left untouched", func() {
+					err = e.ws.Materialize(e.ctx, e.fx.Base, filepath.Join(h.Info().Root, "inside"))
+					e.wantCode(err, backend.FailedPrecondition, "Materialize into a dir inside a head")
+				})
 			},
 		},
 	}

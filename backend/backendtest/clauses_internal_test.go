@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -65,12 +66,59 @@ func isDoc(f *ast.File, cg *ast.CommentGroup) bool {
 // the suite and the contract cannot drift apart.
 func TestEveryQuotedClauseIsInTheContract(t *testing.T) {
 	docs := contractDocs(t)
+	clauses := map[string]string{} // clause -> where it is quoted
 	for _, c := range allCases() {
-		clause := strings.Join(strings.Fields(c.clause), " ")
+		clauses[c.clause] = "case " + c.name
+	}
+	for clause, where := range innerClauses(t) {
+		clauses[clause] = where
+	}
+	for clause, where := range clauses {
+		clause = strings.Join(strings.Fields(clause), " ")
 		if !strings.Contains(docs, clause) {
-			t.Errorf("case %s quotes a clause the backend docs do not hold:\n\t%s", c.name, clause)
+			t.Errorf("%s quotes a clause the contract's docs do not hold:\n\t%s", where, clause)
 		}
 	}
+}
+
+// innerClauses returns the clauses cases quote for one of their checks
+// (the first argument of e.as), by where they are quoted.
+func innerClauses(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	files, err := filepath.Glob("cases_*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != "as" || len(call.Args) != 2 {
+				return true
+			}
+			lit, ok := call.Args[0].(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				t.Errorf("%s: e.as takes a string literal, so that this test can read it", fset.Position(call.Pos()))
+				return true
+			}
+			s, err := strconv.Unquote(lit.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[s] = fset.Position(call.Pos()).String()
+			return true
+		})
+	}
+	return out
 }
 
 // Every case names the method whose contract it checks.
