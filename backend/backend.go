@@ -55,7 +55,9 @@ const (
 
 // Capabilities describe, as data, what a backend can do, so that a caller can
 // refuse a configuration before a session starts. A capability that is
-// absent is answered with Unimplemented, never silently ignored.
+// absent is answered with Unimplemented, never silently ignored. A method a
+// backend lacks answers Unimplemented whatever its arguments, before it
+// looks at them.
 type Capabilities struct {
 	// Attach: heads over existing checkouts (HeadSpec.Attach). Without it
 	// CreateHead of an attached head is Unimplemented.

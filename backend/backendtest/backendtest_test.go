@@ -317,10 +317,17 @@ func (h modeDroppingHarness) MakeWorkspace(ctx context.Context, files fs.FS) (ba
 	return h.Harness.MakeWorkspace(ctx, out)
 }
 
-// Capabilities lies about capabilities the real backend lacks or has.
+// Capabilities lies about capabilities the real backend lacks or has, or,
+// for an honest-no-* breakage, drops one truthfully.
 func (b *brokenBackend) Capabilities() backend.Capabilities {
 	c := b.Backend.Capabilities()
 	switch b.breakage {
+	case "honest-no-cas":
+		c.SharedCAS = false
+	case "honest-no-symlinks":
+		c.Symlinks = false
+	case "honest-no-filemodes":
+		c.FileModes = false
 	case "claims-persistent":
 		c.Persistent = true
 	case "claims-cross-process":
@@ -361,7 +368,8 @@ func (h *brokenHead) Diff(ctx context.Context, from, to backend.Rev) (backend.Di
 
 func (h *brokenHead) FS() backend.FS {
 	switch h.breakage {
-	case "links-out-are-not-found", "cas-not-atomic", "mkdir-over-file-already-exists":
+	case "links-out-are-not-found", "cas-not-atomic", "mkdir-over-file-already-exists",
+		"honest-no-cas", "honest-no-symlinks", "honest-no-filemodes":
 		return brokenFS{FS: h.Head.FS(), breakage: h.breakage}
 	}
 	return h.Head.FS()
@@ -411,8 +419,30 @@ func (f brokenFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	return ents, f.hideEscape(err)
 }
 
+// unimplemented is what a backend lacking a capability answers.
+func unimplemented(op, name string) error {
+	return &backend.Error{Code: backend.Unimplemented, Op: "honest: " + op, Path: name}
+}
+
+func (f brokenFS) Symlink(target, name string) error {
+	if f.breakage == "honest-no-symlinks" {
+		return unimplemented("symlink", name)
+	}
+	return f.FS.Symlink(target, name)
+}
+
+func (f brokenFS) Chmod(name string, mode fs.FileMode) error {
+	if f.breakage == "honest-no-filemodes" {
+		return unimplemented("chmod", name)
+	}
+	return f.FS.Chmod(name, mode)
+}
+
 // WriteFileIf, broken: compare, then write, with a window between.
 func (f brokenFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect backend.Digest) error {
+	if f.breakage == "honest-no-cas" {
+		return unimplemented("writefileif", name)
+	}
 	if f.breakage != "cas-not-atomic" {
 		return f.FS.WriteFileIf(name, data, perm, expect)
 	}
@@ -463,5 +493,22 @@ func TestABrokenFixtureStopsTheSuite(t *testing.T) {
 	}
 	if strings.Count(string(out), "--- PASS: TestSuiteOverWrapper/") != 0 {
 		t.Fatalf("cases ran after the fixture case failed:\n%s", tail(out))
+	}
+}
+
+// A backend that truthfully lacks a capability, declares so and answers
+// Unimplemented for it, passes the whole suite.
+func TestHonestBackendsLackingACapabilityPass(t *testing.T) {
+	if os.Getenv(breakageEnv) != "" {
+		t.Fatal("the child process must run only TestSuiteOverWrapper")
+	}
+	for _, lack := range []string{"honest-no-cas", "honest-no-symlinks", "honest-no-filemodes"} {
+		t.Run(lack, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestSuiteOverWrapper$", "-test.v")
+			cmd.Env = append(os.Environ(), breakageEnv+"="+lack)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("the suite failed a backend that honestly lacks a capability (%s): %v\n%s", lack, err, tail(out))
+			}
+		})
 	}
 }
