@@ -443,6 +443,7 @@ type FileStat struct {
 
 // Diff is the difference between two trees.
 type Diff struct {
-	Patch string     // a unified patch, as git diff prints it
-	Files []FileStat // sorted by path
+	Patch string // a unified patch, as git diff prints it
+	// Files lists the changed files, one entry each, sorted by path.
+	Files []FileStat
 }

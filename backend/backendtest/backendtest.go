@@ -300,6 +300,7 @@ var methodRules = []struct{ word, method string }{
 	{"checkpoint_ID", "CheckpointID"},
 	{"commits_lists", "Head.Commits"},
 	{"wrong_kind", "FS.MkdirAll, FS.Rename, FS.Symlink"},
+	{"mode_WriteFile", "FS.WriteFile"},
 	{"edge_cases", "Head.Log, FS.WriteFile, Workspace.CreateHead, Workspace.Materialize"},
 	{"binding", "Backend.Reopen"},
 	{"reopen", "Backend.Reopen"},

@@ -301,6 +301,11 @@ func checkpointCases() []testCase {
 				if e.read(h, "ignored/data.txt") != "precious\n" || e.read(h, "README.md") != "dirty\n" {
 					e.fail("a refused restore changed files")
 				}
+				// With the same content there is nothing to lose: no
+				// Conflict.
+				e.write(h, "ignored/data.txt", "v1\n")
+				_, err = h.Restore(e.ctx, backend.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
+				e.must(err, "restoring where the ignored file already holds the target's content")
 			},
 		},
 		{

@@ -260,6 +260,51 @@ func contractCases() []testCase {
 				if cp := e.checkpoint(h, nil); cp.New {
 					e.fail("a checkpoint with only skipped paths made a commit")
 				}
+				// A restore to an older checkpoint leaves the newest one
+				// the newest in Log.
+				_, err := h.Restore(e.ctx, backend.Rev(e.base), &workspace.RestoreOptions{Discard: true})
+				e.must(err, "Restore to the base")
+				if st := e.status(h); st.LastCheckpoint != second.ID {
+					e.fail("after a restore to the base LastCheckpoint is %q, want the newest checkpoint %q", st.LastCheckpoint, second.ID)
+				}
+			},
+		},
+		{
+			name:   "a_new_file_gets_the_mode_WriteFile_is_given",
+			clause: "WriteFile writes data to name, creating it with perm (only its 0o777 bits are used) or keeping an existing file's mode.",
+			run: func(e *env) {
+				if !e.caps.FileModes {
+					return // without FileModes no executable bit is kept, checked elsewhere
+				}
+				h := e.head()
+				e.must(h.FS().WriteFile("tool.sh", []byte("#!/bin/sh\n"), 0o755), "WriteFile tool.sh 0755")
+				info, err := h.FS().Stat("tool.sh")
+				e.must(err, "Stat")
+				if info.Mode().Perm()&0o111 == 0 {
+					e.fail("a new file written with perm 0755 has mode %v", info.Mode())
+				}
+				if f := e.treeAt(backend.Rev(e.checkpoint(h, nil).ID))["tool.sh"]; !f.exec {
+					e.fail("the checkpoint lost the executable bit of a file written with perm 0755")
+				}
+			},
+		},
+		{
+			name:   "diff_lists_files_sorted_by_path",
+			clause: "Files lists the changed files, one entry each, sorted by path.",
+			run: func(e *env) {
+				h := e.head()
+				e.write(h, "zeta.txt", "z\n")
+				e.write(h, "alpha.txt", "a\n")
+				e.write(h, "src/main.go", "package main // changed\n")
+				d, err := h.Diff(e.ctx, backend.Rev(e.base), backend.Live)
+				e.must(err, "Diff")
+				var got []string
+				for _, f := range d.Files {
+					got = append(got, f.Path)
+				}
+				if fmt.Sprint(got) != fmt.Sprint([]string{"alpha.txt", "src/main.go", "zeta.txt"}) {
+					e.fail("Diff.Files in the order %v, want sorted by path", got)
+				}
 			},
 		},
 		{
