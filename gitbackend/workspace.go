@@ -314,6 +314,9 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 		return nil, nil, nil, fail(backend.AlreadyExists, branch, "branch %q exists", branch)
 	}
 	if _, err := w.repo.git(ctx, "check-ref-format", "refs/heads/"+branch); err != nil {
+		if backend.CodeOf(err) == backend.Canceled {
+			return nil, nil, nil, err
+		}
 		return nil, nil, nil, fail(backend.InvalidArgument, branch, "%q is not a valid branch name", branch)
 	}
 	mf := &manifest{

@@ -3,6 +3,7 @@ package memorybackend
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -437,11 +438,11 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	}
 	tree, _, err := ws.st.readTree(ctx, base)
 	if err != nil {
-		return nil, backend.Errorf(backend.Internal, op, "reading %s: %w", base, err)
+		return nil, failure(op, "", fmt.Errorf("reading %s: %w", base, err))
 	}
 	files := newMemFS()
 	if err := populate(files, ws.st, tree); err != nil {
-		return nil, backend.Errorf(backend.Internal, op, "%w", err)
+		return nil, failure(op, "", err)
 	}
 	if err := backend.ContextError(ctx, op); err != nil {
 		return nil, err
@@ -589,7 +590,7 @@ func (w *workspace) Materialize(ctx context.Context, at backend.Rev, dir string)
 		if backend.CodeOf(err) == backend.NotFound {
 			return err
 		}
-		return backend.Errorf(backend.Internal, op, "%w", err)
+		return failure(op, "", err)
 	}
 	return materialize(ctx, op, dir, tree, blobs)
 }
@@ -631,7 +632,7 @@ func materialize(ctx context.Context, op, dir string, tree map[string]entry, blo
 		if backend.CodeOf(err) == backend.Canceled {
 			return err
 		}
-		return &backend.Error{Code: backend.Internal, Op: op, Path: dir, Err: err}
+		return failure(op, dir, err)
 	}
 	return nil
 }
@@ -644,4 +645,15 @@ func (w *workspace) Close() error {
 	}
 	w.closed = true
 	return nil
+}
+
+// failure is the error of a call that failed underneath: Canceled when its
+// context ended (go-git and the store report that as a plain error
+// wrapping the context's), Internal otherwise.
+func failure(op, path string, err error) error {
+	code := backend.Internal
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		code = backend.Canceled
+	}
+	return &backend.Error{Code: code, Op: op, Path: path, Err: err}
 }

@@ -287,6 +287,7 @@ func (e *env) fail(format string, args ...any) {
 var methodRules = []struct{ word, method string }{
 	{"harness", "Harness.MakeWorkspace"},
 	{"every_driver_method", "every method (Backend, Workspace, Head)"},
+	{"a_context_that_ends", "every method (Backend, Workspace, Head)"},
 	{"cancel", "every method (Backend, Workspace, Head)"},
 	{"calls_on_one_head", "Head (serialization)"},
 	{"shared_CAS", "Capabilities.SharedCAS and FS.WriteFileIf"},

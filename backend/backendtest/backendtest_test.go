@@ -73,6 +73,7 @@ func TestBrokenBackendsFailTheSuite(t *testing.T) {
 		{"fixture-drops-modes", "the_harness_builds_the_fixture_exactly_with_modes_and_symlinks", "regular files with their executable bit"},
 		{"cancel-is-internal", "a_call_cancelled_in_the_middle_of_the_drivers_own_work_is_Canceled_or_done_and_the_head_stays_usable", "a cancelled call leaves the head usable"},
 		{"mkdir-over-file-already-exists", "FS_calls_on_a_name_of_the_wrong_kind_have_their_codes", "MkdirAll is FailedPrecondition"},
+		{"canceled-create-is-internal", "a_context_that_ends_at_any_point_inside_a_driver_call_gives_success_or_Canceled", "a cancelled call leaves the head usable"},
 		{"close-is-not-final", "after_Close_every_blocking_method_answers_FailedPrecondition", "After Close every method that can block"},
 		{"access-mismatch-is-missing", "each_reopen_reason_goes_with_its_code", "the head's access differs from the binding's"},
 		{"ignores-nested-gitignore", "ignored_means_gitignore_files_at_any_depth_with_negation", "Ignored means what git means"},
@@ -153,6 +154,9 @@ type brokenWorkspace struct {
 
 func (w *brokenWorkspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (backend.Head, error) {
 	h, err := w.Workspace.CreateHead(ctx, spec)
+	if err != nil && w.breakage == "canceled-create-is-internal" && backend.CodeOf(err) == backend.Canceled {
+		return nil, backend.Errorf(backend.Internal, "broken: create", "reading the base: %v", err)
+	}
 	if err != nil {
 		return nil, err
 	}

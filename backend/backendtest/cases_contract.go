@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing/fstest"
 	"time"
 
@@ -153,6 +154,57 @@ func contractCases() []testCase {
 					}
 				}
 				e.sameTree(withoutIgnored(e.tree(h)), withoutIgnored(want), "the head after cancelled restores and a full one")
+			},
+		},
+		{
+			name:   "a_context_that_ends_at_any_point_inside_a_driver_call_gives_success_or_Canceled",
+			clause: "Cancellation is honoured during the call as well as before it, and a cancelled call leaves the head usable.",
+			run: func(e *env) {
+				h := e.create(e.ws.NewHead(e.name("countdown")).From(e.fx.Base).Shared())
+				e.write(h, "dirty.txt", "d\n")
+				cp := e.checkpoint(h, nil)
+				bind := h.Binding()
+				check := func(method string, n int, err error) {
+					e.t.Helper()
+					if err != nil && (workspace.CodeOf(err) != backend.Canceled || !errors.Is(err, context.Canceled)) {
+						e.fail("%s with a context that ended at its check number %d: %v, want success or Canceled matching context.Canceled", method, n, err)
+					}
+				}
+				for n := 1; n <= 24; n++ {
+					name := e.name("cd")
+					_, err := e.ws.NewHead(name).From(backend.Rev(cp.ID)).Shared().Create(countdown(e.ctx, n))
+					check("CreateHead", n, err)
+					if err != nil {
+						// Nothing was left behind: the name is free.
+						c := e.create(e.ws.NewHead(name).From(backend.Rev(cp.ID)).Shared())
+						e.destroy(c)
+					}
+					_, err = h.Checkpoint(countdown(e.ctx, n), nil)
+					check("Checkpoint", n, err)
+					_, err = h.Status(countdown(e.ctx, n))
+					check("Status", n, err)
+					_, err = h.Diff(countdown(e.ctx, n), e.fx.Base, backend.Live)
+					check("Diff", n, err)
+					_, err = h.Log(countdown(e.ctx, n), nil)
+					check("Log", n, err)
+					_, err = h.Commits(countdown(e.ctx, n), e.fx.Base)
+					check("Commits", n, err)
+					_, err = h.Restore(countdown(e.ctx, n), backend.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
+					check("Restore", n, err)
+					err = e.ws.Materialize(countdown(e.ctx, n), backend.Rev(cp.ID), filepath.Join(e.t.TempDir(), "m"))
+					check("Materialize", n, err)
+					r, err := workspace.Reopen(countdown(e.ctx, n), e.b, bind, nil)
+					check("Reopen", n, err)
+					if err == nil {
+						e.must(r.Close(), "Close")
+					}
+				}
+				// The head answers as before.
+				_, err := h.Restore(e.ctx, backend.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
+				e.must(err, "Restore after the cancelled calls")
+				if e.read(h, "dirty.txt") != "d\n" {
+					e.fail("the head lost its files to cancelled calls")
+				}
 			},
 		},
 		{
@@ -647,6 +699,38 @@ func answerCases() []testCase {
 			},
 		},
 	}
+}
+
+// countdown returns a context that ends when it is asked, through Err or
+// Done, for the n-th time: cancellation that lands at each point where a
+// driver looks, inside its own work.
+func countdown(parent context.Context, n int) context.Context {
+	ctx, cancel := context.WithCancel(parent)
+	c := &countdownCtx{Context: ctx, cancel: cancel}
+	c.left.Store(int64(n))
+	return c
+}
+
+type countdownCtx struct {
+	context.Context
+	cancel context.CancelFunc
+	left   atomic.Int64
+}
+
+func (c *countdownCtx) tick() {
+	if c.left.Add(-1) <= 0 {
+		c.cancel()
+	}
+}
+
+func (c *countdownCtx) Err() error {
+	c.tick()
+	return c.Context.Err()
+}
+
+func (c *countdownCtx) Done() <-chan struct{} {
+	c.tick()
+	return c.Context.Done()
 }
 
 // newUUID returns a random version 4 UUID in canonical form.
