@@ -74,12 +74,14 @@ type Capabilities struct {
 	HostRoot bool
 	// CrossProcessIsolation: isolation holds across processes: a second
 	// holder of an isolated head in another process gets AlreadyBound.
-	// Without it another process cannot take a head this one holds at all.
+	// Without it isolation is promised within one process only: another
+	// process may find nothing (NotFound, for a backend that is not
+	// Persistent) or take the head.
 	CrossProcessIsolation bool
 	// Persistent: heads, their files and their checkpoints survive the
 	// process: a binding reopens through a Backend of a later process, and
 	// through a new Backend after this one was closed. Without it a binding
-	// from another process finds nothing (an error, never a different head).
+	// from another process finds nothing: NotFound, never a different head.
 	Persistent bool
 	// Symlinks: FS.Symlink and symlinks in checkpoints. Without it
 	// Symlink answers Unimplemented.
@@ -239,7 +241,8 @@ type Head interface {
 	Log(ctx context.Context, opts *LogOptions) ([]Checkpoint, error)
 
 	// Commits lists the commits of the head's branch that are not reachable
-	// from since, newest first: the drift a resumed session reports.
+	// from since, newest first: the drift a resumed session reports. A
+	// since that does not resolve is NotFound.
 	Commits(ctx context.Context, since Rev) ([]CheckpointID, error)
 
 	// Status reports what a checkpoint now would capture, without taking any

@@ -78,7 +78,9 @@ type FS interface {
 	Remove(name string) error
 
 	// Rename moves oldname to newname, replacing a file there. A newname
-	// that is a directory is FailedPrecondition.
+	// that is a directory is FailedPrecondition, and so is a newname that
+	// exists when oldname is a directory; moving a directory into itself
+	// is InvalidArgument.
 	Rename(oldname, newname string) error
 
 	// Symlink creates name as a symlink to target, which must be relative

@@ -733,6 +733,14 @@ func (d *diskFS) Rename(oldname, newname string) error {
 		if from.isRoot() || to.isRoot() {
 			return struct{}{}, &backend.Error{Code: backend.InvalidArgument, Op: "gitbackend: rename", Path: oldname, Err: errors.New("cannot rename the head's root")}
 		}
+		switch {
+		case to.fi != nil && to.fi.IsDir():
+			return struct{}{}, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: rename", Path: newname, Err: syscall.EISDIR}
+		case to.fi != nil && from.fi.IsDir():
+			return struct{}{}, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: rename", Path: newname, Err: syscall.ENOTDIR}
+		case from.fi.IsDir() && strings.HasPrefix(path.Join(to.path, to.base)+"/", path.Join(from.path, from.base)+"/"):
+			return struct{}{}, &backend.Error{Code: backend.InvalidArgument, Op: "gitbackend: rename", Path: newname, Err: errors.New("cannot move a directory into itself")}
+		}
 		if from.dir == to.dir {
 			return struct{}{}, fsError(op, oldname, from.dir.Rename(from.base, to.base))
 		}

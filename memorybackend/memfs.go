@@ -384,6 +384,8 @@ func (m *memFS) Rename(oldname, newname string) error {
 	switch {
 	case err == nil && nn.isDir():
 		return fsErr(backend.FailedPrecondition, op, newname, syscall.EISDIR)
+	case err == nil && n.isDir():
+		return fsErr(backend.FailedPrecondition, op, newname, syscall.ENOTDIR)
 	case err == nil:
 	case backend.CodeOf(err) != backend.NotFound || np == "":
 		return err

@@ -34,10 +34,19 @@
 // RunConformanceTests, with the environment variable
 // GROVE_BACKENDTEST_CHILD set: RunConformanceTests then makes a harness
 // and a backend, reopens the binding it was handed, prints the outcome and
-// returns without running any case. So the test that calls
-// RunConformanceTests must call it unconditionally, and a harness made in
-// another process must reach what a binding names (for a persistent
-// backend, the binding carries the location).
+// returns without running any case. What that requires of the test:
+//
+//   - it calls RunConformanceTests unconditionally, and is reached by its
+//     exact t.Name() (the child runs -test.run=^Name$, level by level for
+//     a subtest);
+//   - the child gets the environment but only -test.run, -test.count=1
+//     and -test.v as flags: a flag of the package's own (or -short) is not
+//     passed on, so a harness must not need one;
+//   - TestMain, if any, runs in the child too;
+//   - a harness made in another process must reach what a binding names
+//     (for a Persistent backend, the binding carries the location), and
+//     its Close must not remove state the parent still uses;
+//   - the child is killed after two minutes.
 //
 // # Cancellation
 //

@@ -436,16 +436,23 @@ func (f *dirFS) Remove(name string) error {
 
 func (f *dirFS) Rename(oldname, newname string) error {
 	const op = "rename"
-	from, _, err := f.resolve(op, oldname, false, false, 0)
+	from, ffi, err := f.resolve(op, oldname, false, false, 0)
 	if err != nil {
 		return err
 	}
-	to, _, err := f.resolve(op, newname, false, false, 0)
+	to, tfi, err := f.resolve(op, newname, false, false, 0)
 	if err != nil && (backend.CodeOf(err) != backend.NotFound || to == "") {
 		return err
 	}
-	if from == "." || to == "." {
+	switch {
+	case from == "." || to == ".":
 		return fsErr(backend.InvalidArgument, op, oldname, errors.New("cannot rename the head's root"))
+	case tfi != nil && tfi.IsDir():
+		return fsErr(backend.FailedPrecondition, op, newname, errors.New("is a directory"))
+	case tfi != nil && ffi.IsDir():
+		return fsErr(backend.FailedPrecondition, op, newname, errors.New("not a directory"))
+	case ffi.IsDir() && strings.HasPrefix(to+"/", from+"/"):
+		return fsErr(backend.InvalidArgument, op, newname, errors.New("cannot move a directory into itself"))
 	}
 	return fsError(op, oldname, f.root.Rename(from, to))
 }
