@@ -33,7 +33,10 @@ import (
 // checkpoint holds it); and the next checkpoint of every head that reopens
 // finishes within its bounded lock wait.
 
-var tortureKills = flag.Int("grove.torture", 300, "kills the crash-and-corruption harness runs")
+var (
+	tortureKills = flag.Int("grove.torture", 300, "kills the crash-and-corruption harness runs")
+	tortureSeed  = flag.Uint64("grove.torture.seed", 0, "the seed of the harness's kill times and damage (0: from the clock); a failure prints the seed it ran with")
+)
 
 // tortureSlots is how many heads the child keeps busy.
 const tortureSlots = 3
@@ -219,7 +222,16 @@ func TestCrashAndCorruptionHarness(t *testing.T) {
 	f.ctx = ctx
 	stateDir := t.TempDir()
 	st := tortureState{dir: stateDir}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	seed := *tortureSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("to run this harness again with the same kill times and damage: -grove.torture.seed=%d", seed)
+		}
+	})
+	rng := rand.New(rand.NewPCG(seed, 1))
 	counts := map[string]int{}
 	for round := range kills {
 		cmd := startHelper(t, helperJob{Op: "torture", Repo: f.repo, Name: stateDir, Rounds: round})
