@@ -106,8 +106,10 @@ func torture(ctx context.Context, repo, stateDir string, seed int) error {
 			if bind, err := workspace.DecodeBinding(data); err == nil {
 				h, err := workspace.Reopen(ctx, b, bind, nil)
 				if err == nil {
+					_ = st.log("O %s slot=%d", h.Info().ID, slot)
 					return h, nil
 				}
+				_ = st.log("o %s slot=%d %v", bind.Head, slot, workspace.CodeOf(err))
 				if workspace.CodeOf(err) == workspace.Internal {
 					return nil, fmt.Errorf("reopen: %w", err)
 				}
@@ -169,7 +171,9 @@ func torture(ctx context.Context, repo, stateDir string, seed int) error {
 			case op < 7:
 				cp, err := h.Checkpoint(ctx, nil)
 				if err == nil {
-					err = st.log("C %s %s", id, cp.ID)
+					err = st.log("C %s %s new=%v", id, cp.ID, cp.New)
+				} else {
+					_ = st.log("c %s err=%v", id, workspace.CodeOf(err))
 				}
 				if err := typed("checkpoint", err); err != nil {
 					return err
@@ -177,7 +181,14 @@ func torture(ctx context.Context, repo, stateDir string, seed int) error {
 			case op < 8:
 				log, err := h.Log(ctx, nil)
 				if err == nil && len(log) > 0 {
-					_, err = h.Restore(ctx, workspace.Rev(log[rng.IntN(len(log))].ID), nil)
+					to := log[rng.IntN(len(log))].ID
+					_ = st.log("R %s to=%s", id, to)
+					var res workspace.RestoreResult
+					res, err = h.Restore(ctx, workspace.Rev(to), nil)
+					if res.Safety != nil {
+						_ = st.log("r %s safety=%s new=%v", id, res.Safety.ID, res.Safety.New)
+					}
+					_ = st.log("r %s done err=%v", id, workspace.CodeOf(err))
 				}
 				if err := typed("restore", err); err != nil {
 					return err
@@ -192,7 +203,12 @@ func torture(ctx context.Context, repo, stateDir string, seed int) error {
 					return err
 				}
 			default:
-				_, err := h.Destroy(ctx, nil)
+				_ = st.log("X %s", id)
+				res, err := h.Destroy(ctx, nil)
+				if res.Final != nil {
+					_ = st.log("x %s final=%s", id, res.Final.ID)
+				}
+				_ = st.log("x %s done err=%v", id, workspace.CodeOf(err))
 				if err := typed("destroy", err); err != nil {
 					return err
 				}
@@ -421,7 +437,24 @@ func checkAfterKill(t *testing.T, f *fixture, st tortureState, round int, damage
 		}
 	}
 	if len(missing) > 0 {
-		fail("files the child wrote are in no head and no checkpoint: %v", missing)
+		// The journal of the heads concerned, to tell what happened.
+		var story strings.Builder
+		data, _ := os.ReadFile(st.journal())
+		for _, m := range missing {
+			id, name, _ := strings.Cut(m, ":")
+			fmt.Fprintf(&story, "\n%s (dir %s):", m, heads[id])
+			for _, line := range strings.Split(string(data), "\n") {
+				if strings.Contains(line, id) && (!strings.HasPrefix(line, "I ") && !strings.HasPrefix(line, "W ") || strings.Contains(line, " "+name+" ")) {
+					fmt.Fprintf(&story, "\n\t%s", line)
+				}
+			}
+			if now, err := os.ReadFile(filepath.Join(heads[id], filepath.FromSlash(name))); err == nil {
+				fmt.Fprintf(&story, "\n\tnow: %s %q", gitBlobID(now), now)
+			} else {
+				fmt.Fprintf(&story, "\n\tnow: %v", err)
+			}
+		}
+		fail("files the child wrote are in no head and no checkpoint: %v%s", missing, story.String())
 	}
 }
 
