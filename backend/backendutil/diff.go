@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -121,12 +120,7 @@ func statOf(fp fdiff.FilePatch) backend.FileStat {
 // storeTree writes the blobs and trees of t into st and returns its root
 // tree.
 func storeTree(st storer.EncodedObjectStorer, t Tree) (*object.Tree, error) {
-	type dir struct {
-		files map[string]object.TreeEntry
-		dirs  map[string]*dir
-	}
-	newDir := func() *dir { return &dir{files: map[string]object.TreeEntry{}, dirs: map[string]*dir{}} }
-	root := newDir()
+	files := make(map[string]TreeFile, len(t))
 	for _, p := range sortedPaths(t) {
 		if !fs.ValidPath(p) || p == "." {
 			return nil, fmt.Errorf("invalid path %q", p)
@@ -143,52 +137,9 @@ func storeTree(st storer.EncodedObjectStorer, t Tree) (*object.Tree, error) {
 		if err != nil {
 			return nil, err
 		}
-		d := root
-		parts := strings.Split(p, "/")
-		for _, c := range parts[:len(parts)-1] {
-			if _, ok := d.files[c]; ok {
-				return nil, fmt.Errorf("%q is a file and a directory", p)
-			}
-			if d.dirs[c] == nil {
-				d.dirs[c] = newDir()
-			}
-			d = d.dirs[c]
-		}
-		name := parts[len(parts)-1]
-		if d.dirs[name] != nil {
-			return nil, fmt.Errorf("%q is a file and a directory", p)
-		}
-		d.files[name] = object.TreeEntry{Name: name, Mode: mode, Hash: h}
+		files[p] = TreeFile{Mode: mode, Hash: h}
 	}
-	var write func(d *dir) (plumbing.Hash, error)
-	write = func(d *dir) (plumbing.Hash, error) {
-		var tree object.Tree
-		for _, e := range d.files {
-			tree.Entries = append(tree.Entries, e)
-		}
-		for name, sub := range d.dirs {
-			h, err := write(sub)
-			if err != nil {
-				return plumbing.ZeroHash, err
-			}
-			tree.Entries = append(tree.Entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
-		}
-		// Git orders entries by name, a directory's compared as if it
-		// ended in "/".
-		key := func(e object.TreeEntry) string {
-			if e.Mode == filemode.Dir {
-				return e.Name + "/"
-			}
-			return e.Name
-		}
-		sort.Slice(tree.Entries, func(i, j int) bool { return key(tree.Entries[i]) < key(tree.Entries[j]) })
-		obj := st.NewEncodedObject()
-		if err := tree.Encode(obj); err != nil {
-			return plumbing.ZeroHash, err
-		}
-		return st.SetEncodedObject(obj)
-	}
-	h, err := write(root)
+	h, err := WriteTree(st, files)
 	if err != nil {
 		return nil, err
 	}

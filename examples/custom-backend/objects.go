@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"sort"
 	"strings"
 	"time"
 
@@ -65,52 +64,11 @@ func (s store) readBlob(h plumbing.Hash) ([]byte, error) {
 // writeTree stores the nested trees of a flattened file list and returns
 // the root tree's hash.
 func (s store) writeTree(files map[string]entry) (plumbing.Hash, error) {
-	type dir struct {
-		files map[string]entry
-		dirs  map[string]*dir
-	}
-	newDir := func() *dir { return &dir{files: map[string]entry{}, dirs: map[string]*dir{}} }
-	root := newDir()
+	tree := make(map[string]backendutil.TreeFile, len(files))
 	for p, e := range files {
-		d := root
-		parts := strings.Split(p, "/")
-		for _, c := range parts[:len(parts)-1] {
-			if d.dirs[c] == nil {
-				d.dirs[c] = newDir()
-			}
-			d = d.dirs[c]
-		}
-		d.files[parts[len(parts)-1]] = e
+		tree[p] = backendutil.TreeFile{Mode: e.mode, Hash: e.hash}
 	}
-	var write func(d *dir) (plumbing.Hash, error)
-	write = func(d *dir) (plumbing.Hash, error) {
-		var t object.Tree
-		for name, e := range d.files {
-			t.Entries = append(t.Entries, object.TreeEntry{Name: name, Mode: e.mode, Hash: e.hash})
-		}
-		for name, sub := range d.dirs {
-			h, err := write(sub)
-			if err != nil {
-				return plumbing.ZeroHash, err
-			}
-			t.Entries = append(t.Entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
-		}
-		// Git orders entries by name, a directory's compared as if it
-		// ended in "/".
-		key := func(e object.TreeEntry) string {
-			if e.Mode == filemode.Dir {
-				return e.Name + "/"
-			}
-			return e.Name
-		}
-		sort.Slice(t.Entries, func(i, j int) bool { return key(t.Entries[i]) < key(t.Entries[j]) })
-		obj := s.repo.Storer.NewEncodedObject()
-		if err := t.Encode(obj); err != nil {
-			return plumbing.ZeroHash, err
-		}
-		return s.repo.Storer.SetEncodedObject(obj)
-	}
-	return write(root)
+	return backendutil.WriteTree(s.repo.Storer, tree)
 }
 
 // readTree flattens the tree of a commit into its files, and returns the
