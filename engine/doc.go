@@ -36,7 +36,11 @@
 // SessionBusy. A claim outlives its process: a dead session's claim on a
 // head is released only by resuming and closing that session, or by a new
 // session that asks for a take-over (SessionOptions.TakeOver); the loser's
-// journal records it.
+// journal records it. Session.Detach leaves a session that way on purpose,
+// for another process to resume (the grove command starts a session in one
+// process and resumes it in the next). Engine.Sessions and
+// Engine.SessionInfo list what the database records, including the
+// configuration a session was bound with, to resume it without drift.
 //
 // # Resume
 //

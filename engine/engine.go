@@ -358,6 +358,7 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 		id: id, agent: spec.agent, placement: spec.placement.record(),
 		digest: digest(spec.placement.record(), perm, snap, backendID(b), spec.config),
 		parent: spec.parent, lastCheckpoint: workspace.CheckpointID(s.lastCheckpoint),
+		perm: perm, snap: snap, config: spec.config,
 	}
 	claim := s.kind != "shared" && !spec.headless
 	if err := e.st.create(ctx, rec, bind, claim, spec.takeOver); err != nil {

@@ -523,15 +523,32 @@ func (s *Session) As(target any) bool {
 // runs on the session's behalf (an idle checkpoint, a turn's context,
 // calls in progress), journals the close, releases the session's claim
 // and lease, and closes its head handle. It never deletes a head, a
-// worktree or a branch. A second Close waits for the first to finish and
-// is FailedPrecondition. Close must not be called from a turn's function
-// or an extension's constructor, which it waits for.
-func (s *Session) Close() error {
+// worktree or a branch. A second Close (or a Close after Detach) waits for
+// the first to finish and is FailedPrecondition. Close must not be called
+// from a turn's function or an extension's constructor, which it waits
+// for.
+func (s *Session) Close() error { return s.finish("close", false) }
+
+// Detach ends the session in this process but leaves it open, for this
+// process or another to Resume: like Close, it cancels and waits for what
+// runs on the session's behalf and releases the session's lease and head
+// handle; unlike Close, the session keeps its claim on its head (no other
+// session gets it without a take-over) and its state stays "open". It
+// journals "detached". This is how one process starts a session that
+// another continues (a command-line tool, a worker handing over); a
+// process that dies without Close leaves its session the same way, without
+// the event. A second Detach (or a Detach after Close) is
+// FailedPrecondition. Like Close, Detach must not be called from a turn's
+// function or an extension's constructor.
+func (s *Session) Detach() error { return s.finish("detach", true) }
+
+// finish ends the session in this process: closing it or detaching it.
+func (s *Session) finish(op string, detach bool) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		<-s.closedCh
-		return &backend.Error{Code: backend.FailedPrecondition, Op: "engine: close", Err: fmt.Errorf("session %s: %w", s.id, errAlreadyClosed)}
+		return &backend.Error{Code: backend.FailedPrecondition, Op: "engine: " + op, Err: fmt.Errorf("session %s: %w", s.id, errAlreadyClosed)}
 	}
 	s.closed = true
 	if s.idle != nil {
@@ -543,7 +560,12 @@ func (s *Session) Close() error {
 	s.wg.Wait()
 	ctx, cancel := detached(context.Background())
 	defer cancel()
-	err := s.e.st.closeSession(ctx, s.id)
+	var err error
+	if detach {
+		err = s.e.st.journal(ctx, s.id, EventDetached, nil)
+	} else {
+		err = s.e.st.closeSession(ctx, s.id)
+	}
 	s.release(ctx, false)
 	s.e.untrack(s)
 	close(s.closedCh)
@@ -623,6 +645,7 @@ const (
 	EventTurnStarted      EventKind = "turn-started"
 	EventTurnDone         EventKind = "turn-done"
 	EventClosed           EventKind = "closed"
+	EventDetached         EventKind = "detached"
 	EventTakenOver        EventKind = "taken-over"
 )
 

@@ -66,8 +66,13 @@ func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 func (s *sqliteStore) create(ctx context.Context, rec sessionRecord, bind backend.Binding, claim, takeOver bool) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		t := now()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, agent, placement, config_digest, state, last_checkpoint, created_at, updated_at)
-			VALUES (?, ?, ?, ?, 'open', ?, ?, ?)`, rec.id, rec.agent, rec.placement, rec.digest, string(rec.lastCheckpoint), t, t); err != nil {
+		snap, err := json.Marshal(rec.snap)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, agent, placement, config_digest, state, last_checkpoint, created_at, updated_at, permission, snapshot, config)
+			VALUES (?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?)`, rec.id, rec.agent, rec.placement, rec.digest, string(rec.lastCheckpoint), t, t,
+			string(rec.perm), string(snap), rec.config); err != nil {
 			return err
 		}
 		payload := map[string]any{}
@@ -229,4 +234,49 @@ func appendEvent(ctx context.Context, tx *sql.Tx, id string, kind EventKind, pay
 		VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?), ?, ?, ?)`,
 		id, id, now(), string(kind), string(data))
 	return err
+}
+
+func (s *sqliteStore) sessions(ctx context.Context, id string) ([]SessionInfo, error) {
+	query := `SELECT id, agent, placement, state, last_checkpoint, created_at, updated_at, permission, snapshot, config,
+		EXISTS (SELECT 1 FROM claims WHERE claims.session_id = sessions.id) FROM sessions`
+	var args []any
+	if id != "" {
+		query += ` WHERE id = ?`
+		args = append(args, id)
+	}
+	rows, err := s.db.QueryContext(ctx, query+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	defer rows.Close()
+	var out []SessionInfo
+	for rows.Next() {
+		var si SessionInfo
+		var placement, last, created, updated, perm, snap string
+		if err := rows.Scan(&si.ID, &si.Agent, &placement, &si.State, &last, &created, &updated, &perm, &snap, &si.Config, &si.Claims); err != nil {
+			return nil, s.fail(err)
+		}
+		var pr struct{ Kind, Root, Head string }
+		_ = json.Unmarshal([]byte(placement), &pr)
+		si.Placement, si.Root, si.Head = pr.Kind, pr.Root, pr.Head
+		if pr.Kind == "per-session" {
+			si.Head = "session-" + si.ID
+		}
+		si.LastCheckpoint = workspace.CheckpointID(last)
+		si.Created, _ = time.Parse(time.RFC3339Nano, created)
+		si.Updated, _ = time.Parse(time.RFC3339Nano, updated)
+		si.Permission = Permission(perm)
+		if snap != "" {
+			_ = json.Unmarshal([]byte(snap), &si.Snapshot)
+		}
+		si.Live = si.State == "open" && validSessionID(si.ID) && s.live(si.ID)
+		out = append(out, si)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(err)
+	}
+	if id != "" && len(out) == 0 {
+		return nil, errNoSession
+	}
+	return out, nil
 }

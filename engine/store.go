@@ -60,6 +60,11 @@ var migrations = []string{
 		BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 	CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
 		BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;`,
+	// 2: what a session was bound with, so that it can be listed and
+	// resumed with the configuration it recorded.
+	`ALTER TABLE sessions ADD COLUMN permission TEXT NOT NULL DEFAULT '';
+	ALTER TABLE sessions ADD COLUMN snapshot TEXT NOT NULL DEFAULT '';
+	ALTER TABLE sessions ADD COLUMN config BLOB;`,
 }
 
 // SchemaVersion is the schema version this engine writes.
@@ -222,6 +227,9 @@ type store interface {
 	closeSession(ctx context.Context, id string) error
 	// events reads a session's journal, in order.
 	events(ctx context.Context, id string) ([]Event, error)
+	// sessions lists the sessions, oldest first; id, when not empty,
+	// selects one (an unknown ID is errNoSession).
+	sessions(ctx context.Context, id string) ([]SessionInfo, error)
 	// close releases the store.
 	close() error
 }
@@ -235,4 +243,7 @@ type sessionRecord struct {
 	lastCheckpoint               workspace.CheckpointID
 	state                        string // open or closed
 	parent                       string // for a new fork: the session it was forked from
+	perm                         Permission
+	snap                         SnapshotPolicy
+	config                       []byte
 }

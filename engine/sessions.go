@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/workspace"
+)
+
+// SessionInfo is a session as the engine's database records it: what a
+// harness lists, and what it needs to resume the session with the
+// configuration it was bound with.
+type SessionInfo struct {
+	ID    string
+	Agent string
+	// State is "open" from NewSession (or Resume) until Close, and
+	// "closed" after. An open session that is not Live was left without
+	// a Close: its process died, or it detached (Session.Detach).
+	State string
+	// Live reports whether a process holds the session's lease now.
+	Live bool
+	// Claims reports whether the session holds a claim on its head (an
+	// isolated or exclusive head): no other session gets that head
+	// without a take-over.
+	Claims bool
+	// Placement is how the session got its head: "per-session",
+	// "shared", "exclusive" or "headless". Root and Head name the
+	// workspace and the head's name (for per-session placement, the head
+	// the engine made: "session-" and the ID).
+	Placement  string
+	Root, Head string
+	// LastCheckpoint is the last checkpoint the journal recorded (the
+	// head's base before any).
+	LastCheckpoint workspace.CheckpointID
+	// Permission, Snapshot and Config are the configuration the session
+	// was bound with: give them to ResumeOptions to resume it without
+	// drift. They are zero for a session recorded by a grove older than
+	// schema version 2.
+	Permission Permission
+	Snapshot   SnapshotPolicy
+	Config     []byte
+	// Created and Updated are when the session was made and when its
+	// record last changed (not every journal event changes it).
+	Created, Updated time.Time
+}
+
+// Sessions lists the sessions in the engine's database, oldest first,
+// open and closed. A database that cannot be read is a *StoreError.
+func (e *Engine) Sessions(ctx context.Context) ([]SessionInfo, error) {
+	if err := backend.ContextError(ctx, "engine: sessions"); err != nil {
+		return nil, err
+	}
+	return e.st.sessions(ctx, "")
+}
+
+// SessionInfo returns what the database records of session id. An ID
+// that names no session (or is not a session ID) is NotFound; a database
+// that cannot be read is a *StoreError.
+func (e *Engine) SessionInfo(ctx context.Context, id string) (SessionInfo, error) {
+	const op = "session info"
+	if err := backend.ContextError(ctx, "engine: "+op); err != nil {
+		return SessionInfo{}, err
+	}
+	if !validSessionID(id) {
+		return SessionInfo{}, errorf(backend.NotFound, op, "%q is not a session ID", id)
+	}
+	infos, err := e.st.sessions(ctx, id)
+	if errors.Is(err, errNoSession) {
+		return SessionInfo{}, errorf(backend.NotFound, op, "no session %s", id)
+	}
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	return infos[0], nil
+}
