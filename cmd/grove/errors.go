@@ -1,0 +1,178 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/groveworks/grove/engine"
+	"github.com/groveworks/grove/workspace"
+)
+
+// failure is a command's error with the operation it names.
+type failure struct {
+	op    string // "checkpoint", "session start"
+	head  string // the head the command was about, if any
+	err   error
+	usage bool // the arguments were wrong: exit status 2
+}
+
+func (f *failure) Error() string { return f.op + ": " + f.err.Error() }
+func (f *failure) Unwrap() error { return f.err }
+
+// exitStatus ends grove with a status and no message of its own: grove
+// run's command failed, and said so itself.
+type exitStatus struct{ code int }
+
+func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// codeNames are the codes as JSON error objects spell them: the names of
+// the workspace package's constants, stable for scripts.
+var codeNames = map[workspace.Code]string{
+	workspace.OK: "OK", workspace.NotFound: "NotFound", workspace.AlreadyExists: "AlreadyExists",
+	workspace.InvalidArgument: "InvalidArgument", workspace.FailedPrecondition: "FailedPrecondition",
+	workspace.Conflict: "Conflict", workspace.AlreadyBound: "AlreadyBound", workspace.Archived: "Archived",
+	workspace.Destroyed: "Destroyed", workspace.Dirty: "Dirty", workspace.BindingCorrupt: "BindingCorrupt",
+	workspace.BackendUnavailable: "BackendUnavailable", workspace.IdentityMismatch: "IdentityMismatch",
+	workspace.PermissionDenied: "PermissionDenied", workspace.PathEscape: "PathEscape", workspace.Busy: "Busy",
+	workspace.WorkspaceNotConfigured: "WorkspaceNotConfigured", workspace.Unimplemented: "Unimplemented",
+	workspace.Canceled: "Canceled", workspace.Internal: "Internal",
+}
+
+// errorObject is a failure as --json prints it on stderr.
+type errorObject struct {
+	Code    string `json:"code"`
+	Op      string `json:"op"`
+	Head    string `json:"head,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message"`
+	Session string `json:"session,omitempty"`
+	Kind    string `json:"kind,omitempty"` // a resume's failed step
+}
+
+// report prints f on stderr: one line, or a JSON object with --json.
+func (a *app) report(f *failure) {
+	obj := describe(f)
+	if a.json {
+		data, _ := json.Marshal(obj)
+		fmt.Fprintln(a.stderr, string(data))
+		return
+	}
+	if obj.Op == "" {
+		fmt.Fprintf(a.stderr, "grove: %s\n", obj.Message)
+		return
+	}
+	fmt.Fprintf(a.stderr, "grove: %s: %s\n", obj.Op, obj.Message)
+}
+
+// warn reports a failure that does not end the command.
+func (a *app) warn(f *failure) { a.report(f) }
+
+// describe turns a failure into words and fields. A resume that failed
+// reads "head unavailable: destroyed"; a head's error reads like the
+// library's, without the operation the line already names.
+func describe(f *failure) errorObject {
+	code := workspace.CodeOf(f.err)
+	if f.usage {
+		code = workspace.InvalidArgument
+	}
+	obj := errorObject{Code: codeNames[code], Op: f.op, Head: f.head}
+	if obj.Code == "" {
+		obj.Code = code.String()
+	}
+	var re *engine.ResumeError
+	if errors.As(f.err, &re) {
+		obj.Session, obj.Kind, obj.Reason = re.SessionID, string(re.Kind), string(re.Why)
+		obj.Message = resumeMessage(re)
+		if obj.Head == "" {
+			obj.Head = headOf(re.Err)
+		}
+		return obj
+	}
+	var we *workspace.Error
+	if errors.As(f.err, &we) {
+		msg, head, reason := errorWords(we)
+		obj.Reason = reason
+		if obj.Head == "" {
+			obj.Head = head // the command named none: the error's own
+		}
+		if obj.Head != "" {
+			msg = fmt.Sprintf("head %q: %s", obj.Head, msg)
+		}
+		obj.Message = msg
+		return obj
+	}
+	obj.Message = f.err.Error()
+	return obj
+}
+
+// errorWords reads a *workspace.Error (and the chain of errors of the same
+// code inside it) as the library prints it, but without its operation.
+func errorWords(we *workspace.Error) (msg, head, reason string) {
+	var path, rev string
+	var cause error = we
+	for {
+		e, ok := cause.(*workspace.Error)
+		if !ok || e.Code != we.Code {
+			break
+		}
+		head = first(head, e.Head)
+		path = first(path, e.Path)
+		rev = first(rev, string(e.Rev))
+		reason = first(reason, string(e.Reason))
+		cause = e.Err
+	}
+	var b strings.Builder
+	if path != "" {
+		fmt.Fprintf(&b, "path %q: ", path)
+	}
+	if rev != "" {
+		fmt.Fprintf(&b, "revision %q: ", rev)
+	}
+	b.WriteString(we.Code.String())
+	if reason != "" {
+		fmt.Fprintf(&b, " (%s)", reason)
+	}
+	if cause != nil {
+		b.WriteString(": ")
+		b.WriteString(cause.Error())
+	}
+	return b.String(), head, reason
+}
+
+// resumeMessage says which step of a resume failed, then what went wrong:
+// "head unavailable: destroyed".
+func resumeMessage(re *engine.ResumeError) string {
+	kind := strings.ReplaceAll(string(re.Kind), "-", " ")
+	code := re.Code()
+	switch {
+	case re.Kind == engine.HeadUnavailable && re.Why != "":
+		return fmt.Sprintf("%s: %s (%s)", kind, code, re.Why)
+	case re.Kind == engine.HeadUnavailable, re.Kind == engine.SessionBusy:
+		return fmt.Sprintf("%s: %s", kind, code)
+	}
+	var we *workspace.Error
+	if errors.As(re.Err, &we) {
+		msg, _, _ := errorWords(we)
+		return kind + ": " + msg
+	}
+	return fmt.Sprintf("%s: %s", kind, code)
+}
+
+// headOf is the head name an error carries, if any.
+func headOf(err error) string {
+	var we *workspace.Error
+	if errors.As(err, &we) {
+		_, head, _ := errorWords(we)
+		return head
+	}
+	return ""
+}
+
+func first(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,618 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/groveworks/grove/workspace"
+)
+
+// headJSON is a head as --json prints it.
+type headJSON struct {
+	Name           string                 `json:"name"`
+	ID             workspace.HeadID       `json:"id"`
+	Access         workspace.Access       `json:"access"`
+	Attached       bool                   `json:"attached"`
+	Branch         string                 `json:"branch"`
+	State          workspace.HeadState    `json:"state"`
+	Dirty          *bool                  `json:"dirty,omitempty"` // ls: nil when it could not be read
+	LastCheckpoint workspace.CheckpointID `json:"last_checkpoint,omitempty"`
+	Base           workspace.CheckpointID `json:"base"`
+	Dir            string                 `json:"dir"`
+}
+
+func headOut(hi workspace.HeadInfo) headJSON {
+	return headJSON{Name: hi.Name, ID: hi.ID, Access: hi.Access, Attached: hi.Attached, Branch: hi.Branch,
+		State: hi.State, Base: hi.Base, Dir: hi.Root}
+}
+
+// checkpointJSON is a checkpoint as --json prints it.
+type checkpointJSON struct {
+	Commit  workspace.CheckpointID `json:"commit"`
+	Parent  workspace.CheckpointID `json:"parent,omitempty"`
+	Message string                 `json:"message"`
+	Author  string                 `json:"author,omitempty"`
+	Time    time.Time              `json:"time"`
+	New     *bool                  `json:"new,omitempty"` // checkpoint: whether it made a commit
+	Skipped []skippedJSON          `json:"skipped,omitempty"`
+}
+
+type skippedJSON struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+	Size   int64  `json:"size,omitempty"`
+}
+
+func checkpointOut(c workspace.Checkpoint) checkpointJSON {
+	out := checkpointJSON{Commit: c.ID, Parent: c.Parent, Message: c.Message, Time: c.Time}
+	if c.Author.Name != "" || c.Author.Email != "" {
+		out.Author = fmt.Sprintf("%s <%s>", c.Author.Name, c.Author.Email)
+	}
+	return out
+}
+
+func resultOut(r *workspace.CheckpointResult) *checkpointJSON {
+	if r == nil {
+		return nil
+	}
+	out := checkpointOut(r.Checkpoint)
+	out.New = &r.New
+	for _, s := range r.Skipped {
+		out.Skipped = append(out.Skipped, skippedJSON{Path: s.Path, Reason: string(s.Reason), Size: s.Size})
+	}
+	return &out
+}
+
+// fail wraps a command's error with its operation and head.
+func fail(cmd *cobra.Command, head string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &failure{op: opName(cmd), head: head, err: err}
+}
+
+// headCommand runs f on the open head called name, then closes it. An
+// isolated head that another grove process holds is waited for, up to
+// --wait; a live session's head stays AlreadyBound.
+func (a *app) withHead(cmd *cobra.Command, name string, f func(h *workspace.Head) error) error {
+	ws, err := a.workspace()
+	if err != nil {
+		return fail(cmd, name, err)
+	}
+	h, err := a.openHead(ws, name, nil)
+	if err != nil {
+		return fail(cmd, name, err)
+	}
+	defer h.Close()
+	return fail(cmd, name, f(h))
+}
+
+func (a *app) openHead(ws *workspace.Workspace, name string, opts *workspace.ReopenOptions) (*workspace.Head, error) {
+	deadline := time.Now().Add(a.wait)
+	pause := 10 * time.Millisecond
+	for {
+		h, err := ws.OpenHead(a.ctx, name, opts)
+		if workspace.CodeOf(err) != workspace.AlreadyBound || time.Now().After(deadline) {
+			return h, err
+		}
+		select {
+		case <-a.ctx.Done():
+			return nil, err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 200*time.Millisecond)
+	}
+}
+
+// headInfo finds the live or archived head called name without opening
+// it. A name no such head has gets the library's own answer for it
+// (NotFound, or Destroyed for a destroyed head).
+func (a *app) headInfo(name string) (workspace.HeadInfo, error) {
+	ws, err := a.workspace()
+	if err != nil {
+		return workspace.HeadInfo{}, err
+	}
+	heads, err := ws.Heads(a.ctx)
+	if err != nil {
+		return workspace.HeadInfo{}, err
+	}
+	for _, hi := range heads {
+		if hi.Name == name {
+			return hi, nil
+		}
+	}
+	h, err := ws.OpenHead(a.ctx, name, nil)
+	if err == nil { // made meanwhile
+		defer h.Close()
+		return h.Info(), nil
+	}
+	return workspace.HeadInfo{}, err
+}
+
+// headDir resolves --dir for a new head: DIR itself, or DIR/NAME when DIR
+// is an existing directory (as cp and mv treat a destination directory).
+func headDir(dir, name string) (string, error) {
+	if dir == "" {
+		return "", nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if st, err := os.Stat(abs); err == nil && st.IsDir() {
+		return filepath.Join(abs, name), nil
+	}
+	return abs, nil
+}
+
+func (a *app) newCmd() *cobra.Command {
+	var from, dir string
+	var shared bool
+	cmd := &cobra.Command{
+		Use:   "new NAME",
+		Short: "Create a head: a linked worktree on its own branch; prints its directory",
+		Long: `Create a head called NAME from REV (default: the repository's HEAD): a linked
+worktree on its own branch (grove/NAME). The head is isolated (one holder at
+a time) unless --shared. It goes beside the repository, in <repo>.grove/NAME,
+or in DIR with --dir (DIR/NAME when DIR is an existing directory).`,
+		Example: `  grove new agent-1
+  grove new review --from v1.2 --shared
+  grove new scratch --dir /tmp/heads`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			ws, err := a.workspace()
+			if err != nil {
+				return fail(cmd, name, err)
+			}
+			b := ws.NewHead(name).From(workspace.Rev(from))
+			if shared {
+				b.Shared()
+			}
+			d, err := headDir(dir, name)
+			if err != nil {
+				return fail(cmd, name, err)
+			}
+			if d != "" {
+				b.Dir(d)
+			}
+			done := a.startProgress(fmt.Sprintf("creating head %q", name))
+			h, err := b.Create(a.ctx)
+			done()
+			if err != nil {
+				return fail(cmd, name, err)
+			}
+			defer h.Close()
+			return a.print(headOut(h.Info()), line(h.Info().Root))
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "the revision to start from (default: HEAD)")
+	cmd.Flags().BoolVar(&shared, "shared", false, "make a shared head (many holders, compare-and-set writes)")
+	cmd.Flags().StringVar(&dir, "dir", "", "the head's directory (DIR/NAME when DIR is an existing directory)")
+	return cmd
+}
+
+func (a *app) attachCmd() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "attach NAME",
+		Short: "Attach an existing checkout as a shared head; prints its directory",
+		Long: `Attach an existing checkout of the repository (default: the current one, or
+DIR) as a shared head called NAME. grove never moves an attached head's branch
+or index and never deletes its files: its checkpoints go to private refs, and
+destroying it only forgets it.`,
+		Example: `  grove attach main-checkout
+  grove attach other --dir ../other-worktree`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			ws, err := a.workspace()
+			if err != nil {
+				return fail(cmd, name, err)
+			}
+			d := dir
+			if d == "" {
+				if d, err = os.Getwd(); err != nil {
+					return fail(cmd, name, err)
+				}
+			}
+			if d, err = filepath.Abs(d); err != nil {
+				return fail(cmd, name, err)
+			}
+			h, err := ws.Attach(a.ctx, name, d)
+			if err != nil {
+				return fail(cmd, name, err)
+			}
+			defer h.Close()
+			return a.print(headOut(h.Info()), line(h.Info().Root))
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "the checkout to attach (default: the current directory)")
+	return cmd
+}
+
+func (a *app) lsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "ls",
+		Short: "List the heads: name, access, branch, state, dirty, last checkpoint, directory",
+		Long: `List the repository's heads, live and archived. DIRTY is "yes" when a
+checkpoint now would make a commit, "-" for an archived head, and "?" when an
+isolated head is held by a live session (its status cannot be read without
+taking it).`,
+		Example: `  grove ls
+  grove ls --json | jq -r '.[] | select(.dirty) | .name'`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ws, err := a.workspace()
+			if err != nil {
+				return fail(cmd, "", err)
+			}
+			heads, err := ws.Heads(a.ctx)
+			if err != nil {
+				return fail(cmd, "", err)
+			}
+			out := make([]headJSON, 0, len(heads))
+			for _, hi := range heads {
+				hj := headOut(hi)
+				if hi.State != workspace.StateArchived {
+					if h, err := ws.OpenHead(a.ctx, hi.Name, nil); err == nil {
+						if st, err := h.Status(a.ctx); err == nil {
+							hj.Dirty, hj.LastCheckpoint = &st.Dirty, st.LastCheckpoint
+						}
+						_ = h.Close()
+					} else if workspace.CodeOf(err) != workspace.AlreadyBound {
+						// One broken head does not hide the others.
+						a.warn(&failure{op: opName(cmd), head: hi.Name, err: err})
+					}
+				}
+				out = append(out, hj)
+			}
+			return a.print(out, func(w io.Writer) {
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tACCESS\tBRANCH\tSTATE\tDIRTY\tCHECKPOINT\tDIR")
+				for _, h := range out {
+					dirty := "?"
+					switch {
+					case h.State == workspace.StateArchived:
+						dirty = "-"
+					case h.Dirty != nil && *h.Dirty:
+						dirty = "yes"
+					case h.Dirty != nil:
+						dirty = "no"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, h.Access, h.Branch, h.State, dirty, short(h.LastCheckpoint), h.Dir)
+				}
+				_ = tw.Flush()
+			})
+		},
+	}
+}
+
+// short is a commit hash as people read it; "-" for none.
+func short(id workspace.CheckpointID) string {
+	switch {
+	case id == "":
+		return "-"
+	case len(id) > 12:
+		return string(id[:12])
+	}
+	return string(id)
+}
+
+func (a *app) pathCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "path NAME",
+		Short:   "Print a head's directory",
+		Example: `  cd "$(grove path agent-1)"`,
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			hi, err := a.headInfo(args[0])
+			if err != nil {
+				return fail(cmd, args[0], err)
+			}
+			return a.print(headOut(hi), line(hi.Root))
+		},
+	}
+}
+
+func (a *app) checkpointCmd() *cobra.Command {
+	var message string
+	cmd := &cobra.Command{
+		Use:   "checkpoint NAME",
+		Short: "Checkpoint a head: commit its whole tree; prints the commit's hash",
+		Long: `Checkpoint the head called NAME: a commit of its whole tree (tracked files and
+untracked files that are not ignored) on the head's branch and on grove's
+private refs. A head with nothing new prints its current checkpoint.`,
+		Example: `  grove checkpoint agent-1 -m "tests pass"`,
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withHead(cmd, args[0], func(h *workspace.Head) error {
+				res, err := h.Checkpoint(a.ctx, &workspace.CheckpointOptions{Message: message})
+				if err != nil {
+					return err
+				}
+				return a.print(resultOut(&res), func(w io.Writer) {
+					fmt.Fprintln(w, res.ID)
+					for _, s := range res.Skipped {
+						fmt.Fprintf(a.stderr, "grove: checkpoint: skipped %s (%s)\n", s.Path, s.Reason)
+					}
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&message, "message", "m", "", "the checkpoint's message")
+	return cmd
+}
+
+func (a *app) logCmd() *cobra.Command {
+	var n int
+	cmd := &cobra.Command{
+		Use:     "log NAME",
+		Short:   "List a head's checkpoints, newest first: hash, time, message",
+		Example: `  grove log agent-1 -n 5`,
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if n < 0 {
+				return &failure{op: opName(cmd), err: errors.New("-n must not be negative"), usage: true}
+			}
+			return a.withHead(cmd, args[0], func(h *workspace.Head) error {
+				log, err := h.Log(a.ctx, &workspace.LogOptions{Limit: n})
+				if err != nil {
+					return err
+				}
+				out := make([]checkpointJSON, 0, len(log))
+				for _, c := range log {
+					out = append(out, checkpointOut(c))
+				}
+				return a.print(out, func(w io.Writer) {
+					for _, c := range log {
+						subject, _, _ := strings.Cut(c.Message, "\n")
+						fmt.Fprintf(w, "%s %s %s\n", c.ID, c.Time.UTC().Format(time.RFC3339), subject)
+					}
+				})
+			})
+		},
+	}
+	cmd.Flags().IntVarP(&n, "max-count", "n", 0, "list at most N checkpoints (0: all)")
+	return cmd
+}
+
+func (a *app) restoreCmd() *cobra.Command {
+	var discard bool
+	cmd := &cobra.Command{
+		Use:   "restore NAME REV",
+		Short: "Restore a head to a checkpoint; prints the safety checkpoint's hash when one was taken",
+		Long: `Make the head's tree equal to REV (a checkpoint, branch, tag or commit). Work
+not yet checkpointed is first kept in a safety checkpoint, whose hash is
+printed, unless --discard. Ignored files (node_modules/, build output) stay.`,
+		Example: `  grove restore agent-1 3f2a9c1e
+  grove restore agent-1 main --discard`,
+		Args: args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withHead(cmd, args[0], func(h *workspace.Head) error {
+				done := a.startProgress(fmt.Sprintf("restoring head %q", args[0]))
+				res, err := h.Restore(a.ctx, workspace.Rev(args[1]), &workspace.RestoreOptions{Discard: discard})
+				done()
+				if err != nil {
+					return err
+				}
+				out := struct {
+					Commit workspace.CheckpointID `json:"commit"`
+					Safety *checkpointJSON        `json:"safety"`
+				}{res.Commit, resultOut(res.Safety)}
+				safety := ""
+				if res.Safety != nil {
+					safety = string(res.Safety.ID)
+				}
+				return a.print(out, line(safety))
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&discard, "discard", false, "throw uncommitted work away instead of checkpointing it first")
+	return cmd
+}
+
+func (a *app) forkCmd() *cobra.Command {
+	var at string
+	cmd := &cobra.Command{
+		Use:   "fork NAME NEW",
+		Short: "Fork a head into a new isolated head; prints the new head's directory",
+		Long: `Create an isolated head called NEW from the head called NAME: from a
+checkpoint of NAME now (uncommitted work included), or from REV with --at.`,
+		Example: `  grove fork agent-1 experiment
+  grove fork agent-1 retry --at 3f2a9c1e`,
+		Args: args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withHead(cmd, args[0], func(h *workspace.Head) error {
+				done := a.startProgress(fmt.Sprintf("forking head %q into %q", args[0], args[1]))
+				nh, err := h.Fork(a.ctx, args[1], &workspace.ForkOptions{From: workspace.Rev(at)})
+				done()
+				if err != nil {
+					return err
+				}
+				defer nh.Close()
+				return a.print(headOut(nh.Info()), line(nh.Info().Root))
+			})
+		},
+	}
+	cmd.Flags().StringVar(&at, "at", "", "fork from this checkpoint (or revision) instead of a checkpoint of the head now")
+	return cmd
+}
+
+func (a *app) statusCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "status NAME",
+		Short: "Show a head's changed paths with their kind, conflicts, and last checkpoint",
+		Long: `Show what a checkpoint of the head would record now: one line per changed path
+("added", "modified", "deleted" or "untracked", then the path), one per
+unmerged path ("conflict"), and the last checkpoint.`,
+		Example: `  grove status agent-1`,
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withHead(cmd, args[0], func(h *workspace.Head) error {
+				st, err := h.Status(a.ctx)
+				if err != nil {
+					return err
+				}
+				type change struct {
+					Path string `json:"path"`
+					Kind string `json:"kind"`
+				}
+				out := struct {
+					Dirty          bool                   `json:"dirty"`
+					Changes        []change               `json:"changes"`
+					Conflicts      []string               `json:"conflicts"`
+					Commit         workspace.CheckpointID `json:"commit"`
+					LastCheckpoint workspace.CheckpointID `json:"last_checkpoint"`
+					InProgress     string                 `json:"in_progress,omitempty"`
+				}{Dirty: st.Dirty, Changes: []change{}, Conflicts: st.Conflicts, Commit: st.Commit,
+					LastCheckpoint: st.LastCheckpoint, InProgress: string(st.InProgress)}
+				if out.Conflicts == nil {
+					out.Conflicts = []string{}
+				}
+				for _, c := range st.Changes {
+					out.Changes = append(out.Changes, change{Path: c.Path, Kind: string(c.Kind)})
+				}
+				return a.print(out, func(w io.Writer) {
+					for _, c := range st.Changes {
+						fmt.Fprintf(w, "%-9s %s\n", c.Kind, c.Path)
+					}
+					for _, p := range st.Conflicts {
+						fmt.Fprintf(w, "%-9s %s\n", "conflict", p)
+					}
+					if st.InProgress != workspace.OpNone && st.InProgress != "" {
+						fmt.Fprintf(w, "in progress: %s\n", st.InProgress)
+					}
+					last := string(st.LastCheckpoint)
+					if last == "" {
+						last = "none"
+					}
+					fmt.Fprintf(w, "last checkpoint: %s\n", last)
+				})
+			})
+		},
+	}
+}
+
+func (a *app) diffCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "diff NAME [FROM [TO]]",
+		Short: "Print a unified patch (git diff format) of a head's changes",
+		Long: `Print a unified patch in git diff format: from FROM (default: the head's
+current commit, its last checkpoint) to TO (default: the head's files now).`,
+		Example: `  grove diff agent-1                  # what a checkpoint now would record
+  grove diff agent-1 3f2a9c1e          # since that checkpoint
+  grove diff agent-1 3f2a9c1e 8e1b7d40 # between two checkpoints`,
+		Args: args(cobra.RangeArgs(1, 3)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withHead(cmd, args[0], func(h *workspace.Head) error {
+				var from, to workspace.Rev
+				if len(args) > 1 {
+					from = workspace.Rev(args[1])
+				} else {
+					st, err := h.Status(a.ctx)
+					if err != nil {
+						return err
+					}
+					from = workspace.Rev(st.Commit)
+				}
+				if len(args) > 2 {
+					to = workspace.Rev(args[2])
+				}
+				d, err := h.Diff(a.ctx, from, to)
+				if err != nil {
+					return err
+				}
+				_, err = io.WriteString(a.stdout, d.Patch)
+				return err
+			})
+		},
+	}
+}
+
+func (a *app) archiveCmd(archive bool) *cobra.Command {
+	use, short := "archive NAME", "Archive a head: keep it, but refuse to open it until it is unarchived"
+	if !archive {
+		use, short = "unarchive NAME", "Unarchive an archived head"
+	}
+	return &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Example: "  grove " + strings.Fields(use)[0] + " agent-1",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ws, err := a.workspace()
+			if err != nil {
+				return fail(cmd, args[0], err)
+			}
+			return fail(cmd, args[0], ws.SetArchived(a.ctx, args[0], archive))
+		},
+	}
+}
+
+func (a *app) destroyCmd() *cobra.Command {
+	var discard bool
+	cmd := &cobra.Command{
+		Use:   "destroy NAME",
+		Short: "Destroy a head; prints the final checkpoint's hash when one was taken",
+		Long: `Destroy the head called NAME: remove its worktree, its registration and its
+branch (grove's private checkpoint refs stay, so no checkpoint is lost). Work
+not yet checkpointed is first kept in a final checkpoint, whose hash is
+printed, unless --discard. An archived head must be unarchived first.`,
+		Example: `  grove destroy agent-1
+  grove destroy scratch --discard`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withHead(cmd, args[0], func(h *workspace.Head) error {
+				done := a.startProgress(fmt.Sprintf("destroying head %q", args[0]))
+				res, err := h.Destroy(a.ctx, &workspace.DestroyOptions{Discard: discard})
+				done()
+				if err != nil {
+					return err
+				}
+				final := ""
+				if res.Final != nil {
+					final = string(res.Final.ID)
+				}
+				return a.print(struct {
+					Final *checkpointJSON `json:"final"`
+				}{resultOut(res.Final)}, line(final))
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&discard, "discard", false, "throw uncommitted work away instead of checkpointing it first")
+	return cmd
+}
+
+func (a *app) materializeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "materialize REV DIR",
+		Short: "Write a checkpoint's tree into a new directory",
+		Long: `Write the tree of REV (a checkpoint, branch, tag or commit) into DIR, which
+must not exist or be empty. DIR is a plain directory, not a head.`,
+		Example: `  grove materialize 3f2a9c1e /tmp/snapshot`,
+		Args:    args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ws, err := a.workspace()
+			if err != nil {
+				return fail(cmd, "", err)
+			}
+			dir, err := filepath.Abs(args[1])
+			if err != nil {
+				return fail(cmd, "", err)
+			}
+			done := a.startProgress(fmt.Sprintf("writing %s", args[0]))
+			err = ws.Materialize(a.ctx, workspace.Rev(args[0]), dir)
+			done()
+			return fail(cmd, "", err)
+		},
+	}
+}
