@@ -353,6 +353,17 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 		}
 		bind = s.head.Binding()
 		s.lastCheckpoint = string(s.head.Info().Base)
+		if !s.ownsHead {
+			// An existing head may have moved on since it was made: the
+			// session starts from its commit now.
+			gained, err := s.head.Commits(ctx, workspace.Rev(s.lastCheckpoint))
+			if err != nil {
+				return fail(err)
+			}
+			if len(gained) > 0 {
+				s.lastCheckpoint = string(gained[0])
+			}
+		}
 	}
 	rec := sessionRecord{
 		id: id, agent: spec.agent, placement: spec.placement.record(),

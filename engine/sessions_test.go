@@ -139,3 +139,32 @@ func TestSessionsOfASchemaOneDatabase(t *testing.T) {
 	assert.Equal(t, engine.Permission(""), all[0].Permission)
 	assert.Nil(t, all[0].Config)
 }
+
+// A session bound to an existing head starts from the head's commit now,
+// not from the commit the head was created from: resuming it reports as
+// gained only what came after the session began.
+func TestASessionOnAnExistingHeadStartsFromItsCommitNow(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t)
+	ws, err := workspace.Open(ctx, b, "demo", nil)
+	require.NoError(t, err)
+	h, err := ws.NewHead("old").Create(ctx)
+	require.NoError(t, err)
+	require.NoError(t, h.FS().WriteFile("a.txt", []byte("a"), 0o644))
+	before, err := h.Checkpoint(ctx, nil)
+	require.NoError(t, err)
+	require.NoError(t, h.Close())
+
+	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	ex := engine.Placement{Exclusive: &engine.ExistingHead{Backend: b, Root: "demo", Head: "old"}}
+	s, err := e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
+	require.NoError(t, err)
+	si, err := e.SessionInfo(ctx, s.ID())
+	require.NoError(t, err)
+	assert.Equal(t, before.ID, si.LastCheckpoint)
+	require.NoError(t, s.Detach())
+	r, err := e.Resume(ctx, s.ID(), nil)
+	require.NoError(t, err)
+	assert.Empty(t, r.Resumed().Gained, "nothing happened since the session began")
+	require.NoError(t, r.Close())
+}
