@@ -371,7 +371,13 @@ func (a *app) runTurn(cmd *cobra.Command, name, sessionID string, argv []string)
 		}
 		defer s.Close()
 	}
+	msg := "grove run: " + strings.Join(argv, " ")
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
 	status := 0
+	var cp workspace.CheckpointResult
+	var cerr error
 	err := s.Turn(a.ctx, func(ctx context.Context) error {
 		c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		c.Dir = s.Head().Info().Root
@@ -381,22 +387,21 @@ func (a *app) runTurn(cmd *cobra.Command, name, sessionID string, argv []string)
 		c.WaitDelay = 10 * time.Second
 		err := c.Run()
 		var exit *exec.ExitError
-		if errors.As(err, &exit) {
+		switch {
+		case errors.As(err, &exit):
 			status = exit.ExitCode()
 			if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 				status = 128 + int(ws.Signal())
 			}
-			return nil
+		case err != nil:
+			return err // CMD did not start: nothing to checkpoint
 		}
-		return err
+		// What CMD did is checkpointed, inside the turn (so that a
+		// snapshot policy finds nothing left to do), even when grove was
+		// interrupted meanwhile.
+		cp, cerr = s.Checkpoint(context.WithoutCancel(ctx), &workspace.CheckpointOptions{Message: msg})
+		return nil
 	})
-	// What the command did is checkpointed even when grove was
-	// interrupted meanwhile.
-	msg := "grove run: " + strings.Join(argv, " ")
-	if len(msg) > 200 {
-		msg = msg[:200] + "…"
-	}
-	cp, cerr := s.Checkpoint(context.WithoutCancel(a.ctx), &workspace.CheckpointOptions{Message: msg})
 	if err != nil {
 		return fail(cmd, name, err)
 	}
