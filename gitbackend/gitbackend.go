@@ -152,7 +152,13 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 		if backend.CodeOf(err) == backend.Canceled {
 			return nil, err
 		}
-		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: fmt.Errorf("not inside a git repository: %w", err)}
+		// git's own words say why (not a repository, dubious ownership,
+		// a permission); the command line around them says nothing more.
+		why, _, _ := strings.Cut(strings.TrimSpace(gitcmd.Stderr(err)), "\n")
+		if why == "" {
+			why = err.Error()
+		}
+		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: fmt.Errorf("not inside a git repository: %s", why)}
 	}
 	lines := strings.Split(out, "\n")
 	if len(lines) != 2 {

@@ -239,6 +239,15 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	if err := w.repo.checkTree(ctx, op, commit); err != nil {
 		return nil, err
 	}
+	// A taken name is the answer before anything about its directory
+	// (register checks again under the repository lock).
+	if all, err := w.meta.manifests(); err == nil {
+		for _, mf := range all {
+			if mf.Name == spec.Name && mf.live() {
+				return nil, fail(backend.AlreadyExists, "", "a head named %q exists", spec.Name)
+			}
+		}
+	}
 	dir := spec.Dir
 	if dir == "" {
 		dir = filepath.Join(w.headsDir, spec.Name)

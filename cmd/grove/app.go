@@ -97,8 +97,9 @@ object {"code","op","head","reason","message"} on stderr.`,
   grove tour                     # a narrated demonstration`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Args:          args(cobra.NoArgs),
+		RunE:          needSubcommand,
 	}
-	root.CompletionOptions.HiddenDefaultCmd = false
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.repo, "repo", "", "the Git repository to work in (default: the one the current directory is in)")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON (and errors as JSON on stderr)")
@@ -125,6 +126,14 @@ func opName(cmd *cobra.Command) string {
 		return path[len(root):]
 	}
 	return path
+}
+
+// needSubcommand is the RunE of a command that only groups others: run
+// alone, it shows its help on stderr and is a usage error.
+func needSubcommand(cmd *cobra.Command, _ []string) error {
+	cmd.SetOut(cmd.ErrOrStderr())
+	_ = cmd.Help()
+	return &failure{op: opName(cmd), err: errors.New("a command is needed"), usage: true}
 }
 
 // args checks a command's positional arguments, making a mismatch a usage

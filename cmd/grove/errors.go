@@ -155,6 +155,10 @@ func resumeMessage(re *engine.ResumeError) string {
 	var we *workspace.Error
 	if errors.As(re.Err, &we) {
 		msg, _, _ := errorWords(we)
+		// "session not found: not found: no session ..." says it twice.
+		if words := we.Code.String(); strings.HasSuffix(kind, words) {
+			msg = strings.TrimPrefix(strings.TrimPrefix(msg, words), ": ")
+		}
 		return kind + ": " + msg
 	}
 	return fmt.Sprintf("%s: %s", kind, code)

@@ -563,10 +563,12 @@ func (a *app) destroyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "destroy NAME",
 		Short: "Destroy a head; prints the final checkpoint's hash when one was taken",
-		Long: `Destroy the head called NAME: remove its worktree, its registration and its
-branch (grove's private checkpoint refs stay, so no checkpoint is lost). Work
-not yet checkpointed is first kept in a final checkpoint, whose hash is
-printed, unless --discard. An archived head must be unarchived first.`,
+		Long: `Destroy the head called NAME: remove its directory and its worktree
+registration. Its branch and every checkpoint stay, so nothing is lost; a
+session bound to it resumes as "head unavailable: destroyed". Work not yet
+checkpointed is first kept in a final checkpoint, whose hash is printed,
+unless --discard. An archived head must be unarchived first; an attached
+head is only forgotten (its files stay).`,
 		Example: `  grove destroy agent-1
   grove destroy scratch --discard`,
 		Args: args(cobra.ExactArgs(1)),

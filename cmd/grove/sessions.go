@@ -57,6 +57,7 @@ fails with a typed error.`,
 		Example: `  id=$(grove session start agent-1 --agent claude)
   cd "$(grove session resume "$id")"`,
 		Args: args(cobra.NoArgs),
+		RunE: needSubcommand,
 	}
 	cmd.AddCommand(a.sessionStartCmd(), a.sessionResumeCmd(), a.sessionLsCmd(), a.sessionEventsCmd(), a.sessionCloseCmd())
 	return cmd
