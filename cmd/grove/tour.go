@@ -37,13 +37,12 @@ itself. Everything is removed at the end unless --keep.`,
 // tourGuide runs the tour's steps: it narrates, runs grove (this very
 // binary, as a new process each time) and shows what it printed.
 type tourGuide struct {
-	a     *app
-	self  string // this grove binary
-	root  string // the tour's temporary directory
-	repo  string
-	home  string // GROVE_HOME
-	err   error  // the first step that failed
-	clean bool
+	a    *app
+	self string // this grove binary
+	root string // the tour's temporary directory
+	repo string
+	home string // GROVE_HOME
+	err  error  // the first step that failed
 }
 
 func (a *app) tour(keep bool) error {
