@@ -112,6 +112,24 @@ object {"code","op","head","reason","message"} on stderr.`,
 		a.restoreCmd(), a.forkCmd(), a.statusCmd(), a.diffCmd(), a.archiveCmd(true), a.archiveCmd(false),
 		a.destroyCmd(), a.materializeCmd(), a.sessionCmd(), a.runCmd(), a.tourCmd(), a.versionCmd(),
 	)
+	// cobra's own completion and help commands, made now so that they
+	// get examples like every other command.
+	root.InitDefaultCompletionCmd()
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "completion":
+			c.Example = `  source <(grove completion bash)
+  grove completion zsh > "${fpath[1]}/_grove"
+  grove completion fish > ~/.config/fish/completions/grove.fish`
+			for _, sh := range c.Commands() {
+				sh.Example = "  grove completion " + sh.Name() + " --help   # where to install it"
+			}
+		case "help":
+			c.Example = "  grove help session start"
+		}
+	}
+	a.completions(root)
 	return root
 }
 

@@ -34,7 +34,12 @@ func (a *app) startProgress(what string) func() {
 	if !isTerminal(a.stderr) {
 		return func() {}
 	}
-	p := &progress{w: a.stderr, what: what, stop: make(chan struct{})}
+	return showProgress(a.stderr, what)
+}
+
+// showProgress shows what on w until the returned function is called.
+func showProgress(w io.Writer, what string) func() {
+	p := &progress{w: w, what: what, stop: make(chan struct{})}
 	p.done.Add(1)
 	go p.run()
 	return func() {

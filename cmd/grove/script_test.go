@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -67,6 +68,7 @@ func TestScripts(t *testing.T) {
 			"json":      cmdJSON,
 			"jsonenv":   cmdJSONEnv,
 			"githook":   cmdGithook,
+			"waitfile":  cmdWaitfile,
 		},
 	})
 }
@@ -112,6 +114,20 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with status %d, want %d\nstderr:\n%s", args[1], got, want, ts.ReadFile("stderr"))
 	}
+}
+
+// waitfile PATH waits (up to 30 s) until PATH exists.
+func cmdWaitfile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile PATH")
+	}
+	path := ts.MkAbs(args[0])
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	ts.Fatalf("%s did not appear", path)
 }
 
 // stdoutenv NAME sets $NAME to the last command's standard output, trimmed.
