@@ -290,6 +290,13 @@ type ReopenOptions struct {
 	// AllowArchived unarchives an archived head instead of failing with
 	// Archived.
 	AllowArchived bool
+	// ReadOnly opens the head to be read only, without taking its isolation
+	// lock: a head held elsewhere opens (its holder keeps it), an archived
+	// head opens without being unarchived, and closing the handle releases
+	// nothing. Nothing is changed through such a handle (the workspace
+	// layer hands it out as a read-only view, and never sets ReadOnly
+	// together with AllowArchived).
+	ReadOnly bool
 }
 
 // WorkspaceInfo identifies a workspace.

@@ -542,8 +542,12 @@ func (w *workspace) open(ctx context.Context, op string, mf *manifest, opts *bac
 	if err := w.verify(mf, fail); err != nil {
 		return nil, err
 	}
-	if mf.State == backend.StateArchived && (opts == nil || !opts.AllowArchived) {
+	observe := opts != nil && opts.ReadOnly
+	if mf.State == backend.StateArchived && !observe && (opts == nil || !opts.AllowArchived) {
 		return nil, fail(backend.Archived, "", "head %q is archived", mf.Name)
+	}
+	if observe {
+		return w.newHead(mf, nil)
 	}
 	var bl *lock.Lock
 	if mf.Access == backend.Isolated {

@@ -26,6 +26,10 @@ type head struct {
 	hs      *headState
 	binding backend.Binding
 
+	// observing is set for a handle opened ReadOnly: it holds no
+	// isolation, so its Close releases none.
+	observing bool
+
 	mu     sync.Mutex
 	closed bool
 }
@@ -574,7 +578,7 @@ func (h *head) Close() error {
 		return h.errorf(backend.FailedPrecondition, "close", "head is already closed")
 	}
 	h.closed = true
-	if h.hs.info.Access == backend.Isolated {
+	if h.hs.info.Access == backend.Isolated && !h.observing {
 		h.w.ws.mu.Lock()
 		h.hs.held = false
 		h.w.ws.mu.Unlock()

@@ -509,6 +509,11 @@ func (w *workspace) open(op string, hs *headState, opts *backend.ReopenOptions) 
 		return nil, &backend.Error{Code: backend.NotFound, Op: op, Head: hs.info.Name, Reason: backend.ReasonBranch,
 			Err: fmt.Errorf("branch %q is gone", hs.info.Branch)}
 	}
+	if opts != nil && opts.ReadOnly {
+		h := newHead(w, hs)
+		h.observing = true
+		return h, nil
+	}
 	if hs.info.State == backend.StateArchived {
 		if opts == nil || !opts.AllowArchived {
 			return nil, &backend.Error{Code: backend.Archived, Op: op, Head: hs.info.Name, Err: fmt.Errorf("head %q is archived", hs.info.Name)}

@@ -26,6 +26,20 @@ type ReopenOptions struct {
 	// AllowArchived unarchives an archived head instead of failing with
 	// Archived.
 	AllowArchived bool
+	// ReadOnly opens the head as a read-only view (see Head.ReadOnly)
+	// without taking its isolation lock, so that a head another holder
+	// (a live session) keeps can be watched: its Status, Log, Diff and
+	// files read while the holder works. An archived head opens without
+	// being unarchived. ReadOnly with AllowArchived is InvalidArgument.
+	ReadOnly bool
+}
+
+// check refuses options that contradict each other.
+func (o *ReopenOptions) check(op, head string) error {
+	if o != nil && o.ReadOnly && o.AllowArchived {
+		return fail(backend.InvalidArgument, op, head, "ReadOnly with AllowArchived: a read-only open changes nothing")
+	}
+	return nil
 }
 
 // CheckpointOptions configure Head.Checkpoint and the checkpoints the
@@ -115,7 +129,7 @@ func driverReopen(o *ReopenOptions) *backend.ReopenOptions {
 	if o == nil {
 		return &backend.ReopenOptions{}
 	}
-	return &backend.ReopenOptions{AllowArchived: o.AllowArchived}
+	return &backend.ReopenOptions{AllowArchived: o.AllowArchived, ReadOnly: o.ReadOnly}
 }
 
 // driverCheckpoint is the driver's form of o (nil: the defaults), with

@@ -108,8 +108,9 @@ func (w *Workspace) Attach(ctx context.Context, name, dir string) (*Head, error)
 // it is isolated: a second holder gets AlreadyBound. An unknown or destroyed
 // name is NotFound; an archived head is Archived unless opts.AllowArchived,
 // which unarchives it (refused with PermissionDenied on a read-only
-// workspace). opts may be nil. On a read-only workspace the head is
-// returned as a read-only view.
+// workspace). With opts.ReadOnly it takes no lock and returns a read-only
+// view. opts may be nil. On a read-only workspace the head is returned as
+// a read-only view.
 func (w *Workspace) OpenHead(ctx context.Context, name string, opts *ReopenOptions) (*Head, error) {
 	const op = "open"
 	if err := w.check(ctx, op); err != nil {
@@ -117,6 +118,9 @@ func (w *Workspace) OpenHead(ctx context.Context, name string, opts *ReopenOptio
 	}
 	if err := validName(name); err != nil {
 		return nil, fail(backend.InvalidArgument, op, name, "%v", err)
+	}
+	if err := opts.check(op, name); err != nil {
+		return nil, err
 	}
 	if opts != nil && opts.AllowArchived {
 		if err := w.writable(op, name); err != nil {
@@ -128,7 +132,7 @@ func (w *Workspace) OpenHead(ctx context.Context, name string, opts *ReopenOptio
 		return nil, wrap(op, name, err)
 	}
 	hd := newHead(w, h, false)
-	if w.readOnly {
+	if w.readOnly || (opts != nil && opts.ReadOnly) {
 		hd = hd.ReadOnly()
 	}
 	return hd, nil
@@ -307,7 +311,8 @@ func (b *HeadBuilder) Create(ctx context.Context) (*Head, error) {
 // when the binding belongs to another backend, and otherwise as
 // backend.Backend.Reopen says: it never returns a different or an empty
 // head. The head owns the workspace it was found in: Head.Workspace returns
-// it, and closing the head closes it. opts may be nil.
+// it, and closing the head closes it. With opts.ReadOnly it takes no lock
+// and returns a read-only view. opts may be nil.
 func Reopen(ctx context.Context, b Backend, binding Binding, opts *ReopenOptions) (*Head, error) {
 	const op = "reopen"
 	if err := ctxErr(ctx, op, string(binding.Head)); err != nil {
@@ -323,6 +328,9 @@ func Reopen(ctx context.Context, b Backend, binding Binding, opts *ReopenOptions
 		return nil, &backend.Error{Code: backend.IdentityMismatch, Op: opPrefix + op, Head: string(binding.Head),
 			Reason: backend.ReasonBackend, Err: errorf("binding is for backend %q, not %q", binding.Backend, b.ID())}
 	}
+	if err := opts.check(op, string(binding.Head)); err != nil {
+		return nil, err
+	}
 	ws, h, err := b.Reopen(ctx, binding, driverReopen(opts))
 	if err != nil {
 		return nil, wrap(op, string(binding.Head), err)
@@ -333,5 +341,9 @@ func Reopen(ctx context.Context, b Backend, binding Binding, opts *ReopenOptions
 		return nil, &backend.Error{Code: backend.IdentityMismatch, Op: opPrefix + op, Head: string(binding.Head),
 			Reason: backend.ReasonHeadID, Err: errorf("backend reopened a head whose binding differs")}
 	}
-	return newHead(&Workspace{wsCore: &wsCore{b: b, ws: ws}}, h, true), nil
+	hd := newHead(&Workspace{wsCore: &wsCore{b: b, ws: ws}}, h, true)
+	if opts != nil && opts.ReadOnly {
+		hd = hd.ReadOnly()
+	}
+	return hd, nil
 }

@@ -295,6 +295,7 @@ func (e *env) fail(format string, args ...any) {
 // contract) it checks; the first that matches wins.
 var methodRules = []struct{ word, method string }{
 	{"harness", "Harness.MakeWorkspace"},
+	{"read_only_open", "ReopenOptions.ReadOnly (Workspace.OpenHead, Backend.Reopen)"},
 	{"every_driver_method", "every method (Backend, Workspace, Head)"},
 	{"a_context_that_ends", "every method (Backend, Workspace, Head)"},
 	{"cancel", "every method (Backend, Workspace, Head)"},

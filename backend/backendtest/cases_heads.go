@@ -200,6 +200,55 @@ func headCases() []testCase {
 			},
 		},
 		{
+			name:   "a_read_only_open_takes_no_isolation_lock_and_never_unarchives",
+			clause: "ReadOnly opens the head to be read only, without taking its isolation lock: a head held elsewhere opens (its holder keeps it), an archived head opens without being unarchived, and closing the handle releases nothing.",
+			run: func(e *env) {
+				h := e.create(e.ws.NewHead("watched").From(e.fx.Base))
+				e.write(h, "wip.txt", "working\n")
+				ro, err := e.ws.OpenHead(e.ctx, "watched", &workspace.ReopenOptions{ReadOnly: true})
+				e.must(err, "OpenHead with ReadOnly of an isolated head another handle holds")
+				if !ro.IsReadOnly() {
+					e.fail("OpenHead with ReadOnly returned a writable head")
+				}
+				if !e.status(ro).Dirty || e.read(ro, "wip.txt") != "working\n" {
+					e.fail("the read-only handle does not see the holder's work")
+				}
+				_, err = e.ws.OpenHead(e.ctx, "watched", nil)
+				e.wantCode(err, backend.AlreadyBound, "a second holder while a read-only handle is open")
+				e.must(ro.Close(), "Close of the read-only handle")
+				_, err = e.ws.OpenHead(e.ctx, "watched", nil)
+				e.wantCode(err, backend.AlreadyBound, "a second holder after the read-only handle closed")
+				cp := e.checkpoint(h, nil)
+
+				r, err := workspace.Reopen(e.ctx, e.b, h.Binding(), &workspace.ReopenOptions{ReadOnly: true})
+				e.must(err, "Reopen with ReadOnly of a held head")
+				log, err := r.Log(e.ctx, nil)
+				e.must(err, "Log through the read-only handle")
+				if len(log) == 0 || log[0].ID != cp.ID {
+					e.fail("Log through the read-only handle does not start with the holder's checkpoint %s", cp.ID)
+				}
+				e.must(r.Close(), "Close")
+
+				e.must(h.Archive(e.ctx), "Archive")
+				a, err := e.ws.OpenHead(e.ctx, "watched", &workspace.ReopenOptions{ReadOnly: true})
+				e.must(err, "OpenHead with ReadOnly of an archived head")
+				if e.read(a, "wip.txt") != "working\n" {
+					e.fail("the archived head reads differently through a read-only handle")
+				}
+				e.must(a.Close(), "Close")
+				heads, err := e.ws.Heads(e.ctx)
+				e.must(err, "Heads")
+				for _, hi := range heads {
+					if hi.Name == "watched" && hi.State != backend.StateArchived {
+						e.fail("a read-only open unarchived the head: its state is %q", hi.State)
+					}
+				}
+				_, err = e.ws.OpenHead(e.ctx, "watched", &workspace.ReopenOptions{ReadOnly: true, AllowArchived: true})
+				e.wantCode(err, backend.InvalidArgument, "ReadOnly with AllowArchived")
+				e.must(h.Unarchive(e.ctx), "Unarchive")
+			},
+		},
+		{
 			name:   "destroy_of_a_dirty_head_takes_a_final_checkpoint_and_keeps_every_checkpoint",
 			clause: "Unless opts.Discard, a dirty head is first checkpointed, and that final checkpoint is returned.",
 			run: func(e *env) {

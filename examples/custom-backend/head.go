@@ -40,13 +40,13 @@ var _ backend.Head = (*head)(nil)
 
 // newHead binds a handle to the head m records, taking its isolation lock
 // if it is isolated (AlreadyBound if another handle, in any process, holds
-// it).
-func (w *workspace) newHead(op string, m manifest) (*head, error) {
+// it) unless observe.
+func (w *workspace) newHead(op string, m manifest, observe bool) (*head, error) {
 	fail := func(code backend.Code, err error) error {
 		return &backend.Error{Code: code, Op: prefix + op, Head: m.Name, Err: err}
 	}
 	var iso *os.File
-	if m.Access == backend.Isolated {
+	if m.Access == backend.Isolated && !observe {
 		f, err := os.OpenFile(w.p.isolation(m.ID), os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
 			return nil, fail(backend.Internal, err)

@@ -223,7 +223,7 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	if err = st.setRef(ref, base); err == nil {
 		if err = w.writeManifest(op, m); err == nil {
 			var h *head
-			if h, err = w.newHead(op, m); err == nil {
+			if h, err = w.newHead(op, m, false); err == nil {
 				return h, nil
 			}
 			_ = os.Remove(w.p.manifest(m.ID))
@@ -266,8 +266,8 @@ func (w *workspace) OpenHead(ctx context.Context, name string, opts *backend.Reo
 
 // openHead checks that the head's directory (NotFound, missing) and branch
 // (NotFound, branch) exist and that it is not archived (Archived unless
-// opts.AllowArchived, which unarchives it), and binds it, taking its
-// isolation lock (AlreadyBound if held).
+// opts.AllowArchived, which unarchives it, or opts.ReadOnly), and binds it,
+// taking its isolation lock (AlreadyBound if held) unless opts.ReadOnly.
 func (w *workspace) openHead(ctx context.Context, op string, m manifest, opts *backend.ReopenOptions) (*head, error) {
 	fail := func(code backend.Code, r backend.Reason, format string, args ...any) error {
 		return &backend.Error{Code: code, Op: prefix + op, Head: m.Name, Reason: r, Err: fmt.Errorf(format, args...)}
@@ -283,14 +283,15 @@ func (w *workspace) openHead(ctx context.Context, op string, m manifest, opts *b
 		return nil, fail(backend.NotFound, backend.ReasonBranch, "the head's branch %q is gone", m.Branch)
 	}
 	allow := opts != nil && opts.AllowArchived
-	if m.State == backend.StateArchived && !allow {
+	observe := opts != nil && opts.ReadOnly
+	if m.State == backend.StateArchived && !allow && !observe {
 		return nil, fail(backend.Archived, "", "head %q is archived", m.Name)
 	}
-	h, err := w.newHead(op, m)
+	h, err := w.newHead(op, m, observe)
 	if err != nil {
 		return nil, err
 	}
-	if m.State == backend.StateArchived {
+	if m.State == backend.StateArchived && !observe {
 		if err := h.SetArchived(ctx, false); err != nil {
 			_ = h.Close()
 			return nil, err
