@@ -447,6 +447,14 @@ type ResumeOptions struct {
 	// AllowConfigDrift resumes even if the configuration digest changed,
 	// reporting it in ResumeReport.ConfigDrift.
 	AllowConfigDrift bool
+	// AsRecorded resumes with the configuration the session recorded
+	// when it was bound (SessionInfo's Permission, Snapshot and Config)
+	// instead of Permission, Snapshot and Config, which must then be
+	// zero (InvalidArgument otherwise). It is for a caller that keeps its
+	// sessions' configuration in grove alone, such as the grove command.
+	// A session recorded before schema version 2 has no recorded
+	// configuration: it resumes as with zero values.
+	AsRecorded bool
 }
 
 // ResumeReport is what Resume found, as data.
@@ -490,6 +498,9 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	if opts == nil {
 		opts = &ResumeOptions{}
 	}
+	if opts.AsRecorded && (opts.Permission != "" || opts.Snapshot != nil || opts.Config != nil) {
+		return nil, errorf(backend.InvalidArgument, op, "AsRecorded with a Permission, Snapshot or Config of the caller's")
+	}
 	perm, err := opts.Permission.resolve(op)
 	if err != nil {
 		return nil, err
@@ -520,7 +531,17 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	if pr.Kind == "shared" {
 		sp.Shared = &ExistingHead{}
 	}
-	snap, err := snapshotFor(opts.Snapshot, e.snapshot, perm, sp)
+	asked, config := opts.Snapshot, opts.Config
+	if opts.AsRecorded {
+		if perm, err = rec.perm.resolve(op); err != nil {
+			return nil, err
+		}
+		if rec.snap.Trigger != "" {
+			asked = &rec.snap
+		}
+		config = rec.config
+	}
+	snap, err := snapshotFor(asked, e.snapshot, perm, sp)
 	if err != nil {
 		return nil, err
 	}
@@ -531,7 +552,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	if err != nil {
 		return nil, err
 	}
-	s := newSession(e, id, rec.agent, pr.Kind, perm, snap, opts.Config, lease)
+	s := newSession(e, id, rec.agent, pr.Kind, perm, snap, config, lease)
 	s.resumed = true
 	release := func() { s.release(ctx, false) }
 	var b workspace.Backend
@@ -570,7 +591,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 		}
 	}
 	report := ResumeReport{LastCheckpoint: rec.lastCheckpoint}
-	if digest(rec.placement, perm, snap, backendID(b), opts.Config) != rec.digest {
+	if digest(rec.placement, perm, snap, backendID(b), config) != rec.digest {
 		if !opts.AllowConfigDrift {
 			release()
 			return fail(ConfigDrift, errorf(backend.FailedPrecondition, op, "the session's configuration changed since it was bound"))

@@ -630,32 +630,69 @@ func ExtensionOf[T any](s *Session) (T, bool) {
 	return v, ok
 }
 
-// EventKind names a journal event.
+// EventKind names a journal event. Each kind's payload is a JSON object
+// with the fields its constant lists (omitted fields are absent); kinds
+// are never renamed, and fields are only ever added.
 type EventKind string
 
 const (
-	EventBound            EventKind = "bound"
-	EventResumed          EventKind = "resumed"
-	EventCheckpointed     EventKind = "checkpointed"
+	// EventBound: the session was made. {backend, workspace, head, access}
+	// name its head (absent for a headless session).
+	EventBound EventKind = "bound"
+	// EventResumed: Resume reopened the session. {gained: the commits the
+	// head gained since the last checkpoint, config_drift}.
+	EventResumed EventKind = "resumed"
+	// EventCheckpointed: a checkpoint (asked for, or by the snapshot
+	// policy). {checkpoint: its commit, new: whether it made one,
+	// skipped: how many paths it could not capture}.
+	EventCheckpointed EventKind = "checkpointed"
+	// EventCheckpointFailed: an automatic checkpoint failed. {error, mode}.
 	EventCheckpointFailed EventKind = "checkpoint-failed"
-	EventRestored         EventKind = "restored"
-	EventForked           EventKind = "forked"
-	EventArchived         EventKind = "archived"
-	EventDestroyed        EventKind = "destroyed"
-	EventTurnStarted      EventKind = "turn-started"
-	EventTurnDone         EventKind = "turn-done"
-	EventClosed           EventKind = "closed"
-	EventDetached         EventKind = "detached"
-	EventTakenOver        EventKind = "taken-over"
+	// EventRestored: the head was restored. {to: the revision asked for,
+	// commit: the commit its tree now equals, safety: the safety
+	// checkpoint, when one was taken}.
+	EventRestored EventKind = "restored"
+	// EventForked: a fork was made of the head. {session: the new
+	// session, head: its head ID, from: the checkpoint it starts at}.
+	EventForked EventKind = "forked"
+	// EventArchived: the session archived its head. {}.
+	EventArchived EventKind = "archived"
+	// EventDestroyed: the head was destroyed. {final: the final
+	// checkpoint, when one was taken; reason, when the engine destroyed a
+	// head of its own making}.
+	EventDestroyed EventKind = "destroyed"
+	// EventTurnStarted: a turn began. {turn: its number, from 1}.
+	EventTurnStarted EventKind = "turn-started"
+	// EventTurnDone: a turn ended. {turn, error: why it failed, if it did}.
+	EventTurnDone EventKind = "turn-done"
+	// EventClosed: the session was closed; its claim is released. {}.
+	EventClosed EventKind = "closed"
+	// EventDetached: the session was left open for another process to
+	// resume (Session.Detach). {}.
+	EventDetached EventKind = "detached"
+	// EventTakenOver: another session took this one's claim on its head.
+	// {by: that session}.
+	EventTakenOver EventKind = "taken-over"
 )
 
 // Event is one journal entry.
 type Event struct {
-	Seq     int64
-	At      time.Time
-	Kind    EventKind
-	Payload json.RawMessage
+	Seq     int64           // 1 for the session's first event, then one more each
+	At      time.Time       // when it was journaled (UTC)
+	Kind    EventKind       // what happened
+	Payload json.RawMessage // a JSON object; its fields are the kind's
 }
 
-// Events reads session id's journal, in order.
-func (e *Engine) Events(ctx context.Context, id string) ([]Event, error) { return e.st.events(ctx, id) }
+// Events reads session id's journal, in order. An ID that names no session
+// (or is not a session ID) is NotFound; a database that cannot be read is
+// a *StoreError.
+func (e *Engine) Events(ctx context.Context, id string) ([]Event, error) {
+	if !validSessionID(id) {
+		return nil, errorf(backend.NotFound, "events", "%q is not a session ID", id)
+	}
+	evs, err := e.st.events(ctx, id)
+	if err == nil && len(evs) == 0 { // every session has at least "bound"
+		err = errorf(backend.NotFound, "events", "no session %s", id)
+	}
+	return evs, err
+}

@@ -104,9 +104,9 @@ func (s *sqliteStore) create(ctx context.Context, rec sessionRecord, bind backen
 
 func (s *sqliteStore) load(ctx context.Context, id string) (sessionRecord, []byte, error) {
 	rec := sessionRecord{id: id}
-	var last string
-	err := s.db.QueryRowContext(ctx, `SELECT agent, placement, config_digest, last_checkpoint, state FROM sessions WHERE id = ?`, id).
-		Scan(&rec.agent, &rec.placement, &rec.digest, &last, &rec.state)
+	var last, perm, snap string
+	err := s.db.QueryRowContext(ctx, `SELECT agent, placement, config_digest, last_checkpoint, state, permission, snapshot, config FROM sessions WHERE id = ?`, id).
+		Scan(&rec.agent, &rec.placement, &rec.digest, &last, &rec.state, &perm, &snap, &rec.config)
 	if errors.Is(err, sql.ErrNoRows) {
 		return rec, nil, errNoSession
 	}
@@ -114,6 +114,10 @@ func (s *sqliteStore) load(ctx context.Context, id string) (sessionRecord, []byt
 		return rec, nil, s.fail(err)
 	}
 	rec.lastCheckpoint = workspace.CheckpointID(last)
+	rec.perm = Permission(perm)
+	if snap != "" {
+		_ = json.Unmarshal([]byte(snap), &rec.snap)
+	}
 	var data []byte
 	err = s.db.QueryRowContext(ctx, `SELECT binding FROM bindings WHERE session_id = ?`, id).Scan(&data)
 	switch {

@@ -75,7 +75,13 @@
 //     Destroy still removes a head whose .git file was rewritten, as long
 //     as the repository registers it there, and removes a symlink in the
 //     head directory's place without following it. Commands on the
-//     repository itself run as in a bare repository.
+//     repository itself run as in a bare repository. OpenWorkspace with a
+//     locator inside a head (a program run there) reaches the real
+//     repository or fails with FailedPrecondition: a .git file is followed
+//     only to the repository's git dir or one of its worktree entries that
+//     names the .git file back, never to a repository inside the checkout,
+//     and a head in the default heads directory whose .git was replaced by
+//     a repository is recognized as the head it is.
 //   - Commands git would run. Hooks, fsmonitor, pagers, editors, askpass,
 //     credential helpers, ssh, signing and signature verification,
 //     external diffs and textconv are turned off on every command; every

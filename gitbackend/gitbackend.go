@@ -168,9 +168,15 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	if err != nil {
 		return nil, backend.Errorf(backend.Internal, op, "%w", err)
 	}
+	if err := checkGitFile(op, abs, common); err != nil {
+		return nil, err
+	}
 	repo := &repo{r: r, common: common, bare: lines[1] == "true"}
 	if !repo.bare {
 		if repo.main, err = repo.mainWorktree(ctx, abs); err != nil {
+			return nil, err
+		}
+		if err := checkNotAHead(op, repo.main); err != nil {
 			return nil, err
 		}
 	}
@@ -357,4 +363,115 @@ func canonical(path string) (string, error) {
 // within reports whether path is dir or lies below it (both canonical).
 func within(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// checkGitFile refuses a locator whose repository was found through a .git
+// file that the repository does not own back. Inside a linked worktree (a
+// head), git finds the repository through the worktree's .git file, which
+// whoever works there can rewrite: to a repository of their own making,
+// or to another worktree's entry. A .git file is trusted only when it names
+// the found repository's git dir itself (as a submodule's or a separate
+// git dir's does) or one of its worktree entries, common/worktrees/<id>,
+// whose gitdir file names this .git file back; and never when the
+// repository lies inside the directory that holds the .git file. A .git
+// directory must be the repository's own.
+func checkGitFile(op, dir, common string) error {
+	top := dir
+	for {
+		if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
+			break
+		}
+		parent := filepath.Dir(top)
+		if parent == top {
+			return nil // in the git dir itself, or a bare repository
+		}
+		top = parent
+	}
+	dotGit := filepath.Join(top, ".git")
+	refuse := func(format string, args ...any) error {
+		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: dotGit,
+			Err: fmt.Errorf("%s; open the repository from its main checkout instead", fmt.Sprintf(format, args...))}
+	}
+	realTop, err := filepath.EvalSymlinks(top)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	if within(common, realTop) && filepath.Join(realTop, ".git") != common {
+		return refuse("the repository it leads to, %s, lies inside the checkout", common)
+	}
+	fi, err := os.Lstat(dotGit)
+	switch {
+	case err != nil:
+		return refuse("%v", err)
+	case fi.IsDir():
+		if real, err := filepath.EvalSymlinks(dotGit); err != nil || real != common {
+			return refuse("the .git directory is not the repository git found (%s)", common)
+		}
+		return nil
+	case !fi.Mode().IsRegular():
+		return refuse("the .git file is not a regular file")
+	}
+	data, err := os.ReadFile(dotGit)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	if !ok {
+		return refuse("the .git file names no gitdir")
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(top, target)
+	}
+	gitDir, err := filepath.EvalSymlinks(target)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	if gitDir == common {
+		return nil
+	}
+	if filepath.Dir(gitDir) != filepath.Join(common, "worktrees") {
+		return refuse("it names %s, which is neither the repository's git dir nor one of its worktrees", gitDir)
+	}
+	back, err := os.ReadFile(filepath.Join(gitDir, "gitdir"))
+	if err != nil {
+		return refuse("the worktree entry %s names no checkout back", gitDir)
+	}
+	backPath, err := filepath.EvalSymlinks(strings.TrimSpace(string(back)))
+	if err != nil || backPath != filepath.Join(realTop, ".git") {
+		return refuse("the worktree entry %s belongs to another checkout", gitDir)
+	}
+	return nil
+}
+
+// checkNotAHead refuses a repository whose main worktree is the directory
+// of a head of another repository, in that repository's default heads
+// directory (<repo>.grove/<name>): an agent that replaced its head's .git
+// file with a repository of its own would otherwise have grove take its
+// head for a repository, and make heads of it beside the real ones. (A
+// head placed elsewhere with HeadSpec.Dir is not found this way: open such
+// a workspace from the repository's main checkout.)
+func checkNotAHead(op, main string) error {
+	if main == "" {
+		return nil
+	}
+	parent := filepath.Dir(main)
+	owner, ok := strings.CutSuffix(parent, ".grove")
+	if !ok || owner == "" {
+		return nil
+	}
+	fi, err := os.Lstat(filepath.Join(owner, ".git"))
+	if err != nil || !fi.IsDir() {
+		return nil
+	}
+	all, err := metaOf(filepath.Join(owner, ".git")).manifests()
+	if err != nil {
+		return nil
+	}
+	for _, mf := range all {
+		if mf.live() && mf.Dir == main {
+			return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: main,
+				Err: fmt.Errorf("this is head %q of the repository %s, whose .git was replaced; open that repository instead", mf.Name, owner)}
+		}
+	}
+	return nil
 }

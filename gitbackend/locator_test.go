@@ -1,0 +1,94 @@
+package gitbackend_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/gitbackend"
+	"github.com/groveworks/grove/workspace"
+)
+
+// A locator inside a head finds its repository through the head's .git
+// file, which the agent in the head can rewrite. Opening a workspace there
+// must reach the real repository or fail: never a repository the agent
+// made, in its head or anywhere else.
+func TestALocatorInAHeadIsNotRedirectedByItsGitFile(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("victim")
+	root := h.Info().Root
+	require.NoError(t, h.Close())
+
+	// Honest: from inside the head, the real repository.
+	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), filepath.Join(root, "src"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, f.ws.Info().ID, ws.Info().ID)
+	require.NoError(t, ws.Close())
+
+	gitFile := filepath.Join(root, ".git")
+	honest, err := os.ReadFile(gitFile)
+	require.NoError(t, err)
+	restore := func() {
+		require.NoError(t, os.RemoveAll(gitFile))
+		require.NoError(t, os.WriteFile(gitFile, honest, 0o644))
+	}
+
+	attacks := map[string]func(){
+		// A repository of the agent's own, in the head.
+		"a fake repository in the head": func() {
+			evil := filepath.Join(root, ".evil")
+			f.git(root, "init", "-q", "--bare", evil)
+			f.git(root, "--git-dir="+evil, "config", "core.bare", "false")
+			f.git(root, "--git-dir="+evil, "config", "core.worktree", filepath.Join(t.TempDir(), "victim"))
+			require.NoError(t, os.WriteFile(gitFile, []byte("gitdir: "+evil+"\n"), 0o644))
+		},
+		// The same, dressed as a linked worktree of it, with the back-link.
+		"a fake worktree entry in the head": func() {
+			evil := filepath.Join(root, ".evil2")
+			f.git(root, "init", "-q", "--bare", evil)
+			wt := filepath.Join(evil, "worktrees", "x")
+			require.NoError(t, os.MkdirAll(wt, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(wt, "gitdir"), []byte(gitFile+"\n"), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(wt, "commondir"), []byte("../..\n"), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(wt, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644))
+			require.NoError(t, os.WriteFile(gitFile, []byte("gitdir: "+wt+"\n"), 0o644))
+		},
+		// The .git file replaced by a whole repository of the agent's.
+		"a repository in place of the .git file": func() {
+			require.NoError(t, os.Remove(gitFile))
+			f.git(root, "init", "-q")
+		},
+		// Another head's worktree entry of the real repository: the
+		// back-link names the other head.
+		"another head's worktree entry": func() {
+			other := f.head("other")
+			otherGit, err := os.ReadFile(filepath.Join(other.Info().Root, ".git"))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(gitFile, otherGit, 0o644))
+		},
+	}
+	for name, plant := range attacks {
+		t.Run(name, func(t *testing.T) {
+			defer restore()
+			plant()
+			ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), root, nil)
+			if err == nil {
+				defer ws.Close()
+				assert.Equal(t, f.ws.Info().ID, ws.Info().ID, "the workspace opened from the head is not the real one")
+				return
+			}
+			assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "error: %v", err)
+			assert.Contains(t, err.Error(), ".git")
+		})
+	}
+	// The real repository and its heads are unharmed.
+	entries, err := os.ReadDir(filepath.Dir(root))
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.Contains(t, []string{"victim", "other"}, e.Name(), "something was made beside the heads")
+	}
+}
