@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -64,6 +65,27 @@ func TestSessionInfoRecordsTheConfigurationToResumeWith(t *testing.T) {
 	require.NoError(t, err, "the recorded configuration is the bound one")
 	assert.False(t, r.Resumed().ConfigDrift)
 	require.NoError(t, r.Close())
+
+	// AsRecorded resumes with it without the caller holding it; the
+	// read-only session stays read-only.
+	r, err = e.Resume(ctx, s.ID(), &engine.ResumeOptions{AsRecorded: true})
+	require.NoError(t, err)
+	assert.False(t, r.Resumed().ConfigDrift)
+	require.NoError(t, r.Close())
+	require.NoError(t, ro.Close())
+	r, err = e.Resume(ctx, ro.ID(), &engine.ResumeOptions{AsRecorded: true})
+	require.NoError(t, err)
+	assert.Equal(t, engine.ReadOnly, r.Permission())
+	require.NoError(t, r.Close())
+	_, err = e.Resume(ctx, s.ID(), nil)
+	assert.Equal(t, engine.ConfigDrift, resumeKindOf(err), "without the recorded configuration it is drift: %v", err)
+	_, err = e.Resume(ctx, s.ID(), &engine.ResumeOptions{AsRecorded: true, Config: []byte("x")})
+	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "AsRecorded with a Config: %v", err)
+
+	_, err = e.Events(ctx, "0b8f5a2e-3c1d-4f6a-9b7e-2d4c6a8e0f13")
+	assert.Equal(t, backend.NotFound, workspace.CodeOf(err), "events of an unknown session: %v", err)
+	_, err = e.Events(ctx, "../x")
+	assert.Equal(t, backend.NotFound, workspace.CodeOf(err), "events of a malformed ID: %v", err)
 
 	_, err = e.SessionInfo(ctx, "0b8f5a2e-3c1d-4f6a-9b7e-2d4c6a8e0f13")
 	assert.Equal(t, backend.NotFound, workspace.CodeOf(err), "error: %v", err)
@@ -167,4 +189,12 @@ func TestASessionOnAnExistingHeadStartsFromItsCommitNow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, r.Resumed().Gained, "nothing happened since the session began")
 	require.NoError(t, r.Close())
+}
+
+func resumeKindOf(err error) engine.ResumeKind {
+	var re *engine.ResumeError
+	if errors.As(err, &re) {
+		return re.Kind
+	}
+	return ""
 }
