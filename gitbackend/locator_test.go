@@ -92,3 +92,24 @@ func TestALocatorInAHeadIsNotRedirectedByItsGitFile(t *testing.T) {
 		assert.Contains(t, []string{"victim", "other"}, e.Name(), "something was made beside the heads")
 	}
 }
+
+// Materialize into a path inside a head is refused even when a symlink the
+// agent planted there leads out of it: the write would land where the
+// agent chose.
+func TestMaterializeThroughASymlinkInAHeadIsRefused(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	out := filepath.Join(t.TempDir(), "out")
+	require.NoError(t, os.Mkdir(out, 0o755))
+	require.NoError(t, os.Symlink(out, filepath.Join(h.Info().Root, "snap")))
+	require.NoError(t, os.Symlink(filepath.Dir(out), filepath.Join(h.Info().Root, "par")))
+	for _, dir := range []string{filepath.Join(h.Info().Root, "snap"), filepath.Join(h.Info().Root, "par", "x")} {
+		err := f.ws.Materialize(f.ctx, "main", dir)
+		assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "%s: %v", dir, err)
+	}
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing was written through the symlink")
+	_, err = os.Stat(filepath.Join(filepath.Dir(out), "x"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}

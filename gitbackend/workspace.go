@@ -696,15 +696,23 @@ func (w *workspace) Materialize(ctx context.Context, at backend.Rev, dir string)
 	if err != nil {
 		return err
 	}
+	// The path is checked as given and as resolved: a symlink an agent
+	// planted in its head must not carry the write out of it.
+	given, err := filepath.Abs(dir)
+	if err != nil {
+		return &backend.Error{Code: backend.InvalidArgument, Op: op, Path: dir, Err: err}
+	}
 	dir, err = canonical(dir)
 	if err != nil {
 		return &backend.Error{Code: backend.InvalidArgument, Op: op, Path: dir, Err: err}
 	}
-	if mf, err := w.insideHead(dir); err != nil || mf != nil {
-		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: dir, Err: fmt.Errorf("%s lies inside a head", dir)}
-	}
-	if w.repo.main != "" && within(dir, w.repo.main) {
-		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: dir, Err: fmt.Errorf("%s lies inside the repository's working tree", dir)}
+	for _, p := range []string{given, dir} {
+		if mf, err := w.insideHead(p); err != nil || mf != nil {
+			return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: p, Err: fmt.Errorf("%s lies inside a head", p)}
+		}
+		if w.repo.main != "" && within(p, w.repo.main) {
+			return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: p, Err: fmt.Errorf("%s lies inside the repository's working tree", p)}
+		}
 	}
 	undo, err := destdir.Prepare(op, dir)
 	if err != nil {
