@@ -157,8 +157,8 @@ func (h *Head) Checkpoint(ctx context.Context, opts *CheckpointOptions) (Checkpo
 // head grove created the branch is reset to to. Where to tracks a path that
 // is an ignored file in the head now, Restore fails with Conflict and
 // changes no file. A revision that does not resolve is NotFound and changes
-// no file (a safety checkpoint may already have been taken). opts may be
-// nil.
+// nothing: it is resolved before the safety checkpoint is taken. opts may
+// be nil.
 func (h *Head) Restore(ctx context.Context, to Rev, opts *RestoreOptions) (RestoreResult, error) {
 	const op = "restore"
 	if to == "" {
@@ -179,6 +179,12 @@ func (h *Head) Restore(ctx context.Context, to Rev, opts *RestoreOptions) (Resto
 	defer unlock()
 	var res RestoreResult
 	if !o.Discard {
+		// A revision that does not resolve fails the restore before the
+		// safety checkpoint moves the head: a failed restore changes
+		// nothing.
+		if _, err := h.h.Diff(ctx, to, to); err != nil {
+			return RestoreResult{}, wrap(op, h.name, err)
+		}
 		cp, err := h.h.Checkpoint(ctx, cpo)
 		if err != nil {
 			return RestoreResult{}, wrap(op, h.name, err)
@@ -195,9 +201,10 @@ func (h *Head) Restore(ctx context.Context, to Rev, opts *RestoreOptions) (Resto
 // Fork creates a new isolated head called name from this head: by default
 // from a checkpoint of its state now, uncommitted work included; with
 // opts.From, from that revision, without touching this head. The new head
-// is returned holding its isolation lock. The head's workspace must be
-// open. opts may be nil. A read-only view does not fork (PermissionDenied):
-// forking creates a head in the workspace.
+// is returned holding its isolation lock. A name a live or archived head
+// has is AlreadyExists before anything is checkpointed. The head's
+// workspace must be open. opts may be nil. A read-only view does not fork
+// (PermissionDenied): forking creates a head in the workspace.
 func (h *Head) Fork(ctx context.Context, name string, opts *ForkOptions) (*Head, error) {
 	const op = "fork"
 	var o ForkOptions
@@ -215,6 +222,17 @@ func (h *Head) Fork(ctx context.Context, name string, opts *ForkOptions) (*Head,
 	}
 	from := o.From
 	if from == "" {
+		// A name already taken fails the fork before the checkpoint of
+		// the source: a failed fork changes nothing it can know of.
+		heads, err := h.ws.ws.Heads(ctx)
+		if err != nil {
+			return nil, wrap(op, h.name, err)
+		}
+		for _, hi := range heads {
+			if hi.Name == name {
+				return nil, &backend.Error{Code: backend.AlreadyExists, Op: opPrefix + op, Head: name, Err: errorf("a head named %q exists", name)}
+			}
+		}
 		cpo, err := driverCheckpoint(op, &o.Checkpoint, "grove: checkpoint before fork to "+name)
 		if err != nil {
 			return nil, wrap(op, h.name, err)

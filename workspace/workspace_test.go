@@ -316,7 +316,8 @@ func TestRestoreTakesTheSafetyCheckpointBeforeRestoring(t *testing.T) {
 	res, err := h.Restore(ctx, "main", nil)
 	require.NoError(t, err)
 	require.NotNil(t, res.Safety)
-	assert.Equal(t, []string{"Checkpoint:grove: safety checkpoint before restore to main", "Restore"}, f.recorded())
+	assert.Equal(t, []string{"Diff", "Checkpoint:grove: safety checkpoint before restore to main", "Restore"}, f.recorded(),
+		"the revision is resolved (by a Diff of it with itself) before the safety checkpoint")
 
 	f.reset()
 	res, err = h.Restore(ctx, "main", &workspace.RestoreOptions{Discard: true})
@@ -351,7 +352,8 @@ func TestForkCheckpointsTheSourceThenCreatesFromIt(t *testing.T) {
 	f.reset()
 	n, err := h.Fork(ctx, "child", nil)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"Checkpoint:grove: checkpoint before fork to child", "CreateHead"}, f.recorded())
+	assert.Equal(t, []string{"Heads", "Checkpoint:grove: checkpoint before fork to child", "CreateHead"}, f.recorded(),
+		"the name is checked (by Heads) before the checkpoint")
 	assert.Equal(t, workspace.CheckpointID("cp1"), n.Info().Base, "the fork starts from the checkpoint")
 
 	f.reset()
