@@ -75,13 +75,13 @@ const (
 //	                    (the cause is AlreadyBound), otherwise Busy (the
 //	                    session is live in another process)
 type ResumeError struct {
-	Kind      ResumeKind
-	SessionID string
+	Kind      ResumeKind // which step of Resume failed
+	SessionID string     // the session Resume was asked for
 	// Why is, for HeadUnavailable, the cause's reason (the backend's own
 	// value: workspace.ReasonMissing, ReasonUnregistered, ReasonMoved or
 	// ReasonBranch); empty when the code says it all.
 	Why workspace.Reason
-	Err error
+	Err error // the cause, usually a *workspace.Error
 }
 
 func (e *ResumeError) Error() string {
@@ -137,8 +137,8 @@ const (
 // PlacementError is an invalid placement, found when an engine or a
 // session is defined. Its code is InvalidArgument.
 type PlacementError struct {
-	Kind PlacementKind
-	Err  error
+	Kind PlacementKind // what is wrong with the placement
+	Err  error         // the cause, in words
 }
 
 func (e *PlacementError) Error() string {
@@ -214,9 +214,9 @@ const (
 // StoreFailed Busy when SQLite's lock is held past the busy timeout,
 // Canceled when the cause is a context error, and Internal otherwise.
 type StoreError struct {
-	Kind StoreKind
-	Path string
-	Err  error
+	Kind StoreKind // what is wrong with the database
+	Path string    // the database file
+	Err  error     // the cause, as SQLite or the file system reported it
 }
 
 func (e *StoreError) Error() string {

@@ -36,9 +36,9 @@ type PerSession struct {
 
 // ExistingHead names a head that exists in a workspace.
 type ExistingHead struct {
-	Backend workspace.Backend
-	Root    string
-	Head    string // the head's name
+	Backend workspace.Backend // the backend the head's workspace is opened through
+	Root    string            // the workspace's locator (for git: a path in the repository, or its git dir)
+	Head    string            // the head's name
 }
 
 func (p Placement) count() int {

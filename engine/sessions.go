@@ -13,8 +13,8 @@ import (
 // harness lists, and what it needs to resume the session with the
 // configuration it was bound with.
 type SessionInfo struct {
-	ID    string
-	Agent string
+	ID    string // the session's ID, a UUID: what Resume takes
+	Agent string // the agent's name, as SessionOptions.Agent gave it
 	// State is "open" from NewSession (or Resume) until Close, and
 	// "closed" after. An open session that is not Live was left without
 	// a Close: its process died, or it detached (Session.Detach).

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,7 +37,9 @@ type app struct {
 
 // run runs grove with args and returns its exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
+	// --json is known before cobra parses anything, so that even an error
+	// in the flags is reported as JSON.
+	a := &app{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, json: wantsJSON(args)}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -61,6 +65,24 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	return 1
+}
+
+// wantsJSON reports whether args ask for --json before a "--" (after it,
+// the arguments are grove run's command's).
+func wantsJSON(args []string) bool {
+	for _, arg := range args {
+		if arg == "--" {
+			return false
+		}
+		if v, ok := strings.CutPrefix(arg, "--json="); ok {
+			b, err := strconv.ParseBool(v)
+			return err == nil && b
+		}
+		if arg == "--json" {
+			return true
+		}
+	}
+	return false
 }
 
 // close releases what the command opened.
@@ -99,11 +121,17 @@ object {"code","op","head","reason","message"} on stderr.`,
 		SilenceUsage:  true,
 		Args:          args(cobra.NoArgs),
 		RunE:          needSubcommand,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if a.wait < 0 {
+				return &failure{op: opName(cmd), err: errors.New("--wait must not be negative"), usage: true}
+			}
+			return nil
+		},
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.repo, "repo", "", "the Git repository to work in (default: the one the current directory is in)")
-	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON (and errors as JSON on stderr)")
-	pf.DurationVar(&a.wait, "wait", 5*time.Second, "how long to wait for another grove process to let go of an isolated head")
+	pf.BoolVar(&a.json, "json", a.json, "print machine-readable JSON (and errors as JSON on stderr)")
+	pf.DurationVar(&a.wait, "wait", 5*time.Second, "how long to wait for another grove command to let go of an isolated head")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &failure{op: opName(cmd), err: err, usage: true}
 	})
@@ -112,46 +140,74 @@ object {"code","op","head","reason","message"} on stderr.`,
 		a.restoreCmd(), a.forkCmd(), a.statusCmd(), a.diffCmd(), a.archiveCmd(true), a.archiveCmd(false),
 		a.destroyCmd(), a.materializeCmd(), a.sessionCmd(), a.runCmd(), a.tourCmd(), a.versionCmd(),
 	)
-	// cobra's own completion and help commands, made now so that they
-	// get examples like every other command.
+	root.SetHelpCommand(helpCmd())
+	// cobra's own completion command, made now so that it gets examples
+	// and usage errors like every other command.
 	root.InitDefaultCompletionCmd()
-	root.InitDefaultHelpCmd()
 	for _, c := range root.Commands() {
-		switch c.Name() {
-		case "completion":
-			c.Example = `  source <(grove completion bash)
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Example = `  source <(grove completion bash)
   grove completion zsh > "${fpath[1]}/_grove"
   grove completion fish > ~/.config/fish/completions/grove.fish`
-			for _, sh := range c.Commands() {
-				sh.Example = "  grove completion " + sh.Name() + " --help   # where to install it"
-			}
-		case "help":
-			c.Example = "  grove help session start"
+		c.Args, c.RunE = args(cobra.NoArgs), needSubcommand
+		for _, sh := range c.Commands() {
+			sh.Example = "  grove completion " + sh.Name() + " --help   # where to install it"
 		}
 	}
 	a.completions(root)
 	return root
 }
 
-// opName is the operation a command's failure names: its path below the
-// root ("checkpoint", "session start").
+// helpCmd is "grove help [COMMAND]": a command's help on stdout, or a
+// usage error for a command that does not exist.
+func helpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "help [COMMAND]...",
+		Short:   "Help about any command",
+		Example: "  grove help session start",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				return &failure{op: "help", err: fmt.Errorf("no command %q", strings.Join(args, " ")), usage: true}
+			}
+			cmd.InitDefaultHelpFlag()
+			return cmd.Help()
+		},
+		ValidArgsFunction: func(c *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+			cmd, _, err := c.Root().Find(args)
+			if err != nil || cmd == nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []string
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), prefix) {
+					out = append(out, sub.Name()+"\t"+sub.Short)
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+	}
+}
+
+// opName is the operation a command's failure names: the command's own
+// name ("checkpoint", "resume").
 func opName(cmd *cobra.Command) string {
 	if cmd == nil || !cmd.HasParent() {
 		return ""
 	}
-	path := cmd.CommandPath()
-	if root := cmd.Root().Name() + " "; len(path) > len(root) {
-		return path[len(root):]
-	}
-	return path
+	return cmd.Name()
 }
 
 // needSubcommand is the RunE of a command that only groups others: run
-// alone, it shows its help on stderr and is a usage error.
+// alone, it is a usage error.
 func needSubcommand(cmd *cobra.Command, _ []string) error {
-	cmd.SetOut(cmd.ErrOrStderr())
-	_ = cmd.Help()
-	return &failure{op: opName(cmd), err: errors.New("a command is needed"), usage: true}
+	what := "grove help"
+	if cmd.HasParent() {
+		what = "grove help " + cmd.CommandPath()[len(cmd.Root().Name())+1:]
+	}
+	return &failure{op: opName(cmd), err: fmt.Errorf("a command is needed (%s lists them)", what), usage: true}
 }
 
 // args checks a command's positional arguments, making a mismatch a usage
@@ -165,17 +221,23 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
+// repoDir is the directory grove finds the repository from: --repo, else
+// the current directory.
+func (a *app) repoDir() (string, error) {
+	if a.repo != "" {
+		return filepath.Abs(a.repo)
+	}
+	return os.Getwd()
+}
+
 // workspace opens the repository's workspace (once).
 func (a *app) workspace() (*workspace.Workspace, error) {
 	if a.ws != nil {
 		return a.ws, nil
 	}
-	dir := a.repo
-	if dir == "" {
-		var err error
-		if dir, err = os.Getwd(); err != nil {
-			return nil, err
-		}
+	dir, err := a.repoDir()
+	if err != nil {
+		return nil, err
 	}
 	ws, err := workspace.Open(a.ctx, a.backend(), dir, nil)
 	if err != nil {
@@ -209,13 +271,19 @@ func groveHome() (string, error) {
 	return filepath.Join(home, ".local", "share", "grove"), nil
 }
 
-// engine opens the session database under $GROVE_HOME (once).
+// engine opens the session database under $GROVE_HOME (once). A
+// $GROVE_HOME inside a head or the repository's working tree is refused
+// before anything is made there: a restore of that head, or a checkpoint
+// of it, would take the database with it.
 func (a *app) engine() (*engine.Engine, error) {
 	if a.eng != nil {
 		return a.eng, nil
 	}
 	home, err := groveHome()
 	if err != nil {
+		return nil, err
+	}
+	if err := a.checkHome(home); err != nil {
 		return nil, err
 	}
 	e, err := engine.Open(a.ctx, engine.Options{
@@ -227,6 +295,57 @@ func (a *app) engine() (*engine.Engine, error) {
 	}
 	a.eng = e
 	return e, nil
+}
+
+// checkHome refuses a state directory inside the repository's working
+// tree or one of its heads (when grove runs in a repository).
+func (a *app) checkHome(home string) error {
+	ws, err := a.workspace()
+	if err != nil {
+		return nil // no repository here: nothing to overlap
+	}
+	real := canonicalPath(home)
+	inside := func(dir string) bool {
+		dir = canonicalPath(dir)
+		return dir != "" && (real == dir || strings.HasPrefix(real, dir+string(filepath.Separator)))
+	}
+	refuse := func(what string) error {
+		return &workspace.Error{Code: workspace.InvalidArgument, Path: home,
+			Err: fmt.Errorf("grove's state ($GROVE_HOME) lies inside %s, where a checkpoint or a restore would take it; choose another GROVE_HOME", what)}
+	}
+	if loc := ws.Info().Locator; filepath.Base(loc) == ".git" && inside(filepath.Dir(loc)) {
+		return refuse("the repository's working tree " + filepath.Dir(loc))
+	}
+	heads, err := ws.Heads(a.ctx)
+	if err != nil {
+		return err
+	}
+	for _, hi := range heads {
+		if hi.Root != "" && inside(hi.Root) {
+			return refuse(fmt.Sprintf("head %q", hi.Name))
+		}
+	}
+	return nil
+}
+
+// canonicalPath resolves the symlinks of the longest existing prefix of p.
+func canonicalPath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return ""
+	}
+	rest := ""
+	for cur := abs; ; {
+		if real, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(real, rest)
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
 }
 
 // print writes v as indented JSON when --json is set, else text.

@@ -18,7 +18,10 @@ func (a *app) completions(root *cobra.Command) {
 	sessions := map[string]bool{"session resume": true, "session events": true, "session close": true}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
-		op := opName(c)
+		op := ""
+		if c.HasParent() {
+			op = c.CommandPath()[len(c.Root().Name())+1:]
+		}
 		switch {
 		case heads[op]:
 			c.ValidArgsFunction = a.completeHeads

@@ -28,7 +28,8 @@ type exitStatus struct{ code int }
 func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 // codeNames are the codes as JSON error objects spell them: the names of
-// the workspace package's constants, stable for scripts.
+// the workspace package's constants, stable for scripts (a test checks
+// that every code has one).
 var codeNames = map[workspace.Code]string{
 	workspace.OK: "OK", workspace.NotFound: "NotFound", workspace.AlreadyExists: "AlreadyExists",
 	workspace.InvalidArgument: "InvalidArgument", workspace.FailedPrecondition: "FailedPrecondition",
@@ -44,8 +45,8 @@ var codeNames = map[workspace.Code]string{
 type errorObject struct {
 	Code    string `json:"code"`
 	Op      string `json:"op"`
-	Head    string `json:"head,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	Head    string `json:"head"`   // the head's name; "" when the failure is about none
+	Reason  string `json:"reason"` // which check failed (missing, moved, ...); "" when the code says it all
 	Message string `json:"message"`
 	Session string `json:"session,omitempty"`
 	Kind    string `json:"kind,omitempty"` // a resume's failed step
@@ -65,9 +66,6 @@ func (a *app) report(f *failure) {
 	}
 	fmt.Fprintf(a.stderr, "grove: %s: %s\n", obj.Op, obj.Message)
 }
-
-// warn reports a failure that does not end the command.
-func (a *app) warn(f *failure) { a.report(f) }
 
 // describe turns a failure into words and fields. A resume that failed
 // reads "head unavailable: destroyed"; a head's error reads like the

@@ -6,9 +6,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -23,8 +26,10 @@ type headJSON struct {
 	Attached       bool                   `json:"attached"`
 	Branch         string                 `json:"branch"`
 	State          workspace.HeadState    `json:"state"`
-	Dirty          *bool                  `json:"dirty,omitempty"` // ls: nil when it could not be read
+	Dirty          *bool                  `json:"dirty,omitempty"`  // ls: absent when it could not be read
+	Commit         workspace.CheckpointID `json:"commit,omitempty"` // ls: the commit the head is at
 	LastCheckpoint workspace.CheckpointID `json:"last_checkpoint,omitempty"`
+	Error          *errorObject           `json:"error,omitempty"` // ls: why the head could not be read
 	Base           workspace.CheckpointID `json:"base"`
 	Dir            string                 `json:"dir"`
 }
@@ -71,6 +76,14 @@ func resultOut(r *workspace.CheckpointResult) *checkpointJSON {
 	return &out
 }
 
+// idOf is the commit of a checkpoint that may not have been taken ("").
+func idOf(r *workspace.CheckpointResult) string {
+	if r == nil {
+		return ""
+	}
+	return string(r.ID)
+}
+
 // fail wraps a command's error with its operation and head.
 func fail(cmd *cobra.Command, head string, err error) error {
 	if err == nil {
@@ -79,15 +92,25 @@ func fail(cmd *cobra.Command, head string, err error) error {
 	return &failure{op: opName(cmd), head: head, err: err}
 }
 
-// headCommand runs f on the open head called name, then closes it. An
-// isolated head that another grove process holds is waited for, up to
-// --wait; a live session's head stays AlreadyBound.
-func (a *app) withHead(cmd *cobra.Command, name string, f func(h *workspace.Head) error) error {
+// withHead runs f on the open head called name, then closes it. A command
+// that only reads (write false) opens the head read-only: it takes no lock,
+// so it never stands in the way of the head's holder, and it reads an
+// archived head too. One that writes takes the head; an isolated head that
+// another grove command holds is waited for, up to --wait.
+func (a *app) withHead(cmd *cobra.Command, name string, write bool, f func(h *workspace.Head) error) error {
 	ws, err := a.workspace()
 	if err != nil {
-		return fail(cmd, name, err)
+		return fail(cmd, "", err)
 	}
-	h, err := a.openHead(ws, name, nil)
+	var h *workspace.Head
+	if write {
+		err = a.retry(func() error {
+			h, err = ws.OpenHead(a.ctx, name, nil)
+			return err
+		})
+	} else {
+		h, err = ws.OpenHead(a.ctx, name, &workspace.ReopenOptions{ReadOnly: true})
+	}
 	if err != nil {
 		return fail(cmd, name, err)
 	}
@@ -95,17 +118,21 @@ func (a *app) withHead(cmd *cobra.Command, name string, f func(h *workspace.Head
 	return fail(cmd, name, f(h))
 }
 
-func (a *app) openHead(ws *workspace.Workspace, name string, opts *workspace.ReopenOptions) (*workspace.Head, error) {
+// retry calls try until it succeeds, fails with an error other than
+// AlreadyBound, or --wait has passed: an isolated head another grove
+// command holds for a moment is waited for.
+func (a *app) retry(try func() error) error {
 	deadline := time.Now().Add(a.wait)
 	pause := 10 * time.Millisecond
 	for {
-		h, err := ws.OpenHead(a.ctx, name, opts)
-		if workspace.CodeOf(err) != workspace.AlreadyBound || time.Now().After(deadline) {
-			return h, err
+		err := try()
+		var stop *stopRetry
+		if errors.As(err, &stop) || workspace.CodeOf(err) != workspace.AlreadyBound || time.Now().After(deadline) {
+			return err
 		}
 		select {
 		case <-a.ctx.Done():
-			return nil, err
+			return err
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, 200*time.Millisecond)
@@ -129,7 +156,7 @@ func (a *app) headInfo(name string) (workspace.HeadInfo, error) {
 			return hi, nil
 		}
 	}
-	h, err := ws.OpenHead(a.ctx, name, nil)
+	h, err := ws.OpenHead(a.ctx, name, &workspace.ReopenOptions{ReadOnly: true})
 	if err == nil { // made meanwhile
 		defer h.Close()
 		return h.Info(), nil
@@ -171,7 +198,7 @@ or in DIR with --dir (DIR/NAME when DIR is an existing directory).`,
 			name := args[0]
 			ws, err := a.workspace()
 			if err != nil {
-				return fail(cmd, name, err)
+				return fail(cmd, "", err)
 			}
 			b := ws.NewHead(name).From(workspace.Rev(from))
 			if shared {
@@ -216,7 +243,7 @@ destroying it only forgets it.`,
 			name := args[0]
 			ws, err := a.workspace()
 			if err != nil {
-				return fail(cmd, name, err)
+				return fail(cmd, "", err)
 			}
 			d := dir
 			if d == "" {
@@ -244,9 +271,12 @@ func (a *app) lsCmd() *cobra.Command {
 		Use:   "ls",
 		Short: "List the heads: name, access, branch, state, dirty, last checkpoint, directory",
 		Long: `List the repository's heads, live and archived. DIRTY is "yes" when a
-checkpoint now would make a commit, "-" for an archived head, and "?" when an
-isolated head is held by a live session (its status cannot be read without
-taking it).`,
+checkpoint now would make a commit, and "?" when the head cannot be read (its
+directory is gone, for example: the reason is printed on stderr, or given as
+"error" with --json). CHECKPOINT is the head's newest checkpoint (after a
+restore, the safety checkpoint it took); --json also gives "commit", the
+commit the head is at. Listing takes no lock: a head a session holds is
+listed while it works.`,
 		Example: `  grove ls
   grove ls --json | jq -r '.[] | select(.dirty) | .name'`,
 		Args: args(cobra.NoArgs),
@@ -262,15 +292,27 @@ taking it).`,
 			out := make([]headJSON, 0, len(heads))
 			for _, hi := range heads {
 				hj := headOut(hi)
-				if hi.State != workspace.StateArchived {
-					if h, err := ws.OpenHead(a.ctx, hi.Name, nil); err == nil {
-						if st, err := h.Status(a.ctx); err == nil {
-							hj.Dirty, hj.LastCheckpoint = &st.Dirty, st.LastCheckpoint
-						}
-						_ = h.Close()
-					} else if workspace.CodeOf(err) != workspace.AlreadyBound {
-						// One broken head does not hide the others.
-						a.warn(&failure{op: opName(cmd), head: hi.Name, err: err})
+				// Read-only: no lock is taken, so a head a session
+				// holds is listed in full and its holder never waits.
+				// One broken head does not hide the others.
+				err := func() error {
+					h, err := ws.OpenHead(a.ctx, hi.Name, &workspace.ReopenOptions{ReadOnly: true})
+					if err != nil {
+						return err
+					}
+					defer h.Close()
+					st, err := h.Status(a.ctx)
+					if err != nil {
+						return err
+					}
+					hj.Dirty, hj.Commit, hj.LastCheckpoint = &st.Dirty, st.Commit, st.LastCheckpoint
+					return nil
+				}()
+				if err != nil {
+					obj := describe(&failure{op: opName(cmd), head: hi.Name, err: err})
+					hj.Error = &obj
+					if !a.json {
+						a.report(&failure{op: opName(cmd), head: hi.Name, err: err})
 					}
 				}
 				out = append(out, hj)
@@ -281,8 +323,6 @@ taking it).`,
 				for _, h := range out {
 					dirty := "?"
 					switch {
-					case h.State == workspace.StateArchived:
-						dirty = "-"
 					case h.Dirty != nil && *h.Dirty:
 						dirty = "yes"
 					case h.Dirty != nil:
@@ -314,6 +354,9 @@ func (a *app) pathCmd() *cobra.Command {
 		Example: `  cd "$(grove path agent-1)"`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := a.workspace(); err != nil {
+				return fail(cmd, "", err)
+			}
 			hi, err := a.headInfo(args[0])
 			if err != nil {
 				return fail(cmd, args[0], err)
@@ -330,11 +373,13 @@ func (a *app) checkpointCmd() *cobra.Command {
 		Short: "Checkpoint a head: commit its whole tree; prints the commit's hash",
 		Long: `Checkpoint the head called NAME: a commit of its whole tree (tracked files and
 untracked files that are not ignored) on the head's branch and on grove's
-private refs. A head with nothing new prints its current checkpoint.`,
+private refs. A head with nothing new makes no commit and prints the commit
+it is at ("new": false with --json). Files a checkpoint cannot capture (too
+large, irregular) are named on stderr.`,
 		Example: `  grove checkpoint agent-1 -m "tests pass"`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withHead(cmd, args[0], func(h *workspace.Head) error {
+			return a.withHead(cmd, args[0], true, func(h *workspace.Head) error {
 				res, err := h.Checkpoint(a.ctx, &workspace.CheckpointOptions{Message: message})
 				if err != nil {
 					return err
@@ -342,7 +387,7 @@ private refs. A head with nothing new prints its current checkpoint.`,
 				return a.print(resultOut(&res), func(w io.Writer) {
 					fmt.Fprintln(w, res.ID)
 					for _, s := range res.Skipped {
-						fmt.Fprintf(a.stderr, "grove: checkpoint: skipped %s (%s)\n", s.Path, s.Reason)
+						fmt.Fprintf(a.stderr, "grove: checkpoint: skipped %s (%s)\n", quotePath(s.Path), s.Reason)
 					}
 				})
 			})
@@ -363,7 +408,7 @@ func (a *app) logCmd() *cobra.Command {
 			if n < 0 {
 				return &failure{op: opName(cmd), err: errors.New("-n must not be negative"), usage: true}
 			}
-			return a.withHead(cmd, args[0], func(h *workspace.Head) error {
+			return a.withHead(cmd, args[0], false, func(h *workspace.Head) error {
 				log, err := h.Log(a.ctx, &workspace.LogOptions{Limit: n})
 				if err != nil {
 					return err
@@ -397,7 +442,7 @@ printed, unless --discard. Ignored files (node_modules/, build output) stay.`,
   grove restore agent-1 main --discard`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withHead(cmd, args[0], func(h *workspace.Head) error {
+			return a.withHead(cmd, args[0], true, func(h *workspace.Head) error {
 				done := a.startProgress(fmt.Sprintf("restoring head %q", args[0]))
 				res, err := h.Restore(a.ctx, workspace.Rev(args[1]), &workspace.RestoreOptions{Discard: discard})
 				done()
@@ -408,11 +453,7 @@ printed, unless --discard. Ignored files (node_modules/, build output) stay.`,
 					Commit workspace.CheckpointID `json:"commit"`
 					Safety *checkpointJSON        `json:"safety"`
 				}{res.Commit, resultOut(res.Safety)}
-				safety := ""
-				if res.Safety != nil {
-					safety = string(res.Safety.ID)
-				}
-				return a.print(out, line(safety))
+				return a.print(out, line(idOf(res.Safety)))
 			})
 		},
 	}
@@ -431,7 +472,7 @@ checkpoint of NAME now (uncommitted work included), or from REV with --at.`,
   grove fork agent-1 retry --at 3f2a9c1e`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withHead(cmd, args[0], func(h *workspace.Head) error {
+			return a.withHead(cmd, args[0], true, func(h *workspace.Head) error {
 				done := a.startProgress(fmt.Sprintf("forking head %q into %q", args[0], args[1]))
 				nh, err := h.Fork(a.ctx, args[1], &workspace.ForkOptions{From: workspace.Rev(at)})
 				done()
@@ -457,7 +498,7 @@ unmerged path ("conflict"), and the last checkpoint.`,
 		Example: `  grove status agent-1`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withHead(cmd, args[0], func(h *workspace.Head) error {
+			return a.withHead(cmd, args[0], false, func(h *workspace.Head) error {
 				st, err := h.Status(a.ctx)
 				if err != nil {
 					return err
@@ -483,10 +524,10 @@ unmerged path ("conflict"), and the last checkpoint.`,
 				}
 				return a.print(out, func(w io.Writer) {
 					for _, c := range st.Changes {
-						fmt.Fprintf(w, "%-9s %s\n", c.Kind, c.Path)
+						fmt.Fprintf(w, "%-9s %s\n", c.Kind, quotePath(c.Path))
 					}
 					for _, p := range st.Conflicts {
-						fmt.Fprintf(w, "%-9s %s\n", "conflict", p)
+						fmt.Fprintf(w, "%-9s %s\n", "conflict", quotePath(p))
 					}
 					if st.InProgress != workspace.OpNone && st.InProgress != "" {
 						fmt.Fprintf(w, "in progress: %s\n", st.InProgress)
@@ -506,14 +547,16 @@ func (a *app) diffCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "diff NAME [FROM [TO]]",
 		Short: "Print a unified patch (git diff format) of a head's changes",
-		Long: `Print a unified patch in git diff format: from FROM (default: the head's
-current commit, its last checkpoint) to TO (default: the head's files now).`,
-		Example: `  grove diff agent-1                  # what a checkpoint now would record
-  grove diff agent-1 3f2a9c1e          # since that checkpoint
-  grove diff agent-1 3f2a9c1e 8e1b7d40 # between two checkpoints`,
+		Long: `Print a unified patch in git diff format: from FROM (default: the commit the
+head is at) to TO (default: the head's files now). FROM and TO are
+checkpoints, branches, tags or commits of the repository; HEAD names the
+repository's HEAD (its main checkout's), not the head's.`,
+		Example: `  grove diff agent-1                    # what a checkpoint now would record
+  grove diff agent-1 3f2a9c1e           # since that checkpoint
+  grove diff agent-1 3f2a9c1e 8e1b7d40  # between two checkpoints`,
 		Args: args(cobra.RangeArgs(1, 3)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withHead(cmd, args[0], func(h *workspace.Head) error {
+			return a.withHead(cmd, args[0], false, func(h *workspace.Head) error {
 				var from, to workspace.Rev
 				if len(args) > 1 {
 					from = workspace.Rev(args[1])
@@ -551,7 +594,7 @@ func (a *app) archiveCmd(archive bool) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ws, err := a.workspace()
 			if err != nil {
-				return fail(cmd, args[0], err)
+				return fail(cmd, "", err)
 			}
 			return fail(cmd, args[0], ws.SetArchived(a.ctx, args[0], archive))
 		},
@@ -573,20 +616,16 @@ head is only forgotten (its files stay).`,
   grove destroy scratch --discard`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withHead(cmd, args[0], func(h *workspace.Head) error {
+			return a.withHead(cmd, args[0], true, func(h *workspace.Head) error {
 				done := a.startProgress(fmt.Sprintf("destroying head %q", args[0]))
 				res, err := h.Destroy(a.ctx, &workspace.DestroyOptions{Discard: discard})
 				done()
 				if err != nil {
 					return err
 				}
-				final := ""
-				if res.Final != nil {
-					final = string(res.Final.ID)
-				}
 				return a.print(struct {
 					Final *checkpointJSON `json:"final"`
-				}{resultOut(res.Final)}, line(final))
+				}{resultOut(res.Final)}, line(idOf(res.Final)))
 			})
 		},
 	}
@@ -617,4 +656,15 @@ must not exist or be empty. DIR is a plain directory, not a head.`,
 			return fail(cmd, "", err)
 		},
 	}
+}
+
+// quotePath prints a path an agent named as git does with core.quotePath:
+// quoted, with escapes, when it holds a control character, a quote, a
+// backslash or bytes that are not UTF-8, so that no file name can forge a
+// line of grove's output or reach the terminal as an escape sequence.
+func quotePath(p string) string {
+	if !utf8.ValidString(p) || strings.ContainsAny(p, "\"\\") || strings.IndexFunc(p, unicode.IsControl) >= 0 {
+		return strconv.Quote(p)
+	}
+	return p
 }

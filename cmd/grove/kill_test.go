@@ -104,3 +104,35 @@ func TestACheckpointKilledMidwayLeavesTheNextComplete(t *testing.T) {
 	t.Logf("%d of %d checkpoints were killed before they finished", interrupted, rounds)
 	assert.Positive(t, interrupted, "no kill landed inside a checkpoint")
 }
+
+// An interrupted grove run passes the interrupt to its command, checkpoints
+// what the command did, and exits with the command's status.
+func TestAnInterruptedRunCheckpointsAndExitsAsItsCommand(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	repo := filepath.Join(root, "repo")
+	require.NoError(t, githarness.InitRepo(ctx, repo, fstest.MapFS{"a.txt": {Data: []byte("a\n")}}))
+	home := filepath.Join(root, "home")
+	dir, err := grove(t, repo, home, "new", "h")
+	require.NoError(t, err)
+	c := exec.Command(groveBin, "run", "h", "--", "sh", "-c",
+		`trap 'echo bye > bye.txt; exit 7' INT; echo > started; while true; do sleep 0.05; done`)
+	c.Dir = repo
+	c.Env = append(os.Environ(), "GROVE_HOME="+home)
+	require.NoError(t, c.Start())
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the command never started")
+	}
+	require.NoError(t, c.Process.Signal(os.Interrupt))
+	err = c.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 7, exit.ExitCode(), "grove exits with its command's status")
+	show, err := githarness.Git(ctx, dir, "show", "--stat", "--format=%s", "HEAD")
+	require.NoError(t, err)
+	assert.Contains(t, show, "bye.txt", "what the command did after the interrupt is checkpointed")
+	assert.Contains(t, show, "grove run: sh -c")
+}

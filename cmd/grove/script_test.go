@@ -264,8 +264,6 @@ func cmdGithook(ts *testscript.TestScript, neg bool, args []string) {
 		{"core.fsmonitor", script("fsmonitor")},
 		{"diff.external", script("external-diff")},
 		{"diff.evil.textconv", script("textconv")},
-		{"core.pager", script("pager")},
-		{"alias.status", "!" + script("alias")},
 	} {
 		out, err := exec.Command("git", "-C", repo, "config", kv[0], kv[1]).CombinedOutput()
 		if err != nil {

@@ -8,11 +8,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -26,20 +26,32 @@ type sessionConfig struct {
 	Agent string `json:"agent"`
 }
 
-// snapshotFlags maps --snapshot to the engine's triggers.
+// snapshotFlags maps --snapshot to the engine's triggers, and back.
 var snapshotFlags = map[string]engine.Trigger{"manual": engine.Manual, "turn": engine.OnTurnDone, "idle": engine.OnIdle}
+
+func snapshotWord(t engine.Trigger) string {
+	for word, trigger := range snapshotFlags {
+		if trigger == t {
+			return word
+		}
+	}
+	return string(t)
+}
+
+// runAgent is the agent name of the session grove run makes for itself.
+const runAgent = "grove run"
 
 // sessionJSON is a session as --json prints it.
 type sessionJSON struct {
 	Session        string                 `json:"session"`
-	Agent          string                 `json:"agent,omitempty"`
-	Head           string                 `json:"head,omitempty"`
-	Dir            string                 `json:"dir,omitempty"`
-	Root           string                 `json:"root,omitempty"`
+	Agent          string                 `json:"agent"`
+	Head           string                 `json:"head"`
+	Dir            string                 `json:"dir,omitempty"`  // the head's directory
+	Repo           string                 `json:"repo,omitempty"` // the repository, as the session recorded it
 	State          string                 `json:"state,omitempty"`
 	Live           *bool                  `json:"live,omitempty"`
 	Claims         *bool                  `json:"claims,omitempty"`
-	Snapshot       engine.Trigger         `json:"snapshot,omitempty"`
+	Snapshot       string                 `json:"snapshot,omitempty"`
 	LastCheckpoint workspace.CheckpointID `json:"last_checkpoint,omitempty"`
 	Gained         []string               `json:"gained,omitempty"`
 	Created        *time.Time             `json:"created,omitempty"`
@@ -63,34 +75,85 @@ fails with a typed error.`,
 	return cmd
 }
 
-// placementFor binds a session to the head hi: exclusively (through the
-// engine's claim) for an isolated head, shared otherwise.
-func (a *app) placementFor(hi workspace.HeadInfo) (engine.Placement, error) {
-	root := a.repo
-	if root == "" {
-		var err error
-		if root, err = os.Getwd(); err != nil {
-			return engine.Placement{}, err
-		}
-	}
-	root, err := filepath.Abs(root)
+// startSession starts a session on the head called name, bound
+// exclusively (through the engine's claim) to an isolated head and shared
+// otherwise. A head another grove command holds for a moment is waited for
+// (--wait); a head another session claims is AlreadyBound at once, unless
+// takeOver and no process runs that session.
+func (a *app) startSession(name string, opts engine.SessionOptions, takeOver func(holder engine.SessionInfo) bool) (*engine.Session, error) {
+	ws, err := a.workspace()
 	if err != nil {
-		return engine.Placement{}, err
+		return nil, err
 	}
-	eh := &engine.ExistingHead{Backend: a.backend(), Root: root, Head: hi.Name}
+	hi, err := a.headInfo(name)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := a.engine()
+	if err != nil {
+		return nil, err
+	}
+	// The repository as grove recorded it, never the directory grove was
+	// run from (which may be a head, or a subdirectory).
+	eh := &engine.ExistingHead{Backend: a.backend(), Root: ws.Info().Locator, Head: name}
 	if hi.Access == workspace.Shared {
-		return engine.Placement{Shared: eh}, nil
+		opts.Placement = engine.Placement{Shared: eh}
+	} else {
+		opts.Placement = engine.Placement{Exclusive: eh}
 	}
-	return engine.Placement{Exclusive: eh}, nil
+	var s *engine.Session
+	err = a.retry(func() error {
+		s, err = eng.NewSession(a.ctx, &opts)
+		if workspace.CodeOf(err) != workspace.AlreadyBound {
+			return err
+		}
+		holder, claimed := a.claimant(eng, ws, name)
+		if !claimed {
+			return err // another grove command holds the head: wait
+		}
+		if !opts.TakeOver && !holder.Live && takeOver != nil && takeOver(holder) {
+			opts.TakeOver = true
+			s, err = eng.NewSession(a.ctx, &opts)
+			if err == nil || workspace.CodeOf(err) != workspace.AlreadyBound {
+				return err
+			}
+		}
+		return &stopRetry{&workspace.Error{Code: workspace.AlreadyBound, Head: name, Err: claimMessage(holder)}}
+	})
+	var stop *stopRetry
+	if errors.As(err, &stop) {
+		err = stop.err
+	}
+	return s, err
 }
 
-// liveHead finds the head called name and refuses an archived one.
-func (a *app) liveHead(name string) (workspace.HeadInfo, error) {
-	hi, err := a.headInfo(name)
-	if err == nil && hi.State == workspace.StateArchived {
-		err = &workspace.Error{Code: workspace.Archived, Head: name, Err: errors.New("unarchive it first (grove unarchive)")}
+// stopRetry ends a.retry with err, which is AlreadyBound for good.
+type stopRetry struct{ err error }
+
+func (s *stopRetry) Error() string { return s.err.Error() }
+func (s *stopRetry) Unwrap() error { return s.err }
+
+// claimMessage says who holds a head and what to do about it.
+func claimMessage(holder engine.SessionInfo) error {
+	if holder.Live {
+		return fmt.Errorf("the head is claimed by session %s, which a process is running", holder.ID)
 	}
-	return hi, err
+	return fmt.Errorf("the head is claimed by session %s (resume it with --session, close it with grove session close, or take it over with --take-over)", holder.ID)
+}
+
+// claimant finds the open session that claims the head called name in
+// workspace ws, if one does.
+func (a *app) claimant(eng *engine.Engine, ws *workspace.Workspace, name string) (engine.SessionInfo, bool) {
+	all, err := eng.Sessions(a.ctx)
+	if err != nil {
+		return engine.SessionInfo{}, false
+	}
+	for _, si := range all {
+		if si.Claims && si.Head == name && si.Root == ws.Info().Locator {
+			return si, true
+		}
+	}
+	return engine.SessionInfo{}, false
 }
 
 func (a *app) sessionStartCmd() *cobra.Command {
@@ -102,9 +165,14 @@ func (a *app) sessionStartCmd() *cobra.Command {
 		Long: `Start a session bound to the head called NAME and print its ID, the only thing
 needed to resume it. The session stays open after grove exits, holding its
 claim on an isolated head: a second session on that head is refused unless
---take-over (which takes the claim from a session no process runs).
---snapshot says when the session checkpoints by itself: manual, after each
-turn (turn), or when idle (idle, the default).`,
+--take-over, which takes the claim from a session no process runs.
+
+--agent names the agent; it is recorded in the session's configuration.
+--snapshot (manual, turn or idle; default idle) is the session's snapshot
+policy, recorded for whoever resumes the session through the library: a
+program that resumes it and runs turns gets checkpoints after each turn
+(turn) or after a minute without one (idle). grove run checkpoints at the
+end of its command whatever the policy.`,
 		Example: `  grove session start agent-1 --agent claude --snapshot turn`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -113,23 +181,13 @@ turn (turn), or when idle (idle, the default).`,
 			if !ok {
 				return &failure{op: opName(cmd), err: fmt.Errorf("--snapshot must be manual, turn or idle, not %q", snapshot), usage: true}
 			}
-			hi, err := a.liveHead(name)
-			if err != nil {
-				return fail(cmd, name, err)
-			}
-			eng, err := a.engine()
-			if err != nil {
-				return fail(cmd, name, err)
-			}
-			p, err := a.placementFor(hi)
-			if err != nil {
-				return fail(cmd, name, err)
+			if _, err := a.workspace(); err != nil {
+				return fail(cmd, "", err)
 			}
 			config, _ := json.Marshal(sessionConfig{Agent: agent})
-			s, err := eng.NewSession(a.ctx, &engine.SessionOptions{
-				Agent: agent, Placement: p, Snapshot: &engine.SnapshotPolicy{Trigger: trigger},
-				Config: config, TakeOver: takeOver,
-			})
+			s, err := a.startSession(name, engine.SessionOptions{
+				Agent: agent, Snapshot: &engine.SnapshotPolicy{Trigger: trigger}, Config: config, TakeOver: takeOver,
+			}, nil)
 			if err != nil {
 				return fail(cmd, name, err)
 			}
@@ -137,33 +195,28 @@ turn (turn), or when idle (idle, the default).`,
 			if err := s.Detach(); err != nil {
 				return fail(cmd, name, err)
 			}
-			return a.print(sessionJSON{Session: s.ID(), Agent: agent, Head: name, Dir: dir, Snapshot: trigger}, line(s.ID()))
+			return a.print(sessionJSON{Session: s.ID(), Agent: agent, Head: name, Dir: dir, Snapshot: snapshot}, line(s.ID()))
 		},
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "the agent's name, recorded in the session's configuration")
-	cmd.Flags().StringVar(&snapshot, "snapshot", "idle", "when the session checkpoints by itself: manual, turn or idle")
+	cmd.Flags().StringVar(&snapshot, "snapshot", "idle", "the session's snapshot policy: manual, turn or idle")
 	cmd.Flags().BoolVar(&takeOver, "take-over", false, "take the head's claim from a session no process runs")
 	return cmd
 }
 
-// resume resumes session id with the configuration it recorded.
-func (a *app) resume(id string) (*engine.Session, error) {
+// resume resumes session id with the configuration it recorded, and
+// returns the name of its head (for messages) even when it fails.
+func (a *app) resume(id string) (*engine.Session, string, error) {
 	eng, err := a.engine()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	si, err := eng.SessionInfo(a.ctx, id)
-	if workspace.CodeOf(err) == workspace.NotFound {
-		return eng.Resume(a.ctx, id, nil) // the engine's own SessionNotFound
+	head := ""
+	if si, err := eng.SessionInfo(a.ctx, id); err == nil {
+		head = si.Head
 	}
-	if err != nil {
-		return nil, err
-	}
-	opts := &engine.ResumeOptions{Permission: si.Permission, Config: si.Config}
-	if si.Snapshot.Trigger != "" {
-		opts.Snapshot = &si.Snapshot
-	}
-	return eng.Resume(a.ctx, id, opts)
+	s, err := eng.Resume(a.ctx, id, &engine.ResumeOptions{AsRecorded: true})
+	return s, head, err
 }
 
 func (a *app) sessionResumeCmd() *cobra.Command {
@@ -174,13 +227,14 @@ func (a *app) sessionResumeCmd() *cobra.Command {
 is the same head, or fail with a typed error (session not found, head
 unavailable: destroyed, archived, missing or moved, identity mismatch,
 session busy). It never substitutes another head. The session stays open,
-holding its claim, for the next command to resume.`,
+holding its claim, for the next command to resume. Commits the head gained
+since the session's last checkpoint are listed ("gained" with --json).`,
 		Example: `  cd "$(grove session resume 5b0c8a4e-1d2f-4c3b-9a8e-7f6d5c4b3a21)"`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.resume(args[0])
+			s, head, err := a.resume(args[0])
 			if err != nil {
-				return fail(cmd, "", err)
+				return fail(cmd, head, err)
 			}
 			hi := s.Head().Info()
 			rep := s.Resumed()
@@ -194,7 +248,7 @@ holding its claim, for the next command to resume.`,
 			return a.print(out, func(w io.Writer) {
 				fmt.Fprintln(w, hi.Root)
 				if len(rep.Gained) > 0 {
-					fmt.Fprintf(a.stderr, "grove: session resume: the head gained %d commit(s) since the session's last checkpoint\n", len(rep.Gained))
+					fmt.Fprintf(a.stderr, "grove: resume: the head gained %d commit(s) since the session's last checkpoint\n", len(rep.Gained))
 				}
 			})
 		},
@@ -210,11 +264,11 @@ head so that another session may take the head. Nothing is deleted.`,
 		Example: `  grove session close 5b0c8a4e-1d2f-4c3b-9a8e-7f6d5c4b3a21`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.resume(args[0])
+			s, head, err := a.resume(args[0])
 			if err != nil {
-				return fail(cmd, "", err)
+				return fail(cmd, head, err)
 			}
-			return fail(cmd, "", s.Close())
+			return fail(cmd, head, s.Close())
 		},
 	}
 }
@@ -252,9 +306,9 @@ process runs it (it keeps its claim on its head), "closed" after close.`,
 			out := make([]sessionJSON, 0, len(all))
 			for _, si := range all {
 				out = append(out, sessionJSON{
-					Session: si.ID, Agent: si.Agent, Head: si.Head, Root: si.Root, State: sessionState(si),
-					Live: &si.Live, Claims: &si.Claims, Snapshot: si.Snapshot.Trigger, LastCheckpoint: si.LastCheckpoint,
-					Created: &si.Created, Updated: &si.Updated,
+					Session: si.ID, Agent: si.Agent, Head: si.Head, Repo: si.Root, State: sessionState(si),
+					Live: &si.Live, Claims: &si.Claims, Snapshot: snapshotWord(si.Snapshot.Trigger),
+					LastCheckpoint: si.LastCheckpoint, Created: &si.Created, Updated: &si.Updated,
 				})
 			}
 			return a.print(out, func(w io.Writer) {
@@ -276,16 +330,16 @@ process runs it (it keeps its claim on its head), "closed" after close.`,
 
 func (a *app) sessionEventsCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:     "events ID",
-		Short:   "Print a session's journal, in order",
+		Use:   "events ID",
+		Short: "Print a session's journal, in order",
+		Long: `Print session ID's journal, oldest first: one line per event with its number,
+time, kind and payload (a JSON object). The kinds and their payloads are
+engine.EventKind's (go doc github.com/groveworks/grove/engine EventKind).`,
 		Example: `  grove session events 5b0c8a4e-1d2f-4c3b-9a8e-7f6d5c4b3a21 --json`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			eng, err := a.engine()
 			if err != nil {
-				return fail(cmd, "", err)
-			}
-			if _, err := eng.SessionInfo(a.ctx, args[0]); err != nil {
 				return fail(cmd, "", err)
 			}
 			evs, err := eng.Events(a.ctx, args[0])
@@ -304,11 +358,11 @@ func (a *app) sessionEventsCmd() *cobra.Command {
 			}
 			return a.print(out, func(w io.Writer) {
 				for _, ev := range evs {
-					payload := string(ev.Payload)
-					if payload == "{}" {
-						payload = ""
+					fmt.Fprintf(w, "%d %s %s", ev.Seq, ev.At.UTC().Format(time.RFC3339), ev.Kind)
+					if p := string(ev.Payload); p != "{}" && p != "" {
+						fmt.Fprintf(w, " %s", p)
 					}
-					fmt.Fprintf(w, "%d %s %s %s\n", ev.Seq, ev.At.UTC().Format(time.RFC3339), ev.Kind, payload)
+					fmt.Fprintln(w)
 				}
 			})
 		},
@@ -317,33 +371,83 @@ func (a *app) sessionEventsCmd() *cobra.Command {
 
 func (a *app) runCmd() *cobra.Command {
 	var sessionID string
+	var takeOver bool
 	cmd := &cobra.Command{
-		Use:   "run NAME [--session ID] -- CMD [ARGS...]",
+		Use:   "run NAME [--session ID] [--take-over] -- CMD [ARGS...]",
 		Short: "Run a command in a head as one turn of a session, then checkpoint",
 		Long: `Run CMD inside the head called NAME as one turn of a session: a session of its
 own (started for the run and closed after it), or session ID with --session
 (resumed for the run and left open after it). CMD runs in the head's
-directory with GROVE_HEAD and GROVE_SESSION in its environment; when it
-exits, grove checkpoints the head and exits with CMD's status.`,
+directory with GROVE_HEAD and GROVE_SESSION in its environment, and with no
+GIT_DIR, GIT_WORK_TREE or other variable that would point its git at another
+repository. When it exits, grove checkpoints the head and exits with CMD's
+status (128+N when a signal N ended it); an interrupt is passed on to CMD,
+and what it did is still checkpointed.
+
+A head another session claims is refused. The session of a grove run that
+was killed is taken over by the next grove run; --take-over takes any
+session's claim, when no process runs that session.`,
 		Example: `  grove run agent-1 -- make test
   grove run agent-1 --session "$id" -- sh -c 'echo x > f'`,
-		Args: args(cobra.MinimumNArgs(2)),
+		DisableFlagsInUseLine: true,
+		Args:                  args(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() != 1 {
 				return &failure{op: opName(cmd), err: errors.New("usage: grove run NAME -- CMD [ARGS...]"), usage: true}
 			}
-			return a.runTurn(cmd, args[0], sessionID, args[1:])
+			return a.runTurn(cmd, args[0], sessionID, takeOver, args[1:])
 		},
 	}
 	cmd.Flags().StringVar(&sessionID, "session", "", "run as a turn of this session instead of a session of its own")
+	cmd.Flags().BoolVar(&takeOver, "take-over", false, "take the head's claim from a session no process runs")
 	return cmd
 }
 
-func (a *app) runTurn(cmd *cobra.Command, name, sessionID string, argv []string) error {
+// gitRedirects are environment variables that point git at another
+// repository, work tree or index than the one it finds itself: CMD in a
+// head must not inherit them from whoever ran grove.
+var gitRedirects = []string{
+	"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+	"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+	"GIT_PREFIX", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+}
+
+// cleanEnv is env without git's redirecting variables (and without the
+// GIT_CONFIG_KEY_n/VALUE_n pairs GIT_CONFIG_COUNT would apply).
+func cleanEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		drop := strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_")
+		for _, r := range gitRedirects {
+			drop = drop || name == r
+		}
+		if !drop {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// runMessage is the checkpoint message of a run: the command line, cut to
+// 200 bytes at a character boundary.
+func runMessage(argv []string) string {
+	msg := "grove run: " + strings.Join(argv, " ")
+	if len(msg) <= 200 {
+		return msg
+	}
+	cut := 200
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
+}
+
+func (a *app) runTurn(cmd *cobra.Command, name, sessionID string, takeOver bool, argv []string) error {
 	var s *engine.Session
 	if sessionID != "" {
 		var err error
-		if s, err = a.resume(sessionID); err != nil {
+		if s, _, err = a.resume(sessionID); err != nil {
 			return fail(cmd, name, err)
 		}
 		defer s.Detach()
@@ -352,37 +456,25 @@ func (a *app) runTurn(cmd *cobra.Command, name, sessionID string, argv []string)
 				Err: fmt.Errorf("session %s is bound to head %q", sessionID, got)})
 		}
 	} else {
-		hi, err := a.liveHead(name)
-		if err != nil {
-			return fail(cmd, name, err)
+		if _, err := a.workspace(); err != nil {
+			return fail(cmd, "", err)
 		}
-		eng, err := a.engine()
-		if err != nil {
-			return fail(cmd, name, err)
-		}
-		p, err := a.placementFor(hi)
-		if err != nil {
-			return fail(cmd, name, err)
-		}
-		config, _ := json.Marshal(sessionConfig{Agent: "grove run"})
-		s, err = eng.NewSession(a.ctx, &engine.SessionOptions{Agent: "grove run", Placement: p,
-			Snapshot: &engine.SnapshotPolicy{Trigger: engine.Manual}, Config: config})
+		config, _ := json.Marshal(sessionConfig{Agent: runAgent})
+		var err error
+		s, err = a.startSession(name, engine.SessionOptions{
+			Agent: runAgent, Snapshot: &engine.SnapshotPolicy{Trigger: engine.Manual}, Config: config, TakeOver: takeOver,
+		}, func(holder engine.SessionInfo) bool { return holder.Agent == runAgent })
 		if err != nil {
 			return fail(cmd, name, err)
 		}
 		defer s.Close()
 	}
-	msg := "grove run: " + strings.Join(argv, " ")
-	if len(msg) > 200 {
-		msg = msg[:200] + "…"
-	}
 	status := 0
-	var cp workspace.CheckpointResult
 	var cerr error
 	err := s.Turn(a.ctx, func(ctx context.Context) error {
 		c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		c.Dir = s.Head().Info().Root
-		c.Env = append(os.Environ(), "GROVE_HEAD="+name, "GROVE_SESSION="+s.ID())
+		c.Env = append(cleanEnv(os.Environ()), "GROVE_HEAD="+name, "GROVE_SESSION="+s.ID())
 		c.Stdin, c.Stdout, c.Stderr = a.stdin, a.stdout, a.stderr
 		c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
 		c.WaitDelay = 10 * time.Second
@@ -397,10 +489,14 @@ func (a *app) runTurn(cmd *cobra.Command, name, sessionID string, argv []string)
 		case err != nil:
 			return err // CMD did not start: nothing to checkpoint
 		}
-		// What CMD did is checkpointed, inside the turn (so that a
-		// snapshot policy finds nothing left to do), even when grove was
+		// What CMD did is checkpointed inside the turn (so that a snapshot
+		// policy finds nothing left to do), even when grove was
 		// interrupted meanwhile.
-		cp, cerr = s.Checkpoint(context.WithoutCancel(ctx), &workspace.CheckpointOptions{Message: msg})
+		var cp workspace.CheckpointResult
+		cp, cerr = s.Checkpoint(context.WithoutCancel(ctx), &workspace.CheckpointOptions{Message: runMessage(argv)})
+		if cerr == nil && isTerminal(a.stderr) {
+			fmt.Fprintf(a.stderr, "grove: run: checkpoint %s\n", cp.ID)
+		}
 		return nil
 	})
 	if err != nil {
@@ -408,9 +504,6 @@ func (a *app) runTurn(cmd *cobra.Command, name, sessionID string, argv []string)
 	}
 	if cerr != nil {
 		return fail(cmd, name, cerr)
-	}
-	if isTerminal(a.stderr) {
-		fmt.Fprintf(a.stderr, "grove: run: checkpoint %s\n", cp.ID)
 	}
 	if status != 0 {
 		return &exitStatus{code: status}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -88,7 +87,7 @@ func (g *tourGuide) grove(wantFail bool, args ...string) string {
 	fmt.Fprintf(g.a.stdout, "  $ grove %s\n", strings.Join(quoteAll(args), " "))
 	c := exec.CommandContext(g.a.ctx, g.self, args...)
 	c.Dir = g.repo
-	c.Env = append(os.Environ(), "GROVE_HOME="+g.home)
+	c.Env = append(cleanEnv(os.Environ()), "GROVE_HOME="+g.home)
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
 	err := c.Run()
@@ -193,7 +192,7 @@ func (g *tourGuide) makeRepo() error {
 	} {
 		c := exec.CommandContext(g.a.ctx, "git", args...)
 		c.Dir = g.repo
-		c.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1",
+		c.Env = append(cleanEnv(os.Environ()), "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1",
 			"GIT_AUTHOR_NAME=grove tour", "GIT_AUTHOR_EMAIL=tour@grove.invalid",
 			"GIT_COMMITTER_NAME=grove tour", "GIT_COMMITTER_EMAIL=tour@grove.invalid")
 		if out, err := c.CombinedOutput(); err != nil {
@@ -223,7 +222,7 @@ func (g *tourGuide) run() error {
 	g.say("A checkpoint is a commit of the head's whole tree (ignored files aside).\nIt prints the commit's hash.")
 	first := g.grove(false, "checkpoint", "agent-1", "-m", "agent-1: greeting")
 
-	g.say("agent-1 goes on, and does not checkpoint. A fork of agent-1 starts from\nits state now, uncommitted work included.")
+	g.say("agent-1 goes on, and does not checkpoint. A fork of agent-1 starts from\nits state now, uncommitted work included: grove checkpoints agent-1 first\n(that checkpoint shows in its log below) and makes the new head from it.")
 	g.write(h1, "src/app.go", "package app\n\nfunc Greeting() string { return \"hello, experiment\" }\n")
 	exp := g.grove(false, "fork", "agent-1", "experiment")
 	g.cat(filepath.Join(exp, "src", "app.go"))
@@ -244,6 +243,8 @@ func (g *tourGuide) run() error {
 		g.err = fmt.Errorf("the session resumed in %s, not in its head %s", again, h2)
 	}
 	g.grove(true, "session", "start", "agent-2")
+
+	g.say("The agent's work, run as one turn of the session: the command runs in the\nhead, grove checkpoints what it did, and the session's journal records it all.")
 	g.grove(false, "run", "agent-2", "--session", id, "--", "sh", "-c", "echo done > result.txt")
 	g.grove(false, "session", "events", id)
 
@@ -255,7 +256,7 @@ func (g *tourGuide) run() error {
 	g.grove(false, "ls")
 	if g.err == nil {
 		c := exec.CommandContext(g.a.ctx, "git", "-C", g.repo, "worktree", "list")
-		c.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1")
+		c.Env = append(cleanEnv(os.Environ()), "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1")
 		out, err := c.Output()
 		fmt.Fprintf(g.a.stdout, "  $ git worktree list\n")
 		show(g.a.stdout, string(out))
@@ -264,7 +265,7 @@ func (g *tourGuide) run() error {
 		}
 	}
 	if g.err != nil {
-		return errors.Join(errors.New("the tour stopped"), g.err)
+		return fmt.Errorf("the tour stopped: %w", g.err)
 	}
 	return nil
 }

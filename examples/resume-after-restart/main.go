@@ -1,6 +1,7 @@
 // Command resume-after-restart shows a harness that survives a restart:
-// the first process starts a session, lets its agent work, and dies
-// without closing anything; it then starts itself again, as a second
+// the first process starts a session, lets its agent work, and hands the
+// session over without closing it (Detach, which leaves the session as a
+// crash would, but cleanly); it then starts itself again, as a second
 // process that knows only the session's ID, which resumes the session in
 // exactly the same head — and, once that head is destroyed, fails with a
 // typed error instead of opening another.
