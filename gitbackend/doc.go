@@ -174,9 +174,13 @@
 //
 // Sparse checkout, partial clone and filter drivers (clean/smudge/process,
 // as Git LFS installs) in the repository's configuration are refused at
-// open, and a commit with submodules (.gitmodules) or Git LFS attributes
-// (filter=lfs in the root .gitattributes) is refused at create, each with
-// Unimplemented naming the feature.
+// open while grove has no head in the repository, and a commit with
+// submodules (.gitmodules) or Git LFS attributes (filter=lfs in the root
+// .gitattributes) is refused at create, each with Unimplemented naming the
+// feature. Once grove has heads, such configuration (which an agent can
+// write from its head) no longer stops the workspace from opening: it is
+// inert for grove's commands, and refusing would let one agent lock the
+// orchestrator out of every head.
 //
 // # Departures and limits
 //

@@ -168,8 +168,10 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	if err != nil {
 		return nil, backend.Errorf(backend.Internal, op, "%w", err)
 	}
-	if err := checkGitFile(op, abs, common); err != nil {
-		return nil, err
+	if realAbs, err := filepath.EvalSymlinks(abs); err == nil && lines[1] != "true" && !within(realAbs, common) {
+		if err := checkGitFile(op, realAbs, common); err != nil {
+			return nil, err
+		}
 	}
 	repo := &repo{r: r, common: common, bare: lines[1] == "true"}
 	if !repo.bare {
@@ -180,8 +182,17 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 			return nil, err
 		}
 	}
-	if err := repo.checkShape(ctx); err != nil {
-		return nil, err
+	// A shape grove does not drive is refused before grove manages the
+	// repository. Once it has heads there, the same settings can only have
+	// come from the repository's users or from an agent in a head (which
+	// writes the common config with git config): they are then inert for
+	// grove's commands (drivers overridden, sparse checkout ignored, no
+	// transport), and refusing to open would lock the orchestrator out of
+	// every head, the agent's included.
+	if !metaOf(common).hasLiveHeads() {
+		if err := repo.checkShape(ctx); err != nil {
+			return nil, err
+		}
 	}
 	headsDir := ""
 	if opts != nil {

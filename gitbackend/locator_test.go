@@ -113,3 +113,18 @@ func TestMaterializeThroughASymlinkInAHeadIsRefused(t *testing.T) {
 	_, err = os.Stat(filepath.Join(filepath.Dir(out), "x"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// A bare repository, or a locator inside a git dir, is opened even when it
+// lies inside another repository's working tree: no .git file leads there.
+func TestABareRepositoryInsideACheckoutOpens(t *testing.T) {
+	f := newFixture(t)
+	bare := filepath.Join(f.repo, "remotes", "origin.git")
+	f.git(f.repo, "clone", "-q", "--bare", f.repo, bare)
+	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), bare, nil)
+	require.NoError(t, err)
+	require.NoError(t, ws.Close())
+	ws, err = workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), filepath.Join(f.repo, ".git"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, f.ws.Info().ID, ws.Info().ID, "the git dir opens its own repository")
+	require.NoError(t, ws.Close())
+}

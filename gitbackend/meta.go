@@ -217,3 +217,18 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	return err
 }
+
+// hasLiveHeads reports whether the repository has a live or archived head
+// (an unreadable metadata directory counts as none).
+func (m meta) hasLiveHeads() bool {
+	all, err := m.manifests()
+	if err != nil {
+		return false
+	}
+	for _, mf := range all {
+		if mf.live() {
+			return true
+		}
+	}
+	return false
+}

@@ -78,3 +78,35 @@ func assertNothingLeft(t *testing.T, f *fixture, name string) {
 	require.NoError(t, err)
 	assert.Empty(t, heads)
 }
+
+// An agent that configures, from its head, one of the shapes grove refuses
+// at open (a filter driver, a sparse checkout, a partial clone) cannot lock
+// the orchestrator out of the repository: once grove has heads there,
+// these settings are inert for grove's commands (drivers are overridden,
+// sparse checkout ignored, no transport runs), and every operation goes on.
+func TestAShapeAnAgentConfiguresDoesNotLockGroveOut(t *testing.T) {
+	for _, kv := range [][2]string{
+		{"filter.x.clean", "cat"},
+		{"core.sparseCheckout", "true"},
+		{"extensions.partialClone", "origin"},
+	} {
+		t.Run(kv[0], func(t *testing.T) {
+			f := newFixture(t)
+			agent := f.head("agent")
+			other := f.head("other")
+			f.git(agent.Info().Root, "config", kv[0], kv[1])
+			ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, nil)
+			require.NoError(t, err, "the repository opens")
+			defer ws.Close()
+			heads, err := ws.Heads(f.ctx)
+			require.NoError(t, err)
+			assert.Len(t, heads, 2)
+			f.write(other, "new.txt", "x\n")
+			cp, err := other.Checkpoint(f.ctx, nil)
+			require.NoError(t, err, "another head checkpoints")
+			assert.Contains(t, f.git(other.Info().Root, "show", "--stat", string(cp.ID)), "new.txt")
+			_, err = agent.Destroy(f.ctx, &workspace.DestroyOptions{Discard: true})
+			require.NoError(t, err, "the agent's head is destroyed")
+		})
+	}
+}
