@@ -155,10 +155,14 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 		// git's own words say why (not a repository, dubious ownership,
 		// a permission); the command line around them says nothing more.
 		why, _, _ := strings.Cut(strings.TrimSpace(gitcmd.Stderr(err)), "\n")
-		if why == "" {
-			why = err.Error()
+		why = strings.TrimPrefix(why, "fatal: ")
+		switch {
+		case why == "":
+			why = "not inside a git repository: " + err.Error()
+		case !strings.HasPrefix(why, "not a git repository"):
+			why = "not inside a git repository: " + why
 		}
-		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: fmt.Errorf("not inside a git repository: %s", why)}
+		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: errors.New(why)}
 	}
 	lines := strings.Split(out, "\n")
 	if len(lines) != 2 {
