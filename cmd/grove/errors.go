@@ -12,7 +12,7 @@ import (
 
 // failure is a command's error with the operation it names.
 type failure struct {
-	op    string // "checkpoint", "session start"
+	op    string // the command's name: "checkpoint", "start"
 	head  string // the head the command was about, if any
 	err   error
 	usage bool // the arguments were wrong: exit status 2
