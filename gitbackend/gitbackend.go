@@ -154,15 +154,16 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 		}
 		// git's own words say why (not a repository, dubious ownership,
 		// a permission); the command line around them says nothing more.
-		why, _, _ := strings.Cut(strings.TrimSpace(gitcmd.Stderr(err)), "\n")
-		why = strings.TrimPrefix(why, "fatal: ")
+		why := strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(gitcmd.Stderr(err)), "fatal: ", "")), " ")
 		switch {
 		case why == "":
-			why = "not inside a git repository: " + err.Error()
-		case !strings.HasPrefix(why, "not a git repository"):
-			why = "not inside a git repository: " + why
+			return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: fmt.Errorf("not inside a git repository: %w", err)}
+		case strings.HasPrefix(why, "not a git repository"):
+			return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: errors.New(why)}
 		}
-		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: errors.New(why)}
+		// A repository git will not open (an unknown extension, dubious
+		// ownership): git's whole message says why.
+		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: locator, Err: errors.New(why)}
 	}
 	lines := strings.Split(out, "\n")
 	if len(lines) != 2 {
@@ -172,13 +173,17 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	if err != nil {
 		return nil, backend.Errorf(backend.Internal, op, "%w", err)
 	}
-	if realAbs, err := filepath.EvalSymlinks(abs); err == nil && lines[1] != "true" && !within(realAbs, common) {
-		if err := checkGitFile(op, realAbs, common); err != nil {
-			return nil, err
-		}
+	realAbs, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: err}
+	}
+	if err := checkLocator(op, realAbs, common, lines[1] == "true"); err != nil {
+		return nil, err
 	}
 	repo := &repo{r: r, common: common, bare: lines[1] == "true"}
-	if !repo.bare {
+	// A git dir named .git has its working tree around it, whatever
+	// core.bare (which an agent can set from its head) says.
+	if !repo.bare || filepath.Base(common) == ".git" {
 		if repo.main, err = repo.mainWorktree(ctx, abs); err != nil {
 			return nil, err
 		}
@@ -380,87 +385,111 @@ func within(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
 }
 
-// checkGitFile refuses a locator whose repository was found through a .git
-// file that the repository does not own back. Inside a linked worktree (a
-// head), git finds the repository through the worktree's .git file, which
-// whoever works there can rewrite: to a repository of their own making,
-// or to another worktree's entry. A .git file is trusted only when it names
-// the found repository's git dir itself (as a submodule's or a separate
-// git dir's does) or one of its worktree entries, common/worktrees/<id>,
-// whose gitdir file names this .git file back; and never when the
-// repository lies inside the directory that holds the .git file. A .git
-// directory must be the repository's own.
-func checkGitFile(op, dir, common string) error {
-	top := dir
-	for {
-		if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
-			break
-		}
-		parent := filepath.Dir(top)
-		if parent == top {
-			return nil // in the git dir itself, or a bare repository
-		}
-		top = parent
-	}
-	dotGit := filepath.Join(top, ".git")
-	refuse := func(format string, args ...any) error {
-		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: dotGit,
+// checkLocator refuses a locator whose repository an agent in a head could
+// have chosen. Inside a linked worktree (a head), git finds the repository
+// through the worktree's .git file, which whoever works there can rewrite,
+// and any directory of the head may hold a repository of the agent's
+// making. So the checkout git found (the directory holding the .git that
+// led to the repository, or a bare repository's own directory) must not
+// lie inside a linked worktree (below a directory whose .git is a file); a
+// .git directory must be the repository's own; and a .git file is
+// followed only to one of the repository's worktree entries,
+// common/worktrees/<id>, whose gitdir file names this .git file back, or
+// to the git dir of a repository that is not bare (a submodule's or a
+// separate git dir's), never to one inside the checkout.
+func checkLocator(op, dir, common string, bare bool) error {
+	refuse := func(path, format string, args ...any) error {
+		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: path,
 			Err: fmt.Errorf("%s; open the repository from its main checkout instead", fmt.Sprintf(format, args...))}
 	}
-	realTop, err := filepath.EvalSymlinks(top)
-	if err != nil {
-		return refuse("%v", err)
+	place := common // where the repository is: a bare one, or one found from inside its git dir
+	if !within(dir, common) {
+		top := dir
+		for {
+			if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
+				break
+			}
+			parent := filepath.Dir(top)
+			if parent == top {
+				return refuse(dir, "git found the repository %s with no .git on the way", common)
+			}
+			top = parent
+		}
+		if err := checkDotGit(refuse, top, common, bare); err != nil {
+			return err
+		}
+		place = top
+	} else if filepath.Base(common) == ".git" {
+		place = filepath.Dir(common)
 	}
-	if within(common, realTop) && filepath.Join(realTop, ".git") != common {
-		return refuse("the repository it leads to, %s, lies inside the checkout", common)
+	for up := filepath.Dir(place); ; up = filepath.Dir(up) {
+		if fi, err := os.Lstat(filepath.Join(up, ".git")); err == nil && !fi.IsDir() {
+			return refuse(place, "the repository lies inside the linked worktree %s", up)
+		}
+		if filepath.Dir(up) == up {
+			return nil
+		}
+	}
+}
+
+// checkDotGit checks the .git that led git from the checkout top to the
+// repository common, as checkLocator says.
+func checkDotGit(refuse func(path, format string, args ...any) error, top, common string, bare bool) error {
+	dotGit := filepath.Join(top, ".git")
+	if within(common, top) && dotGit != common {
+		return refuse(dotGit, "the repository it leads to, %s, lies inside the checkout", common)
 	}
 	fi, err := os.Lstat(dotGit)
 	switch {
 	case err != nil:
-		return refuse("%v", err)
+		return refuse(dotGit, "%v", err)
 	case fi.IsDir():
 		if real, err := filepath.EvalSymlinks(dotGit); err != nil || real != common {
-			return refuse("the .git directory is not the repository git found (%s)", common)
+			return refuse(dotGit, "the .git directory is not the repository git found (%s)", common)
 		}
 		return nil
 	case !fi.Mode().IsRegular():
-		return refuse("the .git file is not a regular file")
+		return refuse(dotGit, "the .git file is not a regular file")
 	}
 	data, err := os.ReadFile(dotGit)
 	if err != nil {
-		return refuse("%v", err)
+		return refuse(dotGit, "%v", err)
 	}
 	target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
 	if !ok {
-		return refuse("the .git file names no gitdir")
+		return refuse(dotGit, "the .git file names no gitdir")
 	}
 	if !filepath.IsAbs(target) {
 		target = filepath.Join(top, target)
 	}
 	gitDir, err := filepath.EvalSymlinks(target)
 	if err != nil {
-		return refuse("%v", err)
+		return refuse(dotGit, "%v", err)
 	}
 	if gitDir == common {
+		if bare {
+			return refuse(dotGit, "it names the bare repository %s: a checkout's .git names a repository with a working tree", common)
+		}
 		return nil
 	}
 	if filepath.Dir(gitDir) != filepath.Join(common, "worktrees") {
-		return refuse("it names %s, which is neither the repository's git dir nor one of its worktrees", gitDir)
+		return refuse(dotGit, "it names %s, which is neither the repository's git dir nor one of its worktrees", gitDir)
 	}
 	back, err := os.ReadFile(filepath.Join(gitDir, "gitdir"))
 	if err != nil {
-		return refuse("the worktree entry %s names no checkout back", gitDir)
+		return refuse(dotGit, "the worktree entry %s names no checkout back", gitDir)
 	}
 	backPath, err := filepath.EvalSymlinks(strings.TrimSpace(string(back)))
-	if err != nil || backPath != filepath.Join(realTop, ".git") {
-		return refuse("the worktree entry %s belongs to another checkout", gitDir)
+	if err != nil || backPath != dotGit {
+		return refuse(dotGit, "the worktree entry %s belongs to another checkout", gitDir)
 	}
 	return nil
 }
 
 // checkNotAHead refuses a repository whose main worktree is the directory
 // of a head of another repository, in that repository's default heads
-// directory (<repo>.grove/<name>): an agent that replaced its head's .git
+// directory (<repo>.grove/<name>, beside a checkout, a bare repository or
+// a separate git dir's checkout): an agent that replaced its head's .git
 // file with a repository of its own would otherwise have grove take its
 // head for a repository, and make heads of it beside the real ones. (A
 // head placed elsewhere with HeadSpec.Dir is not found this way: open such
@@ -469,24 +498,44 @@ func checkNotAHead(op, main string) error {
 	if main == "" {
 		return nil
 	}
-	parent := filepath.Dir(main)
-	owner, ok := strings.CutSuffix(parent, ".grove")
+	owner, ok := strings.CutSuffix(filepath.Dir(main), ".grove")
 	if !ok || owner == "" {
 		return nil
 	}
-	fi, err := os.Lstat(filepath.Join(owner, ".git"))
-	if err != nil || !fi.IsDir() {
-		return nil
-	}
-	all, err := metaOf(filepath.Join(owner, ".git")).manifests()
-	if err != nil {
-		return nil
-	}
-	for _, mf := range all {
-		if mf.live() && mf.Dir == main {
-			return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: main,
-				Err: fmt.Errorf("this is head %q of the repository %s, whose .git was replaced; open that repository instead", mf.Name, owner)}
+	for _, common := range ownerGitDirs(owner) {
+		all, err := metaOf(common).manifests()
+		if err != nil {
+			continue
+		}
+		for _, mf := range all {
+			if mf.live() && mf.Dir == main {
+				return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: main,
+					Err: fmt.Errorf("this is head %q of the repository %s, whose .git was replaced; open that repository instead", mf.Name, owner)}
+			}
 		}
 	}
 	return nil
+}
+
+// ownerGitDirs are the git dirs a heads directory's owner may have: its
+// .git directory, the git dir its .git file names, or itself when bare.
+func ownerGitDirs(owner string) []string {
+	dirs := []string{owner}
+	dotGit := filepath.Join(owner, ".git")
+	fi, err := os.Lstat(dotGit)
+	switch {
+	case err != nil:
+	case fi.IsDir():
+		dirs = append(dirs, dotGit)
+	case fi.Mode().IsRegular():
+		if data, err := os.ReadFile(dotGit); err == nil {
+			if target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: "); ok {
+				if !filepath.IsAbs(target) {
+					target = filepath.Join(owner, target)
+				}
+				dirs = append(dirs, target)
+			}
+		}
+	}
+	return dirs
 }

@@ -62,6 +62,12 @@ func TestALocatorInAHeadIsNotRedirectedByItsGitFile(t *testing.T) {
 			require.NoError(t, os.Remove(gitFile))
 			f.git(root, "init", "-q")
 		},
+		// A bare repository of the agent's, even outside the head.
+		"a bare repository named by the .git file": func() {
+			evil := filepath.Join(t.TempDir(), "evil.git")
+			f.git(root, "clone", "-q", "--bare", f.repo, evil)
+			require.NoError(t, os.WriteFile(gitFile, []byte("gitdir: "+evil+"\n"), 0o644))
+		},
 		// Another head's worktree entry of the real repository: the
 		// back-link names the other head.
 		"another head's worktree entry": func() {
@@ -85,6 +91,28 @@ func TestALocatorInAHeadIsNotRedirectedByItsGitFile(t *testing.T) {
 			assert.Contains(t, err.Error(), ".git")
 		})
 	}
+	// Repositories the agent makes inside its head, opened from there.
+	for name, make := range map[string]func() string{
+		"a nested repository": func() string {
+			inner := filepath.Join(root, "src", "inner")
+			f.git(root, "clone", "-q", f.repo, inner)
+			return filepath.Join(inner, "src")
+		},
+		"a nested bare repository": func() string {
+			bare := filepath.Join(root, "sub.git")
+			f.git(root, "clone", "-q", "--bare", f.repo, bare)
+			return bare
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), make(), nil)
+			if err == nil {
+				_ = ws.Close()
+			}
+			assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "error: %v", err)
+		})
+	}
+
 	// The real repository and its heads are unharmed.
 	entries, err := os.ReadDir(filepath.Dir(root))
 	require.NoError(t, err)
@@ -127,4 +155,73 @@ func TestABareRepositoryInsideACheckoutOpens(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, f.ws.Info().ID, ws.Info().ID, "the git dir opens its own repository")
 	require.NoError(t, ws.Close())
+}
+
+// An agent that sets core.bare in the repository's config (from its head)
+// does not move new heads into the main checkout: the layout, a git dir
+// named .git, says where the working tree is.
+func TestCoreBareSetByAnAgentDoesNotMoveTheHeads(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	f.git(h.Info().Root, "config", "core.bare", "true")
+	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, nil)
+	if err != nil {
+		assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "error: %v", err)
+		return
+	}
+	defer ws.Close()
+	nh, err := ws.NewHead("next").Create(f.ctx)
+	require.NoError(t, err)
+	defer nh.Close()
+	assert.Equal(t, filepath.Dir(h.Info().Root), filepath.Dir(nh.Info().Root), "the new head is beside the others")
+	assert.NotContains(t, nh.Info().Root, f.repo+string(filepath.Separator))
+}
+
+// A head of a bare repository, or of a checkout whose git dir is kept
+// elsewhere, whose .git the agent replaced with a repository of its own, is
+// recognized as the head it is.
+func TestAReplacedHeadOfABareOrSeparateRepositoryIsRecognized(t *testing.T) {
+	f := newFixture(t)
+	for name, make := range map[string]func(dir string) string{
+		"bare": func(dir string) string {
+			bare := filepath.Join(dir, "bare.git")
+			f.git(dir, "clone", "-q", "--bare", f.repo, bare)
+			return bare
+		},
+		"separate git dir": func(dir string) string {
+			wt := filepath.Join(dir, "wt")
+			f.git(dir, "clone", "-q", "--separate-git-dir", filepath.Join(dir, "gitdir"), f.repo, wt)
+			return wt
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			locator := make(t.TempDir())
+			ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), locator, nil)
+			require.NoError(t, err)
+			defer ws.Close()
+			h, err := ws.NewHead("agent").Create(f.ctx)
+			require.NoError(t, err)
+			root := h.Info().Root
+			require.NoError(t, h.Close())
+			require.NoError(t, os.Remove(filepath.Join(root, ".git")))
+			f.git(root, "init", "-q")
+			_, err = workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), root, nil)
+			assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "error: %v", err)
+		})
+	}
+}
+
+// A repository git refuses to open (here: an extension it does not know,
+// which an agent can set from its head) is FailedPrecondition with git's
+// whole reason, not "not a repository".
+func TestARepositoryGitRefusesSaysWhy(t *testing.T) {
+	f := newFixture(t)
+	f.git(f.repo, "config", "core.repositoryformatversion", "1")
+	f.git(f.repo, "config", "extensions.evil", "x")
+	_, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, nil)
+	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "error: %v", err)
+	assert.Contains(t, err.Error(), "evil")
+	_, err = workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), t.TempDir(), nil)
+	assert.Equal(t, backend.NotFound, workspace.CodeOf(err), "error: %v", err)
+	assert.Contains(t, err.Error(), "not a git repository")
 }

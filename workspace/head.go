@@ -202,7 +202,9 @@ func (h *Head) Restore(ctx context.Context, to Rev, opts *RestoreOptions) (Resto
 // from a checkpoint of its state now, uncommitted work included; with
 // opts.From, from that revision, without touching this head. The new head
 // is returned holding its isolation lock. A name a live or archived head
-// has is AlreadyExists before anything is checkpointed. The head's
+// has is AlreadyExists before anything is checkpointed; a create that
+// fails for another reason (its directory is taken) leaves the checkpoint
+// of the source, which holds the source's state as it was. The head's
 // workspace must be open. opts may be nil. A read-only view does not fork
 // (PermissionDenied): forking creates a head in the workspace.
 func (h *Head) Fork(ctx context.Context, name string, opts *ForkOptions) (*Head, error) {

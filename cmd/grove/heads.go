@@ -435,9 +435,11 @@ func (a *app) restoreCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "restore NAME REV",
 		Short: "Restore a head to a checkpoint; prints the safety checkpoint's hash when one was taken",
-		Long: `Make the head's tree equal to REV (a checkpoint, branch, tag or commit). Work
-not yet checkpointed is first kept in a safety checkpoint, whose hash is
-printed, unless --discard. Ignored files (node_modules/, build output) stay.`,
+		Long: `Make the head's tree equal to REV (a checkpoint, branch, tag or commit of the
+repository; HEAD is the repository's HEAD, not the head's). Work not yet
+checkpointed is first kept in a safety checkpoint, whose hash is printed,
+unless --discard. Ignored files (node_modules/, build output) stay. A REV that
+does not resolve changes nothing.`,
 		Example: `  grove restore agent-1 3f2a9c1e
   grove restore agent-1 main --discard`,
 		Args: args(cobra.ExactArgs(2)),

@@ -385,8 +385,9 @@ status (128+N when a signal N ended it); an interrupt is passed on to CMD,
 and what it did is still checkpointed.
 
 A head another session claims is refused. The session of a grove run that
-was killed is taken over by the next grove run; --take-over takes any
-session's claim, when no process runs that session.`,
+was killed is taken over by the next grove run (on Linux, the killed run's
+command died with it); --take-over takes any session's claim, when no
+process runs that session.`,
 		Example: `  grove run agent-1 -- make test
   grove run agent-1 --session "$id" -- sh -c 'echo x > f'`,
 		DisableFlagsInUseLine: true,
@@ -478,6 +479,7 @@ func (a *app) runTurn(cmd *cobra.Command, name, sessionID string, takeOver bool,
 		c.Stdin, c.Stdout, c.Stderr = a.stdin, a.stdout, a.stderr
 		c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
 		c.WaitDelay = 10 * time.Second
+		dieWithGrove(c)
 		err := c.Run()
 		var exit *exec.ExitError
 		switch {
