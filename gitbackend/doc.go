@@ -77,11 +77,16 @@
 //     head directory's place without following it. Commands on the
 //     repository itself run as in a bare repository. OpenWorkspace with a
 //     locator inside a head (a program run there) reaches the real
-//     repository or fails with FailedPrecondition: a .git file is followed
-//     only to the repository's git dir or one of its worktree entries that
-//     names the .git file back, never to a repository inside the checkout,
-//     and a head in the default heads directory whose .git was replaced by
-//     a repository is recognized as the head it is.
+//     repository or fails with FailedPrecondition: a repository found
+//     inside a linked worktree (a nested or bare one an agent made) is
+//     refused; a .git file is followed only to one of the repository's
+//     worktree entries that names the .git file back, or to the git dir of
+//     a repository with a working tree outside the checkout; and a head in
+//     a default heads directory (<repo>.grove/) whose .git was replaced by
+//     a repository is recognized as the head it is (a head placed
+//     elsewhere with HeadSpec.Dir is not: open its workspace from the main
+//     checkout). A git dir named .git has its working tree around it
+//     whatever core.bare says, so an agent setting it moves nothing.
 //   - Commands git would run. Hooks, fsmonitor, pagers, editors, askpass,
 //     credential helpers, ssh, signing and signature verification,
 //     external diffs and textconv are turned off on every command; every
