@@ -198,6 +198,10 @@ const (
 	StoreCorrupt StoreKind = "corrupt"        // SQLite found malformed pages
 	StoreFailed  StoreKind = "store-failed"   // SQLite reported another error
 	NoSQLite     StoreKind = "no-sqlite"      // grove was built without cgo, which SQLite needs
+	// StoreInaccessible: the database's file or directory cannot be
+	// created, opened or written (permissions, a file in the way, a
+	// read-only file system).
+	StoreInaccessible StoreKind = "inaccessible"
 )
 
 // StoreError is a database the engine cannot use, from Open or from any
@@ -207,9 +211,10 @@ const (
 // context that ends during a database call is not a StoreError but a
 // Canceled *workspace.Error.
 //
-// Its code follows Kind: FailedPrecondition for NotADatabase, SchemaTooNew
-// and StoreCorrupt (the file is in a state the engine cannot use; grove
-// does not repair it), Unimplemented for NoSQLite (this binary was built
+// Its code follows Kind: FailedPrecondition for NotADatabase, SchemaTooNew,
+// StoreCorrupt (the file is in a state the engine cannot use; grove does
+// not repair it) and StoreInaccessible (the caller's file system says no),
+// Unimplemented for NoSQLite (this binary was built
 // with CGO_ENABLED=0; rebuild with cgo and a C compiler), and for
 // StoreFailed Busy when SQLite's lock is held past the busy timeout,
 // Canceled when the cause is a context error, and Internal otherwise.
@@ -226,7 +231,7 @@ func (e *StoreError) Error() string {
 // Code returns the error's code, as the table on StoreError says.
 func (e *StoreError) Code() workspace.Code {
 	switch e.Kind {
-	case NotADatabase, SchemaTooNew, StoreCorrupt:
+	case NotADatabase, SchemaTooNew, StoreCorrupt, StoreInaccessible:
 		return backend.FailedPrecondition
 	case NoSQLite:
 		return backend.Unimplemented

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -197,4 +198,17 @@ func resumeKindOf(err error) engine.ResumeKind {
 		return re.Kind
 	}
 	return ""
+}
+
+// A database the file system will not let the engine create (a file in
+// the way of its directory) is a StoreError of kind StoreInaccessible,
+// FailedPrecondition: the caller's setup, not grove's bug.
+func TestADatabaseThatCannotBeCreatedIsInaccessible(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	_, err := engine.Open(context.Background(), engine.Options{Path: filepath.Join(file, "state", "grove.db")})
+	var se *engine.StoreError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, engine.StoreInaccessible, se.Kind)
+	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err))
 }

@@ -30,6 +30,8 @@ func sqliteKind(err error) StoreKind {
 			return StoreCorrupt
 		case sqlite3.ErrNotADB:
 			return NotADatabase
+		case sqlite3.ErrCantOpen, sqlite3.ErrReadonly, sqlite3.ErrPerm:
+			return StoreInaccessible
 		}
 	}
 	return ""

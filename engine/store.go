@@ -101,10 +101,10 @@ func openStore(ctx context.Context, path string) (*sql.DB, error) {
 			}
 		}
 	case !errors.Is(err, fs.ErrNotExist):
-		return nil, fail(StoreFailed, err)
+		return nil, fail(StoreInaccessible, err)
 	default:
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return nil, fail(StoreFailed, err)
+			return nil, fail(StoreInaccessible, err)
 		}
 	}
 	q := url.Values{}
