@@ -40,8 +40,11 @@ func BenchmarkCommands(b *testing.B) {
 	if _, err := githarness.Git(ctx, repo, "worktree", "add", "-q", plain, "-b", "plain"); err != nil {
 		b.Fatal(err)
 	}
-	touch := func(b *testing.B, dir string, i int) {
-		if err := os.WriteFile(filepath.Join(dir, bench.FilePath(i%1000)), fmt.Appendf(nil, "change %d\n", i), 0o644); err != nil {
+	// Every change is new, across sub-benchmarks and -count runs.
+	seq := 0
+	touch := func(b *testing.B, dir string) {
+		seq++
+		if err := os.WriteFile(filepath.Join(dir, bench.FilePath(seq%1000)), fmt.Appendf(nil, "change %d\n", seq), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -56,18 +59,14 @@ func BenchmarkCommands(b *testing.B) {
 		}
 	})
 	b.Run("checkpoint-one-change/grove", func(b *testing.B) {
-		i := 0
 		for b.Loop() {
-			touch(b, head, i)
-			i++
+			touch(b, head)
 			run(b, repo, groveBin, "checkpoint", "h")
 		}
 	})
 	b.Run("checkpoint-one-change/git", func(b *testing.B) {
-		i := 0
 		for b.Loop() {
-			touch(b, plain, i)
-			i++
+			touch(b, plain)
 			run(b, plain, "git", "add", "-A")
 			run(b, plain, "git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "b")
 		}
