@@ -118,9 +118,16 @@ func (a *app) withHead(cmd *cobra.Command, name string, write bool, f func(h *wo
 	return fail(cmd, name, f(h))
 }
 
+// stopRetry ends a.retry with err, an AlreadyBound that waiting will not
+// cure (another session claims the head).
+type stopRetry struct{ err error }
+
+func (s *stopRetry) Error() string { return s.err.Error() }
+func (s *stopRetry) Unwrap() error { return s.err }
+
 // retry calls try until it succeeds, fails with an error other than
-// AlreadyBound, or --wait has passed: an isolated head another grove
-// command holds for a moment is waited for.
+// AlreadyBound (or a *stopRetry), or --wait has passed: an isolated head
+// another grove command holds for a moment is waited for.
 func (a *app) retry(try func() error) error {
 	deadline := time.Now().Add(a.wait)
 	pause := 10 * time.Millisecond
@@ -139,9 +146,9 @@ func (a *app) retry(try func() error) error {
 	}
 }
 
-// headInfo finds the live or archived head called name without opening
-// it. A name no such head has gets the library's own answer for it
-// (NotFound, or Destroyed for a destroyed head).
+// headInfo finds the live or archived head called name without taking it.
+// A name no such head has gets the library's own answer for it (NotFound,
+// for a destroyed head too: names are reusable).
 func (a *app) headInfo(name string) (workspace.HeadInfo, error) {
 	ws, err := a.workspace()
 	if err != nil {

@@ -127,12 +127,6 @@ func (a *app) startSession(name string, opts engine.SessionOptions, takeOver fun
 	return s, err
 }
 
-// stopRetry ends a.retry with err, which is AlreadyBound for good.
-type stopRetry struct{ err error }
-
-func (s *stopRetry) Error() string { return s.err.Error() }
-func (s *stopRetry) Unwrap() error { return s.err }
-
 // claimMessage says who holds a head and what to do about it.
 func claimMessage(holder engine.SessionInfo) error {
 	if holder.Live {
