@@ -1,6 +1,7 @@
 package gitbackend
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/lock"
 )
 
 // diskFS is a head's working tree on disk.
@@ -56,10 +58,11 @@ import (
 // temporary file exists, and a checkpoint holds it for writing while git
 // looks at the tree, so no checkpoint in this process ever sees one.
 type diskFS struct {
-	dir    string
-	root   *os.Root
-	cas    *sync.Mutex   // serializes WriteFileIf on one head within the process
-	writes *sync.RWMutex // see above
+	dir     string
+	root    *os.Root
+	cas     *sync.Mutex   // serializes WriteFileIf on one head within the process
+	casLock string        // the file lock that serializes it across processes
+	writes  *sync.RWMutex // see above
 }
 
 var _ backend.FS = (*diskFS)(nil)
@@ -72,14 +75,14 @@ var casLocks sync.Map // backend.HeadID → *sync.Mutex
 // head in this process.
 var writeLocks sync.Map // backend.HeadID → *sync.RWMutex
 
-func newDiskFS(dir string, id backend.HeadID) (*diskFS, error) {
+func newDiskFS(dir string, id backend.HeadID, casLock string) (*diskFS, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
 	mu, _ := casLocks.LoadOrStore(id, new(sync.Mutex))
 	wl, _ := writeLocks.LoadOrStore(id, new(sync.RWMutex))
-	return &diskFS{dir: dir, root: root, cas: mu.(*sync.Mutex), writes: wl.(*sync.RWMutex)}, nil
+	return &diskFS{dir: dir, root: root, cas: mu.(*sync.Mutex), casLock: casLock, writes: wl.(*sync.RWMutex)}, nil
 }
 
 func (d *diskFS) close() { _ = d.root.Close() }
@@ -607,7 +610,14 @@ func (d *diskFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect 
 	}
 	d.cas.Lock()
 	defer d.cas.Unlock()
-	_, err := retry(op, name, func() (struct{}, error) {
+	// Another process's WriteFileIf on this head is waited for: its holder
+	// is a live write (the kernel releases a dead one's lock).
+	l, err := lock.Acquire(context.Background(), d.casLock, "compare-and-set write")
+	if err != nil {
+		return &backend.Error{Code: backend.CodeOf(err), Op: "gitbackend: " + op, Path: name, Err: err}
+	}
+	defer l.Unlock()
+	_, err = retry(op, name, func() (struct{}, error) {
 		s, err := d.writable(op, name)
 		if err != nil {
 			return struct{}{}, err

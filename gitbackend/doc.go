@@ -42,8 +42,9 @@
 // one manifest per head (name, head ID, branch, directory, state; a
 // destroyed head leaves a tombstone), and flock(2) lock files: the
 // per-repository lock (worktree administration, ref transactions, gc), the
-// per-head lock (checkpoint, restore, destroy; its holder is recorded) and
-// the isolation lock an isolated head's holder keeps. The kernel releases
+// per-head lock (checkpoint, restore, destroy; its holder is recorded), the
+// isolation lock an isolated head's holder keeps, and the lock around a
+// head's compare-and-set writes. The kernel releases
 // a dead holder's locks. An operation that has git write the head's index
 // leaves a marker while it runs, so the next holder of the head lock knows
 // an index.lock left behind is stale and removes it; a lock left by grove's
@@ -206,7 +207,8 @@
 //   - Status.Dirty counts every change git status reports, except new files
 //     over the default size cap; for an attached head it compares with the
 //     checkout's HEAD, not with grove's last private checkpoint.
-//   - WriteFileIf compares and sets atomically against writers in this
-//     process; across processes it is a check then a rename.
+//   - WriteFileIf compares and sets atomically against every WriteFileIf on
+//     the head, in this process or another (a per-head file lock); a plain
+//     WriteFile or a write by the agent's shell is not held back by it.
 //   - FS writes are atomic (temporary file and rename) but not fsynced.
 package gitbackend

@@ -34,7 +34,7 @@ type head struct {
 var _ backend.Head = (*head)(nil)
 
 func (w *workspace) newHead(mf *manifest, bl *lock.Lock) (*head, error) {
-	fsys, err := newDiskFS(mf.Dir, mf.ID)
+	fsys, err := newDiskFS(mf.Dir, mf.ID, w.meta.casLock(mf.ID))
 	if err != nil {
 		if bl != nil {
 			_ = bl.Unlock()

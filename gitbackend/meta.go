@@ -75,6 +75,9 @@ func (m meta) headLock(id backend.HeadID) string {
 func (m meta) bindLock(id backend.HeadID) string {
 	return filepath.Join(m.dir, "locks", string(id)+".bind")
 }
+func (m meta) casLock(id backend.HeadID) string {
+	return filepath.Join(m.dir, "locks", string(id)+".cas")
+}
 
 // tempPrefix starts the names of grove's temporary files: in its metadata,
 // and beside a file an FS write replaces (see diskFS).
