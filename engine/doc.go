@@ -91,8 +91,11 @@
 //     without being closed. ForkOptions' zero fields inherit the parent's
 //     agent, permission, snapshot policy, Config and extensions.
 //   - Permission (read-only or read-write) is enforced at every way to the
-//     head the session hands out; the pattern policy and extra roots of
-//     DESIGN §8 come later, on top.
+//     head the session hands out. The path Policy of DESIGN §8 (layers of
+//     read-only, allow and deny patterns, .git at any depth denied) holds
+//     on Session.FS and Env.FS, where a name is checked as given and as it
+//     resolves through symlinks; Head().FS() keeps only the head's own
+//     rules. Extra roots come later.
 //   - ResumeError.Why is a workspace.Reason taken from the cause; an
 //     archived or destroyed head is told by the code (Archived,
 //     Destroyed), not by Why.

@@ -244,6 +244,11 @@ type SessionOptions struct {
 	// Extensions are built for the session's environment, once its head
 	// is bound.
 	Extensions []Extension
+	// Policy narrows what the session's FS (and the tools built on it) may
+	// reach and write, in layers that only take rights away (see Policy).
+	// It is part of the session's configuration: resuming with another is
+	// drift. A pattern that matches nothing is InvalidArgument.
+	Policy []Policy
 	// TakeOver takes an exclusive head's claim from a session that is no
 	// longer live (its lease is free) instead of failing with AlreadyBound.
 	TakeOver bool
@@ -279,6 +284,7 @@ func (e *Engine) NewSession(ctx context.Context, opts *SessionOptions) (*Session
 	return e.start(ctx, sessionSpec{
 		agent: opts.Agent, placement: p, headless: opts.Headless, perm: opts.Permission,
 		snap: opts.Snapshot, config: opts.Config, exts: opts.Extensions, takeOver: opts.TakeOver,
+		policy: opts.Policy,
 	})
 }
 
@@ -292,6 +298,7 @@ type sessionSpec struct {
 	config    []byte
 	exts      []Extension
 	takeOver  bool
+	policy    []Policy
 	// head, when set, is the session's head, already open (a fork's),
 	// and ws the workspace it was opened from; the session takes both
 	// over and destroys the head if the session fails to start.
@@ -319,6 +326,10 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 	if err != nil {
 		return early(err)
 	}
+	pol, err := compilePolicy(spec.policy)
+	if err != nil {
+		return early(err)
+	}
 	snap, err := snapshotFor(spec.snap, e.snapshot, perm, spec.placement)
 	if err != nil {
 		return early(err)
@@ -329,6 +340,7 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 		return early(err)
 	}
 	s := newSession(e, id, spec.agent, kindOf(spec.placement), perm, snap, spec.config, lease)
+	s.policy, s.pol = spec.policy, pol
 	if spec.head != nil {
 		s.head, s.ws, s.ownsHead = spec.head, spec.ws, true
 	}
@@ -367,9 +379,9 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 	}
 	rec := sessionRecord{
 		id: id, agent: spec.agent, placement: spec.placement.record(),
-		digest: digest(spec.placement.record(), perm, snap, backendID(b), spec.config),
+		digest: digest(spec.placement.record(), perm, snap, backendID(b), spec.config, spec.policy),
 		parent: spec.parent, lastCheckpoint: workspace.CheckpointID(s.lastCheckpoint),
-		perm: perm, snap: snap, config: spec.config,
+		perm: perm, snap: snap, config: spec.config, policy: spec.policy,
 	}
 	claim := s.kind != "shared" && !spec.headless
 	if err := e.st.create(ctx, rec, bind, claim, spec.takeOver); err != nil {
@@ -447,10 +459,12 @@ type ResumeOptions struct {
 	// AllowConfigDrift resumes even if the configuration digest changed,
 	// reporting it in ResumeReport.ConfigDrift.
 	AllowConfigDrift bool
+	// Policy is the session's policy, as given to NewSession.
+	Policy []Policy
 	// AsRecorded resumes with the configuration the session recorded
-	// when it was bound (SessionInfo's Permission, Snapshot and Config)
-	// instead of Permission, Snapshot and Config, which must then be
-	// zero (InvalidArgument otherwise). It is for a caller that keeps its
+	// when it was bound (SessionInfo's Permission, Snapshot, Config and
+	// Policy) instead of Permission, Snapshot, Config and Policy, which
+	// must then be zero (InvalidArgument otherwise). It is for a caller that keeps its
 	// sessions' configuration in grove alone, such as the grove command.
 	// A session recorded before schema version 2 has no recorded
 	// configuration: it resumes as with zero values.
@@ -498,8 +512,8 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	if opts == nil {
 		opts = &ResumeOptions{}
 	}
-	if opts.AsRecorded && (opts.Permission != "" || opts.Snapshot != nil || opts.Config != nil) {
-		return nil, errorf(backend.InvalidArgument, op, "AsRecorded with a Permission, Snapshot or Config of the caller's")
+	if opts.AsRecorded && (opts.Permission != "" || opts.Snapshot != nil || opts.Config != nil || opts.Policy != nil) {
+		return nil, errorf(backend.InvalidArgument, op, "AsRecorded with a Permission, Snapshot, Config or Policy of the caller's")
 	}
 	perm, err := opts.Permission.resolve(op)
 	if err != nil {
@@ -531,8 +545,9 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	if pr.Kind == "shared" {
 		sp.Shared = &ExistingHead{}
 	}
-	asked, config := opts.Snapshot, opts.Config
+	asked, config, layers := opts.Snapshot, opts.Config, opts.Policy
 	if opts.AsRecorded {
+		layers = rec.policy
 		if perm, err = rec.perm.resolve(op); err != nil {
 			return nil, err
 		}
@@ -552,7 +567,12 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	if err != nil {
 		return nil, err
 	}
+	pol, err := compilePolicy(layers)
+	if err != nil {
+		return nil, err
+	}
 	s := newSession(e, id, rec.agent, pr.Kind, perm, snap, config, lease)
+	s.policy, s.pol = layers, pol
 	s.resumed = true
 	release := func() { s.release(ctx, false) }
 	var b workspace.Backend
@@ -591,7 +611,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 		}
 	}
 	report := ResumeReport{LastCheckpoint: rec.lastCheckpoint}
-	if digest(rec.placement, perm, snap, backendID(b), config) != rec.digest {
+	if digest(rec.placement, perm, snap, backendID(b), config, layers) != rec.digest {
 		if !opts.AllowConfigDrift {
 			release()
 			return fail(ConfigDrift, errorf(backend.FailedPrecondition, op, "the session's configuration changed since it was bound"))

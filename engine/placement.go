@@ -234,15 +234,20 @@ func snapshotFor(asked *SnapshotPolicy, engine SnapshotPolicy, perm Permission, 
 }
 
 // digest is the configuration digest: placement, access, snapshot
-// policy, backend ID and the caller's opaque configuration.
-func digest(placement string, access Permission, snap SnapshotPolicy, backendID backend.ID, config []byte) string {
+// policy, backend ID, the caller's opaque configuration and the path
+// policy.
+func digest(placement string, access Permission, snap SnapshotPolicy, backendID backend.ID, config []byte, policy []Policy) string {
 	if len(config) == 0 {
 		config = nil // no configuration, however it is spelled
 	}
-	rec, _ := json.Marshal(map[string]any{
+	fields := map[string]any{
 		"placement": placement, "access": access, "snapshot": snap,
 		"backend": backendID, "config": config,
-	})
+	}
+	if len(policy) > 0 { // sessions without one keep the digest they had
+		fields["policy"] = policy
+	}
+	rec, _ := json.Marshal(fields)
 	sum := sha256.Sum256(rec)
 	return hex.EncodeToString(sum[:])
 }

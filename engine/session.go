@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,6 +33,8 @@ type Session struct {
 	snap   SnapshotPolicy
 	config []byte
 	lease  *lock.Lock
+	policy []Policy // as given
+	pol    *policy  // compiled
 
 	ws       *workspace.Workspace // the workspace the session opened, if any
 	head     *workspace.Head      // the session's handle, used for its own calls
@@ -96,15 +99,20 @@ func (s *Session) Head() *workspace.Head { return s.view }
 // Resumed returns what Resume found; the zero value for a new session.
 func (s *Session) Resumed() ResumeReport { return s.report }
 
-// FS returns the head's file system under the session's permission:
-// writes through a ReadOnly session are PermissionDenied. It is nil for a
-// headless session.
+// FS returns the head's file system under the session's permission and
+// policy: writes through a ReadOnly session, and whatever the policy
+// refuses, are PermissionDenied; the git directory (.git, at any depth, in
+// any case) is never reachable. It is nil for a headless session. (The
+// head's own FS, Head().FS(), has only the head's rules.)
 func (s *Session) FS() workspace.FS {
 	if s.view == nil {
 		return nil
 	}
-	return s.view.FS()
+	return &policyFS{fs: s.view.FS(), pol: s.pol}
 }
+
+// Policy returns the session's policy layers, as given.
+func (s *Session) Policy() []Policy { return slices.Clone(s.policy) }
 
 // bindHead opens or creates the head the placement names.
 func (s *Session) bindHead(ctx context.Context, p Placement) error {
@@ -237,6 +245,9 @@ type ForkOptions struct {
 	Config []byte
 	// Extensions are built for the new session; nil: the parent's.
 	Extensions []Extension
+	// Policy is the new session's policy; nil: the parent's (a non-nil
+	// empty slice means none).
+	Policy []Policy
 	// From forks from this checkpoint (or revision) instead of from a
 	// checkpoint of the head now.
 	From workspace.Rev
@@ -285,6 +296,9 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 	if o.Extensions == nil {
 		o.Extensions = s.exts
 	}
+	if o.Policy == nil {
+		o.Policy = s.policy
+	}
 	ws := s.head.Workspace()
 	p, err := Placement{Exclusive: &ExistingHead{Backend: ws.Backend(), Root: ws.Info().Locator, Head: name}}.validate()
 	if err != nil {
@@ -319,6 +333,7 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 	return s.e.start(ctx, sessionSpec{
 		agent: o.Agent, placement: p, perm: o.Permission, snap: o.Snapshot,
 		config: o.Config, exts: o.Extensions, head: h, ws: cws, parent: s.id,
+		policy: o.Policy,
 	})
 }
 

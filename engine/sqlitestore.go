@@ -70,9 +70,17 @@ func (s *sqliteStore) create(ctx context.Context, rec sessionRecord, bind backen
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, agent, placement, config_digest, state, last_checkpoint, created_at, updated_at, permission, snapshot, config)
-			VALUES (?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?)`, rec.id, rec.agent, rec.placement, rec.digest, string(rec.lastCheckpoint), t, t,
-			string(rec.perm), string(snap), rec.config); err != nil {
+		pol := ""
+		if len(rec.policy) > 0 {
+			data, err := json.Marshal(rec.policy)
+			if err != nil {
+				return err
+			}
+			pol = string(data)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, agent, placement, config_digest, state, last_checkpoint, created_at, updated_at, permission, snapshot, config, policy)
+			VALUES (?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?)`, rec.id, rec.agent, rec.placement, rec.digest, string(rec.lastCheckpoint), t, t,
+			string(rec.perm), string(snap), rec.config, pol); err != nil {
 			return err
 		}
 		payload := map[string]any{}
@@ -104,9 +112,9 @@ func (s *sqliteStore) create(ctx context.Context, rec sessionRecord, bind backen
 
 func (s *sqliteStore) load(ctx context.Context, id string) (sessionRecord, []byte, error) {
 	rec := sessionRecord{id: id}
-	var last, perm, snap string
-	err := s.db.QueryRowContext(ctx, `SELECT agent, placement, config_digest, last_checkpoint, state, permission, snapshot, config FROM sessions WHERE id = ?`, id).
-		Scan(&rec.agent, &rec.placement, &rec.digest, &last, &rec.state, &perm, &snap, &rec.config)
+	var last, perm, snap, pol string
+	err := s.db.QueryRowContext(ctx, `SELECT agent, placement, config_digest, last_checkpoint, state, permission, snapshot, config, policy FROM sessions WHERE id = ?`, id).
+		Scan(&rec.agent, &rec.placement, &rec.digest, &last, &rec.state, &perm, &snap, &rec.config, &pol)
 	if errors.Is(err, sql.ErrNoRows) {
 		return rec, nil, errNoSession
 	}
@@ -117,6 +125,11 @@ func (s *sqliteStore) load(ctx context.Context, id string) (sessionRecord, []byt
 	rec.perm = Permission(perm)
 	if snap != "" {
 		_ = json.Unmarshal([]byte(snap), &rec.snap)
+	}
+	if pol != "" {
+		if err := json.Unmarshal([]byte(pol), &rec.policy); err != nil {
+			return rec, nil, &StoreError{Kind: StoreCorrupt, Path: s.path, Err: fmt.Errorf("session %s: its policy: %w", id, err)}
+		}
 	}
 	var data []byte
 	err = s.db.QueryRowContext(ctx, `SELECT binding FROM bindings WHERE session_id = ?`, id).Scan(&data)
@@ -241,7 +254,7 @@ func appendEvent(ctx context.Context, tx *sql.Tx, id string, kind EventKind, pay
 }
 
 func (s *sqliteStore) sessions(ctx context.Context, id string) ([]SessionInfo, error) {
-	query := `SELECT id, agent, placement, state, last_checkpoint, created_at, updated_at, permission, snapshot, config,
+	query := `SELECT id, agent, placement, state, last_checkpoint, created_at, updated_at, permission, snapshot, config, policy,
 		EXISTS (SELECT 1 FROM claims WHERE claims.session_id = sessions.id) FROM sessions`
 	var args []any
 	if id != "" {
@@ -256,8 +269,8 @@ func (s *sqliteStore) sessions(ctx context.Context, id string) ([]SessionInfo, e
 	var out []SessionInfo
 	for rows.Next() {
 		var si SessionInfo
-		var placement, last, created, updated, perm, snap string
-		if err := rows.Scan(&si.ID, &si.Agent, &placement, &si.State, &last, &created, &updated, &perm, &snap, &si.Config, &si.Claims); err != nil {
+		var placement, last, created, updated, perm, snap, pol string
+		if err := rows.Scan(&si.ID, &si.Agent, &placement, &si.State, &last, &created, &updated, &perm, &snap, &si.Config, &pol, &si.Claims); err != nil {
 			return nil, s.fail(err)
 		}
 		var pr struct{ Kind, Root, Head string }
@@ -272,6 +285,9 @@ func (s *sqliteStore) sessions(ctx context.Context, id string) ([]SessionInfo, e
 		si.Permission = Permission(perm)
 		if snap != "" {
 			_ = json.Unmarshal([]byte(snap), &si.Snapshot)
+		}
+		if pol != "" {
+			_ = json.Unmarshal([]byte(pol), &si.Policy)
 		}
 		si.Live = si.State == "open" && validSessionID(si.ID) && s.live(si.ID)
 		out = append(out, si)

@@ -65,6 +65,8 @@ var migrations = []string{
 	`ALTER TABLE sessions ADD COLUMN permission TEXT NOT NULL DEFAULT '';
 	ALTER TABLE sessions ADD COLUMN snapshot TEXT NOT NULL DEFAULT '';
 	ALTER TABLE sessions ADD COLUMN config BLOB;`,
+	// 3: the path policy a session was bound with.
+	`ALTER TABLE sessions ADD COLUMN policy TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this engine writes.
@@ -246,4 +248,5 @@ type sessionRecord struct {
 	perm                         Permission
 	snap                         SnapshotPolicy
 	config                       []byte
+	policy                       []Policy
 }

@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+
+	"github.com/groveworks/grove/backend"
+)
+
+// Policy narrows what a session may do to the files it reaches — its
+// head's and its extra roots': read them only, or read and write them; and
+// which paths, by gitignore patterns. A session's policy is a list of
+// layers, outermost first, and a layer can only take rights away: a path is
+// reachable only when every layer allows it, and writable only when, on
+// top of that, no layer is read-only. The git directory (.git, in any
+// case, at any depth) is never reachable, whatever the layers say.
+//
+// Path policy is not a sandbox: it governs what grove's own ways to the
+// files (Session.FS, the roots, engine/tools) let a caller do. A command
+// the agent runs in the head is not held by it.
+type Policy struct {
+	// ReadOnly takes away every write.
+	ReadOnly bool
+	// Allow lists gitignore patterns of the files that may be reached;
+	// empty allows every file. A file is allowed when it, or a directory
+	// above it, matches. Directories are always traversable (a listing
+	// shows only what may be reached in it).
+	Allow []string
+	// Deny lists gitignore patterns of the paths that may not be reached,
+	// files or directories (and everything below a denied directory).
+	// Deny wins over Allow. A "!" line re-includes what an earlier line of
+	// the same list denied, as in a .gitignore file.
+	Deny []string
+}
+
+// policy is a session's policy layers, compiled. The nil *policy allows
+// everything but the git directory.
+type policy struct {
+	layers []layer
+}
+
+type layer struct {
+	readOnly    bool
+	allow, deny []gitignore.Pattern
+}
+
+// compilePolicy checks and compiles layers: a pattern that is empty, a
+// comment, or not valid UTF-8 is InvalidArgument.
+func compilePolicy(layers []Policy) (*policy, error) {
+	p := &policy{}
+	for i, l := range layers {
+		cl := layer{readOnly: l.ReadOnly}
+		for _, list := range []struct {
+			what     string
+			patterns []string
+			into     *[]gitignore.Pattern
+		}{{"allow", l.Allow, &cl.allow}, {"deny", l.Deny, &cl.deny}} {
+			for _, pat := range list.patterns {
+				trimmed := strings.TrimSpace(pat)
+				if trimmed == "" || strings.HasPrefix(trimmed, "#") || trimmed == "!" || strings.ContainsRune(pat, 0) {
+					return nil, errorf(backend.InvalidArgument, "policy", "layer %d: %s pattern %q matches nothing", i, list.what, pat)
+				}
+				*list.into = append(*list.into, gitignore.ParsePattern(pat, nil))
+			}
+		}
+		p.layers = append(p.layers, cl)
+	}
+	return p, nil
+}
+
+// isGitDir reports whether any element of name is .git, in any case.
+func isGitDir(name string) bool {
+	for _, el := range strings.Split(name, "/") {
+		if strings.EqualFold(el, ".git") {
+			return true
+		}
+	}
+	return false
+}
+
+// matches reports whether name is excluded by patterns read as a .gitignore
+// file: the last pattern matching decides, and a directory excluded
+// excludes everything below it.
+func matches(patterns []gitignore.Pattern, name string, isDir bool) bool {
+	if len(patterns) == 0 || name == "." {
+		return false
+	}
+	parts := strings.Split(name, "/")
+	for i := 1; i <= len(parts); i++ {
+		dir := i < len(parts) || isDir
+		excluded := false
+		for _, p := range patterns {
+			switch p.Match(parts[:i], dir) {
+			case gitignore.Exclude:
+				excluded = true
+			case gitignore.Include:
+				excluded = false
+			}
+		}
+		if excluded {
+			return true
+		}
+	}
+	return false
+}
+
+// check decides whether name (an io/fs name, "." for the top) may be
+// reached, and written when write: nil, or a PermissionDenied error that
+// says which rule refused it, in words a model can act on.
+func (p *policy) check(op, name string, isDir, write bool) error {
+	deny := func(format string, args ...any) error {
+		return &backend.Error{Code: backend.PermissionDenied, Op: "engine: " + op, Path: name, Err: fmt.Errorf(format, args...)}
+	}
+	if isGitDir(name) {
+		return deny("the git directory is never reachable")
+	}
+	if p == nil {
+		return nil
+	}
+	for i, l := range p.layers {
+		if write && l.readOnly {
+			return deny("the policy is read-only (layer %d)", i)
+		}
+		if matches(l.deny, name, isDir) {
+			return deny("the policy denies this path (layer %d)", i)
+		}
+		if !isDir && len(l.allow) > 0 && !matches(l.allow, name, false) {
+			return deny("the policy does not allow this path (layer %d)", i)
+		}
+	}
+	return nil
+}
+
+// readOnly reports whether some layer takes every write away.
+func (p *policy) readOnly() bool {
+	if p == nil {
+		return false
+	}
+	for _, l := range p.layers {
+		if l.readOnly {
+			return true
+		}
+	}
+	return false
+}
+
+// visible reports whether a listing of a directory shows entry e of it.
+func (p *policy) visible(dir string, e fs.DirEntry) bool {
+	return p.check("list", path.Join(dir, e.Name()), e.IsDir(), false) == nil
+}

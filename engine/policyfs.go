@@ -1,0 +1,251 @@
+package engine
+
+import (
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/workspace"
+)
+
+// policyFS is a workspace.FS under a session's policy. Every name is
+// checked as given and as it resolves through the symlinks of the FS (a
+// link may not carry a read or a write to a path the policy denies);
+// listings show only what may be reached. The FS below keeps its own rules
+// (containment, the head's .git): the policy only narrows them.
+type policyFS struct {
+	fs  workspace.FS
+	pol *policy
+}
+
+var _ workspace.FS = (*policyFS)(nil)
+
+// resolved is name with the symlinks of its existing elements followed
+// inside the FS, as far as they lead; a link that leaves the FS is left
+// for the FS to refuse.
+func (p *policyFS) resolved(name string) string {
+	if name == "." {
+		return name
+	}
+	todo := strings.Split(name, "/")
+	var done []string
+	for hops := 0; len(todo) > 0; {
+		el := todo[0]
+		todo = todo[1:]
+		cur := path.Join(append(done, el)...)
+		fi, err := p.fs.Lstat(cur)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 || hops >= 40 {
+			done = append(done, el)
+			continue
+		}
+		target, err := p.fs.ReadLink(cur)
+		if err != nil || path.IsAbs(target) {
+			done = append(done, el)
+			continue
+		}
+		hops++
+		joined := path.Clean(path.Join(path.Join(done...), target))
+		if joined == ".." || strings.HasPrefix(joined, "../") {
+			return name // leaves the FS: the FS refuses it
+		}
+		done = nil
+		if joined != "." {
+			todo = append(strings.Split(joined, "/"), todo...)
+		}
+	}
+	if len(done) == 0 {
+		return "."
+	}
+	return path.Join(done...)
+}
+
+// check checks name and what it resolves to.
+func (p *policyFS) check(op, name string, isDir, write bool) error {
+	if err := p.pol.check(op, name, isDir, write); err != nil {
+		return err
+	}
+	if r := p.resolved(name); r != name {
+		return p.pol.check(op, r, isDir, write)
+	}
+	return nil
+}
+
+// checkWrite checks a write to name: name itself (which the write
+// replaces, not follows) and its parent as it resolves.
+func (p *policyFS) checkWrite(op, name string, isDir bool) error {
+	if err := p.pol.check(op, name, isDir, true); err != nil {
+		return err
+	}
+	if dir := path.Dir(name); dir != "." {
+		return p.pol.check(op, path.Join(p.resolved(dir), path.Base(name)), isDir, true)
+	}
+	return nil
+}
+
+// checkRead checks a read of name, a directory or a file as it is.
+func (p *policyFS) checkRead(op, name string) error {
+	fi, err := p.fs.Stat(name)
+	if err != nil {
+		// The FS's own answer (NotFound, PathEscape), unless the policy
+		// refuses the name anyway: then nothing is said of what is there.
+		if perr := p.check(op, name, false, false); perr != nil {
+			return perr
+		}
+		return err
+	}
+	return p.check(op, name, fi.IsDir(), false)
+}
+
+func (p *policyFS) Open(name string) (fs.File, error) {
+	if err := p.checkRead("open", name); err != nil {
+		return nil, err
+	}
+	f, err := p.fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := f.(fs.ReadDirFile); ok {
+		return &policyDir{ReadDirFile: d, p: p, name: name}, nil
+	}
+	return f, nil
+}
+
+// policyDir is a directory opened through a policyFS: its listing shows
+// only what the policy lets the caller reach.
+type policyDir struct {
+	fs.ReadDirFile
+	p    *policyFS
+	name string
+}
+
+func (d *policyDir) ReadDir(n int) ([]fs.DirEntry, error) {
+	for {
+		ents, err := d.ReadDirFile.ReadDir(n)
+		kept := d.p.filter(d.name, ents)
+		if len(kept) > 0 || err != nil || n <= 0 {
+			return kept, err
+		}
+	}
+}
+
+func (p *policyFS) filter(dir string, ents []fs.DirEntry) []fs.DirEntry {
+	kept := ents[:0]
+	for _, e := range ents {
+		if p.pol.visible(dir, e) {
+			kept = append(kept, e)
+		}
+	}
+	return kept
+}
+
+func (p *policyFS) Stat(name string) (fs.FileInfo, error) {
+	if err := p.checkRead("stat", name); err != nil {
+		return nil, err
+	}
+	return p.fs.Stat(name)
+}
+
+func (p *policyFS) Lstat(name string) (fs.FileInfo, error) {
+	fi, err := p.fs.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.pol.check("lstat", name, fi.IsDir(), false); err != nil {
+		return nil, err
+	}
+	return fi, nil
+}
+
+func (p *policyFS) ReadLink(name string) (string, error) {
+	if err := p.pol.check("readlink", name, false, false); err != nil {
+		return "", err
+	}
+	return p.fs.ReadLink(name)
+}
+
+func (p *policyFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	if err := p.checkRead("readdir", name); err != nil {
+		return nil, err
+	}
+	ents, err := p.fs.ReadDir(name)
+	return p.filter(name, ents), err
+}
+
+func (p *policyFS) ReadFile(name string) ([]byte, error) {
+	if err := p.checkRead("readfile", name); err != nil {
+		return nil, err
+	}
+	return p.fs.ReadFile(name)
+}
+
+func (p *policyFS) ReadFileDigest(name string) ([]byte, backend.Digest, error) {
+	if err := p.checkRead("readfile", name); err != nil {
+		return nil, backend.Digest{}, err
+	}
+	return p.fs.ReadFileDigest(name)
+}
+
+func (p *policyFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	if err := p.checkWrite("writefile", name, false); err != nil {
+		return err
+	}
+	return p.fs.WriteFile(name, data, perm)
+}
+
+func (p *policyFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect backend.Digest) error {
+	if err := p.checkWrite("writefileif", name, false); err != nil {
+		return err
+	}
+	return p.fs.WriteFileIf(name, data, perm, expect)
+}
+
+func (p *policyFS) MkdirAll(name string, perm fs.FileMode) error {
+	if err := p.checkWrite("mkdirall", name, true); err != nil {
+		return err
+	}
+	return p.fs.MkdirAll(name, perm)
+}
+
+func (p *policyFS) Remove(name string) error {
+	isDir := false
+	if fi, err := p.fs.Lstat(name); err == nil {
+		isDir = fi.IsDir()
+	}
+	if err := p.checkWrite("remove", name, isDir); err != nil {
+		return err
+	}
+	return p.fs.Remove(name)
+}
+
+func (p *policyFS) Rename(oldname, newname string) error {
+	isDir := false
+	if fi, err := p.fs.Lstat(oldname); err == nil {
+		isDir = fi.IsDir()
+	}
+	if err := p.checkWrite("rename", oldname, isDir); err != nil {
+		return err
+	}
+	if err := p.checkWrite("rename", newname, isDir); err != nil {
+		return err
+	}
+	return p.fs.Rename(oldname, newname)
+}
+
+func (p *policyFS) Symlink(target, name string) error {
+	if err := p.checkWrite("symlink", name, false); err != nil {
+		return err
+	}
+	return p.fs.Symlink(target, name)
+}
+
+func (p *policyFS) Chmod(name string, mode fs.FileMode) error {
+	isDir := false
+	if fi, err := p.fs.Stat(name); err == nil {
+		isDir = fi.IsDir()
+	}
+	if err := p.check("chmod", name, isDir, true); err != nil {
+		return err
+	}
+	return p.fs.Chmod(name, mode)
+}
