@@ -95,7 +95,10 @@
 //     read-only, allow and deny patterns, .git at any depth denied) holds
 //     on Session.FS and Env.FS, where a name is checked as given and as it
 //     resolves through symlinks; Head().FS() keeps only the head's own
-//     rules. Extra roots come later.
+//     rules. Extra Roots (named directories beside the head, read-only or
+//     read-write, contained by os.Root, never checkpointed) are reached
+//     through Session.RootFS under the same policy, at roots/<name>/ in its
+//     namespace. Policy and roots are part of the session's configuration.
 //   - ResumeError.Why is a workspace.Reason taken from the cause; an
 //     archived or destroyed head is told by the code (Archived,
 //     Destroyed), not by Why.

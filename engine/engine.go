@@ -249,6 +249,11 @@ type SessionOptions struct {
 	// It is part of the session's configuration: resuming with another is
 	// drift. A pattern that matches nothing is InvalidArgument.
 	Policy []Policy
+	// Roots are extra directories mounted beside the head (see Root);
+	// part of the session's configuration. A root that is invalid or
+	// overlaps the head, another root or the engine's files is
+	// InvalidArgument.
+	Roots []Root
 	// TakeOver takes an exclusive head's claim from a session that is no
 	// longer live (its lease is free) instead of failing with AlreadyBound.
 	TakeOver bool
@@ -284,7 +289,7 @@ func (e *Engine) NewSession(ctx context.Context, opts *SessionOptions) (*Session
 	return e.start(ctx, sessionSpec{
 		agent: opts.Agent, placement: p, headless: opts.Headless, perm: opts.Permission,
 		snap: opts.Snapshot, config: opts.Config, exts: opts.Extensions, takeOver: opts.TakeOver,
-		policy: opts.Policy,
+		policy: opts.Policy, roots: opts.Roots,
 	})
 }
 
@@ -299,6 +304,7 @@ type sessionSpec struct {
 	exts      []Extension
 	takeOver  bool
 	policy    []Policy
+	roots     []Root
 	// head, when set, is the session's head, already open (a fork's),
 	// and ws the workspace it was opened from; the session takes both
 	// over and destroys the head if the session fails to start.
@@ -377,11 +383,14 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 			}
 		}
 	}
+	if s.roots, err = e.checkRoots(spec.roots, headDirOf(s)); err != nil {
+		return fail(err)
+	}
 	rec := sessionRecord{
 		id: id, agent: spec.agent, placement: spec.placement.record(),
-		digest: digest(spec.placement.record(), perm, snap, backendID(b), spec.config, spec.policy),
+		digest: digest(spec.placement.record(), perm, snap, backendID(b), spec.config, spec.policy, s.roots),
 		parent: spec.parent, lastCheckpoint: workspace.CheckpointID(s.lastCheckpoint),
-		perm: perm, snap: snap, config: spec.config, policy: spec.policy,
+		perm: perm, snap: snap, config: spec.config, policy: spec.policy, roots: s.roots,
 	}
 	claim := s.kind != "shared" && !spec.headless
 	if err := e.st.create(ctx, rec, bind, claim, spec.takeOver); err != nil {
@@ -459,12 +468,13 @@ type ResumeOptions struct {
 	// AllowConfigDrift resumes even if the configuration digest changed,
 	// reporting it in ResumeReport.ConfigDrift.
 	AllowConfigDrift bool
-	// Policy is the session's policy, as given to NewSession.
+	// Policy and Roots are the session's, as given to NewSession.
 	Policy []Policy
+	Roots  []Root
 	// AsRecorded resumes with the configuration the session recorded
-	// when it was bound (SessionInfo's Permission, Snapshot, Config and
-	// Policy) instead of Permission, Snapshot, Config and Policy, which
-	// must then be zero (InvalidArgument otherwise). It is for a caller that keeps its
+	// when it was bound (SessionInfo's Permission, Snapshot, Config,
+	// Policy and Roots) instead of the fields above, which must then be
+	// zero (InvalidArgument otherwise). It is for a caller that keeps its
 	// sessions' configuration in grove alone, such as the grove command.
 	// A session recorded before schema version 2 has no recorded
 	// configuration: it resumes as with zero values.
@@ -512,8 +522,8 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	if opts == nil {
 		opts = &ResumeOptions{}
 	}
-	if opts.AsRecorded && (opts.Permission != "" || opts.Snapshot != nil || opts.Config != nil || opts.Policy != nil) {
-		return nil, errorf(backend.InvalidArgument, op, "AsRecorded with a Permission, Snapshot, Config or Policy of the caller's")
+	if opts.AsRecorded && (opts.Permission != "" || opts.Snapshot != nil || opts.Config != nil || opts.Policy != nil || opts.Roots != nil) {
+		return nil, errorf(backend.InvalidArgument, op, "AsRecorded with a Permission, Snapshot, Config, Policy or Roots of the caller's")
 	}
 	perm, err := opts.Permission.resolve(op)
 	if err != nil {
@@ -545,9 +555,9 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	if pr.Kind == "shared" {
 		sp.Shared = &ExistingHead{}
 	}
-	asked, config, layers := opts.Snapshot, opts.Config, opts.Policy
+	asked, config, layers, roots := opts.Snapshot, opts.Config, opts.Policy, opts.Roots
 	if opts.AsRecorded {
-		layers = rec.policy
+		layers, roots = rec.policy, rec.roots
 		if perm, err = rec.perm.resolve(op); err != nil {
 			return nil, err
 		}
@@ -611,7 +621,11 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 		}
 	}
 	report := ResumeReport{LastCheckpoint: rec.lastCheckpoint}
-	if digest(rec.placement, perm, snap, backendID(b), config, layers) != rec.digest {
+	if s.roots, err = e.checkRoots(roots, headDirOf(s)); err != nil {
+		release()
+		return nil, err
+	}
+	if digest(rec.placement, perm, snap, backendID(b), config, layers, s.roots) != rec.digest {
 		if !opts.AllowConfigDrift {
 			release()
 			return fail(ConfigDrift, errorf(backend.FailedPrecondition, op, "the session's configuration changed since it was bound"))

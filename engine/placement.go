@@ -236,7 +236,7 @@ func snapshotFor(asked *SnapshotPolicy, engine SnapshotPolicy, perm Permission, 
 // digest is the configuration digest: placement, access, snapshot
 // policy, backend ID, the caller's opaque configuration and the path
 // policy.
-func digest(placement string, access Permission, snap SnapshotPolicy, backendID backend.ID, config []byte, policy []Policy) string {
+func digest(placement string, access Permission, snap SnapshotPolicy, backendID backend.ID, config []byte, policy []Policy, roots []Root) string {
 	if len(config) == 0 {
 		config = nil // no configuration, however it is spelled
 	}
@@ -246,6 +246,9 @@ func digest(placement string, access Permission, snap SnapshotPolicy, backendID 
 	}
 	if len(policy) > 0 { // sessions without one keep the digest they had
 		fields["policy"] = policy
+	}
+	if len(roots) > 0 {
+		fields["roots"] = roots
 	}
 	rec, _ := json.Marshal(fields)
 	sum := sha256.Sum256(rec)

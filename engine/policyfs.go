@@ -15,8 +15,17 @@ import (
 // listings show only what may be reached. The FS below keeps its own rules
 // (containment, the head's .git): the policy only narrows them.
 type policyFS struct {
-	fs  workspace.FS
-	pol *policy
+	fs     workspace.FS
+	pol    *policy
+	prefix string // where the FS's names sit in the policy's namespace: "" for the head, "roots/<name>" for a root
+}
+
+// at is name in the policy's namespace.
+func (p *policyFS) at(name string) string {
+	if p.prefix == "" {
+		return name
+	}
+	return path.Join(p.prefix, name)
 }
 
 var _ workspace.FS = (*policyFS)(nil)
@@ -62,11 +71,11 @@ func (p *policyFS) resolved(name string) string {
 
 // check checks name and what it resolves to.
 func (p *policyFS) check(op, name string, isDir, write bool) error {
-	if err := p.pol.check(op, name, isDir, write); err != nil {
+	if err := p.pol.check(op, p.at(name), isDir, write); err != nil {
 		return err
 	}
 	if r := p.resolved(name); r != name {
-		return p.pol.check(op, r, isDir, write)
+		return p.pol.check(op, p.at(r), isDir, write)
 	}
 	return nil
 }
@@ -74,11 +83,11 @@ func (p *policyFS) check(op, name string, isDir, write bool) error {
 // checkWrite checks a write to name: name itself (which the write
 // replaces, not follows) and its parent as it resolves.
 func (p *policyFS) checkWrite(op, name string, isDir bool) error {
-	if err := p.pol.check(op, name, isDir, true); err != nil {
+	if err := p.pol.check(op, p.at(name), isDir, true); err != nil {
 		return err
 	}
 	if dir := path.Dir(name); dir != "." {
-		return p.pol.check(op, path.Join(p.resolved(dir), path.Base(name)), isDir, true)
+		return p.pol.check(op, p.at(path.Join(p.resolved(dir), path.Base(name))), isDir, true)
 	}
 	return nil
 }
@@ -132,7 +141,7 @@ func (d *policyDir) ReadDir(n int) ([]fs.DirEntry, error) {
 func (p *policyFS) filter(dir string, ents []fs.DirEntry) []fs.DirEntry {
 	kept := ents[:0]
 	for _, e := range ents {
-		if p.pol.visible(dir, e) {
+		if p.pol.visible(p.at(dir), e) {
 			kept = append(kept, e)
 		}
 	}
@@ -151,14 +160,14 @@ func (p *policyFS) Lstat(name string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.pol.check("lstat", name, fi.IsDir(), false); err != nil {
+	if err := p.pol.check("lstat", p.at(name), fi.IsDir(), false); err != nil {
 		return nil, err
 	}
 	return fi, nil
 }
 
 func (p *policyFS) ReadLink(name string) (string, error) {
-	if err := p.pol.check("readlink", name, false, false); err != nil {
+	if err := p.pol.check("readlink", p.at(name), false, false); err != nil {
 		return "", err
 	}
 	return p.fs.ReadLink(name)

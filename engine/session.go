@@ -35,6 +35,8 @@ type Session struct {
 	lease  *lock.Lock
 	policy []Policy // as given
 	pol    *policy  // compiled
+	roots  []Root   // canonical
+	rootFS map[string]*rootFS
 
 	ws       *workspace.Workspace // the workspace the session opened, if any
 	head     *workspace.Head      // the session's handle, used for its own calls
@@ -163,6 +165,12 @@ func (s *Session) release(ctx context.Context, destroy bool) {
 	if s.ws != nil {
 		_ = s.ws.Close()
 	}
+	s.mu.Lock()
+	for _, r := range s.rootFS {
+		r.close()
+	}
+	s.rootFS = nil
+	s.mu.Unlock()
 	if s.lease != nil {
 		_ = s.lease.Unlock()
 	}
@@ -248,6 +256,9 @@ type ForkOptions struct {
 	// Policy is the new session's policy; nil: the parent's (a non-nil
 	// empty slice means none).
 	Policy []Policy
+	// Roots are the new session's extra roots; nil: the parent's (a
+	// non-nil empty slice means none).
+	Roots []Root
 	// From forks from this checkpoint (or revision) instead of from a
 	// checkpoint of the head now.
 	From workspace.Rev
@@ -299,6 +310,9 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 	if o.Policy == nil {
 		o.Policy = s.policy
 	}
+	if o.Roots == nil {
+		o.Roots = s.roots
+	}
 	ws := s.head.Workspace()
 	p, err := Placement{Exclusive: &ExistingHead{Backend: ws.Backend(), Root: ws.Info().Locator, Head: name}}.validate()
 	if err != nil {
@@ -333,7 +347,7 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 	return s.e.start(ctx, sessionSpec{
 		agent: o.Agent, placement: p, perm: o.Permission, snap: o.Snapshot,
 		config: o.Config, exts: o.Extensions, head: h, ws: cws, parent: s.id,
-		policy: o.Policy,
+		policy: o.Policy, roots: o.Roots,
 	})
 }
 

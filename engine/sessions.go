@@ -34,14 +34,15 @@ type SessionInfo struct {
 	// LastCheckpoint is the last checkpoint the journal recorded (the
 	// head's base before any).
 	LastCheckpoint workspace.CheckpointID
-	// Permission, Snapshot, Config and Policy are the configuration the
-	// session was bound with: give them to ResumeOptions to resume it without
+	// Permission, Snapshot, Config, Policy and Roots are the
+	// configuration the session was bound with: give them to ResumeOptions to resume it without
 	// drift. They are zero for a session recorded by a grove older than
 	// schema version 2.
 	Permission Permission
 	Snapshot   SnapshotPolicy
 	Config     []byte
 	Policy     []Policy // from schema version 3
+	Roots      []Root   // from schema version 3
 	// Created and Updated are when the session was made and when its
 	// record last changed (not every journal event changes it).
 	Created, Updated time.Time

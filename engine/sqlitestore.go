@@ -70,7 +70,7 @@ func (s *sqliteStore) create(ctx context.Context, rec sessionRecord, bind backen
 		if err != nil {
 			return err
 		}
-		pol := ""
+		pol, roots := "", ""
 		if len(rec.policy) > 0 {
 			data, err := json.Marshal(rec.policy)
 			if err != nil {
@@ -78,9 +78,16 @@ func (s *sqliteStore) create(ctx context.Context, rec sessionRecord, bind backen
 			}
 			pol = string(data)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, agent, placement, config_digest, state, last_checkpoint, created_at, updated_at, permission, snapshot, config, policy)
-			VALUES (?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?)`, rec.id, rec.agent, rec.placement, rec.digest, string(rec.lastCheckpoint), t, t,
-			string(rec.perm), string(snap), rec.config, pol); err != nil {
+		if len(rec.roots) > 0 {
+			data, err := json.Marshal(rec.roots)
+			if err != nil {
+				return err
+			}
+			roots = string(data)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, agent, placement, config_digest, state, last_checkpoint, created_at, updated_at, permission, snapshot, config, policy, roots)
+			VALUES (?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?)`, rec.id, rec.agent, rec.placement, rec.digest, string(rec.lastCheckpoint), t, t,
+			string(rec.perm), string(snap), rec.config, pol, roots); err != nil {
 			return err
 		}
 		payload := map[string]any{}
@@ -112,9 +119,9 @@ func (s *sqliteStore) create(ctx context.Context, rec sessionRecord, bind backen
 
 func (s *sqliteStore) load(ctx context.Context, id string) (sessionRecord, []byte, error) {
 	rec := sessionRecord{id: id}
-	var last, perm, snap, pol string
-	err := s.db.QueryRowContext(ctx, `SELECT agent, placement, config_digest, last_checkpoint, state, permission, snapshot, config, policy FROM sessions WHERE id = ?`, id).
-		Scan(&rec.agent, &rec.placement, &rec.digest, &last, &rec.state, &perm, &snap, &rec.config, &pol)
+	var last, perm, snap, pol, roots string
+	err := s.db.QueryRowContext(ctx, `SELECT agent, placement, config_digest, last_checkpoint, state, permission, snapshot, config, policy, roots FROM sessions WHERE id = ?`, id).
+		Scan(&rec.agent, &rec.placement, &rec.digest, &last, &rec.state, &perm, &snap, &rec.config, &pol, &roots)
 	if errors.Is(err, sql.ErrNoRows) {
 		return rec, nil, errNoSession
 	}
@@ -129,6 +136,11 @@ func (s *sqliteStore) load(ctx context.Context, id string) (sessionRecord, []byt
 	if pol != "" {
 		if err := json.Unmarshal([]byte(pol), &rec.policy); err != nil {
 			return rec, nil, &StoreError{Kind: StoreCorrupt, Path: s.path, Err: fmt.Errorf("session %s: its policy: %w", id, err)}
+		}
+	}
+	if roots != "" {
+		if err := json.Unmarshal([]byte(roots), &rec.roots); err != nil {
+			return rec, nil, &StoreError{Kind: StoreCorrupt, Path: s.path, Err: fmt.Errorf("session %s: its roots: %w", id, err)}
 		}
 	}
 	var data []byte
@@ -254,7 +266,7 @@ func appendEvent(ctx context.Context, tx *sql.Tx, id string, kind EventKind, pay
 }
 
 func (s *sqliteStore) sessions(ctx context.Context, id string) ([]SessionInfo, error) {
-	query := `SELECT id, agent, placement, state, last_checkpoint, created_at, updated_at, permission, snapshot, config, policy,
+	query := `SELECT id, agent, placement, state, last_checkpoint, created_at, updated_at, permission, snapshot, config, policy, roots,
 		EXISTS (SELECT 1 FROM claims WHERE claims.session_id = sessions.id) FROM sessions`
 	var args []any
 	if id != "" {
@@ -269,8 +281,8 @@ func (s *sqliteStore) sessions(ctx context.Context, id string) ([]SessionInfo, e
 	var out []SessionInfo
 	for rows.Next() {
 		var si SessionInfo
-		var placement, last, created, updated, perm, snap, pol string
-		if err := rows.Scan(&si.ID, &si.Agent, &placement, &si.State, &last, &created, &updated, &perm, &snap, &si.Config, &pol, &si.Claims); err != nil {
+		var placement, last, created, updated, perm, snap, pol, roots string
+		if err := rows.Scan(&si.ID, &si.Agent, &placement, &si.State, &last, &created, &updated, &perm, &snap, &si.Config, &pol, &roots, &si.Claims); err != nil {
 			return nil, s.fail(err)
 		}
 		var pr struct{ Kind, Root, Head string }
@@ -288,6 +300,9 @@ func (s *sqliteStore) sessions(ctx context.Context, id string) ([]SessionInfo, e
 		}
 		if pol != "" {
 			_ = json.Unmarshal([]byte(pol), &si.Policy)
+		}
+		if roots != "" {
+			_ = json.Unmarshal([]byte(roots), &si.Roots)
 		}
 		si.Live = si.State == "open" && validSessionID(si.ID) && s.live(si.ID)
 		out = append(out, si)

@@ -65,8 +65,9 @@ var migrations = []string{
 	`ALTER TABLE sessions ADD COLUMN permission TEXT NOT NULL DEFAULT '';
 	ALTER TABLE sessions ADD COLUMN snapshot TEXT NOT NULL DEFAULT '';
 	ALTER TABLE sessions ADD COLUMN config BLOB;`,
-	// 3: the path policy a session was bound with.
-	`ALTER TABLE sessions ADD COLUMN policy TEXT NOT NULL DEFAULT '';`,
+	// 3: the path policy and the extra roots a session was bound with.
+	`ALTER TABLE sessions ADD COLUMN policy TEXT NOT NULL DEFAULT '';
+	ALTER TABLE sessions ADD COLUMN roots TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this engine writes.
@@ -249,4 +250,5 @@ type sessionRecord struct {
 	snap                         SnapshotPolicy
 	config                       []byte
 	policy                       []Policy
+	roots                        []Root
 }

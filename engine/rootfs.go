@@ -1,0 +1,286 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/lock"
+	"github.com/groveworks/grove/workspace"
+)
+
+// rootFS is an extra root's directory on the host, through an os.Root:
+// whatever a name or a link says, nothing outside the directory is
+// reached (the kernel-backed resolution of os.Root refuses it with
+// PathEscape). Writes replace files atomically (a temporary file beside
+// the target, renamed over it, keeping its mode). WriteFileIf compares and
+// sets under a per-root file lock, across processes. A read-only root
+// answers every write with PermissionDenied. It is not a head: nothing is
+// checkpointed, restored or forked.
+type rootFS struct {
+	name     string
+	root     *os.Root
+	readOnly bool
+	cas      string      // the lock file of WriteFileIf, in the engine's lease directory
+	mu       *sync.Mutex // WriteFileIf within the process
+}
+
+var _ workspace.FS = (*rootFS)(nil)
+
+// rootLocks holds one mutex per root lock file, shared in the process.
+var rootLocks sync.Map // string → *sync.Mutex
+
+func openRootFS(r Root, casLock string) (*rootFS, error) {
+	root, err := os.OpenRoot(r.Dir)
+	if err != nil {
+		return nil, err
+	}
+	mu, _ := rootLocks.LoadOrStore(casLock, new(sync.Mutex))
+	return &rootFS{name: r.Name, root: root, readOnly: r.ReadOnly, cas: casLock, mu: mu.(*sync.Mutex)}, nil
+}
+
+func (r *rootFS) close() { _ = r.root.Close() }
+
+// fail types an error of the os package for the root's name name.
+func (r *rootFS) fail(op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var be *backend.Error
+	if errors.As(err, &be) {
+		return err
+	}
+	inner := err
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		inner = pe.Err
+	case errors.As(err, &le):
+		inner = le.Err
+	}
+	code := backend.Internal
+	switch {
+	case inner != nil && inner.Error() == "path escapes from parent":
+		code = backend.PathEscape
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return &backend.Error{Code: backend.NotFound, Op: "engine: root " + op, Path: name, Err: fmt.Errorf("%w: %v", fs.ErrNotExist, inner)}
+	case errors.Is(err, fs.ErrPermission):
+		code = backend.PermissionDenied
+	case errors.Is(err, fs.ErrExist), errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EISDIR):
+		code = backend.FailedPrecondition
+	case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EINVAL):
+		code = backend.InvalidArgument
+	}
+	return &backend.Error{Code: code, Op: "engine: root " + op, Path: name, Err: inner}
+}
+
+func (r *rootFS) check(op, name string) error {
+	if err := backend.CheckPath("engine: root "+op, name); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (r *rootFS) writable(op, name string) error {
+	if err := r.check(op, name); err != nil {
+		return err
+	}
+	if r.readOnly {
+		return &backend.Error{Code: backend.PermissionDenied, Op: "engine: root " + op, Path: name,
+			Err: fmt.Errorf("root %q is mounted read-only", r.name)}
+	}
+	return nil
+}
+
+func (r *rootFS) Open(name string) (fs.File, error) {
+	if err := r.check("open", name); err != nil {
+		return nil, err
+	}
+	f, err := r.root.Open(name)
+	if err != nil {
+		return nil, r.fail("open", name, err)
+	}
+	return f, nil
+}
+
+func (r *rootFS) Stat(name string) (fs.FileInfo, error) {
+	if err := r.check("stat", name); err != nil {
+		return nil, err
+	}
+	fi, err := r.root.Stat(name)
+	return fi, r.fail("stat", name, err)
+}
+
+func (r *rootFS) Lstat(name string) (fs.FileInfo, error) {
+	if err := r.check("lstat", name); err != nil {
+		return nil, err
+	}
+	fi, err := r.root.Lstat(name)
+	return fi, r.fail("lstat", name, err)
+}
+
+func (r *rootFS) ReadLink(name string) (string, error) {
+	if err := r.check("readlink", name); err != nil {
+		return "", err
+	}
+	t, err := r.root.Readlink(name)
+	return t, r.fail("readlink", name, err)
+}
+
+func (r *rootFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	f, err := r.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	d, ok := f.(fs.ReadDirFile)
+	if !ok {
+		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: "engine: root readdir", Path: name, Err: errors.New("not a directory")}
+	}
+	ents, err := d.ReadDir(-1)
+	if err != nil {
+		return nil, r.fail("readdir", name, err)
+	}
+	return ents, nil
+}
+
+func (r *rootFS) ReadFile(name string) ([]byte, error) {
+	data, _, err := r.ReadFileDigest(name)
+	return data, err
+}
+
+func (r *rootFS) ReadFileDigest(name string) ([]byte, backend.Digest, error) {
+	f, err := r.Open(name)
+	if err != nil {
+		return nil, backend.Digest{}, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, backend.Digest{}, &backend.Error{Code: backend.FailedPrecondition, Op: "engine: root readfile", Path: name, Err: errors.New("is a directory")}
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, backend.Digest{}, r.fail("readfile", name, err)
+	}
+	return data, backend.DigestOf(data), nil
+}
+
+func (r *rootFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	if err := r.writable("writefile", name); err != nil {
+		return err
+	}
+	return r.write("writefile", name, data, perm)
+}
+
+func (r *rootFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect backend.Digest) error {
+	const op = "writefileif"
+	if err := r.writable(op, name); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, err := lock.Acquire(context.Background(), r.cas, "compare-and-set write")
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	var cur backend.Digest
+	old, _, err := r.ReadFileDigest(name)
+	switch {
+	case err == nil:
+		cur = backend.DigestOf(old)
+	case backend.CodeOf(err) != backend.NotFound:
+		return err
+	}
+	if cur != expect {
+		return &backend.Error{Code: backend.Conflict, Op: "engine: root " + op, Path: name, Current: &cur,
+			Err: fmt.Errorf("content is %s, the caller expected %s", cur, expect)}
+	}
+	return r.write(op, name, data, perm)
+}
+
+// write replaces name atomically, keeping an existing file's mode.
+func (r *rootFS) write(op, name string, data []byte, perm fs.FileMode) error {
+	mode := perm & 0o777
+	if fi, err := r.root.Lstat(name); err == nil {
+		switch {
+		case fi.IsDir():
+			return &backend.Error{Code: backend.FailedPrecondition, Op: "engine: root " + op, Path: name, Err: errors.New("is a directory")}
+		case fi.Mode().IsRegular():
+			mode = fi.Mode() & 0o777
+		}
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := path.Join(path.Dir(name), ".grove-tmp-"+hex.EncodeToString(rnd[:]))
+	f, err := r.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return r.fail(op, name, err)
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		_ = r.root.Remove(tmp)
+		return r.fail(op, name, err)
+	}
+	if err := r.root.Rename(tmp, name); err != nil {
+		_ = r.root.Remove(tmp)
+		return r.fail(op, name, err)
+	}
+	return nil
+}
+
+func (r *rootFS) MkdirAll(name string, perm fs.FileMode) error {
+	if err := r.writable("mkdirall", name); err != nil {
+		return err
+	}
+	return r.fail("mkdirall", name, r.root.MkdirAll(name, perm&0o777))
+}
+
+func (r *rootFS) Remove(name string) error {
+	if err := r.writable("remove", name); err != nil {
+		return err
+	}
+	return r.fail("remove", name, r.root.Remove(name))
+}
+
+func (r *rootFS) Rename(oldname, newname string) error {
+	if err := r.writable("rename", oldname); err != nil {
+		return err
+	}
+	if err := r.writable("rename", newname); err != nil {
+		return err
+	}
+	return r.fail("rename", newname, r.root.Rename(oldname, newname))
+}
+
+func (r *rootFS) Symlink(target, name string) error {
+	if err := r.writable("symlink", name); err != nil {
+		return err
+	}
+	if to := path.Join(path.Dir(name), target); path.IsAbs(target) || to == ".." || strings.HasPrefix(to, "../") {
+		return &backend.Error{Code: backend.PathEscape, Op: "engine: root symlink", Path: name, Err: fmt.Errorf("the target %q leads out of the root", target)}
+	}
+	if _, err := r.root.Lstat(name); err == nil {
+		return &backend.Error{Code: backend.AlreadyExists, Op: "engine: root symlink", Path: name, Err: fs.ErrExist}
+	}
+	return r.fail("symlink", name, r.root.Symlink(target, name))
+}
+
+func (r *rootFS) Chmod(name string, mode fs.FileMode) error {
+	if err := r.writable("chmod", name); err != nil {
+		return err
+	}
+	return r.fail("chmod", name, r.root.Chmod(name, mode&0o777))
+}
