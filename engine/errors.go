@@ -132,6 +132,9 @@ const (
 	EmptyRoot     PlacementKind = "empty-root"     // the placement names no workspace root
 	BadRoot       PlacementKind = "bad-root"       // the root cannot be canonicalized
 	NoHeadName    PlacementKind = "no-head-name"   // a shared or exclusive placement names no head
+	// WorkspaceToolWithoutPlacement: a tool that works on a head was
+	// asked for on a session that has none (engine/tools).
+	WorkspaceToolWithoutPlacement PlacementKind = "workspace-tool-without-placement"
 )
 
 // PlacementError is an invalid placement, found when an engine or a

@@ -135,19 +135,6 @@ func (p *policy) check(op, name string, isDir, write bool) error {
 	return nil
 }
 
-// readOnly reports whether some layer takes every write away.
-func (p *policy) readOnly() bool {
-	if p == nil {
-		return false
-	}
-	for _, l := range p.layers {
-		if l.readOnly {
-			return true
-		}
-	}
-	return false
-}
-
 // visible reports whether a listing of a directory shows entry e of it.
 func (p *policy) visible(dir string, e fs.DirEntry) bool {
 	return p.check("list", path.Join(dir, e.Name()), e.IsDir(), false) == nil

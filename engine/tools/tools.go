@@ -1,0 +1,282 @@
+// Package tools gives a model the tools it works with in one engine
+// session: file tools over the session's head and extra roots, the head's
+// operations (checkpoint, restore, fork, status, diff, log), and a command
+// tool. Every tool has a name, a description written for a model, a JSON
+// Schema of its input and a handler that returns bounded text, so that a
+// harness hands them to a model as they are, or serves them over MCP (see
+// the grove command's mcp).
+//
+// # The namespace
+//
+// A model sees the same paths whatever the backend: the head at
+// /workspace, an extra root called name at /workspace/roots/name. Tools
+// take /workspace/... or paths relative to it, refuse anything else with a
+// message saying what to give instead, and print paths in that namespace,
+// never a host path.
+//
+// # What holds
+//
+// Every file tool goes through the session's FS and roots
+// (engine.Session.FS, engine.Session.RootFS): the backend's containment
+// (no name or link leads out), the session's permission and path policy
+// (engine.Policy; .git at any depth is never reachable), and the roots'
+// read-only flags. write_file and edit_file compare and set against the
+// digest of the content the model last read (or, for edit_file, read at
+// the edit), so an edit made on stale content fails and says to read
+// again. Path policy is not a sandbox: the run tool's command is held only
+// by its Runner (see Runner).
+//
+// # Errors
+//
+// A tool that fails returns an *Error: its Code (a workspace.Code) and a
+// Message for the model. Nothing a model sends — malformed JSON, a wrong
+// type, an unknown field, a path outside /workspace — makes a tool panic or
+// reach outside what the session may reach.
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/groveworks/grove/engine"
+	"github.com/groveworks/grove/workspace"
+)
+
+// DefaultMaxOutput bounds what one tool call returns, in bytes, when
+// Options.MaxOutput is zero.
+const DefaultMaxOutput = 32 << 10
+
+// maxFileSize is the largest file read_file, edit_file and grep read.
+const maxFileSize = 8 << 20
+
+// Tool is one tool a model can call.
+type Tool struct {
+	// Name is the tool's name, as a model calls it ("read_file").
+	Name string
+	// Description says, for a model, what the tool does and how to call it.
+	Description string
+	// InputSchema is the JSON Schema of the tool's input: an object.
+	InputSchema json.RawMessage
+	// NeedsHead reports whether the tool works on the session's head
+	// (a headless session cannot have it).
+	NeedsHead bool
+
+	call func(ctx context.Context, t *Set, input json.RawMessage) (string, error)
+}
+
+// Error is a tool call that failed: what went wrong, for the model.
+type Error struct {
+	Tool    string
+	Code    workspace.Code
+	Message string
+	Err     error // the cause, if any
+}
+
+func (e *Error) Error() string {
+	if e.Tool == "" {
+		return e.Message
+	}
+	return e.Tool + ": " + e.Message
+}
+
+// Unwrap returns the cause and the sentinel of Code, so that
+// workspace.CodeOf and errors.Is(err, workspace.ErrNotFound) work on a
+// tool's error as on any of grove's.
+func (e *Error) Unwrap() []error {
+	var out []error
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	if s := e.Code.Sentinel(); s != nil {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Options configure New. The zero value (or nil) defines every tool the
+// session can have, with DefaultMaxOutput.
+type Options struct {
+	// Tools selects tools by name; empty means all. A name that is not a
+	// tool is InvalidArgument.
+	Tools []string
+	// MaxOutput bounds what one call returns, in bytes; 0 means
+	// DefaultMaxOutput.
+	MaxOutput int
+	// Runner runs the run tool's commands; nil means ExecRunner, which is
+	// no sandbox (see Runner). A session's extension of type Runner is
+	// used when this is nil.
+	Runner Runner
+}
+
+// Set is the tools of one session. It is safe for concurrent use.
+type Set struct {
+	s     *engine.Session
+	head  workspace.FS // nil for a headless session
+	roots []string
+	max   int
+	run   Runner
+	tools []Tool
+
+	mu   sync.Mutex
+	read map[string]workspace.Digest // namespace path → digest of the content last read or written
+}
+
+// New defines the tools of session s. A tool that needs a head (every
+// tool but list_dir, read_file, write_file, edit_file, glob and grep over
+// /workspace/roots) asked for on a headless session is a
+// *engine.PlacementError of kind engine.WorkspaceToolWithoutPlacement,
+// now rather than when a model first calls it.
+func New(s *engine.Session, opts *Options) (*Set, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	t := &Set{s: s, head: s.FS(), roots: rootNames(s), max: opts.MaxOutput, run: opts.Runner, read: map[string]workspace.Digest{}}
+	if t.max <= 0 {
+		t.max = DefaultMaxOutput
+	}
+	if t.run == nil {
+		if r, ok := engine.ExtensionOf[Runner](s); ok {
+			t.run = r
+		} else {
+			t.run = ExecRunner{}
+		}
+	}
+	all := definitions()
+	want := opts.Tools
+	if len(want) == 0 {
+		hostDir := s.Head() != nil && s.Head().Info().Root != ""
+		for _, d := range all {
+			if (t.head != nil || !d.NeedsHead) && (d.Name != "run" || hostDir) {
+				want = append(want, d.Name)
+			}
+		}
+	}
+	for _, name := range want {
+		i := slices.IndexFunc(all, func(d Tool) bool { return d.Name == name })
+		if i < 0 {
+			return nil, &Error{Code: workspace.InvalidArgument, Message: fmt.Sprintf("no tool is called %q", name)}
+		}
+		if all[i].NeedsHead && t.head == nil {
+			return nil, &engine.PlacementError{Kind: engine.WorkspaceToolWithoutPlacement,
+				Err: fmt.Errorf("tool %s works on a head, and the session has none", name)}
+		}
+		t.tools = append(t.tools, all[i])
+	}
+	return t, nil
+}
+
+// Tools returns the tools defined, in a stable order.
+func (t *Set) Tools() []Tool { return slices.Clone(t.tools) }
+
+// Call runs the tool called name on input, the JSON object a model sent,
+// and returns its text, at most Options.MaxOutput bytes. A failure is an
+// *Error.
+func (t *Set) Call(ctx context.Context, name string, input json.RawMessage) (string, error) {
+	i := slices.IndexFunc(t.tools, func(d Tool) bool { return d.Name == name })
+	if i < 0 {
+		return "", &Error{Tool: name, Code: workspace.NotFound, Message: "no such tool; the tools are " + t.names()}
+	}
+	out, err := t.tools[i].call(ctx, t, input)
+	if err != nil {
+		return "", t.explain(name, err)
+	}
+	return t.bound(out), nil
+}
+
+func (t *Set) names() string {
+	var n []string
+	for _, d := range t.tools {
+		n = append(n, d.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+// bound cuts s to the output limit, at a line end where it can, saying so.
+func (t *Set) bound(s string) string {
+	if len(s) <= t.max {
+		return s
+	}
+	cut := t.max - 120
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	if nl := strings.LastIndexByte(s[:cut], '\n'); nl > cut/2 {
+		cut = nl + 1
+	}
+	return s[:cut] + fmt.Sprintf("\n[output cut at %d of %d bytes; narrow the request (a smaller range, a more precise pattern)]\n", cut, len(s))
+}
+
+// explain turns a failure into an *Error whose message a model can act on.
+func (t *Set) explain(tool string, err error) error {
+	var te *Error
+	if errors.As(err, &te) {
+		out := *te
+		out.Tool = tool
+		return &out
+	}
+	code := workspace.CodeOf(err)
+	msg := err.Error()
+	switch code {
+	case workspace.NotFound:
+		msg = "not found: " + t.hideHost(msg)
+	case workspace.PermissionDenied:
+		msg = "permission denied: " + t.hideHost(msg)
+	case workspace.PathEscape:
+		msg = "the path leads outside " + Mount + " (through a link, or ..): " + t.hideHost(msg)
+	case workspace.Conflict:
+		msg = "the file changed since it was read; call read_file again, then retry"
+	default:
+		msg = t.hideHost(msg)
+	}
+	return &Error{Tool: tool, Code: code, Message: msg, Err: err}
+}
+
+// hideHost replaces the host directories of the head and the roots in a
+// message with their namespace paths.
+func (t *Set) hideHost(msg string) string {
+	if h := t.s.Head(); h != nil && h.Info().Root != "" {
+		msg = strings.ReplaceAll(msg, h.Info().Root, Mount)
+	}
+	for _, r := range t.s.Roots() {
+		msg = strings.ReplaceAll(msg, r.Dir, Mount+"/roots/"+r.Name)
+	}
+	return msg
+}
+
+// decode reads a tool's input strictly: one JSON object, no field the
+// schema does not name, the types it gives.
+func decode(input json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(input))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &Error{Code: workspace.InvalidArgument, Message: "invalid input: " + err.Error() + "; send one JSON object as the tool's schema describes"}
+	}
+	if dec.More() {
+		return &Error{Code: workspace.InvalidArgument, Message: "invalid input: more than one JSON value"}
+	}
+	return nil
+}
+
+// remember records the digest of the content last read or written at p.
+func (t *Set) remember(p string, d workspace.Digest) {
+	t.mu.Lock()
+	t.read[p] = d
+	t.mu.Unlock()
+}
+
+func (t *Set) lastRead(p string) (workspace.Digest, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d, ok := t.read[p]
+	return d, ok
+}

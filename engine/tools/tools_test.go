@@ -1,0 +1,336 @@
+package tools_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/engine"
+	"github.com/groveworks/grove/engine/tools"
+	"github.com/groveworks/grove/gitbackend"
+	"github.com/groveworks/grove/internal/githarness"
+	"github.com/groveworks/grove/workspace"
+)
+
+type fixture struct {
+	t       *testing.T
+	ctx     context.Context
+	e       *engine.Engine
+	s       *engine.Session
+	set     *tools.Set
+	head    string // the head's directory on the host
+	outside string // a directory no tool may reach
+}
+
+func newFixture(t *testing.T, opts *engine.SessionOptions, topts *tools.Options) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	repo := filepath.Join(t.TempDir(), "repo")
+	require.NoError(t, githarness.InitRepo(ctx, repo, fstest.MapFS{
+		"README.md":    {Data: []byte("# demo\nhello\n")},
+		"src/app.go":   {Data: []byte("package app\n\nfunc A() int { return 1 }\n")},
+		".gitignore":   {Data: []byte("node_modules/\n")},
+		"src/data.bin": {Data: []byte("bin\x00ary")},
+	}))
+	gb := gitbackend.New(gitbackend.Options{})
+	e, err := engine.Open(ctx, engine.Options{Path: filepath.Join(t.TempDir(), "grove.db"), Backends: []workspace.Backend{gb},
+		Placement: engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: repo}}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	s, err := e.NewSession(ctx, opts)
+	require.NoError(t, err)
+	set, err := tools.New(s, topts)
+	require.NoError(t, err)
+	outside := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("top secret"), 0o644))
+	return &fixture{t: t, ctx: ctx, e: e, s: s, set: set, head: s.Head().Info().Root, outside: outside}
+}
+
+// call sends input, as a model would, and returns the text or the error.
+func (f *fixture) call(name, input string) (string, error) {
+	f.t.Helper()
+	return f.set.Call(f.ctx, name, json.RawMessage(input))
+}
+
+func (f *fixture) ok(name, input string) string {
+	f.t.Helper()
+	out, err := f.call(name, input)
+	require.NoError(f.t, err, "%s %s", name, input)
+	return out
+}
+
+func (f *fixture) fails(name, input string, code workspace.Code) string {
+	f.t.Helper()
+	out, err := f.call(name, input)
+	require.Error(f.t, err, "%s %s succeeded: %s", name, input, out)
+	var te *tools.Error
+	require.ErrorAs(f.t, err, &te)
+	assert.Equal(f.t, code, te.Code, "%s %s: %v", name, input, err)
+	assert.NotContains(f.t, te.Message, f.head, "a host path in a message")
+	return te.Message
+}
+
+func js(v any) string {
+	data, _ := json.Marshal(v)
+	return string(data)
+}
+
+func TestEveryToolHasASchemaAndADescription(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	var names []string
+	for _, tool := range f.set.Tools() {
+		names = append(names, tool.Name)
+		assert.NotEmpty(t, tool.Description, tool.Name)
+		var schema map[string]any
+		require.NoError(t, json.Unmarshal(tool.InputSchema, &schema), tool.Name)
+		assert.Equal(t, "object", schema["type"], tool.Name)
+		assert.Equal(t, false, schema["additionalProperties"], tool.Name)
+	}
+	assert.Equal(t, []string{"read_file", "write_file", "edit_file", "list_dir", "glob", "grep",
+		"checkpoint", "restore", "fork", "status", "diff", "log", "run"}, names)
+}
+
+func TestReadFile(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	out := f.ok("read_file", `{"path":"/workspace/README.md"}`)
+	assert.Contains(t, out, "/workspace/README.md: 2 lines, digest ")
+	assert.Contains(t, out, "     1\t# demo\n     2\thello\n")
+	assert.Equal(t, out, f.ok("read_file", `{"path":"README.md"}`), "a path relative to /workspace")
+	out = f.ok("read_file", `{"path":"src/app.go","offset":3,"limit":1}`)
+	assert.Contains(t, out, "     3\tfunc A() int { return 1 }\n")
+	assert.NotContains(t, out, "package app")
+	assert.Contains(t, f.ok("read_file", `{"path":"src/data.bin"}`), "binary file of 7 bytes")
+	f.fails("read_file", `{"path":"nope.txt"}`, workspace.NotFound)
+	f.fails("read_file", `{"path":"src"}`, workspace.FailedPrecondition)
+
+	// A huge file is refused; a long one is cut to the output bound.
+	big := strings.Repeat("x", 9<<20)
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "huge.txt"), []byte(big), 0o644))
+	f.fails("read_file", `{"path":"huge.txt"}`, workspace.FailedPrecondition)
+	long := strings.Repeat("a line of text\n", 20000)
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "long.txt"), []byte(long), 0o644))
+	out = f.ok("read_file", `{"path":"long.txt"}`)
+	assert.LessOrEqual(t, len(out), tools.DefaultMaxOutput)
+	assert.Contains(t, out, "output cut")
+}
+
+func TestMalformedInputIsAnErrorAModelCanFix(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	for _, tc := range []struct{ tool, input string }{
+		{"read_file", `{"path":`},
+		{"read_file", `{"path":42}`},
+		{"read_file", `{"path":"README.md","bogus":1}`},
+		{"read_file", `["README.md"]`},
+		{"read_file", `{"path":"README.md"} {"path":"x"}`},
+		{"read_file", `{"path":"README.md","offset":-2}`},
+		{"write_file", `{"path":"x"}`},
+		{"edit_file", `{"path":"README.md","old_string":"hello"}`},
+		{"edit_file", `{"path":"README.md","old_string":"","new_string":"x"}`},
+		{"glob", `{"pattern":"["}`},
+		{"grep", `{"pattern":"(unclosed"}`},
+		{"log", `{"limit":"ten"}`},
+		{"restore", `{}`},
+		{"run", `{"command":"true","timeout_seconds":99999}`},
+	} {
+		msg := f.fails(tc.tool, tc.input, workspace.InvalidArgument)
+		assert.NotEmpty(t, msg)
+	}
+	_, err := f.call("no_such_tool", `{}`)
+	assert.ErrorContains(t, err, "the tools are read_file")
+}
+
+// Every tool that takes a path refuses every way out: a path outside
+// /workspace, ".." that leaves it, a symlink out, the git directory by any
+// spelling or link.
+func TestEscapesAreRefusedThroughEveryTool(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	require.NoError(t, os.Symlink("/", filepath.Join(f.head, "root-link")))
+	require.NoError(t, os.Symlink(f.outside, filepath.Join(f.head, "out-link")))
+	require.NoError(t, os.Symlink(".git", filepath.Join(f.head, "git-link")))
+	require.NoError(t, os.Symlink("../"+filepath.Base(f.head)+"/.git", filepath.Join(f.head, "git-link2")))
+	escapes := []string{
+		"../x", "/etc/passwd", "/workspace/../x", "/workspace/../../etc/passwd", "/workspacex/a", "/", "..",
+		"src/../../x", "root-link/etc/passwd", "out-link/secret", "/workspace/out-link/secret",
+		".git/config", "/workspace/.git/config", ".GIT/config", "src/../.git/config", "./.git/HEAD", ".git",
+		"git-link/config", "git-link2/config", "a\x00b", "C:\\Windows",
+	}
+	for _, p := range escapes {
+		for _, tc := range []struct{ tool, input string }{
+			{"read_file", js(map[string]any{"path": p})},
+			{"write_file", js(map[string]any{"path": p, "content": "pwned"})},
+			{"edit_file", js(map[string]any{"path": p, "old_string": "a", "new_string": "b"})},
+			{"list_dir", js(map[string]any{"path": p})},
+			{"glob", js(map[string]any{"pattern": "*", "path": p})},
+			{"grep", js(map[string]any{"pattern": "secret", "path": p})},
+		} {
+			out, err := f.call(tc.tool, tc.input)
+			if !assert.Error(t, err, "%s %q succeeded: %s", tc.tool, p, out) {
+				continue
+			}
+			code := workspace.CodeOf(err)
+			var te *tools.Error
+			if assert.ErrorAs(t, err, &te) {
+				code = te.Code
+			}
+			assert.Contains(t, []workspace.Code{workspace.InvalidArgument, workspace.PathEscape, workspace.PermissionDenied, workspace.NotFound},
+				code, "%s %q: %v", tc.tool, p, err)
+			assert.NotContains(t, err.Error(), "top secret")
+		}
+	}
+	// Nothing was written anywhere it should not be.
+	data, err := os.ReadFile(filepath.Join(f.outside, "secret"))
+	require.NoError(t, err)
+	assert.Equal(t, "top secret", string(data))
+	entries, err := os.ReadDir(f.outside)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1)
+	// A glob or grep over everything never lists .git or what links lead to.
+	all := f.ok("glob", `{"pattern":"**"}`)
+	assert.NotContains(t, all, "/workspace/.git/")
+	assert.Contains(t, all, "/workspace/.gitignore\n")
+	out := f.ok("grep", `{"pattern":"secret|HEAD|repositoryformatversion"}`)
+	assert.NotContains(t, out, "top secret")
+	assert.NotContains(t, out, "repositoryformatversion")
+}
+
+func TestWriteAndEditCompareAndSet(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	assert.Contains(t, f.ok("write_file", `{"path":"notes/new.md","content":"one\n"}`), "wrote /workspace/notes/new.md")
+	msg := f.fails("write_file", `{"path":"README.md","content":"x"}`, workspace.FailedPrecondition)
+	assert.Contains(t, msg, "read_file first")
+	f.ok("read_file", `{"path":"README.md"}`)
+	f.ok("write_file", `{"path":"README.md","content":"# demo\nhello\nhello\n"}`)
+
+	// Non-unique, missing, then unique.
+	msg = f.fails("edit_file", `{"path":"README.md","old_string":"hello","new_string":"bye"}`, workspace.InvalidArgument)
+	assert.Contains(t, msg, "occurs 2 times")
+	f.fails("edit_file", `{"path":"README.md","old_string":"absent","new_string":"x"}`, workspace.NotFound)
+	f.ok("edit_file", `{"path":"README.md","old_string":"hello\nhello","new_string":"hello\nbye"}`)
+	assert.Contains(t, f.ok("edit_file", `{"path":"README.md","old_string":"e","new_string":"E","replace_all":true}`), "3 replacement(s)")
+	data, err := os.ReadFile(filepath.Join(f.head, "README.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "# dEmo\nhEllo\nbyE\n", string(data))
+
+	// Someone else changes the file: a stale edit or write fails and says
+	// to read again; after reading, it works.
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "README.md"), []byte("changed\n"), 0o644))
+	msg = f.fails("edit_file", `{"path":"README.md","old_string":"changed","new_string":"mine"}`, workspace.Conflict)
+	assert.Contains(t, msg, "read_file again")
+	f.ok("read_file", `{"path":"README.md"}`)
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "README.md"), []byte("changed again\n"), 0o644))
+	msg = f.fails("write_file", `{"path":"README.md","content":"mine"}`, workspace.Conflict)
+	assert.Contains(t, msg, "read_file again")
+	f.ok("read_file", `{"path":"README.md"}`)
+	f.ok("edit_file", `{"path":"README.md","old_string":"again","new_string":"by me"}`)
+	f.fails("edit_file", `{"path":"src/data.bin","old_string":"bin","new_string":"x"}`, workspace.FailedPrecondition)
+}
+
+func TestListGlobGrep(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	require.NoError(t, os.MkdirAll(filepath.Join(f.head, "node_modules", "dep"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "node_modules", "dep", "index.js"), []byte("func A ignored"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(f.head, "src", "deep", "er"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "src", "deep", "er", "b.go"), []byte("package er\nfunc B() {}\n"), 0o644))
+	require.NoError(t, os.Symlink("README.md", filepath.Join(f.head, "readme-link")))
+
+	out := f.ok("list_dir", `{}`)
+	assert.Contains(t, out, "/workspace:\n")
+	assert.Contains(t, out, "src/\n")
+	assert.Contains(t, out, "readme-link -> README.md\n")
+	assert.NotContains(t, out, ".git\n")
+	assert.NotContains(t, out, ".git/")
+	assert.Equal(t, "/workspace/src/app.go\n/workspace/src/deep/er/b.go\n", f.ok("glob", `{"pattern":"**/*.go"}`))
+	assert.Equal(t, "/workspace/src/deep/er/b.go\n", f.ok("glob", `{"pattern":"deep/**/b.go","path":"/workspace/src"}`))
+	assert.Equal(t, "no files match\n", f.ok("glob", `{"pattern":"**/*.rs"}`))
+	out = f.ok("grep", `{"pattern":"func [AB]"}`)
+	assert.Equal(t, "/workspace/src/app.go:3: func A() int { return 1 }\n/workspace/src/deep/er/b.go:2: func B() {}\n", out,
+		"ignored and binary files are skipped")
+	assert.Equal(t, "/workspace/src/app.go:3: func A() int { return 1 }\n", f.ok("grep", `{"pattern":"FUNC A","ignore_case":true,"glob":"*.go"}`))
+}
+
+func TestHeadOperations(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.ok("write_file", `{"path":"a.txt","content":"v1\n"}`)
+	out := f.ok("checkpoint", `{"message":"first"}`)
+	require.True(t, strings.HasPrefix(out, "checkpoint "), out)
+	cp := strings.Fields(out)[1]
+	f.ok("read_file", `{"path":"a.txt"}`)
+	f.ok("edit_file", `{"path":"a.txt","old_string":"v1","new_string":"v2"}`)
+	assert.Contains(t, f.ok("status", `{}`), "modified  /workspace/a.txt\n")
+	assert.Contains(t, f.ok("diff", `{}`), "+v2")
+	assert.Contains(t, f.ok("log", `{}`), cp+" ")
+	out = f.ok("restore", js(map[string]any{"checkpoint": cp}))
+	assert.Contains(t, out, "restored to "+cp)
+	assert.Contains(t, out, "your work before the restore is in checkpoint ")
+	data, err := os.ReadFile(filepath.Join(f.head, "a.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "v1\n", string(data))
+	msg := f.fails("edit_file", `{"path":"a.txt","old_string":"v2","new_string":"v3"}`, workspace.NotFound)
+	assert.Contains(t, msg, "does not occur")
+	f.fails("restore", `{"checkpoint":"nosuch"}`, workspace.NotFound)
+
+	out = f.ok("fork", `{"name":"experiment"}`)
+	assert.Contains(t, out, `forked head "experiment"`)
+	id := out[strings.LastIndex(out, " ")+1 : len(out)-1]
+	child, err := f.e.Resume(f.ctx, id, nil)
+	require.NoError(t, err, "the fork's session resumes")
+	data, err = child.FS().ReadFile("a.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "v1\n", string(data))
+	require.NoError(t, child.Close())
+}
+
+func TestAHeadlessSessionGetsOnlyRootTools(t *testing.T) {
+	ctx := context.Background()
+	e, err := engine.Open(ctx, engine.Options{Path: filepath.Join(t.TempDir(), "grove.db")})
+	require.NoError(t, err)
+	defer e.Close()
+	docs := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(docs, "guide.md"), []byte("guide\n"), 0o644))
+	s, err := e.NewSession(ctx, &engine.SessionOptions{Headless: true, Roots: []engine.Root{{Name: "docs", Dir: docs, ReadOnly: true}}})
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = tools.New(s, &tools.Options{Tools: []string{"read_file", "checkpoint"}})
+	var pe *engine.PlacementError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, engine.WorkspaceToolWithoutPlacement, pe.Kind)
+	set, err := tools.New(s, nil)
+	require.NoError(t, err)
+	assert.Len(t, set.Tools(), 6, "the file tools")
+	out, err := set.Call(ctx, "read_file", json.RawMessage(`{"path":"/workspace/roots/docs/guide.md"}`))
+	require.NoError(t, err)
+	assert.Contains(t, out, "1\tguide")
+	_, err = set.Call(ctx, "read_file", json.RawMessage(`{"path":"/workspace/README.md"}`))
+	assert.Equal(t, workspace.WorkspaceNotConfigured, workspace.CodeOf(err), "%v", err)
+}
+
+func TestRootsThroughTheTools(t *testing.T) {
+	docs, cache := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(docs, "guide.md"), []byte("use the cache\n"), 0o644))
+	f := newFixture(t, &engine.SessionOptions{Roots: []engine.Root{{Name: "docs", Dir: docs, ReadOnly: true}, {Name: "cache", Dir: cache}}}, nil)
+	require.NoError(t, os.Symlink(docs, filepath.Join(f.head, "docs-link")))
+	out := f.ok("list_dir", `{"path":"/workspace/roots"}`)
+	assert.Equal(t, "/workspace/roots:\ncache/\ndocs/\n", out)
+	assert.Contains(t, f.ok("read_file", `{"path":"/workspace/roots/docs/guide.md"}`), "use the cache")
+	assert.Contains(t, f.ok("read_file", `{"path":"roots/docs/guide.md"}`), "use the cache")
+	f.fails("write_file", `{"path":"/workspace/roots/docs/new.md","content":"x"}`, workspace.PermissionDenied)
+	f.ok("write_file", `{"path":"/workspace/roots/cache/deps/a","content":"1"}`)
+	assert.Equal(t, "/workspace/roots/docs/guide.md:1: use the cache\n", f.ok("grep", `{"pattern":"cache","path":"/workspace/roots/docs"}`))
+	// ".." is read in the namespace: it stays inside /workspace, and leads
+	// where its text says.
+	assert.Contains(t, f.ok("read_file", `{"path":"/workspace/roots/docs/../../README.md"}`), "/workspace/README.md: ")
+	assert.Contains(t, f.ok("read_file", `{"path":"/workspace/roots/docs/../cache/deps/a"}`), "/workspace/roots/cache/deps/a: ")
+	f.fails("read_file", `{"path":"/workspace/roots/docs/../../../README.md"}`, workspace.InvalidArgument)
+	_, err := f.call("read_file", `{"path":"docs-link/guide.md"}`)
+	assert.Equal(t, workspace.PathEscape, workspace.CodeOf(err), "a link from the head into a root: %v", err)
+	data, err := os.ReadFile(filepath.Join(cache, "deps", "a"))
+	require.NoError(t, err)
+	assert.Equal(t, "1", string(data))
+}
