@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/groveworks/grove/engine"
+	"github.com/groveworks/grove/engine/tools"
+	"github.com/groveworks/grove/engine/tools/toolsmcp"
+	"github.com/groveworks/grove/workspace"
+)
+
+// mcpAgent is the agent name of the sessions grove mcp makes.
+const mcpAgent = "grove mcp"
+
+func (a *app) mcpCmd() *cobra.Command {
+	var head, sessionID, addr, sandbox string
+	cmd := &cobra.Command{
+		Use:   "mcp (--head NAME | --session ID) [--http ADDR] [--sandbox bwrap]",
+		Short: "Serve a session's tools to an MCP client, over stdio or HTTP",
+		Long: `Serve the tools of one session — read_file, write_file, edit_file, list_dir,
+glob, grep, checkpoint, restore, fork, status, diff, log, run — to an MCP
+client. Paths are /workspace/... whatever the backend.
+
+--head NAME starts a session of its own on the head (taking over the session
+of a grove mcp that was killed); --session ID resumes that session, so a
+client that restarts the server resumes the same head. The session's ID is
+printed on stderr; the session stays open when the server ends.
+
+Over stdio by default (the client starts grove mcp). With --http ADDR (a
+loopback address, such as 127.0.0.1:8765 or 127.0.0.1:0 for any port), it
+serves streamable HTTP at /mcp to clients that send the bearer token: the
+value of $GROVE_MCP_TOKEN, or a new one, printed on stdout with the URL as
+JSON ({"url","token","session"}). A session ID is not a credential.
+
+--sandbox bwrap runs the run tool's commands under bubblewrap, where only
+the head can be written; without it commands run as grove's own processes
+(path policy is not a sandbox).`,
+		Example: `  grove mcp --head agent-1                      # stdio, as an MCP client's server command
+  grove mcp --session "$id" --http 127.0.0.1:0  # HTTP on a free loopback port`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (head == "") == (sessionID == "") {
+				return &failure{op: opName(cmd), err: errors.New("give one of --head NAME and --session ID"), usage: true}
+			}
+			var runner tools.Runner
+			switch sandbox {
+			case "":
+			case "bwrap":
+				b := tools.BwrapRunner{}
+				if !b.Available() {
+					return fail(cmd, head, &workspace.Error{Code: workspace.Unimplemented, Err: errors.New("bwrap is not installed")})
+				}
+				runner = b
+			default:
+				return &failure{op: opName(cmd), err: fmt.Errorf("--sandbox must be bwrap, not %q", sandbox), usage: true}
+			}
+			s, err := a.mcpSession(head, sessionID)
+			if err != nil {
+				return fail(cmd, head, err)
+			}
+			defer s.Detach()
+			set, err := tools.New(s, &tools.Options{Runner: runner})
+			if err != nil {
+				return fail(cmd, head, err)
+			}
+			server := toolsmcp.NewServer(set, "grove", version())
+			fmt.Fprintf(a.stderr, "grove: mcp: session %s on head %q\n", s.ID(), s.Head().Info().Name)
+			if addr == "" {
+				err = server.Run(a.ctx, &mcp.StdioTransport{})
+				if err != nil && a.ctx.Err() == nil && !isClosed(err) {
+					return fail(cmd, head, err)
+				}
+				return nil
+			}
+			return fail(cmd, head, a.serveHTTP(server, addr, s.ID()))
+		},
+	}
+	cmd.Flags().StringVar(&head, "head", "", "start a session of its own on this head")
+	cmd.Flags().StringVar(&sessionID, "session", "", "resume this session")
+	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP on this loopback address instead of stdio")
+	cmd.Flags().StringVar(&sandbox, "sandbox", "", "run commands in a sandbox: bwrap")
+	return cmd
+}
+
+// isClosed reports whether err only says that the client went away.
+func isClosed(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, context.Canceled)
+}
+
+// mcpSession resumes session id, or starts one on head.
+func (a *app) mcpSession(head, id string) (*engine.Session, error) {
+	if id != "" {
+		s, _, err := a.resume(id)
+		return s, err
+	}
+	if _, err := a.workspace(); err != nil {
+		return nil, err
+	}
+	config, _ := json.Marshal(sessionConfig{Agent: mcpAgent})
+	return a.startSession(head, engine.SessionOptions{
+		Agent: mcpAgent, Snapshot: &engine.SnapshotPolicy{Trigger: engine.Manual}, Config: config,
+	}, func(holder engine.SessionInfo) bool { return holder.Agent == mcpAgent })
+}
+
+// serveHTTP serves server on addr, a loopback address, until grove is
+// interrupted, printing where and with which token.
+func (a *app) serveHTTP(server *mcp.Server, addr, sessionID string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return &workspace.Error{Code: workspace.InvalidArgument, Err: fmt.Errorf("--http %q: %v", addr, err)}
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return &workspace.Error{Code: workspace.InvalidArgument, Err: fmt.Errorf("--http %q: grove serves on a loopback address only", addr)}
+	}
+	token := os.Getenv("GROVE_MCP_TOKEN")
+	if token == "" {
+		var b [24]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return err
+		}
+		token = hex.EncodeToString(b[:])
+	}
+	h, err := toolsmcp.HTTPHandler(server, token)
+	if err != nil {
+		return &workspace.Error{Code: workspace.InvalidArgument, Err: fmt.Errorf("$GROVE_MCP_TOKEN: %w", err)}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return &workspace.Error{Code: workspace.FailedPrecondition, Err: err}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	out, _ := json.Marshal(map[string]string{"url": "http://" + ln.Addr().String() + "/mcp", "token": token, "session": sessionID})
+	fmt.Fprintln(a.stdout, string(out))
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-a.ctx.Done():
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		return nil
+	}
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/internal/githarness"
+)
+
+// mcpFixture is a repository with a head and a session on it.
+type mcpFixture struct {
+	t                *testing.T
+	ctx              context.Context
+	repo, home, head string
+	session          string
+}
+
+func newMCPFixture(t *testing.T) *mcpFixture {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	root := t.TempDir()
+	f := &mcpFixture{t: t, ctx: ctx, repo: filepath.Join(root, "repo"), home: filepath.Join(root, "home")}
+	require.NoError(t, githarness.InitRepo(ctx, f.repo, fstest.MapFS{"README.md": {Data: []byte("hello\n")}}))
+	var err error
+	f.head, err = grove(t, f.repo, f.home, "new", "a")
+	require.NoError(t, err)
+	f.session, err = grove(t, f.repo, f.home, "session", "start", "a", "--agent", "mcp-test")
+	require.NoError(t, err)
+	return f
+}
+
+func (f *mcpFixture) command(args ...string) *exec.Cmd {
+	c := exec.Command(groveBin, args...)
+	c.Dir = f.repo
+	c.Env = append(os.Environ(), "GROVE_HOME="+f.home)
+	return c
+}
+
+// call calls a tool and returns its text, failing the test on a protocol
+// error; isError reports the tool's own failure.
+func call(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) (text string, isError bool) {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	require.NoError(t, err, "%s: a protocol error", name)
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String(), res.IsError
+}
+
+func okCall(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) string {
+	t.Helper()
+	text, isErr := call(t, ctx, cs, name, args)
+	require.False(t, isErr, "%s: %s", name, text)
+	return text
+}
+
+// The MCP server over stdio, driven by the SDK's own client: tools with
+// their schemas, an edit, a checkpoint, a restore, a fork, tool errors that
+// leave the connection up, and the same head after the server restarts.
+func TestMCPOverStdio(t *testing.T) {
+	f := newMCPFixture(t)
+	client := mcp.NewClient(&mcp.Implementation{Name: "grove-test", Version: "1"}, nil)
+	connect := func() *mcp.ClientSession {
+		cs, err := client.Connect(f.ctx, &mcp.CommandTransport{Command: f.command("mcp", "--session", f.session)}, nil)
+		require.NoError(t, err)
+		return cs
+	}
+	cs := connect()
+	list, err := cs.ListTools(f.ctx, nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+		schema, ok := tool.InputSchema.(map[string]any)
+		require.True(t, ok, "%s has a schema", tool.Name)
+		assert.Equal(t, "object", schema["type"], tool.Name)
+		assert.NotEmpty(t, tool.Description, tool.Name)
+	}
+	assert.ElementsMatch(t, []string{"read_file", "write_file", "edit_file", "list_dir", "glob", "grep",
+		"checkpoint", "restore", "fork", "status", "diff", "log", "run"}, names)
+
+	assert.Contains(t, okCall(t, f.ctx, cs, "read_file", map[string]any{"path": "/workspace/README.md"}), "1\thello")
+	okCall(t, f.ctx, cs, "edit_file", map[string]any{"path": "README.md", "old_string": "hello", "new_string": "hello, mcp"})
+	cpText := okCall(t, f.ctx, cs, "checkpoint", map[string]any{"message": "over mcp"})
+	cp := strings.Fields(cpText)[1]
+	okCall(t, f.ctx, cs, "write_file", map[string]any{"path": "scratch.txt", "content": "mess"})
+	assert.Contains(t, okCall(t, f.ctx, cs, "restore", map[string]any{"checkpoint": cp}), "restored to "+cp)
+	assert.Contains(t, okCall(t, f.ctx, cs, "fork", map[string]any{"name": "b"}), `forked head "b"`)
+
+	// Tool failures are tool errors with text, and the connection stays.
+	text, isErr := call(t, f.ctx, cs, "read_file", map[string]any{"path": "/etc/passwd"})
+	assert.True(t, isErr)
+	assert.Contains(t, text, "outside /workspace")
+	text, isErr = call(t, f.ctx, cs, "read_file", map[string]any{"path": 42})
+	assert.True(t, isErr)
+	assert.Contains(t, text, "invalid input")
+	text, isErr = call(t, f.ctx, cs, "edit_file", map[string]any{"path": "README.md", "old_string": "nope", "new_string": "x"})
+	assert.True(t, isErr, text)
+	require.NoError(t, cs.Close())
+
+	// A new server process resumes the same session, on the same head.
+	cs = connect()
+	assert.Contains(t, okCall(t, f.ctx, cs, "read_file", map[string]any{"path": "README.md"}), "hello, mcp")
+	assert.Contains(t, okCall(t, f.ctx, cs, "log", nil), cp+" ")
+	_, err = os.Stat(filepath.Join(f.head, "scratch.txt"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "the restore held")
+	require.NoError(t, cs.Close())
+}
+
+// bearer adds a bearer token to every request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// The MCP server over streamable HTTP on loopback: the SDK's client with
+// the token works; a request without it is refused.
+func TestMCPOverHTTP(t *testing.T) {
+	f := newMCPFixture(t)
+	c := f.command("mcp", "--session", f.session, "--http", "127.0.0.1:0")
+	stdout, err := c.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, c.Start())
+	t.Cleanup(func() {
+		_ = c.Process.Signal(os.Interrupt)
+		_ = c.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	var where struct{ URL, Token, Session string }
+	require.NoError(t, json.Unmarshal([]byte(line), &where), line)
+	assert.Equal(t, f.session, where.Session)
+	require.True(t, strings.HasPrefix(where.URL, "http://127.0.0.1:"), where.URL)
+
+	// Without the token, or with another, nothing is served.
+	for _, auth := range []string{"", "Bearer " + f.session, "Bearer wrong-token-wrong-token"} {
+		req, err := http.NewRequestWithContext(f.ctx, http.MethodPost, where.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "Authorization %q", auth)
+	}
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "grove-test", Version: "1"}, nil)
+	cs, err := client.Connect(f.ctx, &mcp.StreamableClientTransport{Endpoint: where.URL,
+		HTTPClient: &http.Client{Transport: bearer{where.Token}}, DisableStandaloneSSE: true}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	list, err := cs.ListTools(f.ctx, nil)
+	require.NoError(t, err)
+	assert.Len(t, list.Tools, 13)
+	okCall(t, f.ctx, cs, "write_file", map[string]any{"path": "over-http.txt", "content": "yes\n"})
+	assert.Contains(t, okCall(t, f.ctx, cs, "checkpoint", nil), "checkpoint ")
+	data, err := os.ReadFile(filepath.Join(f.head, "over-http.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "yes\n", string(data))
+}
