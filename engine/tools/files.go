@@ -253,6 +253,9 @@ func listDirTool() Tool {
 						name += "/"
 					case e.Type()&fs.ModeSymlink != 0:
 						if target, err := pl.fs.ReadLink(path.Join(pl.name, name)); err == nil {
+							if strings.HasPrefix(target, "/") {
+								target = "(a link out of " + Mount + ")"
+							}
 							name += " -> " + target
 						}
 					}

@@ -229,7 +229,8 @@ func (t *Set) explain(tool string, err error) error {
 	case workspace.PermissionDenied:
 		msg = "permission denied: " + t.hideHost(msg)
 	case workspace.PathEscape:
-		msg = "the path leads outside " + Mount + " (through a link, or ..): " + t.hideHost(msg)
+		// The backend's words name where the link leads: a host path.
+		msg = "the path leads outside " + Mount + " (through a link, or ..); only paths under " + Mount + " can be reached"
 	case workspace.Conflict:
 		msg = "the file changed since it was read; call read_file again, then retry"
 	default:
