@@ -227,7 +227,7 @@ func (t *Set) explain(tool string, err error) error {
 	case workspace.NotFound:
 		msg = "not found: " + t.hideHost(msg)
 	case workspace.PermissionDenied:
-		msg = "permission denied: " + t.hideHost(msg)
+		msg = "permission denied: " + t.hideHost(innermost(err).Error())
 	case workspace.PathEscape:
 		// The backend's words name where the link leads: a host path.
 		msg = "the path leads outside " + Mount + " (through a link, or ..); only paths under " + Mount + " can be reached"
@@ -237,6 +237,26 @@ func (t *Set) explain(tool string, err error) error {
 		msg = t.hideHost(msg)
 	}
 	return &Error{Tool: tool, Code: code, Message: msg, Err: err}
+}
+
+// innermost is the deepest cause of err: the words of the rule that
+// refused it, without the layers that passed it on.
+func innermost(err error) error {
+	for {
+		var next error
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			next = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			if errs := u.Unwrap(); len(errs) > 0 {
+				next = errs[0]
+			}
+		}
+		if next == nil {
+			return err
+		}
+		err = next
+	}
 }
 
 // hideHost replaces the host directories of the head and the roots in a

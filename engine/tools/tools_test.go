@@ -330,6 +330,19 @@ func TestRootsThroughTheTools(t *testing.T) {
 	f.fails("read_file", `{"path":"/workspace/roots/docs/../../../README.md"}`, workspace.InvalidArgument)
 	_, err := f.call("read_file", `{"path":"docs-link/guide.md"}`)
 	assert.Equal(t, workspace.PathEscape, workspace.CodeOf(err), "a link from the head into a root: %v", err)
+	// Links in a root lead nowhere else: not to another root, the head, or /.
+	require.NoError(t, os.Symlink(cache, filepath.Join(docs, "to-cache")))
+	require.NoError(t, os.Symlink("../"+filepath.Base(cache), filepath.Join(docs, "to-cache-rel")))
+	require.NoError(t, os.Symlink(f.head, filepath.Join(docs, "to-head")))
+	require.NoError(t, os.Symlink("/", filepath.Join(docs, "to-root")))
+	for _, p := range []string{"to-cache/deps/a", "to-cache-rel/deps/a", "to-head/README.md", "to-root/etc/passwd"} {
+		for _, tool := range []string{"read_file", "list_dir"} {
+			_, err := f.call(tool, js(map[string]any{"path": "/workspace/roots/docs/" + p}))
+			assert.Equal(t, workspace.PathEscape, workspace.CodeOf(err), "%s %s: %v", tool, p, err)
+		}
+		_, err := f.call("write_file", js(map[string]any{"path": "/workspace/roots/cache/../docs/" + p, "content": "x"}))
+		assert.Error(t, err, "write through %s", p)
+	}
 	data, err := os.ReadFile(filepath.Join(cache, "deps", "a"))
 	require.NoError(t, err)
 	assert.Equal(t, "1", string(data))
