@@ -43,10 +43,11 @@ type Session struct {
 	view     *workspace.Head      // what callers get: head, or for ReadOnly its read-only view
 	ownsHead bool                 // a failed start destroys head (one it created, or a fork's)
 
-	resumed bool
-	report  ResumeReport
-	exts    []Extension
-	built   map[reflect.Type]any
+	resumed    bool
+	report     ResumeReport
+	exts       []Extension
+	built      map[reflect.Type]any
+	builtOrder []any // the built extensions, in the order given
 
 	life     context.Context // ends when Close begins
 	end      context.CancelFunc
@@ -634,7 +635,7 @@ type Extension struct {
 // constructor's error is returned as a *workspace.Error of its code
 // (Internal when it is not grove's).
 func (s *Session) buildExtensions() error {
-	s.built = map[reflect.Type]any{}
+	s.built, s.builtOrder = map[reflect.Type]any{}, nil
 	env := Env{SessionID: s.id, Head: s.view, FS: s.FS()}
 	for _, x := range s.exts {
 		if x.New == nil {
@@ -649,14 +650,28 @@ func (s *Session) buildExtensions() error {
 			return errorf(backend.InvalidArgument, "extension", "two extensions of type %v", t)
 		}
 		s.built[t] = v
+		s.builtOrder = append(s.builtOrder, v)
 	}
 	return nil
 }
 
-// ExtensionOf returns the session's extension of type T.
+// ExtensionOf returns the session's extension of type T: the one of that
+// dynamic type, or, when T is an interface and none has it as its
+// dynamic type, the first extension (in the order given) that implements
+// T.
 func ExtensionOf[T any](s *Session) (T, bool) {
-	v, ok := s.built[reflect.TypeFor[T]()].(T)
-	return v, ok
+	if v, ok := s.built[reflect.TypeFor[T]()].(T); ok {
+		return v, true
+	}
+	if reflect.TypeFor[T]().Kind() == reflect.Interface {
+		for _, x := range s.builtOrder {
+			if v, ok := x.(T); ok {
+				return v, true
+			}
+		}
+	}
+	var zero T
+	return zero, false
 }
 
 // EventKind names a journal event. Each kind's payload is a JSON object

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -211,4 +212,30 @@ func TestADatabaseThatCannotBeCreatedIsInaccessible(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, engine.StoreInaccessible, se.Kind)
 	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err))
+}
+
+type greeter interface{ greet() string }
+type english struct{}
+
+func (english) greet() string { return "hello" }
+
+// ExtensionOf finds an extension by an interface it implements.
+func TestExtensionOfAnInterface(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t)
+	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	s, err := e.NewSession(ctx, &engine.SessionOptions{Extensions: []engine.Extension{
+		{New: func(engine.Env) (any, error) { return 42, nil }},
+		{New: func(engine.Env) (any, error) { return english{}, nil }},
+	}})
+	require.NoError(t, err)
+	defer s.Close()
+	g, ok := engine.ExtensionOf[greeter](s)
+	require.True(t, ok)
+	assert.Equal(t, "hello", g.greet())
+	n, ok := engine.ExtensionOf[int](s)
+	assert.True(t, ok)
+	assert.Equal(t, 42, n)
+	_, ok = engine.ExtensionOf[fmt.Stringer](s)
+	assert.False(t, ok)
 }

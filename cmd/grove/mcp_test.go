@@ -181,3 +181,26 @@ func TestMCPOverHTTP(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "yes\n", string(data))
 }
+
+// grove mcp --head starts a session of its own; when that server goes
+// away, the next grove mcp --head on the head takes its session over and
+// works on the same head.
+func TestMCPWithAHeadOfItsOwn(t *testing.T) {
+	f := newMCPFixture(t)
+	_, err := grove(t, f.repo, f.home, "new", "m")
+	require.NoError(t, err)
+	client := mcp.NewClient(&mcp.Implementation{Name: "grove-test", Version: "1"}, nil)
+	for round := range 2 {
+		cs, err := client.Connect(f.ctx, &mcp.CommandTransport{Command: f.command("mcp", "--head", "m")}, nil)
+		require.NoError(t, err, "round %d", round)
+		if round == 0 {
+			okCall(t, f.ctx, cs, "write_file", map[string]any{"path": "from-first.txt", "content": "1"})
+		} else {
+			assert.Contains(t, okCall(t, f.ctx, cs, "read_file", map[string]any{"path": "from-first.txt"}), "1\t1")
+		}
+		require.NoError(t, cs.Close())
+	}
+	out, err := grove(t, f.repo, f.home, "session", "ls", "--json")
+	require.NoError(t, err)
+	assert.Equal(t, 2, strings.Count(out, `"agent": "grove mcp"`), out)
+}

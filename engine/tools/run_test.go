@@ -1,6 +1,8 @@
 package tools_test
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,4 +74,57 @@ func TestAReadOnlySessionsToolsOnlyRead(t *testing.T) {
 	f.fails("run", `{"command":"touch x"}`, workspace.PermissionDenied)
 	_, err := os.Stat(filepath.Join(f.head, "x"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// countingRunner is a Runner a session's extension provides: the tools
+// use it instead of running processes themselves (where a sandbox plugs in).
+type countingRunner struct{ calls *int }
+
+func (r countingRunner) Run(_ context.Context, cmd tools.Command) (tools.Result, error) {
+	*r.calls++
+	return tools.Result{Output: []byte("ran " + cmd.Shell + " in a sandbox\n")}, nil
+}
+
+func TestARunnerFromTheSessionsExtensions(t *testing.T) {
+	calls := 0
+	f := newFixture(t, &engine.SessionOptions{Extensions: []engine.Extension{{New: func(engine.Env) (any, error) {
+		return tools.Runner(countingRunner{&calls}), nil
+	}}}}, nil)
+	out := f.ok("run", `{"command":"touch not-here"}`)
+	assert.Contains(t, out, "ran touch not-here in a sandbox")
+	assert.Equal(t, 1, calls)
+	_, err := os.Stat(filepath.Join(f.head, "not-here"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "the session's runner ran it, not a process")
+}
+
+// Cancelling a run kills its whole process group, children included.
+func TestACancelledRunKillsItsProcessGroup(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.set.Call(ctx, "run", json.RawMessage(`{"command":"sleep 60 & echo $! > child.pid; wait"}`))
+		done <- err
+	}()
+	pidFile := filepath.Join(f.head, "child.pid")
+	var pid string
+	for deadline := time.Now().Add(20 * time.Second); pid == ""; time.Sleep(20 * time.Millisecond) {
+		data, _ := os.ReadFile(pidFile)
+		pid = strings.TrimSpace(string(data))
+		require.True(t, time.Now().Before(deadline), "the command never started")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		assert.Equal(t, workspace.Canceled, workspace.CodeOf(err), "%v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the cancelled run did not return")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the command's child outlived the cancellation")
+	}
 }

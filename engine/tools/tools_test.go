@@ -347,3 +347,22 @@ func TestRootsThroughTheTools(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "1", string(data))
 }
+
+// The session's policy holds through every tool: denied paths cannot be
+// read or written, and listings and searches do not show them.
+func TestThePolicyHoldsThroughTheTools(t *testing.T) {
+	f := newFixture(t, &engine.SessionOptions{Policy: []engine.Policy{{Deny: []string{"secrets/", "*.env"}}}}, nil)
+	require.NoError(t, os.MkdirAll(filepath.Join(f.head, "secrets"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "secrets", "key"), []byte("hunter2"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "prod.env"), []byte("KEY=hunter2"), 0o644))
+	f.fails("read_file", `{"path":"secrets/key"}`, workspace.PermissionDenied)
+	f.fails("read_file", `{"path":"/workspace/prod.env"}`, workspace.PermissionDenied)
+	f.fails("write_file", `{"path":"secrets/new","content":"x"}`, workspace.PermissionDenied)
+	f.fails("write_file", `{"path":"local.env","content":"x"}`, workspace.PermissionDenied)
+	f.fails("list_dir", `{"path":"secrets"}`, workspace.PermissionDenied)
+	out := f.ok("list_dir", `{}`)
+	assert.NotContains(t, out, "secrets")
+	assert.NotContains(t, out, "prod.env")
+	assert.NotContains(t, f.ok("glob", `{"pattern":"**"}`), "secrets")
+	assert.Equal(t, "no matches\n", f.ok("grep", `{"pattern":"hunter2"}`))
+}
