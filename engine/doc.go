@@ -72,6 +72,16 @@
 // Archive and Destroy with PermissionDenied, and never checkpoints by
 // itself.
 //
+// # What the agent reaches
+//
+// A session's Policy (layers that only narrow: read-only, allow and deny
+// patterns; .git at any depth is never reachable) holds on Session.FS and
+// on its extra Roots (Session.RootFS), named directories mounted beside the
+// head, contained by os.Root, never checkpointed. Both are part of the
+// session's configuration. Package engine/tools builds a model's tools on
+// them, in one namespace (/workspace, /workspace/roots/<name>), and
+// engine/tools/toolsmcp serves those tools over MCP.
+//
 // # Errors
 //
 // Every error is, or wraps, a *workspace.Error. The engine's own types

@@ -19,9 +19,13 @@ import (
 // top of that, no layer is read-only. The git directory (.git, in any
 // case, at any depth) is never reachable, whatever the layers say.
 //
+// The engine enforces a policy itself, above the backend, so every backend
+// honours every policy; one it cannot read (a pattern that matches
+// nothing) is refused when the session is made, not at the first write.
+//
 // Path policy is not a sandbox: it governs what grove's own ways to the
 // files (Session.FS, the roots, engine/tools) let a caller do. A command
-// the agent runs in the head is not held by it.
+// the agent runs in the head is not held by it (see engine/tools' Runner).
 type Policy struct {
 	// ReadOnly takes away every write.
 	ReadOnly bool
