@@ -4,6 +4,8 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/workspace"
@@ -18,6 +20,49 @@ type policyFS struct {
 	fs     workspace.FS
 	pol    *policy
 	prefix string // where the FS's names sit in the policy's namespace: "" for the head, "roots/<name>" for a root
+
+	// dirs caches where directories resolve, for a moment, so that a
+	// walk resolves each directory once rather than every name's every
+	// element. A write through this FS clears it. (What a shell changes
+	// meanwhile is seen when an entry expires: the check and the use are
+	// two steps anyway, as the Policy doc says.)
+	mu   sync.Mutex
+	dirs map[string]resolvedDir
+}
+
+type resolvedDir struct {
+	to string
+	at time.Time
+}
+
+// dirTTL is how long a directory's resolution is kept.
+const dirTTL = 500 * time.Millisecond
+
+func (p *policyFS) forgetDirs() {
+	p.mu.Lock()
+	p.dirs = nil
+	p.mu.Unlock()
+}
+
+// resolvedDirOf is resolved for a directory, from the cache when fresh.
+func (p *policyFS) resolvedDirOf(dir string) string {
+	if dir == "." {
+		return dir
+	}
+	p.mu.Lock()
+	if r, ok := p.dirs[dir]; ok && time.Since(r.at) < dirTTL {
+		p.mu.Unlock()
+		return r.to
+	}
+	p.mu.Unlock()
+	to := p.resolveFull(dir)
+	p.mu.Lock()
+	if p.dirs == nil || len(p.dirs) > 4096 {
+		p.dirs = map[string]resolvedDir{}
+	}
+	p.dirs[dir] = resolvedDir{to: to, at: time.Now()}
+	p.mu.Unlock()
+	return to
 }
 
 // at is name in the policy's namespace.
@@ -32,8 +77,21 @@ var _ workspace.FS = (*policyFS)(nil)
 
 // resolved is name with the symlinks of its existing elements followed
 // inside the FS, as far as they lead; a link that leaves the FS is left
-// for the FS to refuse.
+// for the FS to refuse. Its directory comes from resolvedDirOf.
 func (p *policyFS) resolved(name string) string {
+	if name == "." {
+		return name
+	}
+	dir := p.resolvedDirOf(path.Dir(name))
+	cur := path.Join(dir, path.Base(name))
+	if fi, err := p.fs.Lstat(cur); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return cur
+	}
+	return p.resolveFull(cur)
+}
+
+// resolveFull resolves name element by element.
+func (p *policyFS) resolveFull(name string) string {
 	if name == "." {
 		return name
 	}
@@ -181,21 +239,37 @@ func (p *policyFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	return p.filter(name, ents), err
 }
 
+// checkFile checks a read of name without a Stat: as a file, and as the
+// directory it may be (a ReadFile of a denied directory says nothing of
+// what is there).
+func (p *policyFS) checkFile(op, name string) error {
+	for _, n := range []string{name, p.resolved(name)} {
+		if err := p.pol.check(op, p.at(n), false, false); err != nil {
+			return err
+		}
+		if err := p.pol.check(op, p.at(n), true, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (p *policyFS) ReadFile(name string) ([]byte, error) {
-	if err := p.checkRead("readfile", name); err != nil {
+	if err := p.checkFile("readfile", name); err != nil {
 		return nil, err
 	}
 	return p.fs.ReadFile(name)
 }
 
 func (p *policyFS) ReadFileDigest(name string) ([]byte, backend.Digest, error) {
-	if err := p.checkRead("readfile", name); err != nil {
+	if err := p.checkFile("readfile", name); err != nil {
 		return nil, backend.Digest{}, err
 	}
 	return p.fs.ReadFileDigest(name)
 }
 
 func (p *policyFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	defer p.forgetDirs()
 	if err := p.checkWrite("writefile", name, false); err != nil {
 		return err
 	}
@@ -203,6 +277,7 @@ func (p *policyFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 }
 
 func (p *policyFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect backend.Digest) error {
+	defer p.forgetDirs()
 	if err := p.checkWrite("writefileif", name, false); err != nil {
 		return err
 	}
@@ -210,6 +285,7 @@ func (p *policyFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expec
 }
 
 func (p *policyFS) MkdirAll(name string, perm fs.FileMode) error {
+	defer p.forgetDirs()
 	if err := p.checkWrite("mkdirall", name, true); err != nil {
 		return err
 	}
@@ -217,6 +293,7 @@ func (p *policyFS) MkdirAll(name string, perm fs.FileMode) error {
 }
 
 func (p *policyFS) Remove(name string) error {
+	defer p.forgetDirs()
 	isDir := false
 	if fi, err := p.fs.Lstat(name); err == nil {
 		isDir = fi.IsDir()
@@ -228,6 +305,7 @@ func (p *policyFS) Remove(name string) error {
 }
 
 func (p *policyFS) Rename(oldname, newname string) error {
+	defer p.forgetDirs()
 	isDir := false
 	if fi, err := p.fs.Lstat(oldname); err == nil {
 		isDir = fi.IsDir()
@@ -242,6 +320,7 @@ func (p *policyFS) Rename(oldname, newname string) error {
 }
 
 func (p *policyFS) Symlink(target, name string) error {
+	defer p.forgetDirs()
 	if err := p.checkWrite("symlink", name, false); err != nil {
 		return err
 	}

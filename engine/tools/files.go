@@ -283,7 +283,7 @@ func containsString(list []string, s string) bool {
 // walk visits the files under pl (skipping what .gitignore files ignore,
 // when skipIgnored), calling visit with each file's FS name, until visit
 // says stop.
-func walk(ctx context.Context, pl place, skipIgnored bool, visit func(name string) (stop bool)) error {
+func walk(ctx context.Context, pl place, skipIgnored bool, visit func(name string, d fs.DirEntry) (stop bool)) error {
 	var ig backendutil.Ignore
 	stopped := false
 	err := fs.WalkDir(pl.fs, pl.name, func(name string, d fs.DirEntry, err error) error {
@@ -310,7 +310,7 @@ func walk(ctx context.Context, pl place, skipIgnored bool, visit func(name strin
 		if !d.Type().IsRegular() || (skipIgnored && ig.Ignored(name, false)) {
 			return nil
 		}
-		if visit(name) {
+		if visit(name, d) {
 			stopped = true
 			return fs.SkipAll
 		}
@@ -390,7 +390,7 @@ func globTool() Tool {
 			const most = 500
 			var found []string
 			more := false
-			err = walk(ctx, pl, true, func(name string) bool {
+			err = walk(ctx, pl, true, func(name string, _ fs.DirEntry) bool {
 				rel := strings.TrimPrefix(strings.TrimPrefix(name, pl.name), "/")
 				if pl.name == "." {
 					rel = name
@@ -467,7 +467,7 @@ func grepTool() Tool {
 			const most = 200
 			var b strings.Builder
 			n := 0
-			search := func(name string) bool {
+			search := func(name string, d fs.DirEntry) bool {
 				rel := name
 				if pl.name != "." {
 					rel = strings.TrimPrefix(strings.TrimPrefix(name, pl.name), "/")
@@ -479,7 +479,13 @@ func grepTool() Tool {
 				if only != nil && !only.MatchString(rel) && (strings.Contains(in.Glob, "/") || !only.MatchString(path.Base(rel))) {
 					return false
 				}
-				fi, err := pl.fs.Stat(name)
+				var fi fs.FileInfo
+				var err error
+				if d != nil {
+					fi, err = d.Info()
+				} else {
+					fi, err = pl.fs.Stat(name)
+				}
 				if err != nil || fi.Size() > maxFileSize {
 					return false
 				}
@@ -504,7 +510,7 @@ func grepTool() Tool {
 			if fi, err := pl.fs.Stat(pl.name); err != nil {
 				return "", err
 			} else if !fi.IsDir() {
-				search(pl.name)
+				search(pl.name, nil)
 			} else if err := walk(ctx, pl, true, search); err != nil {
 				return "", err
 			}
