@@ -37,7 +37,8 @@ type Policy struct {
 	// Deny lists gitignore patterns of the paths that may not be reached,
 	// files or directories (and everything below a denied directory).
 	// Deny wins over Allow. A "!" line re-includes what an earlier line of
-	// the same list denied, as in a .gitignore file.
+	// the same list denied, as in a .gitignore file (and, as there, nothing
+	// below a denied directory). Allow takes no "!" lines.
 	Deny []string
 }
 
@@ -67,6 +68,9 @@ func compilePolicy(layers []Policy) (*policy, error) {
 				trimmed := strings.TrimSpace(pat)
 				if trimmed == "" || strings.HasPrefix(trimmed, "#") || trimmed == "!" || strings.ContainsRune(pat, 0) {
 					return nil, errorf(backend.InvalidArgument, "policy", "layer %d: %s pattern %q matches nothing", i, list.what, pat)
+				}
+				if list.what == "allow" && strings.HasPrefix(trimmed, "!") {
+					return nil, errorf(backend.InvalidArgument, "policy", "layer %d: allow pattern %q: take paths away with Deny, not with a negated Allow", i, pat)
 				}
 				*list.into = append(*list.into, gitignore.ParsePattern(pat, nil))
 			}
@@ -137,6 +141,19 @@ func (p *policy) check(op, name string, isDir, write bool) error {
 		}
 	}
 	return nil
+}
+
+// hasPatterns reports whether some layer allows or denies by pattern.
+func (p *policy) hasPatterns() bool {
+	if p == nil {
+		return false
+	}
+	for _, l := range p.layers {
+		if len(l.allow) > 0 || len(l.deny) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // visible reports whether a listing of a directory shows entry e of it.

@@ -129,3 +129,50 @@ func TestThePolicyIsConfiguration(t *testing.T) {
 	denied(t, r.FS().WriteFile("y.env", []byte("y"), 0o644), "the resumed session's policy holds")
 	require.NoError(t, r.Close())
 }
+
+// Attacks from a review: a write through a link (dangling or not) to a
+// denied file or a nested repository's .git, a directory renamed out of its
+// rule, a listing through a link, a negated Allow.
+func TestPolicyAttacksThroughLinksAndRenames(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t)
+	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	s, err := e.NewSession(ctx, &engine.SessionOptions{Policy: []engine.Policy{{Deny: []string{"secret.txt", "secrets/", "/vault/creds.json", "private/*"}}}})
+	require.NoError(t, err)
+	defer s.Close()
+	raw := s.Head().FS()
+	require.NoError(t, raw.WriteFile("secret.txt", []byte("s"), 0o644))
+	require.NoError(t, raw.MkdirAll("secrets", 0o755))
+	require.NoError(t, raw.MkdirAll("sub/.git/hooks", 0o755))
+	require.NoError(t, raw.MkdirAll("vault", 0o755))
+	require.NoError(t, raw.WriteFile("vault/creds.json", []byte("c"), 0o644))
+	require.NoError(t, raw.MkdirAll("private", 0o755))
+	require.NoError(t, raw.WriteFile("private/k", []byte("k"), 0o644))
+	require.NoError(t, raw.Symlink("secret.txt", "link"))
+	require.NoError(t, raw.Symlink("sub/.git/hooks/pre-commit", "hook"))
+	require.NoError(t, raw.Symlink("secrets/new.key", "dang"))
+	require.NoError(t, raw.Symlink("vault", "v"))
+
+	fsys := s.FS()
+	for _, name := range []string{"link", "hook", "dang"} {
+		denied(t, fsys.WriteFile(name, []byte("PWNED"), 0o644), "a write through "+name)
+		denied(t, fsys.WriteFileIf(name, []byte("PWNED"), 0o644, workspace.Digest{}), "a compare-and-set write through "+name)
+	}
+	data, err := raw.ReadFile("secret.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "s", string(data))
+	_, err = raw.Stat("sub/.git/hooks/pre-commit")
+	assert.Error(t, err, "no hook was written")
+
+	denied(t, fsys.Rename("private", "pub"), "a directory renamed out of its rule")
+	ents, err := fsys.ReadDir("v")
+	require.NoError(t, err)
+	for _, e := range ents {
+		assert.NotEqual(t, "creds.json", e.Name(), "a listing through a link shows a denied name")
+	}
+	_, err = fsys.Lstat("v/creds.json")
+	denied(t, err, "Lstat through a link")
+
+	_, err = e.NewSession(ctx, &engine.SessionOptions{Policy: []engine.Policy{{Allow: []string{"*", "!*.env"}}}})
+	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "a negated Allow: %v", err)
+}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"io/fs"
 	"path"
 	"strings"
@@ -138,14 +139,19 @@ func (p *policyFS) check(op, name string, isDir, write bool) error {
 	return nil
 }
 
-// checkWrite checks a write to name: name itself (which the write
-// replaces, not follows) and its parent as it resolves.
+// checkWrite checks a write to name: as given, where its parent resolves,
+// and where the whole name resolves (a backend may write through a final
+// link). Writes resolve afresh, never from the cache.
 func (p *policyFS) checkWrite(op, name string, isDir bool) error {
 	if err := p.pol.check(op, p.at(name), isDir, true); err != nil {
 		return err
 	}
-	if dir := path.Dir(name); dir != "." {
-		return p.pol.check(op, p.at(path.Join(p.resolved(dir), path.Base(name))), isDir, true)
+	for _, n := range []string{path.Join(p.resolveFull(path.Dir(name)), path.Base(name)), p.resolveFull(name)} {
+		if n != name {
+			if err := p.pol.check(op, p.at(n), isDir, true); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -189,7 +195,7 @@ type policyDir struct {
 func (d *policyDir) ReadDir(n int) ([]fs.DirEntry, error) {
 	for {
 		ents, err := d.ReadDirFile.ReadDir(n)
-		kept := d.p.filter(d.name, ents)
+		kept := d.p.filter(d.p.resolved(d.name), ents)
 		if len(kept) > 0 || err != nil || n <= 0 {
 			return kept, err
 		}
@@ -221,6 +227,11 @@ func (p *policyFS) Lstat(name string) (fs.FileInfo, error) {
 	if err := p.pol.check("lstat", p.at(name), fi.IsDir(), false); err != nil {
 		return nil, err
 	}
+	if dir := path.Dir(name); dir != "." {
+		if err := p.pol.check("lstat", p.at(path.Join(p.resolvedDirOf(dir), path.Base(name))), fi.IsDir(), false); err != nil {
+			return nil, err
+		}
+	}
 	return fi, nil
 }
 
@@ -236,7 +247,7 @@ func (p *policyFS) ReadDir(name string) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	ents, err := p.fs.ReadDir(name)
-	return p.filter(name, ents), err
+	return p.filter(p.resolved(name), ents), err
 }
 
 // checkFile checks a read of name without a Stat: as a file, and as the
@@ -312,6 +323,13 @@ func (p *policyFS) Rename(oldname, newname string) error {
 	}
 	if err := p.checkWrite("rename", oldname, isDir); err != nil {
 		return err
+	}
+	if isDir && p.pol.hasPatterns() {
+		// A directory carries whatever is below it, which the patterns
+		// judge by its path: moving it could take a denied file out of
+		// the rule that denies it.
+		return &backend.Error{Code: backend.PermissionDenied, Op: "engine: rename", Path: oldname,
+			Err: errors.New("a directory is not renamed under a path policy with patterns; move its files one by one")}
 	}
 	if err := p.checkWrite("rename", newname, isDir); err != nil {
 		return err

@@ -107,9 +107,20 @@ func (r *rootFS) Open(name string) (fs.File, error) {
 	if err := r.check("open", name); err != nil {
 		return nil, err
 	}
-	f, err := r.root.Open(name)
+	// Non-blocking, so that a FIFO planted in the root cannot hang the
+	// open; only files and directories are read.
+	f, err := r.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, r.fail("open", name, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, r.fail("open", name, err)
+	}
+	if !fi.Mode().IsRegular() && !fi.IsDir() {
+		_ = f.Close()
+		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: "engine: root open", Path: name, Err: errors.New("not a regular file")}
 	}
 	return f, nil
 }

@@ -114,6 +114,14 @@ func (s *Session) FS() workspace.FS {
 	return &policyFS{fs: s.view.FS(), pol: s.pol}
 }
 
+// Reachable reports whether the session's policy lets a caller read the
+// head's path name (an io/fs name), judged by its name alone: nil, or the
+// PermissionDenied error saying which rule refuses it. Tools that show
+// paths and content from git (a status, a diff) filter with it.
+func (s *Session) Reachable(name string, isDir bool) error {
+	return s.pol.check("reach", name, isDir, false)
+}
+
 // Policy returns the session's policy layers, as given.
 func (s *Session) Policy() []Policy { return slices.Clone(s.policy) }
 

@@ -45,8 +45,10 @@ value of $GROVE_MCP_TOKEN, or a new one, printed on stdout with the URL as
 JSON ({"url","token","session"}). A session ID is not a credential.
 
 --sandbox bwrap runs the run tool's commands under bubblewrap, where only
-the head can be written; without it commands run as grove's own processes
-(path policy is not a sandbox).`,
+the head, its repository's git directory and the read-write roots can be
+written, with no network and a /proc of their own. Without it, commands run
+as grove's own processes, with grove's rights: they can read grove's
+environment and files (path policy is not a sandbox).`,
 		Example: `  grove mcp --head agent-1                      # stdio, as an MCP client's server command
   grove mcp --session "$id" --http 127.0.0.1:0  # HTTP on a free loopback port`,
 		Args: args(cobra.NoArgs),
@@ -66,6 +68,15 @@ the head can be written; without it commands run as grove's own processes
 			default:
 				return &failure{op: opName(cmd), err: fmt.Errorf("--sandbox must be bwrap, not %q", sandbox), usage: true}
 			}
+			// Everything that can be wrong with the flags is found before a
+			// session is made.
+			var token string
+			if addr != "" {
+				var err error
+				if token, err = checkHTTP(addr); err != nil {
+					return fail(cmd, head, err)
+				}
+			}
 			s, err := a.mcpSession(head, sessionID)
 			if err != nil {
 				return fail(cmd, head, err)
@@ -84,7 +95,7 @@ the head can be written; without it commands run as grove's own processes
 				}
 				return nil
 			}
-			return fail(cmd, head, a.serveHTTP(server, addr, s.ID()))
+			return fail(cmd, head, a.serveHTTP(server, addr, token, s.ID()))
 		},
 	}
 	cmd.Flags().StringVar(&head, "head", "", "start a session of its own on this head")
@@ -114,27 +125,36 @@ func (a *app) mcpSession(head, id string) (*engine.Session, error) {
 	}, func(holder engine.SessionInfo) bool { return holder.Agent == mcpAgent })
 }
 
-// serveHTTP serves server on addr, a loopback address, until grove is
-// interrupted, printing where and with which token.
-func (a *app) serveHTTP(server *mcp.Server, addr, sessionID string) error {
+// checkHTTP checks --http (a loopback address) and returns the token to
+// serve with: $GROVE_MCP_TOKEN, or a new random one.
+func checkHTTP(addr string) (string, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return &workspace.Error{Code: workspace.InvalidArgument, Err: fmt.Errorf("--http %q: %v", addr, err)}
+		return "", &workspace.Error{Code: workspace.InvalidArgument, Err: fmt.Errorf("--http %q: %v", addr, err)}
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return &workspace.Error{Code: workspace.InvalidArgument, Err: fmt.Errorf("--http %q: grove serves on a loopback address only", addr)}
+		return "", &workspace.Error{Code: workspace.InvalidArgument, Err: fmt.Errorf("--http %q: grove serves on a loopback address only", addr)}
 	}
 	token := os.Getenv("GROVE_MCP_TOKEN")
 	if token == "" {
 		var b [24]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return err
+			return "", err
 		}
 		token = hex.EncodeToString(b[:])
 	}
+	if len(token) < 16 {
+		return "", &workspace.Error{Code: workspace.InvalidArgument, Err: fmt.Errorf("$GROVE_MCP_TOKEN: %w", toolsmcp.ErrNoToken)}
+	}
+	return token, nil
+}
+
+// serveHTTP serves server on addr until grove is interrupted, printing
+// where and with which token.
+func (a *app) serveHTTP(server *mcp.Server, addr, token, sessionID string) error {
 	h, err := toolsmcp.HTTPHandler(server, token)
 	if err != nil {
-		return &workspace.Error{Code: workspace.InvalidArgument, Err: fmt.Errorf("$GROVE_MCP_TOKEN: %w", err)}
+		return &workspace.Error{Code: workspace.InvalidArgument, Err: err}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

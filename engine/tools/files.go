@@ -54,7 +54,7 @@ func readFileTool() Tool {
 			if err := decode(input, &in); err != nil {
 				return "", err
 			}
-			if in.Offset < 0 || in.Limit < 0 {
+			if in.Offset < 0 || in.Limit < 0 || in.Offset > 1<<30 || in.Limit > 1<<30 {
 				return "", &Error{Code: workspace.InvalidArgument, Message: "offset and limit are positive line counts"}
 			}
 			pl, err := t.resolve(in.Path)
@@ -105,6 +105,9 @@ func (t *Set) write(pl place, data []byte, expect workspace.Digest) error {
 		}
 	}
 	if err := pl.fs.WriteFileIf(pl.name, data, 0o644, expect); err != nil {
+		if workspace.CodeOf(err) == workspace.Conflict {
+			t.forgetPath(pl.show(pl.name))
+		}
 		return err
 	}
 	t.remember(pl.show(pl.name), workspace.DigestOf(data))
@@ -190,7 +193,9 @@ func editFileTool() Tool {
 				return "", err
 			}
 			if d, ok := t.lastRead(shown); ok && d != digest {
-				t.remember(shown, digest)
+				// The model has not seen this content: it must read it
+				// before writing or editing again.
+				t.forgetPath(shown)
 				return "", &Error{Code: workspace.Conflict, Message: shown + " changed since you last read it; call read_file again, then retry the edit"}
 			}
 			if isBinary(data) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/groveworks/grove/engine"
@@ -74,7 +75,11 @@ func restoreTool() Tool {
 			if in.Checkpoint == "" {
 				return "", &Error{Code: workspace.InvalidArgument, Message: "checkpoint is required: an ID from checkpoint or log"}
 			}
-			res, err := t.s.Restore(ctx, workspace.Rev(in.Checkpoint), nil)
+			rev, err := t.ownRev(ctx, in.Checkpoint)
+			if err != nil {
+				return "", err
+			}
+			res, err := t.s.Restore(ctx, rev, nil)
 			if err != nil {
 				return "", err
 			}
@@ -112,7 +117,14 @@ func forkTool() Tool {
 			if err := decode(input, &in); err != nil {
 				return "", err
 			}
-			child, err := t.s.Fork(ctx, in.Name, &engine.ForkOptions{From: workspace.Rev(in.From)})
+			var from workspace.Rev
+			if in.From != "" {
+				var err error
+				if from, err = t.ownRev(ctx, in.From); err != nil {
+					return "", err
+				}
+			}
+			child, err := t.s.Fork(ctx, in.Name, &engine.ForkOptions{From: from})
 			if err != nil {
 				return "", err
 			}
@@ -139,14 +151,28 @@ func statusTool() Tool {
 				return "", err
 			}
 			var b strings.Builder
+			shown, hidden := 0, 0
 			for _, c := range st.Changes {
+				if t.s.Reachable(c.Path, false) != nil {
+					hidden++
+					continue
+				}
 				fmt.Fprintf(&b, "%-9s %s/%s\n", c.Kind, Mount, c.Path)
+				shown++
 			}
 			for _, p := range st.Conflicts {
+				if t.s.Reachable(p, false) != nil {
+					hidden++
+					continue
+				}
 				fmt.Fprintf(&b, "%-9s %s/%s\n", "conflict", Mount, p)
+				shown++
 			}
-			if len(st.Changes) == 0 && len(st.Conflicts) == 0 {
+			if shown == 0 {
 				b.WriteString("no changes\n")
+			}
+			if hidden > 0 {
+				fmt.Fprintf(&b, "(%d changed path(s) the policy keeps from you are not listed)\n", hidden)
 			}
 			last := string(st.LastCheckpoint)
 			if last == "" {
@@ -175,22 +201,34 @@ func diffTool() Tool {
 				return "", err
 			}
 			h := t.s.Head()
-			from := workspace.Rev(in.From)
-			if from == "" {
+			var from workspace.Rev
+			var err error
+			if in.From != "" {
+				if from, err = t.ownRev(ctx, in.From); err != nil {
+					return "", err
+				}
+			} else {
 				st, err := h.Status(ctx)
 				if err != nil {
 					return "", err
 				}
 				from = workspace.Rev(st.Commit)
 			}
-			d, err := h.Diff(ctx, from, workspace.Rev(in.To))
+			to := workspace.Rev(in.To)
+			if to != "" {
+				if to, err = t.ownRev(ctx, in.To); err != nil {
+					return "", err
+				}
+			}
+			d, err := h.Diff(ctx, from, to)
 			if err != nil {
 				return "", err
 			}
-			if d.Patch == "" {
+			patch := t.filterPatch(d.Patch)
+			if patch == "" {
 				return "no differences\n", nil
 			}
-			return d.Patch, nil
+			return patch, nil
 		},
 	}
 }
@@ -209,8 +247,8 @@ func logTool() Tool {
 			if err := decode(input, &in); err != nil {
 				return "", err
 			}
-			if in.Limit < 0 {
-				return "", &Error{Code: workspace.InvalidArgument, Message: "limit is a positive count"}
+			if in.Limit < 0 || in.Limit > 1000 {
+				return "", &Error{Code: workspace.InvalidArgument, Message: "limit is a count from 1 to 1000"}
 			}
 			if in.Limit == 0 {
 				in.Limit = 20
@@ -230,4 +268,119 @@ func logTool() Tool {
 			return b.String(), nil
 		},
 	}
+}
+
+// ownRev resolves rev, as a model gives it, to one of this workspace's own
+// commits: a checkpoint in its log (by its ID or a prefix of at least 7
+// hex digits) or the commit it is at or was made from. Branches, tags and
+// other heads' checkpoints are not a model's to read or restore.
+func (t *Set) ownRev(ctx context.Context, rev string) (workspace.Rev, error) {
+	h := t.s.Head()
+	log, err := h.Log(ctx, nil)
+	if err != nil {
+		return "", err
+	}
+	st, err := h.Status(ctx)
+	if err != nil {
+		return "", err
+	}
+	own := []workspace.CheckpointID{st.Commit, h.Info().Base}
+	for _, c := range log {
+		own = append(own, c.ID)
+	}
+	if len(rev) >= 7 && strings.Trim(strings.ToLower(rev), "0123456789abcdef") == "" {
+		var found workspace.CheckpointID
+		for _, id := range own {
+			if strings.HasPrefix(string(id), strings.ToLower(rev)) {
+				if found != "" && found != id {
+					return "", &Error{Code: workspace.InvalidArgument, Message: fmt.Sprintf("%q names more than one checkpoint; give more of its ID", rev)}
+				}
+				found = id
+			}
+		}
+		if found != "" {
+			return workspace.Rev(found), nil
+		}
+	}
+	return "", &Error{Code: workspace.NotFound, Message: fmt.Sprintf("%q is not a checkpoint of this workspace; the log tool lists them", rev)}
+}
+
+// filterPatch drops from a git diff the files the session's policy keeps
+// from the model, saying how many.
+func (t *Set) filterPatch(patch string) string {
+	if patch == "" {
+		return ""
+	}
+	var b strings.Builder
+	hidden := 0
+	for _, chunk := range splitPatch(patch) {
+		if a, bpath, ok := patchPaths(chunk); ok && (t.s.Reachable(a, false) != nil || t.s.Reachable(bpath, false) != nil) {
+			hidden++
+			continue
+		}
+		b.WriteString(chunk)
+	}
+	if hidden > 0 {
+		fmt.Fprintf(&b, "(%d changed file(s) the policy keeps from you are not shown)\n", hidden)
+	}
+	return b.String()
+}
+
+// splitPatch cuts a git diff into its files' chunks.
+func splitPatch(patch string) []string {
+	var chunks []string
+	start := 0
+	for i := 0; i < len(patch); {
+		nl := strings.IndexByte(patch[i:], '\n')
+		end := len(patch)
+		if nl >= 0 {
+			end = i + nl + 1
+		}
+		if i > start && strings.HasPrefix(patch[i:], "diff --git ") {
+			chunks = append(chunks, patch[start:i])
+			start = i
+		}
+		i = end
+	}
+	return append(chunks, patch[start:])
+}
+
+// patchPaths reads the two paths of a chunk's "diff --git a/X b/Y" line
+// (quoted as git quotes unusual names).
+func patchPaths(chunk string) (a, b string, ok bool) {
+	line, _, _ := strings.Cut(chunk, "\n")
+	rest, found := strings.CutPrefix(line, "diff --git ")
+	if !found {
+		return "", "", false
+	}
+	first, second, ok := cutPatchPath(rest)
+	if !ok {
+		return "", "", false
+	}
+	b2, _, ok := cutPatchPath(strings.TrimPrefix(second, " "))
+	if !ok {
+		return "", "", false
+	}
+	return strings.TrimPrefix(first, "a/"), strings.TrimPrefix(b2, "b/"), true
+}
+
+// cutPatchPath reads one path from s: quoted, or up to " b/".
+func cutPatchPath(s string) (path, rest string, ok bool) {
+	if strings.HasPrefix(s, "\"") {
+		for i := 1; i < len(s); i++ {
+			if s[i] == '\\' {
+				i++
+				continue
+			}
+			if s[i] == '"' {
+				p, err := strconv.Unquote(s[:i+1])
+				return p, s[i+1:], err == nil
+			}
+		}
+		return "", "", false
+	}
+	if i := strings.Index(s, " b/"); i >= 0 && strings.HasPrefix(s, "a/") {
+		return s[:i], s[i:], true
+	}
+	return s, "", s != ""
 }

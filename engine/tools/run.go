@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -51,7 +52,12 @@ type Runner interface {
 
 // ExecRunner runs commands as processes of the caller, with no sandbox:
 // in their own process group (killed whole on timeout or cancellation),
-// with the scrubbed environment and bounded output.
+// with the scrubbed environment and bounded output. It is no sandbox: a
+// command runs with the caller's rights, so it can read whatever the
+// caller can — the caller's own environment (/proc/<ppid>/environ, API
+// keys included), grove's database, other heads — and a process that
+// leaves its group (setsid) outlives the timeout. Use BwrapRunner, or a
+// sandbox of your own, where the agent is not trusted with that.
 type ExecRunner struct{}
 
 // Run runs cmd.
@@ -125,6 +131,9 @@ func runProcess(ctx context.Context, cmd Command, argv []string) (Result, error)
 	}
 	c := exec.Command(argv[0], argv[1:]...)
 	c.Dir, c.Env = cmd.Dir, cmd.Env
+	// A process that left the group (setsid) may hold the output open:
+	// Wait gives up on it rather than on the tool.
+	c.WaitDelay = 2 * time.Second
 	out := &boundedBuffer{max: max(cmd.MaxOutput, 1)}
 	c.Stdout, c.Stderr = out, out
 	setGroup(c)
@@ -211,6 +220,13 @@ func runTool() Tool {
 			}
 			cmd := Command{Shell: in.Command, Dir: dir, Env: append(scrubbedEnv(), "GROVE_SESSION="+t.s.ID()),
 				Writable: []string{dir}, Timeout: time.Duration(in.Timeout) * time.Second, MaxOutput: t.max - 200}
+			// The repository's git directory, which git in the head needs
+			// (a sandbox would hide it otherwise).
+			if loc := t.s.Head().Workspace().Info().Locator; filepath.IsAbs(loc) {
+				if fi, err := os.Stat(loc); err == nil && fi.IsDir() && !strings.HasPrefix(loc, dir+string(filepath.Separator)) {
+					cmd.Writable = append(cmd.Writable, loc)
+				}
+			}
 			for _, r := range t.s.Roots() {
 				if r.ReadOnly {
 					cmd.ReadOnly = append(cmd.ReadOnly, r.Dir)
@@ -225,7 +241,7 @@ func runTool() Tool {
 			var b strings.Builder
 			switch {
 			case res.TimedOut:
-				fmt.Fprintf(&b, "timed out after %d s (its processes were killed)\n", in.Timeout)
+				fmt.Fprintf(&b, "timed out after %d s (its process group was killed)\n", in.Timeout)
 			default:
 				fmt.Fprintf(&b, "exit status %d\n", res.ExitCode)
 			}

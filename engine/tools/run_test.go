@@ -128,3 +128,13 @@ func TestACancelledRunKillsItsProcessGroup(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "the command's child outlived the cancellation")
 	}
 }
+
+// A process that leaves the group (setsid) and keeps the output open does
+// not hang the tool past its timeout.
+func TestARunThatEscapesItsGroupDoesNotHangTheTool(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	start := time.Now()
+	out := f.ok("run", `{"command":"setsid sleep 30 & echo started","timeout_seconds":1}`)
+	assert.Contains(t, out, "started")
+	assert.Less(t, time.Since(start), 15*time.Second, "the tool waited for a process outside its group")
+}

@@ -295,6 +295,13 @@ func (t *Set) remember(p string, d workspace.Digest) {
 	t.mu.Unlock()
 }
 
+// forgetPath drops what the model last read at p.
+func (t *Set) forgetPath(p string) {
+	t.mu.Lock()
+	delete(t.read, p)
+	t.mu.Unlock()
+}
+
 func (t *Set) lastRead(p string) (workspace.Digest, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

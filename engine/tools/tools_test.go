@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -365,4 +366,65 @@ func TestThePolicyHoldsThroughTheTools(t *testing.T) {
 	assert.NotContains(t, out, "prod.env")
 	assert.NotContains(t, f.ok("glob", `{"pattern":"**"}`), "secrets")
 	assert.Equal(t, "no matches\n", f.ok("grep", `{"pattern":"hunter2"}`))
+}
+
+// Attacks from a review: a diff or a status showing what the policy
+// denies; another head's branch as a revision; a write after a failed edit
+// on content the model never read; a FIFO in a root.
+func TestToolAttacksFromReview(t *testing.T) {
+	fifoRoot := t.TempDir()
+	require.NoError(t, syscallMkfifo(filepath.Join(fifoRoot, "pipe")))
+	f := newFixture(t, &engine.SessionOptions{Policy: []engine.Policy{{Deny: []string{"secret.txt", "secrets/"}}},
+		Roots: []engine.Root{{Name: "r", Dir: fifoRoot}}}, nil)
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "secret.txt"), []byte("API_KEY=hunter2\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(f.head, "secrets"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "secrets", "k"), []byte("PRIVATE KEY zzz\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "open.txt"), []byte("fine\n"), 0o644))
+	out := f.ok("diff", `{}`)
+	assert.NotContains(t, out, "hunter2")
+	assert.NotContains(t, out, "PRIVATE KEY")
+	assert.Contains(t, out, "+fine")
+	assert.Contains(t, out, "2 changed file(s) the policy keeps from you are not shown")
+	out = f.ok("status", `{}`)
+	assert.NotContains(t, out, "secret")
+	assert.Contains(t, out, "open.txt")
+	cp := strings.Fields(f.ok("checkpoint", `{}`))[1]
+	assert.NotContains(t, f.ok("diff", js(map[string]any{"from": cp[:10]})), "hunter2")
+
+	// Another head's branch, a tag, HEAD: not this workspace's checkpoints.
+	other, err := f.e.NewSession(f.ctx, nil)
+	require.NoError(t, err)
+	require.NoError(t, other.FS().WriteFile("other.txt", []byte("OTHER AGENT PRIVATE\n"), 0o644))
+	ocp, err := other.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	require.NoError(t, other.Close())
+	for _, rev := range []string{other.Head().Info().Branch, string(ocp.ID), string(ocp.ID)[:8], "HEAD", "main"} {
+		f.fails("diff", js(map[string]any{"from": rev}), workspace.NotFound)
+		f.fails("diff", js(map[string]any{"to": rev}), workspace.NotFound)
+		f.fails("restore", js(map[string]any{"checkpoint": rev}), workspace.NotFound)
+		f.fails("fork", js(map[string]any{"name": "x" + rev[:3], "from": rev}), workspace.NotFound)
+	}
+
+	// A failed edit does not let a later write overwrite what the model
+	// never read.
+	f.ok("read_file", `{"path":"open.txt"}`)
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "open.txt"), []byte("someone else's\n"), 0o644))
+	f.fails("edit_file", `{"path":"open.txt","old_string":"fine","new_string":"mine"}`, workspace.Conflict)
+	f.fails("write_file", `{"path":"open.txt","content":"based on the old read\n"}`, workspace.FailedPrecondition)
+	data, err := os.ReadFile(filepath.Join(f.head, "open.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "someone else's\n", string(data))
+
+	// A FIFO in a root is refused, not waited on.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.fails("read_file", `{"path":"/workspace/roots/r/pipe"}`, workspace.FailedPrecondition)
+		f.ok("grep", `{"pattern":"x","path":"/workspace/roots/r"}`)
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a FIFO in a root hung a tool")
+	}
 }
