@@ -133,24 +133,36 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// The MCP server over streamable HTTP on loopback: the SDK's client with
-// the token works; a request without it is refused.
-func TestMCPOverHTTP(t *testing.T) {
-	f := newMCPFixture(t)
+// httpServer starts grove mcp --http for the session and returns where it
+// serves, with a function that stops it.
+func (f *mcpFixture) httpServer() (url, token string, stop func()) {
+	t := f.t
 	c := f.command("mcp", "--session", f.session, "--http", "127.0.0.1:0")
 	stdout, err := c.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, c.Start())
-	t.Cleanup(func() {
+	stop = func() {
 		_ = c.Process.Signal(os.Interrupt)
 		_ = c.Wait()
-	})
+	}
+	t.Cleanup(stop)
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	require.NoError(t, err)
 	var where struct{ URL, Token, Session string }
 	require.NoError(t, json.Unmarshal([]byte(line), &where), line)
 	assert.Equal(t, f.session, where.Session)
 	require.True(t, strings.HasPrefix(where.URL, "http://127.0.0.1:"), where.URL)
+	return where.URL, where.Token, stop
+}
+
+// The MCP server over streamable HTTP on loopback: the SDK's client with
+// the token edits, checkpoints, restores and forks, and finds the same
+// head after the server is restarted; a request without the token is
+// refused.
+func TestMCPOverHTTP(t *testing.T) {
+	f := newMCPFixture(t)
+	url, token, stop := f.httpServer()
+	where := struct{ URL, Token string }{url, token}
 
 	// Without the token, or with another, nothing is served.
 	for _, auth := range []string{"", "Bearer " + f.session, "Bearer wrong-token-wrong-token"} {
@@ -176,10 +188,24 @@ func TestMCPOverHTTP(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, list.Tools, 13)
 	okCall(t, f.ctx, cs, "write_file", map[string]any{"path": "over-http.txt", "content": "yes\n"})
-	assert.Contains(t, okCall(t, f.ctx, cs, "checkpoint", nil), "checkpoint ")
+	cp := strings.Fields(okCall(t, f.ctx, cs, "checkpoint", nil))[1]
 	data, err := os.ReadFile(filepath.Join(f.head, "over-http.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "yes\n", string(data))
+	okCall(t, f.ctx, cs, "read_file", map[string]any{"path": "over-http.txt"})
+	okCall(t, f.ctx, cs, "edit_file", map[string]any{"path": "over-http.txt", "old_string": "yes", "new_string": "no"})
+	assert.Contains(t, okCall(t, f.ctx, cs, "restore", map[string]any{"checkpoint": cp}), "restored to "+cp)
+	assert.Contains(t, okCall(t, f.ctx, cs, "fork", map[string]any{"name": "over-http"}), `forked head "over-http"`)
+	require.NoError(t, cs.Close())
+	stop()
+
+	// A new server process, the same session: the same head.
+	url, token, _ = f.httpServer()
+	cs, err = client.Connect(f.ctx, &mcp.StreamableClientTransport{Endpoint: url,
+		HTTPClient: &http.Client{Transport: bearer{token}}, DisableStandaloneSSE: true}, nil)
+	require.NoError(t, err)
+	assert.Contains(t, okCall(t, f.ctx, cs, "read_file", map[string]any{"path": "over-http.txt"}), "1\tyes")
+	assert.Contains(t, okCall(t, f.ctx, cs, "log", nil), cp+" ")
 }
 
 // grove mcp --head starts a session of its own; when that server goes
