@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/backend/backendutil"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/workspace"
 )
@@ -53,36 +54,7 @@ func (r *rootFS) close() { _ = r.root.Close() }
 
 // fail types an error of the os package for the root's name name.
 func (r *rootFS) fail(op, name string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var be *backend.Error
-	if errors.As(err, &be) {
-		return err
-	}
-	inner := err
-	var pe *fs.PathError
-	var le *os.LinkError
-	switch {
-	case errors.As(err, &pe):
-		inner = pe.Err
-	case errors.As(err, &le):
-		inner = le.Err
-	}
-	code := backend.Internal
-	switch {
-	case inner != nil && inner.Error() == "path escapes from parent":
-		code = backend.PathEscape
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-		return &backend.Error{Code: backend.NotFound, Op: "engine: root " + op, Path: name, Err: fmt.Errorf("%w: %v", fs.ErrNotExist, inner)}
-	case errors.Is(err, fs.ErrPermission):
-		code = backend.PermissionDenied
-	case errors.Is(err, fs.ErrExist), errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EISDIR):
-		code = backend.FailedPrecondition
-	case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EINVAL):
-		code = backend.InvalidArgument
-	}
-	return &backend.Error{Code: code, Op: "engine: root " + op, Path: name, Err: inner}
+	return backendutil.OSError("engine: root "+op, name, err)
 }
 
 func (r *rootFS) check(op, name string) error {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/backend/backendutil"
 	"github.com/groveworks/grove/internal/lock"
 )
 
@@ -112,37 +113,7 @@ func gitDenied(op, name string) *backend.Error {
 
 // fsError maps an os error to the FS's typed errors.
 func fsError(op, name string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var be *backend.Error
-	if errors.As(err, &be) {
-		return err
-	}
-	code := backend.Internal
-	var inner error = err
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		inner = pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		inner = le.Err
-	}
-	switch {
-	case inner != nil && inner.Error() == "path escapes from parent":
-		code = backend.PathEscape
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-		code = backend.NotFound
-		return &backend.Error{Code: code, Op: "gitbackend: " + op, Path: name, Err: fmt.Errorf("%w: %v", fs.ErrNotExist, inner)}
-	case errors.Is(err, fs.ErrPermission):
-		code = backend.PermissionDenied
-	case errors.Is(err, fs.ErrExist), errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EISDIR):
-		code = backend.FailedPrecondition
-	case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EINVAL):
-		code = backend.InvalidArgument
-	}
-	return &backend.Error{Code: code, Op: "gitbackend: " + op, Path: name, Err: inner}
+	return backendutil.OSError("gitbackend: "+op, name, err)
 }
 
 func checkPath(op, name string) error {

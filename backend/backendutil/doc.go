@@ -10,6 +10,8 @@
 //     with per-file line counts, mode-only changes included.
 //   - CallBlocker parks the next call of a named operation until the
 //     call's context ends, for tests that cancel a call while it runs.
+//   - OSError types what the os package (os.Root included) answers with
+//     the codes the backend.FS contract gives.
 //
 // Ignore and Diff are built on go-git's gitignore and diff code. The
 // package imports backend and nothing else of grove's.

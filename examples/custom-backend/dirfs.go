@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/backend/backendutil"
 )
 
 // dirFS is a head's directory on the host, through an os.Root: whatever a
@@ -52,26 +53,7 @@ func (gitDirError) Error() string        { return "the git directory is not reac
 func (gitDirError) Is(target error) bool { return target == fs.ErrPermission }
 
 // fsError types an error of the os package.
-func fsError(op, name string, err error) error {
-	var be *backend.Error
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &be):
-		return err
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-		return fsErr(backend.NotFound, op, name, fmt.Errorf("%w: %v", fs.ErrNotExist, err))
-	case errors.Is(err, fs.ErrPermission):
-		return fsErr(backend.PermissionDenied, op, name, err)
-	case errors.Is(err, fs.ErrExist), errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EISDIR):
-		return fsErr(backend.FailedPrecondition, op, name, err)
-	case errors.Is(err, syscall.ELOOP):
-		return fsErr(backend.InvalidArgument, op, name, err)
-	case strings.Contains(err.Error(), "path escapes from parent"): // os.Root's refusal
-		return fsErr(backend.PathEscape, op, name, err)
-	}
-	return fsErr(backend.Internal, op, name, err)
-}
+func fsError(op, name string, err error) error { return backendutil.OSError(prefix+op, name, err) }
 
 // resolve finds where name leads: every element but the last is followed
 // through symlinks, the last one too with follow. It returns the resolved

@@ -1,0 +1,56 @@
+package backendutil
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"github.com/groveworks/grove/backend"
+)
+
+// OSError types an error of the os package — os.Root's included — for the
+// FS operation op (which names the backend, as "mybackend: writefile") on
+// name, with the codes the backend.FS contract gives: NotFound (matching
+// fs.ErrNotExist too) for a missing file or a file where a directory
+// should be on the path; PermissionDenied; FailedPrecondition for
+// something in the way (a file that exists, a directory not empty, a
+// directory where a file should be); InvalidArgument for a link loop or an
+// impossible move; PathEscape for os.Root's refusal of a name or link
+// leading out of its directory; Internal otherwise. The message keeps the
+// operating system's words without the host path (name says where). An
+// error that is already a *backend.Error is returned as it is, and nil as
+// nil.
+func OSError(op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var be *backend.Error
+	if errors.As(err, &be) {
+		return err
+	}
+	inner := err
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		inner = pe.Err
+	case errors.As(err, &le):
+		inner = le.Err
+	}
+	code := backend.Internal
+	switch {
+	case inner != nil && inner.Error() == "path escapes from parent": // os.Root's refusal
+		code = backend.PathEscape
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return &backend.Error{Code: backend.NotFound, Op: op, Path: name, Err: fmt.Errorf("%w: %v", fs.ErrNotExist, inner)}
+	case errors.Is(err, fs.ErrPermission):
+		code = backend.PermissionDenied
+	case errors.Is(err, fs.ErrExist), errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EISDIR):
+		code = backend.FailedPrecondition
+	case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EINVAL):
+		code = backend.InvalidArgument
+	}
+	return &backend.Error{Code: code, Op: op, Path: name, Err: inner}
+}

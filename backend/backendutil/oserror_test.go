@@ -1,0 +1,60 @@
+package backendutil_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/backend/backendutil"
+)
+
+// OSError gives the FS contract's codes to what os (and os.Root) answer.
+func TestOSError(t *testing.T) {
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "full"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "full", "f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/", filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	_, missing := root.Open("nope")
+	_, notDir := root.Open("file/x")
+	_, escape := root.Open("out/etc")
+	_, dotdot := root.Open("../x")
+	notEmpty := root.Remove("full")
+	exists := root.Mkdir("file", 0o755)
+	for _, tc := range []struct {
+		err  error
+		want backend.Code
+	}{
+		{missing, backend.NotFound}, {notDir, backend.NotFound}, {escape, backend.PathEscape}, {dotdot, backend.PathEscape},
+		{notEmpty, backend.FailedPrecondition}, {exists, backend.FailedPrecondition},
+		{errors.New("other"), backend.Internal}, {nil, backend.OK},
+	} {
+		got := backendutil.OSError("test: op", "name", tc.err)
+		if c := backend.CodeOf(got); c != tc.want {
+			t.Errorf("OSError(%v) = %v (%v), want %v", tc.err, c, got, tc.want)
+		}
+		if tc.want == backend.NotFound && !errors.Is(got, fs.ErrNotExist) {
+			t.Errorf("OSError(%v) does not match fs.ErrNotExist", tc.err)
+		}
+	}
+	be := &backend.Error{Code: backend.Conflict}
+	if got := backendutil.OSError("op", "n", be); got != error(be) {
+		t.Errorf("a *backend.Error is not returned as it is: %v", got)
+	}
+}
