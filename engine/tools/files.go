@@ -325,6 +325,18 @@ func walk(ctx context.Context, pl place, skipIgnored bool, visit func(name strin
 	return err
 }
 
+// searchBase resolves where glob and grep search: p, or /workspace.
+func (t *Set) searchBase(p string) (place, error) {
+	if p == "" {
+		p = Mount
+	}
+	pl, err := t.resolve(p)
+	if err == nil && pl.roots {
+		err = &Error{Code: workspace.InvalidArgument, Message: "search a root by its own path, such as " + Mount + "/roots/<name>"}
+	}
+	return pl, err
+}
+
 // globRegexp compiles a glob: "*" and "?" within a path element, "**" any
 // number of elements, "[...]" a class, as gitignore-style globs read.
 func globRegexp(pattern string) (*regexp.Regexp, error) {
@@ -382,15 +394,9 @@ func globTool() Tool {
 			if err != nil || in.Pattern == "" {
 				return "", &Error{Code: workspace.InvalidArgument, Message: fmt.Sprintf("pattern %q is not a glob", in.Pattern)}
 			}
-			if in.Path == "" {
-				in.Path = Mount
-			}
-			pl, err := t.resolve(in.Path)
+			pl, err := t.searchBase(in.Path)
 			if err != nil {
 				return "", err
-			}
-			if pl.roots {
-				return "", &Error{Code: workspace.InvalidArgument, Message: "search a root by its own path, such as " + Mount + "/roots/<name>"}
 			}
 			const most = 500
 			var found []string
@@ -459,15 +465,9 @@ func grepTool() Tool {
 					return "", &Error{Code: workspace.InvalidArgument, Message: fmt.Sprintf("glob %q: %v", in.Glob, err)}
 				}
 			}
-			if in.Path == "" {
-				in.Path = Mount
-			}
-			pl, err := t.resolve(in.Path)
+			pl, err := t.searchBase(in.Path)
 			if err != nil {
 				return "", err
-			}
-			if pl.roots {
-				return "", &Error{Code: workspace.InvalidArgument, Message: "search a root by its own path, such as " + Mount + "/roots/<name>"}
 			}
 			const most = 200
 			var b strings.Builder
