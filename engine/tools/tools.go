@@ -53,6 +53,10 @@ import (
 // Options.MaxOutput is zero.
 const DefaultMaxOutput = 32 << 10
 
+// MinMaxOutput is the least Options.MaxOutput can be: room for a tool's
+// own report and the note that output was cut.
+const MinMaxOutput = 1 << 10
+
 // maxFileSize is the largest file read_file, edit_file and grep read.
 const maxFileSize = 8 << 20
 
@@ -107,7 +111,7 @@ type Options struct {
 	// tool is InvalidArgument.
 	Tools []string
 	// MaxOutput bounds what one call returns, in bytes; 0 means
-	// DefaultMaxOutput.
+	// DefaultMaxOutput, and less than MinMaxOutput means MinMaxOutput.
 	MaxOutput int
 	// Runner runs the run tool's commands; nil means ExecRunner, which is
 	// no sandbox (see Runner). A session's extension of type Runner is
@@ -138,8 +142,11 @@ func New(s *engine.Session, opts *Options) (*Set, error) {
 		opts = &Options{}
 	}
 	t := &Set{s: s, head: s.FS(), roots: rootNames(s), max: opts.MaxOutput, run: opts.Runner, read: map[string]workspace.Digest{}}
-	if t.max <= 0 {
+	switch {
+	case t.max == 0:
 		t.max = DefaultMaxOutput
+	case t.max < MinMaxOutput:
+		t.max = MinMaxOutput
 	}
 	if t.run == nil {
 		if r, ok := engine.ExtensionOf[Runner](s); ok {

@@ -428,3 +428,15 @@ func TestToolAttacksFromReview(t *testing.T) {
 		t.Fatal("a FIFO in a root hung a tool")
 	}
 }
+
+// A small output bound holds, however small it was asked to be.
+func TestASmallOutputBound(t *testing.T) {
+	f := newFixture(t, nil, &tools.Options{MaxOutput: 10})
+	long := strings.Repeat("a line of text\n", 2000)
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "long.txt"), []byte(long), 0o644))
+	out := f.ok("read_file", `{"path":"long.txt"}`)
+	assert.LessOrEqual(t, len(out), tools.MinMaxOutput)
+	assert.Contains(t, out, "output cut")
+	out = f.ok("run", `{"command":"yes | head -c 100000"}`)
+	assert.LessOrEqual(t, len(out), tools.MinMaxOutput)
+}
