@@ -383,7 +383,7 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 			}
 		}
 	}
-	if s.roots, err = e.checkRoots(spec.roots, headDirOf(s)); err != nil {
+	if s.roots, err = e.checkRoots(spec.roots, headDirOf(s), repoOf(s)); err != nil {
 		return fail(err)
 	}
 	rec := sessionRecord{
@@ -570,14 +570,14 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	if err != nil {
 		return nil, err
 	}
+	pol, err := compilePolicy(layers) // before the lease: nothing to release
+	if err != nil {
+		return nil, err
+	}
 	lease, err := lock.TryLock(e.leasePath(id), "session "+id)
 	if backend.CodeOf(err) == backend.Busy {
 		return fail(SessionBusy, err)
 	}
-	if err != nil {
-		return nil, err
-	}
-	pol, err := compilePolicy(layers)
 	if err != nil {
 		return nil, err
 	}
@@ -621,7 +621,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 		}
 	}
 	report := ResumeReport{LastCheckpoint: rec.lastCheckpoint}
-	if s.roots, err = e.checkRoots(roots, headDirOf(s)); err != nil {
+	if s.roots, err = e.checkRoots(roots, headDirOf(s), repoOf(s)); err != nil {
 		release()
 		return nil, err
 	}

@@ -143,6 +143,19 @@ func (p *policy) check(op, name string, isDir, write bool) error {
 	return nil
 }
 
+// readOnly reports whether some layer takes every write away.
+func (p *policy) readOnly() bool {
+	if p == nil {
+		return false
+	}
+	for _, l := range p.layers {
+		if l.readOnly {
+			return true
+		}
+	}
+	return false
+}
+
 // hasPatterns reports whether some layer allows or denies by pattern.
 func (p *policy) hasPatterns() bool {
 	if p == nil {

@@ -239,6 +239,11 @@ func (p *policyFS) ReadLink(name string) (string, error) {
 	if err := p.pol.check("readlink", p.at(name), false, false); err != nil {
 		return "", err
 	}
+	if dir := path.Dir(name); dir != "." {
+		if err := p.pol.check("readlink", p.at(path.Join(p.resolvedDirOf(dir), path.Base(name))), false, false); err != nil {
+			return "", err
+		}
+	}
 	return p.fs.ReadLink(name)
 }
 
@@ -350,8 +355,9 @@ func (p *policyFS) Chmod(name string, mode fs.FileMode) error {
 	if fi, err := p.fs.Stat(name); err == nil {
 		isDir = fi.IsDir()
 	}
-	if err := p.check("chmod", name, isDir, true); err != nil {
+	if err := p.checkWrite("chmod", name, isDir); err != nil {
 		return err
 	}
+	defer p.forgetDirs()
 	return p.fs.Chmod(name, mode)
 }

@@ -198,6 +198,10 @@ func (r *rootFS) write(op, name string, data []byte, perm fs.FileMode) error {
 	mode := perm & 0o777
 	if fi, err := r.root.Lstat(name); err == nil {
 		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			// A write would replace the link, where a read follows it:
+			// write the file it names instead.
+			return &backend.Error{Code: backend.FailedPrecondition, Op: "engine: root " + op, Path: name, Err: errors.New("is a symbolic link; write the file it names")}
 		case fi.IsDir():
 			return &backend.Error{Code: backend.FailedPrecondition, Op: "engine: root " + op, Path: name, Err: errors.New("is a directory")}
 		case fi.Mode().IsRegular():

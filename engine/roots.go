@@ -26,8 +26,8 @@ type Root struct {
 	// '-', starting with a letter or digit, at most 64 bytes.
 	Name string
 	// Dir is the directory, which must exist. It may not lie in or
-	// contain the session's head, another root, or the engine's own
-	// files (its database and lease directory).
+	// contain the session's head, its repository's git directory, another
+	// root, or the engine's own files (its database and lease directory).
 	Dir string
 	// ReadOnly refuses every write to the root.
 	ReadOnly bool
@@ -37,8 +37,9 @@ var rootName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
 // checkRoots validates a session's roots and returns them with canonical
 // directories. headDir is the session's head's directory ("" when it has
-// none on the host). Every refusal is InvalidArgument, naming the root.
-func (e *Engine) checkRoots(roots []Root, headDir string) ([]Root, error) {
+// none on the host), repo its workspace's locator (for git, the common git
+// dir). Every refusal is InvalidArgument, naming the root.
+func (e *Engine) checkRoots(roots []Root, headDir, repo string) ([]Root, error) {
 	fail := func(r Root, format string, args ...any) error {
 		return &backend.Error{Code: backend.InvalidArgument, Op: "engine: roots", Path: r.Dir,
 			Err: fmt.Errorf("root %q: %s", r.Name, fmt.Sprintf(format, args...))}
@@ -50,6 +51,11 @@ func (e *Engine) checkRoots(roots []Root, headDir string) ([]Root, error) {
 	if headDir != "" {
 		if d, err := canonicalPath(headDir); err == nil {
 			taken = append(taken, place{d, "the session's head"})
+		}
+	}
+	if repo != "" && filepath.IsAbs(repo) {
+		if d, err := canonicalPath(repo); err == nil {
+			taken = append(taken, place{d, "the repository's git directory"})
 		}
 	}
 	for _, p := range []string{e.path, e.leaseDir} {
@@ -93,6 +99,14 @@ func headDirOf(s *Session) string {
 		return ""
 	}
 	return s.head.Info().Root
+}
+
+// repoOf is the session's workspace's locator, "" for none.
+func repoOf(s *Session) string {
+	if s.head == nil {
+		return ""
+	}
+	return s.head.Workspace().Info().Locator
 }
 
 // rootLock is the lock file of a root's compare-and-set writes, in the

@@ -123,3 +123,35 @@ func TestRootsThatOverlapAreRefused(t *testing.T) {
 	_, err = e.NewSession(ctx, &engine.SessionOptions{Placement: ex, Roots: []engine.Root{{Name: "h", Dir: head}}})
 	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "the head itself: %v", err)
 }
+
+// Fixes from a review: a failed resume leaves no lease behind; a root over
+// the repository's git directory is refused; a write through a link in a
+// root is refused rather than replacing the link.
+func TestRootAndResumeFixesFromReview(t *testing.T) {
+	ctx := context.Background()
+	gb := gitbackend.New(gitbackend.Options{})
+	repo := gitRepo(t)
+	e := openEngine(t, engine.Options{Backends: []backend.Backend{gb},
+		Placement: engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: repo}}})
+	_, err := e.NewSession(ctx, &engine.SessionOptions{Roots: []engine.Root{{Name: "git", Dir: filepath.Join(repo, ".git")}}})
+	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "a root over the git directory: %v", err)
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "target.md"), []byte("t"), 0o644))
+	require.NoError(t, os.Symlink("target.md", filepath.Join(dir, "link.md")))
+	s, err := e.NewSession(ctx, &engine.SessionOptions{Roots: []engine.Root{{Name: "r", Dir: dir}}})
+	require.NoError(t, err)
+	r, err := s.RootFS("r")
+	require.NoError(t, err)
+	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(r.WriteFile("link.md", []byte("x"), 0o644)))
+	fi, err := os.Lstat(filepath.Join(dir, "link.md"))
+	require.NoError(t, err)
+	assert.NotZero(t, fi.Mode()&os.ModeSymlink, "the link is still a link")
+
+	require.NoError(t, s.Detach())
+	_, err = e.Resume(ctx, s.ID(), &engine.ResumeOptions{Roots: s.Roots(), Policy: []engine.Policy{{Deny: []string{" "}}}})
+	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err))
+	again, err := e.Resume(ctx, s.ID(), &engine.ResumeOptions{Roots: s.Roots()})
+	require.NoError(t, err, "a failed resume left the session's lease held")
+	require.NoError(t, again.Close())
+}

@@ -114,6 +114,10 @@ func (s *Session) FS() workspace.FS {
 	return &policyFS{fs: s.view.FS(), pol: s.pol}
 }
 
+// Writable reports whether the session may change its head's files at
+// all: a ReadWrite session whose policy has no read-only layer.
+func (s *Session) Writable() bool { return s.perm == ReadWrite && !s.pol.readOnly() }
+
 // Reachable reports whether the session's policy lets a caller read the
 // head's path name (an io/fs name), judged by its name alone: nil, or the
 // PermissionDenied error saying which rule refuses it. Tools that show
@@ -213,6 +217,8 @@ func (s *Session) recordCheckpoint(ctx context.Context, cp workspace.CheckpointR
 }
 
 // Restore restores the head (with its safety checkpoint) and journals it.
+// A restore rewrites the head's files whatever the session's path policy
+// allows, so a session whose policy is read-only answers PermissionDenied.
 // It is an idle-time operation: while a turn runs it is FailedPrecondition.
 // A ReadOnly session answers PermissionDenied.
 func (s *Session) Restore(ctx context.Context, to workspace.Rev, opts *workspace.RestoreOptions) (workspace.RestoreResult, error) {
@@ -226,6 +232,9 @@ func (s *Session) Restore(ctx context.Context, to workspace.Rev, opts *workspace
 	s.mu.Unlock()
 	if busy {
 		return workspace.RestoreResult{}, errorf(backend.FailedPrecondition, "restore", "a turn is running")
+	}
+	if s.pol.readOnly() {
+		return workspace.RestoreResult{}, errorf(backend.PermissionDenied, "restore", "the session's policy is read-only: a restore rewrites files")
 	}
 	res, err := s.head.Restore(ctx, to, opts)
 	if err != nil {

@@ -414,7 +414,10 @@ func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, er
 	if err != nil {
 		return backend.Diff{}, err
 	}
-	args := []string{"diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-color", "--ignore-submodules=all", a}
+	// The prefixes are pinned: diff.noprefix or diff.mnemonicPrefix in the
+	// repository's config (which an agent can set) would change the patch's
+	// headers, which callers read.
+	args := []string{"diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-color", "--ignore-submodules=all", "--src-prefix=a/", "--dst-prefix=b/", a}
 	var env []string
 	if to == backend.Live {
 		f, err := os.CreateTemp(mf.Admin, "grove-diff-index-*")

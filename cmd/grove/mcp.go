@@ -87,7 +87,11 @@ environment and files (path policy is not a sandbox).`,
 				return fail(cmd, head, err)
 			}
 			server := toolsmcp.NewServer(set, "grove", version())
-			fmt.Fprintf(a.stderr, "grove: mcp: session %s on head %q\n", s.ID(), s.Head().Info().Name)
+			if h := s.Head(); h != nil {
+				fmt.Fprintf(a.stderr, "grove: mcp: session %s on head %q\n", s.ID(), h.Info().Name)
+			} else {
+				fmt.Fprintf(a.stderr, "grove: mcp: session %s, with no head\n", s.ID())
+			}
 			if addr == "" {
 				err = server.Run(a.ctx, &mcp.StdioTransport{})
 				if err != nil && a.ctx.Err() == nil && !isClosed(err) {

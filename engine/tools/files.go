@@ -288,9 +288,8 @@ func containsString(list []string, s string) bool {
 // walk visits the files under pl (skipping what .gitignore files ignore,
 // when skipIgnored), calling visit with each file's FS name, until visit
 // says stop.
-func walk(ctx context.Context, pl place, skipIgnored bool, visit func(name string, d fs.DirEntry) (stop bool)) error {
+func walk(ctx context.Context, pl place, roots []string, skipIgnored bool, visit func(name string, d fs.DirEntry) (stop bool)) error {
 	var ig backendutil.Ignore
-	stopped := false
 	err := fs.WalkDir(pl.fs, pl.name, func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if name == pl.name {
@@ -305,6 +304,11 @@ func walk(ctx context.Context, pl place, skipIgnored bool, visit func(name strin
 			if name != pl.name && skipIgnored && ig.Ignored(name, true) {
 				return fs.SkipDir
 			}
+			// The head's own roots/<name> is hidden by the mounted root of
+			// that name: the namespace shows the root there.
+			if pl.top == Mount && shadowed(name, roots) {
+				return fs.SkipDir
+			}
 			if skipIgnored {
 				if data, err := pl.fs.ReadFile(path.Join(name, ".gitignore")); err == nil {
 					ig.AddGitignore(name, data)
@@ -316,12 +320,10 @@ func walk(ctx context.Context, pl place, skipIgnored bool, visit func(name strin
 			return nil
 		}
 		if visit(name, d) {
-			stopped = true
 			return fs.SkipAll
 		}
 		return nil
 	})
-	_ = stopped
 	return err
 }
 
@@ -335,6 +337,13 @@ func (t *Set) searchBase(p string) (place, error) {
 		err = &Error{Code: workspace.InvalidArgument, Message: "search a root by its own path, such as " + Mount + "/roots/<name>"}
 	}
 	return pl, err
+}
+
+// shadowed reports whether the head's directory name is roots/<r> for a
+// mounted root r.
+func shadowed(name string, roots []string) bool {
+	rest, ok := strings.CutPrefix(name, "roots/")
+	return ok && !strings.Contains(rest, "/") && containsString(roots, rest)
 }
 
 // globRegexp compiles a glob: "*" and "?" within a path element, "**" any
@@ -401,7 +410,7 @@ func globTool() Tool {
 			const most = 500
 			var found []string
 			more := false
-			err = walk(ctx, pl, true, func(name string, _ fs.DirEntry) bool {
+			err = walk(ctx, pl, t.roots, true, func(name string, _ fs.DirEntry) bool {
 				rel := strings.TrimPrefix(strings.TrimPrefix(name, pl.name), "/")
 				if pl.name == "." {
 					rel = name
@@ -516,7 +525,7 @@ func grepTool() Tool {
 				return "", err
 			} else if !fi.IsDir() {
 				search(pl.name, nil)
-			} else if err := walk(ctx, pl, true, search); err != nil {
+			} else if err := walk(ctx, pl, t.roots, true, search); err != nil {
 				return "", err
 			}
 			if n == 0 {

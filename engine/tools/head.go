@@ -314,7 +314,9 @@ func (t *Set) filterPatch(patch string) string {
 	var b strings.Builder
 	hidden := 0
 	for _, chunk := range splitPatch(patch) {
-		if a, bpath, ok := patchPaths(chunk); ok && (t.s.Reachable(a, false) != nil || t.s.Reachable(bpath, false) != nil) {
+		// A chunk whose paths cannot be read (a repository that sets
+		// diff.noprefix, say) is kept from the model too.
+		if a, bpath, ok := patchPaths(chunk); !ok || t.s.Reachable(a, false) != nil || t.s.Reachable(bpath, false) != nil {
 			hidden++
 			continue
 		}

@@ -66,9 +66,16 @@ func (ExecRunner) Run(ctx context.Context, cmd Command) (Result, error) {
 }
 
 // BwrapRunner runs commands under bubblewrap (bwrap): the host's files
-// read-only, a fresh /tmp, /dev and /proc, no network, and only the head
-// and the read-write roots writable. New with Options.Runner set to it
-// (or a session extension of this type) turns it on.
+// read-only, a fresh /tmp, /dev and /proc, no network, and only the head,
+// the read-write roots and the repository's git directory writable. The
+// git directory is writable because git in the head needs it (objects,
+// refs, the head's index): a command can therefore change any head's refs
+// and the repository's configuration and hooks, as an agent with a shell
+// in its head can. grove's own git commands neutralize what that could
+// plant; the user's git in the repository does not. New with
+// Options.Runner set to it (or a session extension of this type) turns it
+// on. Available reports only that bwrap is installed: where the kernel
+// forbids the user namespaces it needs, every run fails with its message.
 type BwrapRunner struct {
 	// Path is the bwrap binary; empty means "bwrap" from PATH.
 	Path string
@@ -161,8 +168,8 @@ func runProcess(ctx context.Context, cmd Command, argv []string) (Result, error)
 		return res, nil
 	}
 	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		return res, err
+	if err != nil && !errors.As(err, &exit) && !errors.Is(err, exec.ErrWaitDelay) {
+		return res, err // ErrWaitDelay: it ran; a child it left holds the output
 	}
 	return res, nil
 }
@@ -189,7 +196,7 @@ func scrubbedEnv() []string {
 func runTool() Tool {
 	return Tool{
 		Name:        "run",
-		Description: `Run a shell command (/bin/sh -c) in /workspace, with a timeout (default 120 s, at most 600 s). Returns its exit status and output (stdout and stderr together, cut if long). The file policy of the other tools does not hold inside the command unless the session runs commands in a sandbox.`,
+		Description: `Run a shell command (/bin/sh -c) in the workspace's directory, with a timeout (default 120 s, at most 600 s). Returns its exit status and output (stdout and stderr together, cut if long). Use paths relative to the workspace in the command: /workspace is the tools' name for it, not a path the command sees, and the extra roots are not under it there. The file policy of the other tools does not hold inside the command unless the session runs commands in a sandbox.`,
 		InputSchema: schema(`{"type":"object","properties":{
 "command":{"type":"string","description":"the command line, such as: go test ./..."},
 "timeout_seconds":{"type":"integer","minimum":1,"maximum":600,"description":"the timeout (default 120)"}},
@@ -215,7 +222,7 @@ func runTool() Tool {
 			if dir == "" {
 				return "", &Error{Code: workspace.Unimplemented, Message: "this workspace has no directory on the host to run commands in"}
 			}
-			if t.s.Head().IsReadOnly() {
+			if !t.s.Writable() {
 				return "", &Error{Code: workspace.PermissionDenied, Message: "this session is read-only: it runs no commands"}
 			}
 			cmd := Command{Shell: in.Command, Dir: dir, Env: append(scrubbedEnv(), "GROVE_SESSION="+t.s.ID()),

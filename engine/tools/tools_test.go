@@ -440,3 +440,36 @@ func TestASmallOutputBound(t *testing.T) {
 	out = f.ok("run", `{"command":"yes | head -c 100000"}`)
 	assert.LessOrEqual(t, len(out), tools.MinMaxOutput)
 }
+
+// A repository whose config changes the diff's headers (diff.noprefix,
+// which an agent can set) does not get a denied file's content into diff.
+func TestDiffHeadersAnAgentConfiguresDoNotLeak(t *testing.T) {
+	f := newFixture(t, &engine.SessionOptions{Policy: []engine.Policy{{Deny: []string{"secret.txt"}}}}, nil)
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "secret.txt"), []byte("hunter2\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "open.txt"), []byte("fine\n"), 0o644))
+	for _, kv := range [][2]string{{"diff.noprefix", "true"}, {"diff.mnemonicPrefix", "true"}} {
+		_, err := githarness.Git(f.ctx, f.head, "config", kv[0], kv[1])
+		require.NoError(t, err)
+		out := f.ok("diff", `{}`)
+		assert.NotContains(t, out, "hunter2", kv[0])
+		assert.Contains(t, out, "+fine", kv[0])
+	}
+	// A read-only policy holds for restore and run too.
+	ro := newFixture(t, &engine.SessionOptions{Policy: []engine.Policy{{ReadOnly: true}}}, nil)
+	cp := strings.Fields(ro.ok("checkpoint", `{}`))[1]
+	ro.fails("restore", js(map[string]any{"checkpoint": cp}), workspace.PermissionDenied)
+	ro.fails("run", `{"command":"touch x"}`, workspace.PermissionDenied)
+}
+
+// A head's own roots/<name> is hidden where a root of that name is
+// mounted: glob and read_file agree on what /workspace/roots/<name> is.
+func TestAMountedRootShadowsTheHeadsDirectory(t *testing.T) {
+	docs := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(docs, "a.md"), []byte("from the root\n"), 0o644))
+	f := newFixture(t, &engine.SessionOptions{Roots: []engine.Root{{Name: "docs", Dir: docs}}}, nil)
+	require.NoError(t, os.MkdirAll(filepath.Join(f.head, "roots", "docs"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "roots", "docs", "a.md"), []byte("from the head\n"), 0o644))
+	assert.Equal(t, "no files match\n", f.ok("glob", `{"pattern":"**/a.md"}`))
+	assert.Contains(t, f.ok("read_file", `{"path":"/workspace/roots/docs/a.md"}`), "from the root")
+	assert.NotContains(t, f.ok("grep", `{"pattern":"from the"}`), "from the head")
+}
