@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,6 +28,8 @@ const mcpAgent = "grove mcp"
 
 func (a *app) mcpCmd() *cobra.Command {
 	var head, sessionID, addr, sandbox string
+	var rootSpecs, allow, deny []string
+	var readOnly bool
 	cmd := &cobra.Command{
 		Use:   "mcp (--head NAME | --session ID) [--http ADDR] [--sandbox bwrap]",
 		Short: "Serve a session's tools to an MCP client, over stdio or HTTP",
@@ -44,6 +48,11 @@ serves streamable HTTP at /mcp to clients that send the bearer token: the
 value of $GROVE_MCP_TOKEN, or a new one, printed on stdout with the URL as
 JSON ({"url","token","session"}). A session ID is not a credential.
 
+With --head, --read-only, --allow PATTERN and --deny PATTERN (gitignore
+patterns, repeatable) give the session a path policy, and --root NAME=DIR
+(or NAME=DIR:ro, repeatable) mounts an extra root at /workspace/roots/NAME.
+They are recorded with the session: --session resumes with them.
+
 --sandbox bwrap runs the run tool's commands under bubblewrap, where only
 the head, its repository's git directory and the read-write roots can be
 written, with no network and a /proc of their own. Without it, commands run
@@ -55,6 +64,13 @@ environment and files (path policy is not a sandbox).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (head == "") == (sessionID == "") {
 				return &failure{op: opName(cmd), err: errors.New("give one of --head NAME and --session ID"), usage: true}
+			}
+			opts, err := sessionShape(rootSpecs, allow, deny, readOnly)
+			if err != nil {
+				return &failure{op: opName(cmd), err: err, usage: true}
+			}
+			if sessionID != "" && (len(opts.Roots) > 0 || len(opts.Policy) > 0) {
+				return &failure{op: opName(cmd), err: errors.New("--session resumes with the policy and roots the session recorded; give them with --head"), usage: true}
 			}
 			var runner tools.Runner
 			switch sandbox {
@@ -77,7 +93,7 @@ environment and files (path policy is not a sandbox).`,
 					return fail(cmd, head, err)
 				}
 			}
-			s, err := a.mcpSession(head, sessionID)
+			s, err := a.mcpSession(head, sessionID, opts)
 			if err != nil {
 				return fail(cmd, head, err)
 			}
@@ -106,6 +122,10 @@ environment and files (path policy is not a sandbox).`,
 	cmd.Flags().StringVar(&sessionID, "session", "", "resume this session")
 	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP on this loopback address instead of stdio")
 	cmd.Flags().StringVar(&sandbox, "sandbox", "", "run commands in a sandbox: bwrap")
+	cmd.Flags().StringArrayVar(&rootSpecs, "root", nil, "mount NAME=DIR (or NAME=DIR:ro) at /workspace/roots/NAME")
+	cmd.Flags().StringArrayVar(&allow, "allow", nil, "allow only paths matching this gitignore pattern (repeatable)")
+	cmd.Flags().StringArrayVar(&deny, "deny", nil, "deny paths matching this gitignore pattern (repeatable)")
+	cmd.Flags().BoolVar(&readOnly, "read-only", false, "let the tools change no file")
 	return cmd
 }
 
@@ -114,8 +134,33 @@ func isClosed(err error) bool {
 	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, context.Canceled)
 }
 
+// sessionShape reads --root, --allow, --deny and --read-only.
+func sessionShape(rootSpecs, allow, deny []string, readOnly bool) (engine.SessionOptions, error) {
+	var opts engine.SessionOptions
+	for _, spec := range rootSpecs {
+		name, dir, ok := strings.Cut(spec, "=")
+		if !ok || name == "" || dir == "" {
+			return opts, fmt.Errorf("--root %q: want NAME=DIR or NAME=DIR:ro", spec)
+		}
+		r := engine.Root{Name: name}
+		if d, ro := strings.CutSuffix(dir, ":ro"); ro {
+			dir, r.ReadOnly = d, true
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return opts, err
+		}
+		r.Dir = abs
+		opts.Roots = append(opts.Roots, r)
+	}
+	if len(allow) > 0 || len(deny) > 0 || readOnly {
+		opts.Policy = []engine.Policy{{ReadOnly: readOnly, Allow: allow, Deny: deny}}
+	}
+	return opts, nil
+}
+
 // mcpSession resumes session id, or starts one on head.
-func (a *app) mcpSession(head, id string) (*engine.Session, error) {
+func (a *app) mcpSession(head, id string, shape engine.SessionOptions) (*engine.Session, error) {
 	if id != "" {
 		s, _, err := a.resume(id)
 		return s, err
@@ -126,6 +171,7 @@ func (a *app) mcpSession(head, id string) (*engine.Session, error) {
 	config, _ := json.Marshal(sessionConfig{Agent: mcpAgent})
 	return a.startSession(head, engine.SessionOptions{
 		Agent: mcpAgent, Snapshot: &engine.SnapshotPolicy{Trigger: engine.Manual}, Config: config,
+		Roots: shape.Roots, Policy: shape.Policy,
 	}, func(holder engine.SessionInfo) bool { return holder.Agent == mcpAgent })
 }
 

@@ -230,3 +230,29 @@ func TestMCPWithAHeadOfItsOwn(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, strings.Count(out, `"agent": "grove mcp"`), out)
 }
+
+// grove mcp --head with a policy and a root: both hold through the tools,
+// and are recorded with the session.
+func TestMCPWithAPolicyAndARoot(t *testing.T) {
+	f := newMCPFixture(t)
+	_, err := grove(t, f.repo, f.home, "new", "p")
+	require.NoError(t, err)
+	docs := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(docs, "guide.md"), []byte("read me\n"), 0o644))
+	client := mcp.NewClient(&mcp.Implementation{Name: "grove-test", Version: "1"}, nil)
+	cs, err := client.Connect(f.ctx, &mcp.CommandTransport{Command: f.command("mcp", "--head", "p",
+		"--deny", "*.env", "--root", "docs="+docs+":ro")}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	okCall(t, f.ctx, cs, "write_file", map[string]any{"path": "notes.md", "content": "x"})
+	text, isErr := call(t, f.ctx, cs, "write_file", map[string]any{"path": "prod.env", "content": "KEY=1"})
+	assert.True(t, isErr, text)
+	assert.Contains(t, text, "permission denied")
+	assert.Contains(t, okCall(t, f.ctx, cs, "read_file", map[string]any{"path": "/workspace/roots/docs/guide.md"}), "read me")
+	text, isErr = call(t, f.ctx, cs, "write_file", map[string]any{"path": "/workspace/roots/docs/new.md", "content": "x"})
+	assert.True(t, isErr, text)
+
+	out, err := grove(t, f.repo, f.home, "mcp", "--session", f.session, "--deny", "x")
+	assert.Error(t, err, "policy flags with --session are a usage error: %s", out)
+	assert.Contains(t, err.Error(), "exit status 2")
+}
