@@ -33,6 +33,34 @@ func grove(t *testing.T, dir, home string, args ...string) (string, error) {
 	return strings.TrimSpace(stdout.String()), err
 }
 
+// oneHead makes a repository with one file and a head "h" of it, and
+// returns the repository, $GROVE_HOME and the head's directory.
+func oneHead(t *testing.T) (repo, home, dir string) {
+	t.Helper()
+	root := t.TempDir()
+	repo, home = filepath.Join(root, "repo"), filepath.Join(root, "home")
+	require.NoError(t, githarness.InitRepo(context.Background(), repo, fstest.MapFS{"a.txt": {Data: []byte("a\n")}}))
+	dir, err := grove(t, repo, home, "new", "h")
+	require.NoError(t, err)
+	return repo, home, dir
+}
+
+// startRun starts grove run h -- sh -c script, in the background, and
+// waits until the file the script writes first, started, is in the head.
+func startRun(t *testing.T, repo, home, dir, script string) *exec.Cmd {
+	t.Helper()
+	c := exec.Command(groveBin, "run", "h", "--", "sh", "-c", script)
+	c.Dir = repo
+	c.Env = append(os.Environ(), "GROVE_HOME="+home)
+	require.NoError(t, c.Start())
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+			return c
+		}
+		require.True(t, time.Now().Before(deadline), "the command never started")
+	}
+}
+
 // A grove checkpoint killed with SIGKILL at any point leaves the head
 // working: the next checkpoint succeeds and is complete (it holds every
 // file of the head, git status is clean), and the repository is sound.
@@ -109,25 +137,10 @@ func TestACheckpointKilledMidwayLeavesTheNextComplete(t *testing.T) {
 // what the command did, and exits with the command's status.
 func TestAnInterruptedRunCheckpointsAndExitsAsItsCommand(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir()
-	repo := filepath.Join(root, "repo")
-	require.NoError(t, githarness.InitRepo(ctx, repo, fstest.MapFS{"a.txt": {Data: []byte("a\n")}}))
-	home := filepath.Join(root, "home")
-	dir, err := grove(t, repo, home, "new", "h")
-	require.NoError(t, err)
-	c := exec.Command(groveBin, "run", "h", "--", "sh", "-c",
-		`trap 'echo bye > bye.txt; exit 7' INT; echo > started; while true; do sleep 0.05; done`)
-	c.Dir = repo
-	c.Env = append(os.Environ(), "GROVE_HOME="+home)
-	require.NoError(t, c.Start())
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the command never started")
-	}
+	repo, home, dir := oneHead(t)
+	c := startRun(t, repo, home, dir, `trap 'echo bye > bye.txt; exit 7' INT; echo > started; while true; do sleep 0.05; done`)
 	require.NoError(t, c.Process.Signal(os.Interrupt))
-	err = c.Wait()
+	err := c.Wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
 	assert.Equal(t, 7, exit.ExitCode(), "grove exits with its command's status")
