@@ -2,3 +2,7 @@ package gitbackend
 
 // SetCrashHook lets the kill tests stop a helper process at a crash point.
 func SetCrashHook(f func(name string)) { crashHook = f }
+
+// SetProcessHook has f called with the arguments of every git process b
+// starts; it must be called before b's first workspace is opened.
+func SetProcessHook(b *Backend, f func(args []string)) { b.onStart = f }

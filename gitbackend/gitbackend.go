@@ -53,6 +53,8 @@ type Backend struct {
 	mu     sync.Mutex
 	runner *gitcmd.Runner
 	closed bool
+
+	onStart func(args []string) // tests: every git process started
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -110,7 +112,7 @@ func (b *Backend) enter(ctx context.Context, op string) (*gitcmd.Runner, error) 
 	if r != nil {
 		return r, nil
 	}
-	r, err := gitcmd.New(ctx, gitcmd.Options{Git: b.opts.Git, CheckoutWorkers: b.opts.CheckoutWorkers, LockWait: b.lockWait()})
+	r, err := gitcmd.New(ctx, gitcmd.Options{Git: b.opts.Git, CheckoutWorkers: b.opts.CheckoutWorkers, LockWait: b.lockWait(), OnStart: b.onStart})
 	if err != nil {
 		return nil, err
 	}

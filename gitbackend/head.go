@@ -200,6 +200,9 @@ type headState struct {
 
 // state reads the head's HEAD and any operation in progress.
 func (h *head) state(ctx context.Context, mf manifest, op string) (headState, error) {
+	if st, ok := h.stateFast(mf); ok {
+		return st, nil
+	}
 	var st headState
 	out, err := h.git(ctx, gitcmd.Cmd{Args: []string{"rev-parse", "-q", "HEAD^{commit}", "HEAD^{tree}"}})
 	if err != nil {
@@ -222,6 +225,34 @@ func (h *head) state(ctx context.Context, mf manifest, op string) (headState, er
 		st.onOwn = err == nil && gitLine(data) == "ref: refs/heads/"+mf.Branch
 	}
 	return st, nil
+}
+
+// stateFast is state read without a process, for a head whose HEAD is
+// its branch or a commit, both readable in-process; ok is false otherwise.
+func (h *head) stateFast(mf manifest) (headState, bool) {
+	var st headState
+	data, err := regfile.Read(filepath.Join(mf.Admin, "HEAD"), 4096)
+	if err != nil {
+		return st, false
+	}
+	line := gitLine(data)
+	if name, ok := strings.CutPrefix(line, "ref: "); ok {
+		if st.commit, ok = h.w.repo.readRef(name); !ok {
+			return st, false
+		}
+		st.onOwn = !mf.Attached && mf.Branch != "" && name == "refs/heads/"+mf.Branch
+	} else if isSHA1(line) {
+		st.commit = line
+	} else {
+		return st, false
+	}
+	var ok bool
+	if st.tree, ok = h.w.repo.commitTree(st.commit); !ok {
+		return st, false
+	}
+	st.op = inProgress(mf.Admin)
+	st.onOwn = st.onOwn && st.op == backend.OpNone
+	return st, true
 }
 
 // inProgress names the merge-like operation whose state files are in a

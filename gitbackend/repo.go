@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -25,6 +26,11 @@ type repo struct {
 	common string // the common git dir, canonical
 	main   string // the main worktree, "" for a bare repository
 	bare   bool
+
+	objOnce  sync.Once
+	objs     *objectStore
+	packedMu sync.Mutex
+	packed   *packed // packed-refs as last read
 }
 
 // run runs git on the repository itself, with no working tree (as in a
@@ -48,6 +54,11 @@ func (rp *repo) git(ctx context.Context, args ...string) (string, error) {
 func (rp *repo) resolve(ctx context.Context, op string, rev backend.Rev) (string, error) {
 	if rev == "" || strings.HasPrefix(string(rev), "-") || strings.ContainsAny(string(rev), "\x00\n") {
 		return "", &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Rev: rev, Err: errors.New("bad revision")}
+	}
+	if isSHA1(string(rev)) {
+		if _, ok := rp.readCommit(string(rev)); ok {
+			return string(rev), nil
+		}
 	}
 	out, err := rp.git(ctx, "rev-parse", "--verify", "-q", "--end-of-options", string(rev)+"^{commit}")
 	if err != nil {
@@ -181,6 +192,9 @@ func parseCheckpoint(fields []string) (backend.Checkpoint, error) {
 
 // commitInfo reads one commit.
 func (rp *repo) commitInfo(ctx context.Context, commit string) (backend.Checkpoint, error) {
+	if c, ok := rp.readCommit(commit); ok {
+		return checkpointOf(c), nil
+	}
 	out, err := rp.git(ctx, "log", "-1", "--no-walk", "--format="+logFormat, commit, "--")
 	if err != nil {
 		return backend.Checkpoint{}, err
@@ -202,6 +216,11 @@ func refName(id backend.HeadID, seq int) string { return fmt.Sprintf("%s%08d", r
 
 // checkpoints lists a head's private refs, newest first; limit 0 means all.
 func (rp *repo) checkpoints(ctx context.Context, id backend.HeadID, limit int) ([]checkpointRef, error) {
+	if limit == 1 {
+		if last, ok := rp.lastCheckpoint(id); ok {
+			return last, nil
+		}
+	}
 	args := []string{"for-each-ref", "--sort=-refname", "--format=" + refFormat}
 	if limit > 0 {
 		args = append(args, "--count="+strconv.Itoa(limit))

@@ -129,6 +129,12 @@ type Options struct {
 	// core.packedRefsTimeout); 0 means 5s. A command that gives up is Busy
 	// naming the lock file.
 	LockWait time.Duration
+	// OnStart, when set, is called with the arguments of every git
+	// process the runner starts (after the hardening options), before it
+	// starts: the commands themselves and the configuration parses of the
+	// neutralizer. Tests use it to pin how many processes an operation
+	// costs. It must be safe for concurrent use.
+	OnStart func(args []string)
 }
 
 // Runner runs git commands. It is safe for concurrent use.
@@ -139,6 +145,7 @@ type Runner struct {
 	config   []string // -c options put before every command
 	wait     time.Duration
 	lockWait time.Duration
+	onStart  func(args []string)
 }
 
 var versions sync.Map // git binary path → Version
@@ -156,7 +163,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if err != nil {
 		return nil, &backend.Error{Code: backend.BackendUnavailable, Op: op, Err: fmt.Errorf("git not found: %w", err)}
 	}
-	r := &Runner{git: path, identity: opts.Identity, wait: opts.WaitDelay, lockWait: opts.LockWait}
+	r := &Runner{git: path, identity: opts.Identity, wait: opts.WaitDelay, lockWait: opts.LockWait, onStart: opts.OnStart}
 	if r.lockWait <= 0 {
 		r.lockWait = 5 * time.Second
 	}
@@ -319,6 +326,9 @@ func (r *Runner) run(ctx context.Context, c Cmd, harden bool) ([]byte, error) {
 			c.Env = append(slices.Clone(c.Env), neutral...)
 		}
 		args = append(append(pre, r.config...), c.Args...)
+	}
+	if r.onStart != nil {
+		r.onStart(slices.Clone(c.Args))
 	}
 	cmd := exec.CommandContext(ctx, r.git, args...)
 	cmd.Dir = c.Dir

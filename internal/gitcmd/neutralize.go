@@ -235,7 +235,11 @@ func (r *Runner) scanConfig(ctx context.Context, gitDir, commonDir string) *conf
 // block on it) and returns its entries, "key\nvalue" each, keys as git
 // normalizes them.
 func (r *Runner) parseConfig(ctx context.Context, path string, data []byte) ([]string, error) {
-	cmd := exec.CommandContext(ctx, r.git, "config", "-z", "--no-includes", "--list", "--file", "-")
+	args := []string{"config", "-z", "--no-includes", "--list", "--file", "-"}
+	if r.onStart != nil {
+		r.onStart(slices.Clone(args))
+	}
+	cmd := exec.CommandContext(ctx, r.git, args...)
 	// In the root, with discovery stopped there: no repository's own
 	// configuration is read for this command.
 	cmd.Env = append(r.env(Cmd{}), "GIT_CEILING_DIRECTORIES=/")

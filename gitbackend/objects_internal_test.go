@@ -1,0 +1,146 @@
+package gitbackend
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/gitcmd"
+)
+
+// plainGit runs git in dir with no outside configuration and returns its
+// trimmed stdout.
+func plainGit(t *testing.T, dir string, env []string, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1"), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.Output()
+	require.NoError(t, err, "git %v", args)
+	return strings.TrimSpace(string(out))
+}
+
+func testRepo(t *testing.T) (*repo, string) {
+	t.Helper()
+	dir := t.TempDir()
+	plainGit(t, dir, nil, "", "init", "-q", "-b", "main")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644))
+	plainGit(t, dir, nil, "", "add", "a.txt")
+	plainGit(t, dir, []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}, "", "commit", "-qm", "one")
+	r, err := gitcmd.New(context.Background(), gitcmd.Options{})
+	require.NoError(t, err)
+	return &repo{r: r, common: filepath.Join(dir, ".git"), main: dir}, dir
+}
+
+// The commit written in-process is the one git commit-tree writes, byte
+// for byte, for every identity and message it takes; for the ones git
+// would rewrite it declines and writes nothing.
+func TestWriteCommitIsGitCommitTree(t *testing.T) {
+	rp, dir := testRepo(t)
+	tree := plainGit(t, dir, nil, "", "rev-parse", "HEAD^{tree}")
+	parent := plainGit(t, dir, nil, "", "rev-parse", "HEAD")
+	when := time.Unix(1700000000, 0)
+	for _, tc := range []struct {
+		name, email, msg string
+	}{
+		{"grove", "grove@localhost", "grove checkpoint"},
+		{"Zoë Ångström", "zoe@example.org", "line one\n\nbody\n"},
+		{"A B", "a.b+tag@example.org", "trailing blanks   \n\n\n"},
+		{"x", "y", ""},
+		{"agent (run 7)", "agent@h", "crlf\r\nmessage\r\n"},
+	} {
+		sig := backend.Signature{Name: tc.name, Email: tc.email}
+		got, ok := rp.writeCommit(tree, parent, sig, sig, when, tc.msg)
+		require.True(t, ok, "%+v", tc)
+		date := strconv.FormatInt(when.Unix(), 10) + " +0000"
+		want := plainGit(t, dir, []string{
+			"GIT_AUTHOR_NAME=" + tc.name, "GIT_AUTHOR_EMAIL=" + tc.email, "GIT_AUTHOR_DATE=" + date,
+			"GIT_COMMITTER_NAME=" + tc.name, "GIT_COMMITTER_EMAIL=" + tc.email, "GIT_COMMITTER_DATE=" + date,
+		}, tc.msg, "commit-tree", tree, "-p", parent)
+		require.Equal(t, want, got, "%+v", tc)
+		require.Equal(t, "commit", plainGit(t, dir, nil, "", "cat-file", "-t", got))
+	}
+	plainGit(t, dir, nil, "", "fsck", "--strict")
+	for _, tc := range []struct{ name, email, msg string }{
+		{" lead", "e", "m"}, {"trail.", "e", "m"}, {"a<b", "e", "m"}, {"n\nl", "e", "m"},
+		{"n", "", "m"}, {"", "e", "m"}, {"n", "e<", "m"}, {"n", "e", "nul\x00byte"},
+	} {
+		sig := backend.Signature{Name: tc.name, Email: tc.email}
+		_, ok := rp.writeCommit(tree, parent, sig, sig, when, tc.msg)
+		require.False(t, ok, "%q", tc)
+	}
+}
+
+// The last checkpoint read in-process is the one for-each-ref gives, with
+// its refs loose, packed, or both, and the reader declines what it cannot
+// read as git would.
+func TestLastCheckpointIsForEachRef(t *testing.T) {
+	rp, dir := testRepo(t)
+	ctx := context.Background()
+	id := backend.HeadID("0b1c2d3e-0000-4000-8000-000000000001")
+	other := backend.HeadID("0b1c2d3e-0000-4000-8000-000000000002")
+	viaGit := func() []checkpointRef {
+		t.Helper()
+		out, err := rp.checkpoints(ctx, id, 2) // limit 2: always git
+		require.NoError(t, err)
+		if len(out) > 1 {
+			out = out[:1]
+		}
+		return out
+	}
+	check := func(what string) {
+		t.Helper()
+		got, ok := rp.lastCheckpoint(id)
+		require.True(t, ok, what)
+		require.Equal(t, viaGit(), got, what)
+	}
+	check("no refs")
+	tree := plainGit(t, dir, nil, "", "rev-parse", "HEAD^{tree}")
+	prev := plainGit(t, dir, nil, "", "rev-parse", "HEAD")
+	for seq := 1; seq <= 12; seq++ {
+		c, ok := rp.writeCommit(tree, prev, backend.DefaultAuthor, backend.DefaultAuthor, time.Unix(int64(1700000000+seq), 0), fmt.Sprintf("cp %d\n", seq))
+		require.True(t, ok)
+		plainGit(t, dir, nil, "", "update-ref", refName(id, seq), c)
+		plainGit(t, dir, nil, "", "update-ref", refName(other, seq+100), c)
+		prev = c
+		switch seq {
+		case 4:
+			plainGit(t, dir, nil, "", "pack-refs", "--all") // all packed
+		case 8:
+			plainGit(t, dir, nil, "", "pack-refs", "--all")
+			plainGit(t, dir, nil, "", "update-ref", refName(id, 7), prev) // packed and loose, loose newer
+		}
+		check(fmt.Sprintf("after %d", seq))
+	}
+	// A name git lists but grove did not make: git answers.
+	plainGit(t, dir, nil, "", "update-ref", refPrefix(id)+"zzz", prev)
+	_, ok := rp.lastCheckpoint(id)
+	require.False(t, ok)
+	plainGit(t, dir, nil, "", "update-ref", "-d", refPrefix(id)+"zzz")
+	plainGit(t, dir, nil, "", "update-ref", refPrefix(id)+"sub/00000099", prev)
+	_, ok = rp.lastCheckpoint(id)
+	require.False(t, ok, "a directory among the refs")
+}
+
+// readRef refuses names it cannot read exactly as git does.
+func TestReadRefRefusesUnusualNames(t *testing.T) {
+	rp, _ := testRepo(t)
+	v, ok := rp.readRef("refs/heads/main")
+	require.True(t, ok)
+	require.Len(t, v, 40)
+	for _, name := range []string{"HEAD", "refs/heads/../../config", "refs/heads/a..b", "refs/heads/.x", "refs/heads/x.lock",
+		"refs/heads/", "refs/heads//x", "refs/tags/v1", "refs/heads/ü", "refs/heads/a b", "refs/heads/x."} {
+		_, ok := rp.readRef(name)
+		require.False(t, ok, name)
+	}
+}
