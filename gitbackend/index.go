@@ -6,6 +6,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
@@ -71,7 +72,13 @@ func checkIndex(data []byte) error {
 // changes in the working tree git add does not see.
 type indexMarks struct {
 	gitlinks, assumed, skipped []string
+	// ignoreFiles are the entries named .gitignore, with their object IDs
+	// in hex.
+	ignoreFiles []indexEntry
 }
+
+// indexEntry is one path of an index and the object it records.
+type indexEntry struct{ path, oid string }
 
 // readMarks reads the entries of an index of version 2, 3 or 4 whose
 // object IDs are hashLen bytes long and returns its marked entries; ok is
@@ -152,6 +159,9 @@ func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
 			}
 			name = string(data[off : off+n])
 			off = start + (off-start+n+8)&^7 // NUL padding to 8 bytes
+		}
+		if name == ".gitignore" || strings.HasSuffix(name, "/.gitignore") {
+			marks.ignoreFiles = append(marks.ignoreFiles, indexEntry{path: name, oid: hex.EncodeToString(data[start+40 : start+40+hashLen])})
 		}
 		switch {
 		case mode == 0o160000:
@@ -256,6 +266,32 @@ func (h *head) unmark(ctx context.Context, priv string) error {
 		}
 	}
 	return nil
+}
+
+// ignoreFilesChanged reports whether a .gitignore file the index at priv
+// tracks differs in the head's working tree from what the index records
+// (edited, removed, replaced), or whether the index cannot be read: the
+// ignore rules the head's files give are then not the index's.
+func ignoreFilesChanged(dir, priv string) bool {
+	data, err := regfile.Read(priv, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	marks, ok := readMarks(data, sha1.Size)
+	if !ok {
+		if marks, ok = readMarks(data, sha256.Size); !ok {
+			return true
+		}
+	}
+	for _, e := range marks.ignoreFiles {
+		if got, err := blobID(filepath.Join(dir, filepath.FromSlash(e.path)), len(e.oid)); err != nil || got != e.oid {
+			return true
+		}
+	}
+	return false
 }
 
 // indexSwap is the head's index.lock, held by grove: git's own lock

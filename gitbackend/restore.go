@@ -46,8 +46,13 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 // restore makes the head's files equal target's; callers hold the head
 // lock. Order: refuse ignored-file collisions; write target's content
 // where tracked files would be dropped (so nothing is removed first); make
-// the tracked files equal target's; remove untracked, unignored files; for
-// a grove-owned head, reset its branch and swap the index in.
+// the tracked files equal target's (for a head on its own branch with git
+// reset, which moves the branch, and the index is swapped in at once);
+// remove untracked, unignored files; for another grove-owned head, point
+// HEAD at its branch, reset the branch and swap the index in.
+//
+// In the usual case (no tracked file dropped, no .gitignore changed) that
+// is three git processes: diff-index, reset, clean.
 func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	const op = "restore"
 	st, err := h.state(ctx, mf, op)
@@ -75,7 +80,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 		return err
 	}
 	var adds []string
-	drops := false
+	drops, rules := false, false
 	fields := strings.Split(out, "\x00")
 	for i := 0; i+1 < len(fields); i += 2 {
 		switch fields[i] {
@@ -84,16 +89,25 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 		case "A":
 			drops = true
 		}
+		if p := fields[i+1]; p == ".gitignore" || strings.HasSuffix(p, "/.gitignore") {
+			rules = true
+		}
 	}
 	if err := h.checkIgnoredCollisions(ctx, mf, priv, target, adds); err != nil {
 		return err
 	}
 	// What is ignored now stays ignored for the clean below, whatever
 	// ignore rules the target brings: a file ignored now is in no
-	// checkpoint, and deleting it would lose it.
-	keep, err := h.keepIgnored(ctx, mf, env)
-	if err != nil {
-		return err
+	// checkpoint, and deleting it would lose it. The rules can differ only
+	// if a .gitignore file differs between the head's files and the target
+	// (untracked ones stay in place while git clean reads them); when none
+	// does, the clean ignores exactly what is ignored now, and the listing
+	// is not needed.
+	var keep []string
+	if rules || ignoreFilesChanged(mf.Dir, priv) {
+		if keep, err = h.keepIgnored(ctx, mf, env); err != nil {
+			return err
+		}
 	}
 	done, err := h.mark(mf, op)
 	if err != nil {
@@ -122,6 +136,28 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 		}
 	}
 	crashPoint("restore:written")
+	if st.onOwn {
+		// The head is on its own branch: one git reset makes the private
+		// index and the files the target's and moves the branch (from the
+		// commit it finds, which git checks as it moves it), and the index
+		// follows at once, whatever ctx says by then, so that branch and
+		// index never disagree; what is left to clean, a second run of the
+		// restore cleans. HEAD is read from the head's git dir, which an
+		// agent can write: one that points it at another branch could as
+		// well move that branch itself.
+		if _, err := h.git(ctx, gitcmd.Cmd{Env: append(env, "GIT_REFLOG_ACTION=grove: restore"), Args: []string{"reset", "-q", "--hard", target, "--"}}); err != nil {
+			return err
+		}
+		err := swap.commit(priv)
+		swap = nil
+		if err != nil {
+			return err
+		}
+		crashPoint("restore:pruned")
+		_, err = h.git(ctx, gitcmd.Cmd{Args: append([]string{"clean", "-f", "-d", "-q"}, keep...)})
+		crashPoint("restore:cleaned")
+		return err
+	}
 	if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"read-tree", "--reset", "-u", target}}); err != nil {
 		return err
 	}
@@ -141,10 +177,8 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	// lock makes atomic, waiting at most LockWait for another git command.
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	if !st.onOwn {
-		if _, err := h.git(ctx, gitcmd.Cmd{Args: []string{"symbolic-ref", "HEAD", "refs/heads/" + mf.Branch}}); err != nil {
-			return err
-		}
+	if _, err := h.git(ctx, gitcmd.Cmd{Args: []string{"symbolic-ref", "HEAD", "refs/heads/" + mf.Branch}}); err != nil {
+		return err
 	}
 	if _, err := h.w.repo.git(ctx, "update-ref", "-m", "grove: restore", "refs/heads/"+mf.Branch, target); err != nil {
 		return err

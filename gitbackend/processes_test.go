@@ -1,0 +1,110 @@
+package gitbackend_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/gitbackend"
+	"github.com/groveworks/grove/internal/githarness"
+	"github.com/groveworks/grove/workspace"
+)
+
+// processLog records the git processes a backend starts.
+type processLog struct {
+	mu   sync.Mutex
+	cmds []string
+}
+
+func (p *processLog) start(args []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cmds = append(p.cmds, strings.Join(args, " "))
+}
+
+// take returns what was started since the last take.
+func (p *processLog) take() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.cmds
+	p.cmds = nil
+	return out
+}
+
+// The git processes an operation starts are pinned, so that a change
+// that adds one is caught: reopening a head starts none, status one, a
+// checkpoint three (four when it records a change: the ref update), a
+// restore three (when it drops no tracked file and no .gitignore differs;
+// dropping files adds the write-first checkout, a changed .gitignore the
+// listing of ignored files). The counts are of a warm backend: the first
+// command of a process also checks git's version and reads the
+// repository's configuration once.
+func TestProcessCounts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	repo := t.TempDir() + "/repo"
+	require.NoError(t, githarness.InitRepo(ctx, repo, baseFiles()))
+	var log processLog
+	b := gitbackend.New(gitbackend.Options{})
+	gitbackend.SetProcessHook(b, log.start)
+	ws, err := workspace.Open(ctx, b, repo, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	h, err := ws.NewHead("a").From("main").Create(ctx)
+	require.NoError(t, err)
+	f := &fixture{t: t, ctx: ctx}
+	pin := func(what string, max int, op func() error) {
+		t.Helper()
+		log.take()
+		require.NoError(t, op(), what)
+		got := log.take()
+		require.LessOrEqual(t, len(got), max, "%s started %d git processes:\n%s", what, len(got), strings.Join(got, "\n"))
+	}
+	checkpoint := func() error { _, err := h.Checkpoint(ctx, nil); return err }
+	pin("a checkpoint of a new head", 3, checkpoint)
+	pin("a checkpoint with no change", 3, checkpoint)
+	f.write(h, "README.md", "one\n")
+	f.write(h, "new.txt", "new\n")
+	var first backend.CheckpointID
+	pin("a checkpoint with changes", 4, func() error {
+		cp, err := h.Checkpoint(ctx, nil)
+		first = cp.ID
+		return err
+	})
+	f.write(h, "README.md", "two\n")
+	f.write(h, "src/main.go", "package changed\n")
+	pin("a second checkpoint with changes", 4, checkpoint)
+	pin("a restore that drops no file", 3, func() error {
+		_, err := h.Restore(ctx, backend.Rev(first), &workspace.RestoreOptions{Discard: true})
+		return err
+	})
+	pin("status", 1, func() error { _, err := h.Status(ctx); return err })
+	f.write(h, "untracked.txt", "u\n")
+	pin("status of a dirty head", 1, func() error { _, err := h.Status(ctx); return err })
+	bind := h.Binding()
+	require.NoError(t, h.Close())
+	pin("reopen", 0, func() error {
+		h, err = workspace.Reopen(ctx, b, bind, nil)
+		return err
+	})
+	defer h.Close()
+	pin("log", 1, func() error { _, err := h.Log(ctx, nil); return err })
+
+	// What the fast paths skip is still right: the checkpoint recorded the
+	// change on the branch and in a private ref, as git sees them.
+	require.Equal(t, string(first), f.git(repo, "rev-parse", "refs/heads/grove/a"))
+	data, err := os.ReadFile(filepath.Join(h.Info().Root, "README.md"))
+	require.NoError(t, err)
+	require.Equal(t, "one\n", string(data))
+	st, err := h.Status(ctx)
+	require.NoError(t, err)
+	require.Equal(t, first, st.Commit)
+	require.Equal(t, []backend.Change{{Path: "untracked.txt", Kind: backend.ChangeUntracked}}, st.Changes)
+}
