@@ -75,6 +75,9 @@ type indexMarks struct {
 	// ignoreFiles are the entries named .gitignore, with their object IDs
 	// in hex.
 	ignoreFiles []indexEntry
+	// tree is the tree the entries make, as the cache-tree extension
+	// records it, or "".
+	tree string
 }
 
 // indexEntry is one path of an index and the object it records.
@@ -173,7 +176,43 @@ func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
 		}
 		prev = name
 	}
+	if off <= end {
+		marks.tree = rootCacheTree(data[off:end], hashLen)
+	}
 	return marks, true
+}
+
+// rootCacheTree returns, in hex, the tree the index's cache-tree extension
+// records for the whole index, or "" if it records none (the extension is
+// missing, or its root entry was invalidated by a change): a tree git
+// wrote from exactly these entries. ext is the index's extensions.
+func rootCacheTree(ext []byte, hashLen int) string {
+	for len(ext) >= 8 {
+		sig, size := string(ext[:4]), int(binary.BigEndian.Uint32(ext[4:8]))
+		if size < 0 || size > len(ext)-8 {
+			return ""
+		}
+		body := ext[8 : 8+size]
+		ext = ext[8+size:]
+		if sig != "TREE" {
+			continue
+		}
+		// The root entry: an empty path, NUL, the entry count (-1 when
+		// invalid), a space, the subtree count, a newline, the tree.
+		if len(body) < 1 || body[0] != 0 {
+			return ""
+		}
+		nl := bytes.IndexByte(body, '\n')
+		if nl < 0 {
+			return ""
+		}
+		count, _, ok := strings.Cut(string(body[1:nl]), " ")
+		if !ok || strings.HasPrefix(count, "-") || len(body) < nl+1+hashLen {
+			return ""
+		}
+		return hex.EncodeToString(body[nl+1 : nl+1+hashLen])
+	}
+	return ""
 }
 
 // rebuildIndex replaces the private index priv with one read from commit,
@@ -268,24 +307,25 @@ func (h *head) unmark(ctx context.Context, priv string) error {
 	return nil
 }
 
-// ignoreFilesChanged reports whether a .gitignore file the index at priv
-// tracks differs in the head's working tree from what the index records
-// (edited, removed, replaced), or whether the index cannot be read: the
-// ignore rules the head's files give are then not the index's.
-func ignoreFilesChanged(dir, priv string) bool {
-	data, err := regfile.Read(priv, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false
-	}
+// readIndexMarks reads the marks of the index file at path; ok is false
+// if it cannot be read or parsed.
+func readIndexMarks(path string) (indexMarks, bool) {
+	data, err := regfile.Read(path, 0)
 	if err != nil {
-		return true
+		return indexMarks{}, false
 	}
 	marks, ok := readMarks(data, sha1.Size)
 	if !ok {
-		if marks, ok = readMarks(data, sha256.Size); !ok {
-			return true
-		}
+		marks, ok = readMarks(data, sha256.Size)
 	}
+	return marks, ok
+}
+
+// ignoreFilesChanged reports whether a .gitignore file the index tracks
+// (its marks) differs in the working tree at dir from what the index
+// records (edited, removed, replaced): the ignore rules the head's files
+// give are then not the index's.
+func ignoreFilesChanged(dir string, marks indexMarks) bool {
 	for _, e := range marks.ignoreFiles {
 		if got, err := blobID(filepath.Join(dir, filepath.FromSlash(e.path)), len(e.oid)); err != nil || got != e.oid {
 			return true

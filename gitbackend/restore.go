@@ -51,8 +51,10 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 // remove untracked, unignored files; for another grove-owned head, point
 // HEAD at its branch, reset the branch and swap the index in.
 //
-// In the usual case (no tracked file dropped, no .gitignore changed) that
-// is three git processes: diff-index, reset, clean.
+// In the usual case — the head's index is its commit's (as a checkpoint
+// or a restore leaves it), no tracked file dropped, no .gitignore changed —
+// that is two git processes, reset and clean: what the target changes is
+// read from the two trees in-process.
 func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	const op = "restore"
 	st, err := h.state(ctx, mf, op)
@@ -68,29 +70,14 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	}
 	defer os.Remove(priv)
 	env := []string{"GIT_INDEX_FILE=" + priv}
-	// What target adds to the index (D: in target, not in the index) and
-	// drops from it (A: in the index, not in target).
-	var out string
-	err = h.retryOnIndex(ctx, priv, st.commit, func() error {
-		var err error
-		out, err = h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"diff-index", "--cached", "--name-status", "--no-renames", "-z", target, "--"}})
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	var adds []string
-	drops, rules := false, false
-	fields := strings.Split(out, "\x00")
-	for i := 0; i+1 < len(fields); i += 2 {
-		switch fields[i] {
-		case "D":
-			adds = append(adds, fields[i+1])
-		case "A":
-			drops = true
-		}
-		if p := fields[i+1]; p == ".gitignore" || strings.HasSuffix(p, "/.gitignore") {
-			rules = true
+	// What target adds to the index (in target, not in the index) and
+	// drops from it (in the index, not in target), and whether a
+	// .gitignore differs.
+	marks, marked := readIndexMarks(priv)
+	adds, drops, rules, ok := h.w.repo.treeChanges(ctx, marks.tree, st.tree, target)
+	if !ok {
+		if adds, drops, rules, err = h.diffIndex(ctx, priv, st.commit, target); err != nil {
+			return err
 		}
 	}
 	if err := h.checkIgnoredCollisions(ctx, mf, priv, target, adds); err != nil {
@@ -104,7 +91,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	// does, the clean ignores exactly what is ignored now, and the listing
 	// is not needed.
 	var keep []string
-	if rules || ignoreFilesChanged(mf.Dir, priv) {
+	if rules || !marked || ignoreFilesChanged(mf.Dir, marks) {
 		if keep, err = h.keepIgnored(ctx, mf, env); err != nil {
 			return err
 		}
@@ -190,6 +177,35 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	swap = nil
 	return err
 }
+
+// diffIndex is treeChanges asked of git: what target adds to the index at
+// priv and drops from it, and whether a .gitignore differs.
+func (h *head) diffIndex(ctx context.Context, priv, commit, target string) (adds []string, drops, rules bool, err error) {
+	var out string
+	err = h.retryOnIndex(ctx, priv, commit, func() error {
+		var err error
+		out, err = h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Args: []string{"diff-index", "--cached", "--name-status", "--no-renames", "-z", target, "--"}})
+		return err
+	})
+	if err != nil {
+		return nil, false, false, err
+	}
+	fields := strings.Split(out, "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		switch fields[i] {
+		case "D":
+			adds = append(adds, fields[i+1])
+		case "A":
+			drops = true
+		}
+		if isIgnoreFile(fields[i+1]) {
+			rules = true
+		}
+	}
+	return adds, drops, rules, nil
+}
+
+func isIgnoreFile(p string) bool { return p == ".gitignore" || strings.HasSuffix(p, "/.gitignore") }
 
 // maxKeepArgs bounds the size of the patterns keepIgnored hands git clean.
 const maxKeepArgs = 512 << 10
