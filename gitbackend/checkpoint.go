@@ -379,18 +379,17 @@ func (h *head) recordCheckpoint(ctx context.Context, mf manifest, st headState, 
 	if len(last) == 1 {
 		seq = last[0].seq + 1
 	}
-	var tx strings.Builder
-	tx.WriteString("start\n")
+	var ops []string
 	if st.onOwn {
-		fmt.Fprintf(&tx, "update refs/heads/%s %s %s\n", mf.Branch, commit, st.commit)
+		ops = append(ops, fmt.Sprintf("update refs/heads/%s %s %s", mf.Branch, commit, st.commit))
 	}
-	fmt.Fprintf(&tx, "create %s %s\nprepare\ncommit\n", refName(mf.ID, seq), commit)
+	ops = append(ops, fmt.Sprintf("create %s %s", refName(mf.ID, seq), commit))
 	rl, err := h.w.lockRepo(ctx, "checkpoint "+mf.Name)
 	if err != nil {
 		return err
 	}
 	defer rl.Unlock()
-	if _, err := h.w.repo.run(ctx, gitcmd.Cmd{Stdin: strings.NewReader(tx.String()), Args: []string{"update-ref", "--stdin"}}); err != nil {
+	if err := h.w.repo.updateRefs(ctx, ops); err != nil {
 		if c := backend.CodeOf(err); c == backend.Canceled || c == backend.Busy {
 			return err
 		}

@@ -40,12 +40,14 @@ func (p *processLog) take() []string {
 
 // The git processes an operation starts are pinned, so that a change
 // that adds one is caught: reopening a head starts none, status one, a
-// checkpoint three (four when it records a change: the ref update), a
-// restore three (when it drops no tracked file and no .gitignore differs;
-// dropping files adds the write-first checkout, a changed .gitignore the
-// listing of ignored files). The counts are of a warm backend: the first
-// command of a process also checks git's version and reads the
-// repository's configuration once.
+// checkpoint three (the first to record a change also starts the
+// repository's long-lived update-ref), a
+// restore two, reset and clean (when the head's index is its commit's and
+// the restore drops no tracked file and changes no .gitignore; otherwise
+// a diff-index, the write-first checkout or the listing of ignored files
+// come in). The counts are of a warm backend: the first command of a
+// process also checks git's version and reads the repository's
+// configuration once.
 func TestProcessCounts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -80,8 +82,8 @@ func TestProcessCounts(t *testing.T) {
 	})
 	f.write(h, "README.md", "two\n")
 	f.write(h, "src/main.go", "package changed\n")
-	pin("a second checkpoint with changes", 4, checkpoint)
-	pin("a restore that drops no file", 3, func() error {
+	pin("a second checkpoint with changes", 3, checkpoint)
+	pin("a restore that drops no file", 2, func() error {
 		_, err := h.Restore(ctx, backend.Rev(first), &workspace.RestoreOptions{Discard: true})
 		return err
 	})

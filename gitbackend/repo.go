@@ -31,6 +31,7 @@ type repo struct {
 	objs     *objectStore
 	packedMu sync.Mutex
 	packed   *packed // packed-refs as last read
+	refs     refUpdater
 }
 
 // run runs git on the repository itself, with no working tree (as in a

@@ -744,5 +744,6 @@ func (w *workspace) Close() error {
 		return backend.Errorf(backend.FailedPrecondition, "gitbackend: close workspace", "workspace is already closed")
 	}
 	w.closed = true
+	w.repo.stopRefs()
 	return nil
 }

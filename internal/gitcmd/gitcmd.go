@@ -288,6 +288,33 @@ func (r *Runner) Output(ctx context.Context, c Cmd) (string, error) {
 }
 
 func (r *Runner) run(ctx context.Context, c Cmd, harden bool) ([]byte, error) {
+	cmd, op, err := r.command(ctx, c, harden)
+	if err != nil {
+		return nil, err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	if c.Stdout != nil {
+		cmd.Stdout = c.Stdout
+	}
+	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 64 << 10}
+	err = cmd.Run()
+	if err != nil && ctx.Err() != nil {
+		// Only a command that failed is reported as cancelled: one that
+		// finished before the context ended did its work, and saying
+		// otherwise would make a caller retry a ref update that happened.
+		return nil, &backend.Error{Code: backend.Canceled, Op: op, Err: ctx.Err()}
+	}
+	if err != nil {
+		return nil, r.failure(op, c.Args, err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+// command makes the exec.Cmd for c: hardened (unless harden is false,
+// for git version), in its own process group, killed when ctx ends. It
+// reports the start to OnStart. op names the subcommand for errors.
+func (r *Runner) command(ctx context.Context, c Cmd, harden bool) (*exec.Cmd, string, error) {
 	op := "gitcmd: git"
 	for i := 0; i < len(c.Args); i++ {
 		if c.Args[i] == "-c" {
@@ -298,16 +325,16 @@ func (r *Runner) run(ctx context.Context, c Cmd, harden bool) ([]byte, error) {
 		break
 	}
 	if err := backend.ContextError(ctx, op); err != nil {
-		return nil, err
+		return nil, op, err
 	}
 	args := c.Args
 	if harden {
 		pre := []string{"--no-pager"}
 		switch {
 		case c.GitDir == "" && !c.Discover:
-			return nil, &backend.Error{Code: backend.Internal, Op: op, Err: errors.New("gitcmd: a command names no git dir")}
+			return nil, op, &backend.Error{Code: backend.Internal, Op: op, Err: errors.New("gitcmd: a command names no git dir")}
 		case c.GitDir != "" && c.Discover:
-			return nil, &backend.Error{Code: backend.Internal, Op: op, Err: errors.New("gitcmd: a command names a git dir and asks to discover one")}
+			return nil, op, &backend.Error{Code: backend.Internal, Op: op, Err: errors.New("gitcmd: a command names a git dir and asks to discover one")}
 		case c.GitDir != "":
 			common := c.CommonDir
 			if common == "" {
@@ -316,9 +343,9 @@ func (r *Runner) run(ctx context.Context, c Cmd, harden bool) ([]byte, error) {
 			neutral, err := r.neutralizers(ctx, c.GitDir, common)
 			if err != nil {
 				if ctx.Err() != nil {
-					return nil, &backend.Error{Code: backend.Canceled, Op: op, Err: ctx.Err()}
+					return nil, op, &backend.Error{Code: backend.Canceled, Op: op, Err: ctx.Err()}
 				}
-				return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: c.GitDir, Err: err}
+				return nil, op, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: c.GitDir, Err: err}
 			}
 			if c.WorkTree == "" {
 				pre = append(pre, "--bare")
@@ -334,38 +361,30 @@ func (r *Runner) run(ctx context.Context, c Cmd, harden bool) ([]byte, error) {
 	cmd.Dir = c.Dir
 	cmd.Env = r.env(c)
 	cmd.Stdin = c.Stdin
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	if c.Stdout != nil {
-		cmd.Stdout = c.Stdout
-	}
-	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 64 << 10}
 	killOnCancel(cmd)
 	cmd.WaitDelay = r.wait
-	err := cmd.Run()
-	if err != nil && ctx.Err() != nil {
-		// Only a command that failed is reported as cancelled: one that
-		// finished before the context ended did its work, and saying
-		// otherwise would make a caller retry a ref update that happened.
-		return nil, &backend.Error{Code: backend.Canceled, Op: op, Err: ctx.Err()}
+	return cmd, op, nil
+}
+
+// failure is the error for a git command (args) that failed with err,
+// having written stderr: Busy for a lock another process holds,
+// FailedPrecondition for a file its encoding attribute cannot convert,
+// else Internal; each wraps an *ExitError.
+func (r *Runner) failure(op string, args []string, err error, stderr string) error {
+	ee := &ExitError{Args: args, ExitCode: -1, Stderr: strings.TrimSpace(stderr), Err: err}
+	var xe *exec.ExitError
+	if errors.As(err, &xe) {
+		ee.ExitCode = xe.ExitCode()
 	}
-	if err != nil {
-		ee := &ExitError{Args: c.Args, ExitCode: -1, Stderr: strings.TrimSpace(stderr.String()), Err: err}
-		var xe *exec.ExitError
-		if errors.As(err, &xe) {
-			ee.ExitCode = xe.ExitCode()
-		}
-		if m := lockHeld.FindStringSubmatch(ee.Stderr); m != nil {
-			return nil, &backend.Error{Code: backend.Busy, Op: op, Path: m[1], Err: fmt.Errorf(
-				"%s is held by another git command (waited %s); it is removed by that command when it ends, or by hand if that command died: %w", m[1], r.lockWait, ee)}
-		}
-		if m := encodeFailure.FindStringSubmatch(ee.Stderr); m != nil {
-			return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: m[1], Err: fmt.Errorf(
-				"%q cannot be converted as its working-tree-encoding attribute says (%s to %s): fix the attribute or the file: %w", m[1], m[2], m[3], ee)}
-		}
-		return nil, &backend.Error{Code: backend.Internal, Op: op, Err: ee}
+	if m := lockHeld.FindStringSubmatch(ee.Stderr); m != nil {
+		return &backend.Error{Code: backend.Busy, Op: op, Path: m[1], Err: fmt.Errorf(
+			"%s is held by another git command (waited %s); it is removed by that command when it ends, or by hand if that command died: %w", m[1], r.lockWait, ee)}
 	}
-	return stdout.Bytes(), nil
+	if m := encodeFailure.FindStringSubmatch(ee.Stderr); m != nil {
+		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: m[1], Err: fmt.Errorf(
+			"%q cannot be converted as its working-tree-encoding attribute says (%s to %s): fix the attribute or the file: %w", m[1], m[2], m[3], ee)}
+	}
+	return &backend.Error{Code: backend.Internal, Op: op, Err: ee}
 }
 
 // env builds the child's environment: the process's own, minus anything

@@ -1,0 +1,81 @@
+package gitbackend
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/gitcmd"
+)
+
+// refUpdater is the repository's git update-ref --stdin, kept running
+// between ref transactions so that a checkpoint's transaction costs no
+// process of its own. It stops after refIdle without a transaction, and
+// when the workspace closes (a head that outlives its workspace starts it
+// again when it needs it).
+type refUpdater struct {
+	mu   sync.Mutex
+	p    *gitcmd.Proc
+	idle *time.Timer
+}
+
+// refIdle is how long an unused update-ref process is kept.
+const refIdle = 5 * time.Second
+
+// updateRefs runs one ref transaction: ops are update-ref --stdin
+// commands ("update <ref> <new> <old>", "create <ref> <new>"), all done or
+// none. A failure is the error git update-ref gives (its stderr says why:
+// "but expected", "already exists", "cannot lock ref").
+func (rp *repo) updateRefs(ctx context.Context, ops []string) error {
+	req := "start\n" + strings.Join(ops, "\n") + "\nprepare\ncommit\n"
+	u := &rp.refs
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for {
+		fresh := u.p == nil || u.p.Exited()
+		if fresh {
+			p, err := rp.r.Start(gitcmd.Cmd{GitDir: rp.common, Dir: rp.common, Args: []string{"update-ref", "--stdin"}})
+			if err != nil {
+				return err
+			}
+			u.p = p
+		}
+		lines, err := u.p.Exchange(ctx, req, 3)
+		if err == nil {
+			if strings.Join(lines, "\n") != "start: ok\nprepare: ok\ncommit: ok" {
+				_ = u.p.Close()
+				u.p = nil
+				return &backend.Error{Code: backend.Internal, Op: "gitbackend: update refs", Err: fmt.Errorf("git update-ref answered %q", lines)}
+			}
+			if u.idle == nil {
+				u.idle = time.AfterFunc(refIdle, rp.stopRefs)
+			} else {
+				u.idle.Reset(refIdle)
+			}
+			return nil
+		}
+		_ = u.p.Close() // exited, or killed by the context's end
+		u.p = nil
+		// A process that exited while it waited (killed, or ended with
+		// grove's thread) never read this transaction: nothing was done,
+		// and a new one can do it.
+		if len(lines) == 0 && !fresh && backend.CodeOf(err) != backend.Canceled && ctx.Err() == nil {
+			continue
+		}
+		return err
+	}
+}
+
+// stopRefs ends the update-ref process, if one runs.
+func (rp *repo) stopRefs() {
+	u := &rp.refs
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.p != nil {
+		_ = u.p.Close()
+		u.p = nil
+	}
+}
