@@ -17,7 +17,7 @@ var large = flag.Bool("grove.large", false, "also benchmark repositories of 100,
 //
 //	go test ./gitbackend -run '^$' -bench Ops -benchtime 5x
 //
-// The grovebench command prints the same comparison as medians and ratios.
+// The grove bench command prints the same comparison as medians and ratios.
 func BenchmarkOps(b *testing.B) {
 	sizes := []int{1000, 10000}
 	if *large {
@@ -33,7 +33,7 @@ func BenchmarkOps(b *testing.B) {
 			for _, op := range bench.Ops() {
 				sides := []struct {
 					name string
-					run  func(*bench.Env) error
+					run  func(*bench.Env) (func() error, error)
 				}{{"grove", op.Grove}, {"git", op.Git}}
 				for _, side := range sides {
 					if side.run == nil {
@@ -48,8 +48,16 @@ func BenchmarkOps(b *testing.B) {
 								}
 								b.StartTimer()
 							}
-							if err := side.run(e); err != nil {
+							undo, err := side.run(e)
+							if err != nil {
 								b.Fatal(err)
+							}
+							if undo != nil {
+								b.StopTimer()
+								if err := undo(); err != nil {
+									b.Fatal(err)
+								}
+								b.StartTimer()
 							}
 						}
 					})

@@ -7,6 +7,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -21,25 +22,15 @@ import (
 
 // Generate makes a repository at dir whose branch main holds n files of a
 // few hundred bytes in nested directories (at most 50 entries each),
-// chosen by seed, and a .gitignore ignoring node_modules/.
+// chosen by seed, and a .gitignore ignoring node_modules/; the main
+// worktree also gets an ignored node_modules/ (see Modules).
 func Generate(ctx context.Context, dir string, n int, seed uint64) error {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	for i := range n {
-		p := filepath.Join(dir, FilePath(i))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		buf := make([]byte, 64+rng.IntN(512))
-		for j := range buf {
-			buf[j] = 'a' + byte(rng.IntN(26))
-			if rng.IntN(40) == 0 {
-				buf[j] = '\n'
-			}
-		}
-		if err := os.WriteFile(p, buf, 0o644); err != nil {
+		if err := writeRandom(rng, filepath.Join(dir, FilePath(i))); err != nil {
 			return err
 		}
 	}
@@ -55,7 +46,38 @@ func Generate(ctx context.Context, dir string, n int, seed uint64) error {
 			return err
 		}
 	}
+	return Modules(dir, seed)
+}
+
+// ModuleFiles is how many files Modules writes.
+const ModuleFiles = 3000
+
+// Modules writes an ignored node_modules/ of ModuleFiles small files into
+// the working tree at dir, chosen by seed, as a JavaScript project's
+// dependencies would sit there: operations must not pay for them.
+func Modules(dir string, seed uint64) error {
+	rng := rand.New(rand.NewPCG(seed^0x5bd1e995, seed))
+	for i := range ModuleFiles {
+		p := filepath.Join(dir, "node_modules", fmt.Sprintf("pkg%03d", i/30), "lib", fmt.Sprintf("m%d.js", i))
+		if err := writeRandom(rng, p); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+func writeRandom(rng *rand.Rand, p string) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	buf := make([]byte, 64+rng.IntN(512))
+	for j := range buf {
+		buf[j] = 'a' + byte(rng.IntN(26))
+		if rng.IntN(40) == 0 {
+			buf[j] = '\n'
+		}
+	}
+	return os.WriteFile(p, buf, 0o644)
 }
 
 // FilePath is the path of generated file i: three levels of directories.
@@ -93,6 +115,11 @@ func NewEnv(ctx context.Context, dir string, n int) (*Env, error) {
 	if _, err := githarness.Git(ctx, e.Repo, "worktree", "add", "-q", "-b", "plain", e.GitDir, "main"); err != nil {
 		return nil, err
 	}
+	for _, d := range []string{e.Head.Info().Root, e.GitDir} {
+		if err := Modules(d, 1); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
@@ -121,13 +148,18 @@ func (e *Env) Touch(dir string, k int) error {
 }
 
 // Op is one operation measured both ways. Prepare runs untimed before each
-// timed run; Grove and Git are the timed work. A nil Git has no plain git
-// counterpart.
+// timed run; Grove and Git are the timed work, each returning what undoes
+// it (run untimed, may be nil). A nil Git has no plain git counterpart.
 type Op struct {
 	Name    string
 	Prepare func(e *Env) error
-	Grove   func(e *Env) error
-	Git     func(e *Env) error
+	Grove   func(e *Env) (undo func() error, err error)
+	Git     func(e *Env) (undo func() error, err error)
+}
+
+// timed adapts an operation with nothing to undo.
+func timed(f func(e *Env) error) func(e *Env) (func() error, error) {
+	return func(e *Env) (func() error, error) { return nil, f(e) }
 }
 
 // gitCommit is plain git's checkpoint: add everything and commit; with
@@ -140,36 +172,66 @@ func gitCommit(e *Env) error {
 	return nil
 }
 
+// LowerBound walks the tree at dir and lstats every entry, skipping .git
+// and node_modules: what any tool that looks at every file pays at least.
+func LowerBound(dir string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if _, err := os.Lstat(p); err != nil {
+			return err
+		}
+		n++
+		return nil
+	})
+	return n, err
+}
+
 // Ops returns the operations the comparison runs, in order.
 func Ops() []Op {
 	var seq int
 	var restoreTo [2]backend.CheckpointID
 	var gitTo [2]string
+	checkpoint := timed(func(e *Env) error { _, err := e.Head.Checkpoint(e.Ctx, nil); return err })
 	return []Op{
 		{
+			Name: "lower-bound",
+			Grove: timed(func(e *Env) error {
+				_, err := LowerBound(e.Head.Info().Root)
+				return err
+			}),
+		},
+		{
 			Name: "create",
-			Grove: func(e *Env) error {
+			Grove: func(e *Env) (func() error, error) {
 				seq++
 				h, err := e.WS.NewHead(fmt.Sprintf("c%d", seq)).From("main").Create(e.Ctx)
 				if err != nil {
-					return err
+					return nil, err
 				}
-				_, err = h.Destroy(e.Ctx, &workspace.DestroyOptions{Discard: true})
-				return err
+				return func() error {
+					_, err := h.Destroy(e.Ctx, &workspace.DestroyOptions{Discard: true})
+					return err
+				}, nil
 			},
-			Git: func(e *Env) error {
+			Git: func(e *Env) (func() error, error) {
 				seq++
 				dir := filepath.Join(filepath.Dir(e.GitDir), fmt.Sprintf("plain-c%d", seq))
 				if err := e.Git("worktree", "add", "-q", "-b", fmt.Sprintf("plain-c%d", seq), dir, "main"); err != nil {
-					return err
+					return nil, err
 				}
-				return e.Git("worktree", "remove", "--force", dir)
+				return func() error { return e.Git("worktree", "remove", "--force", dir) }, nil
 			},
 		},
 		{
 			Name:  "checkpoint-0",
-			Grove: func(e *Env) error { _, err := e.Head.Checkpoint(e.Ctx, nil); return err },
-			Git:   gitCommit,
+			Grove: checkpoint,
+			Git:   timed(gitCommit),
 		},
 		{
 			Name: "checkpoint-1",
@@ -179,8 +241,8 @@ func Ops() []Op {
 				}
 				return e.Touch(e.GitDir, 1)
 			},
-			Grove: func(e *Env) error { _, err := e.Head.Checkpoint(e.Ctx, nil); return err },
-			Git:   gitCommit,
+			Grove: checkpoint,
+			Git:   timed(gitCommit),
 		},
 		{
 			Name: "checkpoint-100",
@@ -190,8 +252,8 @@ func Ops() []Op {
 				}
 				return e.Touch(e.GitDir, 100)
 			},
-			Grove: func(e *Env) error { _, err := e.Head.Checkpoint(e.Ctx, nil); return err },
-			Git:   gitCommit,
+			Grove: checkpoint,
+			Git:   timed(gitCommit),
 		},
 		{
 			Name: "restore-100",
@@ -223,39 +285,65 @@ func Ops() []Op {
 				}
 				return nil
 			},
-			Grove: func(e *Env) error {
+			Grove: timed(func(e *Env) error {
 				seq++
 				_, err := e.Head.Restore(e.Ctx, backend.Rev(restoreTo[seq%2]), &workspace.RestoreOptions{Discard: true})
 				return err
-			},
-			Git: func(e *Env) error {
+			}),
+			Git: timed(func(e *Env) error {
 				seq++
 				if err := e.Git("reset", "-q", "--hard", gitTo[seq%2]); err != nil {
 					return err
 				}
 				return e.Git("clean", "-fdq")
-			},
+			}),
 		},
 		{
 			Name:  "status",
-			Grove: func(e *Env) error { _, err := e.Head.Status(e.Ctx); return err },
-			Git:   func(e *Env) error { return e.Git("status", "--porcelain") },
+			Grove: timed(func(e *Env) error { _, err := e.Head.Status(e.Ctx); return err }),
+			Git:   timed(func(e *Env) error { return e.Git("status", "--porcelain") }),
 		},
 		{
+			// A fork of a head with one uncommitted change, beside git
+			// saving the same state (stash create) and adding a worktree
+			// of it.
 			Name: "fork",
-			Grove: func(e *Env) error {
+			Prepare: func(e *Env) error {
+				if err := e.Touch(e.Head.Info().Root, 1); err != nil {
+					return err
+				}
+				return e.Touch(e.GitDir, 1)
+			},
+			Grove: func(e *Env) (func() error, error) {
 				seq++
 				h, err := e.Head.Fork(e.Ctx, fmt.Sprintf("f%d", seq), nil)
 				if err != nil {
-					return err
+					return nil, err
 				}
-				_, err = h.Destroy(e.Ctx, &workspace.DestroyOptions{Discard: true})
-				return err
+				return func() error {
+					_, err := h.Destroy(e.Ctx, &workspace.DestroyOptions{Discard: true})
+					return err
+				}, nil
+			},
+			Git: func(e *Env) (func() error, error) {
+				seq++
+				rev, err := githarness.Git(e.Ctx, e.GitDir, "stash", "create")
+				if err != nil {
+					return nil, err
+				}
+				if rev == "" {
+					rev = "HEAD"
+				}
+				dir := filepath.Join(filepath.Dir(e.GitDir), fmt.Sprintf("plain-f%d", seq))
+				if err := e.Git("worktree", "add", "-q", "-b", fmt.Sprintf("plain-f%d", seq), dir, rev); err != nil {
+					return nil, err
+				}
+				return func() error { return e.Git("worktree", "remove", "--force", dir) }, nil
 			},
 		},
 		{
 			Name: "reopen",
-			Grove: func(e *Env) error {
+			Grove: timed(func(e *Env) error {
 				b := e.Head.Binding()
 				if err := e.Head.Close(); err != nil {
 					return err
@@ -266,34 +354,67 @@ func Ops() []Op {
 				}
 				e.Head = h
 				return nil
-			},
+			}),
 		},
 	}
 }
 
-// Measure runs op runs times each way and returns the medians.
-func Measure(e *Env, op Op, runs int) (grove, git time.Duration, err error) {
+// Result is one operation's medians at one size.
+type Result struct {
+	Op    string        `json:"op"`
+	Files int           `json:"files"`
+	Runs  int           `json:"runs"`
+	Grove time.Duration `json:"grove_ns"`
+	Git   time.Duration `json:"git_ns,omitempty"` // 0: no git counterpart
+	// PeakRSS is the measuring process's peak resident set size after
+	// the operation's runs, in bytes (0 where the system does not say).
+	PeakRSS int64 `json:"peak_rss_bytes"`
+}
+
+// Ratio is Grove/Git, or 0 without a git counterpart.
+func (r Result) Ratio() float64 {
+	if r.Git == 0 {
+		return 0
+	}
+	return float64(r.Grove) / float64(r.Git)
+}
+
+// Measure runs op runs times each way, alternating grove and git within
+// each run, and returns the medians.
+func Measure(e *Env, op Op, runs int) (Result, error) {
+	res := Result{Op: op.Name, Files: e.N, Runs: runs}
 	var gs, ps []time.Duration
+	side := func(f func(*Env) (func() error, error), into *[]time.Duration, name string) error {
+		start := time.Now()
+		undo, err := f(e)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", op.Name, name, err)
+		}
+		*into = append(*into, time.Since(start))
+		if undo != nil {
+			if err := undo(); err != nil {
+				return fmt.Errorf("%s: %s: undo: %w", op.Name, name, err)
+			}
+		}
+		return nil
+	}
 	for range runs {
 		if op.Prepare != nil {
 			if err := op.Prepare(e); err != nil {
-				return 0, 0, fmt.Errorf("%s: prepare: %w", op.Name, err)
+				return res, fmt.Errorf("%s: prepare: %w", op.Name, err)
 			}
 		}
-		start := time.Now()
-		if err := op.Grove(e); err != nil {
-			return 0, 0, fmt.Errorf("%s: grove: %w", op.Name, err)
+		if err := side(op.Grove, &gs, "grove"); err != nil {
+			return res, err
 		}
-		gs = append(gs, time.Since(start))
 		if op.Git != nil {
-			start = time.Now()
-			if err := op.Git(e); err != nil {
-				return 0, 0, fmt.Errorf("%s: git: %w", op.Name, err)
+			if err := side(op.Git, &ps, "git"); err != nil {
+				return res, err
 			}
-			ps = append(ps, time.Since(start))
 		}
 	}
-	return median(gs), median(ps), nil
+	res.Grove, res.Git, res.PeakRSS = median(gs), median(ps), peakRSS()
+	return res, nil
 }
 
 func median(ds []time.Duration) time.Duration {
