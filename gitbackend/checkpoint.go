@@ -267,6 +267,13 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 			return err
 		}
 		crashPoint("checkpoint:captured")
+		// An index whose entries git add left as they were still has the
+		// tree git recorded for them (its cache-tree): that is the tree
+		// write-tree would give, without a process.
+		if marks, ok := readIndexMarks(priv); ok && isSHA1(marks.tree) {
+			tree = marks.tree
+			return nil
+		}
 		tree, err = h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Args: []string{"write-tree"}})
 		return err
 	})
@@ -389,6 +396,13 @@ func (h *head) recordCheckpoint(ctx context.Context, mf manifest, st headState, 
 		return err
 	}
 	defer rl.Unlock()
+	// Past this point the checkpoint is recorded whole, whatever ctx says
+	// (a git killed inside the transaction would leave its ref locks).
+	if err := backend.ContextError(ctx, "gitbackend: checkpoint"); err != nil {
+		return err
+	}
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
 	if err := h.w.repo.updateRefs(ctx, ops); err != nil {
 		if c := backend.CodeOf(err); c == backend.Canceled || c == backend.Busy {
 			return err

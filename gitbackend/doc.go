@@ -6,8 +6,25 @@
 //
 // Every change to a working tree, an index or a ref goes through the git
 // command line, through grove's hardened runner (no hooks, no fsmonitor,
-// no user configuration, explicit identity; see internal/gitcmd). go-git
-// only reads refs, without a process, where reopening must stay cheap.
+// no user configuration, explicit identity; see internal/gitcmd). What an
+// operation must know before it runs git is read without a process: a
+// head's HEAD, its commit and tree, its newest checkpoint, a commit's
+// metadata, a full object ID (go-git for objects; loose refs, then
+// packed-refs, for refs), the tree an index's cache-tree records, and what
+// one tree adds and drops against another. Each such reader declines what
+// it cannot read exactly as git does (a SHA-256 repository, a symbolic or
+// unusual ref name, a name that is not a revision ID, an unreadable
+// object), and git answers instead. A warm backend starts no git process
+// to reopen a head, one for Status, two for a checkpoint with no change
+// (ls-files, add), three for one that records a change (and write-tree),
+// two for a restore (read-tree, clean); the gitbackend tests pin these
+// counts.
+//
+// One departure from "git writes everything": a checkpoint's commit object
+// is written in-process, byte for byte the one git commit-tree writes (an
+// identity git would rewrite, or a message with a NUL byte, is left to
+// commit-tree). An object is content-addressed and changes nothing by
+// being written; the ref that makes it a checkpoint is still git's.
 //
 //   - Create registers the worktree with git worktree add --no-checkout on a
 //     new branch (grove/<name>, or the next free grove/<name>-N) under the
@@ -16,23 +33,34 @@
 //     directory, the registration and the manifest; a create killed half-way
 //     is undone by the next open of the workspace.
 //   - Checkpoint stages the head into a private index seeded from the
-//     head's own index (git's stat cache stays warm), writes the tree,
-//     commits it with the head's current commit as parent, and records it in
-//     one ref transaction: the private ref refs/grove/<head-id>/<seq> and,
-//     for a head on its own branch, the branch advanced from the parent it
-//     read (compare-and-swap). The private index then becomes the head's
+//     head's own index (git's stat cache stays warm), writes the tree (or
+//     takes the one the index's cache-tree still records when git add
+//     changed no entry), commits it with the head's current commit as
+//     parent, and records it in one ref transaction: the private ref
+//     refs/grove/<head-id>/<seq> and, for a head on its own branch, the
+//     branch advanced from the parent it read (compare-and-swap). The
+//     transaction goes to the repository's long-lived git update-ref
+//     --stdin, started on first use and stopped after 5 s unused or when
+//     the workspace closes. The private index then becomes the head's
 //     index: it is hard-linked as index.lock — git's own lock, taken with the
 //     final content in place — and renamed over the index, so a concurrent
 //     git command sees the old index or the new one. With an operation in
 //     progress (merge, rebase, cherry-pick, revert, am, bisect), or on an
 //     attached head, a checkpoint writes the private ref only.
 //   - Restore refuses a target that tracks a path which is an ignored file of
-//     the head with other content (Conflict, nothing changed), then writes the
-//     target's content (git checkout <target> -- .), then removes tracked
-//     files the target lacks (read-tree --reset -u), then untracked,
-//     unignored files (git clean -fd, never -x), all through a private index;
-//     only then are the branch reset and the index swapped in. Nothing is
+//     the head with other content (Conflict, nothing changed), then, when the
+//     target drops tracked files, writes the target's content first (git
+//     checkout <target> -- :/), then removes tracked files the target lacks
+//     (read-tree --reset -u), then untracked, unignored files (git clean
+//     -fd, never -x; the paths ignored now are kept explicitly when a
+//     .gitignore differs between the head and the target), all through a
+//     private index; only then are the branch reset (through the
+//     repository's update-ref process) and the index swapped in. Nothing is
 //     deleted before the new content is in place, and rerunning converges.
+//   - Git commands that take ref locks (git worktree add, ref
+//     transactions) are not killed half-way when a context ends: a killed
+//     git would leave its lock behind, holding the name. They are short;
+//     the context is checked before and after.
 //   - Status is git status --porcelain=v2 with GIT_OPTIONAL_LOCKS=0: polling
 //     never takes a lock a concurrent git command needs.
 //

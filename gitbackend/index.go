@@ -98,7 +98,10 @@ func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
 	version := binary.BigEndian.Uint32(data[4:8])
 	n := int(binary.BigEndian.Uint32(data[8:12]))
 	end := len(data) - hashLen
-	off, prev := 12, ""
+	// name is the current entry's path, kept in one buffer (an index
+	// version 4 names each entry from the previous one): a string is made
+	// only for the entries kept.
+	off, name := 12, []byte(nil)
 	for range n {
 		start := off
 		if off+40+hashLen+2 > end {
@@ -119,7 +122,6 @@ func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
 		if off > end {
 			return marks, false
 		}
-		var name string
 		if version == 4 {
 			// The name is the previous one less a varint's count of
 			// bytes, plus a NUL-terminated suffix.
@@ -131,7 +133,7 @@ func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
 				c := data[off+k]
 				k++
 				strip = strip<<7 | int(c&127)
-				if strip > len(prev) || k > 9 {
+				if strip > len(name) || k > 9 {
 					return marks, false // more than the previous name: not an index git wrote
 				}
 				if c&128 == 0 {
@@ -141,10 +143,10 @@ func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
 			}
 			off += k
 			nul := bytes.IndexByte(data[off:end], 0)
-			if nul < 0 || strip > len(prev) {
+			if nul < 0 || strip > len(name) {
 				return marks, false
 			}
-			name = prev[:len(prev)-strip] + string(data[off:off+nul])
+			name = append(name[:len(name)-strip], data[off:off+nul]...)
 			off += nul + 1
 		} else {
 			// As git reads it: the length the flags give, unless it is
@@ -160,21 +162,20 @@ func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
 			if off+n > end {
 				return marks, false
 			}
-			name = string(data[off : off+n])
+			name = data[off : off+n]
 			off = start + (off-start+n+8)&^7 // NUL padding to 8 bytes
 		}
-		if name == ".gitignore" || strings.HasSuffix(name, "/.gitignore") {
-			marks.ignoreFiles = append(marks.ignoreFiles, indexEntry{path: name, oid: hex.EncodeToString(data[start+40 : start+40+hashLen])})
+		if string(name) == ".gitignore" || bytes.HasSuffix(name, []byte("/.gitignore")) {
+			marks.ignoreFiles = append(marks.ignoreFiles, indexEntry{path: string(name), oid: hex.EncodeToString(data[start+40 : start+40+hashLen])})
 		}
 		switch {
 		case mode == 0o160000:
-			marks.gitlinks = append(marks.gitlinks, name)
+			marks.gitlinks = append(marks.gitlinks, string(name))
 		case flags&assumeValid != 0:
-			marks.assumed = append(marks.assumed, name)
+			marks.assumed = append(marks.assumed, string(name))
 		case ext&skipWorktree != 0:
-			marks.skipped = append(marks.skipped, name)
+			marks.skipped = append(marks.skipped, string(name))
 		}
-		prev = name
 	}
 	if off <= end {
 		marks.tree = rootCacheTree(data[off:end], hashLen)

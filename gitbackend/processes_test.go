@@ -2,6 +2,7 @@ package gitbackend_test
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,14 +41,15 @@ func (p *processLog) take() []string {
 
 // The git processes an operation starts are pinned, so that a change
 // that adds one is caught: reopening a head starts none, status one, a
-// checkpoint three (the first to record a change also starts the
-// repository's long-lived update-ref), a
-// restore two, reset and clean (when the head's index is its commit's and
-// the restore drops no tracked file and changes no .gitignore; otherwise
-// a diff-index, the write-first checkout or the listing of ignored files
-// come in). The counts are of a warm backend: the first command of a
-// process also checks git's version and reads the repository's
-// configuration once.
+// checkpoint with no change two (ls-files, add: the tree is the one the
+// index's cache-tree records), one that records a change three (and
+// write-tree; the first also starts the repository's long-lived
+// update-ref), a restore two, read-tree and clean (when the head's index is
+// its commit's and the restore drops no tracked file and changes no
+// .gitignore; otherwise a diff-index, the write-first checkout or the
+// listing of ignored files come in). The counts are of a warm backend: the
+// first command of a process also checks git's version and reads the
+// repository's configuration once.
 func TestProcessCounts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -69,9 +71,19 @@ func TestProcessCounts(t *testing.T) {
 		got := log.take()
 		require.LessOrEqual(t, len(got), max, "%s started %d git processes:\n%s", what, len(got), strings.Join(got, "\n"))
 	}
+	// The files were written in the second the head's index was: git
+	// looks at such "racily clean" files again on every command. An
+	// agent's head has older files; so do these, made so by their times.
+	old := time.Now().Add(-time.Minute)
+	require.NoError(t, filepath.WalkDir(h.Info().Root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			err = os.Chtimes(p, old, old)
+		}
+		return err
+	}))
 	checkpoint := func() error { _, err := h.Checkpoint(ctx, nil); return err }
 	pin("a checkpoint of a new head", 3, checkpoint)
-	pin("a checkpoint with no change", 3, checkpoint)
+	pin("a checkpoint with no change", 2, checkpoint)
 	f.write(h, "README.md", "one\n")
 	f.write(h, "new.txt", "new\n")
 	var first backend.CheckpointID

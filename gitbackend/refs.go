@@ -26,8 +26,11 @@ type refUpdater struct {
 const refIdle = 5 * time.Second
 
 // updateRefs runs one ref transaction: ops are update-ref --stdin
-// commands ("update <ref> <new> <old>", "create <ref> <new>"), all done or
-// none. A failure is the error git update-ref gives (its stderr says why:
+// commands ("update <ref> <new> [<old>]", "create <ref> <new>"), all done
+// or none; reflogs record them as "grove". A transaction killed while git
+// holds its ref locks leaves them behind (Busy for the next one, naming
+// the lock file): callers run it under a context that does not end
+// half-way (cleanupContext). A failure is the error git update-ref gives (its stderr says why:
 // "but expected", "already exists", "cannot lock ref").
 func (rp *repo) updateRefs(ctx context.Context, ops []string) error {
 	req := "start\n" + strings.Join(ops, "\n") + "\nprepare\ncommit\n"
@@ -37,7 +40,7 @@ func (rp *repo) updateRefs(ctx context.Context, ops []string) error {
 	for {
 		fresh := u.p == nil || u.p.Exited()
 		if fresh {
-			p, err := rp.r.Start(gitcmd.Cmd{GitDir: rp.common, Dir: rp.common, Args: []string{"update-ref", "--stdin"}})
+			p, err := rp.r.Start(gitcmd.Cmd{GitDir: rp.common, Dir: rp.common, Args: []string{"update-ref", "-m", "grove", "--stdin"}})
 			if err != nil {
 				return err
 			}

@@ -24,7 +24,7 @@ func updateRefHelpers(t *testing.T) []int {
 	var out []int
 	for _, p := range procs {
 		cmdline, err := os.ReadFile(filepath.Join(p, "cmdline"))
-		if err != nil || !strings.Contains(string(cmdline), "update-ref\x00--stdin") {
+		if err != nil || !strings.Contains(string(cmdline), "update-ref\x00-m\x00grove\x00--stdin") {
 			continue
 		}
 		stat, err := os.ReadFile(filepath.Join(p, "stat"))

@@ -46,15 +46,14 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 // restore makes the head's files equal target's; callers hold the head
 // lock. Order: refuse ignored-file collisions; write target's content
 // where tracked files would be dropped (so nothing is removed first); make
-// the tracked files equal target's (for a head on its own branch with git
-// reset, which moves the branch, and the index is swapped in at once);
-// remove untracked, unignored files; for another grove-owned head, point
-// HEAD at its branch, reset the branch and swap the index in.
+// the tracked files equal target's; remove untracked, unignored files; for
+// a grove-owned head, reset its branch (through the repository's
+// update-ref process) and swap the index in.
 //
 // In the usual case — the head's index is its commit's (as a checkpoint
 // or a restore leaves it), no tracked file dropped, no .gitignore changed —
-// that is two git processes, reset and clean: what the target changes is
-// read from the two trees in-process.
+// that is two git processes, read-tree and clean: what the target changes
+// is read from the two trees in-process.
 func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	const op = "restore"
 	st, err := h.state(ctx, mf, op)
@@ -123,28 +122,6 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 		}
 	}
 	crashPoint("restore:written")
-	if st.onOwn {
-		// The head is on its own branch: one git reset makes the private
-		// index and the files the target's and moves the branch (from the
-		// commit it finds, which git checks as it moves it), and the index
-		// follows at once, whatever ctx says by then, so that branch and
-		// index never disagree; what is left to clean, a second run of the
-		// restore cleans. HEAD is read from the head's git dir, which an
-		// agent can write: one that points it at another branch could as
-		// well move that branch itself.
-		if _, err := h.git(ctx, gitcmd.Cmd{Env: append(env, "GIT_REFLOG_ACTION=grove: restore"), Args: []string{"reset", "-q", "--hard", target, "--"}}); err != nil {
-			return err
-		}
-		err := swap.commit(priv)
-		swap = nil
-		if err != nil {
-			return err
-		}
-		crashPoint("restore:pruned")
-		_, err = h.git(ctx, gitcmd.Cmd{Args: append([]string{"clean", "-f", "-d", "-q"}, keep...)})
-		crashPoint("restore:cleaned")
-		return err
-	}
 	if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"read-tree", "--reset", "-u", target}}); err != nil {
 		return err
 	}
@@ -157,17 +134,20 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 		return nil
 	}
 	// The files are the target's now: the rest finishes even if ctx ends,
-	// so that the branch and the index never disagree with the files. It
+	// so that the branch and the index never disagree with the files (a
+	// git killed inside a ref update would also leave its lock behind). It
 	// waits for no lock of grove's (the repository lock could be held for
 	// long, by a destroy or by anyone who can open grove's metadata):
 	// moving the head's own branch is one ref update, which git's own ref
 	// lock makes atomic, waiting at most LockWait for another git command.
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	if _, err := h.git(ctx, gitcmd.Cmd{Args: []string{"symbolic-ref", "HEAD", "refs/heads/" + mf.Branch}}); err != nil {
-		return err
+	if !st.onOwn {
+		if _, err := h.git(ctx, gitcmd.Cmd{Args: []string{"symbolic-ref", "HEAD", "refs/heads/" + mf.Branch}}); err != nil {
+			return err
+		}
 	}
-	if _, err := h.w.repo.git(ctx, "update-ref", "-m", "grove: restore", "refs/heads/"+mf.Branch, target); err != nil {
+	if err := h.w.repo.updateRefs(ctx, []string{fmt.Sprintf("update refs/heads/%s %s", mf.Branch, target)}); err != nil {
 		return err
 	}
 	for _, f := range []string{"MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_RR", "AUTO_MERGE", "CHERRY_PICK_HEAD", "REVERT_HEAD"} {

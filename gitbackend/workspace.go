@@ -358,7 +358,16 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return undo(fail(backend.Internal, dir, "%v", err))
 	}
-	if _, err := w.repo.git(ctx, "worktree", "add", "--no-checkout", "-q", "-b", branch, dir, commit); err != nil {
+	// git worktree add is not interrupted: a git killed inside it leaves
+	// the new branch's ref lock behind, which would hold the name. It
+	// writes no file of the head (--no-checkout), so it is short.
+	if err := backend.ContextError(ctx, op); err != nil {
+		return undo(err)
+	}
+	addCtx, cancel := cleanupContext(ctx)
+	_, err = w.repo.git(addCtx, "worktree", "add", "--no-checkout", "-q", "-b", branch, dir, commit)
+	cancel()
+	if err != nil {
 		if backend.CodeOf(err) != backend.Canceled {
 			err = fail(backend.Internal, dir, "git worktree add: %v", err)
 		}

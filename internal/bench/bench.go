@@ -1,5 +1,5 @@
 // Package bench measures grove's Git backend beside plain git doing the
-// same work, on generated repositories. The grovebench command prints the
+// same work, on generated repositories. The grove bench command prints the
 // comparison; gitbackend's Benchmark functions run the same operations
 // under go test -bench.
 package bench
@@ -385,6 +385,9 @@ func Measure(e *Env, op Op, runs int) (Result, error) {
 	res := Result{Op: op.Name, Files: e.N, Runs: runs}
 	var gs, ps []time.Duration
 	side := func(f func(*Env) (func() error, error), into *[]time.Duration, name string) error {
+		// What the previous step wrote is flushed first, so that no side
+		// pays for the other's writeback.
+		flush()
 		start := time.Now()
 		undo, err := f(e)
 		if err != nil {
