@@ -5,20 +5,19 @@
 // # How it drives git
 //
 // Every change to a working tree, an index or a ref goes through the git
-// command line, through grove's hardened runner (no hooks, no fsmonitor,
-// no user configuration, explicit identity; see internal/gitcmd). What an
-// operation must know before it runs git is read without a process: a
-// head's HEAD, its commit and tree, its newest checkpoint, a commit's
-// metadata, a full object ID (go-git for objects; loose refs, then
-// packed-refs, for refs), the tree an index's cache-tree records, and what
-// one tree adds and drops against another. Each such reader declines what
-// it cannot read exactly as git does (a SHA-256 repository, a symbolic or
-// unusual ref name, a name that is not a revision ID, an unreadable
-// object), and git answers instead. A warm backend starts no git process
-// to reopen a head, one for Status, two for a checkpoint with no change
-// (ls-files, add), three for one that records a change (and write-tree),
-// two for a restore (read-tree, clean); the gitbackend tests pin these
-// counts.
+// command line, through grove's hardened runner (no hooks, no fsmonitor, no
+// user configuration, explicit identity; see internal/gitcmd). What an
+// operation must know before it runs git is read without a process: a head's
+// HEAD, its commit and tree, its newest checkpoint, a commit's metadata, a
+// full object ID (go-git for objects; loose refs, then packed-refs, for
+// refs) and the tree an index's cache-tree records. Each such reader
+// declines what it cannot read exactly as git does (a SHA-256 repository, a
+// symbolic or unusual ref name, a name that is not a revision ID, an
+// unreadable object), and git answers instead. A warm backend starts no git
+// process to reopen a head, one for Status, two for a checkpoint with no
+// change (ls-files, add), three for one that records a change (and
+// write-tree), three for a restore (diff-index, read-tree, clean); the
+// gitbackend tests pin these counts.
 //
 // One departure from "git writes everything": a checkpoint's commit object
 // is written in-process, byte for byte the one git commit-tree writes (an

@@ -2,7 +2,6 @@ package gitbackend
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -16,7 +15,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
-	"github.com/go-git/go-git/v5/utils/merkletrie"
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/regfile"
@@ -332,50 +330,4 @@ func (rp *repo) writeCommit(tree, parent string, author, committer backend.Signa
 		return "", false
 	}
 	return id.String(), true
-}
-
-// treeChanges is what git diff-index --cached target says of an index
-// whose cache-tree records indexTree, without a process, when that tree
-// is the head's commit's (headTree): the paths target adds, whether it
-// drops any, and whether a .gitignore differs. Only the subtrees that
-// differ are read. ok is false when git must answer instead.
-func (rp *repo) treeChanges(ctx context.Context, indexTree, headTree, target string) (adds []string, drops, rules, ok bool) {
-	if indexTree == "" || indexTree != headTree || !isSHA1(indexTree) {
-		return nil, false, false, false
-	}
-	c, ok := rp.readCommit(target)
-	if !ok {
-		return nil, false, false, false
-	}
-	s := rp.store()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	from, err := object.GetTree(s.st, plumbing.NewHash(indexTree))
-	if err != nil {
-		return nil, false, false, false
-	}
-	to, err := object.GetTree(s.st, c.TreeHash)
-	if err != nil {
-		return nil, false, false, false
-	}
-	changes, err := object.DiffTreeWithOptions(ctx, from, to, nil)
-	if err != nil {
-		return nil, false, false, false
-	}
-	for _, ch := range changes {
-		action, err := ch.Action()
-		if err != nil {
-			return nil, false, false, false
-		}
-		switch action {
-		case merkletrie.Insert:
-			adds = append(adds, ch.To.Name)
-		case merkletrie.Delete:
-			drops = true
-		}
-		if isIgnoreFile(ch.From.Name) || isIgnoreFile(ch.To.Name) {
-			rules = true
-		}
-	}
-	return adds, drops, rules, true
 }

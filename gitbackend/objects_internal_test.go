@@ -145,67 +145,51 @@ func TestReadRefRefusesUnusualNames(t *testing.T) {
 	}
 }
 
-// treeChanges answers what git diff-index --cached answers, for an index
-// git wrote from a tree (whose cache-tree records it), across adds, drops,
-// modifications, a file turned directory and back, and .gitignore edits.
-func TestTreeChangesIsDiffIndex(t *testing.T) {
-	rp, dir := testRepo(t)
-	ctx := context.Background()
-	write := func(files map[string]string) string {
-		t.Helper()
-		for p, data := range files {
-			full := filepath.Join(dir, filepath.FromSlash(p))
-			if data == "" {
-				require.NoError(t, os.RemoveAll(full))
-				continue
-			}
-			require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
-			require.NoError(t, os.WriteFile(full, []byte(data), 0o644))
-		}
-		plainGit(t, dir, nil, "", "add", "-A")
-		plainGit(t, dir, []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}, "", "commit", "-qm", "c", "--allow-empty")
-		return plainGit(t, dir, nil, "", "rev-parse", "HEAD")
-	}
-	var commits []string
-	commits = append(commits, write(map[string]string{"x/y/z.txt": "z", "keep.txt": "k", ".gitignore": "*.log\n", "sub/.gitignore": "tmp/\n", "f": "file"}))
-	commits = append(commits, write(map[string]string{"x/y/z.txt": "z2", "new/deep/a.txt": "a", "keep.txt": ""}))
-	commits = append(commits, write(map[string]string{"sub/.gitignore": "tmp/\nbuild/\n", "f": "", "f/inside.txt": "now a dir"}))
-	commits = append(commits, write(map[string]string{".gitignore": "", "f": "", "f.txt": "x"}))
-	commits = append(commits, write(map[string]string{}))
+// The tree an index's cache-tree records, when it records one, is the
+// tree git write-tree writes for the index; an index whose entries git
+// add changed records none.
+func TestCacheTreeIsWriteTree(t *testing.T) {
+	_, dir := testRepo(t)
 	idx := filepath.Join(t.TempDir(), "index")
-	for _, from := range commits {
-		for _, to := range commits {
-			plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, "", "read-tree", from)
-			marks, ok := readIndexMarks(idx)
-			require.True(t, ok)
-			fromTree := plainGit(t, dir, nil, "", "rev-parse", from+"^{tree}")
-			require.Equal(t, fromTree, marks.tree, "the cache-tree read-tree primed")
-			adds, drops, rules, ok := rp.treeChanges(ctx, marks.tree, fromTree, to)
-			require.True(t, ok)
-			out := plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, "", "diff-index", "--cached", "--name-status", "--no-renames", "-z", to, "--")
-			var wantAdds []string
-			wantDrops, wantRules := false, false
-			fields := strings.Split(out, "\x00")
-			for i := 0; i+1 < len(fields); i += 2 {
-				switch fields[i] {
-				case "D":
-					wantAdds = append(wantAdds, fields[i+1])
-				case "A":
-					wantDrops = true
-				}
-				wantRules = wantRules || isIgnoreFile(fields[i+1])
-			}
-			require.ElementsMatch(t, wantAdds, adds, "%s → %s", from, to)
-			require.Equal(t, wantDrops, drops, "%s → %s", from, to)
-			require.Equal(t, wantRules, rules, "%s → %s", from, to)
-		}
+	env := []string{"GIT_INDEX_FILE=" + idx, "GIT_WORK_TREE=" + dir, "GIT_DIR=" + filepath.Join(dir, ".git")}
+	for _, p := range []string{"b/c.txt", "b/d/e.txt", "f.txt"} {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(p), 0o644))
 	}
-	// An index changed since git wrote its tree records none: git answers.
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "loose.txt"), []byte("l"), 0o644))
-	plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, "", "add", "loose.txt")
+	// Files older than the index: git add leaves their entries alone.
+	old := time.Now().Add(-time.Hour)
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			err = os.Chtimes(p, old, old)
+		}
+		return err
+	}))
+	plainGit(t, dir, env, "", "add", "-A")
 	marks, ok := readIndexMarks(idx)
 	require.True(t, ok)
-	require.Equal(t, "", marks.tree)
-	_, _, _, ok = rp.treeChanges(ctx, marks.tree, marks.tree, commits[0])
-	require.False(t, ok)
+	require.Equal(t, "", marks.tree, "git add made the entries: no tree recorded yet")
+	want := plainGit(t, dir, env, "", "write-tree")
+	marks, ok = readIndexMarks(idx)
+	require.True(t, ok)
+	require.Equal(t, want, marks.tree, "write-tree records the tree")
+	plainGit(t, dir, env, "", "add", "-A")
+	marks, ok = readIndexMarks(idx)
+	require.True(t, ok)
+	require.Equal(t, want, marks.tree, "git add with nothing to add keeps it")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b", "d", "new.txt"), []byte("n"), 0o644))
+	plainGit(t, dir, env, "", "add", "-A")
+	marks, ok = readIndexMarks(idx)
+	require.True(t, ok)
+	require.Equal(t, "", marks.tree, "a new file invalidates the root")
+	want = plainGit(t, dir, env, "", "write-tree")
+	marks, _ = readIndexMarks(idx)
+	require.Equal(t, want, marks.tree)
+	for _, v := range []string{"2", "3", "4"} {
+		plainGit(t, dir, env, "", "update-index", "--index-version", v)
+		plainGit(t, dir, env, "", "write-tree")
+		marks, ok = readIndexMarks(idx)
+		require.True(t, ok, "index version %s", v)
+		require.Equal(t, want, marks.tree, "index version %s", v)
+	}
 }

@@ -39,17 +39,16 @@ func (p *processLog) take() []string {
 	return out
 }
 
-// The git processes an operation starts are pinned, so that a change
-// that adds one is caught: reopening a head starts none, status one, a
-// checkpoint with no change two (ls-files, add: the tree is the one the
-// index's cache-tree records), one that records a change three (and
-// write-tree; the first also starts the repository's long-lived
-// update-ref), a restore two, read-tree and clean (when the head's index is
-// its commit's and the restore drops no tracked file and changes no
-// .gitignore; otherwise a diff-index, the write-first checkout or the
-// listing of ignored files come in). The counts are of a warm backend: the
-// first command of a process also checks git's version and reads the
-// repository's configuration once.
+// The git processes an operation starts are pinned, so that a change that
+// adds one is caught: reopening a head starts none, status one, a checkpoint
+// with no change two (ls-files, add: the tree is the one the index's
+// cache-tree records), one that records a change three (and write-tree; the
+// first also starts the repository's long-lived update-ref), a restore
+// three, diff-index, read-tree and clean (when it drops no tracked file and
+// changes no .gitignore; otherwise the write-first checkout or the listing
+// of ignored files come in). The counts are of a warm backend: the first
+// command of a process also checks git's version and reads the repository's
+// configuration once.
 func TestProcessCounts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -95,7 +94,7 @@ func TestProcessCounts(t *testing.T) {
 	f.write(h, "README.md", "two\n")
 	f.write(h, "src/main.go", "package changed\n")
 	pin("a second checkpoint with changes", 3, checkpoint)
-	pin("a restore that drops no file", 2, func() error {
+	pin("a restore that drops no file", 3, func() error {
 		_, err := h.Restore(ctx, backend.Rev(first), &workspace.RestoreOptions{Discard: true})
 		return err
 	})
