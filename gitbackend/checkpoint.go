@@ -268,9 +268,11 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 		}
 		crashPoint("checkpoint:captured")
 		// An index whose entries git add left as they were still has the
-		// tree git recorded for them (its cache-tree): that is the tree
-		// write-tree would give, without a process.
-		if marks, ok := readIndexMarks(priv); ok && isSHA1(marks.tree) {
+		// tree git recorded for them (its cache-tree): when that is the
+		// head's commit's tree (which exists: it was read from the commit),
+		// it is the tree write-tree would give, and nothing changed. Any
+		// other tree is written by git, which checks that it exists.
+		if marks, ok := readIndexMarks(priv); ok && marks.tree != "" && marks.tree == st.tree {
 			tree = marks.tree
 			return nil
 		}

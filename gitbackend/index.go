@@ -80,8 +80,12 @@ type indexMarks struct {
 	tree string
 }
 
-// indexEntry is one path of an index and the object it records.
-type indexEntry struct{ path, oid string }
+// indexEntry is one path of an index, its mode and the object it records.
+type indexEntry struct {
+	path string
+	mode uint32
+	oid  string
+}
 
 // readMarks reads the entries of an index of version 2, 3 or 4 whose
 // object IDs are hashLen bytes long and returns its marked entries; ok is
@@ -165,8 +169,8 @@ func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
 			name = data[off : off+n]
 			off = start + (off-start+n+8)&^7 // NUL padding to 8 bytes
 		}
-		if string(name) == ".gitignore" || bytes.HasSuffix(name, []byte("/.gitignore")) {
-			marks.ignoreFiles = append(marks.ignoreFiles, indexEntry{path: string(name), oid: hex.EncodeToString(data[start+40 : start+40+hashLen])})
+		if isIgnoreFile(string(name)) {
+			marks.ignoreFiles = append(marks.ignoreFiles, indexEntry{path: string(name), mode: mode, oid: hex.EncodeToString(data[start+40 : start+40+hashLen])})
 		}
 		switch {
 		case mode == 0o160000:
@@ -328,7 +332,12 @@ func readIndexMarks(path string) (indexMarks, bool) {
 // give are then not the index's.
 func ignoreFilesChanged(dir string, marks indexMarks) bool {
 	for _, e := range marks.ignoreFiles {
-		if got, err := blobID(filepath.Join(dir, filepath.FromSlash(e.path)), len(e.oid)); err != nil || got != e.oid {
+		full := filepath.Join(dir, filepath.FromSlash(e.path))
+		fi, err := os.Lstat(full)
+		if err != nil || (e.mode&0o170000 == 0o120000) != (fi.Mode()&fs.ModeSymlink != 0) {
+			return true
+		}
+		if got, err := blobID(full, len(e.oid)); err != nil || got != e.oid {
 			return true
 		}
 	}

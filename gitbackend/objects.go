@@ -2,19 +2,22 @@ package gitbackend
 
 import (
 	"bytes"
+	"compress/zlib"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+	"unicode/utf8"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/regfile"
@@ -22,12 +25,20 @@ import (
 
 // Reading without a process. What an operation needs to know before it
 // runs git — a head's commit and tree, its newest checkpoint, a commit's
-// metadata — is read here through go-git and the ref files, with no git
-// process. Each reader answers ok=false for anything it does not handle
-// exactly as git would (a SHA-256 repository, a symbolic or unusual ref
-// name, an object it cannot find or parse, a commit in another encoding),
-// and its caller then asks git, as before: the fast path is an
-// optimization, never a second opinion.
+// metadata — is read here from the ref files and the loose object files,
+// with no git process. Each reader answers ok=false for anything it does
+// not handle exactly as git would (a SHA-256 repository, a reftable
+// repository, a symbolic, symlinked or unusual ref, a packed or
+// unreadable object, a commit in another encoding or of a shape git does
+// not write), and its caller then asks git, as before: the fast path is
+// an optimization, never a second opinion.
+//
+// Everything here is hostile input (an agent can write the common git
+// dir): files are read only if they are regular files, without blocking
+// (a FIFO would hang grove) and up to a bound; objects are read only from
+// loose files, which are verified against their names, never through
+// alternates or packs (a crafted pack or alternates file could make a
+// reader recurse without end).
 //
 // One object is written here too: a checkpoint's commit (writeCommit), as
 // git commit-tree would write it, byte for byte. Objects are content
@@ -38,20 +49,9 @@ import (
 // (nothing git writes for grove) is left to git.
 const maxCommitSize = 1 << 20
 
-// objectStore is the repository's object database, opened once and
-// shared, with its pack indexes cached until an object is not found.
-type objectStore struct {
-	mu sync.Mutex
-	st *filesystem.Storage
-}
-
-func (rp *repo) store() *objectStore {
-	rp.objOnce.Do(func() {
-		rp.objs = &objectStore{st: filesystem.NewStorageWithOptions(osfs.New(rp.common), cache.NewObjectLRUDefault(),
-			filesystem.Options{LargeObjectThreshold: maxCommitSize})}
-	})
-	return rp.objs
-}
+// maxPackedRefs bounds the packed-refs file read in-process; a larger one
+// is left to git.
+const maxPackedRefs = 64 << 20
 
 // isHex reports whether s is a full SHA-1 object ID in lower-case hex.
 func isSHA1(s string) bool {
@@ -66,29 +66,80 @@ func isSHA1(s string) bool {
 	return true
 }
 
-// readCommit reads the commit id in-process.
-func (rp *repo) readCommit(id string) (*object.Commit, bool) {
+// looseObject returns the type and content of the loose object id,
+// verified against its name; ok is false if there is no such loose
+// object (it may be packed), or it does not read as one.
+func (rp *repo) looseObject(id string, max int) (typ string, body []byte, ok bool) {
 	if !isSHA1(id) {
+		return "", nil, false
+	}
+	data, err := regfile.Read(filepath.Join(rp.common, "objects", id[:2], id[2:]), int64(max)+1024)
+	if err != nil {
+		return "", nil, false
+	}
+	zr, err := zlib.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return "", nil, false
+	}
+	raw, err := io.ReadAll(io.LimitReader(zr, int64(max)+64))
+	if err != nil {
+		return "", nil, false
+	}
+	head, body, found := bytes.Cut(raw, []byte{0})
+	typ, size, _ := strings.Cut(string(head), " ")
+	if n, err := strconv.Atoi(size); !found || err != nil || n != len(body) {
+		return "", nil, false
+	}
+	if sum := sha1.Sum(raw); hex.EncodeToString(sum[:]) != id {
+		return "", nil, false
+	}
+	return typ, body, true
+}
+
+// readCommit reads the commit id in-process, from its loose object.
+func (rp *repo) readCommit(id string) (*object.Commit, bool) {
+	typ, body, ok := rp.looseObject(id, maxCommitSize)
+	if !ok || typ != "commit" || !plainCommitHeader(body) {
 		return nil, false
 	}
-	s := rp.store()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h := plumbing.NewHash(id)
-	obj, err := s.st.EncodedObject(plumbing.AnyObject, h)
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		// Packed since the indexes were read (git gc, git repack).
-		s.st.Reindex()
-		obj, err = s.st.EncodedObject(plumbing.AnyObject, h)
-	}
-	if err != nil || obj.Type() != plumbing.CommitObject || obj.Size() > maxCommitSize {
+	obj := &plumbing.MemoryObject{}
+	obj.SetType(plumbing.CommitObject)
+	if _, err := obj.Write(body); err != nil {
 		return nil, false
 	}
-	c, err := object.DecodeCommit(s.st, obj)
-	if err != nil || c.Encoding != "" && !strings.EqualFold(string(c.Encoding), "UTF-8") || len(c.ParentHashes) > 0 && c.ParentHashes[0].IsZero() {
+	c := &object.Commit{}
+	if err := c.Decode(obj); err != nil || c.Encoding != "" && !strings.EqualFold(string(c.Encoding), "UTF-8") ||
+		c.TreeHash.IsZero() || len(c.ParentHashes) > 0 && c.ParentHashes[0].IsZero() {
 		return nil, false
 	}
 	return c, true
+}
+
+// plainCommitHeader reports whether a commit's header has the shape git
+// writes and go-git reads as git does: a tree line first, then parents,
+// then one author and one committer line.
+func plainCommitHeader(body []byte) bool {
+	header, _, _ := bytes.Cut(body, []byte("\n\n"))
+	lines := strings.Split(string(header), "\n")
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "tree ") || !isSHA1(lines[0][5:]) {
+		return false
+	}
+	authors, committers := 0, 0
+	for _, l := range lines[1:] {
+		switch {
+		case strings.HasPrefix(l, "parent "):
+			if authors+committers > 0 || !isSHA1(l[7:]) {
+				return false
+			}
+		case strings.HasPrefix(l, "author "):
+			authors++
+		case strings.HasPrefix(l, "committer "):
+			committers++
+		case strings.HasPrefix(l, "tree "):
+			return false
+		}
+	}
+	return authors == 1 && committers == 1
 }
 
 // commitTree returns the tree of commit id.
@@ -123,7 +174,16 @@ func (rp *repo) readRef(name string) (string, bool) {
 	if !plainRefName(name) {
 		return "", false
 	}
-	data, err := regfile.Read(filepath.Join(rp.common, filepath.FromSlash(name)), 4096)
+	if !rp.filesRefs() {
+		return "", false
+	}
+	path := filepath.Join(rp.common, filepath.FromSlash(name))
+	// A symlink among the loose refs is a symbolic ref to git: git
+	// answers.
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return "", false
+	}
+	data, err := regfile.Read(path, 4096)
 	switch {
 	case err == nil:
 		v := strings.TrimRight(string(data), "\n")
@@ -205,17 +265,25 @@ func (rp *repo) packedRefs() (*packed, bool) {
 	}
 	p := &packed{sig: sig, refs: map[string]string{}, last: map[string]string{}}
 	if sig.exists() {
-		data, err := regfile.Read(path, 1<<30)
+		if sig.fi.Size() > maxPackedRefs {
+			return nil, false
+		}
+		data, err := regfile.Read(path, maxPackedRefs)
 		if err != nil || !sigOf(path).same(sig) {
 			return nil, false
 		}
-		for _, line := range bytes.Split(data, []byte("\n")) {
+		for len(data) > 0 {
+			var line []byte
+			line, data, _ = bytes.Cut(data, []byte("\n"))
 			if len(line) == 0 || line[0] == '#' || line[0] == '^' {
 				continue
 			}
 			id, name, ok := strings.Cut(string(line), " ")
 			if !ok || !isSHA1(id) {
 				return nil, false
+			}
+			if !strings.HasPrefix(name, "refs/heads/") && !strings.HasPrefix(name, "refs/grove/") {
+				continue // never asked for here
 			}
 			p.refs[name] = id
 			if rest, ok := strings.CutPrefix(name, "refs/grove/"); ok {
@@ -236,7 +304,7 @@ func (rp *repo) packedRefs() (*packed, bool) {
 // not read.
 func (rp *repo) lastCheckpoint(id backend.HeadID) ([]checkpointRef, bool) {
 	prefix := refPrefix(id)
-	if !plainRefName(prefix + "0") {
+	if !plainRefName(prefix+"0") || !rp.filesRefs() {
 		return nil, false
 	}
 	// Loose refs first, then packed-refs: git pack-refs writes packed-refs
@@ -304,30 +372,75 @@ func isCrud(c byte) bool {
 // write for tree, parent, the author and committer at when (whole
 // seconds, UTC) and msg, and returns its ID. ok is false, with nothing
 // written, when git must write it instead: an identity git would rewrite,
-// a message with a NUL, a SHA-256 repository.
+// a message with a NUL or that is not UTF-8 (git would re-encode it), a
+// SHA-256 repository, an object directory that cannot be written.
 func (rp *repo) writeCommit(tree, parent string, author, committer backend.Signature, when time.Time, msg string) (string, bool) {
-	if !isSHA1(tree) || !isSHA1(parent) || strings.IndexByte(msg, 0) >= 0 ||
+	if !isSHA1(tree) || !isSHA1(parent) || strings.IndexByte(msg, 0) >= 0 || !utf8.ValidString(msg) ||
 		!plainIdent(author.Name) || !plainIdent(author.Email) || !plainIdent(committer.Name) || !plainIdent(committer.Email) {
 		return "", false
 	}
-	at := time.Unix(when.Unix(), 0).UTC()
-	c := &object.Commit{
-		Author:       object.Signature{Name: author.Name, Email: author.Email, When: at},
-		Committer:    object.Signature{Name: committer.Name, Email: committer.Email, When: at},
-		Message:      msg,
-		TreeHash:     plumbing.NewHash(tree),
-		ParentHashes: []plumbing.Hash{plumbing.NewHash(parent)},
-	}
-	s := rp.store()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	obj := s.st.NewEncodedObject()
-	if err := c.Encode(obj); err != nil {
+	at := strconv.FormatInt(when.Unix(), 10) + " +0000"
+	body := fmt.Sprintf("tree %s\nparent %s\nauthor %s <%s> %s\ncommitter %s <%s> %s\n\n%s",
+		tree, parent, author.Name, author.Email, at, committer.Name, committer.Email, at, msg)
+	raw := append(fmt.Appendf(nil, "commit %d\x00", len(body)), body...)
+	sum := sha1.Sum(raw)
+	id := hex.EncodeToString(sum[:])
+	if err := rp.writeLoose(id, raw); err != nil {
 		return "", false
 	}
-	id, err := s.st.SetEncodedObject(obj)
+	return id, true
+}
+
+// writeLoose stores raw (an object's header and content) as the loose
+// object id, as git does: compressed into a temporary file beside it,
+// then linked into place, so that a reader sees the whole object or none.
+// An object already there is kept.
+func (rp *repo) writeLoose(id string, raw []byte) error {
+	dir := filepath.Join(rp.common, "objects", id[:2])
+	final := filepath.Join(dir, id[2:])
+	if fi, err := os.Lstat(final); err == nil && fi.Mode().IsRegular() {
+		return nil
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir) // never written through a link
+	}
+	f, err := os.CreateTemp(dir, "tmp_obj_")
 	if err != nil {
-		return "", false
+		return err
 	}
-	return id.String(), true
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	zw := zlib.NewWriter(f)
+	_, err = zw.Write(raw)
+	if cerr := zw.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o444)
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Link(tmp, final); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
+}
+
+// filesRefs reports whether the repository keeps its refs as files (loose
+// and packed-refs), the only format read in-process; a reftable
+// repository is left to git.
+func (rp *repo) filesRefs() bool {
+	rp.refsOnce.Do(func() {
+		_, err := os.Lstat(filepath.Join(rp.common, "reftable"))
+		fi, herr := os.Lstat(filepath.Join(rp.common, "refs", "heads"))
+		rp.fileRefs = errors.Is(err, fs.ErrNotExist) && herr == nil && fi.IsDir()
+	})
+	return rp.fileRefs
 }

@@ -27,26 +27,39 @@ const refIdle = 5 * time.Second
 
 // updateRefs runs one ref transaction: ops are update-ref --stdin
 // commands ("update <ref> <new> [<old>]", "create <ref> <new>"), all done
-// or none; reflogs record them as "grove". A transaction killed while git
-// holds its ref locks leaves them behind (Busy for the next one, naming
-// the lock file): callers run it under a context that does not end
-// half-way (cleanupContext). A failure is the error git update-ref gives (its stderr says why:
-// "but expected", "already exists", "cannot lock ref").
+// or none, never through a symbolic ref; reflogs record them as "grove".
+// A failure is the error git
+// update-ref gives (its stderr says why: "but expected", "already
+// exists", "cannot lock ref"). A transaction killed while git holds its
+// ref locks leaves them behind (Busy for the next one, naming the lock
+// file): callers run it under a context that does not end half-way
+// (cleanupContext).
 func (rp *repo) updateRefs(ctx context.Context, ops []string) error {
-	req := "start\n" + strings.Join(ops, "\n") + "\nprepare\ncommit\n"
+	// no-deref: a branch an agent turned into a symbolic ref (to main,
+	// say) is replaced, never followed to the branch it names.
+	var req strings.Builder
+	req.WriteString("start\n")
+	for _, op := range ops {
+		req.WriteString("option no-deref\n" + op + "\n")
+	}
+	req.WriteString("prepare\ncommit\n")
 	u := &rp.refs
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for {
 		fresh := u.p == nil || u.p.Exited()
 		if fresh {
+			if u.p != nil {
+				_ = u.p.Close() // exited while idle: its pipes go
+				u.p = nil
+			}
 			p, err := rp.r.Start(gitcmd.Cmd{GitDir: rp.common, Dir: rp.common, Args: []string{"update-ref", "-m", "grove", "--stdin"}})
 			if err != nil {
 				return err
 			}
 			u.p = p
 		}
-		lines, err := u.p.Exchange(ctx, req, 3)
+		lines, err := u.p.Exchange(ctx, req.String(), 3)
 		if err == nil {
 			if strings.Join(lines, "\n") != "start: ok\nprepare: ok\ncommit: ok" {
 				_ = u.p.Close()

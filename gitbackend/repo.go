@@ -27,8 +27,8 @@ type repo struct {
 	main   string // the main worktree, "" for a bare repository
 	bare   bool
 
-	objOnce  sync.Once
-	objs     *objectStore
+	refsOnce sync.Once
+	fileRefs bool // refs are files (see filesRefs)
 	packedMu sync.Mutex
 	packed   *packed // packed-refs as last read
 	refs     refUpdater

@@ -185,7 +185,12 @@ func (h *head) diffIndex(ctx context.Context, priv, commit, target string) (adds
 	return adds, drops, rules, nil
 }
 
-func isIgnoreFile(p string) bool { return p == ".gitignore" || strings.HasSuffix(p, "/.gitignore") }
+// isIgnoreFile reports whether path p names a .gitignore file, in any
+// case: on a file system that ignores case, git opening .gitignore reads
+// a file tracked as .GitIgnore.
+func isIgnoreFile(p string) bool {
+	return strings.EqualFold(p[strings.LastIndexByte(p, '/')+1:], ".gitignore")
+}
 
 // maxKeepArgs bounds the size of the patterns keepIgnored hands git clean.
 const maxKeepArgs = 512 << 10

@@ -14,6 +14,8 @@
 //     password (GIT_TERMINAL_PROMPT=0, GIT_EDITOR and GIT_ASKPASS set to a
 //     command that fails or does nothing, core.pager=cat);
 //   - never signs (commit.gpgSign=false, tag.gpgSign=false);
+//   - never reads replacement objects (GIT_NO_REPLACE_OBJECTS=1: an
+//     agent can write refs/replace/*);
 //   - reads neither the system nor the user's global configuration
 //     (GIT_CONFIG_NOSYSTEM=1, GIT_CONFIG_GLOBAL=/dev/null): grove behaves the
 //     same on every machine, and a user's core.excludesFile does not change
@@ -410,6 +412,9 @@ func (r *Runner) env(c Cmd) []string {
 		"GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false",
 		"GIT_EDITOR=false", "GIT_SEQUENCE_EDITOR=false", "GIT_PAGER=cat", "PAGER=cat",
 		"GIT_NO_LAZY_FETCH=1", // git 2.44 and later; older git has protocol.allow=never above
+		// Replacement objects (refs/replace/*, which an agent can write)
+		// would make git read another commit or tree than the one named.
+		"GIT_NO_REPLACE_OBJECTS=1",
 		"GIT_AUTHOR_NAME="+id.Name, "GIT_AUTHOR_EMAIL="+id.Email,
 		"GIT_COMMITTER_NAME="+id.Name, "GIT_COMMITTER_EMAIL="+id.Email,
 	)

@@ -36,7 +36,7 @@ type Proc struct {
 	stdin  *os.File
 	out    *os.File // stdout's read end, closed by Close
 	stdout *bufio.Reader
-	stderr bytes.Buffer // git's stderr, at most 64 KiB; read after done
+	stderr lockedBuffer // git's stderr, at most 64 KiB
 	done   chan struct{}
 	err    error // cmd.Wait's, after done
 	kill   context.CancelFunc
@@ -70,7 +70,8 @@ func (r *Runner) Start(c Cmd) (*Proc, error) {
 	}
 	p := &Proc{r: r, op: op, args: c.Args, cmd: cmd, stdin: inW, stdout: bufio.NewReader(outR), done: make(chan struct{}), kill: kill}
 	cmd.Stdin, cmd.Stdout = inR, outW
-	cmd.Stderr = &limitedBuffer{buf: &p.stderr, max: 64 << 10}
+	p.stderr.max = 64 << 10
+	cmd.Stderr = &p.stderr
 	err = cmd.Start()
 	// The child has its own copies of its ends of the pipes.
 	_, _ = inR.Close(), outW.Close()
@@ -103,6 +104,7 @@ func (p *Proc) Exchange(ctx context.Context, req string, n int) (lines []string,
 	if err := backend.ContextError(ctx, p.op); err != nil {
 		return nil, err
 	}
+	from := p.stderr.Len() // what git writes for this request only
 	type answer struct {
 		lines []string
 		err   error
@@ -129,28 +131,33 @@ func (p *Proc) Exchange(ctx context.Context, req string, n int) (lines []string,
 		if a.err == nil {
 			return a.lines, nil
 		}
-		return a.lines, p.failed(a.err)
+		return a.lines, p.failed(a.err, from)
 	case <-ctx.Done():
 		p.kill()
 		a := <-ch // the pipes close with the process
 		<-p.done
+		if a.err == nil {
+			return a.lines, nil // answered in full before the kill: done
+		}
 		return a.lines, &backend.Error{Code: backend.Canceled, Op: p.op, Err: ctx.Err()}
 	}
 }
 
 // failed waits for the process to exit after an exchange broke off with
-// err and returns the failure.
-func (p *Proc) failed(err error) error {
+// err and returns the failure, with what git wrote on stderr from offset
+// from on.
+func (p *Proc) failed(err error, from int) error {
 	select {
 	case <-p.done:
 	case <-time.After(p.r.wait):
 		p.kill()
 		<-p.done
 	}
+	stderr := p.stderr.From(from)
 	if p.err != nil {
-		return p.r.failure(p.op, p.args, p.err, p.stderr.String())
+		return p.r.failure(p.op, p.args, p.err, stderr)
 	}
-	return &backend.Error{Code: backend.Internal, Op: p.op, Err: fmt.Errorf("git stopped answering: %w (stderr: %s)", err, strings.TrimSpace(p.stderr.String()))}
+	return &backend.Error{Code: backend.Internal, Op: p.op, Err: fmt.Errorf("git stopped answering: %w (stderr: %s)", err, strings.TrimSpace(stderr))}
 }
 
 // Exited reports whether the process has exited.
@@ -178,4 +185,35 @@ func (p *Proc) Close() error {
 	}
 	_ = p.out.Close()
 	return nil
+}
+
+// lockedBuffer keeps the first max bytes written to it, safe to read while
+// the process writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// Len is how many bytes were kept.
+func (b *lockedBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
+
+// From returns what was kept from offset from on.
+func (b *lockedBuffer) From(from int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf.Bytes()[min(from, b.buf.Len()):])
 }

@@ -1,0 +1,143 @@
+package gitbackend_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/workspace"
+)
+
+// Attacks on what grove reads without a process: the ref files, the loose
+// objects and the index's cache-tree, all of which an agent can write.
+
+// An alternates file naming the repository's own object directory (which
+// git skips, and a reader that follows it recurses through for ever) and
+// a HEAD naming an object that does not exist: the checkpoint fails with a
+// typed error; grove neither crashes nor hangs.
+func TestAttackAlternatesLoopAndMissingHead(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("a")
+	common := filepath.Join(f.repo, ".git")
+	require.NoError(t, os.MkdirAll(filepath.Join(common, "objects", "info"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(common, "objects", "info", "alternates"), []byte("objects\n"+filepath.Join(common, "objects")+"\n"), 0o644))
+	admin := strings.TrimSpace(f.git(h.Info().Root, "rev-parse", "--absolute-git-dir"))
+	require.NoError(t, os.WriteFile(filepath.Join(admin, "HEAD"), []byte(strings.Repeat("ab", 20)+"\n"), 0o644))
+	ctx, cancel := context.WithTimeout(f.ctx, 20*time.Second)
+	defer cancel()
+	_, err := h.Checkpoint(ctx, nil)
+	require.Error(t, err)
+	require.NotEqual(t, backend.Canceled, workspace.CodeOf(err), "answered, not timed out: %v", err)
+	require.NoError(t, os.WriteFile(filepath.Join(admin, "HEAD"), []byte("ref: refs/heads/"+h.Info().Branch+"\n"), 0o644))
+	_, err = h.Checkpoint(ctx, nil)
+	require.NoError(t, err, "with its HEAD back, the head checkpoints again")
+}
+
+// A FIFO where HEAD's loose object would be: nothing in-process opens it
+// (it would block), and the operation ends with its context.
+func TestAttackFIFOLooseObject(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("a")
+	f.write(h, "x.txt", "x")
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	// The checkpoint's commit is a loose object: swap it for a FIFO.
+	obj := filepath.Join(f.repo, ".git", "objects", string(cp.ID)[:2], string(cp.ID)[2:])
+	require.NoError(t, os.Chmod(filepath.Dir(obj), 0o755))
+	require.NoError(t, os.Remove(obj))
+	require.NoError(t, syscall.Mkfifo(obj, 0o644))
+	ctx, cancel := context.WithTimeout(f.ctx, 3*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := h.Status(ctx); done <- err }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Status hung on a FIFO object past its context")
+	}
+	require.NoError(t, os.Remove(obj))
+}
+
+// An agent turns its own branch into a symbolic ref to main: neither a
+// checkpoint nor a restore moves main.
+func TestAttackBranchMadeSymbolicRef(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("a")
+	mainBefore := f.git(f.repo, "rev-parse", "refs/heads/main")
+	// What an agent's git symbolic-ref would write (git refuses to point
+	// a branch that a worktree has checked out elsewhere only by name).
+	f.git(h.Info().Root, "symbolic-ref", "refs/heads/"+h.Info().Branch, "refs/heads/main")
+	f.write(h, "x.txt", "x")
+	_, _ = h.Checkpoint(f.ctx, nil)
+	require.Equal(t, mainBefore, f.git(f.repo, "rev-parse", "refs/heads/main"), "a checkpoint moved main")
+	_, _ = h.Restore(f.ctx, "main", &workspace.RestoreOptions{Discard: true})
+	require.Equal(t, mainBefore, f.git(f.repo, "rev-parse", "refs/heads/main"), "a restore moved main")
+	f.git(f.repo, "fsck", "--strict")
+}
+
+// An index whose cache-tree records a tree that does not exist (the agent
+// rewrote the extension and the checksum): no checkpoint points at a
+// missing tree.
+func TestAttackForgedCacheTree(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("a")
+	f.write(h, "x.txt", "x")
+	_, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	admin := strings.TrimSpace(f.git(h.Info().Root, "rev-parse", "--absolute-git-dir"))
+	index := filepath.Join(admin, "index")
+	f.git(h.Info().Root, "write-tree") // a valid cache-tree in the head's index
+	data, err := os.ReadFile(index)
+	require.NoError(t, err)
+	body := data[:len(data)-sha1.Size]
+	i := bytes.Index(body, []byte("TREE"))
+	require.Positive(t, i, "the index has a cache-tree")
+	size := int(binary.BigEndian.Uint32(body[i+4 : i+8]))
+	ext := body[i+8 : i+8+size]
+	nl := bytes.IndexByte(ext, '\n')
+	require.Positive(t, nl)
+	copy(ext[nl+1:nl+1+sha1.Size], bytes.Repeat([]byte{0x5a}, sha1.Size))
+	sum := sha1.Sum(body)
+	require.NoError(t, os.WriteFile(index, append(body, sum[:]...), 0o644))
+	old := time.Now().Add(-time.Minute)
+	require.NoError(t, os.Chtimes(filepath.Join(h.Info().Root, "x.txt"), old, old))
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	tree := f.git(f.repo, "rev-parse", string(cp.ID)+"^{tree}")
+	require.NotEqual(t, strings.Repeat("5a", sha1.Size), tree)
+	f.write(h, "y.txt", "y")
+	cp, err = h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	f.git(f.repo, "cat-file", "-e", string(cp.ID)+"^{tree}")
+	f.git(f.repo, "fsck", "--strict")
+}
+
+// A replacement object (refs/replace/<commit>) for the head's commit, as
+// an agent can write: grove reads the commit itself, in-process or
+// through git, so a checkpoint with no change records nothing.
+func TestAttackReplaceObjects(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("a")
+	f.write(h, "x.txt", "x")
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	f.git(f.repo, "gc", "-q") // packed: only git can read it now
+	f.git(f.repo, "replace", string(cp.ID), "main")
+	again, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	require.False(t, again.New, "the head has not changed")
+	require.Equal(t, cp.ID, again.ID)
+	st, err := h.Status(f.ctx)
+	require.NoError(t, err)
+	require.False(t, st.Dirty)
+}
