@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -140,4 +141,23 @@ func TestAttackReplaceObjects(t *testing.T) {
 	st, err := h.Status(f.ctx)
 	require.NoError(t, err)
 	require.False(t, st.Dirty)
+}
+
+// A huge (sparse) index: grove does not read it whole; the checkpoint
+// treats it as damaged and reads the head's commit instead.
+func TestAttackHugeIndex(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("a")
+	admin := strings.TrimSpace(f.git(h.Info().Root, "rev-parse", "--absolute-git-dir"))
+	require.NoError(t, os.Truncate(filepath.Join(admin, "index"), 3<<29)) // 1.5 GiB of holes
+	f.write(h, "x.txt", "x")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	cp, err := h.Checkpoint(f.ctx, nil)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<20), "the checkpoint read the index whole")
+	require.True(t, cp.New)
+	require.Contains(t, f.git(f.repo, "ls-tree", "-r", "--name-only", string(cp.ID)), "x.txt")
+	f.git(h.Info().Root, "status", "--porcelain")
 }

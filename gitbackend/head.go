@@ -221,7 +221,7 @@ func (h *head) state(ctx context.Context, mf manifest, op string) (headState, er
 	st.commit, st.tree, _ = strings.Cut(out, "\n")
 	st.op = inProgress(mf.Admin)
 	if !mf.Attached && st.op == backend.OpNone {
-		data, err := regfile.Read(filepath.Join(mf.Admin, "HEAD"), 0)
+		data, err := regfile.Read(filepath.Join(mf.Admin, "HEAD"), maxSmallFile)
 		st.onOwn = err == nil && gitLine(data) == "ref: refs/heads/"+mf.Branch
 	}
 	return st, nil
@@ -584,7 +584,7 @@ func (h *head) removeWorktree(ctx context.Context, mf manifest) error {
 			if backend.CodeOf(err) == backend.Canceled {
 				return err
 			}
-			back, rerr := regfile.Read(filepath.Join(mf.Admin, "gitdir"), 0)
+			back, rerr := regfile.Read(filepath.Join(mf.Admin, "gitdir"), maxSmallFile)
 			if rerr != nil || filepath.Dir(gitLine(back)) != mf.Dir {
 				return &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: destroy", Head: mf.Name, Path: mf.Dir,
 					Err: fmt.Errorf("%s is no longer registered as the head's worktree; left in place: %w", mf.Dir, err)}

@@ -36,6 +36,14 @@ func (h *head) seedIndex(ctx context.Context, mf manifest, name, commit string) 
 	return priv, err
 }
 
+// Bounds on what grove reads from files an agent can write: a one-line
+// git file or grove's metadata, and an index (some ten million entries);
+// an index over its bound is treated as damaged.
+const (
+	maxSmallFile = 1 << 20
+	maxIndexFile = 1 << 30
+)
+
 // errDamagedIndex is an index file whose header or checksum is wrong.
 var errDamagedIndex = errors.New("damaged index")
 
@@ -259,8 +267,8 @@ func copyIndex(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	data, err := regfile.Read(src, 0)
-	if errors.Is(err, regfile.ErrNotRegular) {
+	data, err := regfile.Read(src, maxIndexFile)
+	if errors.Is(err, regfile.ErrNotRegular) || errors.Is(err, regfile.ErrTooLarge) {
 		err = errDamagedIndex // a FIFO or a directory where the index was
 	}
 	if err == nil {
@@ -284,7 +292,7 @@ func copyIndex(src, dst string) error {
 // assume-unchanged and skip-worktree marks, behind which git add would
 // not see an edit, and a checkpoint would silently miss it.
 func (h *head) unmark(ctx context.Context, priv string) error {
-	data, err := regfile.Read(priv, 0)
+	data, err := regfile.Read(priv, maxIndexFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -315,7 +323,7 @@ func (h *head) unmark(ctx context.Context, priv string) error {
 // readIndexMarks reads the marks of the index file at path; ok is false
 // if it cannot be read or parsed.
 func readIndexMarks(path string) (indexMarks, bool) {
-	data, err := regfile.Read(path, 0)
+	data, err := regfile.Read(path, maxIndexFile)
 	if err != nil {
 		return indexMarks{}, false
 	}

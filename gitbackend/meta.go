@@ -92,7 +92,7 @@ type workspaceRecord struct {
 // readWorkspaceID returns the recorded workspace ID; ok is false when the
 // repository has none yet.
 func (m meta) readWorkspaceID() (backend.WorkspaceID, bool, error) {
-	data, err := regfile.Read(m.workspaceFile(), 0)
+	data, err := regfile.Read(m.workspaceFile(), maxSmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
 	}
@@ -140,7 +140,7 @@ func (m meta) readManifest(id backend.HeadID) (*manifest, error) {
 	if !validHeadID(id) {
 		return nil, fmt.Errorf("%q is not a head ID", id)
 	}
-	data, err := regfile.Read(m.manifestFile(id), 0)
+	data, err := regfile.Read(m.manifestFile(id), maxSmallFile)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -53,7 +54,7 @@ const maxCommitSize = 1 << 20
 // is left to git.
 const maxPackedRefs = 64 << 20
 
-// isHex reports whether s is a full SHA-1 object ID in lower-case hex.
+// isSHA1 reports whether s is a full SHA-1 object ID in lower-case hex.
 func isSHA1(s string) bool {
 	if len(s) != 40 {
 		return false
@@ -87,7 +88,7 @@ func (rp *repo) looseObject(id string, max int) (typ string, body []byte, ok boo
 	}
 	head, body, found := bytes.Cut(raw, []byte{0})
 	typ, size, _ := strings.Cut(string(head), " ")
-	if n, err := strconv.Atoi(size); !found || err != nil || n != len(body) {
+	if !found || size != strconv.Itoa(len(body)) {
 		return "", nil, false
 	}
 	if sum := sha1.Sum(raw); hex.EncodeToString(sum[:]) != id {
@@ -98,6 +99,9 @@ func (rp *repo) looseObject(id string, max int) (typ string, body []byte, ok boo
 
 // readCommit reads the commit id in-process, from its loose object.
 func (rp *repo) readCommit(id string) (*object.Commit, bool) {
+	if _, err := os.Lstat(filepath.Join(rp.common, "shallow")); !errors.Is(err, fs.ErrNotExist) {
+		return nil, false // a shallow repository: git hides some parents
+	}
 	typ, body, ok := rp.looseObject(id, maxCommitSize)
 	if !ok || typ != "commit" || !plainCommitHeader(body) {
 		return nil, false
@@ -116,30 +120,41 @@ func (rp *repo) readCommit(id string) (*object.Commit, bool) {
 }
 
 // plainCommitHeader reports whether a commit's header has the shape git
-// writes and go-git reads as git does: a tree line first, then parents,
-// then one author and one committer line.
+// writes and go-git reads as git does: a tree line, the parent lines right
+// after it, one author and one committer line (each naming one address),
+// at most one encoding line.
 func plainCommitHeader(body []byte) bool {
 	header, _, _ := bytes.Cut(body, []byte("\n\n"))
 	lines := strings.Split(string(header), "\n")
 	if len(lines) < 3 || !strings.HasPrefix(lines[0], "tree ") || !isSHA1(lines[0][5:]) {
 		return false
 	}
-	authors, committers := 0, 0
-	for _, l := range lines[1:] {
-		switch {
-		case strings.HasPrefix(l, "parent "):
-			if authors+committers > 0 || !isSHA1(l[7:]) {
-				return false
-			}
-		case strings.HasPrefix(l, "author "):
-			authors++
-		case strings.HasPrefix(l, "committer "):
-			committers++
-		case strings.HasPrefix(l, "tree "):
+	i := 1
+	for ; i < len(lines) && strings.HasPrefix(lines[i], "parent "); i++ {
+		if !isSHA1(lines[i][7:]) {
 			return false
 		}
 	}
-	return authors == 1 && committers == 1
+	authors, committers, encodings := 0, 0, 0
+	for _, l := range lines[i:] {
+		key, value, _ := strings.Cut(l, " ")
+		switch key {
+		case "author", "committer":
+			if strings.Count(value, "<") != 1 || strings.Count(value, ">") != 1 {
+				return false
+			}
+			if key == "author" {
+				authors++
+			} else {
+				committers++
+			}
+		case "encoding":
+			encodings++
+		case "tree", "parent":
+			return false
+		}
+	}
+	return authors == 1 && committers == 1 && encodings <= 1
 }
 
 // commitTree returns the tree of commit id.
@@ -310,6 +325,13 @@ func (rp *repo) lastCheckpoint(id backend.HeadID) ([]checkpointRef, bool) {
 	// Loose refs first, then packed-refs: git pack-refs writes packed-refs
 	// before it deletes the loose files, so a ref moving between the two
 	// is seen in at least one.
+	// Only real directories: git takes a symlink among the refs for a
+	// symbolic ref, never for a directory of refs.
+	for _, d := range []string{"refs/grove", prefix} {
+		if fi, err := os.Lstat(filepath.Join(rp.common, filepath.FromSlash(d))); err == nil && !fi.IsDir() {
+			return nil, false
+		}
+	}
 	ents, err := os.ReadDir(filepath.Join(rp.common, filepath.FromSlash(prefix)))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, false
@@ -352,11 +374,26 @@ func (rp *repo) lastCheckpoint(id backend.HeadID) ([]checkpointRef, bool) {
 // writes into a commit as it is: not empty, no byte below 0x20, no angle
 // bracket, nothing at either end that git strips ("crud").
 func plainIdent(s string) bool {
-	if s == "" || strings.ContainsAny(s, "<>") || isCrud(s[0]) || isCrud(s[len(s)-1]) {
+	if s == "" || strings.ContainsAny(s, "<>") || isCrud(s[0]) || isCrud(s[len(s)-1]) || !gitUTF8(s) {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < 0x20 || s[i] == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// gitUTF8 reports whether git's commit-tree keeps s as it is: valid UTF-8
+// with none of the noncharacters git re-encodes (U+FDD0–U+FDEF, and
+// U+xxFFFE and U+xxFFFF in every plane).
+func gitUTF8(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r&0xFFFE == 0xFFFE || 0xFDD0 <= r && r <= 0xFDEF {
 			return false
 		}
 	}
@@ -372,10 +409,12 @@ func isCrud(c byte) bool {
 // write for tree, parent, the author and committer at when (whole
 // seconds, UTC) and msg, and returns its ID. ok is false, with nothing
 // written, when git must write it instead: an identity git would rewrite,
-// a message with a NUL or that is not UTF-8 (git would re-encode it), a
-// SHA-256 repository, an object directory that cannot be written.
+// a message with a NUL or that git would re-encode (not UTF-8, or a
+// noncharacter), a SHA-256 repository, an object directory that is not
+// there yet or cannot be written. (The runner fixes i18n.commitEncoding
+// to UTF-8, so git writes no encoding header either.)
 func (rp *repo) writeCommit(tree, parent string, author, committer backend.Signature, when time.Time, msg string) (string, bool) {
-	if !isSHA1(tree) || !isSHA1(parent) || strings.IndexByte(msg, 0) >= 0 || !utf8.ValidString(msg) ||
+	if !isSHA1(tree) || !isSHA1(parent) || strings.IndexByte(msg, 0) >= 0 || !gitUTF8(msg) ||
 		!plainIdent(author.Name) || !plainIdent(author.Email) || !plainIdent(committer.Name) || !plainIdent(committer.Email) {
 		return "", false
 	}
@@ -392,46 +431,69 @@ func (rp *repo) writeCommit(tree, parent string, author, committer backend.Signa
 }
 
 // writeLoose stores raw (an object's header and content) as the loose
-// object id, as git does: compressed into a temporary file beside it,
-// then linked into place, so that a reader sees the whole object or none.
-// An object already there is kept.
+// object id, as git does: compressed into a temporary file beside it (its
+// mode 0444 less the umask), then renamed into place, so that a reader
+// sees the whole object or none. A valid object already there is kept;
+// anything else there is replaced. A missing fan-out directory is made
+// as git makes it, except in a shared repository (left to git). All of
+// it goes through os.Root on the object directory, so no link leads it
+// elsewhere.
 func (rp *repo) writeLoose(id string, raw []byte) error {
-	dir := filepath.Join(rp.common, "objects", id[:2])
-	final := filepath.Join(dir, id[2:])
-	if fi, err := os.Lstat(final); err == nil && fi.Mode().IsRegular() {
-		return nil
+	objects := filepath.Join(rp.common, "objects")
+	if fi, err := os.Lstat(objects); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", objects)
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir) // never written through a link
-	}
-	f, err := os.CreateTemp(dir, "tmp_obj_")
+	root, err := os.OpenRoot(objects)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	zw := zlib.NewWriter(f)
-	_, err = zw.Write(raw)
-	if cerr := zw.Close(); err == nil {
-		err = cerr
+	defer root.Close()
+	dir, final := id[:2], id[:2]+"/"+id[2:]
+	if fi, err := root.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		// git makes it 0777 less the umask, as Mkdir does, unless the
+		// repository is shared (core.sharedRepository: the object
+		// directory is group-writable or setgid), where git sets the
+		// group's permissions itself: then git writes the object.
+		if ofi, err := os.Lstat(objects); err != nil || ofi.Mode()&(fs.ModeSetgid|0o020) != 0 {
+			return fmt.Errorf("a shared repository: git makes %s", dir)
+		}
+		if err := root.Mkdir(dir, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	} else if err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
 	}
+	if typ, _, ok := rp.looseObject(id, len(raw)); ok && typ == "commit" {
+		return nil
+	}
+	var buf bytes.Buffer
+	zw := zlib.NewWriter(&buf)
+	if _, err := zw.Write(raw); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	tmp := fmt.Sprintf("%s/tmp_obj_%d_%d", dir, os.Getpid(), tmpSeq.Add(1))
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(buf.Bytes())
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(tmp, 0o444)
+		err = root.Rename(tmp, final)
 	}
 	if err != nil {
-		return err
+		_ = root.Remove(tmp)
 	}
-	if err := os.Link(tmp, final); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return nil
+	return err
 }
+
+// tmpSeq names temporary object files apart within the process.
+var tmpSeq atomic.Uint64
 
 // filesRefs reports whether the repository keeps its refs as files (loose
 // and packed-refs), the only format read in-process; a reftable

@@ -74,6 +74,8 @@ func TestWriteCommitIsGitCommitTree(t *testing.T) {
 	for _, tc := range []struct{ name, email, msg string }{
 		{" lead", "e", "m"}, {"trail.", "e", "m"}, {"a<b", "e", "m"}, {"n\nl", "e", "m"},
 		{"n", "", "m"}, {"", "e", "m"}, {"n", "e<", "m"}, {"n", "e", "nul\x00byte"},
+		// What git's commit-tree re-encodes: invalid UTF-8, noncharacters.
+		{"Jos\xe9", "e", "m"}, {"n", "e", "bad \xff byte"}, {"n", "e", "nonchar \uFFFF"}, {"n", "e", "\uFDD0"},
 	} {
 		sig := backend.Signature{Name: tc.name, Email: tc.email}
 		_, ok := rp.writeCommit(tree, parent, sig, sig, when, tc.msg)
@@ -192,4 +194,89 @@ func TestCacheTreeIsWriteTree(t *testing.T) {
 		require.True(t, ok, "index version %s", v)
 		require.Equal(t, want, marks.tree, "index version %s", v)
 	}
+}
+
+// An object path an agent planted garbage at is replaced by the real
+// object; a fan-out directory that is a symlink is never written through
+// (git writes the commit instead); in a shared repository a fan-out
+// directory that does not exist yet is left to git, which gives it the
+// group's permissions.
+func TestWriteLooseRefusesPlantedPaths(t *testing.T) {
+	rp, dir := testRepo(t)
+	tree := plainGit(t, dir, nil, "", "rev-parse", "HEAD^{tree}")
+	parent := plainGit(t, dir, nil, "", "rev-parse", "HEAD")
+	when := time.Unix(1700000000, 0)
+	sig := backend.Signature{Name: "grove", Email: "grove@localhost"}
+	other, _ := testRepo(t)
+	id, ok := other.writeCommit(tree, parent, sig, sig, when, "planted")
+	require.True(t, ok)
+	fan := filepath.Join(rp.common, "objects", id[:2])
+	require.NoError(t, os.MkdirAll(fan, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(fan, id[2:]), []byte("garbage"), 0o644))
+	got, ok := rp.writeCommit(tree, parent, sig, sig, when, "planted")
+	require.True(t, ok)
+	require.Equal(t, id, got)
+	require.Equal(t, "commit", plainGit(t, dir, nil, "", "cat-file", "-t", id))
+	plainGit(t, dir, nil, "", "fsck", "--strict")
+
+	// A symlinked fan-out directory.
+	id2, ok := other.writeCommit(tree, parent, sig, sig, when, "linked")
+	require.True(t, ok)
+	outside := t.TempDir()
+	fan2 := filepath.Join(rp.common, "objects", id2[:2])
+	require.NoError(t, os.RemoveAll(fan2))
+	require.NoError(t, os.Symlink(outside, fan2))
+	_, ok = rp.writeCommit(tree, parent, sig, sig, when, "linked")
+	require.False(t, ok)
+	ents, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	require.Empty(t, ents, "nothing written through the link")
+	require.NoError(t, os.Remove(fan2))
+	require.NoError(t, os.Chmod(filepath.Join(rp.common, "objects"), 0o2775))
+	_, ok = rp.writeCommit(tree, parent, sig, sig, when, "linked")
+	require.False(t, ok, "a shared repository's new fan-out directory: git makes it")
+	require.NoError(t, os.Chmod(filepath.Join(rp.common, "objects"), 0o755))
+	got, ok = rp.writeCommit(tree, parent, sig, sig, when, "linked")
+	require.True(t, ok)
+	require.Equal(t, id2, got)
+	plainGit(t, dir, nil, "", "fsck", "--strict")
+}
+
+// Commits of shapes git reads differently than go-git, and a shallow
+// repository, are left to git.
+func TestReadCommitDeclinesOddShapes(t *testing.T) {
+	tree, parent := strings.Repeat("1", 40), strings.Repeat("2", 40)
+	id := "a <a@x> 1 +0000"
+	for _, body := range []string{
+		"tree " + tree + "\nx y\nparent " + parent + "\nauthor " + id + "\ncommitter " + id + "\n\nm",
+		"tree " + tree + "\nauthor " + id + "\nauthor " + id + "\ncommitter " + id + "\n\nm",
+		"tree " + tree + "\nauthor a <b> <c> 1 +0000\ncommitter " + id + "\n\nm",
+		"tree " + tree + "\nauthor " + id + "\ncommitter " + id + "\nencoding A\nencoding B\n\nm",
+		"parent " + parent + "\ntree " + tree + "\nauthor " + id + "\ncommitter " + id + "\n\nm",
+	} {
+		require.False(t, plainCommitHeader([]byte(body)), body)
+	}
+	require.True(t, plainCommitHeader([]byte("tree "+tree+"\nparent "+parent+"\nauthor "+id+"\ncommitter "+id+"\n\nm")))
+
+	rp, dir := testRepo(t)
+	head := plainGit(t, dir, nil, "", "rev-parse", "HEAD")
+	_, ok := rp.readCommit(head)
+	require.True(t, ok)
+	require.NoError(t, os.WriteFile(filepath.Join(rp.common, "shallow"), []byte(head+"\n"), 0o644))
+	_, ok = rp.readCommit(head)
+	require.False(t, ok, "a shallow repository hides parents: git answers")
+}
+
+// A refs/grove/<id> that is a symlink to a directory of forged refs is a
+// symbolic ref to git, not a directory: the reader declines.
+func TestLastCheckpointRefusesSymlinkedRefs(t *testing.T) {
+	rp, dir := testRepo(t)
+	id := backend.HeadID("0b1c2d3e-0000-4000-8000-000000000003")
+	head := plainGit(t, dir, nil, "", "rev-parse", "HEAD")
+	forged := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(forged, "00000009"), []byte(head+"\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(rp.common, "refs", "grove"), 0o755))
+	require.NoError(t, os.Symlink(forged, filepath.Join(rp.common, "refs", "grove", string(id))))
+	_, ok := rp.lastCheckpoint(id)
+	require.False(t, ok)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -361,26 +362,31 @@ func blobID(full string, hexLen int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var data []byte
+	var hh hash.Hash = sha1.New()
+	if hexLen == 64 {
+		hh = sha256.New()
+	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		t, err := os.Readlink(full)
 		if err != nil {
 			return "", err
 		}
-		data = []byte(t)
+		fmt.Fprintf(hh, "blob %d\x00%s", len(t), t)
 	case fi.Mode().IsRegular():
-		if data, err = regfile.Read(full, 0); err != nil {
+		// Streamed: the file can be of any size, and is hashed as it is
+		// read, never held.
+		f, fi, err := regfile.Open(full)
+		if err != nil {
 			return "", err
+		}
+		defer f.Close()
+		fmt.Fprintf(hh, "blob %d\x00", fi.Size())
+		if n, err := io.Copy(hh, f); err != nil || n != fi.Size() {
+			return "", fmt.Errorf("%s changed while it was read", full)
 		}
 	default:
 		return "", fmt.Errorf("%s is not a file", full)
 	}
-	var hh hash.Hash = sha1.New()
-	if hexLen == 64 {
-		hh = sha256.New()
-	}
-	fmt.Fprintf(hh, "blob %d\x00", len(data))
-	hh.Write(data)
 	return hex.EncodeToString(hh.Sum(nil)), nil
 }

@@ -100,7 +100,7 @@ func (w *workspace) undoCreate(ctx context.Context, mf *manifest) error {
 	// ("initializing"), which prune would keep: remove it directly.
 	if admins, err := filepath.Glob(filepath.Join(w.repo.common, "worktrees", "*", "gitdir")); err == nil {
 		for _, g := range admins {
-			if data, err := regfile.Read(g, 0); err == nil && filepath.Dir(gitLine(data)) == mf.Dir {
+			if data, err := regfile.Read(g, maxSmallFile); err == nil && filepath.Dir(gitLine(data)) == mf.Dir {
 				errs = append(errs, os.RemoveAll(filepath.Dir(g)))
 			}
 		}
@@ -180,7 +180,7 @@ func (w *workspace) removeCreated(ctx context.Context, dir string) error {
 		ours := rerr == nil && len(ents) == 0
 		if admin, gerr := readGitFile(dir); gerr == nil {
 			ours = within(admin, filepath.Join(w.repo.common, "worktrees"))
-		} else if data, rerr := regfile.Read(filepath.Join(dir, ".git"), 0); rerr == nil && len(data) == 0 {
+		} else if data, rerr := regfile.Read(filepath.Join(dir, ".git"), maxSmallFile); rerr == nil && len(data) == 0 {
 			ours = true // git was killed while writing the .git file
 		}
 		if !ours {
@@ -421,7 +421,7 @@ func readGitFile(dir string) (string, error) {
 	if !st.Mode().IsRegular() {
 		return "", fmt.Errorf("%s is not a regular file", dotgit)
 	}
-	data, err := regfile.Read(dotgit, 0)
+	data, err := regfile.Read(dotgit, maxSmallFile)
 	if err != nil {
 		return "", err
 	}
@@ -598,7 +598,7 @@ func (w *workspace) verify(mf *manifest, fail func(backend.Code, backend.Reason,
 	if err != nil || !st.IsDir() {
 		// git records where the worktree is; if it says elsewhere, the
 		// head was moved rather than deleted.
-		if data, err := regfile.Read(filepath.Join(mf.Admin, "gitdir"), 0); err == nil && !mf.Attached {
+		if data, err := regfile.Read(filepath.Join(mf.Admin, "gitdir"), maxSmallFile); err == nil && !mf.Attached {
 			if at := filepath.Dir(gitLine(data)); at != mf.Dir {
 				if _, err := os.Stat(at); err == nil {
 					return fail(backend.NotFound, backend.ReasonMoved, "the head's directory moved from %s to %s", mf.Dir, at)
@@ -618,14 +618,14 @@ func (w *workspace) verify(mf *manifest, fail func(backend.Code, backend.Reason,
 		return fail(backend.NotFound, backend.ReasonUnregistered, "%s belongs to git dir %s, not %s", mf.Dir, admin, mf.Admin)
 	}
 	if !mf.Attached {
-		back, err := regfile.Read(filepath.Join(admin, "gitdir"), 0)
+		back, err := regfile.Read(filepath.Join(admin, "gitdir"), maxSmallFile)
 		if err != nil {
 			return fail(backend.NotFound, backend.ReasonUnregistered, "the repository no longer registers %s", mf.Dir)
 		}
 		if recorded := filepath.Dir(gitLine(back)); recorded != mf.Dir {
 			return fail(backend.NotFound, backend.ReasonMoved, "the repository records the worktree at %s, not %s", recorded, mf.Dir)
 		}
-		if common, err := regfile.Read(filepath.Join(admin, "commondir"), 0); err != nil ||
+		if common, err := regfile.Read(filepath.Join(admin, "commondir"), maxSmallFile); err != nil ||
 			!sameDir(resolveFrom(admin, gitLine(common)), w.repo.common) {
 			return fail(backend.NotFound, backend.ReasonUnregistered, "the worktree's git dir %s no longer belongs to %s", admin, w.repo.common)
 		}
@@ -633,7 +633,7 @@ func (w *workspace) verify(mf *manifest, fail func(backend.Code, backend.Reason,
 		if fi, err := os.Lstat(filepath.Join(admin, "HEAD")); err != nil || !fi.Mode().IsRegular() {
 			return fail(backend.NotFound, backend.ReasonUnregistered, "the worktree's git dir %s has no HEAD file", admin)
 		}
-		id, err := regfile.Read(filepath.Join(admin, headIDFile), 0)
+		id, err := regfile.Read(filepath.Join(admin, headIDFile), maxSmallFile)
 		if err != nil || strings.TrimSpace(string(id)) != string(mf.ID) {
 			return fail(backend.IdentityMismatch, backend.ReasonHeadID, "the worktree at %s is not head %s", mf.Dir, mf.ID)
 		}

@@ -14,8 +14,10 @@
 //     password (GIT_TERMINAL_PROMPT=0, GIT_EDITOR and GIT_ASKPASS set to a
 //     command that fails or does nothing, core.pager=cat);
 //   - never signs (commit.gpgSign=false, tag.gpgSign=false);
-//   - never reads replacement objects (GIT_NO_REPLACE_OBJECTS=1: an
-//     agent can write refs/replace/*);
+//   - never reads replacement objects or grafts (GIT_NO_REPLACE_OBJECTS=1,
+//     GIT_GRAFT_FILE=/dev/null: an agent can write refs/replace/* and
+//     info/grafts), and writes commit messages as UTF-8 whatever
+//     i18n.commitEncoding says;
 //   - reads neither the system nor the user's global configuration
 //     (GIT_CONFIG_NOSYSTEM=1, GIT_CONFIG_GLOBAL=/dev/null): grove behaves the
 //     same on every machine, and a user's core.excludesFile does not change
@@ -207,7 +209,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		"-c", "core.sparseCheckout=false", "-c", "core.sparseCheckoutCone=false", "-c", "index.sparse=false",
 		// Output grove parses stays what it parses: UTF-8, uncoloured;
 		// and an index's entries are never trusted without a look.
-		"-c", "i18n.logOutputEncoding=UTF-8", "-c", "color.ui=false", "-c", "core.ignoreStat=false",
+		"-c", "i18n.logOutputEncoding=UTF-8", "-c", "i18n.commitEncoding=UTF-8", "-c", "color.ui=false", "-c", "core.ignoreStat=false",
 		// Files configuration could make a read command open (a FIFO
 		// there would block it; a file outside would leak into its
 		// output).
@@ -415,6 +417,8 @@ func (r *Runner) env(c Cmd) []string {
 		// Replacement objects (refs/replace/*, which an agent can write)
 		// would make git read another commit or tree than the one named.
 		"GIT_NO_REPLACE_OBJECTS=1",
+		// Nor grafts (info/grafts, deprecated, still read by git 2.39).
+		"GIT_GRAFT_FILE=/dev/null",
 		"GIT_AUTHOR_NAME="+id.Name, "GIT_AUTHOR_EMAIL="+id.Email,
 		"GIT_COMMITTER_NAME="+id.Name, "GIT_COMMITTER_EMAIL="+id.Email,
 	)

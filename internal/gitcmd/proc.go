@@ -104,7 +104,7 @@ func (p *Proc) Exchange(ctx context.Context, req string, n int) (lines []string,
 	if err := backend.ContextError(ctx, p.op); err != nil {
 		return nil, err
 	}
-	from := p.stderr.Len() // what git writes for this request only
+	p.stderr.Reset() // what git writes for this request only
 	type answer struct {
 		lines []string
 		err   error
@@ -131,7 +131,7 @@ func (p *Proc) Exchange(ctx context.Context, req string, n int) (lines []string,
 		if a.err == nil {
 			return a.lines, nil
 		}
-		return a.lines, p.failed(a.err, from)
+		return a.lines, p.failed(a.err)
 	case <-ctx.Done():
 		p.kill()
 		a := <-ch // the pipes close with the process
@@ -144,16 +144,16 @@ func (p *Proc) Exchange(ctx context.Context, req string, n int) (lines []string,
 }
 
 // failed waits for the process to exit after an exchange broke off with
-// err and returns the failure, with what git wrote on stderr from offset
-// from on.
-func (p *Proc) failed(err error, from int) error {
+// err and returns the failure, with what git wrote on stderr for the
+// request.
+func (p *Proc) failed(err error) error {
 	select {
 	case <-p.done:
 	case <-time.After(p.r.wait):
 		p.kill()
 		<-p.done
 	}
-	stderr := p.stderr.From(from)
+	stderr := p.stderr.String()
 	if p.err != nil {
 		return p.r.failure(p.op, p.args, p.err, stderr)
 	}
@@ -204,16 +204,16 @@ func (b *lockedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Len is how many bytes were kept.
-func (b *lockedBuffer) Len() int {
+// Reset forgets what was kept.
+func (b *lockedBuffer) Reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.buf.Len()
+	b.buf.Reset()
 }
 
-// From returns what was kept from offset from on.
-func (b *lockedBuffer) From(from int) string {
+// String returns what was kept.
+func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return string(b.buf.Bytes()[min(from, b.buf.Len()):])
+	return b.buf.String()
 }

@@ -24,22 +24,40 @@ var ErrNotRegular = errors.New("not a regular file")
 // limit.
 var ErrTooLarge = errors.New("file too large")
 
+// Open opens the regular file at path for reading, without blocking,
+// following symlinks as os.Open does; anything but a regular file there
+// wraps ErrNotRegular. The caller closes the file.
+func Open(path string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, nil, &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
+	}
+	return f, fi, nil
+}
+
 // Read returns the content of the regular file at path, following
 // symlinks as os.ReadFile does. A missing file is an error matching
 // fs.ErrNotExist; anything but a regular file there wraps ErrNotRegular,
 // and one larger than limit bytes (limit > 0) wraps ErrTooLarge.
 func Read(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, fi, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
+	if limit > 0 && fi.Size() > limit {
+		// Refused before a byte is read (a sparse file of any size costs
+		// nothing to make).
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: over %d bytes", ErrTooLarge, limit)}
 	}
 	if limit <= 0 {
 		return io.ReadAll(f)
