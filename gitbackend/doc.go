@@ -194,8 +194,10 @@
 // are (an agent with write access to the head's git dir can damage its own
 // checkpoints, not escape); an agent that can write the common git dir can
 // hold grove's repository lock and stall creates, checkpoints and
-// destroys until their contexts end, or make a reflog a FIFO that blocks a
-// ref update until its context ends. Temporary files of FS writes made by
+// destroys until their contexts end, or make a reflog or an object a FIFO
+// that blocks git (a ref transaction or git worktree add, which are not
+// interrupted half-way, for up to two minutes; any other command until
+// its context ends). Temporary files of FS writes made by
 // another process while a checkpoint runs may be captured and are gone at
 // the next one. A create killed inside git worktree add leaves a
 // registration git fsck reports until the next open of the workspace

@@ -375,14 +375,15 @@ func blobID(full string, hexLen int) (string, error) {
 		fmt.Fprintf(hh, "blob %d\x00%s", len(t), t)
 	case fi.Mode().IsRegular():
 		// Streamed: the file can be of any size, and is hashed as it is
-		// read, never held.
+		// read, never held; a file that grows meanwhile is hashed at the
+		// size it had (a caller comparing IDs then sees a difference).
 		f, fi, err := regfile.Open(full)
 		if err != nil {
 			return "", err
 		}
 		defer f.Close()
 		fmt.Fprintf(hh, "blob %d\x00", fi.Size())
-		if n, err := io.Copy(hh, f); err != nil || n != fi.Size() {
+		if _, err := io.CopyN(hh, f, fi.Size()); err != nil {
 			return "", fmt.Errorf("%s changed while it was read", full)
 		}
 	default:
