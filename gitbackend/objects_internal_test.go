@@ -280,3 +280,23 @@ func TestLastCheckpointRefusesSymlinkedRefs(t *testing.T) {
 	_, ok := rp.lastCheckpoint(id)
 	require.False(t, ok)
 }
+
+// A reftable repository, and a packed-refs file over its bound, are left
+// to git.
+func TestRefReadersDeclineWhatTheyDoNotRead(t *testing.T) {
+	rp, dir := testRepo(t)
+	plainGit(t, dir, nil, "", "pack-refs", "--all")
+	_, ok := rp.readRef("refs/heads/main")
+	require.True(t, ok, "a packed branch")
+	packed := filepath.Join(rp.common, "packed-refs")
+	require.NoError(t, os.Truncate(packed, maxPackedRefs+1))
+	_, ok = rp.readRef("refs/heads/main")
+	require.False(t, ok, "packed-refs over its bound")
+
+	rp, _ = testRepo(t)
+	require.NoError(t, os.Mkdir(filepath.Join(rp.common, "reftable"), 0o755))
+	_, ok = rp.readRef("refs/heads/main")
+	require.False(t, ok, "a reftable repository")
+	_, ok = rp.lastCheckpoint(backend.HeadID("0b1c2d3e-0000-4000-8000-000000000004"))
+	require.False(t, ok)
+}
