@@ -272,7 +272,7 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 		// head's commit's tree (which exists: it was read from the commit),
 		// it is the tree write-tree would give, and nothing changed. Any
 		// other tree is written by git, which checks that it exists.
-		if marks, ok := readIndexMarks(priv); ok && marks.tree != "" && marks.tree == st.tree {
+		if marks, err := readIndexMarks(priv); err == nil && marks.tree != "" && marks.tree == st.tree {
 			tree = marks.tree
 			return nil
 		}

@@ -292,18 +292,12 @@ func copyIndex(src, dst string) error {
 // assume-unchanged and skip-worktree marks, behind which git add would
 // not see an edit, and a checkpoint would silently miss it.
 func (h *head) unmark(ctx context.Context, priv string) error {
-	data, err := regfile.Read(priv, maxIndexFile)
+	marks, err := readIndexMarks(priv)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
-	}
-	marks, ok := readMarks(data, sha1.Size)
-	if !ok {
-		if marks, ok = readMarks(data, sha256.Size); !ok {
-			return errDamagedIndex
-		}
 	}
 	for _, step := range []struct {
 		paths []string
@@ -320,18 +314,20 @@ func (h *head) unmark(ctx context.Context, priv string) error {
 	return nil
 }
 
-// readIndexMarks reads the marks of the index file at path; ok is false
-// if it cannot be read or parsed.
-func readIndexMarks(path string) (indexMarks, bool) {
+// readIndexMarks reads the marks of the index file at path: an error
+// from reading it, or errDamagedIndex if its entries do not parse.
+func readIndexMarks(path string) (indexMarks, error) {
 	data, err := regfile.Read(path, maxIndexFile)
 	if err != nil {
-		return indexMarks{}, false
+		return indexMarks{}, err
 	}
 	marks, ok := readMarks(data, sha1.Size)
 	if !ok {
-		marks, ok = readMarks(data, sha256.Size)
+		if marks, ok = readMarks(data, sha256.Size); !ok {
+			return indexMarks{}, errDamagedIndex
+		}
 	}
-	return marks, ok
+	return marks, nil
 }
 
 // ignoreFilesChanged reports whether a .gitignore file the index tracks

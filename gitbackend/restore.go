@@ -78,7 +78,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	if err != nil {
 		return err
 	}
-	marks, marked := readIndexMarks(priv)
+	marks, merr := readIndexMarks(priv)
 	if err := h.checkIgnoredCollisions(ctx, mf, priv, target, adds); err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	// does, the clean ignores exactly what is ignored now, and the listing
 	// is not needed.
 	var keep []string
-	if rules || !marked || ignoreFilesChanged(mf.Dir, marks) {
+	if rules || merr != nil || ignoreFilesChanged(mf.Dir, marks) {
 		if keep, err = h.keepIgnored(ctx, mf, env); err != nil {
 			return err
 		}

@@ -70,7 +70,7 @@ func (r *Runner) Start(c Cmd) (*Proc, error) {
 	}
 	p := &Proc{r: r, op: op, args: c.Args, cmd: cmd, stdin: inW, stdout: bufio.NewReader(outR), done: make(chan struct{}), kill: kill}
 	cmd.Stdin, cmd.Stdout = inR, outW
-	p.stderr.max = 64 << 10
+	p.stderr.lim = limitedBuffer{buf: &p.stderr.buf, max: 64 << 10}
 	cmd.Stderr = &p.stderr
 	err = cmd.Start()
 	// The child has its own copies of its ends of the pipes.
@@ -187,21 +187,17 @@ func (p *Proc) Close() error {
 	return nil
 }
 
-// lockedBuffer keeps the first max bytes written to it, safe to read while
-// the process writes.
+// lockedBuffer is a limitedBuffer safe to read while the process writes.
 type lockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
-	max int
+	lim limitedBuffer
 }
 
 func (b *lockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if room := b.max - b.buf.Len(); room > 0 {
-		b.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
+	return b.lim.Write(p)
 }
 
 // Reset forgets what was kept.
