@@ -55,6 +55,8 @@ type Backend struct {
 	closed bool
 
 	onStart func(args []string) // tests: every git process started
+
+	trash deleter // background deletion of destroyed heads' directories
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -237,6 +239,9 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	}
 	w.id = id
 	if err := w.recoverCreates(ctx); err != nil {
+		return nil, err
+	}
+	if err := w.finishDestroys(); err != nil {
 		return nil, err
 	}
 	return w, nil

@@ -545,8 +545,9 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 		return err
 	}
 	defer rl.Unlock()
+	var trashed string
 	if !mf.Attached {
-		if err := h.removeWorktree(ctx, mf); err != nil {
+		if trashed, err = h.removeWorktree(mf); err != nil {
 			return h.wrap(op, err)
 		}
 	}
@@ -555,8 +556,12 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 		tomb = &mf
 	}
 	tomb.State = backend.StateDestroyed
+	tomb.Destroying = false
 	if err := h.w.meta.writeManifest(tomb); err != nil {
 		return h.wrap(op, err)
+	}
+	if trashed != "" {
+		h.w.b.trash.delete(trashed)
 	}
 	h.mu.Lock()
 	h.mf.State = backend.StateDestroyed
@@ -565,46 +570,58 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 	return nil
 }
 
-// removeWorktree removes the head's directory and registration; callers
-// hold the head and repository locks. When git refuses (an agent rewrote
-// the head's .git file), the directory is still removed as long as the
-// repository registers the worktree at that directory: it is the head's,
-// whatever its .git file now says. A symlink in its place is removed, never
+// removeWorktree takes the head's directory and registration away; callers
+// hold the head and repository locks. The directory is renamed into the
+// trash (see trash.go) and its path there returned, for the caller to
+// delete in the background once the tombstone is written; the manifest
+// says Destroying meanwhile, so that a destroy interrupted after the
+// rename is finished by the next open. Only a directory the repository
+// registers as the head's worktree (git's record of it names the
+// directory, or the directory's .git file names the head's git dir) is
+// taken, whatever else its .git file now says; anything else is left in
+// place with FailedPrecondition. A symlink in its place is removed, never
 // followed.
-func (h *head) removeWorktree(ctx context.Context, mf manifest) error {
+func (h *head) removeWorktree(mf manifest) (string, error) {
 	if fi, err := os.Lstat(mf.Dir); err == nil && !fi.IsDir() {
-		// Something took the directory's place: git worktree remove would
-		// delete what a symlink leads to. Only the link goes.
+		// Something took the directory's place: only the link goes.
 		if err := os.Remove(mf.Dir); err != nil {
-			return err
+			return "", err
 		}
 	}
-	if _, err := os.Lstat(filepath.Join(mf.Dir, ".git")); err == nil {
-		if _, err := h.w.repo.git(ctx, "worktree", "remove", "--force", "--force", mf.Dir); err != nil {
-			if backend.CodeOf(err) == backend.Canceled {
-				return err
-			}
-			back, rerr := regfile.Read(filepath.Join(mf.Admin, "gitdir"), maxSmallFile)
-			if rerr != nil || filepath.Dir(gitLine(back)) != mf.Dir {
-				return &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: destroy", Head: mf.Name, Path: mf.Dir,
-					Err: fmt.Errorf("%s is no longer registered as the head's worktree; left in place: %w", mf.Dir, err)}
-			}
-			if err := os.RemoveAll(mf.Dir); err != nil {
-				return err
-			}
+	var trashed string
+	if _, err := os.Lstat(mf.Dir); err == nil {
+		back, rerr := regfile.Read(filepath.Join(mf.Admin, "gitdir"), maxSmallFile)
+		registered := rerr == nil && filepath.Dir(gitLine(back)) == mf.Dir
+		if admin, gerr := readGitFile(mf.Dir); gerr == nil && admin == mf.Admin {
+			registered = true
 		}
-	}
-	if _, err := os.Stat(mf.Dir); err == nil {
-		// Only what grove made, or nothing at all, may be left.
 		if ents, err := os.ReadDir(mf.Dir); err == nil && len(ents) == 0 {
-			_ = os.Remove(mf.Dir)
+			registered = true // nothing in it to lose
 		}
+		if !registered {
+			return "", &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: destroy", Head: mf.Name, Path: mf.Dir,
+				Err: fmt.Errorf("%s is no longer registered as the head's worktree; left in place", mf.Dir)}
+		}
+		mark := mf
+		mark.Destroying = true
+		if err := h.w.meta.writeManifest(&mark); err != nil {
+			return "", err
+		}
+		crashPoint("destroy:marked")
+		if trashed, err = moveToTrash(mf.Dir, mf.ID); err != nil {
+			// No trash beside the head (a read-only parent, say): the
+			// files are deleted now instead.
+			if err := os.RemoveAll(mf.Dir); err != nil {
+				return "", err
+			}
+			trashed = ""
+		}
+		crashPoint("destroy:trashed")
 	}
-	// git worktree remove took the registration with the directory; after
-	// the fallback it is removed here, and only it (git worktree prune
-	// would also follow a symlink an agent planted among the
+	// The registration is removed directly, and only it (git worktree
+	// prune would also follow a symlink an agent planted among the
 	// registrations and delete what it leads to).
-	return h.w.removeAdmin(mf.Admin)
+	return trashed, h.w.removeAdmin(mf.Admin)
 }
 
 func (h *head) Close() error {

@@ -27,7 +27,7 @@ import (
 // GROVE_HELPER_READY when it reaches the point (or starts the operation).
 
 type helperJob struct {
-	Op      string // create, checkpoint, restore, hold, churn
+	Op      string // create, checkpoint, restore, hold, destroy, churn
 	Repo    string
 	Name    string
 	Binding []byte
@@ -99,6 +99,8 @@ func TestHelperProcess(t *testing.T) {
 			_, err = h.Restore(ctx, backend.Rev(job.Target), nil)
 		case "hold":
 			select {}
+		case "destroy":
+			_, err = h.Destroy(ctx, &workspace.DestroyOptions{Discard: true})
 		}
 		return err
 	}()

@@ -41,7 +41,10 @@ type manifest struct {
 	Base     backend.CheckpointID `json:"base"`
 	State    backend.HeadState    `json:"state"`
 	Creating bool                 `json:"creating,omitempty"` // a create has not finished
-	Created  time.Time            `json:"created"`
+	// Destroying is set while a destroy moves the directory to the trash:
+	// a destroy interrupted then is finished by the next open (see trash.go).
+	Destroying bool      `json:"destroying,omitempty"`
+	Created    time.Time `json:"created"`
 }
 
 func (m *manifest) info() backend.HeadInfo {

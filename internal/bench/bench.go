@@ -197,6 +197,8 @@ func Ops() []Op {
 	var seq int
 	var restoreTo [2]backend.CheckpointID
 	var gitTo [2]string
+	var destroyHead *workspace.Head
+	var destroyDir string
 	checkpoint := timed(func(e *Env) error { _, err := e.Head.Checkpoint(e.Ctx, nil); return err })
 	return []Op{
 		{
@@ -340,6 +342,35 @@ func Ops() []Op {
 				}
 				return func() error { return e.Git("worktree", "remove", "--force", dir) }, nil
 			},
+		},
+		{
+			// Destroying a clean head beside git removing a worktree.
+			// grove's deletion runs on in the background; it is waited
+			// for, untimed, before the next step.
+			Name: "destroy",
+			Prepare: func(e *Env) error {
+				seq++
+				h, err := e.WS.NewHead(fmt.Sprintf("d%d", seq)).From("main").Create(e.Ctx)
+				if err != nil {
+					return err
+				}
+				destroyHead = h
+				destroyDir = filepath.Join(filepath.Dir(e.GitDir), fmt.Sprintf("plain-d%d", seq))
+				return e.Git("worktree", "add", "-q", "-b", fmt.Sprintf("plain-d%d", seq), destroyDir, "main")
+			},
+			Grove: func(e *Env) (func() error, error) {
+				if _, err := destroyHead.Destroy(e.Ctx, &workspace.DestroyOptions{Discard: true}); err != nil {
+					return nil, err
+				}
+				return func() error {
+					var gb *gitbackend.Backend
+					if !e.WS.Backend().As(&gb) {
+						return nil
+					}
+					return gb.WaitDeletions(e.Ctx)
+				}, nil
+			},
+			Git: timed(func(e *Env) error { return e.Git("worktree", "remove", "--force", destroyDir) }),
 		},
 		{
 			Name: "reopen",

@@ -1,0 +1,216 @@
+package gitbackend
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/lock"
+)
+
+// Destroying a head deletes its directory in the background. The directory
+// is first renamed into a trash directory beside it (same parent, so the
+// same file system: one rename, whatever the head holds), its registration
+// is removed and its manifest becomes a tombstone; only then are its files
+// deleted, by a goroutine. A process that exits or dies before that ends
+// leaves the renamed directory, which the next open of the workspace (or
+// Reconcile) deletes: it is found from the tombstones, never from a list
+// of paths an agent could rewrite.
+//
+//	<parent of the head>/.grove-trash/<head-id>.<unix nanoseconds>
+//
+// Head names cannot start with a dot, so no head is ever named like the
+// trash directory.
+
+// trashName is the name of the trash directory beside a head's directory.
+const trashName = ".grove-trash"
+
+// trashDir is the trash directory for a head whose directory is dir.
+func trashDir(dir string) string { return filepath.Join(filepath.Dir(dir), trashName) }
+
+// trashEntry is a fresh name for a destroyed head's directory in the trash.
+func trashEntry(dir string, id backend.HeadID) string {
+	return filepath.Join(trashDir(dir), string(id)+"."+strconv.FormatInt(time.Now().UnixNano(), 10))
+}
+
+// ownTrashEntry reports whether name, an entry of a trash directory, is
+// one that destroying head id makes.
+func ownTrashEntry(name string, id backend.HeadID) bool {
+	rest, ok := strings.CutPrefix(name, string(id)+".")
+	if !ok || rest == "" {
+		return false
+	}
+	_, err := strconv.ParseUint(rest, 10, 63)
+	return err == nil
+}
+
+// moveToTrash renames dir into its trash directory and returns the new
+// path. The trash directory must be a real directory (a symlink in its
+// place is refused: the rename would carry the head elsewhere).
+func moveToTrash(dir string, id backend.HeadID) (string, error) {
+	td := trashDir(dir)
+	if err := os.Mkdir(td, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	if fi, err := os.Lstat(td); err != nil {
+		return "", err
+	} else if !fi.IsDir() {
+		return "", &fs.PathError{Op: "trash", Path: td, Err: errors.New("not a directory")}
+	}
+	to := trashEntry(dir, id)
+	if err := os.Rename(dir, to); err != nil {
+		return "", err
+	}
+	return to, nil
+}
+
+// deleter deletes trashed directories in the background, at most one
+// deletion of a path at a time per backend.
+type deleter struct {
+	mu      sync.Mutex
+	running map[string]bool
+	wg      sync.WaitGroup
+}
+
+// delete starts deleting path unless that already runs.
+func (d *deleter) delete(path string) {
+	d.mu.Lock()
+	if d.running == nil {
+		d.running = map[string]bool{}
+	}
+	if d.running[path] {
+		d.mu.Unlock()
+		return
+	}
+	d.running[path] = true
+	d.wg.Add(1)
+	d.mu.Unlock()
+	go func() {
+		defer d.wg.Done()
+		_ = os.RemoveAll(path)
+		// An emptied trash directory goes too (it fails while another
+		// head's deletion is still there, which is fine).
+		_ = os.Remove(filepath.Dir(path))
+		d.mu.Lock()
+		delete(d.running, path)
+		d.mu.Unlock()
+	}()
+}
+
+// wait waits until the deletions started so far end or ctx does.
+func (d *deleter) wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { d.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// trashed lists what destroyed heads left in trash directories: entries
+// named after a tombstone's head ID in the trash directory beside where
+// that head was. Only real directories are listed (a symlink planted in
+// a trash directory is never followed, and never listed).
+func (w *workspace) trashed() []string {
+	all, err := w.meta.manifests()
+	if err != nil {
+		return nil
+	}
+	byDir := map[string][]backend.HeadID{}
+	for _, mf := range all {
+		if mf.State == backend.StateDestroyed || mf.Destroying {
+			td := trashDir(mf.Dir)
+			byDir[td] = append(byDir[td], mf.ID)
+		}
+	}
+	var out []string
+	for td, ids := range byDir {
+		if fi, err := os.Lstat(td); err != nil || !fi.IsDir() {
+			continue
+		}
+		ents, err := os.ReadDir(td)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if !e.IsDir() {
+				continue
+			}
+			for _, id := range ids {
+				if ownTrashEntry(e.Name(), id) {
+					out = append(out, filepath.Join(td, e.Name()))
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// finishDestroys finishes the destroys that were interrupted (their
+// manifest still says Destroying and nobody holds their head lock), then
+// starts deleting whatever destroyed heads left in the trash. A destroy
+// interrupted before its directory moved did not happen: its head stays
+// live. Callers hold the repository lock.
+func (w *workspace) finishDestroys() error {
+	all, err := w.meta.manifests()
+	if err != nil {
+		return backend.Errorf(backend.Internal, "gitbackend: recover", "%w", err)
+	}
+	for _, mf := range all {
+		if !mf.Destroying {
+			continue
+		}
+		hl, err := lock.TryLock(w.meta.headLock(mf.ID), "finish an interrupted destroy")
+		if err != nil {
+			continue // its destroyer is alive
+		}
+		err = w.finishDestroy(mf.ID)
+		_ = hl.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	for _, p := range w.trashed() {
+		w.b.trash.delete(p)
+	}
+	return nil
+}
+
+// finishDestroy ends the interrupted destroy of head id; callers hold its
+// head lock and the repository lock.
+func (w *workspace) finishDestroy(id backend.HeadID) error {
+	mf, err := w.meta.readManifest(id)
+	if err != nil || !mf.Destroying {
+		return nil // finished meanwhile
+	}
+	if _, err := os.Lstat(mf.Dir); err == nil {
+		mf.Destroying = false // never moved: the head is whole
+	} else {
+		if err := w.removeAdmin(mf.Admin); err != nil {
+			return &backend.Error{Code: backend.Internal, Op: "gitbackend: finish destroy", Head: mf.Name, Err: err}
+		}
+		mf.Destroying = false
+		mf.State = backend.StateDestroyed
+	}
+	if err := w.meta.writeManifest(mf); err != nil {
+		return &backend.Error{Code: backend.Internal, Op: "gitbackend: finish destroy", Head: mf.Name, Err: err}
+	}
+	return nil
+}
+
+// WaitDeletions waits until the background deletions of destroyed heads'
+// directories this backend started have ended, or ctx ends (its error is
+// returned then). Destroy returns before its head's files are deleted;
+// a program that must see them gone (or exits and wants the disk space
+// back now rather than at the next open of the workspace) calls this.
+func (b *Backend) WaitDeletions(ctx context.Context) error { return b.trash.wait(ctx) }
