@@ -2,6 +2,8 @@ package backend
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -127,7 +129,9 @@ type Backend interface {
 	// opts.AllowArchived, AlreadyBound for an isolated head held elsewhere),
 	// and it never returns a different or an empty head. A head whose
 	// directory or files are gone is NotFound with Reason missing; a head
-	// whose branch is gone is NotFound with Reason branch. The returned head's
+	// whose branch is gone is NotFound with Reason branch. With opts.Recreate,
+	// a head whose files are gone is rebuilt from its branch's commit under
+	// the same binding. The returned head's
 	// Binding() is Equal to b. The returned workspace is the head's own and
 	// is closed by the caller after the head. Reopen never walks the head's
 	// files: its cost does not grow with their number.
@@ -283,6 +287,68 @@ type OpenOptions struct {
 	// backend without HostRoot answers a non-empty HeadsDir with
 	// Unimplemented.
 	HeadsDir string
+	// Setup, when set, runs in every head the workspace makes (a create, a
+	// fork, a Recreate) once its files are in place and before the head
+	// is returned; a setup that fails or times out undoes that create
+	// completely (for a Recreate: the rebuilt directory), and the error,
+	// FailedPrecondition, wraps a *HookError with its output. Teardown,
+	// when set, runs in a head's directory before Destroy removes it; a
+	// teardown that fails refuses the destroy the same way, with nothing
+	// removed (DestroyOptions.SkipTeardown skips it). A backend without
+	// HostRoot answers either with Unimplemented.
+	Setup, Teardown *Hook
+}
+
+// Hook is a command the user configured to run in a head's directory:
+// Command is given to the system shell (sh -c; cmd /C on Windows) with
+// the head's directory as working directory, no input, the process's
+// environment plus Env and GROVE_HEAD (the head's name), GROVE_HEAD_ID,
+// GROVE_HEAD_DIR and GROVE_REPO (the repository's main working tree, or
+// its git dir when it has none). It is killed, with every process it
+// started in its group, after Timeout (0: DefaultHookTimeout) or when the
+// operation's context ends.
+type Hook struct {
+	Command string
+	Timeout time.Duration
+	Env     []string
+}
+
+// DefaultHookTimeout bounds a Hook whose Timeout is zero.
+const DefaultHookTimeout = 10 * time.Minute
+
+// HookError is the failure of a Hook: which one (setup or teardown), its
+// command, the last 64 KiB of its combined output and its exit code (-1
+// when it did not exit by itself: killed at its timeout or by a canceled
+// context, or never started).
+type HookError struct {
+	Hook     string
+	Command  string
+	Output   string
+	ExitCode int
+	Err      error
+}
+
+func (e *HookError) Error() string {
+	msg := e.Hook + " " + strconv.Quote(e.Command) + ": " + e.Err.Error()
+	if out := lastLines(e.Output, 20); out != "" {
+		msg += "\n" + out
+	}
+	return msg
+}
+
+func (e *HookError) Unwrap() error { return e.Err }
+
+// lastLines is the last n lines of s, trimmed.
+func lastLines(s string, n int) string {
+	s = strings.TrimRight(s, "\n")
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '\n' {
+			if n--; n == 0 {
+				return s[i+1:]
+			}
+		}
+	}
+	return s
 }
 
 // ReopenOptions configure Reopen and OpenHead.
@@ -297,6 +363,18 @@ type ReopenOptions struct {
 	// layer hands it out as a read-only view, and never sets ReadOnly
 	// together with AllowArchived).
 	ReadOnly bool
+	// Recreate rebuilds a head whose directory is gone (Reason missing)
+	// instead of failing: at its recorded directory, on its branch, with
+	// the files of the branch's commit (its last checkpoint, or what it
+	// was last restored to), the same head ID and so the same binding;
+	// Setup runs in it as after a create. A head whose repository moved
+	// is registered again where it now is. Anything else is refused as
+	// without it. A backend whose heads cannot lose their files ignores
+	// it.
+	Recreate bool
+	// Setup and Teardown are the hooks of the workspace Reopen opens, as
+	// OpenOptions' are for OpenWorkspace; OpenHead uses its workspace's.
+	Setup, Teardown *Hook
 }
 
 // WorkspaceInfo identifies a workspace.
@@ -394,10 +472,13 @@ type RestoreResult struct {
 	Commit CheckpointID
 }
 
-// DestroyOptions configure a driver's Destroy. It has no fields yet: the
-// final checkpoint and Discard are the workspace layer's, never the
-// driver's.
-type DestroyOptions struct{}
+// DestroyOptions configure a driver's Destroy. The final checkpoint and
+// Discard are the workspace layer's, never the driver's.
+type DestroyOptions struct {
+	// SkipTeardown destroys the head without running the workspace's
+	// Teardown hook.
+	SkipTeardown bool
+}
 
 // LogOptions configure Log.
 type LogOptions struct {

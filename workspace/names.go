@@ -58,6 +58,10 @@ type (
 	Binding = backend.Binding
 	// Digest is the SHA-256 of a file's content, for compare-and-set writes.
 	Digest = backend.Digest
+	// Hook is a command run in a head's directory: OpenOptions.Setup and Teardown.
+	Hook = backend.Hook
+	// HookError is a failed Hook, with its output.
+	HookError = backend.HookError
 	// FS is a head's working tree: slash paths inside the head, never its .git.
 	FS = backend.FS
 	// Error is grove's one error type: a Code, the operation, head, path, revision and reason.
@@ -130,6 +134,9 @@ const (
 
 // DefaultAuthor is the author of checkpoints whose options name none.
 var DefaultAuthor = backend.DefaultAuthor
+
+// DefaultHookTimeout bounds a Hook whose Timeout is zero.
+const DefaultHookTimeout = backend.DefaultHookTimeout
 
 // The sentinels of the codes: the same values as the backend package's,
 // so errors.Is works with either.

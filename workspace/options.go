@@ -18,6 +18,23 @@ type OpenOptions struct {
 	// default; a backend whose heads are not host directories answers a
 	// non-empty HeadsDir with Unimplemented.
 	HeadsDir string
+	// Setup runs in every head the workspace makes (a create, a fork, a
+	// Recreate) once its files, and the copies .worktreeinclude names, are
+	// in place, before the head is returned. A setup that fails or times
+	// out undoes that create completely (no branch, directory,
+	// registration or record is left) and the error, FailedPrecondition,
+	// wraps a *HookError with the command's output.
+	Setup *Hook
+	// Teardown runs in a head's directory before Head.Destroy removes it
+	// (after its final checkpoint): one that fails refuses the destroy,
+	// FailedPrecondition wrapping a *HookError, with nothing removed
+	// (DestroyOptions.SkipTeardown skips it).
+	//
+	// Setup and Teardown are the caller's configuration: grove never reads
+	// them from a file a head holds (the grove command reads them from the
+	// .grove.toml of the main checkout's current commit). A backend whose
+	// heads are not host directories answers either with Unimplemented.
+	Teardown *Hook
 }
 
 // ReopenOptions configure Reopen and Workspace.OpenHead. The zero value (or
@@ -32,12 +49,29 @@ type ReopenOptions struct {
 	// files read while the holder works. An archived head opens without
 	// being unarchived. ReadOnly with AllowArchived is InvalidArgument.
 	ReadOnly bool
+	// Recreate repairs a head whose directory was deleted (or never
+	// finished being rebuilt) instead of failing with NotFound, reason
+	// missing: the head is rebuilt at its recorded directory on its branch,
+	// with the files of the branch's commit (its last checkpoint, or the
+	// checkpoint it was last restored to) — the same head ID, branch and
+	// binding — and prepared as a new head is (.worktreeinclude, Setup).
+	// Without it that error stays: a missing head is never rebuilt
+	// silently. A head that is missing for another reason (its branch is
+	// gone, another directory took its place) is refused as without it.
+	// Recreate with ReadOnly is InvalidArgument.
+	Recreate bool
+	// Setup and Teardown configure the workspace Reopen opens, as
+	// OpenOptions' do; OpenHead uses its workspace's and ignores these.
+	Setup, Teardown *Hook
 }
 
 // check refuses options that contradict each other.
 func (o *ReopenOptions) check(op, head string) error {
 	if o != nil && o.ReadOnly && o.AllowArchived {
 		return fail(backend.InvalidArgument, op, head, "ReadOnly with AllowArchived: a read-only open changes nothing")
+	}
+	if o != nil && o.ReadOnly && o.Recreate {
+		return fail(backend.InvalidArgument, op, head, "ReadOnly with Recreate: a read-only open changes nothing")
 	}
 	return nil
 }
@@ -78,6 +112,9 @@ type DestroyOptions struct {
 	// Discard throws uncommitted changes away instead of taking a final
 	// checkpoint of them.
 	Discard bool
+	// SkipTeardown destroys the head without running the workspace's
+	// Teardown hook.
+	SkipTeardown bool
 }
 
 // LogOptions configure Head.Log. The zero value (or nil) lists every
@@ -121,7 +158,7 @@ func driverOpen(o *OpenOptions) *backend.OpenOptions {
 	if o == nil {
 		return &backend.OpenOptions{}
 	}
-	return &backend.OpenOptions{HeadsDir: o.HeadsDir}
+	return &backend.OpenOptions{HeadsDir: o.HeadsDir, Setup: o.Setup, Teardown: o.Teardown}
 }
 
 // driverReopen is the driver's form of o (nil: the defaults).
@@ -129,7 +166,7 @@ func driverReopen(o *ReopenOptions) *backend.ReopenOptions {
 	if o == nil {
 		return &backend.ReopenOptions{}
 	}
-	return &backend.ReopenOptions{AllowArchived: o.AllowArchived, ReadOnly: o.ReadOnly}
+	return &backend.ReopenOptions{AllowArchived: o.AllowArchived, ReadOnly: o.ReadOnly, Recreate: o.Recreate, Setup: o.Setup, Teardown: o.Teardown}
 }
 
 // driverCheckpoint is the driver's form of o (nil: the defaults), with
@@ -164,9 +201,14 @@ func driverCheckpoint(op string, o *CheckpointOptions, message string) (*backend
 // and Discard are the workspace layer's, not the driver's.
 func driverRestore(*RestoreOptions) *backend.RestoreOptions { return &backend.RestoreOptions{} }
 
-// driverDestroy is the driver's form of a destroy: the final checkpoint
-// and Discard are the workspace layer's, not the driver's.
-func driverDestroy(*DestroyOptions) *backend.DestroyOptions { return &backend.DestroyOptions{} }
+// driverDestroy is the driver's form of o: the final checkpoint and
+// Discard are the workspace layer's, not the driver's.
+func driverDestroy(o *DestroyOptions) *backend.DestroyOptions {
+	if o == nil {
+		return &backend.DestroyOptions{}
+	}
+	return &backend.DestroyOptions{SkipTeardown: o.SkipTeardown}
+}
 
 // driverLog is the driver's form of o (nil: the defaults).
 func driverLog(o *LogOptions) *backend.LogOptions {

@@ -32,6 +32,9 @@ func nonZero(t *testing.T, v any) {
 			f.SetInt(12345)
 		case reflect.Slice:
 			f.Set(reflect.ValueOf([]string{"a/b"}))
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+			nonZero(t, f.Interface())
 		case reflect.Struct:
 			if f.Type() == reflect.TypeFor[Signature]() {
 				f.Set(reflect.ValueOf(Signature{Name: "n", Email: "e"}))

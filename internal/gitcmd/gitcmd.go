@@ -499,3 +499,9 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// KillOnCancel makes cmd start the way git does here (its own process
+// group where the system has them, killed with the grove process on
+// Linux) and kill it, with its group, when cmd's context ends. It is for
+// the other commands grove runs on a user's behalf, such as hooks.
+func KillOnCancel(cmd *exec.Cmd) { killOnCancel(cmd) }
