@@ -227,6 +227,9 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 		return nil, backend.Errorf(backend.Internal, op, "%w", err)
 	}
 	w := &workspace{b: b, repo: repo, meta: m, headsDir: headsDir}
+	if opts != nil {
+		w.setup, w.teardown = opts.Setup, opts.Teardown
+	}
 	l, err := w.lockRepo(ctx, "open workspace")
 	if err != nil {
 		return nil, err
@@ -354,6 +357,9 @@ func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backen
 	// Forks from a resumed head land beside it (an attached head's, in the
 	// default heads directory).
 	w := &workspace{b: b, repo: rp, meta: m, id: id, headsDir: filepath.Dir(mf.Dir)}
+	if opts != nil {
+		w.setup, w.teardown = opts.Setup, opts.Teardown
+	}
 	if mf.Attached {
 		w.headsDir = rp.defaultHeadsDir()
 	}

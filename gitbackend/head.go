@@ -540,6 +540,13 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 		return err
 	}
 	defer l.Unlock()
+	if !mf.Attached && !opts.SkipTeardown {
+		if fi, err := os.Lstat(mf.Dir); err == nil && fi.IsDir() {
+			if err := h.w.runHook(ctx, "gitbackend: destroy", "teardown", h.w.teardown, &mf); err != nil {
+				return err
+			}
+		}
+	}
 	rl, err := h.w.lockRepo(ctx, "destroy "+mf.Name)
 	if err != nil {
 		return err

@@ -43,7 +43,10 @@ type manifest struct {
 	Creating bool                 `json:"creating,omitempty"` // a create has not finished
 	// Destroying is set while a destroy moves the directory to the trash:
 	// a destroy interrupted then is finished by the next open (see trash.go).
-	Destroying bool      `json:"destroying,omitempty"`
+	Destroying bool `json:"destroying,omitempty"`
+	// Rebuilding is set while a Recreate rebuilds the head's directory:
+	// until it ends the head is not opened (see recreate.go).
+	Rebuilding bool      `json:"rebuilding,omitempty"`
 	Created    time.Time `json:"created"`
 }
 

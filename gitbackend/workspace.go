@@ -17,6 +17,7 @@ import (
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/destdir"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/hook"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
 )
@@ -28,6 +29,8 @@ type workspace struct {
 	meta     meta
 	id       backend.WorkspaceID
 	headsDir string // where new heads go: OpenOptions.HeadsDir, or beside a reopened head
+
+	setup, teardown *backend.Hook // OpenOptions' (or ReopenOptions')
 
 	mu     sync.Mutex
 	closed bool
@@ -391,7 +394,8 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 // can tell the worktree is the head the binding names.
 const headIDFile = "grove-head-id"
 
-// populate checks the head's files out; callers hold its head lock.
+// populate checks the head's files out and prepares them (see prepare);
+// callers hold its head lock.
 func (w *workspace) populate(ctx context.Context, mf *manifest) error {
 	if _, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "--reset", "-u", "HEAD"}}); err != nil {
 		if backend.CodeOf(err) == backend.Canceled {
@@ -399,11 +403,49 @@ func (w *workspace) populate(ctx context.Context, mf *manifest) error {
 		}
 		return &backend.Error{Code: backend.Internal, Op: "gitbackend: create head", Head: mf.Name, Path: mf.Dir, Err: err}
 	}
+	if err := w.prepare(ctx, "gitbackend: create head", mf); err != nil {
+		return err
+	}
 	mf.Creating = false
 	if err := w.meta.writeManifest(mf); err != nil {
 		return &backend.Error{Code: backend.Internal, Op: "gitbackend: create head", Head: mf.Name, Err: err}
 	}
 	return nil
+}
+
+// prepare gives a head whose files are in place what the workspace
+// configured: copies of what .worktreeinclude names, then the Setup hook.
+func (w *workspace) prepare(ctx context.Context, op string, mf *manifest) error {
+	if err := w.copyIncludes(ctx, mf.Dir); err != nil {
+		if backend.CodeOf(err) == backend.Canceled || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return backend.ContextError(ctx, op)
+		}
+		return &backend.Error{Code: backend.Internal, Op: op, Head: mf.Name, Path: mf.Dir, Err: fmt.Errorf("copying what %s names: %w", includeFile, err)}
+	}
+	crashPoint("create:setup")
+	return w.runHook(ctx, op, "setup", w.setup, mf)
+}
+
+// runHook runs h (when set) in the head's directory: its failure is
+// FailedPrecondition wrapping the *backend.HookError, or Canceled when
+// ctx ended.
+func (w *workspace) runHook(ctx context.Context, op, kind string, h *backend.Hook, mf *manifest) error {
+	if h == nil {
+		return nil
+	}
+	repo := w.repo.main
+	if repo == "" {
+		repo = w.repo.common
+	}
+	err := hook.Run(ctx, kind, h, hook.Env{Name: mf.Name, ID: string(mf.ID), Dir: mf.Dir, Repo: repo})
+	if err == nil {
+		return nil
+	}
+	code := backend.FailedPrecondition
+	if ctx.Err() != nil {
+		code = backend.Canceled
+	}
+	return &backend.Error{Code: code, Op: op, Head: mf.Name, Path: mf.Dir, Err: err}
 }
 
 // readGitFile returns the git dir a worktree's .git names: the file's
@@ -548,7 +590,19 @@ func (w *workspace) open(ctx context.Context, op string, mf *manifest, opts *bac
 	fail := func(code backend.Code, reason backend.Reason, format string, args ...any) error {
 		return &backend.Error{Code: code, Op: op, Head: mf.Name, Reason: reason, Err: fmt.Errorf(format, args...)}
 	}
-	if err := w.verify(mf, fail); err != nil {
+	err := w.verify(mf, fail)
+	if err != nil && opts != nil && opts.Recreate && !opts.ReadOnly && !mf.Attached {
+		if be := (*backend.Error)(nil); errors.As(err, &be) && be.Reason == backend.ReasonMissing {
+			if err := w.recreate(ctx, op, mf.ID); err != nil {
+				return nil, err
+			}
+			if mf, err = w.meta.readManifest(mf.ID); err != nil {
+				return nil, backend.Errorf(backend.Internal, op, "%w", err)
+			}
+			err = w.verify(mf, fail)
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	observe := opts != nil && opts.ReadOnly
@@ -590,6 +644,9 @@ func (w *workspace) verify(mf *manifest, fail func(backend.Code, backend.Reason,
 	// attached main checkout), whatever else it says.
 	if regs := filepath.Join(w.repo.common, "worktrees"); filepath.Dir(mf.Admin) != regs && !(mf.Attached && mf.Admin == w.repo.common) {
 		return fail(backend.IdentityMismatch, backend.ReasonUnregistered, "the head's recorded git dir %s is not one of %s", mf.Admin, w.repo.common)
+	}
+	if mf.Rebuilding {
+		return fail(backend.NotFound, backend.ReasonMissing, "a Recreate of the head at %s did not finish; reopen with Recreate to finish it", mf.Dir)
 	}
 	if st, err := os.Lstat(mf.Dir); err == nil && !st.IsDir() {
 		return fail(backend.NotFound, backend.ReasonUnregistered, "%s is no longer a directory (a symlink or a file took its place)", mf.Dir)
