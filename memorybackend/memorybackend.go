@@ -260,6 +260,9 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	if opts != nil && opts.HeadsDir != "" {
 		return nil, backend.Errorf(backend.Unimplemented, "memorybackend: open", "memory heads have no directory (HeadsDir)")
 	}
+	if opts != nil && (opts.Setup != nil || opts.Teardown != nil) {
+		return nil, backend.Errorf(backend.Unimplemented, "memorybackend: open", "memory heads have no directory to run a Setup or Teardown hook in")
+	}
 	ws, err := b.store.lookup("memorybackend: open", locator)
 	if err != nil {
 		return nil, err
@@ -302,6 +305,9 @@ func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backen
 	if ws.id != bind.Workspace {
 		return nil, nil, mismatch(backend.IdentityMismatch, backend.ReasonWorkspaceID,
 			"workspace at %q is %s, not %s", p.Locator, ws.id, bind.Workspace)
+	}
+	if opts != nil && (opts.Setup != nil || opts.Teardown != nil) {
+		return nil, nil, backend.Errorf(backend.Unimplemented, op, "memory heads have no directory to run a Setup or Teardown hook in")
 	}
 	w := &workspace{b: b, ws: ws}
 	ws.mu.Lock()
@@ -466,6 +472,27 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	return newHead(w, hs), nil
 }
 
+// recreate gives hs, whose files are gone, the files of its branch's
+// commit again; callers hold ws.mu.
+func (w *workspace) recreate(hs *headState) error {
+	tip, ok := w.ws.ref(plumbing.NewBranchReferenceName(hs.info.Branch))
+	if !ok {
+		return fmt.Errorf("branch %q is gone", hs.info.Branch)
+	}
+	tree, _, err := w.ws.st.readTree(context.Background(), tip)
+	if err != nil {
+		return err
+	}
+	files := newMemFS()
+	if err := populate(files, w.ws.st, tree); err != nil {
+		return err
+	}
+	hs.fs.mu.Lock()
+	hs.fs.nodes, hs.fs.gone = files.nodes, false
+	hs.fs.mu.Unlock()
+	return nil
+}
+
 // populate writes the files of a flattened tree into an empty memFS.
 func populate(m *memFS, st store, tree map[string]entry) error {
 	for p, e := range tree {
@@ -502,8 +529,13 @@ func (w *workspace) open(op string, hs *headState, opts *backend.ReopenOptions) 
 	hs.fs.mu.RLock()
 	gone := hs.fs.gone
 	hs.fs.mu.RUnlock()
-	if gone {
+	if gone && (opts == nil || !opts.Recreate || opts.ReadOnly || !w.ws.branchExists(hs.info.Branch)) {
 		return nil, &backend.Error{Code: backend.NotFound, Op: op, Head: hs.info.Name, Reason: backend.ReasonMissing, Err: errGone}
+	}
+	if gone {
+		if err := w.recreate(hs); err != nil {
+			return nil, &backend.Error{Code: backend.Internal, Op: op, Head: hs.info.Name, Err: err}
+		}
 	}
 	if !w.ws.branchExists(hs.info.Branch) {
 		return nil, &backend.Error{Code: backend.NotFound, Op: op, Head: hs.info.Name, Reason: backend.ReasonBranch,

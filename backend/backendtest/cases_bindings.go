@@ -120,6 +120,30 @@ func bindingCases() []testCase {
 			},
 		},
 		{
+			name:   "reopen_with_Recreate_rebuilds_a_head_whose_files_are_gone",
+			clause: "With opts.Recreate, a head whose files are gone is rebuilt from its branch's commit under the same binding.",
+			run: func(e *env) {
+				h := e.head()
+				e.write(h, "kept.txt", "checkpointed\n")
+				cp := e.checkpoint(h, nil)
+				bind := h.Binding()
+				e.must(h.Close(), "Close")
+				e.must(e.h.DeleteHeadFiles(e.ctx, bind), "harness DeleteHeadFiles")
+				_, err := workspace.Reopen(e.ctx, e.b, bind, nil)
+				e.wantReason(err, backend.NotFound, backend.ReasonMissing, "reopening without Recreate")
+				r, err := workspace.Reopen(e.ctx, e.b, bind, &workspace.ReopenOptions{Recreate: true})
+				e.must(err, "Reopen with Recreate")
+				defer r.Close()
+				if !r.Binding().Equal(bind) || r.Info().ID != bind.Head {
+					e.fail("the recreated head's binding differs from the one it was reopened with")
+				}
+				e.sameTree(e.tree(r), e.treeAt(backend.Rev(cp.ID)), "the recreated head's files")
+				if st := e.status(r); st.Dirty || st.Commit != cp.ID {
+					e.fail("the recreated head is dirty or at %s, not its last checkpoint %s: %+v", st.Commit, cp.ID, st.Changes)
+				}
+			},
+		},
+		{
 			name:   "reopen_after_the_heads_branch_was_deleted_fails_naming_the_branch",
 			clause: "a head whose branch is gone is NotFound with Reason branch",
 			run: func(e *env) {
