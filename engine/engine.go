@@ -479,6 +479,15 @@ type ResumeOptions struct {
 	// A session recorded before schema version 2 has no recorded
 	// configuration: it resumes as with zero values.
 	AsRecorded bool
+	// Recreate repairs a head whose directory was deleted by hand instead
+	// of failing with HeadUnavailable (Why missing): the head is rebuilt
+	// at its recorded directory from its branch's commit, with the same
+	// head ID, branch and binding (workspace.ReopenOptions.Recreate), the
+	// session resumes on it, and the journal records EventRecreated
+	// before EventResumed. Setup and Teardown are the workspace's hooks for
+	// the rebuilt head, as workspace.ReopenOptions has them.
+	Recreate        bool
+	Setup, Teardown *workspace.Hook
 }
 
 // ResumeReport is what Resume found, as data.
@@ -492,6 +501,9 @@ type ResumeReport struct {
 	// ConfigDrift is set when the configuration changed and the caller
 	// allowed it.
 	ConfigDrift bool
+	// Recreated is set when the head's directory was gone and Resume
+	// rebuilt it (ResumeOptions.Recreate).
+	Recreated bool
 }
 
 // Resume reopens session id exactly: it loads the stored binding, finds
@@ -586,6 +598,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	s.resumed = true
 	release := func() { s.release(ctx, false) }
 	var b workspace.Backend
+	recreated := false
 	if data != nil {
 		bind, err := workspace.DecodeBinding(data)
 		if err != nil {
@@ -597,7 +610,15 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 			release()
 			return fail(BackendUnavailable, errorf(backend.BackendUnavailable, op, "no backend %q is registered", bind.Backend))
 		}
-		h, err := workspace.Reopen(ctx, b, bind, nil)
+		ro := &workspace.ReopenOptions{Setup: opts.Setup, Teardown: opts.Teardown}
+		h, err := workspace.Reopen(ctx, b, bind, ro)
+		var be *backend.Error
+		if opts.Recreate && errors.As(err, &be) && be.Code == backend.NotFound && be.Reason == backend.ReasonMissing {
+			ro.Recreate = true
+			if h, err = workspace.Reopen(ctx, b, bind, ro); err == nil {
+				recreated = true
+			}
+		}
 		if err != nil {
 			release()
 			if backend.CodeOf(err) == backend.Canceled {
@@ -646,8 +667,19 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 		}
 		report.Gained = gained
 	}
+	report.Recreated = recreated
 	s.lastCheckpoint = string(report.LastCheckpoint)
 	s.report = report
+	if recreated {
+		info, commit := s.head.Info(), report.LastCheckpoint
+		if len(report.Gained) > 0 {
+			commit = report.Gained[0]
+		}
+		if err := e.st.journal(ctx, id, EventRecreated, map[string]any{"head": info.ID, "dir": info.Root, "commit": commit}); err != nil {
+			release()
+			return nil, err
+		}
+	}
 	if err := e.st.reopen(ctx, id, EventResumed, map[string]any{"gained": report.Gained, "config_drift": report.ConfigDrift}); err != nil {
 		release()
 		return nil, err

@@ -395,3 +395,42 @@ func userGit(t *testing.T, dir string, args ...string) string {
 	require.NoError(t, err)
 	return out
 }
+
+// A session whose head's directory was deleted by hand resumes, when the
+// caller asks for it, on the same head rebuilt in place from its last
+// checkpoint; the journal says so. Without asking, the typed error stays.
+func TestResumeWithRecreateRebuildsADeletedHead(t *testing.T) {
+	r := newRestartEnv(t)
+	was := r.runNew(t, "model=a")
+	require.NoError(t, os.RemoveAll(was.Dir))
+	e := r.engine(t, gitbackend.New(gitbackend.Options{}))
+	ctx := context.Background()
+
+	_, err := e.Resume(ctx, was.Session, &engine.ResumeOptions{Config: []byte("model=a"), Snapshot: manual})
+	var re *engine.ResumeError
+	require.True(t, errors.As(err, &re), "error %v is not a *ResumeError", err)
+	assert.Equal(t, engine.HeadUnavailable, re.Kind)
+	assert.Equal(t, workspace.ReasonMissing, re.Why)
+	assert.NoDirExists(t, was.Dir, "a resume without Recreate rebuilds nothing")
+
+	s, err := e.Resume(ctx, was.Session, &engine.ResumeOptions{Config: []byte("model=a"), Snapshot: manual, Recreate: true})
+	require.NoError(t, err)
+	defer s.Close()
+	assert.True(t, s.Resumed().Recreated)
+	info := s.Head().Info()
+	assert.Equal(t, was.Dir, info.Root)
+	assert.Equal(t, was.HeadID, string(info.ID))
+	data, err := s.FS().ReadFile("work.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "done by "+was.Session+"\n", string(data))
+	st, err := s.Head().Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, was.Checkpoint, string(st.Commit))
+	assert.False(t, st.Dirty)
+	evs, err := e.Events(ctx, was.Session)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(evs), 2)
+	assert.Equal(t, engine.EventRecreated, evs[len(evs)-2].Kind)
+	assert.Contains(t, string(evs[len(evs)-2].Payload), was.Checkpoint)
+	assert.Equal(t, engine.EventResumed, evs[len(evs)-1].Kind)
+}

@@ -700,6 +700,10 @@ const (
 	// EventBound: the session was made. {backend, workspace, head, access}
 	// name its head (absent for a headless session).
 	EventBound EventKind = "bound"
+	// EventRecreated: Resume rebuilt the session's head, whose directory
+	// was gone (ResumeOptions.Recreate). {head: its ID, dir: its
+	// directory, commit: the commit its files were rebuilt from}.
+	EventRecreated EventKind = "recreated"
 	// EventResumed: Resume reopened the session. {gained: the commits the
 	// head gained since the last checkpoint, config_drift}.
 	EventResumed EventKind = "resumed"
