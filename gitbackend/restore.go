@@ -37,6 +37,11 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 		return backend.RestoreResult{}, err
 	}
 	defer l.Unlock()
+	// Retention keeps every restore target: recorded before anything
+	// changes, so a restore that happened is never unrecorded.
+	if err := h.w.meta.pinRestore(mf.ID, target); err != nil {
+		return backend.RestoreResult{}, h.fail(backend.Internal, op, "recording the restore target: %v", err)
+	}
 	err = h.restore(ctx, mf, target)
 	if err != nil {
 		return backend.RestoreResult{}, h.wrap(op, err)

@@ -62,6 +62,16 @@ type (
 	Hook = backend.Hook
 	// HookError is a failed Hook, with its output.
 	HookError = backend.HookError
+	// ReconcileReport is what Workspace.Reconcile found.
+	ReconcileReport = backend.ReconcileReport
+	// Finding is one thing Workspace.Reconcile found, and whether it was fixed.
+	Finding = backend.Finding
+	// FindingKind names what a Finding is about; each kind's constant says how it is fixed.
+	FindingKind = backend.FindingKind
+	// RetentionReport is what Workspace.Retain kept and deleted, per head.
+	RetentionReport = backend.RetentionReport
+	// HeadRetention is what Workspace.Retain kept and deleted of one head.
+	HeadRetention = backend.HeadRetention
 	// FS is a head's working tree: slash paths inside the head, never its .git.
 	FS = backend.FS
 	// Error is grove's one error type: a Code, the operation, head, path, revision and reason.
@@ -134,6 +144,19 @@ const (
 
 // DefaultAuthor is the author of checkpoints whose options name none.
 var DefaultAuthor = backend.DefaultAuthor
+
+// The kinds of Finding; see their definitions in package backend.
+const (
+	FindingMissingHead        = backend.FindingMissingHead
+	FindingUnregistered       = backend.FindingUnregistered
+	FindingMovedRepository    = backend.FindingMovedRepository
+	FindingStaleRegistration  = backend.FindingStaleRegistration
+	FindingStrayDirectory     = backend.FindingStrayDirectory
+	FindingInterruptedCreate  = backend.FindingInterruptedCreate
+	FindingInterruptedDestroy = backend.FindingInterruptedDestroy
+	FindingStaleLock          = backend.FindingStaleLock
+	FindingUncaptured         = backend.FindingUncaptured
+)
 
 // DefaultHookTimeout bounds a Hook whose Timeout is zero.
 const DefaultHookTimeout = backend.DefaultHookTimeout

@@ -1,6 +1,8 @@
 package workspace
 
 import (
+	"time"
+
 	"github.com/groveworks/grove/backend"
 )
 
@@ -216,4 +218,53 @@ func driverLog(o *LogOptions) *backend.LogOptions {
 		return &backend.LogOptions{}
 	}
 	return &backend.LogOptions{Limit: o.Limit}
+}
+
+// ReconcileOptions configure Workspace.Reconcile. The zero value (or nil)
+// only reports.
+type ReconcileOptions struct {
+	// Fix repairs what is safe to repair: each FindingKind says how, and
+	// nothing that could hold a file no checkpoint has is ever deleted.
+	Fix bool
+	// StaleLockAge is how old a git lock file must be to be called
+	// stale; 0 means ten minutes.
+	StaleLockAge time.Duration
+}
+
+// RetentionPolicy says which checkpoints Workspace.Retain keeps: a
+// checkpoint is kept when any rule keeps it — among its head's KeepLast
+// newest, newer than KeepWithin, listed in Keep, a revision its head was
+// ever restored to, the commit a branch or tag points to, or its head's
+// newest checkpoint (always kept). At least one of KeepLast and
+// KeepWithin must be set, neither negative (InvalidArgument otherwise).
+// Only private checkpoint refs are deleted; git's own garbage collection
+// decides when unreachable commits go.
+type RetentionPolicy struct {
+	KeepLast   int
+	KeepWithin time.Duration
+	// Keep lists checkpoints kept whatever their age (the engine passes
+	// those its live sessions' journals name).
+	Keep []CheckpointID
+	// DryRun deletes nothing and reports what would be deleted.
+	DryRun bool
+}
+
+// driverReconcile is the driver's form of o (nil: the defaults).
+func driverReconcile(o *ReconcileOptions) *backend.ReconcileOptions {
+	if o == nil {
+		return &backend.ReconcileOptions{StaleLockAge: backend.DefaultStaleLockAge}
+	}
+	d := &backend.ReconcileOptions{Fix: o.Fix, StaleLockAge: o.StaleLockAge}
+	if d.StaleLockAge <= 0 {
+		d.StaleLockAge = backend.DefaultStaleLockAge
+	}
+	return d
+}
+
+// driverRetain is the driver's form of p, validated.
+func driverRetain(op string, p *RetentionPolicy) (*backend.RetentionPolicy, error) {
+	if p == nil || p.KeepLast < 0 || p.KeepWithin < 0 || (p.KeepLast == 0 && p.KeepWithin == 0) {
+		return nil, fail(backend.InvalidArgument, op, "", "a retention policy needs KeepLast or KeepWithin, neither negative")
+	}
+	return &backend.RetentionPolicy{KeepLast: p.KeepLast, KeepWithin: p.KeepWithin, Keep: append([]CheckpointID(nil), p.Keep...), DryRun: p.DryRun}, nil
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/backend"
 )
 
 // consumed are the user options the workspace layer acts on itself; they
@@ -31,7 +33,9 @@ func nonZero(t *testing.T, v any) {
 		case reflect.Int, reflect.Int64:
 			f.SetInt(12345)
 		case reflect.Slice:
-			f.Set(reflect.ValueOf([]string{"a/b"}))
+			sl := reflect.MakeSlice(f.Type(), 1, 1)
+			sl.Index(0).SetString("a/b")
+			f.Set(sl)
 		case reflect.Pointer:
 			f.Set(reflect.New(f.Type().Elem()))
 			nonZero(t, f.Interface())
@@ -97,6 +101,16 @@ func TestEveryUserOptionReachesTheDriverOrIsConsumed(t *testing.T) {
 	var log LogOptions
 	nonZero(t, &log)
 	reaches(t, &log, driverLog(&log))
+
+	var rc ReconcileOptions
+	nonZero(t, &rc)
+	reaches(t, &rc, driverReconcile(&rc))
+
+	var rp RetentionPolicy
+	nonZero(t, &rp)
+	drp, err := driverRetain("retain", &rp)
+	require.NoError(t, err)
+	reaches(t, &rp, drp)
 }
 
 // The driver receives options normalized: never nil, defaults filled.
@@ -116,4 +130,9 @@ func TestDriverOptionsAreNormalized(t *testing.T) {
 	assert.NotNil(t, driverLog(nil))
 	assert.NotNil(t, driverRestore(nil))
 	assert.NotNil(t, driverDestroy(nil))
+	assert.Equal(t, backend.DefaultStaleLockAge, driverReconcile(nil).StaleLockAge)
+	for _, p := range []*RetentionPolicy{nil, {}, {KeepLast: -1}, {KeepWithin: -1}, {Keep: []CheckpointID{"x"}}} {
+		_, err := driverRetain("retain", p)
+		assert.Equal(t, InvalidArgument, CodeOf(err), "%+v", p)
+	}
 }

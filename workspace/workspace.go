@@ -221,6 +221,61 @@ func (c *wsCore) closeOnce() error {
 	return wrap("close", "", c.ws.Close())
 }
 
+// Reconcile compares the workspace's records with what is on disk and in
+// git — heads whose directories were deleted or moved by hand,
+// registrations without directories, worktree directories without
+// registrations, interrupted creates and destroys, lock files no live
+// process holds, heads with files no checkpoint holds — and reports each
+// as a Finding. With opts.Fix it also repairs what it can without losing
+// a file no checkpoint has (each FindingKind says how; a failed fix is
+// reported on its Finding). A head another process is working on is left
+// alone. opts may be nil. Backends with nothing to reconcile answer
+// Unimplemented; a read-only view answers PermissionDenied with Fix.
+func (w *Workspace) Reconcile(ctx context.Context, opts *ReconcileOptions) (ReconcileReport, error) {
+	const op = "reconcile"
+	if err := w.check(ctx, op); err != nil {
+		return ReconcileReport{}, err
+	}
+	if opts != nil && opts.Fix {
+		if err := w.writable(op, ""); err != nil {
+			return ReconcileReport{}, err
+		}
+	}
+	m, ok := w.ws.(backend.Maintainer)
+	if !ok {
+		return ReconcileReport{}, fail(backend.Unimplemented, op, "", "backend %s has nothing to reconcile", w.b.ID())
+	}
+	rep, err := m.Reconcile(ctx, driverReconcile(opts))
+	return rep, wrap(op, "", err)
+}
+
+// Retain deletes the private checkpoint refs p does not keep, in every
+// head of the workspace (destroyed heads' included), and reports what it
+// kept and deleted per head; with p.DryRun it deletes nothing. A restore
+// target is never deleted. Backends that cannot delete checkpoints answer
+// Unimplemented; a read-only view answers PermissionDenied unless DryRun.
+func (w *Workspace) Retain(ctx context.Context, p *RetentionPolicy) (RetentionReport, error) {
+	const op = "retain"
+	if err := w.check(ctx, op); err != nil {
+		return RetentionReport{}, err
+	}
+	dp, err := driverRetain(op, p)
+	if err != nil {
+		return RetentionReport{}, err
+	}
+	if !dp.DryRun {
+		if err := w.writable(op, ""); err != nil {
+			return RetentionReport{}, err
+		}
+	}
+	m, ok := w.ws.(backend.Maintainer)
+	if !ok {
+		return RetentionReport{}, fail(backend.Unimplemented, op, "", "backend %s cannot delete checkpoints", w.b.ID())
+	}
+	rep, err := m.Retain(ctx, dp)
+	return rep, wrap(op, "", err)
+}
+
 // HeadBuilder describes a head to create. Its methods return the builder so
 // that calls chain: ws.NewHead("agent-1").From("v1.2").Create(ctx).
 type HeadBuilder struct {

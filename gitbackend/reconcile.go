@@ -1,0 +1,376 @@
+package gitbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/lock"
+	"github.com/groveworks/grove/internal/regfile"
+)
+
+var _ backend.Maintainer = (*workspace)(nil)
+
+// Reconcile implements backend.Maintainer: it compares grove's manifests,
+// git's worktree registrations, the heads' directories, the trash and the
+// lock files, reports every mismatch, and with opts.Fix repairs each as
+// its backend.FindingKind says. A head another process is working on (its
+// head lock is held) is left alone. Nothing that could hold a file no
+// checkpoint has is ever deleted: a missing head is rebuilt, an
+// unregistered one registered again around its files, a stray directory
+// only reported.
+func (w *workspace) Reconcile(ctx context.Context, opts *backend.ReconcileOptions) (backend.ReconcileReport, error) {
+	const op = "gitbackend: reconcile"
+	if err := w.enter(ctx, "Reconcile"); err != nil {
+		return backend.ReconcileReport{}, err
+	}
+	var o backend.ReconcileOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.StaleLockAge <= 0 {
+		o.StaleLockAge = backend.DefaultStaleLockAge
+	}
+	r := &reconciler{w: w, ctx: ctx, o: o, regs: filepath.Join(w.repo.common, "worktrees")}
+	all, err := w.meta.manifests()
+	if err != nil {
+		return backend.ReconcileReport{}, backend.Errorf(backend.Internal, op, "%w", err)
+	}
+	owned := map[string]bool{} // registrations that are live heads'
+	for _, mf := range all {
+		if err := ctx.Err(); err != nil {
+			return r.rep, backend.ContextError(ctx, op)
+		}
+		switch {
+		case mf.Creating:
+			r.interruptedCreate(mf)
+		case mf.Destroying:
+			r.interruptedDestroy(mf)
+		case mf.live() && !mf.Attached:
+			owned[mf.Admin] = true
+			r.head(mf)
+		}
+	}
+	for _, p := range w.trashed() {
+		r.add(backend.Finding{Kind: backend.FindingInterruptedDestroy, Path: p,
+			Detail: "a destroyed head's files are still in the trash"}, func() error {
+			err := os.RemoveAll(p)
+			_ = os.Remove(filepath.Dir(p))
+			return err
+		})
+	}
+	r.registrations(owned)
+	r.strays(all)
+	if err := ctx.Err(); err != nil {
+		return r.rep, backend.ContextError(ctx, op)
+	}
+	return r.rep, nil
+}
+
+// reconciler is one Reconcile run.
+type reconciler struct {
+	w    *workspace
+	ctx  context.Context
+	o    backend.ReconcileOptions
+	regs string // <common>/worktrees
+	rep  backend.ReconcileReport
+}
+
+// add reports f, first running fix when fixing.
+func (r *reconciler) add(f backend.Finding, fix func() error) {
+	if r.o.Fix && fix != nil {
+		if err := fix(); err != nil {
+			f.FixError = err.Error()
+		} else {
+			f.Fixed = true
+		}
+	} else if r.o.Fix {
+		f.FixError = "not fixed: " + notFixed[f.Kind]
+	}
+	r.rep.Findings = append(r.rep.Findings, f)
+}
+
+// notFixed says why a finding of a kind is never fixed.
+var notFixed = map[backend.FindingKind]string{
+	backend.FindingUncaptured:     "it is work no checkpoint holds yet; checkpoint it, or destroy the head with Discard",
+	backend.FindingStrayDirectory: "it may hold files no checkpoint has; move or delete it yourself",
+}
+
+// withHeadLock runs f holding head id's lock and the repository lock, or
+// reports that the head is busy.
+func (r *reconciler) withHeadLock(id backend.HeadID, f func() error) error {
+	hl, err := lock.TryLock(r.w.meta.headLock(id), "reconcile")
+	if err != nil {
+		return fmt.Errorf("another process is working on the head: %w", err)
+	}
+	defer hl.Unlock()
+	rl, err := r.w.lockRepo(r.ctx, "reconcile")
+	if err != nil {
+		return err
+	}
+	defer rl.Unlock()
+	return f()
+}
+
+// busy reports whether a process holds head id's lock.
+func (r *reconciler) busy(id backend.HeadID) bool {
+	hl, err := lock.TryLock(r.w.meta.headLock(id), "reconcile")
+	if err != nil {
+		return true
+	}
+	_ = hl.Unlock()
+	return false
+}
+
+func (r *reconciler) interruptedCreate(mf *manifest) {
+	if r.busy(mf.ID) {
+		return // being created now
+	}
+	r.add(backend.Finding{Kind: backend.FindingInterruptedCreate, Head: mf.Name, HeadID: mf.ID, Path: mf.Dir,
+		Detail: "a create that never finished"}, func() error {
+		return r.withHeadLock(mf.ID, func() error {
+			if now, err := r.w.meta.readManifest(mf.ID); err != nil || !now.Creating {
+				return nil
+			}
+			return r.w.undoCreate(r.ctx, mf)
+		})
+	})
+}
+
+func (r *reconciler) interruptedDestroy(mf *manifest) {
+	if r.busy(mf.ID) {
+		return
+	}
+	r.add(backend.Finding{Kind: backend.FindingInterruptedDestroy, Head: mf.Name, HeadID: mf.ID, Path: mf.Dir,
+		Detail: "a destroy that never finished"}, func() error {
+		return r.withHeadLock(mf.ID, func() error { return r.w.finishDestroy(mf.ID) })
+	})
+}
+
+// head checks one live head grove made: its registration, its
+// directory, its locks, and its uncaptured files.
+func (r *reconciler) head(mf *manifest) {
+	if r.busy(mf.ID) {
+		return
+	}
+	find := func(kind backend.FindingKind, path, format string, args ...any) backend.Finding {
+		return backend.Finding{Kind: kind, Head: mf.Name, HeadID: mf.ID, Path: path, Detail: fmt.Sprintf(format, args...)}
+	}
+	if filepath.Dir(mf.Admin) != r.regs {
+		cand := filepath.Join(r.regs, filepath.Base(mf.Admin))
+		if id, err := regfile.Read(filepath.Join(cand, headIDFile), maxSmallFile); err == nil && strings.TrimSpace(string(id)) == string(mf.ID) {
+			r.add(find(backend.FindingMovedRepository, mf.Dir, "the head is registered at %s, where the repository was before it moved", mf.Admin), func() error {
+				return r.withHeadLock(mf.ID, func() error { return r.w.relink(mf, cand) })
+			})
+			return
+		}
+		r.add(find(backend.FindingUnregistered, mf.Dir, "the head's recorded git dir %s is not this repository's", mf.Admin), nil)
+		return
+	}
+	fi, err := os.Lstat(mf.Dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || mf.Rebuilding:
+		r.add(find(backend.FindingMissingHead, mf.Dir, "the head's directory is gone; fixing rebuilds it from branch %s", mf.Branch), func() error {
+			return r.w.recreate(r.ctx, "gitbackend: reconcile", mf.ID)
+		})
+		return
+	case err != nil:
+		r.add(find(backend.FindingMissingHead, mf.Dir, "%v", err), nil)
+		return
+	case !fi.IsDir():
+		r.add(find(backend.FindingStrayDirectory, mf.Dir, "something that is not a directory took the head's place"), nil)
+		return
+	}
+	if _, err := os.Stat(filepath.Join(mf.Admin, "HEAD")); err != nil {
+		r.add(find(backend.FindingUnregistered, mf.Dir, "git no longer registers the head's directory (its registration %s is gone)", mf.Admin), func() error {
+			return r.withHeadLock(mf.ID, func() error { return r.w.reregister(r.ctx, mf) })
+		})
+	} else if admin, err := readGitFile(mf.Dir); err != nil || admin != mf.Admin {
+		r.add(find(backend.FindingUnregistered, mf.Dir, "the head's .git file no longer names its registration %s", mf.Admin), func() error {
+			return r.withHeadLock(mf.ID, func() error { return r.w.relink(mf, mf.Admin) })
+		})
+	}
+	r.locks(mf)
+	h, err := r.w.open(r.ctx, "gitbackend: reconcile", mf, &backend.ReopenOptions{ReadOnly: true})
+	if err != nil {
+		return // reported above, or busy
+	}
+	st, err := h.Status(r.ctx)
+	_ = h.Close()
+	if err == nil && st.Dirty {
+		r.add(find(backend.FindingUncaptured, mf.Dir, "%d path(s) differ from the head's last checkpoint", len(st.Changes)), nil)
+	}
+}
+
+// locks reports the lock files of head mf that nobody holds: the marker
+// of a grove operation that was interrupted, and git lock files older
+// than StaleLockAge (git has no owner to ask: age is its own test).
+func (r *reconciler) locks(mf *manifest) {
+	find := func(path, detail string) backend.Finding {
+		return backend.Finding{Kind: backend.FindingStaleLock, Head: mf.Name, HeadID: mf.ID, Path: path, Detail: detail}
+	}
+	remove := func(path string) func() error {
+		return func() error {
+			return r.withHeadLock(mf.ID, func() error {
+				err := os.Remove(path)
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			})
+		}
+	}
+	if _, err := os.Lstat(r.w.meta.opMarker(mf.ID)); err == nil {
+		r.add(find(r.w.meta.opMarker(mf.ID), "a grove operation on the head was interrupted"), func() error {
+			return r.withHeadLock(mf.ID, func() error {
+				_ = os.Remove(filepath.Join(mf.Admin, indexLock))
+				return os.Remove(r.w.meta.opMarker(mf.ID))
+			})
+		})
+	}
+	candidates := []string{filepath.Join(mf.Admin, indexLock), filepath.Join(mf.Admin, "HEAD.lock")}
+	if mf.Branch != "" {
+		candidates = append(candidates, filepath.Join(r.w.repo.common, "refs", "heads", filepath.FromSlash(mf.Branch)+".lock"))
+	}
+	for _, p := range candidates {
+		fi, err := os.Lstat(p)
+		if err != nil || time.Since(fi.ModTime()) < r.o.StaleLockAge {
+			continue
+		}
+		r.add(find(p, fmt.Sprintf("a git lock file %s old, left by a git process that was killed", time.Since(fi.ModTime()).Round(time.Second))), remove(p))
+	}
+}
+
+// registrations reports git's worktree registrations whose directory is
+// gone and that are no live head's (a locked one is the user's to keep).
+func (r *reconciler) registrations(owned map[string]bool) {
+	ents, err := os.ReadDir(r.regs)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		admin := filepath.Join(r.regs, e.Name())
+		if owned[admin] {
+			continue
+		}
+		if e.Type()&fs.ModeSymlink != 0 {
+			r.add(backend.Finding{Kind: backend.FindingStaleRegistration, Path: admin, Detail: "a symlink among git's worktree registrations (git never makes one)"},
+				func() error { return r.w.removeAdmin(admin) })
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(admin, "locked")); err == nil {
+			continue
+		}
+		data, err := regfile.Read(filepath.Join(admin, "gitdir"), maxSmallFile)
+		if err != nil {
+			continue
+		}
+		dir := filepath.Dir(gitLine(data))
+		if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		r.add(backend.Finding{Kind: backend.FindingStaleRegistration, Path: admin,
+			Detail: fmt.Sprintf("git registers a worktree at %s, which is gone", dir)}, func() error {
+			rl, err := r.w.lockRepo(r.ctx, "reconcile")
+			if err != nil {
+				return err
+			}
+			defer rl.Unlock()
+			return r.w.removeAdmin(admin)
+		})
+	}
+}
+
+// strays reports directories in the heads directory that look like
+// worktrees of this repository (their .git file names one of its
+// registrations) but are no head's and are not registered.
+func (r *reconciler) strays(all []*manifest) {
+	known := map[string]bool{}
+	for _, mf := range all {
+		if mf.State != backend.StateDestroyed || mf.Destroying {
+			known[mf.Dir] = true
+		}
+	}
+	ents, err := os.ReadDir(r.w.headsDir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		dir := filepath.Join(r.w.headsDir, e.Name())
+		if !e.IsDir() || e.Name() == trashName || known[dir] {
+			continue
+		}
+		admin, err := readGitFile(dir)
+		if err != nil || filepath.Dir(admin) != r.regs {
+			continue
+		}
+		if data, err := regfile.Read(filepath.Join(admin, "gitdir"), maxSmallFile); err == nil && filepath.Dir(gitLine(data)) == dir {
+			continue // a worktree someone registered by hand: not grove's to judge
+		}
+		r.add(backend.Finding{Kind: backend.FindingStrayDirectory, Path: dir,
+			Detail: "a worktree directory of this repository that no head owns and git does not register"}, nil)
+	}
+}
+
+// reregister registers head mf's existing directory with git again,
+// leaving its files alone: a registration is made beside it with git
+// worktree add --no-checkout on the head's branch, then pointed at the
+// directory (its gitdir file, and the directory's .git file), and the
+// head's index is read from its branch, so that its files compare with
+// its last checkpoint. Callers hold the head and repository locks.
+func (w *workspace) reregister(ctx context.Context, mf *manifest) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(mf.Dir), ".grove-register-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	addCtx, cancel := cleanupContext(ctx)
+	defer cancel()
+	if _, err := w.repo.git(addCtx, "worktree", "add", "--no-checkout", "-q", tmp, mf.Branch); err != nil {
+		return err
+	}
+	admin, err := readGitFile(tmp)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(admin, headIDFile), []byte(string(mf.ID)+"\n")); err != nil {
+		return err
+	}
+	if err := w.relink(mf, admin); err != nil {
+		return err
+	}
+	_, err = w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "HEAD"}})
+	return err
+}
+
+// relink points head mf's directory and the registration admin at each
+// other (what git worktree repair does, done here so that nothing in the
+// head's directory decides it) and records admin in the manifest.
+// Callers hold the head and repository locks.
+func (w *workspace) relink(mf *manifest, admin string) error {
+	if filepath.Dir(admin) != filepath.Join(w.repo.common, "worktrees") {
+		return fmt.Errorf("%s is not one of this repository's registrations", admin)
+	}
+	if fi, err := os.Lstat(mf.Dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", mf.Dir)
+	}
+	dotgit := filepath.Join(mf.Dir, ".git")
+	if fi, err := os.Lstat(dotgit); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a file; left in place", dotgit)
+	}
+	if err := writeFileAtomic(filepath.Join(admin, "gitdir"), []byte(dotgit+"\n")); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(dotgit, []byte("gitdir: "+admin+"\n")); err != nil {
+		return err
+	}
+	mf.Admin = admin
+	return w.meta.writeManifest(mf)
+}

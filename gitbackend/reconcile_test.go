@@ -1,0 +1,230 @@
+package gitbackend_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/gitbackend"
+	"github.com/groveworks/grove/workspace"
+)
+
+// kinds maps each finding's kind to the findings of that kind.
+func kinds(rep workspace.ReconcileReport) map[workspace.FindingKind][]workspace.Finding {
+	out := map[workspace.FindingKind][]workspace.Finding{}
+	for _, f := range rep.Findings {
+		out[f.Kind] = append(out[f.Kind], f)
+	}
+	return out
+}
+
+// Every orphan kind planted by hand is found, --fix repairs what is safe,
+// and after it git fsck and git worktree list are clean and every head
+// opens with its files.
+func TestReconcileFindsAndFixesEachOrphanKind(t *testing.T) {
+	f := newFixture(t)
+	ws := f.ws
+	ctx := f.ctx
+
+	// A head deleted by hand.
+	deleted := f.head("deleted")
+	f.write(deleted, "kept.txt", "checkpointed\n")
+	_, err := deleted.Checkpoint(ctx, nil)
+	require.NoError(t, err)
+	require.NoError(t, deleted.Close())
+	require.NoError(t, os.RemoveAll(deleted.Info().Root))
+
+	// A head whose registration was deleted, holding uncaptured work.
+	unreg := f.head("unregistered")
+	f.write(unreg, "uncaptured.txt", "work in progress\n")
+	require.NoError(t, unreg.Close())
+	require.NoError(t, os.RemoveAll(adminOf(t, unreg.Info().Root)))
+
+	// A head whose .git file an agent rewrote.
+	relinked := f.head("relinked")
+	require.NoError(t, relinked.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(relinked.Info().Root, ".git"), []byte("gitdir: /nonexistent\n"), 0o644))
+
+	// A user's worktree deleted without git worktree remove.
+	userWT := filepath.Join(t.TempDir(), "user-wt")
+	f.git(f.repo, "worktree", "add", "-q", "-b", "user", userWT, "main")
+	require.NoError(t, os.RemoveAll(userWT))
+
+	// Lock files of killed processes: a git index.lock from long ago and
+	// the marker of an interrupted grove operation.
+	locked := f.head("locked")
+	require.NoError(t, locked.Close())
+	lockFile := filepath.Join(adminOf(t, locked.Info().Root), "index.lock")
+	require.NoError(t, os.WriteFile(lockFile, nil, 0o644))
+	old := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(lockFile, old, old))
+	marker := filepath.Join(f.repo, ".git", "grove", "heads", string(locked.Info().ID)+".op")
+	require.NoError(t, os.WriteFile(marker, []byte("checkpoint\n"), 0o644))
+
+	// A stray worktree directory no head owns.
+	stray := filepath.Join(filepath.Dir(deleted.Info().Root), "stray")
+	require.NoError(t, os.MkdirAll(stray, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(stray, ".git"), []byte("gitdir: "+filepath.Join(f.repo, ".git", "worktrees", "ghost")+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(stray, "precious.txt"), []byte("mine\n"), 0o644))
+
+	rep, err := ws.Reconcile(ctx, nil)
+	require.NoError(t, err)
+	found := kinds(rep)
+	names := func(k workspace.FindingKind) []string {
+		var out []string
+		for _, fd := range found[k] {
+			out = append(out, fd.Head+fd.Path)
+			assert.False(t, fd.Fixed, "reporting fixes nothing")
+		}
+		return out
+	}
+	assert.Len(t, found[backend.FindingMissingHead], 1, "%v", rep)
+	assert.Equal(t, "deleted", found[backend.FindingMissingHead][0].Head)
+	require.Len(t, found[backend.FindingUnregistered], 2, "%v", names(backend.FindingUnregistered))
+	require.Len(t, found[backend.FindingStaleRegistration], 1)
+	assert.Contains(t, found[backend.FindingStaleRegistration][0].Detail, userWT)
+	assert.Len(t, found[backend.FindingStaleLock], 2, "%v", names(backend.FindingStaleLock))
+	require.Len(t, found[backend.FindingStrayDirectory], 1)
+	assert.Equal(t, stray, found[backend.FindingStrayDirectory][0].Path)
+	assert.NoDirExists(t, deleted.Info().Root, "reporting rebuilds nothing")
+	assert.Contains(t, f.git(f.repo, "worktree", "list", "--porcelain"), "prunable")
+
+	rep, err = ws.Reconcile(ctx, &workspace.ReconcileOptions{Fix: true})
+	require.NoError(t, err)
+	for _, fd := range rep.Findings {
+		switch fd.Kind {
+		case backend.FindingStrayDirectory, backend.FindingUncaptured:
+			assert.False(t, fd.Fixed, "%+v", fd)
+			assert.NotEmpty(t, fd.FixError)
+		default:
+			assert.True(t, fd.Fixed, "%+v", fd)
+		}
+	}
+	assert.FileExists(t, filepath.Join(stray, "precious.txt"), "a stray directory is never deleted")
+	assert.NoFileExists(t, lockFile)
+	assert.NoFileExists(t, marker)
+
+	// After the fix: git is clean, every head opens, no file was lost.
+	f.git(f.repo, "fsck", "--no-progress")
+	list := f.git(f.repo, "worktree", "list", "--porcelain")
+	assert.NotContains(t, list, "prunable")
+	assert.NotContains(t, list, userWT)
+	for _, name := range []string{"deleted", "unregistered", "relinked", "locked"} {
+		h, err := ws.OpenHead(ctx, name, nil)
+		require.NoError(t, err, name)
+		st, err := h.Status(ctx)
+		require.NoError(t, err, name)
+		if name == "unregistered" {
+			assert.True(t, st.Dirty)
+			data, err := os.ReadFile(filepath.Join(h.Info().Root, "uncaptured.txt"))
+			require.NoError(t, err)
+			assert.Equal(t, "work in progress\n", string(data))
+		} else {
+			assert.False(t, st.Dirty, "%s: %+v", name, st.Changes)
+		}
+		out, err := gitUser(ctx, h.Info().Root, "status", "--porcelain")
+		require.NoError(t, err, "git status works in %s", name)
+		if name != "unregistered" {
+			assert.Empty(t, out)
+		}
+		require.NoError(t, h.Close())
+	}
+	data, err := os.ReadFile(filepath.Join(deleted.Info().Root, "kept.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "checkpointed\n", string(data))
+
+	// A second pass finds only what is never fixed.
+	rep, err = ws.Reconcile(ctx, nil)
+	require.NoError(t, err)
+	found = kinds(rep)
+	assert.Len(t, found, 2, "%+v", rep.Findings)
+	assert.Len(t, found[backend.FindingUncaptured], 1)
+	assert.Len(t, found[backend.FindingStrayDirectory], 1)
+}
+
+// Creates and destroys killed while the workspace is open are found and
+// finished; a head another process works on is left alone.
+func TestReconcileFinishesInterruptedCreatesAndDestroys(t *testing.T) {
+	f := newBigFixture(t, 200)
+	h := f.head("doomed")
+	bind := h.Binding()
+	data, err := bind.Encode()
+	require.NoError(t, err)
+	root := h.Info().Root
+	require.NoError(t, h.Close())
+	b := gitbackend.New(gitbackend.Options{})
+	ws, err := workspace.Open(f.ctx, b, f.repo, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+
+	kill(t, startHelper(t, helperJob{Op: "create", Repo: f.repo, Name: "half", Point: "create:registered"}), 0)
+	kill(t, startHelper(t, helperJob{Op: "destroy", Repo: f.repo, Binding: data, Point: "destroy:trashed"}), 0)
+
+	rep, err := ws.Reconcile(f.ctx, &workspace.ReconcileOptions{Fix: true})
+	require.NoError(t, err)
+	found := kinds(rep)
+	require.Len(t, found[backend.FindingInterruptedCreate], 1, "%+v", rep.Findings)
+	assert.Equal(t, "half", found[backend.FindingInterruptedCreate][0].Head)
+	assert.GreaterOrEqual(t, len(found[backend.FindingInterruptedDestroy]), 1, "%+v", rep.Findings)
+	for _, fd := range rep.Findings {
+		assert.True(t, fd.Fixed, "%+v", fd)
+	}
+	assertNothingLeftOf(t, f, "half")
+	_, err = ws.OpenHead(f.ctx, "doomed", nil)
+	assert.Equal(t, backend.NotFound, workspace.CodeOf(err))
+	_, err = workspace.Reopen(f.ctx, b, bind, nil)
+	assert.Equal(t, backend.Destroyed, workspace.CodeOf(err))
+	assert.NoDirExists(t, root)
+	ents, _ := os.ReadDir(filepath.Join(filepath.Dir(root), ".grove-trash"))
+	assert.Empty(t, ents)
+	assert.NotContains(t, f.git(f.repo, "worktree", "list", "--porcelain"), "prunable")
+	f.git(f.repo, "fsck", "--no-progress")
+}
+
+// assertNothingLeftOf checks that no branch, registration or live head of
+// name is left.
+func assertNothingLeftOf(t *testing.T, f *fixture, name string) {
+	t.Helper()
+	assert.Empty(t, f.git(f.repo, "branch", "--list", "grove/"+name))
+	assert.NotContains(t, f.git(f.repo, "worktree", "list", "--porcelain"), "/"+name+"\n")
+}
+
+// A repository moved with its heads where they were: the registrations
+// are found pointing at the old place and re-linked.
+func TestReconcileRelinksHeadsOfAMovedRepository(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	f.write(h, "work.txt", "w\n")
+	_, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	root := h.Info().Root
+	require.NoError(t, h.Close())
+	require.NoError(t, f.ws.Close())
+	moved := f.repo + "-moved"
+	require.NoError(t, os.Rename(f.repo, moved))
+	f.repo = moved
+
+	ws := f.open()
+	_, err = ws.OpenHead(f.ctx, "agent", nil)
+	require.Error(t, err, "the head's records name the old place")
+	rep, err := ws.Reconcile(f.ctx, &workspace.ReconcileOptions{Fix: true})
+	require.NoError(t, err)
+	found := kinds(rep)
+	require.Len(t, found[backend.FindingMovedRepository], 1, "%+v", rep.Findings)
+	assert.True(t, found[backend.FindingMovedRepository][0].Fixed, "%+v", found[backend.FindingMovedRepository][0])
+	h, err = ws.OpenHead(f.ctx, "agent", nil)
+	require.NoError(t, err)
+	defer h.Close()
+	st, err := h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.False(t, st.Dirty)
+	out, err := gitUser(f.ctx, root, "status", "--porcelain")
+	require.NoError(t, err)
+	assert.Empty(t, out)
+	f.git(f.repo, "fsck", "--no-progress")
+}

@@ -1,0 +1,161 @@
+package gitbackend
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/groveworks/grove/backend"
+)
+
+// restoresFile records, one full hash per line, every revision a head was
+// restored to: retention always keeps them. It lies beside the head's
+// manifest; what it says only ever makes retention keep more.
+func (m meta) restoresFile(id backend.HeadID) string {
+	return filepath.Join(m.headsDir(), string(id)+".restores")
+}
+
+// pinRestore records that head id was restored to commit.
+func (m meta) pinRestore(id backend.HeadID, commit string) error {
+	f, err := os.OpenFile(m.restoresFile(id), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(commit + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// restoreTargets reads what pinRestore recorded for head id (lines that
+// are not full hashes are skipped).
+func (m meta) restoreTargets(id backend.HeadID) (map[string]bool, error) {
+	out := map[string]bool{}
+	f, err := os.OpenFile(m.restoresFile(id), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", m.restoresFile(id))
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); isFullHash(line) {
+			out[line] = true
+		}
+	}
+	return out, sc.Err()
+}
+
+// isFullHash reports whether s is 40 lowercase hex digits.
+func isFullHash(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Retain implements backend.Maintainer: see backend.RetentionPolicy. Refs
+// are deleted in one transaction per head, each only if it still points
+// where it was read (a checkpoint taken meanwhile is never deleted), then
+// git gc --auto runs (without pruning worktrees).
+func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (backend.RetentionReport, error) {
+	const op = "gitbackend: retain"
+	if err := w.enter(ctx, "Retain"); err != nil {
+		return backend.RetentionReport{}, err
+	}
+	if p == nil || p.KeepLast < 0 || p.KeepWithin < 0 || (p.KeepLast == 0 && p.KeepWithin == 0) {
+		return backend.RetentionReport{}, backend.Errorf(backend.InvalidArgument, op, "a retention policy needs KeepLast or KeepWithin, neither negative")
+	}
+	keep := map[string]bool{}
+	for _, id := range p.Keep {
+		keep[string(id)] = true
+	}
+	tips, err := w.repo.git(ctx, "for-each-ref", "--format=%(objectname)", "refs/heads/", "refs/tags/")
+	if err != nil {
+		return backend.RetentionReport{}, err
+	}
+	for _, t := range strings.Fields(tips) {
+		keep[t] = true
+	}
+	all, err := w.meta.manifests()
+	if err != nil {
+		return backend.RetentionReport{}, backend.Errorf(backend.Internal, op, "%w", err)
+	}
+	now := time.Now()
+	rep := backend.RetentionReport{DryRun: p.DryRun}
+	for _, mf := range all {
+		if mf.Creating {
+			continue
+		}
+		cps, err := w.repo.checkpoints(ctx, mf.ID, 0)
+		if err != nil {
+			return rep, err
+		}
+		if len(cps) == 0 {
+			continue
+		}
+		pinned, err := w.meta.restoreTargets(mf.ID)
+		if err != nil {
+			return rep, &backend.Error{Code: backend.Internal, Op: op, Head: mf.Name, Err: err}
+		}
+		hr := backend.HeadRetention{Head: mf.Name, HeadID: mf.ID}
+		var ops []string
+		for i, cp := range cps {
+			id := string(cp.ID)
+			kept := i == 0 || i < p.KeepLast || keep[id] || pinned[id] ||
+				(p.KeepWithin > 0 && now.Sub(cp.Time) < p.KeepWithin)
+			if kept {
+				hr.Kept = append(hr.Kept, cp.ID)
+				continue
+			}
+			hr.Deleted = append(hr.Deleted, cp.ID)
+			ops = append(ops, fmt.Sprintf("delete %s %s", cp.ref, cp.ID))
+		}
+		if len(ops) > 0 && !p.DryRun {
+			if err := w.deleteRefs(ctx, mf.Name, ops); err != nil {
+				return rep, err
+			}
+		}
+		rep.Heads = append(rep.Heads, hr)
+	}
+	if !p.DryRun {
+		_, _ = w.repo.git(ctx, "-c", "gc.worktreePruneExpire=never", "gc", "--auto", "--quiet")
+	}
+	return rep, nil
+}
+
+// deleteRefs runs one ref transaction of delete ops under the repository
+// lock; a ref that moved meanwhile fails it whole with Conflict.
+func (w *workspace) deleteRefs(ctx context.Context, head string, ops []string) error {
+	rl, err := w.lockRepo(ctx, "retain "+head)
+	if err != nil {
+		return err
+	}
+	defer rl.Unlock()
+	if err := w.repo.updateRefs(ctx, ops); err != nil {
+		if c := backend.CodeOf(err); c == backend.Canceled || c == backend.Busy {
+			return err
+		}
+		return &backend.Error{Code: backend.Conflict, Op: "gitbackend: retain", Head: head,
+			Err: fmt.Errorf("a checkpoint ref moved while retention ran; nothing of this head was deleted: %w", err)}
+	}
+	return nil
+}
