@@ -55,7 +55,9 @@ func TestRetentionKeepsExactlyWhatThePolicySays(t *testing.T) {
 			assert.False(t, want[id], "%s deleted but the policy keeps it", id)
 		}
 	}
-	refs := func() int { return len(strings.Fields(f.git(f.repo, "for-each-ref", "--format=%(refname)", "refs/grove/"))) }
+	refs := func() int {
+		return len(strings.Fields(f.git(f.repo, "for-each-ref", "--format=%(refname)", "refs/grove/")))
+	}
 
 	rep, err := f.ws.Retain(f.ctx, policy)
 	require.NoError(t, err)
