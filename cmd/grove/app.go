@@ -33,6 +33,8 @@ type app struct {
 	gb  *gitbackend.Backend
 	ws  *workspace.Workspace
 	eng *engine.Engine
+
+	config projectConfig // the project's .grove.toml, once the workspace is open
 }
 
 // run runs grove with args and returns its exit status.
@@ -138,7 +140,7 @@ object {"code","op","head","reason","message"} on stderr.`,
 	root.AddCommand(
 		a.newCmd(), a.attachCmd(), a.lsCmd(), a.pathCmd(), a.checkpointCmd(), a.logCmd(),
 		a.restoreCmd(), a.forkCmd(), a.statusCmd(), a.diffCmd(), a.archiveCmd(true), a.archiveCmd(false),
-		a.destroyCmd(), a.materializeCmd(), a.sessionCmd(), a.runCmd(), a.mcpCmd(), a.tourCmd(), a.benchCmd(), a.versionCmd(),
+		a.destroyCmd(), a.materializeCmd(), a.repairCmd(), a.doctorCmd(), a.gcCmd(), a.sweepCmd(), a.sessionCmd(), a.runCmd(), a.mcpCmd(), a.tourCmd(), a.benchCmd(), a.versionCmd(),
 	)
 	root.SetHelpCommand(helpCmd())
 	// cobra's own completion command, made now so that it gets examples
@@ -239,7 +241,11 @@ func (a *app) workspace() (*workspace.Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	ws, err := workspace.Open(a.ctx, a.backend(), dir, nil)
+	opts, err := a.openOptions(dir)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := workspace.Open(a.ctx, a.backend(), dir, opts)
 	if err != nil {
 		return nil, err
 	}

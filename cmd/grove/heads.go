@@ -611,7 +611,7 @@ func (a *app) archiveCmd(archive bool) *cobra.Command {
 }
 
 func (a *app) destroyCmd() *cobra.Command {
-	var discard bool
+	var discard, skipTeardown bool
 	cmd := &cobra.Command{
 		Use:   "destroy NAME",
 		Short: "Destroy a head; prints the final checkpoint's hash when one was taken",
@@ -619,19 +619,23 @@ func (a *app) destroyCmd() *cobra.Command {
 registration. Its branch and every checkpoint stay, so nothing is lost; a
 session bound to it resumes as "head unavailable: destroyed". Work not yet
 checkpointed is first kept in a final checkpoint, whose hash is printed,
-unless --discard. An archived head must be unarchived first; an attached
-head is only forgotten (its files stay).`,
+unless --discard. The project's teardown command (.grove.toml) runs in the
+head first; if it fails, nothing is destroyed (--skip-teardown skips it).
+The directory is moved aside at once and deleted in the background. An
+archived head must be unarchived first; an attached head is only
+forgotten (its files stay).`,
 		Example: `  grove destroy agent-1
   grove destroy scratch --discard`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withHead(cmd, args[0], true, func(h *workspace.Head) error {
 				done := a.startProgress(fmt.Sprintf("destroying head %q", args[0]))
-				res, err := h.Destroy(a.ctx, &workspace.DestroyOptions{Discard: discard})
+				res, err := h.Destroy(a.ctx, &workspace.DestroyOptions{Discard: discard, SkipTeardown: skipTeardown})
 				done()
 				if err != nil {
 					return err
 				}
+				startSweep(h.Workspace().Info().Locator)
 				return a.print(struct {
 					Final *checkpointJSON `json:"final"`
 				}{resultOut(res.Final)}, line(idOf(res.Final)))
@@ -639,6 +643,7 @@ head is only forgotten (its files stay).`,
 		},
 	}
 	cmd.Flags().BoolVar(&discard, "discard", false, "throw uncommitted work away instead of checkpointing it first")
+	cmd.Flags().BoolVar(&skipTeardown, "skip-teardown", false, "do not run the project's teardown command")
 	return cmd
 }
 

@@ -69,6 +69,7 @@ func TestScripts(t *testing.T) {
 			"jsonenv":   cmdJSONEnv,
 			"githook":   cmdGithook,
 			"waitfile":  cmdWaitfile,
+			"waitgone":  cmdWaitgone,
 		},
 	})
 }
@@ -128,6 +129,20 @@ func cmdWaitfile(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	ts.Fatalf("%s did not appear", path)
+}
+
+// waitgone PATH waits (up to 30 s) until PATH no longer exists.
+func cmdWaitgone(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitgone PATH")
+	}
+	path := ts.MkAbs(args[0])
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+			return
+		}
+	}
+	ts.Fatalf("%s is still there", path)
 }
 
 // stdoutenv NAME sets $NAME to the last command's standard output, trimmed.

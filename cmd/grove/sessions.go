@@ -201,20 +201,37 @@ end of its command whatever the policy.`,
 // resume resumes session id with the configuration it recorded, and
 // returns the name of its head (for messages) even when it fails.
 func (a *app) resume(id string) (*engine.Session, string, error) {
+	return a.resumeWith(id, false)
+}
+
+// resumeWith is resume that, with recreate, rebuilds a head whose
+// directory was deleted (with the hooks of the project's .grove.toml).
+func (a *app) resumeWith(id string, recreate bool) (*engine.Session, string, error) {
 	eng, err := a.engine()
 	if err != nil {
 		return nil, "", err
 	}
-	head := ""
+	head, root := "", ""
 	if si, err := eng.SessionInfo(a.ctx, id); err == nil {
-		head = si.Head
+		head, root = si.Head, si.Root
 	}
-	s, err := eng.Resume(a.ctx, id, &engine.ResumeOptions{AsRecorded: true})
+	opts := &engine.ResumeOptions{AsRecorded: true, Recreate: recreate}
+	if recreate && root != "" {
+		oo, err := a.openOptions(root)
+		if err != nil {
+			return nil, head, err
+		}
+		if oo != nil {
+			opts.Setup, opts.Teardown = oo.Setup, oo.Teardown
+		}
+	}
+	s, err := eng.Resume(a.ctx, id, opts)
 	return s, head, err
 }
 
 func (a *app) sessionResumeCmd() *cobra.Command {
-	return &cobra.Command{
+	var recreate bool
+	cmd := &cobra.Command{
 		Use:   "resume ID",
 		Short: "Resume a session; prints its head's directory, or fails with a typed error",
 		Long: `Resume session ID exactly: reopen the head its binding names and check that it
@@ -222,11 +239,16 @@ is the same head, or fail with a typed error (session not found, head
 unavailable: destroyed, archived, missing or moved, identity mismatch,
 session busy). It never substitutes another head. The session stays open,
 holding its claim, for the next command to resume. Commits the head gained
-since the session's last checkpoint are listed ("gained" with --json).`,
-		Example: `  cd "$(grove session resume 5b0c8a4e-1d2f-4c3b-9a8e-7f6d5c4b3a21)"`,
-		Args:    args(cobra.ExactArgs(1)),
+since the session's last checkpoint are listed ("gained" with --json).
+
+A head whose directory was deleted by hand fails as "head unavailable:
+missing"; with --recreate it is rebuilt where it was, from its branch, as
+the same head (see grove repair), and the session resumes on it.`,
+		Example: `  cd "$(grove session resume 5b0c8a4e-1d2f-4c3b-9a8e-7f6d5c4b3a21)"
+  grove session resume --recreate 5b0c8a4e-1d2f-4c3b-9a8e-7f6d5c4b3a21`,
+		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, head, err := a.resume(args[0])
+			s, head, err := a.resumeWith(args[0], recreate)
 			if err != nil {
 				return fail(cmd, head, err)
 			}
@@ -247,6 +269,8 @@ since the session's last checkpoint are listed ("gained" with --json).`,
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&recreate, "recreate", false, "rebuild the head if its directory was deleted")
+	return cmd
 }
 
 func (a *app) sessionCloseCmd() *cobra.Command {

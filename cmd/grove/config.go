@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/groveworks/grove/workspace"
+)
+
+// configFile is the project's grove configuration, read from the commit
+// the main checkout has checked out (never from a working tree, so never
+// from a head an agent writes):
+//
+//	[setup]
+//	command = "npm ci"   # run in every new head (sh -c), after .worktreeinclude's copies
+//	timeout = "10m"      # Go duration; default 10m
+//	env = { NODE_ENV = "development" }
+//
+//	[teardown]
+//	command = "docker compose down"
+const configFile = ".grove.toml"
+
+// projectConfig is what .grove.toml holds.
+type projectConfig struct {
+	Setup    *hookConfig `toml:"setup"`
+	Teardown *hookConfig `toml:"teardown"`
+}
+
+// hookConfig is one [setup] or [teardown] table.
+type hookConfig struct {
+	Command string            `toml:"command"`
+	Timeout string            `toml:"timeout"`
+	Env     map[string]string `toml:"env"`
+}
+
+// parseConfig reads .grove.toml's text: unknown keys, an empty command or
+// a bad timeout are errors naming the key.
+func parseConfig(data []byte) (projectConfig, error) {
+	var c projectConfig
+	md, err := toml.Decode(string(data), &c)
+	if err != nil {
+		return c, err
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return c, fmt.Errorf("unknown key(s): %s", strings.Join(keys, ", "))
+	}
+	for name, h := range map[string]*hookConfig{"setup": c.Setup, "teardown": c.Teardown} {
+		if h == nil {
+			continue
+		}
+		if strings.TrimSpace(h.Command) == "" {
+			return c, fmt.Errorf("[%s] has no command", name)
+		}
+		if h.Timeout != "" {
+			d, err := time.ParseDuration(h.Timeout)
+			if err != nil || d <= 0 {
+				return c, fmt.Errorf("[%s] timeout %q is not a positive duration such as \"90s\" or \"10m\"", name, h.Timeout)
+			}
+		}
+	}
+	return c, nil
+}
+
+// hook is the workspace hook h describes (nil for none).
+func (h *hookConfig) hook() *workspace.Hook {
+	if h == nil {
+		return nil
+	}
+	out := &workspace.Hook{Command: h.Command}
+	if h.Timeout != "" {
+		out.Timeout, _ = time.ParseDuration(h.Timeout) // checked by parseConfig
+	}
+	keys := make([]string, 0, len(h.Env))
+	for k := range h.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out.Env = append(out.Env, k+"="+h.Env[k])
+	}
+	return out
+}
+
+// openOptions reads the project's .grove.toml (if its HEAD has one) into
+// the options the workspace is opened with.
+func (a *app) openOptions(dir string) (*workspace.OpenOptions, error) {
+	data, err := a.backend().ProjectFile(a.ctx, dir, configFile)
+	if workspace.CodeOf(err) == workspace.NotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	c, err := parseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s (in the commit checked out): %w", configFile, err)
+	}
+	a.config = c
+	return &workspace.OpenOptions{Setup: c.Setup.hook(), Teardown: c.Teardown.hook()}, nil
+}
+
+// keepFromJournal collects what the open sessions' journals point to:
+// every checkpoint, restore target and commit they recorded, for
+// retention to keep.
+func keepFromJournal(payloads [][]byte) []workspace.CheckpointID {
+	var out []workspace.CheckpointID
+	for _, p := range payloads {
+		for _, field := range []string{"checkpoint", "commit", "to", "safety", "from"} {
+			if v := jsonString(p, field); isHash(v) {
+				out = append(out, workspace.CheckpointID(v))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// jsonString is the string field of the JSON object p ("" if it has none).
+func jsonString(p []byte, field string) string {
+	var obj map[string]any
+	if json.Unmarshal(p, &obj) != nil {
+		return ""
+	}
+	s, _ := obj[field].(string)
+	return s
+}
+
+// isHash reports whether s is a full hexadecimal object name.
+func isHash(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
