@@ -165,7 +165,12 @@ func (r *reconciler) head(mf *manifest) {
 	}
 	if filepath.Dir(mf.Admin) != r.regs {
 		cand := filepath.Join(r.regs, filepath.Base(mf.Admin))
-		if id, err := regfile.Read(filepath.Join(cand, headIDFile), maxSmallFile); err == nil && strings.TrimSpace(string(id)) == string(mf.ID) {
+		// The head's own .git file must still name the registration by
+		// its old path: evidence from the head, not only from the common
+		// git dir an agent can write.
+		old, gerr := readGitFile(mf.Dir)
+		if id, err := regfile.Read(filepath.Join(cand, headIDFile), maxSmallFile); err == nil && strings.TrimSpace(string(id)) == string(mf.ID) &&
+			gerr == nil && old == mf.Admin {
 			r.add(find(backend.FindingMovedRepository, mf.Dir, "the head is registered at %s, where the repository was before it moved", mf.Admin), func() error {
 				return r.withHeadLock(mf.ID, func() error { return r.w.relink(mf, cand) })
 			})
@@ -188,12 +193,20 @@ func (r *reconciler) head(mf *manifest) {
 		r.add(find(backend.FindingStrayDirectory, mf.Dir, "something that is not a directory took the head's place"), nil)
 		return
 	}
+	vouched := r.w.vouchedDir(mf)
+	outside := fmt.Errorf("%s lies outside the heads directory %s: not repaired on the word of grove's records alone", mf.Dir, r.w.headsDir)
 	if _, err := os.Stat(filepath.Join(mf.Admin, "HEAD")); err != nil {
 		r.add(find(backend.FindingUnregistered, mf.Dir, "git no longer registers the head's directory (its registration %s is gone)", mf.Admin), func() error {
+			if !vouched {
+				return outside
+			}
 			return r.withHeadLock(mf.ID, func() error { return r.w.reregister(r.ctx, mf) })
 		})
 	} else if admin, err := readGitFile(mf.Dir); err != nil || admin != mf.Admin {
 		r.add(find(backend.FindingUnregistered, mf.Dir, "the head's .git file no longer names its registration %s", mf.Admin), func() error {
+			if !vouched {
+				return outside
+			}
 			return r.withHeadLock(mf.ID, func() error { return r.w.relink(mf, mf.Admin) })
 		})
 	}

@@ -1,6 +1,7 @@
 package gitbackend_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -227,4 +228,50 @@ func TestReconcileRelinksHeadsOfAMovedRepository(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, out)
 	f.git(f.repo, "fsck", "--no-progress")
+}
+
+// plantManifest writes, as an agent that can write the common git dir
+// can, a manifest naming dir as the directory of a head on branch.
+func plantManifest(t *testing.T, f *fixture, name, branch, dir string) backend.HeadID {
+	t.Helper()
+	id := backend.HeadID("00000000-0000-4000-8000-00000000beef")
+	common := filepath.Join(f.repo, ".git")
+	mf := fmt.Sprintf(`{"version":1,"id":%q,"name":%q,"access":"isolated","branch":%q,"dir":%q,"admin":%q,"base":"","state":"active","created":"2026-01-01T00:00:00Z"}`,
+		id, name, branch, dir, filepath.Join(common, "worktrees", name))
+	require.NoError(t, os.WriteFile(filepath.Join(common, "grove", "heads", string(id)+".json"), []byte(mf), 0o644))
+	return id
+}
+
+// A manifest an agent planted cannot make grove write outside the heads
+// directory: no recreate at a path it names (the agent's branch checked
+// out into the user's autostart directory), no .git file planted in a
+// directory of the user's.
+func TestAPlantedManifestCannotAimRepairsOutsideTheHeads(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	f.write(h, "evil.desktop", "[Desktop Entry]\nExec=sh -c pwned\n")
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	// A branch no worktree has checked out (an agent with a shell makes one).
+	branch := "evil"
+	f.git(f.repo, "branch", branch, string(cp.ID))
+	require.NoError(t, h.Close())
+
+	autostart := filepath.Join(t.TempDir(), "config", "autostart")
+	plantManifest(t, f, "autostart", branch, autostart)
+	_, err = f.ws.OpenHead(f.ctx, "autostart", &workspace.ReopenOptions{Recreate: true})
+	require.Error(t, err)
+	_, err = f.ws.Reconcile(f.ctx, &workspace.ReconcileOptions{Fix: true})
+	require.NoError(t, err)
+	assert.NoDirExists(t, autostart, "nothing is checked out where a planted manifest points")
+
+	f2 := newFixture(t)
+	project := filepath.Join(t.TempDir(), "project")
+	require.NoError(t, os.MkdirAll(project, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(project, "secret.txt"), []byte("the user's\n"), 0o644))
+	f2.git(f2.repo, "branch", "evil", "main")
+	plantManifest(t, f2, "project", "evil", project)
+	_, err = f2.ws.Reconcile(f2.ctx, &workspace.ReconcileOptions{Fix: true})
+	require.NoError(t, err)
+	assert.NoFileExists(t, filepath.Join(project, ".git"), "no .git file is planted in the user's directory")
 }

@@ -39,6 +39,9 @@ func (w *workspace) recreate(ctx context.Context, op string, id backend.HeadID) 
 	if !mf.live() || mf.Attached || mf.Branch == "" {
 		return fail(backend.FailedPrecondition, errors.New("only a live head grove made can be recreated"))
 	}
+	if !w.vouchedDir(mf) {
+		return fail(backend.FailedPrecondition, fmt.Errorf("%s lies outside the heads directory %s: reopen the head through its binding, which records its directory, with Recreate", mf.Dir, w.headsDir))
+	}
 	regs := filepath.Join(w.repo.common, "worktrees")
 	if filepath.Dir(mf.Admin) != regs {
 		return fail(backend.FailedPrecondition, fmt.Errorf("the head's recorded git dir %s is not one of %s", mf.Admin, regs))
@@ -117,4 +120,15 @@ func (w *workspace) recreate(ctx context.Context, op string, id backend.HeadID) 
 		return fail(backend.Internal, err)
 	}
 	return nil
+}
+
+// vouchedDir reports whether grove may make or write files at head mf's
+// directory on the word of its manifest. A manifest lies in the common
+// git dir, which an agent can write (it runs git config): a directory it
+// names is trusted only inside the heads directory (the caller's
+// OpenOptions.HeadsDir or the default one) — or, for a workspace Reopen
+// made, the directory of the caller's binding, which Reopen compares with
+// the manifest and makes the heads directory.
+func (w *workspace) vouchedDir(mf *manifest) bool {
+	return within(mf.Dir, w.headsDir) || within(mf.Dir, w.repo.defaultHeadsDir())
 }
