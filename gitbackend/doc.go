@@ -79,6 +79,36 @@
 // Each linked worktree's git dir carries the head ID (grove-head-id), which
 // Reopen checks.
 //
+// # Lifecycle
+//
+//   - A new head (create, fork, Recreate) gets copies of the ignored files
+//     the main checkout's .worktreeinclude names (gitignore syntax; read
+//     from the main checkout, never from a head; files git ignores there
+//     only, cloned with FICLONE where the file system can, symlinks copied
+//     as symlinks, through os.Root on both sides), then OpenOptions.Setup
+//     runs in it. Until both end the manifest says Creating, so a failure
+//     or a crash is undone as any failed create is: no branch, directory,
+//     registration or manifest is left.
+//   - Teardown runs under the head lock before Destroy changes anything.
+//     Destroy then marks the manifest Destroying, renames the directory
+//     into .grove-trash beside it, removes the registration and writes the
+//     tombstone; the files are deleted by a goroutine, and whatever a
+//     process leaves (it exits or dies first) is deleted by the next
+//     OpenWorkspace, which also finishes a destroy interrupted after its
+//     rename. Backend.WaitDeletions waits for the deletions.
+//   - Recreate rebuilds a missing head under its head lock: registration
+//     with git worktree add --no-checkout on its branch (the manifest says
+//     Rebuilding meanwhile, and a head in that state does not open), then
+//     read-tree -u and the new-head preparation above. It writes only
+//     inside the heads directory (OpenOptions.HeadsDir or the default),
+//     or at the directory a caller's binding records: a manifest lies in
+//     the common git dir, which an agent can write.
+//   - Reconcile compares manifests, git's registrations, directories,
+//     trash and lock files; its fixes follow the same rule. Retain
+//     deletes private refs in one compare-and-swap transaction per head;
+//     the revisions a head was restored to are recorded beside its
+//     manifest (heads/<id>.restores) and always kept.
+//
 // # Threat model: what an agent inside a head may do
 //
 // The agent working in a head is untrusted. It may have a shell in the
@@ -102,7 +132,9 @@
 //     runs. A manifest's git dir must be one of this repository's.
 //     Destroy still removes a head whose .git file was rewritten, as long
 //     as the repository registers it there, and removes a symlink in the
-//     head directory's place without following it. Commands on the
+//     head directory's place without following it. The trash is found
+//     from tombstones (entries named <head-id>.<nanoseconds> that are
+//     real directories), never from a list an agent could write. Commands on the
 //     repository itself run as in a bare repository. OpenWorkspace with a
 //     locator inside a head (a program run there) reaches the real
 //     repository or fails with FailedPrecondition: a repository found
