@@ -434,3 +434,54 @@ func TestResumeWithRecreateRebuildsADeletedHead(t *testing.T) {
 	assert.Contains(t, string(evs[len(evs)-2].Payload), was.Checkpoint)
 	assert.Equal(t, engine.EventResumed, evs[len(evs)-1].Kind)
 }
+
+// A session whose head was destroyed cannot be resumed, so it is closed
+// without it: its claim released, its journal kept.
+func TestCloseSessionEndsASessionWhoseHeadIsGone(t *testing.T) {
+	r := newRestartEnv(t)
+	was := r.runNew(t, "model=a")
+	ctx := context.Background()
+	ws, err := workspace.Open(ctx, gitbackend.New(gitbackend.Options{}), r.repo, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	h, err := ws.OpenHead(ctx, "session-"+was.Session, nil)
+	require.NoError(t, err)
+	_, err = h.Destroy(ctx, &workspace.DestroyOptions{Discard: true})
+	require.NoError(t, err)
+
+	e := r.engine(t, gitbackend.New(gitbackend.Options{}))
+	_, err = e.Resume(ctx, was.Session, &engine.ResumeOptions{Config: []byte("model=a"), Snapshot: manual})
+	require.Error(t, err)
+	si, err := e.SessionInfo(ctx, was.Session)
+	require.NoError(t, err)
+	assert.Equal(t, "open", si.State)
+
+	require.NoError(t, e.CloseSession(ctx, was.Session))
+	si, err = e.SessionInfo(ctx, was.Session)
+	require.NoError(t, err)
+	assert.Equal(t, "closed", si.State)
+	assert.False(t, si.Claims)
+	evs, err := e.Events(ctx, was.Session)
+	require.NoError(t, err)
+	assert.Equal(t, engine.EventClosed, evs[len(evs)-1].Kind)
+	require.NoError(t, e.CloseSession(ctx, was.Session), "closing a closed session changes nothing")
+
+	assert.Equal(t, backend.NotFound, workspace.CodeOf(e.CloseSession(ctx, "not-a-session")))
+}
+
+func TestCloseSessionRefusesALiveSession(t *testing.T) {
+	r := newRestartEnv(t)
+	was := r.runNew(t, "model=a")
+	ctx := context.Background()
+	e := r.engine(t, gitbackend.New(gitbackend.Options{}))
+	s, err := e.Resume(ctx, was.Session, &engine.ResumeOptions{Config: []byte("model=a"), Snapshot: manual})
+	require.NoError(t, err)
+	defer s.Close()
+	err = e.CloseSession(ctx, was.Session)
+	var re *engine.ResumeError
+	require.True(t, errors.As(err, &re), "%v", err)
+	assert.Equal(t, engine.SessionBusy, re.Kind)
+	si, err := e.SessionInfo(ctx, was.Session)
+	require.NoError(t, err)
+	assert.Equal(t, "open", si.State)
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -76,4 +77,41 @@ func (e *Engine) SessionInfo(ctx context.Context, id string) (SessionInfo, error
 		return SessionInfo{}, err
 	}
 	return infos[0], nil
+}
+
+// CloseSession closes session id without resuming it: for a session whose
+// head is gone for good (destroyed), which Resume cannot reopen and so
+// cannot close. It releases the session's claim and journals
+// EventClosed; its head, files and journal are not touched. A session
+// a live process holds is a *ResumeError of kind SessionBusy; an unknown
+// ID is NotFound; closing a closed session changes nothing.
+func (e *Engine) CloseSession(ctx context.Context, id string) error {
+	const op = "close session"
+	done, err := e.begin(op)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := backend.ContextError(ctx, "engine: "+op); err != nil {
+		return err
+	}
+	if !validSessionID(id) {
+		return errorf(backend.NotFound, op, "%q is not a session ID", id)
+	}
+	si, err := e.SessionInfo(ctx, id)
+	if err != nil {
+		return err
+	}
+	if si.State == "closed" {
+		return nil
+	}
+	lease, err := lock.TryLock(e.leasePath(id), "close session "+id)
+	if backend.CodeOf(err) == backend.Busy {
+		return &ResumeError{Kind: SessionBusy, SessionID: id, Err: err}
+	}
+	if err != nil {
+		return err
+	}
+	defer lease.Unlock()
+	return e.st.closeSession(ctx, id)
 }

@@ -66,7 +66,8 @@ line (KIND, HEAD, PATH, what is wrong).
 With --fix, what is safe to repair is repaired: a missing head is rebuilt
 from its branch (as grove repair does), an unregistered one registered again
 around its files, stale registrations and locks removed, interrupted
-creates undone and destroys finished. Nothing that could hold a file no
+creates undone and destroys finished, sessions whose head is gone closed
+(their journals stay). Nothing that could hold a file no
 checkpoint has is ever deleted: uncaptured work and stray directories are
 only reported. The exit status is 1 when something is left unfixed.`,
 		Example: `  grove doctor
@@ -85,7 +86,7 @@ only reported. The exit status is 1 when something is left unfixed.`,
 			for _, f := range rep.Findings {
 				out = append(out, findingJSON{Finding: f})
 			}
-			sessions, err := a.orphanSessions(ws)
+			sessions, err := a.orphanSessions(ws, fix)
 			if err != nil {
 				return fail(cmd, "", err)
 			}
@@ -137,14 +138,15 @@ only reported. The exit status is 1 when something is left unfixed.`,
 }
 
 // findingSessionWithoutHead: an open session whose head is no longer a
-// live head of the workspace (destroyed, or its record gone). Never
-// fixed: close it (or resume it once its head is repaired).
+// live head of the workspace (destroyed, or its record gone): it can
+// never resume. Fixed by closing it (engine.CloseSession: its claim is
+// released, its journal kept), unless a process runs it.
 const findingSessionWithoutHead workspace.FindingKind = "session-without-head"
 
 // orphanSessions reports the open sessions of this workspace whose head
 // is not one of its live or archived heads. Without a session database
 // there are none.
-func (a *app) orphanSessions(ws *workspace.Workspace) ([]findingJSON, error) {
+func (a *app) orphanSessions(ws *workspace.Workspace, fix bool) ([]findingJSON, error) {
 	if !a.haveEngine() {
 		return nil, nil
 	}
@@ -173,8 +175,16 @@ func (a *app) orphanSessions(ws *workspace.Workspace) ([]findingJSON, error) {
 		}
 		f := findingJSON{Finding: workspace.Finding{Kind: findingSessionWithoutHead, Head: si.Head,
 			Detail: "the session is open but its head is gone (destroyed, or its record lost)"}, Session: si.ID}
-		if !si.Live {
-			f.FixError = "not fixed: it is the session's to end; grove session events " + si.ID + " shows what it did"
+		switch {
+		case !fix:
+		case si.Live:
+			f.FixError = "not fixed: a process runs the session"
+		default:
+			if err := eng.CloseSession(a.ctx, si.ID); err != nil {
+				f.FixError = err.Error()
+			} else {
+				f.Fixed = true
+			}
 		}
 		out = append(out, f)
 	}

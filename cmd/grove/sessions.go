@@ -278,12 +278,20 @@ func (a *app) sessionCloseCmd() *cobra.Command {
 		Use:   "close ID",
 		Short: "Close a session, releasing its claim on its head",
 		Long: `Close session ID: resume it, then close it, which releases its claim on its
-head so that another session may take the head. Nothing is deleted.`,
+head so that another session may take the head. Nothing is deleted. A
+session whose head was destroyed is closed without resuming it.`,
 		Example: `  grove session close 5b0c8a4e-1d2f-4c3b-9a8e-7f6d5c4b3a21`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, head, err := a.resume(args[0])
 			if err != nil {
+				// A session whose head was destroyed cannot be resumed:
+				// it is closed without it.
+				if workspace.CodeOf(err) == workspace.Destroyed {
+					if eng, eerr := a.engine(); eerr == nil {
+						return fail(cmd, head, eng.CloseSession(a.ctx, args[0]))
+					}
+				}
 				return fail(cmd, head, err)
 			}
 			return fail(cmd, head, s.Close())
