@@ -91,6 +91,11 @@ type Capabilities struct {
 	// FileModes: FS.Chmod and executable bits in checkpoints. Without it
 	// Chmod answers Unimplemented.
 	FileModes bool
+	// Recreate: Reopen and OpenHead with ReopenOptions.Recreate rebuild a
+	// head whose files are gone. Without it the workspace layer answers a
+	// Recreate that finds the head missing with Unimplemented (a head
+	// that is not missing opens as without the option).
+	Recreate bool
 }
 
 // Backend is the driver interface a storage implementation satisfies. Users
@@ -129,9 +134,9 @@ type Backend interface {
 	// opts.AllowArchived, AlreadyBound for an isolated head held elsewhere),
 	// and it never returns a different or an empty head. A head whose
 	// directory or files are gone is NotFound with Reason missing; a head
-	// whose branch is gone is NotFound with Reason branch. With opts.Recreate,
-	// a head whose files are gone is rebuilt from its branch's commit under
-	// the same binding. The returned head's
+	// whose branch is gone is NotFound with Reason branch. With opts.Recreate
+	// (and Capabilities.Recreate), a head whose files are gone is rebuilt
+	// from its branch's commit under the same binding. The returned head's
 	// Binding() is Equal to b. The returned workspace is the head's own and
 	// is closed by the caller after the head. Reopen never walks the head's
 	// files: its cost does not grow with their number.

@@ -74,7 +74,7 @@ func (b *Backend) ID() backend.ID { return BackendID }
 func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		Attach: true, SharedCAS: true, HostRoot: true, CrossProcessIsolation: true,
-		Persistent: true, Symlinks: true, FileModes: true,
+		Persistent: true, Symlinks: true, FileModes: true, Recreate: true,
 	}
 }
 

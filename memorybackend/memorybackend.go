@@ -215,7 +215,7 @@ func (b *Backend) ID() backend.ID { return BackendID }
 // Capabilities: shared compare-and-set, symlinks and file modes; no attach,
 // no host directories, no cross-process isolation, no persistence.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{SharedCAS: true, Symlinks: true, FileModes: true}
+	return backend.Capabilities{SharedCAS: true, Symlinks: true, FileModes: true, Recreate: true}
 }
 
 // As supports *Store.

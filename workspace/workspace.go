@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/groveworks/grove/backend"
@@ -129,7 +131,7 @@ func (w *Workspace) OpenHead(ctx context.Context, name string, opts *ReopenOptio
 	}
 	h, err := w.ws.OpenHead(ctx, name, driverReopen(opts))
 	if err != nil {
-		return nil, wrap(op, name, err)
+		return nil, wrap(op, name, noRecreate(w.b, opts, err))
 	}
 	hd := newHead(w, h, false)
 	if w.readOnly || (opts != nil && opts.ReadOnly) {
@@ -360,6 +362,19 @@ func (b *HeadBuilder) Create(ctx context.Context) (*Head, error) {
 	return newHead(b.w, h, false), nil
 }
 
+// noRecreate turns err, the failure of an open that asked for Recreate
+// from a backend without Capabilities.Recreate, into Unimplemented when
+// the head was missing: the option was not honoured, and says so.
+func noRecreate(b Backend, opts *ReopenOptions, err error) error {
+	var be *backend.Error
+	if opts == nil || !opts.Recreate || b.Capabilities().Recreate || !errors.As(err, &be) ||
+		be.Code != backend.NotFound || be.Reason != backend.ReasonMissing {
+		return err
+	}
+	return &backend.Error{Code: backend.Unimplemented, Op: be.Op, Head: be.Head, Path: be.Path, Reason: be.Reason,
+		Err: fmt.Errorf("backend %s cannot recreate a missing head: %w", b.ID(), be.Err)}
+}
+
 // Reopen opens exactly the head that binding names, for a caller that holds
 // only the binding (a harness resuming after a restart). It fails with
 // BindingCorrupt for a malformed binding, IdentityMismatch (Reason backend)
@@ -388,7 +403,7 @@ func Reopen(ctx context.Context, b Backend, binding Binding, opts *ReopenOptions
 	}
 	ws, h, err := b.Reopen(ctx, binding, driverReopen(opts))
 	if err != nil {
-		return nil, wrap(op, string(binding.Head), err)
+		return nil, wrap(op, string(binding.Head), noRecreate(b, opts, err))
 	}
 	if got := h.Binding(); !got.Equal(binding) {
 		_ = h.Close()

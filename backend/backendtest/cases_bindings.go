@@ -121,7 +121,7 @@ func bindingCases() []testCase {
 		},
 		{
 			name:   "reopen_with_Recreate_rebuilds_a_head_whose_files_are_gone",
-			clause: "With opts.Recreate, a head whose files are gone is rebuilt from its branch's commit under the same binding.",
+			clause: "With opts.Recreate (and Capabilities.Recreate), a head whose files are gone is rebuilt from its branch's commit under the same binding.",
 			run: func(e *env) {
 				h := e.head()
 				e.write(h, "kept.txt", "checkpointed\n")
@@ -132,6 +132,12 @@ func bindingCases() []testCase {
 				_, err := workspace.Reopen(e.ctx, e.b, bind, nil)
 				e.wantReason(err, backend.NotFound, backend.ReasonMissing, "reopening without Recreate")
 				r, err := workspace.Reopen(e.ctx, e.b, bind, &workspace.ReopenOptions{Recreate: true})
+				if !e.b.Capabilities().Recreate {
+					e.as("Recreate: Reopen and OpenHead with ReopenOptions.Recreate rebuild a head whose files are gone. Without it the workspace layer answers a Recreate that finds the head missing with Unimplemented", func() {
+						e.wantCode(err, backend.Unimplemented, "Reopen with Recreate, without the capability")
+					})
+					return
+				}
 				e.must(err, "Reopen with Recreate")
 				defer r.Close()
 				if !r.Binding().Equal(bind) || r.Info().ID != bind.Head {
