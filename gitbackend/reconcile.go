@@ -68,6 +68,7 @@ func (w *workspace) Reconcile(ctx context.Context, opts *backend.ReconcileOption
 	}
 	r.registrations(owned)
 	r.strays(all)
+	r.deadHolders(all)
 	if err := ctx.Err(); err != nil {
 		return r.rep, backend.ContextError(ctx, op)
 	}
@@ -258,6 +259,38 @@ func (r *reconciler) locks(mf *manifest) {
 			continue
 		}
 		r.add(find(p, fmt.Sprintf("a git lock file %s old, left by a git process that was killed", time.Since(fi.ModTime()).Round(time.Second))), remove(p))
+	}
+}
+
+// deadHolders reports grove's lock files whose holder died holding them
+// (the kernel released the lock; the holder's record is left). Fixing
+// erases the record.
+func (r *reconciler) deadHolders(all []*manifest) {
+	dir := filepath.Dir(r.w.meta.repoLock())
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	names := map[string]string{}
+	for _, mf := range all {
+		names[string(mf.ID)] = mf.Name
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		o, dead := lock.Dead(p)
+		if !dead {
+			continue
+		}
+		id := strings.TrimSuffix(e.Name(), filepath.Ext(e.Name()))
+		f := backend.Finding{Kind: backend.FindingStaleLock, Path: p,
+			Detail: fmt.Sprintf("left by %s, which died holding it (the lock is free; only its record is left)", o)}
+		if name, ok := names[id]; ok {
+			f.Head, f.HeadID = name, backend.HeadID(id)
+		}
+		r.add(f, func() error { return lock.Clear(p) })
 	}
 }
 

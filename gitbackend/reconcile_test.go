@@ -275,3 +275,37 @@ func TestAPlantedManifestCannotAimRepairsOutsideTheHeads(t *testing.T) {
 	require.NoError(t, err)
 	assert.NoFileExists(t, filepath.Join(project, ".git"), "no .git file is planted in the user's directory")
 }
+
+// A process killed while it holds a head is a dead holder: the kernel
+// freed the lock, its record is left; doctor names it, --fix erases it.
+func TestReconcileReportsLocksOfKilledHolders(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	bind := h.Binding()
+	data, err := bind.Encode()
+	require.NoError(t, err)
+	require.NoError(t, h.Close())
+	rep, err := f.ws.Reconcile(f.ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, rep.Findings, "closed cleanly: nothing to report")
+
+	kill(t, startHelper(t, helperJob{Op: "hold", Repo: f.repo, Binding: data}), 0)
+	rep, err = f.ws.Reconcile(f.ctx, nil)
+	require.NoError(t, err)
+	found := kinds(rep)[backend.FindingStaleLock]
+	require.NotEmpty(t, found, "%+v", rep.Findings)
+	assert.Equal(t, "agent", found[0].Head)
+	assert.Contains(t, found[0].Detail, "died")
+
+	rep, err = f.ws.Reconcile(f.ctx, &workspace.ReconcileOptions{Fix: true})
+	require.NoError(t, err)
+	for _, fd := range rep.Findings {
+		assert.True(t, fd.Fixed, "%+v", fd)
+	}
+	rep, err = f.ws.Reconcile(f.ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, rep.Findings)
+	h, err = workspace.Reopen(f.ctx, f.ws.Backend(), bind, nil)
+	require.NoError(t, err)
+	require.NoError(t, h.Close())
+}

@@ -134,8 +134,10 @@ func flock(f *os.File, path string) error {
 		case !errors.Is(err, syscall.EWOULDBLOCK):
 			return err
 		}
-		o, ok := ReadOwner(path)
-		if !ok || !o.dead() {
+		// Once a dead holder was seen, its last descriptor is waited for
+		// even if the record goes meanwhile (a clean Unlock erases it just
+		// before it closes).
+		if o, ok := ReadOwner(path); (!ok || !o.dead()) && deadline.IsZero() {
 			return err
 		}
 		if deadline.IsZero() {
@@ -180,8 +182,9 @@ func Acquire(ctx context.Context, path, purpose string) (*Lock, error) {
 }
 
 // ReadOwner returns the record the holder of the lock at path wrote, if
-// there is one. The record of a holder that died stays in the file until the
-// next holder overwrites it; Held tells whether anyone holds the lock now.
+// there is one. A clean Unlock erases it; the record of a holder that died
+// stays in the file until the next holder overwrites it (Dead tells that
+// case; Held tells whether anyone holds the lock now).
 func ReadOwner(path string) (Owner, bool) {
 	f, err := openNoFollow(path, os.O_RDONLY, 0)
 	if err != nil {
@@ -212,6 +215,38 @@ func Held(path string) bool {
 	return false
 }
 
+// Dead reports the lock at path left by a holder that died holding it: its
+// file still records the holder (a clean Unlock erases the record), that
+// process is gone, and nobody holds the lock now. The kernel released the
+// lock itself; only the record is left. It changes nothing (the probe
+// takes the lock without recording itself); Clear erases the record.
+func Dead(path string) (Owner, bool) {
+	o, ok := ReadOwner(path)
+	if !ok || !o.dead() {
+		return Owner{}, false
+	}
+	f, err := openNoFollow(path, os.O_RDONLY, 0)
+	if err != nil {
+		return Owner{}, false
+	}
+	defer f.Close()
+	if err := tryLockFile(f); err != nil {
+		return Owner{}, false // held: by a process that reused the PID, or a child
+	}
+	unlockFile(f)
+	return o, true
+}
+
+// Clear erases the record a dead holder left in the lock file at path, by
+// taking the lock and releasing it; a lock someone holds is Busy.
+func Clear(path string) error {
+	l, err := TryLock(path, "clear a dead holder's record")
+	if err != nil {
+		return err
+	}
+	return l.Unlock()
+}
+
 // Path returns the lock file's path.
 func (l *Lock) Path() string { return l.path }
 
@@ -222,6 +257,9 @@ func (l *Lock) Unlock() error {
 	if l.f == nil {
 		return &backend.Error{Code: backend.FailedPrecondition, Op: "lock: unlock", Path: l.path, Err: errors.New("not held")}
 	}
+	// A lock released cleanly leaves no record: a record in a lock file no
+	// one holds was left by a holder that died (see Dead).
+	_ = l.f.Truncate(0)
 	// Closing the descriptor releases the flock (unlockFile only matters on
 	// Windows).
 	unlockFile(l.f)

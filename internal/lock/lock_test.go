@@ -216,3 +216,36 @@ func TestALockPathHoldingSomethingElseIsReplacedNeverFollowed(t *testing.T) {
 		})
 	}
 }
+
+// A clean Unlock erases the holder's record; a record left in a free lock
+// file names a holder that died, which Dead reports (changing nothing)
+// and Clear erases. A held lock is never reported.
+func TestDeadHoldersAreToldFromCleanReleases(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	l, err := lock.TryLock(path, "clean")
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock())
+	_, ok := lock.ReadOwner(path)
+	assert.False(t, ok, "a clean release leaves no record")
+	_, dead := lock.Dead(path)
+	assert.False(t, dead)
+
+	pid := deadPID(t)
+	recordOwner(t, path, pid)
+	o, dead := lock.Dead(path)
+	require.True(t, dead)
+	assert.Equal(t, pid, o.PID)
+	_, dead = lock.Dead(path)
+	assert.True(t, dead, "Dead changes nothing")
+	require.NoError(t, lock.Clear(path))
+	_, dead = lock.Dead(path)
+	assert.False(t, dead)
+
+	held, err := lock.TryLock(path, "held")
+	require.NoError(t, err)
+	defer held.Unlock()
+	recordOwner(t, path, pid)
+	_, dead = lock.Dead(path)
+	assert.False(t, dead, "a held lock is not a dead holder's")
+	assert.Equal(t, backend.Busy, backend.CodeOf(lock.Clear(path)))
+}
