@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/groveworks/grove/backend"
-	"github.com/groveworks/grove/internal/lock"
 )
 
 // Destroying a head deletes its directory in the background. The directory
@@ -162,23 +161,10 @@ func (w *workspace) trashed() []string {
 // interrupted before its directory moved did not happen: its head stays
 // live. Callers hold the repository lock.
 func (w *workspace) finishDestroys() error {
-	all, err := w.meta.manifests()
+	err := w.recoverInterrupted("finish an interrupted destroy", func(mf *manifest) bool { return mf.Destroying },
+		func(mf *manifest) error { return w.finishDestroy(mf.ID) })
 	if err != nil {
-		return backend.Errorf(backend.Internal, "gitbackend: recover", "%w", err)
-	}
-	for _, mf := range all {
-		if !mf.Destroying {
-			continue
-		}
-		hl, err := lock.TryLock(w.meta.headLock(mf.ID), "finish an interrupted destroy")
-		if err != nil {
-			continue // its destroyer is alive
-		}
-		err = w.finishDestroy(mf.ID)
-		_ = hl.Unlock()
-		if err != nil {
-			return err
-		}
+		return err
 	}
 	for _, p := range w.trashed() {
 		w.b.trash.delete(p)

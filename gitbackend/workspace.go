@@ -68,21 +68,30 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // manifest still marked creating whose head lock nobody holds. Callers hold
 // the repository lock.
 func (w *workspace) recoverCreates(ctx context.Context) error {
+	return w.recoverInterrupted("recover an interrupted create", func(mf *manifest) bool { return mf.Creating },
+		func(mf *manifest) error { return w.undoCreate(ctx, mf) })
+}
+
+// recoverInterrupted runs finish on each head whose manifest interrupted
+// reports and whose head lock nobody holds (its operation's process is
+// gone), holding that lock, with the manifest read again under it (the
+// operation may have ended between the reads). Callers hold the
+// repository lock.
+func (w *workspace) recoverInterrupted(purpose string, interrupted func(*manifest) bool, finish func(*manifest) error) error {
 	all, err := w.meta.manifests()
 	if err != nil {
 		return backend.Errorf(backend.Internal, "gitbackend: recover", "%w", err)
 	}
 	for _, mf := range all {
-		if !mf.Creating {
+		if !interrupted(mf) {
 			continue
 		}
-		hl, err := lock.TryLock(w.meta.headLock(mf.ID), "recover an interrupted create")
+		hl, err := lock.TryLock(w.meta.headLock(mf.ID), purpose)
 		if err != nil {
-			continue // its creator is alive
+			continue // its process is alive
 		}
-		// The creator may have finished between the read and the lock.
-		if now, rerr := w.meta.readManifest(mf.ID); rerr == nil && now.Creating {
-			err = w.undoCreate(ctx, now)
+		if now, rerr := w.meta.readManifest(mf.ID); rerr == nil && interrupted(now) {
+			err = finish(now)
 		}
 		_ = hl.Unlock()
 		if err != nil {

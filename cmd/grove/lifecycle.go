@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -147,15 +148,8 @@ const findingSessionWithoutHead workspace.FindingKind = "session-without-head"
 // is not one of its live or archived heads. Without a session database
 // there are none.
 func (a *app) orphanSessions(ws *workspace.Workspace, fix bool) ([]findingJSON, error) {
-	if !a.haveEngine() {
-		return nil, nil
-	}
-	eng, err := a.engine()
-	if err != nil {
-		return nil, err
-	}
-	all, err := eng.Sessions(a.ctx)
-	if err != nil {
+	eng, all, err := a.existingSessions()
+	if err != nil || eng == nil {
 		return nil, err
 	}
 	heads, err := ws.Heads(a.ctx)
@@ -244,15 +238,8 @@ touched. With --dry-run nothing is deleted and the same report is printed.`,
 // journalKeeps is what the open sessions' journals point to (nothing
 // without a session database).
 func (a *app) journalKeeps() ([]workspace.CheckpointID, error) {
-	if !a.haveEngine() {
-		return nil, nil
-	}
-	eng, err := a.engine()
-	if err != nil {
-		return nil, err
-	}
-	all, err := eng.Sessions(a.ctx)
-	if err != nil {
+	eng, all, err := a.existingSessions()
+	if err != nil || eng == nil {
 		return nil, err
 	}
 	var payloads [][]byte
@@ -274,16 +261,23 @@ func (a *app) journalKeeps() ([]workspace.CheckpointID, error) {
 	return keepFromJournal(payloads), nil
 }
 
-// haveEngine reports whether a session database exists: commands that
-// only consult it do not make one.
-func (a *app) haveEngine() bool {
-	if a.eng != nil {
-		return true
+// existingSessions opens the session database and lists its sessions, if
+// there is a database: commands that only consult it do not make one (a
+// nil engine then).
+func (a *app) existingSessions() (*engine.Engine, []engine.SessionInfo, error) {
+	if a.eng == nil {
+		home, err := groveHome()
+		if err != nil {
+			return nil, nil, nil
+		}
+		if _, err := os.Stat(filepath.Join(home, "grove.db")); err != nil {
+			return nil, nil, nil
+		}
 	}
-	home, err := groveHome()
+	eng, err := a.engine()
 	if err != nil {
-		return false
+		return nil, nil, err
 	}
-	_, err = os.Stat(filepath.Join(home, "grove.db"))
-	return err == nil
+	all, err := eng.Sessions(a.ctx)
+	return eng, all, err
 }
