@@ -141,6 +141,60 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	if err != nil {
 		return nil, err
 	}
+	repo, err := b.locate(ctx, op, r, locator)
+	if err != nil {
+		return nil, err
+	}
+	common := repo.common
+	headsDir := ""
+	if opts != nil {
+		headsDir = opts.HeadsDir
+	}
+	if headsDir == "" {
+		headsDir = repo.defaultHeadsDir()
+	}
+	if headsDir, err = canonical(headsDir); err != nil {
+		return nil, backend.Errorf(backend.InvalidArgument, op, "heads directory: %w", err)
+	}
+	if repo.main != "" && within(headsDir, repo.main) {
+		return nil, &backend.Error{Code: backend.InvalidArgument, Op: op, Path: headsDir,
+			Err: fmt.Errorf("the heads directory lies inside the repository's working tree %s", repo.main)}
+	}
+	m := metaOf(common)
+	id, ok, err := m.readWorkspaceID()
+	if err != nil {
+		return nil, backend.Errorf(backend.Internal, op, "%w", err)
+	}
+	w := &workspace{b: b, repo: repo, meta: m, headsDir: headsDir}
+	if opts != nil {
+		w.setup, w.teardown = opts.Setup, opts.Teardown
+	}
+	l, err := w.lockRepo(ctx, "open workspace")
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
+	if !ok {
+		if id, err = m.initWorkspace(); err != nil {
+			return nil, backend.Errorf(backend.Internal, op, "recording the workspace: %w", err)
+		}
+	}
+	w.id = id
+	if err := w.recoverCreates(ctx); err != nil {
+		return nil, err
+	}
+	if err := w.finishDestroys(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// locate finds the repository holding locator (any path inside a main or
+// linked worktree, or a bare repository) and its main worktree, refusing
+// a locator an agent in a head could have pointed elsewhere (see
+// checkLocator) and, while grove has no head there, a repository of a
+// shape grove does not drive.
+func (b *Backend) locate(ctx context.Context, op string, r *gitcmd.Runner, locator string) (*repo, error) {
 	if locator == "" {
 		return nil, backend.Errorf(backend.InvalidArgument, op, "empty locator")
 	}
@@ -207,47 +261,7 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 			return nil, err
 		}
 	}
-	headsDir := ""
-	if opts != nil {
-		headsDir = opts.HeadsDir
-	}
-	if headsDir == "" {
-		headsDir = repo.defaultHeadsDir()
-	}
-	if headsDir, err = canonical(headsDir); err != nil {
-		return nil, backend.Errorf(backend.InvalidArgument, op, "heads directory: %w", err)
-	}
-	if repo.main != "" && within(headsDir, repo.main) {
-		return nil, &backend.Error{Code: backend.InvalidArgument, Op: op, Path: headsDir,
-			Err: fmt.Errorf("the heads directory lies inside the repository's working tree %s", repo.main)}
-	}
-	m := metaOf(common)
-	id, ok, err := m.readWorkspaceID()
-	if err != nil {
-		return nil, backend.Errorf(backend.Internal, op, "%w", err)
-	}
-	w := &workspace{b: b, repo: repo, meta: m, headsDir: headsDir}
-	if opts != nil {
-		w.setup, w.teardown = opts.Setup, opts.Teardown
-	}
-	l, err := w.lockRepo(ctx, "open workspace")
-	if err != nil {
-		return nil, err
-	}
-	defer l.Unlock()
-	if !ok {
-		if id, err = m.initWorkspace(); err != nil {
-			return nil, backend.Errorf(backend.Internal, op, "recording the workspace: %w", err)
-		}
-	}
-	w.id = id
-	if err := w.recoverCreates(ctx); err != nil {
-		return nil, err
-	}
-	if err := w.finishDestroys(); err != nil {
-		return nil, err
-	}
-	return w, nil
+	return repo, nil
 }
 
 // defaultHeadsDir is where heads go when OpenOptions.HeadsDir is empty:

@@ -2,25 +2,33 @@ package gitbackend
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
 
 	"github.com/groveworks/grove/backend"
-	"github.com/groveworks/grove/internal/gitcmd"
 )
 
 // maxProjectFile bounds what ProjectFile reads.
 const maxProjectFile = 1 << 20
 
 // ProjectFile reads the file at path (a slash path from the top of the
-// tree) in the commit the repository holding locator has checked out in
-// its main worktree (its HEAD; a bare repository's HEAD), for the
-// project's own configuration, such as the grove command's .grove.toml.
-// It is read from that commit, never from a working tree: an agent can
-// write files in its head and commit on its branch, but not move the main
-// checkout's HEAD, so what it returns is the user's. A path the commit
-// does not have is NotFound; one that is not a regular file there, or is
-// over 1 MiB, is FailedPrecondition.
+// tree) in the main working tree of the repository holding locator — the
+// user's checkout — for the project's own configuration, such as the
+// grove command's .grove.toml. It is never read from a head, nor from a
+// commit or anything under the git dir: an agent can write its head's
+// files and, from its head, the repository's refs and git dir (a sandboxed
+// agent too: git in the head needs them), so a branch, HEAD or a commit
+// could be the agent's. The main working tree is the one place an agent
+// confined to its head cannot write. A repository without a main working
+// tree (a bare one) has no project file: NotFound, as is a path the
+// working tree does not have. One that is not a regular file (a symlink
+// included), or is over 1 MiB, is FailedPrecondition. locator is checked as
+// OpenWorkspace checks it.
 func (b *Backend) ProjectFile(ctx context.Context, locator, path string) ([]byte, error) {
 	const op = "gitbackend: project file"
 	r, err := b.enter(ctx, "ProjectFile")
@@ -30,33 +38,37 @@ func (b *Backend) ProjectFile(ctx context.Context, locator, path string) ([]byte
 	if err := backend.CheckPath(op, path); err != nil {
 		return nil, err
 	}
-	out, err := r.Output(ctx, gitcmd.Cmd{Dir: locator, Discover: true, Args: []string{"rev-parse", "--path-format=absolute", "--git-common-dir"}})
+	rp, err := b.locate(ctx, op, r, locator)
 	if err != nil {
-		if backend.CodeOf(err) == backend.Canceled {
-			return nil, err
-		}
-		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: err}
+		return nil, err
 	}
-	rp := &repo{r: r, common: strings.TrimSpace(out)}
-	spec := "HEAD:" + path
-	info, err := rp.git(ctx, "ls-tree", "-z", "--format=%(objectmode) %(objecttype) %(objectsize)", "HEAD", "--", path)
+	if rp.main == "" {
+		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: path, Err: errors.New("the repository has no main working tree")}
+	}
+	root, err := os.OpenRoot(rp.main)
 	if err != nil {
-		if backend.CodeOf(err) == backend.Canceled {
-			return nil, err
-		}
-		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: path, Err: fmt.Errorf("the repository's HEAD has no commit: %w", err)}
+		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: rp.main, Err: err}
 	}
-	info = strings.TrimRight(info, "\x00")
-	if info == "" {
-		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: path, Err: fmt.Errorf("%s is not in the commit checked out (HEAD)", path)}
+	defer root.Close()
+	name := filepath.FromSlash(path)
+	fi, err := root.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: path, Err: err}
 	}
-	var mode, typ string
-	var size int64
-	if _, err := fmt.Sscanf(info, "%s %s %d", &mode, &typ, &size); err != nil || typ != "blob" || (mode != "100644" && mode != "100755") {
-		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: path, Err: fmt.Errorf("%s is not a regular file in HEAD (%s)", path, info)}
+	if err != nil {
+		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: path, Err: err}
 	}
-	if size > maxProjectFile {
-		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: path, Err: fmt.Errorf("%s is %d bytes, over %d", path, size, maxProjectFile)}
+	if !fi.Mode().IsRegular() || fi.Size() > maxProjectFile {
+		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: path,
+			Err: fmt.Errorf("%s in %s is not a regular file of at most %d bytes", path, rp.main, maxProjectFile)}
 	}
-	return r.Run(ctx, gitcmd.Cmd{GitDir: rp.common, Dir: rp.common, Args: []string{"cat-file", "blob", spec}})
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: path, Err: err}
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: path, Err: fmt.Errorf("%s is not a regular file", path)}
+	}
+	return io.ReadAll(io.LimitReader(f, maxProjectFile))
 }

@@ -118,7 +118,8 @@ func (d *deleter) wait(ctx context.Context) error {
 // trashed lists what destroyed heads left in trash directories: entries
 // named after a tombstone's head ID in the trash directory beside where
 // that head was. Only real directories are listed (a symlink planted in
-// a trash directory is never followed, and never listed).
+// a trash directory is never followed, and never listed). An empty trash
+// directory is removed.
 func (w *workspace) trashed() []string {
 	all, err := w.meta.manifests()
 	if err != nil {
@@ -138,6 +139,11 @@ func (w *workspace) trashed() []string {
 		}
 		ents, err := os.ReadDir(td)
 		if err != nil {
+			continue
+		}
+		if len(ents) == 0 {
+			// Emptied by a deleter that did not live to remove it.
+			_ = os.Remove(td)
 			continue
 		}
 		for _, e := range ents {

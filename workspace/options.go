@@ -34,7 +34,7 @@ type OpenOptions struct {
 	//
 	// Setup and Teardown are the caller's configuration: grove never reads
 	// them from a file a head holds (the grove command reads them from the
-	// .grove.toml of the main checkout's current commit). They run with
+	// .grove.toml in the main checkout's working tree). They run with
 	// the caller's rights, and Teardown runs in a directory an agent has
 	// written: a command that runs what the head holds (a Makefile target,
 	// a package.json script) runs the agent's code. A backend whose heads

@@ -13,9 +13,9 @@ import (
 	"github.com/groveworks/grove/workspace"
 )
 
-// configFile is the project's grove configuration, read from the commit
-// the main checkout has checked out (never from a working tree, so never
-// from a head an agent writes):
+// configFile is the project's grove configuration, read from the main
+// checkout's working tree (never from a head, a branch or a commit, which
+// an agent can write from its head):
 //
 //	[setup]
 //	command = "npm ci"   # run in every new head (sh -c), after .worktreeinclude's copies
@@ -91,8 +91,8 @@ func (h *hookConfig) hook() *workspace.Hook {
 	return out
 }
 
-// openOptions reads the project's .grove.toml (if its HEAD has one) into
-// the options the workspace is opened with.
+// openOptions reads the project's .grove.toml (if the main checkout has
+// one) into the options the workspace is opened with.
 func (a *app) openOptions(dir string) (*workspace.OpenOptions, error) {
 	data, err := a.backend().ProjectFile(a.ctx, dir, configFile)
 	if workspace.CodeOf(err) == workspace.NotFound {
@@ -103,7 +103,7 @@ func (a *app) openOptions(dir string) (*workspace.OpenOptions, error) {
 	}
 	c, err := parseConfig(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s (in the commit checked out): %w", configFile, err)
+		return nil, fmt.Errorf("%s (in the main checkout): %w", configFile, err)
 	}
 	a.config = c
 	return &workspace.OpenOptions{Setup: c.Setup.hook(), Teardown: c.Teardown.hook()}, nil
