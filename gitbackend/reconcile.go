@@ -140,7 +140,7 @@ func (r *reconciler) interruptedCreate(mf *manifest) {
 			if now, err := r.w.meta.readManifest(mf.ID); err != nil || !now.Creating {
 				return nil
 			}
-			return r.w.undoCreate(r.ctx, mf)
+			return r.w.undo(r.ctx, mf, true)
 		})
 	})
 }

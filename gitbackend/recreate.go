@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
@@ -57,11 +58,15 @@ func (w *workspace) recreate(ctx context.Context, op string, id backend.HeadID) 
 		}
 	}
 	if mf.Rebuilding {
-		// What an interrupted rebuild left (only a worktree of this
-		// repository, or nothing, is removed).
-		if err := w.removeCreated(ctx, mf.Dir); err != nil {
+		// What an interrupted rebuild left, removed only on evidence that
+		// it holds nothing else.
+		err := w.leftover(ctx, mf)
+		if err == nil {
+			err = w.removeCreated(ctx, mf.Dir)
+		}
+		if err != nil {
 			_ = rl.Unlock()
-			return fail(backend.FailedPrecondition, err)
+			return fail(backend.FailedPrecondition, fmt.Errorf("what an interrupted rebuild left is not removed: %w", err))
 		}
 	} else if _, err := os.Lstat(mf.Dir); err == nil {
 		_ = rl.Unlock()
@@ -129,6 +134,84 @@ func (w *workspace) recreate(ctx context.Context, op string, id backend.HeadID) 
 // OpenOptions.HeadsDir or the default one) — or, for a workspace Reopen
 // made, the directory of the caller's binding, which Reopen compares with
 // the manifest and makes the heads directory.
+//
+// The head's directory must be a child of that directory, named without
+// a symlink anywhere on the way (a head is never nested in another, and an
+// agent can put a symlink in its own head, which lies in the heads
+// directory).
 func (w *workspace) vouchedDir(mf *manifest) bool {
-	return within(mf.Dir, w.headsDir) || within(mf.Dir, w.repo.defaultHeadsDir())
+	parent := filepath.Dir(mf.Dir)
+	if canon, err := canonical(parent); err != nil || canon != parent {
+		return false
+	}
+	if fi, err := os.Lstat(mf.Dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return false
+	}
+	if parent == w.headsDir {
+		return true
+	}
+	def, err := canonical(w.repo.defaultHeadsDir())
+	return err == nil && parent == def
+}
+
+// leftover reports (nil) whether the directory of head mf, known only from
+// its manifest, may be removed as what an interrupted create or rebuild
+// made: it lies in the heads directory (vouchedDir), no other head claims
+// it, and it is absent, empty, or a worktree of this repository whose
+// files all match its commit (compared through a temporary index read
+// from that commit: a file written half-way, a file of anyone's, an
+// untracked file a setup made, all make it not a leftover). Ignored files
+// do not count: no checkpoint would hold them.
+func (w *workspace) leftover(ctx context.Context, mf *manifest) error {
+	if !w.vouchedDir(mf) {
+		return fmt.Errorf("%s lies outside the heads directory", mf.Dir)
+	}
+	all, err := w.meta.manifests()
+	if err != nil {
+		return err
+	}
+	for _, o := range all {
+		if o.ID != mf.ID && o.State != backend.StateDestroyed && (within(o.Dir, mf.Dir) || within(mf.Dir, o.Dir)) {
+			return fmt.Errorf("head %q claims %s", o.Name, o.Dir)
+		}
+	}
+	ents, err := os.ReadDir(mf.Dir)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(ents) == 0) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(ents) == 1 && ents[0].Name() == ".git" && ents[0].Type().IsRegular() {
+		return nil // killed inside git worktree add, before any file
+	}
+	admin, err := readGitFile(mf.Dir)
+	if err != nil || filepath.Dir(admin) != filepath.Join(w.repo.common, "worktrees") {
+		return fmt.Errorf("%s is not a worktree of this repository", mf.Dir)
+	}
+	if _, err := os.Stat(filepath.Join(admin, "HEAD")); err != nil {
+		return fmt.Errorf("%s holds files and no registration", mf.Dir)
+	}
+	tmp, err := os.MkdirTemp("", "grove-leftover-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	c := gitcmd.Cmd{GitDir: admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir,
+		Env: []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}}
+	c.Args = []string{"read-tree", "HEAD"}
+	if _, err := w.repo.run(ctx, c); err != nil {
+		return err
+	}
+	c.Args = []string{"status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=none"}
+	out, err := w.repo.run(ctx, c)
+	if err != nil {
+		return err
+	}
+	for _, rec := range strings.Split(out, "\x00") {
+		if len(rec) >= 2 && rec[:2] != " D" {
+			return fmt.Errorf("%s holds %q, which its commit does not", mf.Dir, rec)
+		}
+	}
+	return nil
 }

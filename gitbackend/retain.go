@@ -1,18 +1,18 @@
 package gitbackend
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/regfile"
 )
 
 // restoresFile records, one full hash per line, every revision a head was
@@ -22,41 +22,45 @@ func (m meta) restoresFile(id backend.HeadID) string {
 	return filepath.Join(m.headsDir(), string(id)+".restores")
 }
 
-// pinRestore records that head id was restored to commit.
+// pinRestore records that head id was restored to commit. The file is
+// rewritten whole (temporary file and rename), never opened for writing
+// where it is: whatever an agent put at its path (a symlink, a FIFO) is
+// replaced, not written through or waited on.
 func (m meta) pinRestore(id backend.HeadID, commit string) error {
-	f, err := os.OpenFile(m.restoresFile(id), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
+	pins, _ := m.restoreTargets(id) // an unreadable record starts again
+	if pins[commit] {
+		return nil
 	}
-	_, err = f.WriteString(commit + "\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	var b strings.Builder
+	for _, c := range slices.Sorted(maps.Keys(pins)) {
+		b.WriteString(c + "\n")
 	}
-	return err
+	b.WriteString(commit + "\n")
+	return writeFileAtomic(m.restoresFile(id), []byte(b.String()))
 }
 
+// maxRestoresFile bounds the record of a head's restore targets (25,000
+// distinct targets).
+const maxRestoresFile = 1 << 20
+
 // restoreTargets reads what pinRestore recorded for head id (lines that
-// are not full hashes are skipped).
+// are not full hashes are skipped). Something else than a regular file
+// there, or one over maxRestoresFile, is an error.
 func (m meta) restoreTargets(id backend.HeadID) (map[string]bool, error) {
 	out := map[string]bool{}
-	f, err := os.OpenFile(m.restoresFile(id), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	data, err := regfile.Read(m.restoresFile(id), maxRestoresFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return out, nil
 	}
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", m.restoresFile(id))
-	}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if line := strings.TrimSpace(sc.Text()); isFullHash(line) {
+	for _, line := range strings.Split(string(data), "\n") {
+		if line = strings.TrimSpace(line); isFullHash(line) {
 			out[line] = true
 		}
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // isFullHash reports whether s is 40 lowercase hex digits.
@@ -112,11 +116,17 @@ func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (bac
 		if len(cps) == 0 {
 			continue
 		}
+		hr := backend.HeadRetention{Head: mf.Name, HeadID: mf.ID}
 		pinned, err := w.meta.restoreTargets(mf.ID)
 		if err != nil {
-			return rep, &backend.Error{Code: backend.Internal, Op: op, Head: mf.Name, Err: err}
+			// Which revisions the head was restored to is unknown (its
+			// record was replaced): nothing of it is deleted.
+			for _, cp := range cps {
+				hr.Kept = append(hr.Kept, cp.ID)
+			}
+			rep.Heads = append(rep.Heads, hr)
+			continue
 		}
-		hr := backend.HeadRetention{Head: mf.Name, HeadID: mf.ID}
 		var ops []string
 		for i, cp := range cps {
 			id := string(cp.ID)

@@ -69,7 +69,7 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // the repository lock.
 func (w *workspace) recoverCreates(ctx context.Context) error {
 	return w.recoverInterrupted("recover an interrupted create", func(mf *manifest) bool { return mf.Creating },
-		func(mf *manifest) error { return w.undoCreate(ctx, mf) })
+		func(mf *manifest) error { return w.undo(ctx, mf, true) })
 }
 
 // recoverInterrupted runs finish on each head whose manifest interrupted
@@ -104,13 +104,30 @@ func (w *workspace) recoverInterrupted(purpose string, interrupted func(*manifes
 // undoCreate removes a head's directory, registration, branch and manifest;
 // callers hold the repository lock.
 func (w *workspace) undoCreate(ctx context.Context, mf *manifest) error {
+	return w.undo(ctx, mf, false)
+}
+
+// undo is undoCreate; recovered says the create is known only from its
+// manifest (it was interrupted in another process), which an agent can
+// write: its directory is then removed only on evidence that it holds
+// nothing but what the create made (see leftover), and otherwise left in
+// place (Reconcile reports it as a stray directory) with its registration.
+func (w *workspace) undo(ctx context.Context, mf *manifest, recovered bool) error {
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	var errs []error
-	errs = append(errs, w.removeCreated(ctx, mf.Dir))
+	removeDir := true
+	if recovered {
+		if err := w.leftover(ctx, mf); err != nil {
+			removeDir = false
+		}
+	}
+	if removeDir {
+		errs = append(errs, w.removeCreated(ctx, mf.Dir))
+	}
 	// A git worktree add killed half-way leaves its registration locked
 	// ("initializing"), which prune would keep: remove it directly.
-	if admins, err := filepath.Glob(filepath.Join(w.repo.common, "worktrees", "*", "gitdir")); err == nil {
+	if admins, err := filepath.Glob(filepath.Join(w.repo.common, "worktrees", "*", "gitdir")); err == nil && removeDir {
 		for _, g := range admins {
 			if data, err := regfile.Read(g, maxSmallFile); err == nil && filepath.Dir(gitLine(data)) == mf.Dir {
 				errs = append(errs, os.RemoveAll(filepath.Dir(g)))
