@@ -312,3 +312,32 @@ func TestRecreateRefusesWhatIsNotAMissingHead(t *testing.T) {
 	require.NoError(t, r.Close())
 	assert.Contains(t, f.git(f.repo, "branch", "--list", info.Branch), info.Branch)
 }
+
+// A head moved away with plain mv looks deleted; Recreate rebuilds it where
+// it was, and the moved copy does not share the rebuilt head's
+// registration (its index, its HEAD).
+func TestRecreateAfterAMoveByHandSharesNothingWithTheMovedCopy(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	f.write(h, "work.txt", "checkpointed\n")
+	_, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	info, bind := h.Info(), h.Binding()
+	require.NoError(t, h.Close())
+	moved := filepath.Join(t.TempDir(), "moved")
+	require.NoError(t, os.Rename(info.Root, moved))
+
+	r, err := workspace.Reopen(f.ctx, f.ws.Backend(), bind, &workspace.ReopenOptions{Recreate: true})
+	require.NoError(t, err)
+	defer r.Close()
+	rebuilt, err := os.ReadFile(filepath.Join(info.Root, ".git"))
+	require.NoError(t, err)
+	copied, err := os.ReadFile(filepath.Join(moved, ".git"))
+	require.NoError(t, err)
+	assert.NotEqual(t, string(rebuilt), string(copied), "the moved copy names another registration")
+	_, err = gitUser(f.ctx, moved, "status", "--porcelain")
+	assert.Error(t, err, "git in the moved copy does not reach the rebuilt head's registration")
+	st, err := r.Status(f.ctx)
+	require.NoError(t, err)
+	assert.False(t, st.Dirty)
+}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
@@ -72,7 +74,8 @@ func (w *workspace) recreate(ctx context.Context, op string, id backend.HeadID) 
 		_ = rl.Unlock()
 		return fail(backend.FailedPrecondition, fmt.Errorf("%s exists: only a head whose directory is gone is recreated", mf.Dir))
 	}
-	if err := w.removeAdmin(mf.Admin); err != nil {
+	old := mf.Admin
+	if err := w.removeAdmin(old); err != nil {
 		_ = rl.Unlock()
 		return fail(backend.Internal, err)
 	}
@@ -96,6 +99,19 @@ func (w *workspace) recreate(ctx context.Context, op string, id backend.HeadID) 
 		admin, err := readGitFile(mf.Dir)
 		if err != nil {
 			return err
+		}
+		if admin == old {
+			// git named the registration as before: a copy of the head
+			// moved away with mv still names it, and would share the
+			// rebuilt head's index and HEAD. It gets a name of its own.
+			fresh := old + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			if err := os.Rename(admin, fresh); err != nil {
+				return err
+			}
+			if err := w.relink(mf, fresh); err != nil {
+				return err
+			}
+			admin = fresh
 		}
 		mf.Admin = admin
 		if err := writeFileAtomic(filepath.Join(admin, headIDFile), []byte(string(mf.ID)+"\n")); err != nil {
