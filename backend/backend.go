@@ -315,8 +315,14 @@ type OpenOptions struct {
 type Hook struct {
 	Command string
 	Timeout time.Duration
-	Env     []string
+	Env     []string // "KEY=value" entries, added after the process's own
 }
+
+// The hooks a HookError names.
+const (
+	HookSetup    = "setup"
+	HookTeardown = "teardown"
+)
 
 // DefaultHookTimeout bounds a Hook whose Timeout is zero.
 const DefaultHookTimeout = 10 * time.Minute
@@ -372,10 +378,10 @@ type ReopenOptions struct {
 	// instead of failing: at its recorded directory, on its branch, with
 	// the files of the branch's commit (its last checkpoint, or what it
 	// was last restored to), the same head ID and so the same binding;
-	// Setup runs in it as after a create. A head whose repository moved
-	// is registered again where it now is. Anything else is refused as
-	// without it. A backend whose heads cannot lose their files ignores
-	// it.
+	// Setup runs in it as after a create. Anything else (a head whose
+	// repository moved: Maintainer.Reconcile re-links those) is refused as
+	// without it. A backend without Capabilities.Recreate ignores it (the
+	// workspace layer then answers a missing head with Unimplemented).
 	Recreate bool
 	// Setup and Teardown are the hooks of the workspace Reopen opens, as
 	// OpenOptions' are for OpenWorkspace; OpenHead uses its workspace's.

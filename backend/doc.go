@@ -42,8 +42,9 @@
 // # Departures from the design sketch
 //
 // What only the workspace layer acts on never reaches a driver (DESIGN
-// §3.1): RestoreOptions and DestroyOptions have no fields (Discard and the
-// safety and final checkpoints are package workspace's), RestoreResult
+// §3.1): RestoreOptions has no fields and DestroyOptions only SkipTeardown
+// (Discard and the safety and final checkpoints are package workspace's),
+// RestoreResult
 // holds only the commit the head now equals, and Head.Destroy returns only
 // an error. The options users fill are package workspace's own types,
 // converted in one place. FS.WriteFileIf returns only an error: on success

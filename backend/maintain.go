@@ -90,10 +90,12 @@ type ReconcileReport struct {
 }
 
 // RetentionPolicy says which checkpoints Retain keeps. A checkpoint is
-// kept when any rule keeps it: among its head's KeepLast newest, newer
-// than KeepWithin, listed in Keep, a revision its head was restored to,
-// the commit a branch points to, or its head's newest checkpoint (which
-// is always kept). At least one of KeepLast and KeepWithin must be set
+// kept when any rule keeps it: among its head's KeepLast newest (0: no
+// such rule), newer than KeepWithin by its commit time (0: no such
+// rule), listed in Keep, a revision its head was ever restored to, the
+// commit a branch or tag points to, or its head's newest checkpoint
+// (which is always kept). Safety and final checkpoints are checkpoints
+// like any other. At least one of KeepLast and KeepWithin must be set
 // (InvalidArgument otherwise); negative values are InvalidArgument.
 // Deleting a checkpoint deletes its private ref only: a commit a branch
 // or another ref reaches stays, and git's own garbage collection decides

@@ -484,8 +484,10 @@ type ResumeOptions struct {
 	// at its recorded directory from its branch's commit, with the same
 	// head ID, branch and binding (workspace.ReopenOptions.Recreate), the
 	// session resumes on it, and the journal records EventRecreated
-	// before EventResumed. Setup and Teardown are the workspace's hooks for
-	// the rebuilt head, as workspace.ReopenOptions has them.
+	// before EventResumed. Setup and Teardown are the hooks of the
+	// workspace Resume reopens (workspace.ReopenOptions'): Setup runs in a
+	// rebuilt head, and in the heads the session forks; Teardown runs when
+	// the session destroys its head. Without them none runs.
 	Recreate        bool
 	Setup, Teardown *workspace.Hook
 }

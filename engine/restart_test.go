@@ -485,3 +485,35 @@ func TestCloseSessionRefusesALiveSession(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "open", si.State)
 }
+
+// What the open sessions' journals name is listed for retention to keep:
+// checkpoints, restore targets, safety checkpoints; a closed session's
+// are not.
+func TestJournalCheckpointsListWhatOpenSessionsName(t *testing.T) {
+	r := newRestartEnv(t)
+	was := r.runNew(t, "model=a")
+	closed := r.runNew(t, "model=a")
+	ctx := context.Background()
+	e := r.engine(t, gitbackend.New(gitbackend.Options{}))
+	c, err := e.Resume(ctx, closed.Session, &engine.ResumeOptions{Config: []byte("model=a"), Snapshot: manual})
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+
+	s, err := e.Resume(ctx, was.Session, &engine.ResumeOptions{Config: []byte("model=a"), Snapshot: manual})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.FS().WriteFile("more.txt", []byte("more\n"), 0o644))
+	cp, err := s.Checkpoint(ctx, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.FS().WriteFile("dirty.txt", []byte("dirty\n"), 0o644))
+	res, err := s.Restore(ctx, workspace.Rev(was.Checkpoint), nil)
+	require.NoError(t, err)
+	require.NotNil(t, res.Safety)
+
+	keep, err := e.JournalCheckpoints(ctx)
+	require.NoError(t, err)
+	for _, id := range []workspace.CheckpointID{workspace.CheckpointID(was.Checkpoint), cp.ID, res.Safety.ID} {
+		assert.Contains(t, keep, id)
+	}
+	assert.NotContains(t, keep, workspace.CheckpointID(closed.Checkpoint), "a closed session keeps nothing")
+}

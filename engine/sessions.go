@@ -2,7 +2,10 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/groveworks/grove/backend"
@@ -114,4 +117,56 @@ func (e *Engine) CloseSession(ctx context.Context, id string) error {
 	}
 	defer lease.Unlock()
 	return e.st.closeSession(ctx, id)
+}
+
+// JournalCheckpoints lists, sorted and without repeats, every commit the
+// journals of the open sessions name (checkpoints, restore targets and
+// the commits restores reached, safety and final checkpoints, fork
+// points, each session's last checkpoint): what a retention policy must
+// keep so that no open session's record points at a deleted checkpoint
+// (pass it as workspace.RetentionPolicy.Keep). A database that cannot be
+// read is a *StoreError.
+func (e *Engine) JournalCheckpoints(ctx context.Context) ([]workspace.CheckpointID, error) {
+	all, err := e.Sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[workspace.CheckpointID]bool{}
+	for _, si := range all {
+		if si.State != "open" {
+			continue
+		}
+		if si.LastCheckpoint != "" {
+			seen[si.LastCheckpoint] = true
+		}
+		evs, err := e.Events(ctx, si.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range evs {
+			var obj map[string]any
+			if json.Unmarshal(ev.Payload, &obj) != nil {
+				continue
+			}
+			for _, field := range []string{"checkpoint", "commit", "to", "safety", "final", "from"} {
+				if v, ok := obj[field].(string); ok && isObjectName(v) {
+					seen[workspace.CheckpointID(v)] = true
+				}
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
+}
+
+// isObjectName reports whether s is a full hexadecimal object name.
+func isObjectName(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

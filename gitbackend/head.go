@@ -542,7 +542,7 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 	defer l.Unlock()
 	if !mf.Attached && !opts.SkipTeardown {
 		if fi, err := os.Lstat(mf.Dir); err == nil && fi.IsDir() {
-			if err := h.w.runHook(ctx, "gitbackend: destroy", "teardown", h.w.teardown, &mf); err != nil {
+			if err := h.w.runHook(ctx, "gitbackend: destroy", backend.HookTeardown, h.w.teardown, &mf); err != nil {
 				return err
 			}
 		}

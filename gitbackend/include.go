@@ -66,15 +66,16 @@ func (w *workspace) includes() (gitignore.Matcher, error) {
 	return gitignore.NewMatcher(ps), nil
 }
 
-// copyIncludes copies into the new head at dir the files of the main
-// working tree that .worktreeinclude names and git ignores there: the
-// candidates are what git ls-files lists as ignored (a wholly ignored
-// directory as one entry, walked only when it does not match as a whole).
-// Files are cloned where the file system can (FICLONE), else copied; a
-// path the head already has is left alone. Nothing is followed out of
-// either tree: both are reached through os.Root, and symlinks are copied
-// as symlinks.
-func (w *workspace) copyIncludes(ctx context.Context, dir string) error {
+// copyIncludes copies into the new head mf the files of the main working
+// tree that .worktreeinclude names and git ignores there: the candidates
+// are what git ls-files lists as ignored (a wholly ignored directory as
+// one entry, walked only when it does not match as a whole), and of them
+// only what the new head ignores too (git check-ignore in the head) is
+// copied, so that no checkpoint captures a copy. Files are cloned where
+// the file system can (FICLONE), else copied; a path the head already has
+// is left alone. Nothing is followed out of either tree: both are reached
+// through os.Root, and symlinks are copied as symlinks.
+func (w *workspace) copyIncludes(ctx context.Context, mf *manifest) error {
 	m, err := w.includes()
 	if err != nil || m == nil {
 		return err
@@ -91,12 +92,13 @@ func (w *workspace) copyIncludes(ctx context.Context, dir string) error {
 		return err
 	}
 	defer src.Close()
-	dst, err := os.OpenRoot(dir)
+	dst, err := os.OpenRoot(mf.Dir)
 	if err != nil {
 		return err
 	}
 	defer dst.Close()
 	c := &copier{ctx: ctx, src: src, dst: dst}
+	var todo []string
 	for _, p := range strings.Split(out, "\x00") {
 		if p == "" {
 			continue
@@ -106,17 +108,35 @@ func (w *workspace) copyIncludes(ctx context.Context, dir string) error {
 		if p == ".git" || strings.HasPrefix(p, ".git/") {
 			continue
 		}
-		parts := strings.Split(p, "/")
-		if m.Match(parts, isDir) {
-			if err := c.copy(p); err != nil {
-				return err
+		if m.Match(strings.Split(p, "/"), isDir) {
+			if isDir {
+				p += "/" // so that check-ignore matches it as a directory
 			}
+			todo = append(todo, p)
+		} else if isDir {
+			todo = c.walk(p, m, todo)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	// Only what the new head ignores too is copied: a copy its own rules
+	// do not ignore (a head made from a revision whose .gitignore is
+	// older) would be captured by its next checkpoint.
+	ignored, err := w.repo.run(ctx, gitcmd.Cmd{
+		GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir,
+		Args:  []string{"check-ignore", "-z", "--stdin"},
+		Stdin: strings.NewReader(strings.Join(todo, "\x00") + "\x00"),
+	})
+	if err != nil && gitcmd.ExitCode(err) != 1 { // 1: none is ignored
+		return err
+	}
+	for _, p := range strings.Split(ignored, "\x00") {
+		if p = strings.TrimSuffix(p, "/"); p == "" {
 			continue
 		}
-		if isDir {
-			if err := c.walk(p, m); err != nil {
-				return err
-			}
+		if err := c.copy(p); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -128,9 +148,10 @@ type copier struct {
 	src, dst *os.Root
 }
 
-// walk copies what m matches under the directory p (which it does not).
-func (c *copier) walk(p string, m gitignore.Matcher) error {
-	return fs.WalkDir(c.src.FS(), p, func(q string, d fs.DirEntry, err error) error {
+// walk adds to todo what m matches under the directory p (which it does
+// not match itself), and returns it.
+func (c *copier) walk(p string, m gitignore.Matcher, todo []string) []string {
+	_ = fs.WalkDir(c.src.FS(), p, func(q string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // vanished or unreadable: nothing to copy
 		}
@@ -141,15 +162,15 @@ func (c *copier) walk(p string, m gitignore.Matcher) error {
 			return fs.SkipDir
 		}
 		if m.Match(strings.Split(q, "/"), d.IsDir()) {
-			if err := c.copy(q); err != nil {
-				return err
-			}
 			if d.IsDir() {
+				todo = append(todo, q+"/")
 				return fs.SkipDir
 			}
+			todo = append(todo, q)
 		}
 		return c.ctx.Err()
 	})
+	return todo
 }
 
 // copy copies p (a file, a symlink or a whole directory) unless the

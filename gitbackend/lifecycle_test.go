@@ -341,3 +341,32 @@ func TestRecreateAfterAMoveByHandSharesNothingWithTheMovedCopy(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, st.Dirty)
 }
+
+// A head whose own rules do not ignore a file the main checkout ignores
+// (made from a revision older than the .gitignore line) does not get a
+// copy: its next checkpoint would capture it.
+func TestWorktreeIncludeCopiesOnlyWhatTheNewHeadIgnores(t *testing.T) {
+	f := newFixture(t)
+	old := f.git(f.repo, "rev-parse", "HEAD")
+	require.NoError(t, os.WriteFile(filepath.Join(f.repo, ".gitignore"), []byte("ignored/\n*.log\nsecret.env\n"), 0o644))
+	f.git(f.repo, "add", ".gitignore")
+	f.git(f.repo, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "ignore secret.env")
+	require.NoError(t, os.WriteFile(filepath.Join(f.repo, "secret.env"), []byte("TOKEN=1\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(f.repo, "app.log"), []byte("log\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(f.repo, ".worktreeinclude"), []byte("secret.env\n*.log\n"), 0o644))
+
+	now, err := f.ws.NewHead("now").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer now.Close()
+	assert.FileExists(t, filepath.Join(now.Info().Root, "secret.env"))
+
+	older, err := f.ws.NewHead("older").From(workspace.Rev(old)).Create(f.ctx)
+	require.NoError(t, err)
+	defer older.Close()
+	assert.NoFileExists(t, filepath.Join(older.Info().Root, "secret.env"), "the older head does not ignore it")
+	assert.FileExists(t, filepath.Join(older.Info().Root, "app.log"), "what it does ignore is copied")
+	f.write(older, "x.txt", "x\n")
+	cp, err := older.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.NotContains(t, f.git(f.repo, "ls-tree", "-r", "--name-only", string(cp.ID)), "secret.env")
+}

@@ -442,14 +442,14 @@ func (w *workspace) populate(ctx context.Context, mf *manifest) error {
 // prepare gives a head whose files are in place what the workspace
 // configured: copies of what .worktreeinclude names, then the Setup hook.
 func (w *workspace) prepare(ctx context.Context, op string, mf *manifest) error {
-	if err := w.copyIncludes(ctx, mf.Dir); err != nil {
+	if err := w.copyIncludes(ctx, mf); err != nil {
 		if backend.CodeOf(err) == backend.Canceled || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return backend.ContextError(ctx, op)
 		}
 		return &backend.Error{Code: backend.Internal, Op: op, Head: mf.Name, Path: mf.Dir, Err: fmt.Errorf("copying what %s names: %w", includeFile, err)}
 	}
 	crashPoint("create:setup")
-	return w.runHook(ctx, op, "setup", w.setup, mf)
+	return w.runHook(ctx, op, backend.HookSetup, w.setup, mf)
 }
 
 // runHook runs h (when set) in the head's directory: its failure is

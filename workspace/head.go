@@ -341,10 +341,17 @@ func (h *Head) setArchived(ctx context.Context, op string, archived bool) error 
 
 // Destroy removes the head's directory and registration and closes the
 // head. Unless opts.Discard, a dirty head is first checkpointed, and that
-// final checkpoint is returned. The branch and every checkpoint are kept,
-// the head's binding reopens as Destroyed, and its name can be used again.
-// Destroying an attached head only forgets it: the user's files, branch and
-// index stay exactly as they were. opts may be nil.
+// final checkpoint is returned. Then the workspace's Teardown hook runs in
+// the head (unless opts.SkipTeardown): what it changes is not checkpointed,
+// and if it fails nothing is destroyed and the error (FailedPrecondition,
+// wrapping the *HookError) comes with the final checkpoint. The branch and
+// every checkpoint are kept, the head's binding reopens as Destroyed, and
+// its name can be used again. The Git backend moves the directory aside
+// at once (into .grove-trash beside it) and deletes its files in the
+// background (gitbackend.Backend.WaitDeletions waits for that).
+// Destroying an attached head only forgets it, without Teardown: the
+// user's files, branch and index stay exactly as they were. opts may be
+// nil.
 //
 // Destroy without Discard never deletes what no checkpoint holds: when the
 // final checkpoint had to skip new files over the size cap

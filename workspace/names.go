@@ -158,6 +158,12 @@ const (
 	FindingUncaptured         = backend.FindingUncaptured
 )
 
+// The hooks a HookError names.
+const (
+	HookSetup    = backend.HookSetup
+	HookTeardown = backend.HookTeardown
+)
+
 // DefaultHookTimeout bounds a Hook whose Timeout is zero.
 const DefaultHookTimeout = backend.DefaultHookTimeout
 

@@ -238,15 +238,22 @@ type ReconcileOptions struct {
 // checkpoint is kept when any rule keeps it — among its head's KeepLast
 // newest, newer than KeepWithin, listed in Keep, a revision its head was
 // ever restored to, the commit a branch or tag points to, or its head's
-// newest checkpoint (always kept). At least one of KeepLast and
+// newest checkpoint (always kept). Safety and final checkpoints are
+// checkpoints like any other. At least one of KeepLast and
 // KeepWithin must be set, neither negative (InvalidArgument otherwise).
 // Only private checkpoint refs are deleted; git's own garbage collection
 // decides when unreachable commits go.
 type RetentionPolicy struct {
-	KeepLast   int
+	// KeepLast keeps each head's KeepLast newest checkpoints; 0 is no
+	// such rule.
+	KeepLast int
+	// KeepWithin keeps checkpoints whose commit time is less than
+	// KeepWithin before now; 0 is no such rule. The rules add up: a
+	// checkpoint either keeps is kept.
 	KeepWithin time.Duration
-	// Keep lists checkpoints kept whatever their age (the engine passes
-	// those its live sessions' journals name).
+	// Keep lists checkpoints kept whatever their age: pass
+	// engine.Engine.JournalCheckpoints, what the open sessions' journals
+	// name, as the grove command does.
 	Keep []CheckpointID
 	// DryRun deletes nothing and reports what would be deleted.
 	DryRun bool

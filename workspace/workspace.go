@@ -111,8 +111,9 @@ func (w *Workspace) Attach(ctx context.Context, name, dir string) (*Head, error)
 // name is NotFound; an archived head is Archived unless opts.AllowArchived,
 // which unarchives it (refused with PermissionDenied on a read-only
 // workspace). With opts.ReadOnly it takes no lock and returns a read-only
-// view. opts may be nil. On a read-only workspace the head is returned as
-// a read-only view.
+// view; with opts.Recreate a head whose directory is gone is rebuilt (see
+// ReopenOptions.Recreate). opts may be nil. On a read-only workspace the
+// head is returned as a read-only view.
 func (w *Workspace) OpenHead(ctx context.Context, name string, opts *ReopenOptions) (*Head, error) {
 	const op = "open"
 	if err := w.check(ctx, op); err != nil {

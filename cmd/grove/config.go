@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -107,43 +105,4 @@ func (a *app) openOptions(dir string) (*workspace.OpenOptions, error) {
 	}
 	a.config = c
 	return &workspace.OpenOptions{Setup: c.Setup.hook(), Teardown: c.Teardown.hook()}, nil
-}
-
-// keepFromJournal collects what the open sessions' journals point to:
-// every checkpoint, restore target and commit they recorded, for
-// retention to keep.
-func keepFromJournal(payloads [][]byte) []workspace.CheckpointID {
-	var out []workspace.CheckpointID
-	for _, p := range payloads {
-		for _, field := range []string{"checkpoint", "commit", "to", "safety", "from"} {
-			if v := jsonString(p, field); isHash(v) {
-				out = append(out, workspace.CheckpointID(v))
-			}
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// jsonString is the string field of the JSON object p ("" if it has none).
-func jsonString(p []byte, field string) string {
-	var obj map[string]any
-	if json.Unmarshal(p, &obj) != nil {
-		return ""
-	}
-	s, _ := obj[field].(string)
-	return s
-}
-
-// isHash reports whether s is a full hexadecimal object name.
-func isHash(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

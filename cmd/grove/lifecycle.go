@@ -238,27 +238,11 @@ touched. With --dry-run nothing is deleted and the same report is printed.`,
 // journalKeeps is what the open sessions' journals point to (nothing
 // without a session database).
 func (a *app) journalKeeps() ([]workspace.CheckpointID, error) {
-	eng, all, err := a.existingSessions()
+	eng, _, err := a.existingSessions()
 	if err != nil || eng == nil {
 		return nil, err
 	}
-	var payloads [][]byte
-	for _, si := range all {
-		if si.State != "open" {
-			continue
-		}
-		evs, err := eng.Events(a.ctx, si.ID)
-		if err != nil {
-			return nil, err
-		}
-		for _, ev := range evs {
-			payloads = append(payloads, ev.Payload)
-		}
-		if si.LastCheckpoint != "" {
-			payloads = append(payloads, []byte(fmt.Sprintf(`{"checkpoint":%q}`, si.LastCheckpoint)))
-		}
-	}
-	return keepFromJournal(payloads), nil
+	return eng.JournalCheckpoints(a.ctx)
 }
 
 // existingSessions opens the session database and lists its sessions, if

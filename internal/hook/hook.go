@@ -25,7 +25,7 @@ type Env struct {
 	Name, ID, Dir, Repo string
 }
 
-// Run runs h, a hook of the given kind ("setup", "teardown"), in env.Dir.
+// Run runs h, a hook of the given kind (backend.HookSetup, HookTeardown), in env.Dir.
 // Its failure (a non-zero exit, its timeout, ctx ending, a command that
 // cannot start) is a *backend.HookError; a canceled ctx also matches the
 // context's error.
