@@ -50,6 +50,19 @@
 // branch), IdentityMismatch, Destroyed, Archived or AlreadyBound — never a
 // different head. Package engine builds durable sessions on this.
 //
+// # Lifecycle
+//
+// A head deleted by hand stays NotFound (missing) until asked to be
+// rebuilt, in place and as the same head:
+//
+//	h, err := workspace.Reopen(ctx, b, saved, &workspace.ReopenOptions{Recreate: true})
+//
+// OpenOptions.Setup runs a command in every new head (after the Git
+// backend's .worktreeinclude copies) and undoes the create if it fails;
+// Teardown runs before Destroy. Workspace.Reconcile reports (and with Fix
+// repairs) what drifted from grove's records; Workspace.Retain thins out
+// old checkpoints by a RetentionPolicy.
+//
 // # Options
 //
 // Every options argument may be nil, which means its zero value; each zero

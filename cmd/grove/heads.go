@@ -196,7 +196,12 @@ func (a *app) newCmd() *cobra.Command {
 		Long: `Create a head called NAME from REV (default: the repository's HEAD): a linked
 worktree on its own branch (grove/NAME). The head is isolated (one holder at
 a time) unless --shared. It goes beside the repository, in <repo>.grove/NAME,
-or in DIR with --dir (DIR/NAME when DIR is an existing directory).`,
+or in DIR with --dir (DIR/NAME when DIR is an existing directory).
+
+The ignored files the main checkout's .worktreeinclude names (an .env, local
+settings) are copied in, then the [setup] command of the main checkout's
+.grove.toml runs in the head; if it fails, nothing of the head is left and
+its output is shown.`,
 		Example: `  grove new agent-1
   grove new review --from v1.2 --shared
   grove new scratch --dir /tmp/heads`,
@@ -476,7 +481,9 @@ func (a *app) forkCmd() *cobra.Command {
 		Use:   "fork NAME NEW",
 		Short: "Fork a head into a new isolated head; prints the new head's directory",
 		Long: `Create an isolated head called NEW from the head called NAME: from a
-checkpoint of NAME now (uncommitted work included), or from REV with --at.`,
+checkpoint of NAME now (uncommitted work included), or from REV with --at.
+Like grove new, the fork gets the main checkout's .worktreeinclude copies
+and runs the project's setup.`,
 		Example: `  grove fork agent-1 experiment
   grove fork agent-1 retry --at 3f2a9c1e`,
 		Args: args(cobra.ExactArgs(2)),

@@ -65,7 +65,7 @@ no checkpoint has, and sessions whose head is gone. Each finding is one
 line (KIND, HEAD, PATH, what is wrong).
 
 With --fix, what is safe to repair is repaired: a missing head is rebuilt
-from its branch (as grove repair does), an unregistered one registered again
+from its branch (as grove repair does, setup included), an unregistered one registered again
 around its files, stale registrations and locks removed, interrupted
 creates undone and destroys finished, sessions whose head is gone closed
 (their journals stay). Nothing that could hold a file no
