@@ -629,6 +629,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 			return fail(resumeKind(err), err)
 		}
 		s.head, s.ws = h, h.Workspace()
+		s.setup, s.teardown = opts.Setup, opts.Teardown
 		if got := h.Binding(); !got.Equal(bind) {
 			release()
 			return fail(IdentityMismatch, errorf(backend.IdentityMismatch, op, "the reopened head's binding differs from the stored one"))

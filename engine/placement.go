@@ -32,6 +32,11 @@ type PerSession struct {
 	Root     string        // the workspace's locator (for git: a path in the repository)
 	Base     workspace.Rev // the revision every session's head starts from; empty: the workspace's HEAD
 	HeadsDir string        // where heads go; empty: the backend's default
+	// Setup and Teardown are the workspace's hooks (workspace.OpenOptions):
+	// Setup runs in every session's new head and in the heads its sessions
+	// fork, Teardown before a session destroys its head. They are the
+	// caller's, not part of the session's recorded configuration.
+	Setup, Teardown *workspace.Hook
 }
 
 // ExistingHead names a head that exists in a workspace.
@@ -39,6 +44,8 @@ type ExistingHead struct {
 	Backend workspace.Backend // the backend the head's workspace is opened through
 	Root    string            // the workspace's locator (for git: a path in the repository, or its git dir)
 	Head    string            // the head's name
+	// Setup and Teardown are the workspace's hooks, as PerSession's.
+	Setup, Teardown *workspace.Hook
 }
 
 func (p Placement) count() int {

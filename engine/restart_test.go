@@ -517,3 +517,26 @@ func TestJournalCheckpointsListWhatOpenSessionsName(t *testing.T) {
 	}
 	assert.NotContains(t, keep, workspace.CheckpointID(closed.Checkpoint), "a closed session keeps nothing")
 }
+
+// The workspace's hooks ride with the placement: setup runs in a
+// per-session head and in the heads its session forks.
+func TestPlacementHooksRunInSessionHeadsAndForks(t *testing.T) {
+	repo := gitRepo(t)
+	ctx := context.Background()
+	setup := &workspace.Hook{Command: `printf '%s' "$GROVE_HEAD" > .setup-ran`}
+	gb := gitbackend.New(gitbackend.Options{})
+	e := openEngine(t, engine.Options{Backends: []backend.Backend{gb}})
+	s, err := e.NewSession(ctx, &engine.SessionOptions{Placement: engine.Placement{PerSession: &engine.PerSession{
+		Backend: gb, Root: repo, Setup: setup}}, Snapshot: manual})
+	require.NoError(t, err)
+	defer s.Close()
+	data, err := os.ReadFile(filepath.Join(s.Head().Info().Root, ".setup-ran"))
+	require.NoError(t, err)
+	assert.Equal(t, s.Head().Info().Name, string(data))
+	child, err := s.Fork(ctx, "child", nil)
+	require.NoError(t, err)
+	defer child.Close()
+	data, err = os.ReadFile(filepath.Join(child.Head().Info().Root, ".setup-ran"))
+	require.NoError(t, err)
+	assert.Equal(t, "child", string(data))
+}

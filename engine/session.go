@@ -43,6 +43,8 @@ type Session struct {
 	view     *workspace.Head      // what callers get: head, or for ReadOnly its read-only view
 	ownsHead bool                 // a failed start destroys head (one it created, or a fork's)
 
+	setup, teardown *workspace.Hook // the workspace's hooks, for the heads the session forks
+
 	resumed    bool
 	report     ResumeReport
 	exts       []Extension
@@ -135,7 +137,8 @@ func (s *Session) bindHead(ctx context.Context, p Placement) error {
 	switch {
 	case p.PerSession != nil:
 		ps := p.PerSession
-		if s.ws, err = workspace.Open(ctx, ps.Backend, ps.Root, &workspace.OpenOptions{HeadsDir: ps.HeadsDir}); err != nil {
+		s.setup, s.teardown = ps.Setup, ps.Teardown
+		if s.ws, err = workspace.Open(ctx, ps.Backend, ps.Root, &workspace.OpenOptions{HeadsDir: ps.HeadsDir, Setup: ps.Setup, Teardown: ps.Teardown}); err != nil {
 			return err
 		}
 		b := s.ws.NewHead("session-" + s.id).Isolated()
@@ -151,7 +154,8 @@ func (s *Session) bindHead(ctx context.Context, p Placement) error {
 		if p.Shared != nil {
 			eh, shared = p.Shared, true
 		}
-		if s.ws, err = workspace.Open(ctx, eh.Backend, eh.Root, nil); err != nil {
+		s.setup, s.teardown = eh.Setup, eh.Teardown
+		if s.ws, err = workspace.Open(ctx, eh.Backend, eh.Root, &workspace.OpenOptions{Setup: eh.Setup, Teardown: eh.Teardown}); err != nil {
 			return err
 		}
 		if s.head, err = s.ws.OpenHead(ctx, eh.Head, nil); err != nil {
@@ -332,13 +336,13 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 		o.Roots = s.roots
 	}
 	ws := s.head.Workspace()
-	p, err := Placement{Exclusive: &ExistingHead{Backend: ws.Backend(), Root: ws.Info().Locator, Head: name}}.validate()
+	p, err := Placement{Exclusive: &ExistingHead{Backend: ws.Backend(), Root: ws.Info().Locator, Head: name, Setup: s.setup, Teardown: s.teardown}}.validate()
 	if err != nil {
 		return nil, err
 	}
 	// The child gets a workspace handle of its own, so that it outlives
 	// this session's.
-	cws, err := workspace.Open(ctx, ws.Backend(), ws.Info().Locator, nil)
+	cws, err := workspace.Open(ctx, ws.Backend(), ws.Info().Locator, &workspace.OpenOptions{Setup: s.setup, Teardown: s.teardown})
 	if err != nil {
 		return nil, err
 	}

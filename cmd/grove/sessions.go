@@ -95,7 +95,8 @@ func (a *app) startSession(name string, opts engine.SessionOptions, takeOver fun
 	}
 	// The repository as grove recorded it, never the directory grove was
 	// run from (which may be a head, or a subdirectory).
-	eh := &engine.ExistingHead{Backend: a.backend(), Root: ws.Info().Locator, Head: name}
+	eh := &engine.ExistingHead{Backend: a.backend(), Root: ws.Info().Locator, Head: name,
+		Setup: a.config.Setup.hook(), Teardown: a.config.Teardown.hook()}
 	if hi.Access == workspace.Shared {
 		opts.Placement = engine.Placement{Shared: eh}
 	} else {
