@@ -72,6 +72,12 @@ type (
 	RetentionReport = backend.RetentionReport
 	// HeadRetention is what Workspace.Retain kept and deleted of one head.
 	HeadRetention = backend.HeadRetention
+	// LandStrategy is how Head.Land writes a head's work: LandSquash, LandRebase, LandMerge.
+	LandStrategy = backend.LandStrategy
+	// LandResult is what Head.Land did.
+	LandResult = backend.LandResult
+	// LandConflict lists the paths a Head.Land could not merge.
+	LandConflict = backend.LandConflict
 	// FS is a head's working tree: slash paths inside the head, never its .git.
 	FS = backend.FS
 	// Error is grove's one error type: a Code, the operation, head, path, revision and reason.
@@ -156,6 +162,13 @@ const (
 	FindingInterruptedDestroy = backend.FindingInterruptedDestroy
 	FindingStaleLock          = backend.FindingStaleLock
 	FindingUncaptured         = backend.FindingUncaptured
+)
+
+// The strategies of Head.Land.
+const (
+	LandSquash = backend.LandSquash
+	LandRebase = backend.LandRebase
+	LandMerge  = backend.LandMerge
 )
 
 // The hooks a HookError names.

@@ -1,0 +1,138 @@
+package workspace
+
+import (
+	"context"
+
+	"github.com/groveworks/grove/backend"
+)
+
+// LandOptions configure Head.Land. The zero value (or nil) squashes the
+// head's work onto the branch the repository's HEAD names, with a message
+// made from the head's name and its checkpoint messages.
+type LandOptions struct {
+	// Onto is the branch to land on; empty means the branch the
+	// repository's HEAD names (the main checkout's).
+	Onto string
+	// Strategy is LandSquash (the default), LandRebase or LandMerge; any
+	// other value is InvalidArgument.
+	Strategy LandStrategy
+	// Message is the squash or merge commit's message; empty means the
+	// head's name and the messages of the checkpoints landed (grove's own
+	// "grove checkpoint" left out). A rebase keeps each commit's message.
+	Message string
+	// Branch writes the result to this new branch (a review branch)
+	// instead of moving Onto; a branch that exists is AlreadyExists.
+	Branch string
+	// DryRun checks that the work merges and computes the result, moving
+	// no branch and touching no worktree: LandResult says what would be
+	// written, a conflict fails as it would.
+	DryRun bool
+	// Author is the author and committer of the commits Land makes (a
+	// rebase keeps each commit's author); zero means DefaultAuthor.
+	Author Signature
+	// Checkpoint configures the checkpoint of uncommitted work taken
+	// first; an empty Message says it is before a land.
+	Checkpoint CheckpointOptions
+}
+
+// PatchOptions configure Head.Patch. The zero value (or nil) gives one
+// patch per commit.
+type PatchOptions struct {
+	// Squash gives one patch of the whole change, with a message made as
+	// Land's.
+	Squash bool
+}
+
+// driverLand is the driver's form of o (nil: the defaults).
+func driverLand(op, head string, o *LandOptions) (*backend.LandOptions, error) {
+	d := &backend.LandOptions{Strategy: backend.LandSquash, Author: DefaultAuthor}
+	if o == nil {
+		return d, nil
+	}
+	if o.Strategy != "" {
+		if !o.Strategy.Valid() {
+			return nil, fail(backend.InvalidArgument, op, head, "unknown land strategy %q (squash, rebase or merge)", o.Strategy)
+		}
+		d.Strategy = o.Strategy
+	}
+	for _, b := range []string{o.Onto, o.Branch} {
+		if b != "" {
+			if err := validBranch(b); err != nil {
+				return nil, fail(backend.InvalidArgument, op, head, "%v", err)
+			}
+		}
+	}
+	d.Onto, d.Message, d.Branch, d.DryRun = o.Onto, o.Message, o.Branch, o.DryRun
+	if o.Author != (Signature{}) {
+		d.Author = o.Author
+	}
+	return d, nil
+}
+
+// Land writes the head's work onto a branch: by default one squashed
+// commit on the branch the repository's HEAD names. Uncommitted work is
+// checkpointed first (unless DryRun), so what lands is the head as it is.
+// Before anything is written, git merges the work in memory: a conflict
+// is Conflict wrapping a *LandConflict listing the paths, with nothing
+// changed. A branch a worktree has checked out (the user's main checkout)
+// moves only together with that worktree's index and files, when it has
+// no changes of its own; otherwise Land refuses with FailedPrecondition
+// naming the worktree (land onto a new Branch instead). The head, its
+// branch and its checkpoints never change. A backend that cannot land
+// answers Unimplemented; a read-only view, PermissionDenied. opts may be
+// nil.
+func (h *Head) Land(ctx context.Context, opts *LandOptions) (LandResult, error) {
+	const op = "land"
+	d, err := driverLand(op, h.name, opts)
+	if err != nil {
+		return LandResult{}, err
+	}
+	l, ok := h.h.(backend.Lander)
+	if !ok {
+		return LandResult{}, fail(backend.Unimplemented, op, h.name, "this backend cannot land a head's work")
+	}
+	unlock, err := h.begin(ctx, op, true)
+	if err != nil {
+		return LandResult{}, err
+	}
+	defer unlock()
+	if !d.DryRun {
+		var cpo *CheckpointOptions
+		if opts != nil {
+			cpo = &opts.Checkpoint
+		}
+		dcp, err := driverCheckpoint(op, cpo, "grove: checkpoint before landing")
+		if err != nil {
+			return LandResult{}, wrap(op, h.name, err)
+		}
+		if _, err := h.h.Checkpoint(ctx, dcp); err != nil {
+			return LandResult{}, wrap(op, h.name, err)
+		}
+	}
+	res, err := l.Land(ctx, d)
+	return res, wrap(op, h.name, err)
+}
+
+// Patch returns the commits from..to as a patch series in git
+// format-patch's mbox format (git am applies it), or with opts.Squash as
+// one patch of the whole change. Empty from means the head's base, empty
+// to its branch's tip (its last checkpoint). A backend that cannot
+// answers Unimplemented. opts may be nil.
+func (h *Head) Patch(ctx context.Context, from, to Rev, opts *PatchOptions) ([]byte, error) {
+	const op = "patch"
+	l, ok := h.h.(backend.Lander)
+	if !ok {
+		return nil, fail(backend.Unimplemented, op, h.name, "this backend cannot make patches")
+	}
+	unlock, err := h.begin(ctx, op, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	d := &backend.PatchOptions{}
+	if opts != nil {
+		d.Squash = opts.Squash
+	}
+	out, err := l.Patch(ctx, from, to, d)
+	return out, wrap(op, h.name, err)
+}
