@@ -3,6 +3,7 @@ package gitbackend_test
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -229,4 +231,26 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// On a git older than 2.38 (no merge-tree --write-tree), Land is a typed
+// FailedPrecondition naming the version, and changes nothing. The old git
+// is a stand-in that reports an older version and runs the real one.
+func TestLandOnAnOlderGitNamesTheVersion(t *testing.T) {
+	f, h := landFixture(t)
+	real, err := exec.LookPath("git")
+	require.NoError(t, err)
+	old := filepath.Join(t.TempDir(), "git")
+	require.NoError(t, os.WriteFile(old, []byte("#!/bin/sh\nif [ \"$1\" = version ]; then echo 'git version 2.37.1'; exit 0; fi\nexec "+real+" \"$@\"\n"), 0o755))
+	bind := h.Binding()
+	require.NoError(t, h.Close())
+	before := f.git(f.repo, "rev-parse", "main")
+	oh, err := workspace.Reopen(f.ctx, gitbackend.New(gitbackend.Options{Git: old}), bind, nil)
+	require.NoError(t, err)
+	defer oh.Close()
+	_, err = oh.Land(f.ctx, &workspace.LandOptions{DryRun: true})
+	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err))
+	assert.Contains(t, err.Error(), "2.37.1")
+	assert.Contains(t, err.Error(), "2.38")
+	assert.Equal(t, before, f.git(f.repo, "rev-parse", "main"))
 }
