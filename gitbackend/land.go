@@ -3,7 +3,6 @@ package gitbackend
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/regfile"
 )
 
 var _ backend.Lander = (*head)(nil)
@@ -39,9 +39,12 @@ func (h *head) Land(ctx context.Context, opts *backend.LandOptions) (backend.Lan
 	}
 	onto := opts.Onto
 	if onto == "" {
-		if onto, err = h.w.repo.git(ctx, "symbolic-ref", "-q", "--short", "HEAD"); err != nil || onto == "" {
+		full, err := h.w.repo.git(ctx, "symbolic-ref", "-q", "HEAD")
+		name, ok := strings.CutPrefix(full, "refs/heads/")
+		if err != nil || !ok || name == "" {
 			return backend.LandResult{}, h.fail(backend.FailedPrecondition, op, "the repository's HEAD names no branch: say which branch to land on")
 		}
+		onto = name
 	}
 	if err := h.checkBranchName(ctx, op, onto); err != nil {
 		return backend.LandResult{}, err
@@ -236,7 +239,18 @@ func (h *head) rebase(ctx context.Context, op, base, fork, tip string, committer
 		if paths != nil {
 			return nil, h.conflict(op, paths, c)
 		}
-		if curTree, err := h.w.repo.git(ctx, "rev-parse", cur+"^{tree}"); err == nil && curTree == tree {
+		// A commit that became empty here is dropped; one that was empty
+		// from the start is kept (git rebase's defaults).
+		startedEmpty := false
+		if own, err := h.w.repo.git(ctx, "rev-parse", c+"^{tree}"); err == nil {
+			if len(parent) > 0 {
+				pt, _ := h.w.repo.git(ctx, "rev-parse", parent[0]+"^{tree}")
+				startedEmpty = pt == own
+			} else {
+				startedEmpty = own == emptyTree
+			}
+		}
+		if curTree, err := h.w.repo.git(ctx, "rev-parse", cur+"^{tree}"); err == nil && curTree == tree && !startedEmpty {
 			continue // nothing left of it
 		}
 		author := &gitcmd.Identity{Name: f[1], Email: f[2]}
@@ -327,63 +341,98 @@ func (h *head) writeBranch(ctx context.Context, op, update string) error {
 	return nil
 }
 
+// checkout is a worktree of the repository: its directory and git dir.
+type checkout struct{ dir, gitDir string }
+
+// checkedOut returns the worktrees that have branch checked out, read
+// from their own files, not from git worktree list (an agent can write a
+// registration claiming any branch at any directory): the main worktree,
+// whose HEAD is the common dir's, and each registration whose directory's
+// .git names it back, whose gitdir names that directory, and whose HEAD —
+// a regular file — is exactly "ref: refs/heads/<branch>".
+func (w *workspace) checkedOut(branch string) []checkout {
+	want := "ref: refs/heads/" + branch
+	heads := func(gitDir string) bool {
+		p := filepath.Join(gitDir, "HEAD")
+		if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+			return false
+		}
+		data, err := regfile.Read(p, maxSmallFile)
+		return err == nil && gitLine(data) == want
+	}
+	var out []checkout
+	if w.repo.main != "" && heads(w.repo.common) {
+		out = append(out, checkout{dir: w.repo.main, gitDir: w.repo.common})
+	}
+	regs := filepath.Join(w.repo.common, "worktrees")
+	ents, _ := os.ReadDir(regs)
+	for _, e := range ents {
+		admin := filepath.Join(regs, e.Name())
+		if !e.IsDir() || !heads(admin) {
+			continue
+		}
+		back, err := regfile.Read(filepath.Join(admin, "gitdir"), maxSmallFile)
+		if err != nil {
+			continue
+		}
+		dir := filepath.Dir(gitLine(back))
+		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+			continue // a registration without its directory checks nothing out
+		}
+		if g, err := readGitFile(dir); err != nil || g != admin {
+			continue // not that directory's registration
+		}
+		out = append(out, checkout{dir: dir, gitDir: admin})
+	}
+	return out
+}
+
 // moveCheckedOut moves branch from old to next. A worktree that has the
 // branch checked out (the user's main checkout, say) is updated with it,
-// index and files (git read-tree -m -u, which refuses to overwrite
-// anything), when it is clean and no merge-like operation runs there;
-// otherwise nothing moves and the error names the worktree. A head of
-// grove's is never updated this way. It returns the updated worktree.
+// index and files (git read-tree -m -u), when it has no changes of its
+// own, no merge-like operation runs there, and no file the move would
+// write is already there untracked or ignored (git would overwrite an
+// ignored one); otherwise nothing moves and the error names the worktree.
+// A head of grove's is never updated this way. Once git starts writing the
+// worktree, the update and the ref move run to their end, whatever ctx
+// says. It returns the updated worktree.
 func (h *head) moveCheckedOut(ctx context.Context, op, branch, old, next string) (string, error) {
 	update := "update refs/heads/" + branch + " " + next + " " + old
-	list, err := h.w.repo.git(ctx, "worktree", "list", "--porcelain")
-	if err != nil {
-		return "", err
-	}
-	dir := ""
-	for _, rec := range strings.Split(list, "\n\n") {
-		var path, ref string
-		for _, line := range strings.Split(rec, "\n") {
-			if p, ok := strings.CutPrefix(line, "worktree "); ok {
-				path = p
-			}
-			if r, ok := strings.CutPrefix(line, "branch "); ok {
-				ref = r
-			}
-		}
-		if ref == "refs/heads/"+branch {
-			dir = path
-			break
-		}
-	}
-	if dir == "" {
+	cos := h.w.checkedOut(branch)
+	if len(cos) == 0 {
 		return "", h.writeBranch(ctx, op, update)
 	}
+	dir := cos[0].dir
 	refuse := func(format string, args ...any) error {
 		return &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: " + op, Head: h.name(), Path: dir,
 			Err: fmt.Errorf("branch %q is checked out at %s, which %s; land onto a new branch (Branch) instead, or clean it", branch, dir, fmt.Sprintf(format, args...))}
 	}
+	if len(cos) > 1 {
+		return "", refuse("is not its only worktree (%s too)", cos[1].dir)
+	}
+	gitDir := cos[0].gitDir
 	if mf, _ := h.w.insideHead(dir); mf != nil {
 		return "", refuse("is grove head %q", mf.Name)
-	}
-	gitDir, err := readGitFile(dir)
-	if err != nil || !(gitDir == h.w.repo.common || filepath.Dir(gitDir) == filepath.Join(h.w.repo.common, "worktrees")) {
-		return "", refuse("is not a worktree grove can vouch for")
 	}
 	for _, marker := range []string{"MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply", "BISECT_LOG"} {
 		if _, err := os.Lstat(filepath.Join(gitDir, marker)); err == nil {
 			return "", refuse("has a %s in progress", marker)
 		}
 	}
-	c := gitcmd.Cmd{GitDir: gitDir, WorkTree: dir, Dir: dir}
+	c := gitcmd.Cmd{GitDir: gitDir, WorkTree: dir, Dir: dir, NoOptionalLocks: true}
 	if gitDir != h.w.repo.common {
 		c.CommonDir = h.w.repo.common
 	}
 	c.Args = []string{"status", "--porcelain", "--untracked-files=no", "--ignore-submodules=all"}
-	c.NoOptionalLocks = true
 	if out, err := h.w.repo.run(ctx, c); err != nil {
 		return "", err
 	} else if out != "" {
 		return "", refuse("has uncommitted changes")
+	}
+	if p, err := h.inTheWay(ctx, dir, old, next); err != nil {
+		return "", err
+	} else if p != "" {
+		return "", refuse("holds %s, which git does not track there and the land would overwrite", p)
 	}
 	c.NoOptionalLocks = false
 	rl, err := h.w.lockRepo(ctx, op)
@@ -391,24 +440,62 @@ func (h *head) moveCheckedOut(ctx context.Context, op, branch, old, next string)
 		return "", err
 	}
 	defer rl.Unlock()
+	if err := backend.ContextError(ctx, "gitbackend: "+op); err != nil {
+		return "", err
+	}
+	wctx, cancel := cleanupContext(ctx)
+	defer cancel()
 	c.Args = []string{"read-tree", "-m", "-u", old, next}
-	if _, err := h.w.repo.run(ctx, c); err != nil {
-		if backend.CodeOf(err) == backend.Canceled {
-			return "", err
-		}
+	if _, err := h.w.repo.run(wctx, c); err != nil {
 		return "", refuse("git could not update: %s", strings.TrimSpace(gitcmd.Stderr(err)))
 	}
-	if err := h.w.repo.updateRefs(ctx, []string{update}); err != nil {
+	if err := h.w.repo.updateRefs(wctx, []string{update}); err != nil {
 		// The branch moved meanwhile: the worktree goes back.
 		c.Args = []string{"read-tree", "-m", "-u", next, old}
-		_, _ = h.w.repo.run(context.WithoutCancel(ctx), c)
-		if cd := backend.CodeOf(err); cd == backend.Canceled || cd == backend.Busy {
+		_, _ = h.w.repo.run(wctx, c)
+		if cd := backend.CodeOf(err); cd == backend.Busy {
 			return "", err
 		}
 		return "", &backend.Error{Code: backend.Conflict, Op: "gitbackend: " + op, Head: h.name(),
 			Err: fmt.Errorf("branch %q moved while landing; nothing was written: %w", branch, err)}
 	}
 	return dir, nil
+}
+
+// inTheWay returns a path of the worktree at dir that moving from old to
+// next would overwrite although old does not track it (an untracked or
+// ignored file, or a file, symlink or other non-directory where the move
+// needs a directory), or "".
+func (h *head) inTheWay(ctx context.Context, dir, old, next string) (string, error) {
+	out, err := h.w.repo.git(ctx, "diff-tree", "-r", "-z", "--no-renames", "--name-status", old, next)
+	if err != nil {
+		return "", err
+	}
+	f := strings.Split(out, "\x00")
+	tracked := map[string]bool{}
+	var added []string
+	for i := 0; i+1 < len(f); i += 2 {
+		status, p := f[i], f[i+1]
+		if status == "A" {
+			added = append(added, p)
+		} else {
+			tracked[p] = true
+		}
+	}
+	for _, p := range added {
+		// Through a parent that is a symlink, Lstat may find something
+		// that is not there: refusing then errs on the safe side.
+		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p))); err == nil {
+			return p, nil
+		}
+		for d := filepath.Dir(filepath.FromSlash(p)); d != "."; d = filepath.Dir(d) {
+			fi, err := os.Lstat(filepath.Join(dir, d))
+			if err == nil && !fi.IsDir() && !tracked[filepath.ToSlash(d)] {
+				return filepath.ToSlash(d), nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // Patch implements backend.Lander with git format-patch (prefixes, diff
@@ -449,11 +536,18 @@ func (h *head) Patch(ctx context.Context, from, to backend.Rev, opts *backend.Pa
 		rng = a + ".." + one
 	}
 	out, err := h.w.repo.r.Run(ctx, gitcmd.Cmd{GitDir: h.w.repo.common, Dir: h.w.repo.common, Args: []string{
-		"-c", "format.headers=", "-c", "format.signature=", "-c", "format.coverLetter=false", "-c", "format.from=",
-		"format-patch", "--stdout", "--no-signature", "--no-ext-diff", "--no-textconv", "--no-renames",
+		// Whatever the repository's configuration (which an agent can
+		// write) says of patches, the series is the same: no attachments,
+		// threads, recipients, headers, notes, sign-offs, base, signature;
+		// three lines of context, git's default algorithm, numbered as by
+		// default.
+		"-c", "format.numbered=auto", "-c", "format.useAutoBase=false",
+		"format-patch", "--stdout", "--no-signature", "--no-cover-letter", "--no-attach", "--no-thread",
+		"--no-to", "--no-cc", "--no-add-header", "--no-notes", "--no-signoff", "--no-base", "--subject-prefix=PATCH",
+		"-U3", "--diff-algorithm=myers", "--no-relative", "--no-ext-diff", "--no-textconv", "--no-renames",
 		"--src-prefix=a/", "--dst-prefix=b/", "--binary", "--no-color", rng}})
 	if err != nil {
-		return nil, errors.Join(h.fail(backend.Internal, op, "git format-patch failed"), err)
+		return nil, h.wrap(op, err)
 	}
 	return out, nil
 }
