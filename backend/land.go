@@ -16,8 +16,9 @@ type Lander interface {
 	// *LandConflict that lists the paths, with nothing changed. It never
 	// moves a branch a worktree has checked out without updating that
 	// worktree's index and files with it, and refuses (FailedPrecondition
-	// naming the worktree) when that worktree has changes of its own. The
-	// head, its branch and its checkpoints are never changed.
+	// naming the worktree) when that worktree has changes of its own or a
+	// file, untracked or ignored, where the land would write. The head, its
+	// branch and its checkpoints are never changed.
 	Land(ctx context.Context, opts *LandOptions) (LandResult, error)
 	// Patch returns the commits from..to of the workspace as a series in
 	// git format-patch's mbox format, or with opts.Squash as one patch of

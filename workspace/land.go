@@ -76,8 +76,11 @@ func driverLand(op, head string, o *LandOptions) (*backend.LandOptions, error) {
 // is Conflict wrapping a *LandConflict listing the paths, with nothing
 // changed. A branch a worktree has checked out (the user's main checkout)
 // moves only together with that worktree's index and files, when it has
-// no changes of its own; otherwise Land refuses with FailedPrecondition
-// naming the worktree (land onto a new Branch instead). The head, its
+// no changes of its own and no file the land would write is there
+// untracked or ignored (an .env is never overwritten); otherwise Land
+// refuses with FailedPrecondition naming the worktree (land onto a new
+// Branch instead). Once git starts writing the worktree, the land runs to
+// its end whatever ctx says. The head, its
 // branch and its checkpoints never change. A backend that cannot land
 // answers Unimplemented; a read-only view, PermissionDenied. opts may be
 // nil.
