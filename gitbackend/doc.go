@@ -237,6 +237,22 @@
 // agent can write: one swapped for a symlink while git writes into it is
 // followed by git (grove's own undo never follows it).
 //
+// # Other tools maintaining the repository
+//
+// Editors fetch, git maintenance and cron jobs run gc and repack, people
+// run git worktree prune and repair, all while grove works. A git command
+// of grove's that fails because an object, a pack or an object directory
+// went from under it (a prune removing an empty object directory just as
+// git writes into it) is run again, up to four times, then fails with
+// Busy; a create whose new registration a concurrent git worktree prune
+// took is undone and made again. A live head is never pruned: its
+// directory exists. Checkpoints grove reported stay readable under git
+// gc's default prune expiry (TestOperationsSurviveConcurrentMaintenance
+// runs the commands in a loop beside checkpoints, restores and forks).
+// What grove cannot protect against is what git itself documents as
+// unsafe: git gc --prune=now (or git prune) while anything writes, which
+// can delete objects a command has just written and not yet referenced.
+//
 // # Repository shapes
 //
 // Sparse checkout, partial clone and filter drivers (clean/smudge/process,

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -293,14 +294,22 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 		return nil, fail(backend.FailedPrecondition, dir, "%v", err)
 	}
 
-	rl, err := w.lockRepo(ctx, "create head "+spec.Name)
-	if err != nil {
-		return nil, err
-	}
-	mf, hl, bl, err := w.register(ctx, spec, commit, dir)
-	_ = rl.Unlock()
-	if err != nil {
-		return nil, err
+	var mf *manifest
+	var hl, bl *lock.Lock
+	for attempt := 0; ; attempt++ {
+		rl, err := w.lockRepo(ctx, "create head "+spec.Name)
+		if err != nil {
+			return nil, err
+		}
+		mf, hl, bl, err = w.register(ctx, spec, commit, dir)
+		_ = rl.Unlock()
+		if errors.Is(err, errPruneRace) && attempt < 3 {
+			continue // undone: register again
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
 	}
 	crashPoint("create:registered")
 	// Populate the files under the head's own lock only.
@@ -397,7 +406,12 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 	_, err = w.repo.git(addCtx, "worktree", "add", "--no-checkout", "-q", "-b", branch, dir, commit)
 	cancel()
 	if err != nil {
-		if backend.CodeOf(err) != backend.Canceled {
+		switch {
+		case backend.CodeOf(err) == backend.Canceled:
+		case pruneRace.MatchString(gitcmd.Stderr(err)):
+			err = &backend.Error{Code: backend.Busy, Op: op, Head: spec.Name, Path: dir, Err: fmt.Errorf(
+				"a git worktree prune beside git worktree add took its registration; try again: %w", errPruneRace)}
+		default:
 			err = fail(backend.Internal, dir, "git worktree add: %v", err)
 		}
 		return undo(err)
@@ -415,6 +429,14 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 	}
 	return mf, hl, bl, nil
 }
+
+// pruneRace is what git worktree add says when a git worktree prune run
+// beside it removed the registration it was writing (prune takes a
+// registration without its gitdir file for a stale one).
+var pruneRace = regexp.MustCompile(`could not open '.*/worktrees/[^/]*/[^/']*' for writing|unable to create '.*/worktrees/[^/]*/`)
+
+// errPruneRace marks a create undone because of such a race.
+var errPruneRace = errors.New("git worktree prune raced git worktree add")
 
 // headIDFile, in a worktree's git dir, carries the head ID, so that reopen
 // can tell the worktree is the head the binding names.

@@ -72,6 +72,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/groveworks/grove/backend"
@@ -292,6 +293,69 @@ func (r *Runner) Output(ctx context.Context, c Cmd) (string, error) {
 }
 
 func (r *Runner) run(ctx context.Context, c Cmd, harden bool) ([]byte, error) {
+	// A git gc, repack or prune running beside the command can take an
+	// object, a pack or an object directory from under it: such a
+	// failure is retried, a bounded number of times, when the command
+	// can be run again as it was (its input can be read again and its
+	// output is grove's to drop). Object writes are idempotent: a rerun
+	// writes the same objects, and a ref update with an old value moves
+	// nothing twice.
+	rewind, seekable := c.Stdin.(io.Seeker)
+	retryable := c.Stdout == nil && (c.Stdin == nil || seekable)
+	for attempt := 0; ; attempt++ {
+		out, err := r.runOnce(ctx, c, harden)
+		if err == nil || !transient(err) {
+			return out, err
+		}
+		if !retryable || attempt == len(storeRetries) {
+			var be *backend.Error
+			errors.As(err, &be)
+			return nil, &backend.Error{Code: backend.Busy, Op: be.Op, Err: fmt.Errorf(
+				"the repository's objects changed under git, %d time(s) (a git gc, repack or prune running beside it?); try again: %w", attempt+1, be.Err)}
+		}
+		transientRetries.Add(1)
+		select {
+		case <-ctx.Done():
+			return nil, &backend.Error{Code: backend.Canceled, Op: "git", Err: ctx.Err()}
+		case <-time.After(storeRetries[attempt]):
+		}
+		if rewind != nil {
+			if _, err := rewind.Seek(0, io.SeekStart); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// transientRetries counts the reruns, for tests and benchmarks.
+var transientRetries atomic.Int64
+
+// TransientRetries reports how many times, in this process, a git command
+// was run again after a transient failure.
+func TransientRetries() int64 { return transientRetries.Load() }
+
+// storeRetries are the pauses before each rerun of a command that failed
+// for a transient cause.
+var storeRetries = []time.Duration{20 * time.Millisecond, 80 * time.Millisecond, 250 * time.Millisecond, time.Second}
+
+// transientStore matches what git says when an object, a pack or an
+// object directory went from under it: a concurrent gc, repack or prune.
+//
+// An object that is not found is not among them: git looks for it again
+// in packs written meanwhile before it says so, and a revision that names
+// nothing must stay NotFound.
+var transientStore = regexp.MustCompile(`unable to create temporary file|unable to write (loose )?object|unable to write (sha1|file)|` +
+	`packfile .* cannot be accessed|cannot be mapped|` +
+	`unable to open object pack directory`)
+
+// transient reports whether err is a git failure for such a cause.
+func transient(err error) bool {
+	var ee *ExitError
+	return errors.As(err, &ee) && transientStore.MatchString(ee.Stderr)
+}
+
+// runOnce runs c once.
+func (r *Runner) runOnce(ctx context.Context, c Cmd, harden bool) ([]byte, error) {
 	cmd, op, err := r.command(ctx, c, harden)
 	if err != nil {
 		return nil, err
