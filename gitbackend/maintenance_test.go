@@ -47,7 +47,8 @@ func TestOperationsSurviveConcurrentMaintenance(t *testing.T) {
 	origin := filepath.Join(t.TempDir(), "origin.git")
 	f.git(f.repo, "clone", "-q", "--bare", f.repo, origin)
 	f.git(f.repo, "remote", "add", "origin", origin)
-	ctx, cancel := context.WithTimeout(f.ctx, *maintenanceFor+time.Minute)
+	// Not the fixture's context: a long run outlives its two minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), *maintenanceFor+2*time.Minute)
 	defer cancel()
 
 	const heads = 3
@@ -138,20 +139,21 @@ func TestOperationsSurviveConcurrentMaintenance(t *testing.T) {
 	require.NotZero(t, counts["checkpoint"], "no checkpoint succeeded")
 
 	for _, id := range reported {
-		_, err := gitUser(f.ctx, f.repo, "cat-file", "-e", string(id)+"^{commit}")
+		_, err := gitUser(ctx, f.repo, "cat-file", "-e", string(id)+"^{commit}")
 		assert.NoError(t, err, "checkpoint %s grove reported is gone", id)
 	}
 	for _, h := range hs {
-		_, err := gitUser(f.ctx, h.Info().Root, "status", "--porcelain")
+		_, err := gitUser(ctx, h.Info().Root, "status", "--porcelain")
 		assert.NoError(t, err, "git status in %s", h.Info().Name)
-		st, err := h.Status(f.ctx)
+		st, err := h.Status(ctx)
 		require.NoError(t, err)
 		assert.NotEmpty(t, st.Commit)
 	}
-	out, err := gitUser(f.ctx, f.repo, "fsck", "--no-progress", "--no-dangling")
+	out, err := gitUser(ctx, f.repo, "fsck", "--no-progress", "--no-dangling")
 	require.NoError(t, err, "git fsck: %s", out)
 	assert.NotContains(t, strings.ToLower(out), "missing")
-	list := f.git(f.repo, "worktree", "list", "--porcelain")
+	list, err := gitUser(ctx, f.repo, "worktree", "list", "--porcelain")
+	require.NoError(t, err)
 	for _, h := range hs {
 		assert.Contains(t, list, h.Info().Root, "git worktree prune and repair kept the live head registered")
 	}
