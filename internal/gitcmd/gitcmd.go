@@ -300,18 +300,26 @@ func (r *Runner) run(ctx context.Context, c Cmd, harden bool) ([]byte, error) {
 	// output is grove's to drop). Object writes are idempotent: a rerun
 	// writes the same objects, and a ref update with an old value moves
 	// nothing twice.
+	// git worktree add is not one: it makes its branch before it fails.
 	rewind, seekable := c.Stdin.(io.Seeker)
-	retryable := c.Stdout == nil && (c.Stdin == nil || seekable)
+	retryable := c.Stdout == nil && (c.Stdin == nil || seekable) && !slices.Contains(c.Args, "worktree")
 	for attempt := 0; ; attempt++ {
 		out, err := r.runOnce(ctx, c, harden)
 		if err == nil || !transient(err) {
 			return out, err
 		}
 		if !retryable || attempt == len(storeRetries) {
+			// The cause is git's failure, not the Internal error it was
+			// first classified as.
+			op := "git"
 			var be *backend.Error
-			errors.As(err, &be)
-			return nil, &backend.Error{Code: backend.Busy, Op: be.Op, Err: fmt.Errorf(
-				"the repository's objects changed under git, %d time(s) (a git gc, repack or prune running beside it?); try again: %w", attempt+1, be.Err)}
+			if errors.As(err, &be) {
+				op = be.Op
+			}
+			var ee *ExitError
+			errors.As(err, &ee)
+			return nil, &backend.Error{Code: backend.Busy, Op: op, Err: fmt.Errorf(
+				"the repository's objects changed under git, %d time(s) (a git gc, repack or prune running beside it?); try again: %w", attempt+1, ee)}
 		}
 		transientRetries.Add(1)
 		select {

@@ -4,6 +4,7 @@ package gitcmd_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,6 +79,8 @@ func TestAPersistentObjectStoreFailureIsBusy(t *testing.T) {
 	_, err = r.Output(context.Background(), gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"),
 		Args: []string{"hash-object", "-w", "--stdin"}, Stdin: strings.NewReader("hello\n")})
 	assert.Equal(t, backend.Busy, backend.CodeOf(err), "%v", err)
+	assert.False(t, errors.Is(err, backend.ErrInternal), "Busy, and only Busy")
 	assert.ErrorContains(t, err, "objects changed under git")
+	assert.ErrorContains(t, err, "unable to create temporary file", "git's own words are kept")
 	assert.Equal(t, 5, calls())
 }
