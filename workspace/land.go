@@ -71,19 +71,20 @@ func driverLand(op, head string, o *LandOptions) (*backend.LandOptions, error) {
 
 // Land writes the head's work onto a branch: by default one squashed
 // commit on the branch the repository's HEAD names. Uncommitted work is
-// checkpointed first (unless DryRun), so what lands is the head as it is.
-// Before anything is written, git merges the work in memory: a conflict
-// is Conflict wrapping a *LandConflict listing the paths, with nothing
-// changed. A branch a worktree has checked out (the user's main checkout)
-// moves only together with that worktree's index and files, when it has
-// no changes of its own and no file the land would write is there
-// untracked or ignored (an .env is never overwritten); otherwise Land
-// refuses with FailedPrecondition naming the worktree (land onto a new
-// Branch instead). Once git starts writing the worktree, the land runs to
-// its end whatever ctx says. The head, its
-// branch and its checkpoints never change. A backend that cannot land
-// answers Unimplemented; a read-only view, PermissionDenied. opts may be
-// nil.
+// checkpointed first, so what lands is the head as it is (a DryRun takes
+// no checkpoint and computes from the last one). Before any branch or
+// worktree is written, git merges the work in memory: a conflict is
+// Conflict wrapping a *LandConflict listing the paths, with no branch or
+// worktree changed (the checkpoint of uncommitted work stays). A branch a
+// worktree has checked out (the user's main checkout) moves only together
+// with that worktree's index and files, when it has no changes of its own
+// and no file the land would write is there untracked or ignored (an
+// .env is never overwritten); otherwise Land refuses with
+// FailedPrecondition naming the worktree (land onto a new Branch
+// instead). Once git starts writing the worktree, the land runs to its end
+// whatever ctx says. The head's branch and its checkpoints are never
+// rewritten. A backend that cannot land answers Unimplemented; a
+// read-only view, PermissionDenied. opts may be nil.
 func (h *Head) Land(ctx context.Context, opts *LandOptions) (LandResult, error) {
 	const op = "land"
 	d, err := driverLand(op, h.name, opts)

@@ -23,11 +23,12 @@ checkpoint replayed (--rebase), or a merge commit (--merge). The message
 defaults to the head's name and its checkpoint messages; -m sets it.
 
 Git merges the work in memory first: a conflict is reported with its paths
-and nothing changes. A branch checked out in a worktree (your main checkout)
+and no branch or checkout changes. A branch checked out in a worktree (your main checkout)
 moves together with that worktree's files when it has no changes of its
 own; otherwise grove refuses and names it. --branch NEW writes the result
 to a new branch for review instead, leaving BRANCH alone. --dry-run checks
-and prints what would be written. The head and its checkpoints never change.`,
+and prints what would be written (taking no checkpoint). The head's branch
+and its checkpoints are never rewritten.`,
 		Example: `  grove land agent-1 --dry-run
   grove land agent-1 --branch review/agent-1 --rebase
   grove land agent-1 --onto main -m "Add the parser"`,
