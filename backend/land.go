@@ -20,10 +20,11 @@ type Lander interface {
 	// file, untracked or ignored, where the land would write. The head, its
 	// branch and its checkpoints are never changed.
 	Land(ctx context.Context, opts *LandOptions) (LandResult, error)
-	// Patch returns the commits from..to of the workspace as a series in
+	// Patch returns the commits from..to (merges left out) as a series in
 	// git format-patch's mbox format, or with opts.Squash as one patch of
-	// their whole change. Empty from means the head's base, empty to its
-	// branch's tip.
+	// their whole change. Empty from means the head's base (the commit it
+	// was created from), empty to its branch's tip (the checkpoint the
+	// head is at).
 	Patch(ctx context.Context, from, to Rev, opts *PatchOptions) ([]byte, error)
 }
 
@@ -35,9 +36,10 @@ const (
 	// work into the branch, with the branch's tip as its only parent
 	// (git merge --squash, then git commit).
 	LandSquash LandStrategy = "squash"
-	// LandRebase replays each of the head's commits, in order, onto the
-	// branch, keeping their messages and authors and dropping those that
-	// change nothing (git rebase).
+	// LandRebase replays each of the head's commits (merges left out), in
+	// order, onto the branch, keeping their messages and authors, and
+	// dropping those that become empty there while keeping those that
+	// were empty from the start (git rebase's defaults).
 	LandRebase LandStrategy = "rebase"
 	// LandMerge writes a merge commit of the branch's tip and the head's
 	// (git merge --no-ff).
@@ -60,13 +62,17 @@ type LandOptions struct {
 
 // LandResult is what Land did (or, for a dry run, would do).
 type LandResult struct {
-	Onto     string         `json:"onto"`               // the branch landed on
-	Branch   string         `json:"branch"`             // the branch written: Onto, or LandOptions.Branch
-	Base     CheckpointID   `json:"base"`               // Onto's tip before
-	Commit   CheckpointID   `json:"commit"`             // the written branch's tip after: Base when there was nothing to land
-	Commits  []CheckpointID `json:"commits"`            // the commits Land made, oldest first
-	Worktree string         `json:"worktree,omitempty"` // a worktree that had Onto checked out and was updated with it, if any
-	DryRun   bool           `json:"dry_run"`
+	// Checkpoint is the checkpoint of uncommitted work the workspace
+	// layer takes before landing (nil when it made none; drivers leave it
+	// nil). It stays when the land fails.
+	Checkpoint *CheckpointResult `json:"checkpoint,omitempty"`
+	Onto       string            `json:"onto"`               // the branch landed on
+	Branch     string            `json:"branch"`             // the branch written: Onto, or LandOptions.Branch
+	Base       CheckpointID      `json:"base"`               // Onto's tip before
+	Commit     CheckpointID      `json:"commit"`             // the written branch's tip after: Base when there was nothing to land
+	Commits    []CheckpointID    `json:"commits"`            // the commits Land made, oldest first
+	Worktree   string            `json:"worktree,omitempty"` // a worktree that had Onto checked out and was updated with it, if any
+	DryRun     bool              `json:"dry_run"`
 }
 
 // LandConflict lists the paths a Land could not merge.

@@ -194,6 +194,8 @@ func TestLandTakesUncommittedWorkAndNothingTwice(t *testing.T) {
 	res, err := h.Land(f.ctx, nil)
 	require.NoError(t, err)
 	assert.Contains(t, f.git(f.repo, "ls-tree", "-r", "--name-only", string(res.Commit)), "late.txt")
+	require.NotNil(t, res.Checkpoint, "the checkpoint of uncommitted work is returned")
+	assert.Contains(t, f.git(f.repo, "ls-tree", "-r", "--name-only", string(res.Checkpoint.ID)), "late.txt")
 	// Its work is in main now: landing again writes nothing.
 	main := f.git(f.repo, "rev-parse", "main")
 	again, err := h.Land(f.ctx, nil)

@@ -71,8 +71,11 @@ func driverLand(op, head string, o *LandOptions) (*backend.LandOptions, error) {
 
 // Land writes the head's work onto a branch: by default one squashed
 // commit on the branch the repository's HEAD names. Uncommitted work is
-// checkpointed first, so what lands is the head as it is (a DryRun takes
-// no checkpoint and computes from the last one). Before any branch or
+// checkpointed first (LandResult.Checkpoint), so what lands is the head as
+// it is; a DryRun takes no checkpoint and computes from the last one.
+// What lands is the head's commits since its branch and Onto diverged, so
+// landing again after a squash replays what was squashed (use a rebase, or
+// a new head, for a second round). Before any branch or
 // worktree is written, git merges the work in memory: a conflict is
 // Conflict wrapping a *LandConflict listing the paths, with no branch or
 // worktree changed (the checkpoint of uncommitted work stays). A branch a
@@ -81,10 +84,17 @@ func driverLand(op, head string, o *LandOptions) (*backend.LandOptions, error) {
 // and no file the land would write is there untracked or ignored (an
 // .env is never overwritten); otherwise Land refuses with
 // FailedPrecondition naming the worktree (land onto a new Branch
-// instead). Once git starts writing the worktree, the land runs to its end
-// whatever ctx says. The head's branch and its checkpoints are never
-// rewritten. A backend that cannot land answers Unimplemented; a
-// read-only view, PermissionDenied. opts may be nil.
+// instead; the error's Path is the worktree). Once git starts writing the
+// worktree, the land runs to its end whatever ctx says. If Onto moves
+// while the land runs, it is Conflict without a *LandConflict, with
+// nothing written: run it again. Also FailedPrecondition: an attached head
+// (its work is on the user's branch), an empty Onto while HEAD names no
+// branch, an Onto checked out in two worktrees or by a grove head, a
+// merge-like operation in progress in its worktree, git older than 2.38.
+// Onto and Branch are short branch names ("main", not "refs/heads/main").
+// The head's branch and its checkpoints are never rewritten. A backend
+// that cannot land answers Unimplemented; a read-only view,
+// PermissionDenied. opts may be nil.
 func (h *Head) Land(ctx context.Context, opts *LandOptions) (LandResult, error) {
 	const op = "land"
 	d, err := driverLand(op, h.name, opts)
@@ -100,6 +110,7 @@ func (h *Head) Land(ctx context.Context, opts *LandOptions) (LandResult, error) 
 		return LandResult{}, err
 	}
 	defer unlock()
+	var taken *CheckpointResult
 	if !d.DryRun {
 		var cpo *CheckpointOptions
 		if opts != nil {
@@ -109,18 +120,26 @@ func (h *Head) Land(ctx context.Context, opts *LandOptions) (LandResult, error) 
 		if err != nil {
 			return LandResult{}, wrap(op, h.name, err)
 		}
-		if _, err := h.h.Checkpoint(ctx, dcp); err != nil {
+		cp, err := h.h.Checkpoint(ctx, dcp)
+		if err != nil {
 			return LandResult{}, wrap(op, h.name, err)
+		}
+		if cp.New {
+			taken = &cp
 		}
 	}
 	res, err := l.Land(ctx, d)
+	res.Checkpoint = taken
 	return res, wrap(op, h.name, err)
 }
 
-// Patch returns the commits from..to as a patch series in git
-// format-patch's mbox format (git am applies it), or with opts.Squash as
-// one patch of the whole change. Empty from means the head's base, empty
-// to its branch's tip (its last checkpoint). A backend that cannot
+// Patch returns the commits from..to (merges left out) as a patch series
+// in git format-patch's mbox format, which git am applies on from, or
+// with opts.Squash as one patch of the whole change (authored by
+// DefaultAuthor, its message made as Land's). Empty from means the head's
+// base (the commit it was created from), empty to its branch's tip (the
+// checkpoint the head is at); uncommitted work is not in it. Unlike Land,
+// it does not follow a branch that moved on: apply it where from is. A backend that cannot
 // answers Unimplemented. opts may be nil.
 func (h *Head) Patch(ctx context.Context, from, to Rev, opts *PatchOptions) ([]byte, error) {
 	const op = "patch"

@@ -14,7 +14,7 @@ func (a *app) landCmd() *cobra.Command {
 	var o workspace.LandOptions
 	var squash, rebase, merge bool
 	cmd := &cobra.Command{
-		Use:   "land NAME [--onto BRANCH] [--squash|--rebase|--merge] [--branch NEW] [--dry-run]",
+		Use:   "land NAME [--onto BRANCH] [--squash|--rebase|--merge] [--branch NEW] [--dry-run] [-m MSG]",
 		Short: "Land a head's work on a branch; prints the branch's new tip",
 		Long: `Write the work of the head called NAME (its checkpoints since it left the
 branch, uncommitted work checkpointed first) onto BRANCH (default: the branch
@@ -28,7 +28,13 @@ moves together with that worktree's files when it has no changes of its
 own; otherwise grove refuses and names it. --branch NEW writes the result
 to a new branch for review instead, leaving BRANCH alone. --dry-run checks
 and prints what would be written (taking no checkpoint). The head's branch
-and its checkpoints are never rewritten.`,
+and its checkpoints are never rewritten. --squash, --rebase and --merge
+exclude each other; a rebase keeps each checkpoint's own message.
+
+It prints the branch's new tip (its old one when there was nothing to
+land); --json prints the whole result: onto, branch, base (the branch's
+tip before), commit, commits, worktree (a checkout that moved with it),
+checkpoint (the one taken of uncommitted work).`,
 		Example: `  grove land agent-1 --dry-run
   grove land agent-1 --branch review/agent-1 --rebase
   grove land agent-1 --onto main -m "Add the parser"`,
@@ -80,9 +86,10 @@ func (a *app) patchCmd() *cobra.Command {
 		Use:   "patch NAME [FROM [TO]]",
 		Short: "Print a head's work as a patch series (git format-patch)",
 		Long: `Print the commits FROM..TO of the head called NAME as a patch series in git
-format-patch's mbox format, which git am applies; FROM defaults to the head's
-base and TO to its last checkpoint. --squash prints one patch of the whole
-change, with a message made from the checkpoint messages.`,
+format-patch's mbox format, which git am applies on FROM; FROM defaults to
+the head's base (the commit it was made from) and TO to the checkpoint the
+head is at. Uncommitted work is not in it. --squash prints one patch of the
+whole change, with a message made from the checkpoint messages.`,
 		Example: `  grove patch agent-1 > agent-1.mbox && git am agent-1.mbox
   grove patch agent-1 --squash`,
 		Args: args(cobra.RangeArgs(1, 3)),

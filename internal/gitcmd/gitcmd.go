@@ -56,7 +56,10 @@
 // the caller classifies it (see ExitCode and Stderr). A lock file another
 // process holds is Busy with the lock's path. A file that its
 // working-tree-encoding attribute cannot convert is FailedPrecondition
-// with the file's path.
+// with the file's path. A command that failed because a git gc, repack or
+// prune took an object, a pack or an object directory from under it is
+// run again, up to four more times (when its input can be read again and
+// it is not git worktree add), and is Busy saying so if it keeps failing.
 package gitcmd
 
 import (
