@@ -243,7 +243,7 @@
 // run git worktree prune and repair, all while grove works. A git command
 // of grove's that fails because an object, a pack or an object directory
 // went from under it (a prune removing an empty object directory just as
-// git writes into it) is run again, up to four times, then fails with
+// git writes into it) is run again up to four more times, then fails with
 // Busy; a create whose new registration a concurrent git worktree prune
 // took is undone and made again. A live head is never pruned: its
 // directory exists. Checkpoints grove reported stay readable under git
