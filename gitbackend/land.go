@@ -205,30 +205,36 @@ func (h *head) rebase(ctx context.Context, op, base, fork, tip string, committer
 		return nil, err
 	}
 	cur := base
+	curTree, err := h.w.repo.git(ctx, "rev-parse", base+"^{tree}")
+	if err != nil {
+		return nil, err
+	}
 	var made []string
 	for _, c := range strings.Fields(list) {
-		info, err := h.w.repo.git(ctx, "log", "-1", "--format=%P%x00%an%x00%ae%x00%ad%x00%B", "--date=raw", c)
+		info, err := h.w.repo.git(ctx, "log", "-1", "--format=%T%x00%P%x00%an%x00%ae%x00%ad%x00%B", "--date=raw", c)
 		if err != nil {
 			return nil, err
 		}
-		f := strings.SplitN(info, "\x00", 5)
-		if len(f) != 5 {
+		f := strings.SplitN(info, "\x00", 6)
+		if len(f) != 6 {
 			return nil, fmt.Errorf("unexpected commit record %q", info)
 		}
-		parent := strings.Fields(f[0])
+		own, parent := f[0], strings.Fields(f[1])
 		parentTree := emptyTree
 		if len(parent) > 0 {
-			parentTree = parent[0] + "^{tree}"
+			if parentTree, err = h.w.repo.git(ctx, "rev-parse", parent[0]+"^{tree}"); err != nil {
+				return nil, err
+			}
 		}
 		stand, err := h.commitTree(ctx, parentTree, nil, "grove: stand-in base", committer, nil)
 		if err != nil {
 			return nil, err
 		}
-		ours, err := h.commitTree(ctx, cur+"^{tree}", []string{stand}, "grove: stand-in", committer, nil)
+		ours, err := h.commitTree(ctx, curTree, []string{stand}, "grove: stand-in", committer, nil)
 		if err != nil {
 			return nil, err
 		}
-		theirs, err := h.commitTree(ctx, c+"^{tree}", []string{stand}, "grove: stand-in", committer, nil)
+		theirs, err := h.commitTree(ctx, own, []string{stand}, "grove: stand-in", committer, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -241,27 +247,17 @@ func (h *head) rebase(ctx context.Context, op, base, fork, tip string, committer
 		}
 		// A commit that became empty here is dropped; one that was empty
 		// from the start is kept (git rebase's defaults).
-		startedEmpty := false
-		if own, err := h.w.repo.git(ctx, "rev-parse", c+"^{tree}"); err == nil {
-			if len(parent) > 0 {
-				pt, _ := h.w.repo.git(ctx, "rev-parse", parent[0]+"^{tree}")
-				startedEmpty = pt == own
-			} else {
-				startedEmpty = own == emptyTree
-			}
-		}
-		if curTree, err := h.w.repo.git(ctx, "rev-parse", cur+"^{tree}"); err == nil && curTree == tree && !startedEmpty {
+		if tree == curTree && own != parentTree {
 			continue // nothing left of it
 		}
-		author := &gitcmd.Identity{Name: f[1], Email: f[2]}
-		msg := strings.TrimRight(f[4], "\n") + "\n"
+		msg := strings.TrimRight(f[5], "\n") + "\n"
 		next, err := h.commitTree(ctx, tree, []string{cur}, msg, committer, []string{
-			"GIT_AUTHOR_NAME=" + author.Name, "GIT_AUTHOR_EMAIL=" + author.Email, "GIT_AUTHOR_DATE=" + f[3]})
+			"GIT_AUTHOR_NAME=" + f[2], "GIT_AUTHOR_EMAIL=" + f[3], "GIT_AUTHOR_DATE=" + f[4]})
 		if err != nil {
 			return nil, err
 		}
 		made = append(made, next)
-		cur = next
+		cur, curTree = next, tree
 	}
 	return made, nil
 }
