@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/groveworks/grove/backend"
-	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -58,13 +57,20 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Path == "" {
 		return nil, errorf(backend.InvalidArgument, "open", "no database path")
 	}
-	path, err := filepath.Abs(opts.Path)
-	if err != nil {
-		return nil, errorf(backend.InvalidArgument, "open", "database path: %w", err)
-	}
-	e := &Engine{path: path, leaseDir: opts.LeaseDir, byID: map[backend.ID]workspace.Backend{}, sessions: map[*Session]struct{}{}}
-	if e.leaseDir == "" {
-		e.leaseDir = path + ".leases"
+	e := &Engine{leaseDir: opts.LeaseDir, byID: map[backend.ID]workspace.Backend{}, sessions: map[*Session]struct{}{}}
+	pg := isPostgresURL(opts.Path)
+	var err error
+	if pg {
+		if e.leaseDir == "" {
+			e.leaseDir = defaultLocalDir(opts.Path)
+		}
+	} else {
+		if e.path, err = filepath.Abs(opts.Path); err != nil {
+			return nil, errorf(backend.InvalidArgument, "open", "database path: %w", err)
+		}
+		if e.leaseDir == "" {
+			e.leaseDir = e.path + ".leases"
+		}
 	}
 	if e.leaseDir, err = filepath.Abs(e.leaseDir); err != nil {
 		return nil, errorf(backend.InvalidArgument, "open", "lease directory: %w", err)
@@ -95,11 +101,14 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if e.snapshot, err = opts.Snapshot.resolve(e.placement); err != nil {
 		return nil, err
 	}
-	db, err := openStore(ctx, path)
+	if pg {
+		e.st, err = openPostgresStore(ctx, opts.Path)
+	} else {
+		e.st, err = openSQLiteStore(ctx, e.path, e.leaseDir)
+	}
 	if err != nil {
 		return nil, err
 	}
-	e.st = &sqliteStore{db: db, path: path, live: func(id string) bool { return lock.Held(e.leasePath(id)) }}
 	return e, nil
 }
 
@@ -117,13 +126,22 @@ func (e *Engine) register(b workspace.Backend) error {
 	return nil
 }
 
+// ownFiles are the engine's files on this host: the SQLite database (none
+// for PostgreSQL) and the lease directory.
+func (e *Engine) ownFiles() []string {
+	if e.path == "" {
+		return []string{e.leaseDir}
+	}
+	return []string{e.path, e.leaseDir}
+}
+
 // checkOverlap refuses a head directory that holds the engine's files.
 func (e *Engine) checkOverlap(headDir string) error {
 	dir, err := canonicalPath(headDir)
 	if err != nil {
 		return nil // nothing there to overlap yet
 	}
-	for _, p := range []string{e.path, e.leaseDir} {
+	for _, p := range e.ownFiles() {
 		cp, err := canonicalPath(p)
 		if err != nil {
 			continue
@@ -208,11 +226,6 @@ func (e *Engine) begin(op string) (func(), error) {
 	e.starting.Add(1)
 	return e.starting.Done, nil
 }
-
-// leasePath is the lease file of session id. Only an ID the engine makes
-// (a canonical UUID) ever becomes part of a path: callers check IDs read
-// from the database with validSessionID first.
-func (e *Engine) leasePath(id string) string { return filepath.Join(e.leaseDir, id+".lease") }
 
 // validSessionID reports whether id is a session ID the engine makes.
 func validSessionID(id string) bool {
@@ -341,7 +354,7 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 		return early(err)
 	}
 	id := uuid.NewString()
-	lease, err := lock.TryLock(e.leasePath(id), "session "+id)
+	lease, err := e.st.lease(ctx, id, "session "+id)
 	if err != nil {
 		return early(err)
 	}
@@ -588,7 +601,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	if err != nil {
 		return nil, err
 	}
-	lease, err := lock.TryLock(e.leasePath(id), "session "+id)
+	lease, err := e.st.lease(ctx, id, "session "+id)
 	if backend.CodeOf(err) == backend.Busy {
 		return fail(SessionBusy, err)
 	}

@@ -198,12 +198,13 @@ type StoreKind string
 const (
 	NotADatabase StoreKind = "not-a-database" // the file is not SQLite
 	SchemaTooNew StoreKind = "schema-too-new" // written by a newer grove
-	StoreCorrupt StoreKind = "corrupt"        // SQLite found malformed pages
-	StoreFailed  StoreKind = "store-failed"   // SQLite reported another error
+	StoreCorrupt StoreKind = "corrupt"        // SQLite found malformed pages, or the store holds what grove never writes
+	StoreFailed  StoreKind = "store-failed"   // the database reported another error
 	NoSQLite     StoreKind = "no-sqlite"      // grove was built without cgo, which SQLite needs
 	// StoreInaccessible: the database's file or directory cannot be
 	// created, opened or written (permissions, a file in the way, a
-	// read-only file system).
+	// read-only file system), or the PostgreSQL server cannot be
+	// reached, refuses the login or has no such database.
 	StoreInaccessible StoreKind = "inaccessible"
 )
 
@@ -219,12 +220,13 @@ const (
 // not repair it) and StoreInaccessible (the caller's file system says no),
 // Unimplemented for NoSQLite (this binary was built
 // with CGO_ENABLED=0; rebuild with cgo and a C compiler), and for
-// StoreFailed Busy when SQLite's lock is held past the busy timeout,
+// StoreFailed Busy when SQLite's lock is held past the busy timeout or
+// PostgreSQL broke a deadlock or reported a serialization failure,
 // Canceled when the cause is a context error, and Internal otherwise.
 type StoreError struct {
 	Kind StoreKind // what is wrong with the database
-	Path string    // the database file
-	Err  error     // the cause, as SQLite or the file system reported it
+	Path string    // the database file, or the PostgreSQL URL without its password
+	Err  error     // the cause, as the database or the file system reported it
 }
 
 func (e *StoreError) Error() string {
@@ -242,7 +244,7 @@ func (e *StoreError) Code() workspace.Code {
 	if errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded) {
 		return backend.Canceled
 	}
-	if sqliteBusy(e.Err) {
+	if sqliteBusy(e.Err) || pgBusy(e.Err) {
 		return backend.Busy
 	}
 	return backend.Internal
@@ -256,6 +258,9 @@ func (e *StoreError) Unwrap() error { return coded(e.Code(), "store", e.Path, e.
 // otherwise kind.
 func storeKind(err error, kind StoreKind) StoreKind {
 	if k := sqliteKind(err); k != "" {
+		return k
+	}
+	if k := pgKind(err); k != "" {
 		return k
 	}
 	return kind

@@ -58,7 +58,7 @@ func (e *Engine) checkRoots(roots []Root, headDir, repo string) ([]Root, error) 
 			taken = append(taken, place{d, "the repository's git directory"})
 		}
 	}
-	for _, p := range []string{e.path, e.leaseDir} {
+	for _, p := range e.ownFiles() {
 		if d, err := canonicalPath(p); err == nil {
 			taken = append(taken, place{d, "the engine's own files"})
 		}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/groveworks/grove/backend"
-	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -32,10 +31,10 @@ type Session struct {
 	perm   Permission
 	snap   SnapshotPolicy
 	config []byte
-	lease  *lock.Lock
-	policy []Policy // as given
-	pol    *policy  // compiled
-	roots  []Root   // canonical
+	lease  func() error // releases the session's lease
+	policy []Policy     // as given
+	pol    *policy      // compiled
+	roots  []Root       // canonical
 	rootFS map[string]*rootFS
 
 	ws       *workspace.Workspace // the workspace the session opened, if any
@@ -72,7 +71,7 @@ type Session struct {
 // errAlreadyClosed is the cause of a second Close's FailedPrecondition.
 var errAlreadyClosed = errors.New("already closed")
 
-func newSession(e *Engine, id, agent, kind string, perm Permission, snap SnapshotPolicy, config []byte, lease *lock.Lock) *Session {
+func newSession(e *Engine, id, agent, kind string, perm Permission, snap SnapshotPolicy, config []byte, lease func() error) *Session {
 	s := &Session{e: e, id: id, agent: agent, kind: kind, perm: perm, snap: snap, config: bytes.Clone(config), lease: lease, closedCh: make(chan struct{})}
 	s.life, s.end = context.WithCancel(context.Background())
 	return s
@@ -189,7 +188,7 @@ func (s *Session) release(ctx context.Context, destroy bool) {
 	s.rootFS = nil
 	s.mu.Unlock()
 	if s.lease != nil {
-		_ = s.lease.Unlock()
+		_ = s.lease()
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/groveworks/grove/backend"
-	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -108,14 +107,14 @@ func (e *Engine) CloseSession(ctx context.Context, id string) error {
 	if si.State == "closed" {
 		return nil
 	}
-	lease, err := lock.TryLock(e.leasePath(id), "close session "+id)
+	release, err := e.st.lease(ctx, id, "close session "+id)
 	if backend.CodeOf(err) == backend.Busy {
 		return &ResumeError{Kind: SessionBusy, SessionID: id, Err: err}
 	}
 	if err != nil {
 		return err
 	}
-	defer lease.Unlock()
+	defer release()
 	return e.st.closeSession(ctx, id)
 }
 

@@ -16,6 +16,7 @@ import (
 	_ "github.com/mattn/go-sqlite3" // the SQLite driver
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -200,10 +201,11 @@ func schema(ctx context.Context, db *sql.DB) (string, error) {
 }
 
 // store is where an engine keeps its sessions, their bindings, the claims
-// on heads and the append-only journal. Every method is one transaction:
-// it happens entirely or not at all. The SQLite store (sqliteStore) is the
-// embedded default; a store for a fleet of hosts goes behind the same
-// interface.
+// on heads, the append-only journal and the sessions' leases. Every method
+// is one transaction: it happens entirely or not at all. The SQLite store
+// is the embedded default; the PostgreSQL store, for a fleet of hosts, is
+// the same sqlStore on another dialect. storeSuite (store_suite_test.go)
+// is the contract both pass.
 //
 // A failure of the store itself is a *StoreError (or Canceled when ctx
 // ended); an AlreadyBound *workspace.Error from create or claim means the
@@ -233,6 +235,10 @@ type store interface {
 	// sessions lists the sessions, oldest first; id, when not empty,
 	// selects one (an unknown ID is errNoSession).
 	sessions(ctx context.Context, id string) ([]SessionInfo, error)
+	// lease takes session id's lease without waiting: Busy when anyone
+	// holds it, this process included. A live session holds its lease;
+	// it dies with its holder.
+	lease(ctx context.Context, id, purpose string) (release func() error, err error)
 	// close releases the store.
 	close() error
 }
@@ -251,4 +257,44 @@ type sessionRecord struct {
 	config                       []byte
 	policy                       []Policy
 	roots                        []Root
+}
+
+// sqliteDialect is the embedded store's: SQLite's immediate transactions
+// serialize writers, and a lease is a kernel file lock in the lease
+// directory, which dies with its process.
+type sqliteDialect struct{ leaseDir string }
+
+func (sqliteDialect) q(query string) string { return query }
+
+func (sqliteDialect) serialize(context.Context, *sql.Tx, string) error { return nil }
+
+// leasePath is the lease file of session id. Only an ID the engine makes
+// (a canonical UUID) ever becomes part of a path: callers check IDs read
+// from the database with validSessionID first.
+func (d sqliteDialect) leasePath(id string) string {
+	return filepath.Join(d.leaseDir, id+".lease")
+}
+
+func (d sqliteDialect) lease(_ context.Context, id, purpose string) (func() error, error) {
+	l, err := lock.TryLock(d.leasePath(id), purpose)
+	if err != nil {
+		return nil, err
+	}
+	return l.Unlock, nil
+}
+
+func (d sqliteDialect) live(_ context.Context, _ queryer, id string) bool {
+	return lock.Held(d.leasePath(id))
+}
+
+func (sqliteDialect) closeDialect() error { return nil }
+
+// openSQLiteStore opens the SQLite store at path (see openStore) with its
+// leases in leaseDir.
+func openSQLiteStore(ctx context.Context, path, leaseDir string) (*sqlStore, error) {
+	db, err := openStore(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return &sqlStore{db: db, path: path, dialect: sqliteDialect{leaseDir: leaseDir}}, nil
 }

@@ -12,24 +12,51 @@ import (
 	"github.com/groveworks/grove/workspace"
 )
 
-// sqliteStore is the embedded store: one SQLite file, shared by the
-// processes on one host (see openStore for its settings).
-type sqliteStore struct {
+// sqlStore is the store on a SQL database: the embedded SQLite file
+// shared by the processes on one host (see openSQLite), or a PostgreSQL
+// database shared by a fleet of hosts (see openPostgres). The SQL is the
+// same on both, written with ? placeholders; what differs is in dialect.
+type sqlStore struct {
 	db   *sql.DB
-	path string
-	// live reports whether a session holds its lease; a claim by a
-	// session that does not may be taken over.
-	live func(id string) bool
+	path string // the database file, or the URL without its password
+	dialect
 }
 
-var _ store = (*sqliteStore)(nil)
+// dialect is what differs between the databases a sqlStore runs on.
+type dialect interface {
+	// q rewrites a query's ? placeholders for the database.
+	q(query string) string
+	// serialize makes the transactions that call it with one key run one
+	// after another; SQLite's immediate transactions already do.
+	serialize(ctx context.Context, tx *sql.Tx, key string) error
+	// lease takes session id's lease without waiting: Busy when anyone
+	// holds it (this process included). A live session holds its lease.
+	lease(ctx context.Context, id, purpose string) (release func() error, err error)
+	// live reports whether someone holds session id's lease; q runs a
+	// query in the caller's transaction when it needs one.
+	live(ctx context.Context, q queryer, id string) bool
+	// closeDialect releases what the dialect holds.
+	closeDialect() error
+}
 
-func (s *sqliteStore) close() error { return s.db.Close() }
+// queryer is what a *sql.DB and a *sql.Tx both offer.
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+var _ store = (*sqlStore)(nil)
+
+func (s *sqlStore) close() error { return errors.Join(s.closeDialect(), s.db.Close()) }
+
+func (s *sqlStore) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
+	_, err := tx.ExecContext(ctx, s.q(query), args...)
+	return err
+}
 
 // tx runs f in an immediate transaction, committing if it returns nil.
 // An error of f that is a *workspace.Error (AlreadyBound, a corrupt claim)
 // is returned as it is; anything else is the store's failure.
-func (s *sqliteStore) tx(ctx context.Context, f func(tx *sql.Tx) error) error {
+func (s *sqlStore) tx(ctx context.Context, f func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return s.failCtx(ctx, err)
@@ -49,12 +76,12 @@ func (s *sqliteStore) tx(ctx context.Context, f func(tx *sql.Tx) error) error {
 	return nil
 }
 
-func (s *sqliteStore) fail(err error) error { return storeFailure(s.path, err, StoreFailed) }
+func (s *sqlStore) fail(err error) error { return storeFailure(s.path, err, StoreFailed) }
 
 // failCtx is fail, except that a transaction database/sql rolled back
 // because ctx ended (it then answers sql.ErrTxDone, not the context's
 // error) is Canceled.
-func (s *sqliteStore) failCtx(ctx context.Context, err error) error {
+func (s *sqlStore) failCtx(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		err = fmt.Errorf("%w (%w)", cerr, err)
 	}
@@ -63,7 +90,7 @@ func (s *sqliteStore) failCtx(ctx context.Context, err error) error {
 
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
-func (s *sqliteStore) create(ctx context.Context, rec sessionRecord, bind backend.Binding, claim, takeOver bool) error {
+func (s *sqlStore) create(ctx context.Context, rec sessionRecord, bind backend.Binding, claim, takeOver bool) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		t := now()
 		snap, err := json.Marshal(rec.snap)
@@ -85,7 +112,7 @@ func (s *sqliteStore) create(ctx context.Context, rec sessionRecord, bind backen
 			}
 			roots = string(data)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, agent, placement, config_digest, state, last_checkpoint, created_at, updated_at, permission, snapshot, config, policy, roots)
+		if err := s.exec(ctx, tx, `INSERT INTO sessions (id, agent, placement, config_digest, state, last_checkpoint, created_at, updated_at, permission, snapshot, config, policy, roots)
 			VALUES (?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?)`, rec.id, rec.agent, rec.placement, rec.digest, string(rec.lastCheckpoint), t, t,
 			string(rec.perm), string(snap), rec.config, pol, roots); err != nil {
 			return err
@@ -96,7 +123,7 @@ func (s *sqliteStore) create(ctx context.Context, rec sessionRecord, bind backen
 			if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO bindings (session_id, backend, binding) VALUES (?, ?, ?)`,
+			if err := s.exec(ctx, tx, `INSERT INTO bindings (session_id, backend, binding) VALUES (?, ?, ?)`,
 				rec.id, string(bind.Backend), data); err != nil {
 				return err
 			}
@@ -108,19 +135,19 @@ func (s *sqliteStore) create(ctx context.Context, rec sessionRecord, bind backen
 			}
 		}
 		if rec.parent != "" {
-			if err := appendEvent(ctx, tx, rec.parent, EventForked,
+			if err := s.appendEvent(ctx, tx, rec.parent, EventForked,
 				map[string]any{"session": rec.id, "head": bind.Head, "from": rec.lastCheckpoint}); err != nil {
 				return err
 			}
 		}
-		return appendEvent(ctx, tx, rec.id, EventBound, payload)
+		return s.appendEvent(ctx, tx, rec.id, EventBound, payload)
 	})
 }
 
-func (s *sqliteStore) load(ctx context.Context, id string) (sessionRecord, []byte, error) {
+func (s *sqlStore) load(ctx context.Context, id string) (sessionRecord, []byte, error) {
 	rec := sessionRecord{id: id}
 	var last, perm, snap, pol, roots string
-	err := s.db.QueryRowContext(ctx, `SELECT agent, placement, config_digest, last_checkpoint, state, permission, snapshot, config, policy, roots FROM sessions WHERE id = ?`, id).
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT agent, placement, config_digest, last_checkpoint, state, permission, snapshot, config, policy, roots FROM sessions WHERE id = ?`), id).
 		Scan(&rec.agent, &rec.placement, &rec.digest, &last, &rec.state, &perm, &snap, &rec.config, &pol, &roots)
 	if errors.Is(err, sql.ErrNoRows) {
 		return rec, nil, errNoSession
@@ -144,7 +171,7 @@ func (s *sqliteStore) load(ctx context.Context, id string) (sessionRecord, []byt
 		}
 	}
 	var data []byte
-	err = s.db.QueryRowContext(ctx, `SELECT binding FROM bindings WHERE session_id = ?`, id).Scan(&data)
+	err = s.db.QueryRowContext(ctx, s.q(`SELECT binding FROM bindings WHERE session_id = ?`), id).Scan(&data)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return rec, nil, nil
@@ -157,7 +184,7 @@ func (s *sqliteStore) load(ctx context.Context, id string) (sessionRecord, []byt
 	return rec, data, nil
 }
 
-func (s *sqliteStore) claim(ctx context.Context, id string, bind backend.Binding) error {
+func (s *sqlStore) claim(ctx context.Context, id string, bind backend.Binding) error {
 	return s.tx(ctx, func(tx *sql.Tx) error { return s.claimTx(ctx, tx, id, bind, false) })
 }
 
@@ -165,9 +192,12 @@ func (s *sqliteStore) claim(ctx context.Context, id string, bind backend.Binding
 // claim held by another session is AlreadyBound, unless takeOver and that
 // session is not live, when the claim passes to id and the loser's journal
 // says so.
-func (s *sqliteStore) claimTx(ctx context.Context, tx *sql.Tx, id string, bind backend.Binding, takeOver bool) error {
+func (s *sqlStore) claimTx(ctx context.Context, tx *sql.Tx, id string, bind backend.Binding, takeOver bool) error {
+	if err := s.serialize(ctx, tx, "claim "+string(bind.Backend)+" "+string(bind.Workspace)+" "+string(bind.Head)); err != nil {
+		return err
+	}
 	var holder string
-	err := tx.QueryRowContext(ctx, `SELECT session_id FROM claims WHERE backend = ? AND workspace = ? AND head = ?`,
+	err := tx.QueryRowContext(ctx, s.q(`SELECT session_id FROM claims WHERE backend = ? AND workspace = ? AND head = ?`),
 		string(bind.Backend), string(bind.Workspace), string(bind.Head)).Scan(&holder)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -177,58 +207,58 @@ func (s *sqliteStore) claimTx(ctx context.Context, tx *sql.Tx, id string, bind b
 		return nil
 	case !validSessionID(holder):
 		return &StoreError{Kind: StoreCorrupt, Path: s.path, Err: fmt.Errorf("the claim on head %s names %q, which is not a session ID", bind.Head, holder)}
-	case takeOver && !s.live(holder):
-		if _, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE session_id = ? AND head = ?`, holder, string(bind.Head)); err != nil {
+	case takeOver && !s.live(ctx, tx, holder):
+		if err := s.exec(ctx, tx, `DELETE FROM claims WHERE session_id = ? AND head = ?`, holder, string(bind.Head)); err != nil {
 			return err
 		}
-		if err := appendEvent(ctx, tx, holder, EventTakenOver, map[string]any{"by": id}); err != nil {
+		if err := s.appendEvent(ctx, tx, holder, EventTakenOver, map[string]any{"by": id}); err != nil {
 			return err
 		}
 	default:
 		return &backend.Error{Code: backend.AlreadyBound, Op: "engine: claim", Head: string(bind.Head),
 			Err: fmt.Errorf("the head is claimed by session %s", holder)}
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO claims (backend, workspace, head, session_id, claimed_at) VALUES (?, ?, ?, ?, ?)`,
+	err = s.exec(ctx, tx, `INSERT INTO claims (backend, workspace, head, session_id, claimed_at) VALUES (?, ?, ?, ?, ?)`,
 		string(bind.Backend), string(bind.Workspace), string(bind.Head), id, now())
 	return err
 }
 
-func (s *sqliteStore) reopen(ctx context.Context, id string, kind EventKind, payload any) error {
+func (s *sqlStore) reopen(ctx context.Context, id string, kind EventKind, payload any) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET state = 'open', updated_at = ? WHERE id = ?`, now(), id); err != nil {
+		if err := s.exec(ctx, tx, `UPDATE sessions SET state = 'open', updated_at = ? WHERE id = ?`, now(), id); err != nil {
 			return err
 		}
-		return appendEvent(ctx, tx, id, kind, payload)
+		return s.appendEvent(ctx, tx, id, kind, payload)
 	})
 }
 
-func (s *sqliteStore) setLast(ctx context.Context, id string, commit workspace.CheckpointID, kind EventKind, payload any) error {
+func (s *sqlStore) setLast(ctx context.Context, id string, commit workspace.CheckpointID, kind EventKind, payload any) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_checkpoint = ?, updated_at = ? WHERE id = ?`, string(commit), now(), id); err != nil {
+		if err := s.exec(ctx, tx, `UPDATE sessions SET last_checkpoint = ?, updated_at = ? WHERE id = ?`, string(commit), now(), id); err != nil {
 			return err
 		}
-		return appendEvent(ctx, tx, id, kind, payload)
+		return s.appendEvent(ctx, tx, id, kind, payload)
 	})
 }
 
-func (s *sqliteStore) journal(ctx context.Context, id string, kind EventKind, payload any) error {
-	return s.tx(ctx, func(tx *sql.Tx) error { return appendEvent(ctx, tx, id, kind, payload) })
+func (s *sqlStore) journal(ctx context.Context, id string, kind EventKind, payload any) error {
+	return s.tx(ctx, func(tx *sql.Tx) error { return s.appendEvent(ctx, tx, id, kind, payload) })
 }
 
-func (s *sqliteStore) closeSession(ctx context.Context, id string) error {
+func (s *sqlStore) closeSession(ctx context.Context, id string) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE session_id = ?`, id); err != nil {
+		if err := s.exec(ctx, tx, `DELETE FROM claims WHERE session_id = ?`, id); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET state = 'closed', updated_at = ? WHERE id = ?`, now(), id); err != nil {
+		if err := s.exec(ctx, tx, `UPDATE sessions SET state = 'closed', updated_at = ? WHERE id = ?`, now(), id); err != nil {
 			return err
 		}
-		return appendEvent(ctx, tx, id, EventClosed, nil)
+		return s.appendEvent(ctx, tx, id, EventClosed, nil)
 	})
 }
 
-func (s *sqliteStore) events(ctx context.Context, id string) ([]Event, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, at, kind, payload FROM events WHERE session_id = ? ORDER BY seq`, id)
+func (s *sqlStore) events(ctx context.Context, id string) ([]Event, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, at, kind, payload FROM events WHERE session_id = ? ORDER BY seq`), id)
 	if err != nil {
 		return nil, s.fail(err)
 	}
@@ -251,7 +281,7 @@ func (s *sqliteStore) events(ctx context.Context, id string) ([]Event, error) {
 }
 
 // appendEvent appends one event to session id's journal in tx.
-func appendEvent(ctx context.Context, tx *sql.Tx, id string, kind EventKind, payload any) error {
+func (s *sqlStore) appendEvent(ctx context.Context, tx *sql.Tx, id string, kind EventKind, payload any) error {
 	data, err := json.Marshal(payload)
 	if err != nil {
 		return err
@@ -259,13 +289,15 @@ func appendEvent(ctx context.Context, tx *sql.Tx, id string, kind EventKind, pay
 	if string(data) == "null" {
 		data = []byte("{}")
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO events (session_id, seq, at, kind, payload)
+	if err := s.serialize(ctx, tx, "events "+id); err != nil {
+		return err
+	}
+	return s.exec(ctx, tx, `INSERT INTO events (session_id, seq, at, kind, payload)
 		VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?), ?, ?, ?)`,
 		id, id, now(), string(kind), string(data))
-	return err
 }
 
-func (s *sqliteStore) sessions(ctx context.Context, id string) ([]SessionInfo, error) {
+func (s *sqlStore) sessions(ctx context.Context, id string) ([]SessionInfo, error) {
 	query := `SELECT id, agent, placement, state, last_checkpoint, created_at, updated_at, permission, snapshot, config, policy, roots,
 		EXISTS (SELECT 1 FROM claims WHERE claims.session_id = sessions.id) FROM sessions`
 	var args []any
@@ -273,7 +305,7 @@ func (s *sqliteStore) sessions(ctx context.Context, id string) ([]SessionInfo, e
 		query += ` WHERE id = ?`
 		args = append(args, id)
 	}
-	rows, err := s.db.QueryContext(ctx, query+` ORDER BY created_at, id`, args...)
+	rows, err := s.db.QueryContext(ctx, s.q(query+` ORDER BY created_at, id`), args...)
 	if err != nil {
 		return nil, s.fail(err)
 	}
@@ -304,7 +336,7 @@ func (s *sqliteStore) sessions(ctx context.Context, id string) ([]SessionInfo, e
 		if roots != "" {
 			_ = json.Unmarshal([]byte(roots), &si.Roots)
 		}
-		si.Live = si.State == "open" && validSessionID(si.ID) && s.live(si.ID)
+		si.Live = si.State == "open" && validSessionID(si.ID) && s.live(ctx, s.db, si.ID)
 		out = append(out, si)
 	}
 	if err := rows.Err(); err != nil {
