@@ -96,6 +96,10 @@ type Capabilities struct {
 	// Recreate that finds the head missing with Unimplemented (a head
 	// that is not missing opens as without the option).
 	Recreate bool
+	// Remote: workspaces take OpenOptions.Remote, push their heads'
+	// checkpoints there, share one workspace ID among the clones of one
+	// project through it, and implement Relocator.
+	Remote bool
 }
 
 // Backend is the driver interface a storage implementation satisfies. Users
@@ -302,6 +306,10 @@ type OpenOptions struct {
 	// removed (DestroyOptions.SkipTeardown skips it). A backend without
 	// HostRoot answers either with Unimplemented.
 	Setup, Teardown *Hook
+	// Remote, when set, is the Git remote the workspace's checkpoints
+	// travel to (see Remote); a backend without Capabilities.Remote
+	// answers it with Unimplemented.
+	Remote *Remote
 }
 
 // Hook is a command the user configured to run in a head's directory:
@@ -386,6 +394,9 @@ type ReopenOptions struct {
 	// Setup and Teardown are the hooks of the workspace Reopen opens, as
 	// OpenOptions' are for OpenWorkspace; OpenHead uses its workspace's.
 	Setup, Teardown *Hook
+	// Remote is the remote of the workspace Reopen opens, as OpenOptions'
+	// is for OpenWorkspace; OpenHead uses its workspace's.
+	Remote *Remote
 }
 
 // WorkspaceInfo identifies a workspace.

@@ -34,6 +34,7 @@ const (
 	Unimplemented                      // the backend lacks the capability
 	Canceled                           // the context was cancelled or its deadline passed
 	Internal                           // anything else: a bug or an unexpected failure underneath
+	Unavailable                        // a remote service (a Git remote) cannot be reached now; trying again later may succeed
 )
 
 var codeNames = [...]string{
@@ -57,6 +58,7 @@ var codeNames = [...]string{
 	Unimplemented:          "unimplemented",
 	Canceled:               "canceled",
 	Internal:               "internal",
+	Unavailable:            "unavailable",
 }
 
 // String returns the code's name in lower case, as it appears in messages.
@@ -115,6 +117,7 @@ var (
 	ErrUnimplemented          = Unimplemented.Sentinel()
 	ErrCanceled               = Canceled.Sentinel()
 	ErrInternal               = Internal.Sentinel()
+	ErrUnavailable            = Unavailable.Sentinel()
 )
 
 // Reason names which check failed when a head could not be reopened or

@@ -27,7 +27,7 @@ func checkCode(t *testing.T, err error, code backend.Code) {
 	if assert.True(t, errors.As(err, &be), "error %v wraps no *backend.Error", err) {
 		assert.Equal(t, code, be.Code, "the outermost *backend.Error")
 	}
-	for c := backend.NotFound; c <= backend.Internal; c++ {
+	for c := backend.NotFound; c <= backend.Unavailable; c++ {
 		assert.Equal(t, c == code, errors.Is(err, c.Sentinel()), "errors.Is(err, %s.Sentinel()) when the code is %s: %v", c, code, err)
 	}
 }

@@ -244,6 +244,9 @@ func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) 
 	}
 	defer l.Unlock()
 	res, err := h.checkpoint(ctx, mf, opts)
+	if err == nil {
+		h.w.schedulePush(mf)
+	}
 	return res, h.wrap(op, err)
 }
 

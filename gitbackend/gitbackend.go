@@ -56,7 +56,8 @@ type Backend struct {
 
 	onStart func(args []string) // tests: every git process started
 
-	trash deleter // background deletion of destroyed heads' directories
+	trash  deleter // background deletion of destroyed heads' directories
+	pushes pushes  // background pushes to workspaces' remotes
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -74,7 +75,7 @@ func (b *Backend) ID() backend.ID { return BackendID }
 func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		Attach: true, SharedCAS: true, HostRoot: true, CrossProcessIsolation: true,
-		Persistent: true, Symlinks: true, FileModes: true, Recreate: true,
+		Persistent: true, Symlinks: true, FileModes: true, Recreate: true, Remote: true,
 	}
 }
 
@@ -168,24 +169,39 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	w := &workspace{b: b, repo: repo, meta: m, headsDir: headsDir}
 	if opts != nil {
 		w.setup, w.teardown = opts.Setup, opts.Teardown
+		if w.remote, err = parseRemote(op, opts.Remote); err != nil {
+			return nil, err
+		}
 	}
 	l, err := w.lockRepo(ctx, "open workspace")
 	if err != nil {
 		return nil, err
 	}
 	defer l.Unlock()
-	if !ok {
+	switch {
+	case w.remote != nil:
+		if _, err := m.initWorkspace(); err != nil { // the metadata directories
+			return nil, backend.Errorf(backend.Internal, op, "recording the workspace: %w", err)
+		}
+		if id, err = w.shareIdentity(ctx, op); err != nil {
+			return nil, err
+		}
+	case !ok:
 		if id, err = m.initWorkspace(); err != nil {
 			return nil, backend.Errorf(backend.Internal, op, "recording the workspace: %w", err)
 		}
 	}
 	w.id = id
+	if w.clone, err = m.cloneID(true); err != nil {
+		return nil, backend.Errorf(backend.Internal, op, "recording the clone: %w", err)
+	}
 	if err := w.recoverCreates(ctx); err != nil {
 		return nil, err
 	}
 	if err := w.finishDestroys(); err != nil {
 		return nil, err
 	}
+	w.catchUp()
 	return w, nil
 }
 
@@ -278,10 +294,11 @@ func (rp *repo) defaultHeadsDir() string {
 // payload is what a Git binding carries besides the IDs. Paths are
 // absolute and canonical.
 type payload struct {
-	Repo   string `json:"repo"`   // the common git dir
-	Dir    string `json:"dir"`    // the head's directory
-	Name   string `json:"name"`   // the head's name
-	Branch string `json:"branch"` // the head's branch ("" for a detached attached checkout)
+	Repo   string `json:"repo"`            // the common git dir
+	Dir    string `json:"dir"`             // the head's directory
+	Name   string `json:"name"`            // the head's name
+	Branch string `json:"branch"`          // the head's branch ("" for a detached attached checkout)
+	Clone  string `json:"clone,omitempty"` // the clone of the workspace the head lives in (heads made before clones had IDs: none)
 }
 
 func decodePayload(b backend.Binding) (payload, error) {
@@ -361,6 +378,8 @@ func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backen
 		return nil, nil, fail(backend.IdentityMismatch, backend.ReasonBranch, "the head's branch is %q, the binding says %q", mf.Branch, p.Branch)
 	case mf.Dir != p.Dir:
 		return nil, nil, fail(backend.NotFound, backend.ReasonMoved, "the head's directory is recorded as %s, the binding says %s", mf.Dir, p.Dir)
+	case mf.Clone != p.Clone:
+		return nil, nil, fail(backend.NotFound, backend.ReasonMoved, "the head lives in another clone of the workspace (%s) than this one's copy of it (%s): relocate it", p.Clone, mf.Clone)
 	}
 	rp := &repo{r: r, common: p.Repo}
 	if filepath.Base(p.Repo) == ".git" {
@@ -371,8 +390,14 @@ func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backen
 	// Forks from a resumed head land beside it (an attached head's, in the
 	// default heads directory).
 	w := &workspace{b: b, repo: rp, meta: m, id: id, headsDir: filepath.Dir(mf.Dir)}
+	if w.clone, err = m.cloneID(false); err != nil {
+		return nil, nil, fail(backend.Internal, "", "reading the clone's ID: %v", err)
+	}
 	if opts != nil {
 		w.setup, w.teardown = opts.Setup, opts.Teardown
+		if w.remote, err = parseRemote(op, opts.Remote); err != nil {
+			return nil, nil, err
+		}
 	}
 	if mf.Attached {
 		w.headsDir = rp.defaultHeadsDir()

@@ -41,7 +41,7 @@ func (w *workspace) newHead(mf *manifest, bl *lock.Lock) (*head, error) {
 		}
 		return nil, &backend.Error{Code: backend.NotFound, Op: "gitbackend: open head", Head: mf.Name, Reason: backend.ReasonMissing, Err: err}
 	}
-	p, _ := json.Marshal(payload{Repo: w.repo.common, Dir: mf.Dir, Name: mf.Name, Branch: mf.Branch})
+	p, _ := json.Marshal(payload{Repo: w.repo.common, Dir: mf.Dir, Name: mf.Name, Branch: mf.Branch, Clone: mf.Clone})
 	return &head{
 		w: w, fs: fsys, mf: *mf, bind: bl,
 		binding: backend.Binding{

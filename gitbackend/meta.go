@@ -19,7 +19,10 @@ import (
 
 // grove's metadata lives under <common git dir>/grove:
 //
-//	workspace.json        the workspace's stable ID
+//	workspace.json        the workspace's stable ID (shared by every clone that uses one remote)
+//	clone                 this clone's own ID
+//	remote.json           the remote this clone's workspace ID was last confirmed with
+//	heads/<head-id>.pushed what was last pushed of the head to the remote
 //	heads/<head-id>.json  one manifest per head; destroyed heads leave a tombstone
 //	heads/<head-id>.op    present while an operation that writes the head's index runs
 //	locks/repo.lock       the short per-repository lock
@@ -48,6 +51,10 @@ type manifest struct {
 	// until it ends the head is not opened (see recreate.go).
 	Rebuilding bool      `json:"rebuilding,omitempty"`
 	Created    time.Time `json:"created"`
+	// Clone is the ID of the clone of the workspace the head was made in
+	// (see cloneFile); a binding names it, so that a binding of a head
+	// in another clone never opens this clone's copy of it.
+	Clone string `json:"clone,omitempty"`
 }
 
 func (m *manifest) info() backend.HeadInfo {
@@ -67,7 +74,12 @@ type meta struct{ dir string }
 func metaOf(common string) meta { return meta{dir: filepath.Join(common, "grove")} }
 
 func (m meta) workspaceFile() string { return filepath.Join(m.dir, "workspace.json") }
-func (m meta) headsDir() string      { return filepath.Join(m.dir, "heads") }
+func (m meta) cloneFile() string     { return filepath.Join(m.dir, "clone") }
+func (m meta) remoteFile() string    { return filepath.Join(m.dir, "remote.json") }
+func (m meta) pushedFile(id backend.HeadID) string {
+	return filepath.Join(m.dir, "heads", string(id)+".pushed")
+}
+func (m meta) headsDir() string { return filepath.Join(m.dir, "heads") }
 func (m meta) manifestFile(id backend.HeadID) string {
 	return filepath.Join(m.dir, "heads", string(id)+".json")
 }
@@ -130,6 +142,34 @@ func (m meta) initWorkspace() (backend.WorkspaceID, error) {
 		return "", err
 	}
 	return rec.ID, nil
+}
+
+// cloneID returns this clone's ID, recording a new one when init is set
+// and there is none ("" without init). Callers that init hold the
+// repository lock.
+func (m meta) cloneID(init bool) (string, error) {
+	data, err := regfile.Read(m.cloneFile(), maxSmallFile)
+	if err == nil {
+		id := strings.TrimSpace(string(data))
+		if _, perr := uuid.Parse(id); perr == nil {
+			return id, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	if !init {
+		return "", nil
+	}
+	id := uuid.NewString()
+	return id, writeFileAtomic(m.cloneFile(), []byte(id+"\n"))
+}
+
+// setWorkspaceID records id as the workspace's, replacing what was there;
+// callers hold the repository lock.
+func (m meta) setWorkspaceID(id backend.WorkspaceID) error {
+	rec := workspaceRecord{Version: 1, ID: id, Created: time.Now().UTC()}
+	data, _ := json.MarshalIndent(rec, "", "  ")
+	return writeFileAtomic(m.workspaceFile(), append(data, '\n'))
 }
 
 // validHeadID reports whether id is a head ID grove makes: a UUID in its

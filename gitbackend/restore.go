@@ -46,6 +46,7 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 	if err != nil {
 		return backend.RestoreResult{}, h.wrap(op, err)
 	}
+	h.w.schedulePush(mf)
 	return backend.RestoreResult{Commit: backend.CheckpointID(target)}, nil
 }
 

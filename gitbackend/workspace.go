@@ -30,6 +30,8 @@ type workspace struct {
 	meta     meta
 	id       backend.WorkspaceID
 	headsDir string // where new heads go: OpenOptions.HeadsDir, or beside a reopened head
+	clone    string // this clone's ID (see meta.cloneID)
+	remote   *remote
 
 	setup, teardown *backend.Hook // OpenOptions' (or ReopenOptions')
 
@@ -369,7 +371,7 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 	mf := &manifest{
 		ID: backend.HeadID(uuid.NewString()), Name: spec.Name, Access: spec.Access, Branch: branch,
 		Dir: dir, Base: backend.CheckpointID(commit), State: backend.StateActive, Creating: true,
-		Created: time.Now().UTC(),
+		Created: time.Now().UTC(), Clone: w.clone,
 	}
 	hl, err := lock.TryLock(w.meta.headLock(mf.ID), "create")
 	if err != nil {

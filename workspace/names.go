@@ -60,6 +60,10 @@ type (
 	Digest = backend.Digest
 	// Hook is a command run in a head's directory: OpenOptions.Setup and Teardown.
 	Hook = backend.Hook
+	// Remote is the Git remote a workspace's checkpoints travel to: OpenOptions.Remote.
+	Remote = backend.Remote
+	// RelocateResult is what Workspace.Relocate did.
+	RelocateResult = backend.RelocateResult
 	// HookError is a failed Hook, with its output.
 	HookError = backend.HookError
 	// ReconcileReport is what Workspace.Reconcile found.
@@ -146,6 +150,7 @@ const (
 	Unimplemented          = backend.Unimplemented
 	Canceled               = backend.Canceled
 	Internal               = backend.Internal
+	Unavailable            = backend.Unavailable
 )
 
 // DefaultAuthor is the author of checkpoints whose options name none.
@@ -202,6 +207,7 @@ var (
 	ErrUnimplemented          = backend.ErrUnimplemented
 	ErrCanceled               = backend.ErrCanceled
 	ErrInternal               = backend.ErrInternal
+	ErrUnavailable            = backend.ErrUnavailable
 )
 
 // CodeOf returns the code of err: OK for nil, Canceled for a context error,

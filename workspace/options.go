@@ -40,6 +40,14 @@ type OpenOptions struct {
 	// a package.json script) runs the agent's code. A backend whose heads
 	// are not host directories answers either with Unimplemented.
 	Teardown *Hook
+	// Remote, when set, is the Git remote the workspace's checkpoints
+	// travel to, and through which clones of the project on other hosts
+	// share its workspace ID (see Remote and Workspace.Relocate). A
+	// remote that cannot be reached when the workspace is first opened
+	// with it is Unavailable; later, a push that fails is retried in the
+	// background and never fails a checkpoint. A backend without
+	// Capabilities.Remote answers it with Unimplemented.
+	Remote *Remote
 }
 
 // ReopenOptions configure Reopen and Workspace.OpenHead. The zero value (or
@@ -68,6 +76,9 @@ type ReopenOptions struct {
 	// Setup and Teardown configure the workspace Reopen opens, as
 	// OpenOptions' do; OpenHead uses its workspace's and ignores these.
 	Setup, Teardown *Hook
+	// Remote is the remote of the workspace Reopen opens, as OpenOptions'
+	// is; OpenHead uses its workspace's and ignores it.
+	Remote *Remote
 }
 
 // check refuses options that contradict each other.
@@ -163,7 +174,7 @@ func driverOpen(o *OpenOptions) *backend.OpenOptions {
 	if o == nil {
 		return &backend.OpenOptions{}
 	}
-	return &backend.OpenOptions{HeadsDir: o.HeadsDir, Setup: o.Setup, Teardown: o.Teardown}
+	return &backend.OpenOptions{HeadsDir: o.HeadsDir, Setup: o.Setup, Teardown: o.Teardown, Remote: o.Remote}
 }
 
 // driverReopen is the driver's form of o (nil: the defaults).
@@ -171,7 +182,7 @@ func driverReopen(o *ReopenOptions) *backend.ReopenOptions {
 	if o == nil {
 		return &backend.ReopenOptions{}
 	}
-	return &backend.ReopenOptions{AllowArchived: o.AllowArchived, ReadOnly: o.ReadOnly, Recreate: o.Recreate, Setup: o.Setup, Teardown: o.Teardown}
+	return &backend.ReopenOptions{AllowArchived: o.AllowArchived, ReadOnly: o.ReadOnly, Recreate: o.Recreate, Setup: o.Setup, Teardown: o.Teardown, Remote: o.Remote}
 }
 
 // driverCheckpoint is the driver's form of o (nil: the defaults), with

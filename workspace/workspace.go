@@ -47,6 +47,9 @@ func Open(ctx context.Context, b Backend, locator string, opts *OpenOptions) (*W
 	if locator == "" {
 		return nil, fail(backend.InvalidArgument, op, "", "empty locator")
 	}
+	if opts != nil && opts.Remote != nil && !b.Capabilities().Remote {
+		return nil, fail(backend.Unimplemented, op, "", "backend %s does not push to a remote", b.ID())
+	}
 	ws, err := b.OpenWorkspace(ctx, locator, driverOpen(opts))
 	if err != nil {
 		return nil, wrap(op, "", err)
@@ -139,6 +142,38 @@ func (w *Workspace) OpenHead(ctx context.Context, name string, opts *ReopenOptio
 		hd = hd.ReadOnly()
 	}
 	return hd, nil
+}
+
+// Relocate opens here the head b names, rebuilding it in this clone from
+// what its clone pushed to the workspace's remote when it lives in
+// another (see backend.Relocator): same head ID, name, branch and access,
+// at a new directory under the workspace's heads directory, with the files
+// of the head's last pushed checkpoint, and a new binding (Head.Binding)
+// that the caller persists in place of b. A head that lives in this clone
+// opens as Reopen opens it (RelocateResult.Relocated unset). opts'
+// ReadOnly is InvalidArgument; its Setup and Teardown are ignored (the
+// workspace's run). A backend without Capabilities.Remote is
+// Unimplemented; the other errors are Relocator's.
+func (w *Workspace) Relocate(ctx context.Context, b Binding, opts *ReopenOptions) (*Head, RelocateResult, error) {
+	const op = "relocate"
+	if err := w.check(ctx, op); err != nil {
+		return nil, RelocateResult{}, err
+	}
+	if err := w.writable(op, ""); err != nil {
+		return nil, RelocateResult{}, err
+	}
+	if opts != nil && opts.ReadOnly {
+		return nil, RelocateResult{}, fail(backend.InvalidArgument, op, "", "a relocated head is opened to be written: ReadOnly is not an option")
+	}
+	rl, ok := w.ws.(backend.Relocator)
+	if !ok {
+		return nil, RelocateResult{}, fail(backend.Unimplemented, op, "", "backend %s does not relocate heads", w.b.ID())
+	}
+	h, res, err := rl.Relocate(ctx, b, driverReopen(opts))
+	if err != nil {
+		return nil, RelocateResult{}, wrap(op, "", err)
+	}
+	return newHead(w, h, false), res, nil
 }
 
 // Heads lists the workspace's live and archived heads, ordered by name.
@@ -401,6 +436,9 @@ func Reopen(ctx context.Context, b Backend, binding Binding, opts *ReopenOptions
 	}
 	if err := opts.check(op, string(binding.Head)); err != nil {
 		return nil, err
+	}
+	if opts != nil && opts.Remote != nil && !b.Capabilities().Remote {
+		return nil, fail(backend.Unimplemented, op, string(binding.Head), "backend %s does not push to a remote", b.ID())
 	}
 	ws, h, err := b.Reopen(ctx, binding, driverReopen(opts))
 	if err != nil {

@@ -38,7 +38,7 @@ var codeNames = map[workspace.Code]string{
 	workspace.BackendUnavailable: "BackendUnavailable", workspace.IdentityMismatch: "IdentityMismatch",
 	workspace.PermissionDenied: "PermissionDenied", workspace.PathEscape: "PathEscape", workspace.Busy: "Busy",
 	workspace.WorkspaceNotConfigured: "WorkspaceNotConfigured", workspace.Unimplemented: "Unimplemented",
-	workspace.Canceled: "Canceled", workspace.Internal: "Internal",
+	workspace.Canceled: "Canceled", workspace.Internal: "Internal", workspace.Unavailable: "Unavailable",
 }
 
 // errorObject is a failure as --json prints it on stderr.

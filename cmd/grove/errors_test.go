@@ -12,7 +12,7 @@ import (
 // and names are distinct.
 func TestEveryCodeHasAJSONName(t *testing.T) {
 	seen := map[string]workspace.Code{}
-	for c := workspace.OK; c <= workspace.Internal; c++ {
+	for c := workspace.OK; c <= workspace.Unavailable; c++ {
 		name, ok := codeNames[c]
 		if assert.True(t, ok, "code %d (%s) has no JSON name", c, c) {
 			assert.NotContains(t, seen, name, "two codes are called %s", name)

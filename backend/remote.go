@@ -1,0 +1,74 @@
+package backend
+
+import "context"
+
+// Remote is a Git remote that a workspace's checkpoints travel to, so that
+// a head can be rebuilt in another clone of the project, on another host
+// (Relocator). It is the caller's configuration: grove stores neither it
+// nor anything in Config in a binding, a manifest or the engine's
+// database.
+//
+// With a Remote, a workspace:
+//
+//   - shares one workspace ID with every clone of the project opened with
+//     the same remote (the first clone to open records its ID there; the
+//     others adopt it), so that a binding made in one clone names the
+//     same workspace in another;
+//   - after each checkpoint and restore of one of its heads, pushes the
+//     head's branch and its checkpoint refs there in the background,
+//     retrying a failed push with backoff; the checkpoint neither waits
+//     for the network nor fails because of it. A push never overwrites
+//     what another clone pushed for the head since this clone's last push
+//     (a lease on the branch): a clone that lost the head stops pushing
+//     it;
+//   - records what has been pushed, per head.
+type Remote struct {
+	// URL is the remote: an absolute path to a repository, or a file://,
+	// git://, ssh://, http:// or https:// URL, or the scp-like form
+	// [user@]host:path for ssh. Other transports (ext::, fd::, a remote
+	// helper's) are InvalidArgument: grove runs no command a URL names.
+	URL string
+	// Config is git configuration for the transfers to URL alone, as
+	// "key=value" entries, applied after grove's own (so core.sshCommand
+	// or credential.helper here are the caller's choice and take effect).
+	// It is how a caller gives credentials (http.extraHeader, an ssh
+	// command with its key); the repository's own configuration, which an
+	// agent can write, is never read for a transfer. Values appear in the
+	// git process's arguments: keep secrets in files these entries name.
+	Config []string
+}
+
+// RelocateResult is what Relocator.Relocate did.
+type RelocateResult struct {
+	// Relocated is set when the head was rebuilt in this clone; unset
+	// when it already lived here and was opened as it was.
+	Relocated bool
+	// Commit is the commit the rebuilt head's branch and files are: the
+	// branch's commit on the remote, the head's last pushed state.
+	Commit CheckpointID
+	// Stale, when set, is where a copy of the head that this clone held
+	// from before (its files, unchanged) was moved aside to make room.
+	Stale string
+}
+
+// Relocator is implemented by a Workspace opened with a Remote whose
+// heads can be rebuilt in another clone of the workspace.
+type Relocator interface {
+	// Relocate opens here the head b names. A head that lives in this
+	// clone opens as Reopen opens it. A head that lives in another clone
+	// (on another host) is rebuilt here from what was pushed: its branch
+	// and checkpoint refs are fetched from the remote, and the head is
+	// made under this workspace's heads directory from the branch's
+	// pushed commit, with the same head ID, name, branch and access, and
+	// a new binding (Head.Binding) that records where it now is; Setup
+	// runs in it as after a create. The other clone's copy is not
+	// touched.
+	//
+	// Errors: a binding of another workspace is IdentityMismatch
+	// (ReasonWorkspaceID); a binding of another backend or a malformed
+	// one BindingCorrupt; a workspace opened without a Remote
+	// FailedPrecondition; a head the remote holds no branch for NotFound
+	// (ReasonMissing); a remote that cannot be reached Unavailable; a
+	// head held in this clone AlreadyBound.
+	Relocate(ctx context.Context, b Binding, opts *ReopenOptions) (Head, RelocateResult, error)
+}

@@ -1,0 +1,230 @@
+package gitbackend
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/lock"
+)
+
+var _ backend.Relocator = (*workspace)(nil)
+
+// Relocate opens the head bind names in this clone, rebuilding it from
+// what was pushed when it lives in another clone (see backend.Relocator).
+//
+// The rebuild, under the head's lock: fetch the head's branch and
+// checkpoint refs from the remote into a transfer directory, move the
+// objects into the repository, set the refs (one transaction, under the
+// repository lock), record the head's manifest with a directory under
+// this workspace's heads directory, and build the head there as Recreate
+// does (registered on its branch, files checked out, .worktreeinclude
+// copied, Setup run). A copy of the head this clone held from before is
+// moved aside first, files untouched, and reported.
+func (w *workspace) Relocate(ctx context.Context, bind backend.Binding, opts *backend.ReopenOptions) (backend.Head, backend.RelocateResult, error) {
+	const op = "gitbackend: relocate"
+	var none backend.RelocateResult
+	if err := w.enter(ctx, "Relocate"); err != nil {
+		return nil, none, err
+	}
+	if bind.Backend != BackendID {
+		return nil, none, &backend.Error{Code: backend.IdentityMismatch, Op: op, Head: string(bind.Head), Reason: backend.ReasonBackend,
+			Err: fmt.Errorf("the binding is for backend %q", bind.Backend)}
+	}
+	if err := bind.Validate(); err != nil {
+		return nil, none, err
+	}
+	p, err := decodePayload(bind)
+	if err != nil {
+		return nil, none, err
+	}
+	fail := func(code backend.Code, reason backend.Reason, format string, args ...any) error {
+		return &backend.Error{Code: code, Op: op, Head: p.Name, Reason: reason, Err: fmt.Errorf(format, args...)}
+	}
+	switch {
+	case !validHeadID(bind.Head):
+		return nil, none, fail(backend.BindingCorrupt, "", "head ID %q is not a UUID", bind.Head)
+	case p.Branch == "" || !plainName(p.Name):
+		return nil, none, fail(backend.BindingCorrupt, "", "the binding names no branch or an invalid head name")
+	case bind.Workspace != w.id:
+		return nil, none, fail(backend.IdentityMismatch, backend.ReasonWorkspaceID, "the binding is of workspace %s; this clone's is %s", bind.Workspace, w.id)
+	case w.remote == nil:
+		return nil, none, fail(backend.FailedPrecondition, "", "the workspace was opened without a remote to relocate from")
+	}
+	if p.Repo == w.repo.common && p.Clone == w.clone {
+		// It lives here: open it as Reopen does.
+		mf, err := w.meta.readManifest(bind.Head)
+		if err != nil || mf.Creating || mf.Dir != p.Dir || mf.Branch != p.Branch || mf.Name != p.Name || mf.Access != bind.Access {
+			return nil, none, fail(backend.NotFound, backend.ReasonMissing, "this clone has no head %s as the binding records it", bind.Head)
+		}
+		if mf.State == backend.StateDestroyed {
+			return nil, none, fail(backend.Destroyed, "", "head %q was destroyed", mf.Name)
+		}
+		h, err := w.open(ctx, op, mf, opts)
+		if err != nil {
+			return nil, none, err
+		}
+		return h, none, nil
+	}
+	if _, err := w.repo.git(ctx, "check-ref-format", "refs/heads/"+p.Branch); err != nil {
+		if backend.CodeOf(err) == backend.Canceled {
+			return nil, none, err
+		}
+		return nil, none, fail(backend.BindingCorrupt, "", "the binding's branch %q is not a valid branch name", p.Branch)
+	}
+	hl, err := lock.Acquire(ctx, w.meta.headLock(bind.Head), "relocate")
+	if err != nil {
+		return nil, none, err
+	}
+	res, err := w.relocate(ctx, op, bind, p, fail)
+	_ = hl.Unlock()
+	if err == nil {
+		err = w.recreate(ctx, op, bind.Head) // takes the head lock itself
+	}
+	if err != nil {
+		return nil, none, err
+	}
+	mf, err := w.meta.readManifest(bind.Head)
+	if err != nil {
+		return nil, none, backend.Errorf(backend.Internal, op, "%w", err)
+	}
+	h, err := w.open(ctx, op, mf, opts)
+	if err != nil {
+		return nil, none, err
+	}
+	w.schedulePush(*mf) // nothing new, unless the remote lacks refs this clone had
+	return h, res, nil
+}
+
+// plainName reports whether name, read from a binding, is a head name the
+// workspace layer lets through: one path element of letters, digits, '.',
+// '_' and '-', starting with a letter or digit.
+func plainName(name string) bool {
+	if name == "" || len(name) > 100 || strings.Contains(name, "..") {
+		return false
+	}
+	for i, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !ok && (i == 0 || (r != '.' && r != '_' && r != '-')) {
+			return false
+		}
+	}
+	return true
+}
+
+// relocate fetches head bind's refs and records it in this clone, for
+// recreate to build; callers hold its head lock.
+func (w *workspace) relocate(ctx context.Context, op string, bind backend.Binding, p payload,
+	fail func(backend.Code, backend.Reason, string, ...any) error) (backend.RelocateResult, error) {
+	res := backend.RelocateResult{Relocated: true}
+	old, err := w.meta.readManifest(bind.Head)
+	if err != nil {
+		old = nil
+	}
+	if named, _ := w.meta.byName(p.Name); named != nil && named.ID != bind.Head {
+		return res, fail(backend.AlreadyExists, "", "this clone has another head named %q (%s)", p.Name, named.ID)
+	}
+	if old != nil && old.live() && !old.Rebuilding {
+		if _, err := os.Lstat(old.Dir); err == nil {
+			// A copy from an earlier stint of the head in this clone.
+			if l, err := lock.TryLock(w.meta.bindLock(old.ID), "relocate "+old.Name); err != nil {
+				return res, fail(backend.AlreadyBound, "", "this clone's copy of head %q is held: %v", old.Name, err)
+			} else {
+				_ = l.Unlock()
+			}
+			if !w.vouchedDir(old) {
+				return res, fail(backend.FailedPrecondition, "", "this clone's copy of head %q at %s lies outside the heads directory", old.Name, old.Dir)
+			}
+			res.Stale = old.Dir + ".stale-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			if err := os.Rename(old.Dir, res.Stale); err != nil {
+				return res, fail(backend.Internal, "", "moving this clone's copy of the head aside: %v", err)
+			}
+		}
+	}
+
+	// Fetch what was pushed, and make it this clone's.
+	t, err := w.newTransfer(ctx)
+	if err != nil {
+		return res, backend.Errorf(backend.Internal, op, "a transfer directory: %w", err)
+	}
+	defer t.Close()
+	branchRef := "refs/heads/" + p.Branch
+	missing, err := t.fetch(ctx, "+"+branchRef+":"+branchRef)
+	switch {
+	case err != nil:
+		return res, w.unreachable(op, err)
+	case missing:
+		return res, fail(backend.NotFound, backend.ReasonMissing, "the remote holds no branch %q: head %s was never pushed", p.Branch, bind.Head)
+	}
+	if _, err := t.fetch(ctx, "+"+refPrefix(bind.Head)+"*:"+refPrefix(bind.Head)+"*"); err != nil {
+		return res, w.unreachable(op, err)
+	}
+	out, err := t.git(ctx, false, "for-each-ref", "--format=%(refname) %(objectname)", branchRef, refPrefix(bind.Head))
+	if err != nil {
+		return res, backend.Errorf(backend.Internal, op, "%w", err)
+	}
+	var tip string
+	var ops []string
+	seq := 0
+	for _, line := range strings.Split(out, "\n") {
+		name, oid, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		if name == branchRef {
+			tip = oid
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(name, refPrefix(bind.Head)))
+		if err != nil || name != refName(bind.Head, n) {
+			continue
+		}
+		ops = append(ops, "update "+name+" "+oid)
+		seq = max(seq, n)
+	}
+	if tip == "" {
+		return res, fail(backend.NotFound, backend.ReasonMissing, "the remote holds no branch %q", p.Branch)
+	}
+	res.Commit = backend.CheckpointID(tip)
+	if err := t.importObjects(); err != nil {
+		return res, backend.Errorf(backend.Internal, op, "moving the fetched objects into the repository: %w", err)
+	}
+	if err := w.repo.checkTree(ctx, "relocate", tip); err != nil {
+		return res, err
+	}
+
+	rl, err := w.lockRepo(ctx, "relocate "+p.Name)
+	if err != nil {
+		return res, err
+	}
+	mf := &manifest{
+		ID: bind.Head, Name: p.Name, Access: bind.Access, Branch: p.Branch,
+		Dir: filepath.Join(w.headsDir, p.Name), Admin: filepath.Join(w.repo.common, "worktrees", p.Name),
+		Base: backend.CheckpointID(tip), State: backend.StateActive, Created: time.Now().UTC(), Clone: w.clone,
+	}
+	if old != nil && old.Rebuilding && old.Clone == w.clone {
+		mf.Dir, mf.Admin, mf.Rebuilding = old.Dir, old.Admin, true // finish what an interrupted relocation began
+	} else if _, err := os.Lstat(mf.Dir); err == nil {
+		mf.Dir = filepath.Join(w.headsDir, p.Name+"-"+string(bind.Head)[:8])
+	}
+	if old != nil && old.Admin != "" && old.Admin != mf.Admin {
+		_ = w.removeAdmin(old.Admin) // the moved-aside copy's registration
+	}
+	err = func() error {
+		if err := w.meta.writeManifest(mf); err != nil {
+			return err
+		}
+		return w.repo.updateRefs(ctx, append([]string{"update " + branchRef + " " + tip}, ops...))
+	}()
+	_ = rl.Unlock()
+	if err != nil {
+		return res, backend.Errorf(backend.Internal, op, "recording the head: %w", err)
+	}
+	_ = w.meta.writePushed(bind.Head, pushRecord{URL: w.remote.url, Commit: tip, Seq: seq})
+	return res, nil
+}

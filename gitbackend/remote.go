@@ -1,0 +1,628 @@
+package gitbackend
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/regfile"
+)
+
+// Checkpoints that travel. A workspace opened with a Remote pushes its
+// heads' branches and checkpoint refs there, and rebuilds in this clone a
+// head another clone pushed (Relocate).
+//
+// Every transfer runs in a transfer directory: a git dir grove makes in
+// the system's temporary directory for the one transfer, whose objects are
+// the repository's (objects/info/alternates) and whose configuration is
+// grove's alone. The repository's own configuration, which an agent can
+// write (url.*.insteadOf, protocol.*.allow, remote.*, http.proxy,
+// core.gitProxy), is never read by a transfer; only the caller's
+// backend.Remote decides where git connects and how. Fetched objects are
+// checked (fetch.fsckObjects) and then moved into the repository.
+
+// workspaceRef is the ref on the remote that records the workspace's ID,
+// in its commit's message.
+const workspaceRef = "refs/grove/workspace"
+
+// remote is a validated backend.Remote.
+type remote struct {
+	url    string
+	scheme string // the one transport git may use: file, git, ssh, http, https
+	config []string
+}
+
+// scpLike is the [user@]host:path form git reads as ssh.
+var scpLike = regexp.MustCompile(`^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._-]+:.`)
+
+// parseRemote checks r: a URL of a transport grove allows, and
+// configuration entries of the form key=value.
+func parseRemote(op string, r *backend.Remote) (*remote, error) {
+	if r == nil {
+		return nil, nil
+	}
+	bad := func(format string, args ...any) error {
+		return backend.Errorf(backend.InvalidArgument, op, "remote: "+format, args...)
+	}
+	u := r.URL
+	rm := &remote{url: u}
+	switch {
+	case u == "" || strings.ContainsAny(u, "\x00\n"):
+		return nil, bad("the URL %q is empty or holds a control character", u)
+	case filepath.IsAbs(u):
+		rm.scheme = "file"
+	case strings.HasPrefix(u, "file://"):
+		rm.scheme = "file"
+	case strings.HasPrefix(u, "git://"):
+		rm.scheme = "git"
+	case strings.HasPrefix(u, "ssh://"):
+		rm.scheme = "ssh"
+	case strings.HasPrefix(u, "https://"):
+		rm.scheme = "https"
+	case strings.HasPrefix(u, "http://"):
+		rm.scheme = "http"
+	case !strings.Contains(u, "://") && !strings.Contains(u, "::") && scpLike.MatchString(u):
+		rm.scheme = "ssh"
+	default:
+		return nil, bad("%q is not a path or a file, git, ssh, http or https URL", u)
+	}
+	if strings.HasPrefix(u, "-") {
+		return nil, bad("%q starts with '-'", u)
+	}
+	for _, kv := range r.Config {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || !strings.Contains(k, ".") || strings.ContainsAny(kv, "\x00\n") {
+			return nil, bad("configuration entry %q is not key=value", kv)
+		}
+		rm.config = append(rm.config, kv)
+	}
+	return rm, nil
+}
+
+// args are a transfer's configuration: only the remote's transport is
+// allowed, objects fetched are checked, nothing is collected in the
+// transfer directory; then the caller's entries, which come last and so
+// take effect over grove's (core.sshCommand, credential.helper).
+func (rm *remote) args() []string {
+	a := []string{
+		"-c", "protocol." + rm.scheme + ".allow=always",
+		"-c", "fetch.fsckObjects=true", "-c", "gc.auto=0",
+		"-c", "fetch.unpackLimit=1", "-c", "transfer.unpackLimit=1",
+		"-c", "fetch.writeCommitGraph=false", "-c", "fetch.recurseSubmodules=false",
+		"-c", "push.recurseSubmodules=no", "-c", "push.gpgSign=false",
+	}
+	for _, kv := range rm.config {
+		a = append(a, "-c", kv)
+	}
+	return a
+}
+
+// transfer is one transfer directory (see above).
+type transfer struct {
+	w   *workspace
+	dir string
+}
+
+// newTransfer makes a transfer directory for the repository; Close
+// removes it.
+func (w *workspace) newTransfer(ctx context.Context) (*transfer, error) {
+	format, err := w.repo.git(ctx, "rev-parse", "--show-object-format")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "grove-transfer-")
+	if err != nil {
+		return nil, err
+	}
+	t := &transfer{w: w, dir: dir}
+	config := "[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
+	if format != "sha1" {
+		config = "[core]\n\trepositoryformatversion = 1\n\tbare = true\n[extensions]\n\tobjectformat = " + format + "\n"
+	}
+	files := map[string]string{
+		"HEAD":                    "ref: refs/heads/grove-transfer\n",
+		"config":                  config,
+		"objects/info/alternates": filepath.Join(w.repo.common, "objects") + "\n",
+	}
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err == nil {
+			continue
+		} else {
+			t.Close()
+			return nil, err
+		}
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Close()
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// Close removes the transfer directory.
+func (t *transfer) Close() { _ = os.RemoveAll(t.dir) }
+
+// git runs git in the transfer directory; transport is set for a command
+// that reaches the remote.
+func (t *transfer) git(ctx context.Context, transport bool, args ...string) (string, error) {
+	if transport {
+		args = append(t.w.remote.args(), args...)
+	}
+	return t.w.repo.r.Output(ctx, gitcmd.Cmd{GitDir: t.dir, Dir: t.dir, Args: args})
+}
+
+// unreachable is the error of a transfer that failed for want of the
+// remote: Unavailable, wrapping git's failure; a context that ended stays
+// Canceled.
+func (w *workspace) unreachable(op string, err error) error {
+	if backend.CodeOf(err) == backend.Canceled {
+		return err
+	}
+	return &backend.Error{Code: backend.Unavailable, Op: op, Path: w.remote.url, Err: fmt.Errorf("the remote cannot be reached or refused the transfer: %w", err)}
+}
+
+// fetch fetches refspecs from the remote into the transfer directory;
+// missing reports that the remote lacks a ref a refspec names.
+func (t *transfer) fetch(ctx context.Context, refspecs ...string) (missing bool, err error) {
+	args := append([]string{"fetch", "--no-tags", "--no-write-fetch-head", "--", t.w.remote.url}, refspecs...)
+	_, err = t.git(ctx, true, args...)
+	if err != nil && strings.Contains(gitcmd.Stderr(err), "couldn't find remote ref") {
+		return true, nil
+	}
+	return false, err
+}
+
+// importObjects moves what the transfer fetched into the repository:
+// packs (each pack before its index, so git never sees an index without
+// its pack) and loose objects, written under temporary names and renamed.
+func (t *transfer) importObjects() error {
+	src := filepath.Join(t.dir, "objects")
+	dst := filepath.Join(t.w.repo.common, "objects")
+	packs, err := os.ReadDir(filepath.Join(src, "pack"))
+	if err != nil {
+		return err
+	}
+	order := func(name string) int {
+		switch filepath.Ext(name) {
+		case ".pack":
+			return 0
+		case ".idx":
+			return 2
+		}
+		return 1
+	}
+	for pass := 0; pass < 3; pass++ {
+		for _, e := range packs {
+			if e.Type().IsRegular() && order(e.Name()) == pass && strings.HasPrefix(e.Name(), "pack-") && filepath.Ext(e.Name()) != ".keep" {
+				if err := copyInto(filepath.Join(src, "pack", e.Name()), filepath.Join(dst, "pack", e.Name())); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	dirs, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		if !d.IsDir() || len(d.Name()) != 2 {
+			continue
+		}
+		objs, err := os.ReadDir(filepath.Join(src, d.Name()))
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if o.Type().IsRegular() {
+				if err := copyInto(filepath.Join(src, d.Name(), o.Name()), filepath.Join(dst, d.Name(), o.Name())); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// copyInto copies file src to dst unless dst exists (objects are named
+// by their content), through a temporary file renamed into place.
+func copyInto(src, dst string) error {
+	if _, err := os.Lstat(dst); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.CreateTemp(filepath.Dir(dst), tempPrefix+"*")
+	if err != nil {
+		return err
+	}
+	tmp := out.Name()
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o444)
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}
+
+// remoteRecord is remote.json: the remote this clone's workspace ID was
+// last confirmed with, so that later opens need not ask it again.
+type remoteRecord struct {
+	URL string              `json:"url"`
+	ID  backend.WorkspaceID `json:"id"`
+}
+
+// shareIdentity makes the workspace's ID the one the remote records, or
+// records this clone's there when the remote has none, and returns it.
+// A clone that already made heads under another ID is IdentityMismatch:
+// its bindings name that ID. Callers hold the repository lock.
+func (w *workspace) shareIdentity(ctx context.Context, op string) (backend.WorkspaceID, error) {
+	local, hasLocal, err := w.meta.readWorkspaceID()
+	if err != nil {
+		return "", backend.Errorf(backend.Internal, op, "%w", err)
+	}
+	if data, err := regfile.Read(w.meta.remoteFile(), maxSmallFile); err == nil && hasLocal {
+		var rec remoteRecord
+		if json.Unmarshal(data, &rec) == nil && rec.URL == w.remote.url && rec.ID == local {
+			return local, nil
+		}
+	}
+	t, err := w.newTransfer(ctx)
+	if err != nil {
+		return "", backend.Errorf(backend.Internal, op, "a transfer directory: %w", err)
+	}
+	defer t.Close()
+	for attempt := 0; ; attempt++ {
+		missing, err := t.fetch(ctx, "+"+workspaceRef+":"+workspaceRef)
+		if err != nil {
+			return "", w.unreachable(op, err)
+		}
+		var id backend.WorkspaceID
+		if !missing {
+			msg, err := t.git(ctx, false, "cat-file", "commit", workspaceRef)
+			if err != nil {
+				return "", backend.Errorf(backend.Internal, op, "%w", err)
+			}
+			if id = parseWorkspaceCommit(msg); id == "" {
+				return "", &backend.Error{Code: backend.IdentityMismatch, Op: op, Reason: backend.ReasonWorkspaceID, Path: w.remote.url,
+					Err: fmt.Errorf("the remote's %s does not record a grove workspace ID", workspaceRef)}
+			}
+		} else {
+			// The remote has no workspace yet: this clone's becomes it,
+			// unless another clone records its own first.
+			if id = local; !hasLocal {
+				id = backend.WorkspaceID(uuid.NewString())
+			}
+			tree, err := t.git(ctx, false, "mktree")
+			if err == nil {
+				var commit string
+				if commit, err = t.git(ctx, false, "commit-tree", tree, "-m", "grove workspace\n\ngrove-workspace: "+string(id)); err == nil {
+					_, err = t.git(ctx, true, "push", "--force-with-lease="+workspaceRef+":", "--", w.remote.url, commit+":"+workspaceRef)
+				}
+			}
+			if err != nil {
+				if rejected(err) && attempt < 3 {
+					continue // another clone was first: take its ID
+				}
+				return "", w.unreachable(op, err)
+			}
+		}
+		if hasLocal && id != local {
+			if all, _ := w.meta.manifests(); len(all) > 0 {
+				return "", &backend.Error{Code: backend.IdentityMismatch, Op: op, Reason: backend.ReasonWorkspaceID, Path: w.remote.url,
+					Err: fmt.Errorf("this clone's workspace is %s and has heads; the remote's is %s (another project, or a clone that used grove before it used the remote)", local, id)}
+			}
+		}
+		if !hasLocal || id != local {
+			if err := w.meta.setWorkspaceID(id); err != nil {
+				return "", backend.Errorf(backend.Internal, op, "recording the workspace: %w", err)
+			}
+		}
+		data, _ := json.Marshal(remoteRecord{URL: w.remote.url, ID: id})
+		_ = writeFileAtomic(w.meta.remoteFile(), append(data, '\n')) // a cache: losing it costs one fetch
+		return id, nil
+	}
+}
+
+// parseWorkspaceCommit returns the workspace ID a workspace commit's
+// message records, or "".
+func parseWorkspaceCommit(commit string) backend.WorkspaceID {
+	for _, line := range strings.Split(commit, "\n") {
+		if v, ok := strings.CutPrefix(line, "grove-workspace: "); ok {
+			if u, err := uuid.Parse(v); err == nil && u.String() == v {
+				return backend.WorkspaceID(v)
+			}
+		}
+	}
+	return ""
+}
+
+// rejected reports whether a push failed because the remote's refs are
+// not what its lease expected: another clone pushed first.
+func rejected(err error) bool {
+	out := gitcmd.Stderr(err)
+	for _, s := range []string{"stale info", "fetch first", "non-fast-forward", "already exists"} {
+		if strings.Contains(out, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// pushRecord is heads/<id>.pushed: what this clone last pushed of a head.
+type pushRecord struct {
+	URL    string    `json:"url"`
+	Commit string    `json:"commit,omitempty"` // the head's branch on the remote
+	Seq    int       `json:"seq,omitempty"`    // the greatest checkpoint ref pushed
+	At     time.Time `json:"at"`
+	// Error is the last attempt's failure, when the pushes gave up; the
+	// next checkpoint, restore or open tries again.
+	Error string `json:"error,omitempty"`
+	// Lost is set when the remote's branch moved under this clone's
+	// lease: another clone holds the head now, and this one stops
+	// pushing it.
+	Lost bool `json:"lost,omitempty"`
+}
+
+func (m meta) readPushed(id backend.HeadID, url string) pushRecord {
+	data, err := regfile.Read(m.pushedFile(id), maxSmallFile)
+	var rec pushRecord
+	if err != nil || json.Unmarshal(data, &rec) != nil || rec.URL != url {
+		return pushRecord{URL: url}
+	}
+	return rec
+}
+
+func (m meta) writePushed(id backend.HeadID, rec pushRecord) error {
+	rec.At = time.Now().UTC()
+	data, _ := json.MarshalIndent(rec, "", "  ")
+	return writeFileAtomic(m.pushedFile(id), append(data, '\n'))
+}
+
+// pushes runs a Backend's background pushes: one goroutine per head at
+// most, which pushes again when asked while it ran.
+type pushes struct {
+	mu       sync.Mutex
+	running  map[string]*pushJob // by common dir and head ID
+	caughtUp map[string]bool     // the repositories catchUp looked at
+	wg       sync.WaitGroup
+}
+
+type pushJob struct{ again bool }
+
+// Push timing: a failed push is tried again after pushBackoff, doubling
+// up to pushMaxBackoff, pushAttempts times in all; then the next
+// checkpoint, restore or open starts again.
+var (
+	pushAttempts   = 8
+	pushBackoff    = 250 * time.Millisecond
+	pushMaxBackoff = 15 * time.Second
+)
+
+// schedulePush pushes head mf to the workspace's remote in the
+// background; a push already running for it runs once more when done.
+func (w *workspace) schedulePush(mf manifest) {
+	if w.remote == nil || mf.Attached {
+		return
+	}
+	p := &w.b.pushes
+	key := w.repo.common + "\x00" + string(mf.ID)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running == nil {
+		p.running = map[string]*pushJob{}
+	}
+	if job, ok := p.running[key]; ok {
+		job.again = true
+		return
+	}
+	job := &pushJob{}
+	p.running[key] = job
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			w.pushHead(mf)
+			p.mu.Lock()
+			if !job.again {
+				delete(p.running, key)
+				p.mu.Unlock()
+				return
+			}
+			job.again = false
+			p.mu.Unlock()
+		}
+	}()
+}
+
+// WaitPushes waits until no background push runs, or ctx ends.
+func (b *Backend) WaitPushes(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { b.pushes.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return backend.ContextError(ctx, "gitbackend: wait for pushes")
+	}
+}
+
+// PushState is what a clone last pushed of one head (Backend.Pushed).
+type PushState struct {
+	// Commit is the head's branch on the remote as this clone last pushed
+	// it (or fetched it, for a relocated head); "" when nothing was.
+	Commit backend.CheckpointID
+	// At is when that was recorded.
+	At time.Time
+	// Error is why the last pushes gave up, if they did.
+	Error string
+	// Lost is set when another clone pushed the head since: this clone no
+	// longer pushes it.
+	Lost bool
+}
+
+// Pushed reports what the clone of the repository at locator (a path in
+// it) last pushed of head id to url.
+func (b *Backend) Pushed(ctx context.Context, locator string, id backend.HeadID, url string) (PushState, error) {
+	r, err := b.enter(ctx, "Pushed")
+	if err != nil {
+		return PushState{}, err
+	}
+	rp, err := b.locate(ctx, "gitbackend: pushed", r, locator)
+	if err != nil {
+		return PushState{}, err
+	}
+	if !validHeadID(id) {
+		return PushState{}, backend.Errorf(backend.InvalidArgument, "gitbackend: pushed", "%q is not a head ID", id)
+	}
+	rec := metaOf(rp.common).readPushed(id, url)
+	return PushState{Commit: backend.CheckpointID(rec.Commit), At: rec.At, Error: rec.Error, Lost: rec.Lost}, nil
+}
+
+// pushHead pushes head mf's branch and new checkpoint refs, retrying.
+func (w *workspace) pushHead(mf manifest) {
+	delay := pushBackoff
+	var err error
+	for attempt := 0; attempt < pushAttempts; attempt++ {
+		if attempt > 0 {
+			time.Sleep(delay)
+			delay = min(2*delay, pushMaxBackoff)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		var retry bool
+		retry, err = w.pushOnce(ctx, mf)
+		cancel()
+		if !retry {
+			return
+		}
+	}
+	rec := w.meta.readPushed(mf.ID, w.remote.url)
+	rec.Error = err.Error()
+	_ = w.meta.writePushed(mf.ID, rec)
+}
+
+// pushOnce pushes what the remote lacks of head mf in one atomic push,
+// leased on the branch's last pushed commit; retry reports a failure worth
+// trying again (the network, the remote), not a lease lost.
+func (w *workspace) pushOnce(ctx context.Context, mf manifest) (retry bool, err error) {
+	rec := w.meta.readPushed(mf.ID, w.remote.url)
+	if rec.Lost {
+		return false, nil
+	}
+	patterns := []string{refPrefix(mf.ID)}
+	if mf.Branch != "" {
+		patterns = append(patterns, "refs/heads/"+mf.Branch)
+	}
+	out, err := w.repo.git(ctx, append([]string{"for-each-ref", "--format=%(refname) %(objectname)"}, patterns...)...)
+	if err != nil {
+		return true, err
+	}
+	var tip string
+	var specs []string
+	seq := rec.Seq
+	for _, line := range strings.Split(out, "\n") {
+		name, oid, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		if mf.Branch != "" && name == "refs/heads/"+mf.Branch {
+			tip = oid
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(name, refPrefix(mf.ID)))
+		if err != nil || name != refName(mf.ID, n) || n <= rec.Seq {
+			continue
+		}
+		specs = append(specs, oid+":"+name)
+		seq = max(seq, n)
+	}
+	args := []string{"push", "--atomic"}
+	if tip != "" && tip != rec.Commit {
+		args = append(args, "--force-with-lease=refs/heads/"+mf.Branch+":"+rec.Commit)
+		specs = append(specs, "+"+tip+":refs/heads/"+mf.Branch)
+	} else {
+		tip = rec.Commit
+	}
+	if len(specs) == 0 {
+		if rec.Error != "" {
+			rec.Error = ""
+			_ = w.meta.writePushed(mf.ID, rec)
+		}
+		return false, nil
+	}
+	t, err := w.newTransfer(ctx)
+	if err != nil {
+		return true, err
+	}
+	defer t.Close()
+	args = append(append(args, "--", w.remote.url), specs...)
+	if _, err := t.git(ctx, true, args...); err != nil {
+		if rejected(err) {
+			rec.Lost, rec.Error = true, err.Error()
+			_ = w.meta.writePushed(mf.ID, rec)
+			return false, err
+		}
+		return true, err
+	}
+	rec.Commit, rec.Seq, rec.Error = tip, seq, ""
+	return false, w.meta.writePushed(mf.ID, rec)
+}
+
+// catchUp schedules a push of every live head the remote may lag behind
+// (a push given up on, or one a process ended before): once per backend
+// and repository.
+func (w *workspace) catchUp() {
+	if w.remote == nil {
+		return
+	}
+	p := &w.b.pushes
+	p.mu.Lock()
+	if p.caughtUp == nil {
+		p.caughtUp = map[string]bool{}
+	}
+	done := p.caughtUp[w.repo.common]
+	p.caughtUp[w.repo.common] = true
+	p.mu.Unlock()
+	if done {
+		return
+	}
+	all, err := w.meta.manifests()
+	if err != nil {
+		return
+	}
+	for _, mf := range all {
+		if mf.live() && !mf.Attached && mf.Clone == w.clone {
+			w.schedulePush(*mf)
+		}
+	}
+}

@@ -1,0 +1,406 @@
+package gitbackend_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/gitbackend"
+	"github.com/groveworks/grove/internal/githarness"
+	"github.com/groveworks/grove/workspace"
+)
+
+// fleet is one bare remote and clones of it, each a host's.
+type fleet struct {
+	t      *testing.T
+	ctx    context.Context
+	remote string // the bare repository
+	root   string
+}
+
+func newFleet(t *testing.T) *fleet {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	root := t.TempDir()
+	seed := filepath.Join(root, "seed")
+	require.NoError(t, githarness.InitRepo(ctx, seed, baseFiles()))
+	remote := filepath.Join(root, "remote.git")
+	_, err := githarness.Git(ctx, root, "clone", "-q", "--bare", seed, remote)
+	require.NoError(t, err)
+	return &fleet{t: t, ctx: ctx, remote: remote, root: root}
+}
+
+// host is one clone of the remote, with its own heads directory and
+// backend (as on another machine).
+type host struct {
+	f     *fleet
+	b     *gitbackend.Backend
+	clone string
+	ws    *workspace.Workspace
+}
+
+func (f *fleet) host(name string) *host {
+	f.t.Helper()
+	clone := filepath.Join(f.root, name, "project")
+	_, err := githarness.Git(f.ctx, f.root, "clone", "-q", f.remote, clone)
+	require.NoError(f.t, err)
+	h := &host{f: f, b: gitbackend.New(gitbackend.Options{}), clone: clone}
+	h.ws = h.open()
+	return h
+}
+
+func (h *host) open() *workspace.Workspace {
+	h.f.t.Helper()
+	ws, err := workspace.Open(h.f.ctx, h.b, h.clone, h.opts())
+	require.NoError(h.f.t, err)
+	h.f.t.Cleanup(func() { _ = ws.Close() })
+	return ws
+}
+
+func (h *host) opts() *workspace.OpenOptions {
+	return &workspace.OpenOptions{HeadsDir: filepath.Join(filepath.Dir(h.clone), "heads"), Remote: &workspace.Remote{URL: h.f.remote}}
+}
+
+func (h *host) wait() {
+	h.f.t.Helper()
+	require.NoError(h.f.t, h.b.WaitPushes(h.f.ctx))
+}
+
+// remoteRef is a ref of the remote ("" when it has none).
+func (f *fleet) remoteRef(name string) string {
+	out, err := githarness.Git(f.ctx, f.remote, "rev-parse", "-q", "--verify", name)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+func writeFile(t *testing.T, h *workspace.Head, name, data string) {
+	t.Helper()
+	full := filepath.Join(h.Info().Root, filepath.FromSlash(name))
+	require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+	require.NoError(t, os.WriteFile(full, []byte(data), 0o644))
+}
+
+func readFile(t *testing.T, h *workspace.Head, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(h.Info().Root, filepath.FromSlash(name)))
+	require.NoError(t, err)
+	return string(data)
+}
+
+func TestClonesOfOneRemoteShareTheWorkspaceID(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.host("a"), f.host("b")
+	assert.Equal(t, a.ws.Info().ID, b.ws.Info().ID)
+	assert.NotEmpty(t, f.remoteRef("refs/grove/workspace"))
+	// Reopened later, with or without the remote, the ID stays.
+	again, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), b.clone, nil)
+	require.NoError(t, err)
+	defer again.Close()
+	assert.Equal(t, a.ws.Info().ID, again.Info().ID)
+
+	// Clones that open together against an empty remote agree too.
+	g := newFleet(t)
+	var wg sync.WaitGroup
+	ids := make([]workspace.WorkspaceID, 4)
+	clones := make([]string, len(ids))
+	for i := range clones {
+		clones[i] = filepath.Join(g.root, "c"+string(rune('0'+i)))
+		_, err := githarness.Git(g.ctx, g.root, "clone", "-q", g.remote, clones[i])
+		require.NoError(t, err)
+	}
+	for i := range ids {
+		wg.Go(func() {
+			ws, err := workspace.Open(g.ctx, gitbackend.New(gitbackend.Options{}), clones[i], &workspace.OpenOptions{Remote: &workspace.Remote{URL: g.remote}})
+			if assert.NoError(t, err) {
+				ids[i] = ws.Info().ID
+				_ = ws.Close()
+			}
+		})
+	}
+	wg.Wait()
+	for _, id := range ids[1:] {
+		assert.Equal(t, ids[0], id)
+	}
+}
+
+// A clone that made heads under its own ID before it used the remote keeps
+// them valid: opening it with a remote of another workspace is refused.
+func TestACloneWithHeadsOfAnotherWorkspaceIsRefused(t *testing.T) {
+	f := newFleet(t)
+	f.host("a") // records the remote's ID
+	clone := filepath.Join(f.root, "c", "project")
+	_, err := githarness.Git(f.ctx, f.root, "clone", "-q", f.remote, clone)
+	require.NoError(t, err)
+	b := gitbackend.New(gitbackend.Options{})
+	ws, err := workspace.Open(f.ctx, b, clone, nil)
+	require.NoError(t, err)
+	h, err := ws.NewHead("mine").Create(f.ctx)
+	require.NoError(t, err)
+	require.NoError(t, h.Close())
+	require.NoError(t, ws.Close())
+	_, err = workspace.Open(f.ctx, b, clone, &workspace.OpenOptions{Remote: &workspace.Remote{URL: f.remote}})
+	assert.Equal(t, workspace.IdentityMismatch, workspace.CodeOf(err), "%v", err)
+}
+
+func TestCheckpointsArePushedAndTheHeadRelocates(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.host("a"), f.host("b")
+	ha, err := a.ws.NewHead("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	writeFile(t, ha, "work.txt", "from a\n")
+	cp, err := ha.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	a.wait()
+	branch := "refs/heads/" + ha.Info().Branch
+	assert.Equal(t, string(cp.ID), f.remoteRef(branch), "the branch is pushed")
+	assert.Equal(t, string(cp.ID), f.remoteRef("refs/grove/"+string(ha.Info().ID)+"/00000001"), "and the checkpoint ref")
+	st, err := a.b.Pushed(f.ctx, a.clone, ha.Info().ID, f.remote)
+	require.NoError(t, err)
+	assert.Equal(t, cp.ID, st.Commit)
+
+	// Work after the last push never travels: host a "dies" with it.
+	writeFile(t, ha, "unpushed.txt", "lost\n")
+	bindA := ha.Binding()
+
+	hb, res, err := b.ws.Relocate(f.ctx, bindA, nil)
+	require.NoError(t, err)
+	defer hb.Close()
+	assert.True(t, res.Relocated)
+	assert.Equal(t, cp.ID, res.Commit)
+	assert.Equal(t, ha.Info().ID, hb.Info().ID)
+	assert.Equal(t, ha.Info().Branch, hb.Info().Branch)
+	assert.Equal(t, ha.Info().Name, hb.Info().Name)
+	assert.True(t, strings.HasPrefix(hb.Info().Root, filepath.Join(f.root, "b")), hb.Info().Root)
+	assert.Equal(t, "from a\n", readFile(t, hb, "work.txt"))
+	_, err = os.Stat(filepath.Join(hb.Info().Root, "unpushed.txt"))
+	assert.True(t, os.IsNotExist(err))
+	bindB := hb.Binding()
+	assert.False(t, bindB.Equal(bindA), "the binding records the new place")
+	assert.Equal(t, bindA.Workspace, bindB.Workspace)
+	assert.Equal(t, bindA.Head, bindB.Head)
+	stat, err := hb.Status(f.ctx)
+	require.NoError(t, err)
+	assert.False(t, stat.Dirty, "%+v", stat)
+	assert.Equal(t, cp.ID, stat.Commit)
+	log, err := hb.Log(f.ctx, nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, log)
+	assert.Equal(t, cp.ID, log[0].ID, "the checkpoint refs came along")
+
+	// The new binding reopens the head on b; the old one, on a, is still a's
+	// stale copy there (this test's hosts share a disk).
+	require.NoError(t, hb.Close())
+	again, err := workspace.Reopen(f.ctx, b.b, bindB, nil)
+	require.NoError(t, err)
+	// Relocating a head that lives here opens it.
+	require.NoError(t, again.Close())
+	same, res, err := b.ws.Relocate(f.ctx, bindB, nil)
+	require.NoError(t, err)
+	assert.False(t, res.Relocated)
+	hb = same
+
+	// b moves the head on and pushes; a, which lost it, can no longer
+	// push over it: its push is refused, and it stops.
+	writeFile(t, hb, "work.txt", "from b\n")
+	cpb, err := hb.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	b.wait()
+	assert.Equal(t, string(cpb.ID), f.remoteRef(branch))
+	_, err = ha.Checkpoint(f.ctx, nil)
+	require.NoError(t, err, "a checkpoint never fails for the remote's sake")
+	a.wait()
+	assert.Equal(t, string(cpb.ID), f.remoteRef(branch), "a's push lost its lease")
+	st, err = a.b.Pushed(f.ctx, a.clone, ha.Info().ID, f.remote)
+	require.NoError(t, err)
+	assert.True(t, st.Lost)
+
+	// And back to a: a's copy of the head is moved aside, files untouched.
+	require.NoError(t, ha.Close())
+	require.NoError(t, hb.Close())
+	back, res, err := a.ws.Relocate(f.ctx, bindB, nil)
+	require.NoError(t, err)
+	defer back.Close()
+	assert.True(t, res.Relocated)
+	assert.Equal(t, cpb.ID, res.Commit)
+	assert.Equal(t, "from b\n", readFile(t, back, "work.txt"))
+	require.NotEmpty(t, res.Stale)
+	data, err := os.ReadFile(filepath.Join(res.Stale, "unpushed.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "lost\n", string(data))
+	// a pushes it again from here.
+	writeFile(t, back, "work.txt", "a again\n")
+	cpa, err := back.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	a.wait()
+	assert.Equal(t, string(cpa.ID), f.remoteRef(branch))
+
+	for _, dir := range []string{a.clone, b.clone, f.remote} {
+		_, err := githarness.Git(f.ctx, dir, "fsck", "--no-progress")
+		assert.NoError(t, err, dir)
+	}
+}
+
+func TestRelocateRefusals(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.host("a"), f.host("b")
+	h, err := a.ws.NewHead("never-pushed").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	// Nothing checkpointed, nothing pushed: the remote has no branch.
+	_, _, err = b.ws.Relocate(f.ctx, h.Binding(), nil)
+	assert.Equal(t, workspace.NotFound, workspace.CodeOf(err), "%v", err)
+
+	other := h.Binding()
+	other.Workspace = "another-workspace"
+	_, _, err = b.ws.Relocate(f.ctx, other, nil)
+	assert.Equal(t, workspace.IdentityMismatch, workspace.CodeOf(err), "%v", err)
+
+	// A binding naming a path outside the heads directory as its name.
+	evil := h.Binding()
+	evil.Payload = []byte(strings.Replace(string(evil.Payload), `"name":"never-pushed"`, `"name":"../../escape"`, 1))
+	_, _, err = b.ws.Relocate(f.ctx, evil, nil)
+	assert.Equal(t, workspace.BindingCorrupt, workspace.CodeOf(err), "%v", err)
+
+	// A workspace opened without a remote cannot relocate.
+	plain, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), b.clone, nil)
+	require.NoError(t, err)
+	defer plain.Close()
+	_, _, err = plain.Relocate(f.ctx, h.Binding(), nil)
+	assert.Equal(t, workspace.FailedPrecondition, workspace.CodeOf(err), "%v", err)
+
+	// An unreachable remote is Unavailable.
+	require.NoError(t, os.Rename(f.remote, f.remote+".away"))
+	_, _, err = b.ws.Relocate(f.ctx, h.Binding(), nil)
+	assert.Equal(t, workspace.Unavailable, workspace.CodeOf(err), "%v", err)
+	require.NoError(t, os.Rename(f.remote+".away", f.remote))
+}
+
+func TestARemoteOfAnotherTransportIsRefused(t *testing.T) {
+	f := newFleet(t)
+	clone := filepath.Join(f.root, "c")
+	_, err := githarness.Git(f.ctx, f.root, "clone", "-q", f.remote, clone)
+	require.NoError(t, err)
+	for _, u := range []string{"ext::sh -c touch% /tmp/pwned", "fd::3", "relative/path", "-oProxyCommand=x", "", "foo::bar"} {
+		_, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), clone, &workspace.OpenOptions{Remote: &workspace.Remote{URL: u}})
+		assert.Equal(t, workspace.InvalidArgument, workspace.CodeOf(err), "%q: %v", u, err)
+	}
+}
+
+// A push that cannot reach the remote never fails or slows a checkpoint;
+// it is retried, gives up with the reason recorded, and the next
+// checkpoint pushes everything.
+func TestPushesRetryAndNeverFailACheckpoint(t *testing.T) {
+	defer gitbackend.SetPushTiming(3, 10*time.Millisecond)()
+	f := newFleet(t)
+	a := f.host("a")
+	h, err := a.ws.NewHead("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	require.NoError(t, os.Rename(f.remote, f.remote+".away"))
+	writeFile(t, h, "one.txt", "1\n")
+	_, err = h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	a.wait()
+	st, err := a.b.Pushed(f.ctx, a.clone, h.Info().ID, f.remote)
+	require.NoError(t, err)
+	assert.Empty(t, st.Commit)
+	assert.NotEmpty(t, st.Error)
+	require.NoError(t, os.Rename(f.remote+".away", f.remote))
+	writeFile(t, h, "two.txt", "2\n")
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	a.wait()
+	assert.Equal(t, string(cp.ID), f.remoteRef("refs/heads/"+h.Info().Branch))
+	assert.NotEmpty(t, f.remoteRef("refs/grove/"+string(h.Info().ID)+"/00000001"), "the earlier checkpoint's ref went too")
+	st, err = a.b.Pushed(f.ctx, a.clone, h.Info().ID, f.remote)
+	require.NoError(t, err)
+	assert.Equal(t, cp.ID, st.Commit)
+	assert.Empty(t, st.Error)
+}
+
+// The repository's configuration is the agent's to write: none of it
+// decides where, or how, a transfer goes.
+func TestAttackConfigCannotRedirectOrRunATransfer(t *testing.T) {
+	f := newFleet(t)
+	a := f.host("a")
+	h, err := a.ws.NewHead("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	marker := filepath.Join(f.root, "pwned")
+	decoy := filepath.Join(f.root, "decoy.git")
+	_, err = githarness.Git(f.ctx, f.root, "init", "-q", "--bare", decoy)
+	require.NoError(t, err)
+	// What an agent could write with git config from its head: redirect
+	// the remote's URL, allow a transport that runs a command, and name
+	// commands for the transports.
+	for _, kv := range [][2]string{
+		{"url." + decoy + ".insteadOf", f.remote},
+		{"url.ext::sh -c touch% " + marker + ".insteadOf", f.remote},
+		{"protocol.ext.allow", "always"},
+		{"core.gitProxy", "sh -c 'touch " + marker + "'"},
+		{"core.sshCommand", "sh -c 'touch " + marker + "'"},
+		{"remote.origin.receivepack", "sh -c 'touch " + marker + "'"},
+		{"credential.helper", "!touch " + marker},
+	} {
+		_, err := githarness.Git(f.ctx, h.Info().Root, "config", kv[0], kv[1])
+		require.NoError(t, err)
+	}
+	writeFile(t, h, "x.txt", "x\n")
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	a.wait()
+	assert.Equal(t, string(cp.ID), f.remoteRef("refs/heads/"+h.Info().Branch), "pushed to the caller's remote")
+	_, err = os.Stat(marker)
+	assert.True(t, os.IsNotExist(err), "a command from the repository's configuration ran")
+	out, err := githarness.Git(f.ctx, decoy, "for-each-ref")
+	require.NoError(t, err)
+	assert.Empty(t, strings.TrimSpace(out), "nothing went to the decoy")
+
+	b := f.host("b")
+	hb, _, err := b.ws.Relocate(f.ctx, h.Binding(), nil)
+	require.NoError(t, err)
+	defer hb.Close()
+	_, err = os.Stat(marker)
+	assert.True(t, os.IsNotExist(err))
+}
+
+// The caller's Config applies to transfers: here a core.sshCommand that
+// carries git's ssh transport to a local repository.
+func TestTheCallersConfigCarriesTheTransfer(t *testing.T) {
+	f := newFleet(t)
+	script := filepath.Join(f.root, "fake-ssh")
+	// git runs: <ssh> [options] host "git-receive-pack '/path'"
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\nfor last; do :; done\nexec sh -c \"$last\"\n"), 0o755))
+	clone := filepath.Join(f.root, "c")
+	_, err := githarness.Git(f.ctx, f.root, "clone", "-q", f.remote, clone)
+	require.NoError(t, err)
+	b := gitbackend.New(gitbackend.Options{})
+	rm := &workspace.Remote{URL: "fleet.example:" + f.remote, Config: []string{"core.sshCommand=" + script}}
+	ws, err := workspace.Open(f.ctx, b, clone, &workspace.OpenOptions{Remote: rm})
+	require.NoError(t, err)
+	defer ws.Close()
+	h, err := ws.NewHead("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	writeFile(t, h, "x.txt", "x\n")
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	require.NoError(t, b.WaitPushes(f.ctx))
+	assert.Equal(t, string(cp.ID), f.remoteRef("refs/heads/"+h.Info().Branch))
+	// Without it, the ssh transport has no command to run.
+	other := filepath.Join(f.root, "d")
+	_, err = githarness.Git(f.ctx, f.root, "clone", "-q", f.remote, other)
+	require.NoError(t, err)
+	_, err = workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), other, &workspace.OpenOptions{Remote: &workspace.Remote{URL: rm.URL}})
+	assert.Equal(t, backend.Unavailable, workspace.CodeOf(err), "%v", err)
+}
