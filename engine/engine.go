@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -503,6 +504,26 @@ type ResumeOptions struct {
 	// the session destroys its head. Without them none runs.
 	Recreate        bool
 	Setup, Teardown *workspace.Hook
+	// Remote is the remote of the workspace Resume reopens, to which the
+	// session's checkpoints are pushed from then on; nil means the
+	// engine's placement's (PerSession.Remote, ExistingHead.Remote).
+	Remote *workspace.Remote
+	// Relocate resumes a session whose head lives on another host: the
+	// head is opened through the workspace of the engine's placement on
+	// this host (its Root, HeadsDir and Remote) with
+	// workspace.Workspace.Relocate, which rebuilds it from its last
+	// pushed checkpoint — same head ID, branch and name, a new directory —
+	// when it is not in this clone, and opens it when it is. A rebuild
+	// journals EventRelocated before EventResumed, stores the new binding
+	// and reports how far behind the journal the pushed checkpoint was
+	// (ResumeReport.Relocated, Pushed, Behind). Without it a head on
+	// another host stays the HeadUnavailable it is. The engine must have
+	// a placement (InvalidArgument otherwise); a placement whose
+	// workspace is another one than the session's is IdentityMismatch.
+	// The session's claim and lease are in the store, shared by every
+	// host on a PostgreSQL store: a session live on another host is
+	// SessionBusy, and nothing is fetched.
+	Relocate bool
 }
 
 // ResumeReport is what Resume found, as data.
@@ -519,6 +540,15 @@ type ResumeReport struct {
 	// Recreated is set when the head's directory was gone and Resume
 	// rebuilt it (ResumeOptions.Recreate).
 	Recreated bool
+	// Relocated is set when Resume rebuilt the head on this host from
+	// what was pushed (ResumeOptions.Relocate); Pushed is the commit it
+	// was rebuilt from, now the session's last checkpoint, and Behind
+	// the number of checkpoints and restores the journal recorded after
+	// it (work done on the other host that never reached the remote), or
+	// -1 when Pushed is not a commit the journal records.
+	Relocated bool
+	Pushed    workspace.CheckpointID
+	Behind    int
 }
 
 // Resume reopens session id exactly: it loads the stored binding, finds
@@ -551,6 +581,12 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	}
 	if opts.AsRecorded && (opts.Permission != "" || opts.Snapshot != nil || opts.Config != nil || opts.Policy != nil || opts.Roots != nil) {
 		return nil, errorf(backend.InvalidArgument, op, "AsRecorded with a Permission, Snapshot, Config, Policy or Roots of the caller's")
+	}
+	if opts.Relocate && e.placement.IsZero() {
+		return nil, errorf(backend.InvalidArgument, op, "Relocate needs the engine's placement: it names this host's clone of the workspace")
+	}
+	if opts.Relocate && opts.Recreate {
+		return nil, errorf(backend.InvalidArgument, op, "Relocate and Recreate together: a relocated head is rebuilt as it is found")
 	}
 	perm, err := opts.Permission.resolve(op)
 	if err != nil {
@@ -614,6 +650,15 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	release := func() { s.release(ctx, false) }
 	var b workspace.Backend
 	recreated := false
+	var relocated *workspace.RelocateResult
+	var moved backend.Binding // the relocated head's new binding
+	remote := opts.Remote
+	if remote == nil {
+		_, _, wo := e.placement.where()
+		if wo != nil {
+			remote = wo.Remote
+		}
+	}
 	if data != nil {
 		bind, err := workspace.DecodeBinding(data)
 		if err != nil {
@@ -625,8 +670,27 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 			release()
 			return fail(BackendUnavailable, errorf(backend.BackendUnavailable, op, "no backend %q is registered", bind.Backend))
 		}
-		ro := &workspace.ReopenOptions{Setup: opts.Setup, Teardown: opts.Teardown}
-		h, err := workspace.Reopen(ctx, b, bind, ro)
+		ro := &workspace.ReopenOptions{Setup: opts.Setup, Teardown: opts.Teardown, Remote: remote}
+		var h *workspace.Head
+		if opts.Relocate && s.kind != "shared" {
+			// Claimed elsewhere: nothing is fetched or built here.
+			if err := e.st.claim(ctx, id, bind); err != nil {
+				release()
+				if backend.CodeOf(err) != backend.AlreadyBound {
+					return nil, err
+				}
+				return fail(SessionBusy, err)
+			}
+		}
+		if opts.Relocate {
+			var res workspace.RelocateResult
+			h, res, err = e.relocate(ctx, bind, ro, remote)
+			if err == nil && res.Relocated {
+				relocated, moved = &res, h.Binding()
+			}
+		} else {
+			h, err = workspace.Reopen(ctx, b, bind, ro)
+		}
 		var be *backend.Error
 		if opts.Recreate && errors.As(err, &be) && be.Code == backend.NotFound && be.Reason == backend.ReasonMissing {
 			ro.Recreate = true
@@ -642,7 +706,10 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 			return fail(resumeKind(err), err)
 		}
 		s.head, s.ws = h, h.Workspace()
-		s.setup, s.teardown = opts.Setup, opts.Teardown
+		s.setup, s.teardown, s.remote = opts.Setup, opts.Teardown, remote
+		if relocated != nil {
+			bind = moved
+		}
 		if got := h.Binding(); !got.Equal(bind) {
 			release()
 			return fail(IdentityMismatch, errorf(backend.IdentityMismatch, op, "the reopened head's binding differs from the stored one"))
@@ -669,11 +736,23 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 		}
 		report.ConfigDrift = true
 	}
+	if relocated != nil {
+		report.Relocated, report.Pushed = true, relocated.Commit
+		report.Behind, err = e.behind(ctx, id, relocated.Commit)
+		if err != nil {
+			release()
+			return nil, err
+		}
+	}
 	if s.head != nil {
 		if report.LastCheckpoint == "" {
 			report.LastCheckpoint = s.head.Info().Base
 		}
-		gained, err := s.head.Commits(ctx, workspace.Rev(report.LastCheckpoint))
+		since := report.LastCheckpoint
+		if report.Behind != 0 {
+			since = report.Pushed // the journal's last checkpoint never reached this host
+		}
+		gained, err := s.head.Commits(ctx, workspace.Rev(since))
 		if err != nil {
 			release()
 			if backend.CodeOf(err) == backend.Canceled {
@@ -685,7 +764,22 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	}
 	report.Recreated = recreated
 	s.lastCheckpoint = string(report.LastCheckpoint)
+	if relocated != nil {
+		s.lastCheckpoint = string(relocated.Commit)
+	}
 	s.report = report
+	if relocated != nil {
+		var old struct {
+			Dir string `json:"dir"`
+		}
+		_ = json.Unmarshal(oldPayload(data), &old)
+		info := s.head.Info()
+		if err := e.st.rebind(ctx, id, moved, relocated.Commit, EventRelocated, map[string]any{
+			"head": info.ID, "dir": info.Root, "from": old.Dir, "commit": relocated.Commit, "behind": report.Behind}); err != nil {
+			release()
+			return nil, err
+		}
+	}
 	if recreated {
 		info, commit := s.head.Info(), report.LastCheckpoint
 		if len(report.Gained) > 0 {
@@ -708,6 +802,69 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	}
 	e.track(s)
 	return s, nil
+}
+
+// relocate opens the head bind names through the workspace of the
+// engine's placement on this host, rebuilding it there from what was
+// pushed when it lives elsewhere (workspace.Workspace.Relocate).
+func (e *Engine) relocate(ctx context.Context, bind backend.Binding, ro *workspace.ReopenOptions, remote *workspace.Remote) (*workspace.Head, workspace.RelocateResult, error) {
+	b, root, wo := e.placement.where()
+	if b.ID() != bind.Backend {
+		return nil, workspace.RelocateResult{}, &backend.Error{Code: backend.IdentityMismatch, Op: "engine: relocate", Head: string(bind.Head), Reason: backend.ReasonBackend,
+			Err: fmt.Errorf("the session's head is of backend %q; the engine's placement is %q", bind.Backend, b.ID())}
+	}
+	wo.Setup, wo.Teardown, wo.Remote = ro.Setup, ro.Teardown, remote
+	ws, err := workspace.Open(ctx, b, root, wo)
+	if err != nil {
+		return nil, workspace.RelocateResult{}, err
+	}
+	h, res, err := ws.Relocate(ctx, bind, ro)
+	if err != nil {
+		_ = ws.Close()
+		return nil, res, err
+	}
+	return h, res, nil
+}
+
+// behind counts the checkpoints and restores session id's journal
+// recorded after commit became its last checkpoint: 0 when commit is the
+// last, -1 when the journal never made it the last.
+func (e *Engine) behind(ctx context.Context, id string, commit workspace.CheckpointID) (int, error) {
+	evs, err := e.st.events(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	var lasts []workspace.CheckpointID
+	for _, ev := range evs {
+		var p struct {
+			Checkpoint workspace.CheckpointID `json:"checkpoint"`
+			Commit     workspace.CheckpointID `json:"commit"`
+		}
+		if json.Unmarshal(ev.Payload, &p) != nil {
+			continue
+		}
+		switch {
+		case ev.Kind == EventRestored || ev.Kind == EventRelocated:
+			lasts = append(lasts, p.Commit)
+		case p.Checkpoint != "" && ev.Kind != EventForked:
+			lasts = append(lasts, p.Checkpoint)
+		}
+	}
+	for i := len(lasts) - 1; i >= 0; i-- {
+		if lasts[i] == commit {
+			return len(lasts) - 1 - i, nil
+		}
+	}
+	return -1, nil
+}
+
+// oldPayload is the payload of an encoded binding, or nil.
+func oldPayload(data []byte) json.RawMessage {
+	b, err := workspace.DecodeBinding(data)
+	if err != nil {
+		return nil
+	}
+	return b.Payload
 }
 
 // resumeKind classifies a reopen failure by its code; the code and the

@@ -37,6 +37,12 @@ type PerSession struct {
 	// fork, Teardown before a session destroys its head. They are the
 	// caller's, not part of the session's recorded configuration.
 	Setup, Teardown *workspace.Hook
+	// Remote, when set, is the Git remote the workspace's checkpoints
+	// travel to (workspace.OpenOptions.Remote), so that a session can be
+	// resumed on another host (ResumeOptions.Relocate). Like the hooks,
+	// it is the caller's, not part of the recorded configuration; its
+	// Config (credentials) is never stored.
+	Remote *workspace.Remote
 }
 
 // ExistingHead names a head that exists in a workspace.
@@ -44,8 +50,10 @@ type ExistingHead struct {
 	Backend workspace.Backend // the backend the head's workspace is opened through
 	Root    string            // the workspace's locator (for git: a path in the repository, or its git dir)
 	Head    string            // the head's name
-	// Setup and Teardown are the workspace's hooks, as PerSession's.
+	// Setup and Teardown are the workspace's hooks, and Remote its
+	// remote, as PerSession's.
 	Setup, Teardown *workspace.Hook
+	Remote          *workspace.Remote
 }
 
 func (p Placement) count() int {
@@ -123,6 +131,23 @@ func (p Placement) backend() workspace.Backend {
 		return p.Exclusive.Backend
 	}
 	return nil
+}
+
+// where is the workspace the placement names on this host: its backend,
+// locator and open options (nil for none).
+func (p Placement) where() (workspace.Backend, string, *workspace.OpenOptions) {
+	switch {
+	case p.PerSession != nil:
+		ps := p.PerSession
+		return ps.Backend, ps.Root, &workspace.OpenOptions{HeadsDir: ps.HeadsDir, Setup: ps.Setup, Teardown: ps.Teardown, Remote: ps.Remote}
+	case p.Shared != nil || p.Exclusive != nil:
+		eh := p.Exclusive
+		if p.Shared != nil {
+			eh = p.Shared
+		}
+		return eh.Backend, eh.Root, &workspace.OpenOptions{Setup: eh.Setup, Teardown: eh.Teardown, Remote: eh.Remote}
+	}
+	return nil, "", nil
 }
 
 // record is the placement as the session row keeps it and the

@@ -42,7 +42,8 @@ type Session struct {
 	view     *workspace.Head      // what callers get: head, or for ReadOnly its read-only view
 	ownsHead bool                 // a failed start destroys head (one it created, or a fork's)
 
-	setup, teardown *workspace.Hook // the workspace's hooks, for the heads the session forks
+	setup, teardown *workspace.Hook   // the workspace's hooks, for the heads the session forks
+	remote          *workspace.Remote // the workspace's remote, for them too
 
 	resumed    bool
 	report     ResumeReport
@@ -136,8 +137,8 @@ func (s *Session) bindHead(ctx context.Context, p Placement) error {
 	switch {
 	case p.PerSession != nil:
 		ps := p.PerSession
-		s.setup, s.teardown = ps.Setup, ps.Teardown
-		if s.ws, err = workspace.Open(ctx, ps.Backend, ps.Root, &workspace.OpenOptions{HeadsDir: ps.HeadsDir, Setup: ps.Setup, Teardown: ps.Teardown}); err != nil {
+		s.setup, s.teardown, s.remote = ps.Setup, ps.Teardown, ps.Remote
+		if s.ws, err = workspace.Open(ctx, ps.Backend, ps.Root, &workspace.OpenOptions{HeadsDir: ps.HeadsDir, Setup: ps.Setup, Teardown: ps.Teardown, Remote: ps.Remote}); err != nil {
 			return err
 		}
 		b := s.ws.NewHead("session-" + s.id).Isolated()
@@ -153,8 +154,8 @@ func (s *Session) bindHead(ctx context.Context, p Placement) error {
 		if p.Shared != nil {
 			eh, shared = p.Shared, true
 		}
-		s.setup, s.teardown = eh.Setup, eh.Teardown
-		if s.ws, err = workspace.Open(ctx, eh.Backend, eh.Root, &workspace.OpenOptions{Setup: eh.Setup, Teardown: eh.Teardown}); err != nil {
+		s.setup, s.teardown, s.remote = eh.Setup, eh.Teardown, eh.Remote
+		if s.ws, err = workspace.Open(ctx, eh.Backend, eh.Root, &workspace.OpenOptions{Setup: eh.Setup, Teardown: eh.Teardown, Remote: eh.Remote}); err != nil {
 			return err
 		}
 		if s.head, err = s.ws.OpenHead(ctx, eh.Head, nil); err != nil {
@@ -335,13 +336,13 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 		o.Roots = s.roots
 	}
 	ws := s.head.Workspace()
-	p, err := Placement{Exclusive: &ExistingHead{Backend: ws.Backend(), Root: ws.Info().Locator, Head: name, Setup: s.setup, Teardown: s.teardown}}.validate()
+	p, err := Placement{Exclusive: &ExistingHead{Backend: ws.Backend(), Root: ws.Info().Locator, Head: name, Setup: s.setup, Teardown: s.teardown, Remote: s.remote}}.validate()
 	if err != nil {
 		return nil, err
 	}
 	// The child gets a workspace handle of its own, so that it outlives
 	// this session's.
-	cws, err := workspace.Open(ctx, ws.Backend(), ws.Info().Locator, &workspace.OpenOptions{Setup: s.setup, Teardown: s.teardown})
+	cws, err := workspace.Open(ctx, ws.Backend(), ws.Info().Locator, &workspace.OpenOptions{Setup: s.setup, Teardown: s.teardown, Remote: s.remote})
 	if err != nil {
 		return nil, err
 	}
@@ -703,6 +704,14 @@ const (
 	// EventBound: the session was made. {backend, workspace, head, access}
 	// name its head (absent for a headless session).
 	EventBound EventKind = "bound"
+	// EventRelocated: Resume rebuilt the session's head on this host from
+	// its last pushed checkpoint (ResumeOptions.Relocate): {head, dir (the
+	// new directory), from (the directory the old binding recorded),
+	// commit (the pushed commit the head was rebuilt from), behind (how
+	// many journaled checkpoints it is behind the last; -1: not one the
+	// journal records)}. The session's binding is the new one from here
+	// on, and commit its last checkpoint.
+	EventRelocated EventKind = "relocated"
 	// EventRecreated: Resume rebuilt the session's head, whose directory
 	// was gone (ResumeOptions.Recreate). {head: its ID, dir: its
 	// directory, commit: the commit its files were rebuilt from}.

@@ -241,6 +241,22 @@ func (s *sqlStore) setLast(ctx context.Context, id string, commit workspace.Chec
 	})
 }
 
+func (s *sqlStore) rebind(ctx context.Context, id string, bind backend.Binding, commit workspace.CheckpointID, kind EventKind, payload any) error {
+	data, err := bind.Encode()
+	if err != nil {
+		return s.fail(err)
+	}
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.exec(ctx, tx, `UPDATE bindings SET backend = ?, binding = ? WHERE session_id = ?`, string(bind.Backend), data, id); err != nil {
+			return err
+		}
+		if err := s.exec(ctx, tx, `UPDATE sessions SET last_checkpoint = ?, updated_at = ? WHERE id = ?`, string(commit), now(), id); err != nil {
+			return err
+		}
+		return s.appendEvent(ctx, tx, id, kind, payload)
+	})
+}
+
 func (s *sqlStore) journal(ctx context.Context, id string, kind EventKind, payload any) error {
 	return s.tx(ctx, func(tx *sql.Tx) error { return s.appendEvent(ctx, tx, id, kind, payload) })
 }

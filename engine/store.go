@@ -225,6 +225,9 @@ type store interface {
 	// setLast makes commit the session's last checkpoint and journals
 	// kind with payload.
 	setLast(ctx context.Context, id string, commit workspace.CheckpointID, kind EventKind, payload any) error
+	// rebind replaces the session's binding with bind, makes commit its
+	// last checkpoint and journals kind with payload: a head that moved.
+	rebind(ctx context.Context, id string, bind backend.Binding, commit workspace.CheckpointID, kind EventKind, payload any) error
 	// journal appends one event.
 	journal(ctx context.Context, id string, kind EventKind, payload any) error
 	// closeSession releases the session's claims, marks it closed and

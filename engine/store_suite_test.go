@@ -177,12 +177,24 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		require.NoError(t, err)
 		assert.Equal(t, workspace.CheckpointID("beef"), got.lastCheckpoint)
 
+		// A head that moved: a new binding, a new last checkpoint, one event.
+		moved := bind
+		moved.Payload = json.RawMessage(`{"dir":"/elsewhere"}`)
+		require.NoError(t, st.rebind(ctx, rec.id, moved, "cafe", EventRelocated, map[string]any{"commit": "cafe"}))
+		got, data, err = st.load(ctx, rec.id)
+		require.NoError(t, err)
+		assert.Equal(t, workspace.CheckpointID("cafe"), got.lastCheckpoint)
+		back, err = backend.DecodeBinding(data)
+		require.NoError(t, err)
+		assert.True(t, back.Equal(moved))
+		require.NoError(t, st.setLast(ctx, rec.id, "beef", EventCheckpointed, map[string]any{"checkpoint": "beef"}))
+
 		// A second session with the same ID is refused, and changes nothing.
 		err = st.create(ctx, rec, bind, false, false)
 		require.Error(t, err)
 		evs, err := st.events(ctx, rec.id)
 		require.NoError(t, err)
-		assert.Equal(t, []EventKind{EventBound, EventCheckpointed}, kinds(evs))
+		assert.Equal(t, []EventKind{EventBound, EventCheckpointed, EventRelocated, EventCheckpointed}, kinds(evs))
 	})
 
 	t.Run("ClaimsAndTakeOver", func(t *testing.T) {

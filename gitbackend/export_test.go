@@ -9,11 +9,10 @@ func SetCrashHook(f func(name string)) { crashHook = f }
 // starts; it must be called before b's first workspace is opened.
 func SetProcessHook(b *Backend, f func(args []string)) { b.onStart = f }
 
-// SetPushTiming makes background pushes try attempts times, waiting
-// backoff before the first retry; the returned function restores the
-// defaults.
-func SetPushTiming(attempts int, backoff time.Duration) func() {
-	a, b := pushAttempts, pushBackoff
-	pushAttempts, pushBackoff = attempts, backoff
-	return func() { pushAttempts, pushBackoff = a, b }
+// SetPushBackoff makes background pushes wait backoff before their first
+// retry; the returned function restores the default.
+func SetPushBackoff(backoff time.Duration) func() {
+	b := pushBackoff
+	pushBackoff = backoff
+	return func() { pushBackoff = b }
 }

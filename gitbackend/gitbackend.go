@@ -33,7 +33,17 @@ type Options struct {
 	// grove holds itself is waited for until the context ends: its holder
 	// is a live grove operation (the kernel releases a dead one's).
 	LockWait time.Duration
+	// PushAttempts is how many times a background push to a workspace's
+	// remote is tried before it gives up until the head's next
+	// checkpoint, restore or the workspace's next open; 0 means
+	// DefaultPushAttempts. Retries wait 250 ms, then twice as long each
+	// time, up to 15 s.
+	PushAttempts int
 }
+
+// DefaultPushAttempts is how many times a background push is tried by
+// default.
+const DefaultPushAttempts = 8
 
 // DefaultLockWait is how long an operation waits, by default, for a lock
 // that a git command outside grove holds.

@@ -421,10 +421,9 @@ type pushes struct {
 type pushJob struct{ again bool }
 
 // Push timing: a failed push is tried again after pushBackoff, doubling
-// up to pushMaxBackoff, pushAttempts times in all; then the next
+// up to pushMaxBackoff, Options.PushAttempts times in all; then the next
 // checkpoint, restore or open starts again.
 var (
-	pushAttempts   = 8
 	pushBackoff    = 250 * time.Millisecond
 	pushMaxBackoff = 15 * time.Second
 )
@@ -513,7 +512,11 @@ func (b *Backend) Pushed(ctx context.Context, locator string, id backend.HeadID,
 func (w *workspace) pushHead(mf manifest) {
 	delay := pushBackoff
 	var err error
-	for attempt := 0; attempt < pushAttempts; attempt++ {
+	attempts := w.b.opts.PushAttempts
+	if attempts <= 0 {
+		attempts = DefaultPushAttempts
+	}
+	for attempt := 0; attempt < attempts; attempt++ {
 		if attempt > 0 {
 			time.Sleep(delay)
 			delay = min(2*delay, pushMaxBackoff)

@@ -300,9 +300,11 @@ func TestARemoteOfAnotherTransportIsRefused(t *testing.T) {
 // it is retried, gives up with the reason recorded, and the next
 // checkpoint pushes everything.
 func TestPushesRetryAndNeverFailACheckpoint(t *testing.T) {
-	defer gitbackend.SetPushTiming(3, 10*time.Millisecond)()
+	defer gitbackend.SetPushBackoff(10 * time.Millisecond)()
 	f := newFleet(t)
 	a := f.host("a")
+	a.b = gitbackend.New(gitbackend.Options{PushAttempts: 3})
+	a.ws = a.open()
 	h, err := a.ws.NewHead("agent").From("main").Create(f.ctx)
 	require.NoError(t, err)
 	defer h.Close()
