@@ -26,9 +26,11 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
-	repo string        // --repo
-	json bool          // --json
-	wait time.Duration // --wait
+	repo     string        // --repo
+	json     bool          // --json
+	wait     time.Duration // --wait
+	database string        // --database, else $GROVE_DATABASE: a SQLite file or a postgres:// URL
+	remote   string        // --remote, else $GROVE_REMOTE: the Git remote checkpoints travel to
 
 	gb  *gitbackend.Backend
 	ws  *workspace.Workspace
@@ -87,8 +89,18 @@ func wantsJSON(args []string) bool {
 	return false
 }
 
-// close releases what the command opened.
+// pushWait bounds how long a command waits, before it exits, for the
+// pushes its checkpoints started.
+const pushWait = time.Minute
+
+// close releases what the command opened, once the pushes it started are
+// done (or pushWait passed: the next command with --remote tries again).
 func (a *app) close() {
+	if a.gb != nil && a.remote != "" {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), pushWait)
+		_ = a.gb.WaitPushes(ctx)
+		cancel()
+	}
 	if a.eng != nil {
 		_ = a.eng.Close()
 	}
@@ -111,7 +123,11 @@ resumed after a restart in exactly the same place.
 
 Run it inside a Git repository, or name one with --repo. Sessions live in
 one SQLite database under $GROVE_HOME (default $XDG_DATA_HOME/grove, else
-~/.local/share/grove).
+~/.local/share/grove), or in the database --database (or $GROVE_DATABASE)
+names: a SQLite file, or a postgres:// URL that a fleet of hosts shares.
+With --remote (or $GROVE_REMOTE), a Git remote URL, checkpoints are pushed
+there, and a session started on one host resumes on another with
+grove session resume --relocate.
 
 Exit status: 0 on success, 1 on failure (one line on stderr: "grove: OP:
 what went wrong"), 2 for a usage error. With --json, a failure is a JSON
@@ -134,6 +150,8 @@ object {"code","op","head","reason","message"} on stderr.`,
 	pf.StringVar(&a.repo, "repo", "", "the Git repository to work in (default: the one the current directory is in)")
 	pf.BoolVar(&a.json, "json", a.json, "print machine-readable JSON (and errors as JSON on stderr)")
 	pf.DurationVar(&a.wait, "wait", 5*time.Second, "how long to wait for another grove command to let go of an isolated head")
+	pf.StringVar(&a.database, "database", os.Getenv("GROVE_DATABASE"), "the session database: a SQLite file or a postgres:// URL (default $GROVE_DATABASE, else $GROVE_HOME/grove.db)")
+	pf.StringVar(&a.remote, "remote", os.Getenv("GROVE_REMOTE"), "a Git remote URL that checkpoints are pushed to, for sessions to resume on other hosts (default $GROVE_REMOTE)")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &failure{op: opName(cmd), err: err, usage: true}
 	})
@@ -245,6 +263,12 @@ func (a *app) workspace() (*workspace.Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rm := a.remoteOpt(); rm != nil {
+		if opts == nil {
+			opts = &workspace.OpenOptions{}
+		}
+		opts.Remote = rm
+	}
 	ws, err := workspace.Open(a.ctx, a.backend(), dir, opts)
 	if err != nil {
 		return nil, err
@@ -253,10 +277,20 @@ func (a *app) workspace() (*workspace.Workspace, error) {
 	return ws, nil
 }
 
+// remoteOpt is --remote as a workspace option (nil without one).
+func (a *app) remoteOpt() *workspace.Remote {
+	if a.remote == "" {
+		return nil
+	}
+	return &workspace.Remote{URL: a.remote}
+}
+
 // backend is the Git backend every command goes through.
 func (a *app) backend() *gitbackend.Backend {
 	if a.gb == nil {
-		a.gb = gitbackend.New(gitbackend.Options{})
+		// A command waits for its pushes before it exits: two tries, so
+		// that an unreachable remote costs seconds, not minutes.
+		a.gb = gitbackend.New(gitbackend.Options{PushAttempts: 2})
 	}
 	return a.gb
 }
@@ -289,13 +323,29 @@ func (a *app) engine() (*engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.checkHome(home); err != nil {
+	opts := engine.Options{Path: a.database, Backends: []workspace.Backend{a.backend()}}
+	switch {
+	case opts.Path == "":
+		opts.Path = filepath.Join(home, "grove.db")
+		err = a.checkHome(home)
+	case strings.HasPrefix(opts.Path, "postgres://") || strings.HasPrefix(opts.Path, "postgresql://"):
+		opts.LeaseDir = filepath.Join(home, "locks") // host-local locks only
+	default:
+		err = a.checkHome(opts.Path)
+	}
+	if err != nil {
 		return nil, err
 	}
-	e, err := engine.Open(a.ctx, engine.Options{
-		Path:     filepath.Join(home, "grove.db"),
-		Backends: []workspace.Backend{a.backend()},
-	})
+	if rm := a.remoteOpt(); rm != nil {
+		// This host's clone, for sessions relocated here.
+		if ws, err := a.workspace(); err == nil {
+			opts.Placement = engine.Placement{PerSession: &engine.PerSession{
+				Backend: a.backend(), Root: ws.Info().Locator, Remote: rm,
+				Setup: a.config.Setup.hook(), Teardown: a.config.Teardown.hook(),
+			}}
+		}
+	}
+	e, err := engine.Open(a.ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -19,5 +19,5 @@ func TestEveryCodeHasAJSONName(t *testing.T) {
 			seen[name] = c
 		}
 	}
-	assert.Len(t, codeNames, int(workspace.Internal)+1, "a name for a code that does not exist")
+	assert.Len(t, codeNames, int(workspace.Unavailable)+1, "a name for a code that does not exist")
 }

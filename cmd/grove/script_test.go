@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/groveworks/grove/internal/githarness"
+	"github.com/groveworks/grove/internal/pgtest"
 )
 
 // groveBin is the grove binary the tests drive, built once by TestMain
@@ -41,8 +43,41 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 			return 1
 		}
-		return m.Run()
+		code := m.Run()
+		if pgCluster != nil {
+			if err := pgCluster.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
+		}
+		return code
 	}())
+}
+
+// The private PostgreSQL server of the scripts that need one, started by
+// the first (pgdatabase) and stopped by TestMain.
+var (
+	pgOnce    sync.Once
+	pgCluster *pgtest.Cluster
+	pgErr     error
+)
+
+// pgdatabase NAME sets NAME to the URL of a fresh database on the test
+// binary's private PostgreSQL server.
+func cmdPgdatabase(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: pgdatabase NAME")
+	}
+	pgOnce.Do(func() { pgCluster, pgErr = pgtest.Start() })
+	if pgErr != nil {
+		ts.Fatalf("the PostgreSQL server for the scripts: %v", pgErr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	u, err := pgCluster.CreateDatabase(ctx)
+	if err != nil {
+		ts.Fatalf("pgdatabase: %v", err)
+	}
+	ts.Setenv(args[0], u)
 }
 
 // TestScripts drives the built grove binary through the scripts in
@@ -62,14 +97,15 @@ func TestScripts(t *testing.T) {
 			return os.MkdirAll(home, 0o755)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"mkrepo":    cmdMkrepo,
-			"exits":     cmdExits,
-			"stdoutenv": cmdStdoutenv,
-			"json":      cmdJSON,
-			"jsonenv":   cmdJSONEnv,
-			"githook":   cmdGithook,
-			"waitfile":  cmdWaitfile,
-			"waitgone":  cmdWaitgone,
+			"mkrepo":     cmdMkrepo,
+			"exits":      cmdExits,
+			"stdoutenv":  cmdStdoutenv,
+			"json":       cmdJSON,
+			"jsonenv":    cmdJSONEnv,
+			"githook":    cmdGithook,
+			"waitfile":   cmdWaitfile,
+			"waitgone":   cmdWaitgone,
+			"pgdatabase": cmdPgdatabase,
 		},
 	})
 }

@@ -54,6 +54,9 @@ type sessionJSON struct {
 	Snapshot       string                 `json:"snapshot,omitempty"`
 	LastCheckpoint workspace.CheckpointID `json:"last_checkpoint,omitempty"`
 	Gained         []string               `json:"gained,omitempty"`
+	Relocated      bool                   `json:"relocated,omitempty"` // the head was rebuilt here from what was pushed
+	Pushed         workspace.CheckpointID `json:"pushed,omitempty"`    // the commit it was rebuilt from
+	Behind         *int                   `json:"behind,omitempty"`    // journaled checkpoints that never reached the remote; -1: unknown
 	Created        *time.Time             `json:"created,omitempty"`
 	Updated        *time.Time             `json:"updated,omitempty"`
 }
@@ -96,7 +99,7 @@ func (a *app) startSession(name string, opts engine.SessionOptions, takeOver fun
 	// The repository as grove recorded it, never the directory grove was
 	// run from (which may be a head, or a subdirectory).
 	eh := &engine.ExistingHead{Backend: a.backend(), Root: ws.Info().Locator, Head: name,
-		Setup: a.config.Setup.hook(), Teardown: a.config.Teardown.hook()}
+		Setup: a.config.Setup.hook(), Teardown: a.config.Teardown.hook(), Remote: a.remoteOpt()}
 	if hi.Access == workspace.Shared {
 		opts.Placement = engine.Placement{Shared: eh}
 	} else {
@@ -202,12 +205,19 @@ end of its command whatever the policy.`,
 // resume resumes session id with the configuration it recorded, and
 // returns the name of its head (for messages) even when it fails.
 func (a *app) resume(id string) (*engine.Session, string, error) {
-	return a.resumeWith(id, false)
+	return a.resumeWith(id, false, false)
 }
 
 // resumeWith is resume that, with recreate, rebuilds a head whose
-// directory was deleted (with the hooks of the project's .grove.toml).
-func (a *app) resumeWith(id string, recreate bool) (*engine.Session, string, error) {
+// directory was deleted (with the hooks of the project's .grove.toml) and,
+// with relocate, rebuilds here a head that lives on another host from its
+// last pushed checkpoint (which needs --remote and this host's clone).
+func (a *app) resumeWith(id string, recreate, relocate bool) (*engine.Session, string, error) {
+	if relocate {
+		if _, err := a.workspace(); err != nil {
+			return nil, "", err
+		}
+	}
 	eng, err := a.engine()
 	if err != nil {
 		return nil, "", err
@@ -216,7 +226,7 @@ func (a *app) resumeWith(id string, recreate bool) (*engine.Session, string, err
 	if si, err := eng.SessionInfo(a.ctx, id); err == nil {
 		head, root = si.Head, si.Root
 	}
-	opts := &engine.ResumeOptions{AsRecorded: true, Recreate: recreate}
+	opts := &engine.ResumeOptions{AsRecorded: true, Recreate: recreate, Relocate: relocate, Remote: a.remoteOpt()}
 	if recreate && root != "" {
 		oo, err := a.openOptions(root)
 		if err != nil {
@@ -231,7 +241,7 @@ func (a *app) resumeWith(id string, recreate bool) (*engine.Session, string, err
 }
 
 func (a *app) sessionResumeCmd() *cobra.Command {
-	var recreate bool
+	var recreate, relocate bool
 	cmd := &cobra.Command{
 		Use:   "resume ID",
 		Short: "Resume a session; prints its head's directory, or fails with a typed error",
@@ -244,12 +254,23 @@ since the session's last checkpoint are listed ("gained" with --json).
 
 A head whose directory was deleted by hand fails as "head unavailable:
 missing"; with --recreate it is rebuilt where it was, from its branch, as
-the same head (see grove repair), and the session resumes on it.`,
+the same head (see grove repair), and the session resumes on it.
+
+With --relocate (and --remote, the remote its checkpoints were pushed to),
+a session whose head lives on another host is resumed on this one: the
+head is rebuilt in this host's clone (the repository --repo or the current
+directory is in) from its last pushed checkpoint, as the same head, and the
+session goes on from there. Work the other host never pushed is reported
+("behind" with --json).`,
 		Example: `  cd "$(grove session resume 5b0c8a4e-1d2f-4c3b-9a8e-7f6d5c4b3a21)"
-  grove session resume --recreate 5b0c8a4e-1d2f-4c3b-9a8e-7f6d5c4b3a21`,
+  grove session resume --recreate 5b0c8a4e-1d2f-4c3b-9a8e-7f6d5c4b3a21
+  GROVE_DATABASE=postgres://grove@db/grove grove --remote git@git.example:proj.git session resume --relocate "$id"`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, head, err := a.resumeWith(args[0], recreate)
+			if relocate && a.remote == "" {
+				return &failure{op: opName(cmd), err: errors.New("--relocate needs --remote (or $GROVE_REMOTE): the remote the head was pushed to"), usage: true}
+			}
+			s, head, err := a.resumeWith(args[0], recreate, relocate)
 			if err != nil {
 				return fail(cmd, head, err)
 			}
@@ -259,6 +280,10 @@ the same head (see grove repair), and the session resumes on it.`,
 				return fail(cmd, hi.Name, err)
 			}
 			out := sessionJSON{Session: s.ID(), Head: hi.Name, Dir: hi.Root, LastCheckpoint: rep.LastCheckpoint}
+			if rep.Relocated {
+				behind := rep.Behind
+				out.Relocated, out.Pushed, out.Behind = true, rep.Pushed, &behind
+			}
 			for _, c := range rep.Gained {
 				out.Gained = append(out.Gained, string(c))
 			}
@@ -267,10 +292,21 @@ the same head (see grove repair), and the session resumes on it.`,
 				if len(rep.Gained) > 0 {
 					fmt.Fprintf(a.stderr, "grove: resume: the head gained %d commit(s) since the session's last checkpoint\n", len(rep.Gained))
 				}
+				if rep.Relocated {
+					fmt.Fprintf(a.stderr, "grove: resume: the head was rebuilt here from its last pushed checkpoint %.12s", rep.Pushed)
+					switch {
+					case rep.Behind > 0:
+						fmt.Fprintf(a.stderr, ", %d checkpoint(s) behind the session's last", rep.Behind)
+					case rep.Behind < 0:
+						fmt.Fprint(a.stderr, ", which the session's journal does not record")
+					}
+					fmt.Fprintln(a.stderr)
+				}
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&recreate, "recreate", false, "rebuild the head if its directory was deleted")
+	cmd.Flags().BoolVar(&relocate, "relocate", false, "rebuild here, from its last pushed checkpoint, a head that lives on another host (needs --remote)")
 	return cmd
 }
 
