@@ -14,8 +14,9 @@ import "context"
 //     the same remote (the first clone to open records its ID there; the
 //     others adopt it), so that a binding made in one clone names the
 //     same workspace in another;
-//   - after each checkpoint and restore of one of its heads, pushes the
-//     head's branch and its checkpoint refs there in the background,
+//   - when it makes a head, and after each checkpoint and restore of one
+//     of its heads, pushes the head's branch and its checkpoint refs there
+//     in the background,
 //     retrying a failed push with backoff; the checkpoint neither waits
 //     for the network nor fails because of it. A push never overwrites
 //     what another clone pushed for the head since this clone's last push

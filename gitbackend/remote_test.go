@@ -158,6 +158,8 @@ func TestCheckpointsArePushedAndTheHeadRelocates(t *testing.T) {
 	a, b := f.host("a"), f.host("b")
 	ha, err := a.ws.NewHead("agent").From("main").Create(f.ctx)
 	require.NoError(t, err)
+	a.wait()
+	assert.Equal(t, string(ha.Info().Base), f.remoteRef("refs/heads/"+ha.Info().Branch), "a new head is pushed")
 	writeFile(t, ha, "work.txt", "from a\n")
 	cp, err := ha.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
@@ -254,9 +256,13 @@ func TestCheckpointsArePushedAndTheHeadRelocates(t *testing.T) {
 func TestRelocateRefusals(t *testing.T) {
 	f := newFleet(t)
 	a, b := f.host("a"), f.host("b")
-	h, err := a.ws.NewHead("never-pushed").From("main").Create(f.ctx)
+	// Made through a workspace without the remote: nothing is pushed, and
+	// the remote has no branch for it.
+	quiet, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), a.clone, nil)
 	require.NoError(t, err)
-	// Nothing checkpointed, nothing pushed: the remote has no branch.
+	defer quiet.Close()
+	h, err := quiet.NewHead("never-pushed").From("main").Create(f.ctx)
+	require.NoError(t, err)
 	_, _, err = b.ws.Relocate(f.ctx, h.Binding(), nil)
 	assert.Equal(t, workspace.NotFound, workspace.CodeOf(err), "%v", err)
 

@@ -327,6 +327,7 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 		return nil, err
 	}
 	_ = hl.Unlock()
+	w.schedulePush(*mf) // a new head travels from its first commit on
 	return w.newHead(mf, bl)
 }
 
