@@ -45,6 +45,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv("GROVE_TEST_LEASE_HOLDER"); spec != "" {
 		holdLease(spec) // never returns
 	}
+	if spec := os.Getenv("GROVE_FLEET_HOST"); spec != "" {
+		fleetHost(spec) // never returns
+	}
 	code := m.Run()
 	if pgCluster != nil {
 		if err := pgCluster.Stop(); err != nil {
