@@ -15,9 +15,13 @@
 // # Durability
 //
 // The store is one SQLite file (github.com/mattn/go-sqlite3) in WAL mode
-// with synchronous=FULL and a busy timeout, so several processes share it.
-// All of the engine's SQL sits behind one internal store interface, one
-// transaction per method. SQLite needs cgo: a binary built with
+// with synchronous=FULL and a busy timeout, so several processes share it;
+// or, when Options.Path is a postgres:// URL, a PostgreSQL database
+// (github.com/jackc/pgx/v5) that a fleet of hosts shares, its tables in the
+// schema "grove". All of the engine's SQL sits behind one internal store
+// interface, one transaction per method, and both stores pass one store
+// suite (sessions, bindings, claims, the journal, migrations, concurrent
+// claims from many connections, leases that die with their holder). SQLite needs cgo: a binary built with
 // CGO_ENABLED=0 gets a *StoreError of kind NoSQLite (Unimplemented) from
 // Open.
 // Its schema is built by numbered migrations (PRAGMA user_version) and
@@ -29,11 +33,13 @@
 //
 // # Liveness
 //
-// A live session holds a lease: a kernel file lock in the lease directory
-// that dies with its process (lease files are never deleted: removing a
-// lock file while another process opens it would let two hold it). Resume
-// of a session whose lease is held is
-// SessionBusy. A claim outlives its process: a dead session's claim on a
+// A live session holds a lease: with SQLite, a kernel file lock in the
+// lease directory that dies with its process (lease files are never
+// deleted: removing a lock file while another process opens it would let
+// two hold it); with PostgreSQL, a session-level advisory lock held on the
+// engine's own lease connection, which the server releases when that
+// connection ends — when the process dies, whatever host it ran on. Resume
+// of a session whose lease is held, on any host, is SessionBusy. A claim outlives its process: a dead session's claim on a
 // head is released only by resuming and closing that session, or by a new
 // session that asks for a take-over (SessionOptions.TakeOver); the loser's
 // journal records it. Session.Detach leaves a session that way on purpose,
@@ -41,6 +47,21 @@
 // process and resumes it in the next). Engine.Sessions and
 // Engine.SessionInfo list what the database records, including the
 // configuration a session was bound with, to resume it without drift.
+//
+// # A fleet of hosts
+//
+// With a PostgreSQL store and a placement whose workspace has a Remote
+// (PerSession.Remote), a session's head is pushed to the remote as it is
+// made and after each checkpoint and restore, and ResumeOptions.Relocate
+// resumes on this host a session whose head lives on another: the head is
+// rebuilt in this host's clone from its last pushed checkpoint (same head
+// ID, branch and name, a new directory), the new binding replaces the old
+// one in the store, and the journal records EventRelocated with how many
+// journaled checkpoints never reached the remote (ResumeReport.Behind).
+// A lease lost with a host's database connection while the host lives on
+// (a network partition, not a death) is not fenced: that host's session
+// can still journal, though its pushes are refused by the remote's lease
+// on the branch once another host has pushed the head.
 //
 // # Resume
 //

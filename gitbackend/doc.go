@@ -109,6 +109,36 @@
 //     the revisions a head was restored to are recorded beside its
 //     manifest (heads/<id>.restores) and always kept.
 //
+// # Checkpoints that travel (OpenOptions.Remote)
+//
+// A workspace opened with a Remote records its workspace ID on the remote
+// (refs/grove/workspace, a commit whose message names it; the first clone
+// to open records its own, the others adopt it, and remote.json caches
+// that this clone agrees). A head's branch and its refs/grove/<head-id>/*
+// refs are pushed in the background when the head is made and after each
+// checkpoint and restore: one atomic push of what the remote lacks, the
+// branch leased (--force-with-lease) on the commit this clone last pushed
+// (heads/<id>.pushed records it), retried with backoff
+// (Options.PushAttempts), never waited for by the checkpoint; a lease lost
+// to another clone's push marks the head lost here and its pushes stop.
+// Every clone has an ID of its own (the clone file), recorded in its
+// heads' manifests and bindings, so that a binding of a head in another
+// clone never opens a copy this clone still has. Relocate fetches the
+// head's branch and checkpoint refs, moves the objects in, sets the refs
+// in one transaction and builds the head as Recreate does, under the heads
+// directory; a copy of the head left here from an earlier stint is moved
+// aside (<dir>.stale-<time>), its files untouched.
+//
+// Transfers never run in the repository: each runs in a throwaway git
+// directory in the system's temporary directory whose objects are the
+// repository's (objects/info/alternates) and whose configuration is
+// grove's, with only the remote's own transport allowed, so that nothing
+// an agent wrote in the repository's configuration (url.*.insteadOf,
+// protocol.*.allow, core.gitProxy, core.sshCommand, remote.*, credential
+// helpers) redirects a push or runs a command; the caller's Remote.Config
+// entries come last. Fetched objects are checked (fetch.fsckObjects)
+// before they are moved into the repository.
+//
 // # Threat model: what an agent inside a head may do
 //
 // The agent working in a head is untrusted. It may have a shell in the
