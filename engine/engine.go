@@ -672,6 +672,20 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 		}
 		ro := &workspace.ReopenOptions{Setup: opts.Setup, Teardown: opts.Teardown, Remote: remote}
 		var h *workspace.Head
+		if opts.Relocate {
+			// A head the session destroyed is not brought back from
+			// what its host had pushed before.
+			gone, err := e.destroyed(ctx, id)
+			if err != nil {
+				release()
+				return nil, err
+			}
+			if gone {
+				release()
+				return fail(HeadUnavailable, &backend.Error{Code: backend.Destroyed, Op: "engine: relocate", Head: string(bind.Head),
+					Err: errors.New("the session destroyed its head")})
+			}
+		}
 		if opts.Relocate && s.kind != "shared" {
 			// Claimed elsewhere: nothing is fetched or built here.
 			if err := e.st.claim(ctx, id, bind); err != nil {
@@ -856,6 +870,21 @@ func (e *Engine) behind(ctx context.Context, id string, commit workspace.Checkpo
 		}
 	}
 	return -1, nil
+}
+
+// destroyed reports whether session id's journal records that it
+// destroyed its head.
+func (e *Engine) destroyed(ctx context.Context, id string) (bool, error) {
+	evs, err := e.st.events(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	for _, ev := range evs {
+		if ev.Kind == EventDestroyed {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // oldPayload is the payload of an encoded binding, or nil.

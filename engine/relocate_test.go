@@ -136,5 +136,15 @@ func TestResumeOnAnotherHostWithRelocate(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, newDir, again.Head().Info().Root)
 	assert.False(t, again.Resumed().Relocated)
-	require.NoError(t, again.Close())
+
+	// A head the session destroyed is never brought back from the remote.
+	_, err = again.Destroy(ctx, &workspace.DestroyOptions{Discard: true}) // closes the session too
+	require.NoError(t, err)
+	c := newFleetHost(t, ctx, root, "c", remote, db, 1)
+	_, err = c.e.Resume(ctx, id, &engine.ResumeOptions{AsRecorded: true, Relocate: true})
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, engine.HeadUnavailable, re.Kind)
+	assert.Equal(t, workspace.Destroyed, workspace.CodeOf(err), "%v", err)
+	_, err = os.Stat(filepath.Join(root, "c", "heads"))
+	assert.True(t, os.IsNotExist(err), "nothing was built on host c")
 }

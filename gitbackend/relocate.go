@@ -56,11 +56,19 @@ func (w *workspace) Relocate(ctx context.Context, bind backend.Binding, opts *ba
 	case w.remote == nil:
 		return nil, none, fail(backend.FailedPrecondition, "", "the workspace was opened without a remote to relocate from")
 	}
-	if p.Repo == w.repo.common && p.Clone == w.clone {
-		// It lives here: open it as Reopen does.
-		mf, err := w.meta.readManifest(bind.Head)
-		if err != nil || mf.Creating || mf.Dir != p.Dir || mf.Branch != p.Branch || mf.Name != p.Name || mf.Access != bind.Access {
+	// A head of this clone (a binding made here, or one made before clones
+	// had IDs, of this repository) is opened as Reopen opens it.
+	here := p.Clone != "" && p.Clone == w.clone
+	mf, err := w.meta.readManifest(bind.Head)
+	if p.Clone == "" && p.Repo == w.repo.common && err == nil && mf.Clone == "" {
+		here = true
+	}
+	if here {
+		switch {
+		case err != nil || mf.Creating || mf.Branch != p.Branch || mf.Name != p.Name || mf.Access != bind.Access:
 			return nil, none, fail(backend.NotFound, backend.ReasonMissing, "this clone has no head %s as the binding records it", bind.Head)
+		case mf.Dir != p.Dir || p.Repo != w.repo.common:
+			return nil, none, fail(backend.NotFound, backend.ReasonMoved, "the head is this clone's, recorded at %s, not at %s as the binding says (a moved repository: see Reconcile)", mf.Dir, p.Dir)
 		}
 		if mf.State == backend.StateDestroyed {
 			return nil, none, fail(backend.Destroyed, "", "head %q was destroyed", mf.Name)
@@ -89,7 +97,7 @@ func (w *workspace) Relocate(ctx context.Context, bind backend.Binding, opts *ba
 	if err != nil {
 		return nil, none, err
 	}
-	mf, err := w.meta.readManifest(bind.Head)
+	mf, err = w.meta.readManifest(bind.Head)
 	if err != nil {
 		return nil, none, backend.Errorf(backend.Internal, op, "%w", err)
 	}
@@ -129,7 +137,7 @@ func (w *workspace) relocate(ctx context.Context, op string, bind backend.Bindin
 	if named, _ := w.meta.byName(p.Name); named != nil && named.ID != bind.Head {
 		return res, fail(backend.AlreadyExists, "", "this clone has another head named %q (%s)", p.Name, named.ID)
 	}
-	if old != nil && old.live() && !old.Rebuilding {
+	if old != nil && old.live() && !old.Rebuilding && (old.Clone == w.clone || old.Clone == "") {
 		if _, err := os.Lstat(old.Dir); err == nil {
 			// A copy from an earlier stint of the head in this clone.
 			if l, err := lock.TryLock(w.meta.bindLock(old.ID), "relocate "+old.Name); err != nil {
@@ -213,7 +221,11 @@ func (w *workspace) relocate(ctx context.Context, op string, bind backend.Bindin
 		mf.Dir = filepath.Join(w.headsDir, p.Name+"-"+string(bind.Head)[:8])
 	}
 	if old != nil && old.Admin != "" && old.Admin != mf.Admin {
-		_ = w.removeAdmin(old.Admin) // the moved-aside copy's registration
+		// The registration of the copy moved aside, or of one whose
+		// directory is gone: it names the branch the head is rebuilt on.
+		if _, err := os.Lstat(old.Dir); res.Stale != "" || os.IsNotExist(err) {
+			_ = w.removeAdmin(old.Admin)
+		}
 	}
 	err = func() error {
 		if err := w.meta.writeManifest(mf); err != nil {

@@ -2,6 +2,7 @@ package gitbackend_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -411,4 +412,38 @@ func TestTheCallersConfigCarriesTheTransfer(t *testing.T) {
 	require.NoError(t, err)
 	_, err = workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), other, &workspace.OpenOptions{Remote: &workspace.Remote{URL: rm.URL}})
 	assert.Equal(t, backend.Unavailable, workspace.CodeOf(err), "%v", err)
+}
+
+// A head made before clones had IDs (no clone in its manifest or its
+// binding) is this clone's: Relocate opens it where it is, never moving it
+// aside as if it were another clone's.
+func TestRelocateOpensAHeadOfThisCloneInPlace(t *testing.T) {
+	f := newFleet(t)
+	a := f.host("a")
+	h, err := a.ws.NewHead("old").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	writeFile(t, h, "unpushed.txt", "mine\n")
+	bind := h.Binding()
+	require.NoError(t, h.Close())
+	a.wait()
+	// Make it a head of before: no clone recorded anywhere.
+	manifest := filepath.Join(a.clone, ".git", "grove", "heads", string(bind.Head)+".json")
+	data, err := os.ReadFile(manifest)
+	require.NoError(t, err)
+	var mf map[string]any
+	require.NoError(t, json.Unmarshal(data, &mf))
+	delete(mf, "clone")
+	data, _ = json.Marshal(mf)
+	require.NoError(t, os.WriteFile(manifest, data, 0o644))
+	var p map[string]any
+	require.NoError(t, json.Unmarshal(bind.Payload, &p))
+	delete(p, "clone")
+	bind.Payload, _ = json.Marshal(p)
+
+	got, res, err := a.ws.Relocate(f.ctx, bind, nil)
+	require.NoError(t, err)
+	defer got.Close()
+	assert.False(t, res.Relocated)
+	assert.Empty(t, res.Stale)
+	assert.Equal(t, "mine\n", readFile(t, got, "unpushed.txt"))
 }
