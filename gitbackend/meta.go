@@ -93,6 +93,9 @@ func (m meta) headLock(id backend.HeadID) string {
 func (m meta) bindLock(id backend.HeadID) string {
 	return filepath.Join(m.dir, "locks", string(id)+".bind")
 }
+func (m meta) pushLock(id backend.HeadID) string {
+	return filepath.Join(m.dir, "locks", string(id)+".push")
+}
 func (m meta) casLock(id backend.HeadID) string {
 	return filepath.Join(m.dir, "locks", string(id)+".cas")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/lock"
+	"github.com/groveworks/grove/internal/regfile"
 )
 
 // recreate rebuilds head mf, whose directory is gone, at that directory:
@@ -56,7 +57,7 @@ func (w *workspace) recreate(ctx context.Context, op string, id backend.HeadID) 
 	undo := func() {
 		_ = w.removeCreated(context.WithoutCancel(ctx), mf.Dir)
 		if mf.Admin != "" {
-			_ = w.removeAdmin(mf.Admin)
+			_ = w.removeHeadAdmin(mf.Admin, mf)
 		}
 	}
 	if mf.Rebuilding {
@@ -75,7 +76,7 @@ func (w *workspace) recreate(ctx context.Context, op string, id backend.HeadID) 
 		return fail(backend.FailedPrecondition, fmt.Errorf("%s exists: only a head whose directory is gone is recreated", mf.Dir))
 	}
 	old := mf.Admin
-	if err := w.removeAdmin(old); err != nil {
+	if err := w.removeHeadAdmin(old, mf); err != nil {
 		_ = rl.Unlock()
 		return fail(backend.Internal, err)
 	}
@@ -141,6 +142,23 @@ func (w *workspace) recreate(ctx context.Context, op string, id backend.HeadID) 
 		return fail(backend.Internal, err)
 	}
 	return nil
+}
+
+// removeHeadAdmin removes the registration admin of head mf only when
+// it is that head's: its own head-ID file names the head, or (a
+// registration git made before grove stamped it) it registers the head's
+// directory. The manifest naming admin is the agent's to write, and another
+// worktree's registration — a user's — may have that name.
+func (w *workspace) removeHeadAdmin(admin string, mf *manifest) error {
+	if got, err := regfile.Read(filepath.Join(admin, headIDFile), maxSmallFile); err == nil {
+		if strings.TrimSpace(string(got)) != string(mf.ID) {
+			return nil
+		}
+	} else if gd, err := regfile.Read(filepath.Join(admin, "gitdir"), maxSmallFile); err == nil &&
+		filepath.Clean(gitLine(gd)) != filepath.Join(mf.Dir, ".git") {
+		return nil
+	}
+	return w.removeAdmin(admin)
 }
 
 // vouchedDir reports whether grove may make or write files at head mf's

@@ -11,6 +11,7 @@ import (
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/lock"
+	"github.com/groveworks/grove/internal/regfile"
 )
 
 var _ backend.Relocator = (*workspace)(nil)
@@ -125,78 +126,71 @@ func plainName(name string) bool {
 	return true
 }
 
-// relocate fetches head bind's refs and records it in this clone, for
-// recreate to build; callers hold its head lock.
+// relocate fetches head bind's refs, takes the head over on the remote
+// and records it in this clone, for recreate to build; callers hold its
+// head lock. Nothing changes here until the remote says this clone holds
+// the head: a failed fetch or take-over leaves this clone as it was.
 func (w *workspace) relocate(ctx context.Context, op string, bind backend.Binding, p payload,
 	fail func(backend.Code, backend.Reason, string, ...any) error) (backend.RelocateResult, error) {
 	res := backend.RelocateResult{Relocated: true}
-	old, err := w.meta.readManifest(bind.Head)
+	id := bind.Head
+	old, err := w.meta.readManifest(id)
 	if err != nil {
 		old = nil
 	}
-	if named, _ := w.meta.byName(p.Name); named != nil && named.ID != bind.Head {
+	if named, _ := w.meta.byName(p.Name); named != nil && named.ID != id {
 		return res, fail(backend.AlreadyExists, "", "this clone has another head named %q (%s)", p.Name, named.ID)
 	}
-	if old != nil && old.live() && !old.Rebuilding && (old.Clone == w.clone || old.Clone == "") {
-		if _, err := os.Lstat(old.Dir); err == nil {
-			// A copy from an earlier stint of the head in this clone.
-			if l, err := lock.TryLock(w.meta.bindLock(old.ID), "relocate "+old.Name); err != nil {
-				return res, fail(backend.AlreadyBound, "", "this clone's copy of head %q is held: %v", old.Name, err)
-			} else {
-				_ = l.Unlock()
-			}
-			if !w.vouchedDir(old) {
-				return res, fail(backend.FailedPrecondition, "", "this clone's copy of head %q at %s lies outside the heads directory", old.Name, old.Dir)
-			}
-			res.Stale = old.Dir + ".stale-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-			if err := os.Rename(old.Dir, res.Stale); err != nil {
-				return res, fail(backend.Internal, "", "moving this clone's copy of the head aside: %v", err)
-			}
+	// The branch: absent here, or this head's own from an earlier stint.
+	branchRef := "refs/heads/" + p.Branch
+	if w.repo.refExists(branchRef) && (old == nil || old.Branch != p.Branch || old.Clone != w.clone) {
+		return res, fail(backend.AlreadyExists, "", "this clone has a branch %q that is not this head's", p.Branch)
+	}
+	// A copy of the head from an earlier stint here, proven by its
+	// directory's own records (a manifest alone is the agent's to write).
+	stale := old != nil && old.live() && !old.Rebuilding && old.Clone == w.clone && w.vouchedDir(old) && w.holdsHead(old.Dir, id) != ""
+	if stale {
+		if l, err := lock.TryLock(w.meta.bindLock(id), "relocate "+old.Name); err != nil {
+			return res, fail(backend.AlreadyBound, "", "this clone's copy of head %q is held: %v", old.Name, err)
+		} else {
+			_ = l.Unlock()
 		}
 	}
 
-	// Fetch what was pushed, and make it this clone's.
+	// Fetch what was pushed.
 	t, err := w.newTransfer(ctx)
 	if err != nil {
-		return res, backend.Errorf(backend.Internal, op, "a transfer directory: %w", err)
+		return res, err
 	}
 	defer t.Close()
-	branchRef := "refs/heads/" + p.Branch
-	missing, err := t.fetch(ctx, "+"+branchRef+":"+branchRef)
-	switch {
-	case err != nil:
-		return res, w.unreachable(op, err)
-	case missing:
-		return res, fail(backend.NotFound, backend.ReasonMissing, "the remote holds no branch %q: head %s was never pushed", p.Branch, bind.Head)
-	}
-	if _, err := t.fetch(ctx, "+"+refPrefix(bind.Head)+"*:"+refPrefix(bind.Head)+"*"); err != nil {
+	if _, err := t.fetch(ctx, "+"+refPrefix(id)+"*:"+refPrefix(id)+"*"); err != nil {
 		return res, w.unreachable(op, err)
 	}
-	out, err := t.git(ctx, false, "for-each-ref", "--format=%(refname) %(objectname)", branchRef, refPrefix(bind.Head))
+	out, err := t.git(ctx, false, "for-each-ref", "--format=%(refname) %(objectname)", refPrefix(id))
 	if err != nil {
 		return res, backend.Errorf(backend.Internal, op, "%w", err)
 	}
-	var tip string
+	var tip, prevOwner string
 	var ops []string
 	seq := 0
 	for _, line := range strings.Split(out, "\n") {
 		name, oid, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		if name == branchRef {
+		switch {
+		case !ok:
+		case name == remoteHead(id):
 			tip = oid
-			continue
+		case name == remoteOwner(id):
+			prevOwner = oid
+		default:
+			n, err := strconv.Atoi(strings.TrimPrefix(name, refPrefix(id)))
+			if err == nil && name == refName(id, n) {
+				ops = append(ops, "update "+name+" "+oid)
+				seq = max(seq, n)
+			}
 		}
-		n, err := strconv.Atoi(strings.TrimPrefix(name, refPrefix(bind.Head)))
-		if err != nil || name != refName(bind.Head, n) {
-			continue
-		}
-		ops = append(ops, "update "+name+" "+oid)
-		seq = max(seq, n)
 	}
 	if tip == "" {
-		return res, fail(backend.NotFound, backend.ReasonMissing, "the remote holds no branch %q", p.Branch)
+		return res, fail(backend.NotFound, backend.ReasonMissing, "the remote holds nothing of head %s: it was never pushed", id)
 	}
 	res.Commit = backend.CheckpointID(tip)
 	if err := t.importObjects(); err != nil {
@@ -205,38 +199,74 @@ func (w *workspace) relocate(ctx context.Context, op string, bind backend.Bindin
 	if err := w.repo.checkTree(ctx, "relocate", tip); err != nil {
 		return res, err
 	}
+	// Take the head over: from now on only this clone's pushes of it land.
+	owner, err := w.ownerCommit(ctx, id)
+	if err != nil {
+		return res, backend.Errorf(backend.Internal, op, "%w", err)
+	}
+	if _, err := t.git(ctx, true, "push", "--force-with-lease="+remoteOwner(id)+":"+prevOwner, "--", w.remote.url, owner+":"+remoteOwner(id)); err != nil {
+		if rejected(err) {
+			return res, fail(backend.Conflict, "", "another clone took head %s over meanwhile: %v", id, err)
+		}
+		return res, w.unreachable(op, err)
+	}
+	_ = w.meta.writePushed(id, pushRecord{URL: w.remote.url, Owner: owner, Commit: tip, Seq: seq})
 
 	rl, err := w.lockRepo(ctx, "relocate "+p.Name)
 	if err != nil {
 		return res, err
 	}
+	defer rl.Unlock()
+	if stale {
+		admin := w.holdsHead(old.Dir, id)
+		res.Stale = old.Dir + ".stale-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		if err := os.Rename(old.Dir, res.Stale); err != nil {
+			return res, fail(backend.Internal, "", "moving this clone's copy of the head aside: %v", err)
+		}
+		_ = w.removeAdmin(admin) // its registration: it names the branch the head is rebuilt on
+	}
+	// The branch moves only from what was read above; what the copy's
+	// branch held is kept under a ref of its own.
+	cur, _ := w.repo.git(ctx, "for-each-ref", "--format=%(objectname)", branchRef)
+	cur = strings.TrimSpace(cur)
+	switch {
+	case cur == "":
+		ops = append([]string{"create " + branchRef + " " + tip}, ops...)
+	case cur != tip:
+		ops = append([]string{"update " + branchRef + " " + tip + " " + cur,
+			"create refs/grove-stale/" + string(id) + "/" + strconv.FormatInt(time.Now().UnixNano(), 36) + " " + cur}, ops...)
+	}
 	mf := &manifest{
-		ID: bind.Head, Name: p.Name, Access: bind.Access, Branch: p.Branch,
-		Dir: filepath.Join(w.headsDir, p.Name), Admin: filepath.Join(w.repo.common, "worktrees", p.Name),
-		Base: backend.CheckpointID(tip), State: backend.StateActive, Created: time.Now().UTC(), Clone: w.clone,
+		ID: id, Name: p.Name, Access: bind.Access, Branch: p.Branch,
+		Dir: filepath.Join(w.headsDir, p.Name),
+		// A registration name nothing has: recreate removes the one a
+		// manifest names, and git picks the new one.
+		Admin: filepath.Join(w.repo.common, "worktrees", tempPrefix+"relocate-"+strconv.FormatInt(time.Now().UnixNano(), 36)),
+		Base:  backend.CheckpointID(tip), State: backend.StateActive, Created: time.Now().UTC(), Clone: w.clone,
 	}
-	if old != nil && old.Rebuilding && old.Clone == w.clone {
-		mf.Dir, mf.Admin, mf.Rebuilding = old.Dir, old.Admin, true // finish what an interrupted relocation began
-	} else if _, err := os.Lstat(mf.Dir); err == nil {
-		mf.Dir = filepath.Join(w.headsDir, p.Name+"-"+string(bind.Head)[:8])
+	if _, err := os.Lstat(mf.Dir); err == nil {
+		mf.Dir = filepath.Join(w.headsDir, p.Name+"-"+string(id)[:8])
 	}
-	if old != nil && old.Admin != "" && old.Admin != mf.Admin {
-		// The registration of the copy moved aside, or of one whose
-		// directory is gone: it names the branch the head is rebuilt on.
-		if _, err := os.Lstat(old.Dir); res.Stale != "" || os.IsNotExist(err) {
-			_ = w.removeAdmin(old.Admin)
-		}
-	}
-	err = func() error {
-		if err := w.meta.writeManifest(mf); err != nil {
-			return err
-		}
-		return w.repo.updateRefs(ctx, append([]string{"update " + branchRef + " " + tip}, ops...))
-	}()
-	_ = rl.Unlock()
-	if err != nil {
+	if err := w.meta.writeManifest(mf); err != nil {
 		return res, backend.Errorf(backend.Internal, op, "recording the head: %w", err)
 	}
-	_ = w.meta.writePushed(bind.Head, pushRecord{URL: w.remote.url, Commit: tip, Seq: seq})
+	if err := w.repo.updateRefs(ctx, ops); err != nil {
+		return res, backend.Errorf(backend.Internal, op, "setting the head's refs: %w", err)
+	}
 	return res, nil
+}
+
+// holdsHead returns the registration (git dir) of the worktree at dir when
+// it is head id's, as the registration's own head-ID file says, and "" for
+// anything else.
+func (w *workspace) holdsHead(dir string, id backend.HeadID) string {
+	admin, err := readGitFile(dir)
+	if err != nil || filepath.Dir(admin) != filepath.Join(w.repo.common, "worktrees") {
+		return ""
+	}
+	got, err := regfile.Read(filepath.Join(admin, headIDFile), maxSmallFile)
+	if err != nil || strings.TrimSpace(string(got)) != string(id) {
+		return ""
+	}
+	return admin
 }

@@ -3,8 +3,10 @@ package gitbackend
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
 )
 
@@ -81,12 +84,20 @@ func parseRemote(op string, r *backend.Remote) (*remote, error) {
 	if strings.HasPrefix(u, "-") {
 		return nil, bad("%q starts with '-'", u)
 	}
+	sshCommand := false
 	for _, kv := range r.Config {
 		k, _, ok := strings.Cut(kv, "=")
 		if !ok || k == "" || !strings.Contains(k, ".") || strings.ContainsAny(kv, "\x00\n") {
 			return nil, bad("configuration entry %q is not key=value", kv)
 		}
+		sshCommand = sshCommand || strings.EqualFold(k, "core.sshCommand")
 		rm.config = append(rm.config, kv)
+	}
+	if rm.scheme == "ssh" && !sshCommand {
+		// grove's git runs no ssh command by default (core.sshCommand=false):
+		// for an ssh remote, the system's ssh, with the user's own ssh
+		// configuration and agent.
+		rm.config = append([]string{"core.sshCommand=ssh"}, rm.config...)
 	}
 	return rm, nil
 }
@@ -118,13 +129,26 @@ type transfer struct {
 // newTransfer makes a transfer directory for the repository; Close
 // removes it.
 func (w *workspace) newTransfer(ctx context.Context) (*transfer, error) {
+	// Objects borrowed through alternates would travel too, from wherever
+	// the (agent-writable) alternates file points, and fetched objects
+	// found there would be taken on trust: such a repository does not
+	// transfer.
+	if data, err := regfile.Read(filepath.Join(w.repo.common, "objects", "info", "alternates"), maxSmallFile); err == nil && strings.TrimSpace(string(data)) != "" {
+		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: transfer", Path: w.repo.common,
+			Err: errors.New("the repository borrows objects from others (objects/info/alternates); grove does not push or fetch from such a repository")}
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: transfer", Path: w.repo.common, Err: err}
+	}
 	format, err := w.repo.git(ctx, "rev-parse", "--show-object-format")
 	if err != nil {
 		return nil, err
 	}
+	internal := func(err error) error {
+		return &backend.Error{Code: backend.Internal, Op: "gitbackend: transfer", Err: fmt.Errorf("making a transfer directory: %w", err)}
+	}
 	dir, err := os.MkdirTemp("", "grove-transfer-")
 	if err != nil {
-		return nil, err
+		return nil, internal(err)
 	}
 	t := &transfer{w: w, dir: dir}
 	config := "[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
@@ -137,17 +161,15 @@ func (w *workspace) newTransfer(ctx context.Context) (*transfer, error) {
 		"objects/info/alternates": filepath.Join(w.repo.common, "objects") + "\n",
 	}
 	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err == nil {
-			continue
-		} else {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			t.Close()
-			return nil, err
+			return nil, internal(err)
 		}
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
 			t.Close()
-			return nil, err
+			return nil, internal(err)
 		}
 	}
 	return t, nil
@@ -299,7 +321,7 @@ func (w *workspace) shareIdentity(ctx context.Context, op string) (backend.Works
 	}
 	t, err := w.newTransfer(ctx)
 	if err != nil {
-		return "", backend.Errorf(backend.Internal, op, "a transfer directory: %w", err)
+		return "", err
 	}
 	defer t.Close()
 	for attempt := 0; ; attempt++ {
@@ -382,6 +404,7 @@ func rejected(err error) bool {
 // pushRecord is heads/<id>.pushed: what this clone last pushed of a head.
 type pushRecord struct {
 	URL    string    `json:"url"`
+	Owner  string    `json:"owner,omitempty"`  // the owner commit this clone pushed (see remoteOwner)
 	Commit string    `json:"commit,omitempty"` // the head's branch on the remote
 	Seq    int       `json:"seq,omitempty"`    // the greatest checkpoint ref pushed
 	At     time.Time `json:"at"`
@@ -534,10 +557,57 @@ func (w *workspace) pushHead(mf manifest) {
 	_ = w.meta.writePushed(mf.ID, rec)
 }
 
-// pushOnce pushes what the remote lacks of head mf in one atomic push,
-// leased on the branch's last pushed commit; retry reports a failure worth
-// trying again (the network, the remote), not a lease lost.
+// Remote refs of head <id>, all under refs/grove/<id>/ so that nothing
+// grove pushes lands among the remote's branches (whatever a manifest,
+// which an agent can write, says the head's branch is):
+//
+//	refs/grove/<id>/head      the head's branch
+//	refs/grove/<id>/owner     a commit naming the clone that holds the head
+//	refs/grove/<id>/<seq>     its checkpoint refs
+//
+// Every push is atomic and leased on the owner ref this clone wrote (or,
+// for a head not yet pushed, on its absence): once another clone took the
+// head over (Relocate writes a new owner), this clone's pushes of it are
+// refused, whatever they carry.
+func remoteHead(id backend.HeadID) string  { return refPrefix(id) + "head" }
+func remoteOwner(id backend.HeadID) string { return refPrefix(id) + "owner" }
+
+// localOwner is the local ref that keeps the owner commit this clone
+// pushed (later pushes name it, so it must stay in the repository). It
+// lies outside refs/grove/<id>/, whose names are checkpoint numbers.
+func localOwner(id backend.HeadID) string { return "refs/grove-owner/" + string(id) }
+
+// ownerCommit writes a commit saying that this clone holds head id, and
+// keeps it under localOwner.
+func (w *workspace) ownerCommit(ctx context.Context, id backend.HeadID) (string, error) {
+	tree, err := w.repo.git(ctx, "mktree")
+	if err != nil {
+		return "", err
+	}
+	commit, err := w.repo.git(ctx, "commit-tree", tree, "-m", fmt.Sprintf("grove owner\n\ngrove-head: %s\ngrove-clone: %s\ngrove-time: %s",
+		id, w.clone, time.Now().UTC().Format(time.RFC3339Nano)))
+	if err != nil {
+		return "", err
+	}
+	rl, err := w.lockRepo(ctx, "record the owner of "+string(id))
+	if err != nil {
+		return "", err
+	}
+	defer rl.Unlock()
+	return commit, w.repo.updateRefs(ctx, []string{"update " + localOwner(id) + " " + commit})
+}
+
+// pushOnce pushes what the remote lacks of head mf in one atomic push
+// leased on this clone's ownership of the head, under the head's push
+// lock (processes of one clone push a head one at a time, each with the
+// tip it reads under the lock); retry reports a failure worth trying
+// again (the network, the remote), not a head lost to another clone.
 func (w *workspace) pushOnce(ctx context.Context, mf manifest) (retry bool, err error) {
+	l, err := lock.Acquire(ctx, w.meta.pushLock(mf.ID), "push "+mf.Name)
+	if err != nil {
+		return true, err
+	}
+	defer l.Unlock()
 	rec := w.meta.readPushed(mf.ID, w.remote.url)
 	if rec.Lost {
 		return false, nil
@@ -569,14 +639,12 @@ func (w *workspace) pushOnce(ctx context.Context, mf manifest) (retry bool, err 
 		specs = append(specs, oid+":"+name)
 		seq = max(seq, n)
 	}
-	args := []string{"push", "--atomic"}
 	if tip != "" && tip != rec.Commit {
-		args = append(args, "--force-with-lease=refs/heads/"+mf.Branch+":"+rec.Commit)
-		specs = append(specs, "+"+tip+":refs/heads/"+mf.Branch)
+		specs = append(specs, "+"+tip+":"+remoteHead(mf.ID))
 	} else {
 		tip = rec.Commit
 	}
-	if len(specs) == 0 {
+	if len(specs) == 0 && rec.Owner != "" {
 		if rec.Error != "" {
 			rec.Error = ""
 			_ = w.meta.writePushed(mf.ID, rec)
@@ -588,8 +656,16 @@ func (w *workspace) pushOnce(ctx context.Context, mf manifest) (retry bool, err 
 		return true, err
 	}
 	defer t.Close()
-	args = append(append(args, "--", w.remote.url), specs...)
-	if _, err := t.git(ctx, true, args...); err != nil {
+	owner := rec.Owner
+	if owner == "" {
+		// The first push of the head: this clone takes it, if no other
+		// clone holds it yet.
+		if owner, err = w.ownerCommit(ctx, mf.ID); err != nil {
+			return true, err
+		}
+	}
+	args := []string{"push", "--atomic", "--force-with-lease=" + remoteOwner(mf.ID) + ":" + rec.Owner, "--", w.remote.url, owner + ":" + remoteOwner(mf.ID)}
+	if _, err := t.git(ctx, true, append(args, specs...)...); err != nil {
 		if rejected(err) {
 			rec.Lost, rec.Error = true, err.Error()
 			_ = w.meta.writePushed(mf.ID, rec)
@@ -597,7 +673,7 @@ func (w *workspace) pushOnce(ctx context.Context, mf manifest) (retry bool, err 
 		}
 		return true, err
 	}
-	rec.Commit, rec.Seq, rec.Error = tip, seq, ""
+	rec.Owner, rec.Commit, rec.Seq, rec.Error = owner, tip, seq, ""
 	return false, w.meta.writePushed(mf.ID, rec)
 }
 

@@ -160,12 +160,15 @@ func TestCheckpointsArePushedAndTheHeadRelocates(t *testing.T) {
 	ha, err := a.ws.NewHead("agent").From("main").Create(f.ctx)
 	require.NoError(t, err)
 	a.wait()
-	assert.Equal(t, string(ha.Info().Base), f.remoteRef("refs/heads/"+ha.Info().Branch), "a new head is pushed")
+	assert.Equal(t, string(ha.Info().Base), f.remoteRef("refs/grove/"+string(ha.Info().ID)+"/head"), "a new head is pushed")
 	writeFile(t, ha, "work.txt", "from a\n")
 	cp, err := ha.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
 	a.wait()
-	branch := "refs/heads/" + ha.Info().Branch
+	branch := "refs/grove/" + string(ha.Info().ID) + "/head"
+	out, err := githarness.Git(f.ctx, f.remote, "for-each-ref", "refs/heads/")
+	require.NoError(t, err)
+	assert.NotContains(t, out, ha.Info().Branch, "nothing lands among the remote's branches")
 	assert.Equal(t, string(cp.ID), f.remoteRef(branch), "the branch is pushed")
 	assert.Equal(t, string(cp.ID), f.remoteRef("refs/grove/"+string(ha.Info().ID)+"/00000001"), "and the checkpoint ref")
 	st, err := a.b.Pushed(f.ctx, a.clone, ha.Info().ID, f.remote)
@@ -213,20 +216,26 @@ func TestCheckpointsArePushedAndTheHeadRelocates(t *testing.T) {
 	assert.False(t, res.Relocated)
 	hb = same
 
-	// b moves the head on and pushes; a, which lost it, can no longer
-	// push over it: its push is refused, and it stops.
+	// a, which lost the head, can no longer push it — even before b
+	// pushed anything since it took the head over: its push is refused,
+	// and it stops.
+	_, err = ha.Checkpoint(f.ctx, nil)
+	require.NoError(t, err, "a checkpoint never fails for the remote's sake")
+	a.wait()
+	assert.Equal(t, string(cp.ID), f.remoteRef(branch), "a's push lost its lease")
+	st, err = a.b.Pushed(f.ctx, a.clone, ha.Info().ID, f.remote)
+	require.NoError(t, err)
+	assert.True(t, st.Lost)
+	// b moves the head on and pushes.
 	writeFile(t, hb, "work.txt", "from b\n")
 	cpb, err := hb.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
 	b.wait()
 	assert.Equal(t, string(cpb.ID), f.remoteRef(branch))
-	_, err = ha.Checkpoint(f.ctx, nil)
-	require.NoError(t, err, "a checkpoint never fails for the remote's sake")
-	a.wait()
-	assert.Equal(t, string(cpb.ID), f.remoteRef(branch), "a's push lost its lease")
-	st, err = a.b.Pushed(f.ctx, a.clone, ha.Info().ID, f.remote)
+	st, err = b.b.Pushed(f.ctx, b.clone, hb.Info().ID, f.remote)
 	require.NoError(t, err)
-	assert.True(t, st.Lost)
+	assert.False(t, st.Lost)
+	assert.Equal(t, cpb.ID, st.Commit)
 
 	// And back to a: a's copy of the head is moved aside, files untouched.
 	require.NoError(t, ha.Close())
@@ -329,7 +338,7 @@ func TestPushesRetryAndNeverFailACheckpoint(t *testing.T) {
 	cp, err := h.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
 	a.wait()
-	assert.Equal(t, string(cp.ID), f.remoteRef("refs/heads/"+h.Info().Branch))
+	assert.Equal(t, string(cp.ID), f.remoteRef("refs/grove/"+string(h.Info().ID)+"/head"))
 	assert.NotEmpty(t, f.remoteRef("refs/grove/"+string(h.Info().ID)+"/00000001"), "the earlier checkpoint's ref went too")
 	st, err = a.b.Pushed(f.ctx, a.clone, h.Info().ID, f.remote)
 	require.NoError(t, err)
@@ -368,7 +377,7 @@ func TestAttackConfigCannotRedirectOrRunATransfer(t *testing.T) {
 	cp, err := h.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
 	a.wait()
-	assert.Equal(t, string(cp.ID), f.remoteRef("refs/heads/"+h.Info().Branch), "pushed to the caller's remote")
+	assert.Equal(t, string(cp.ID), f.remoteRef("refs/grove/"+string(h.Info().ID)+"/head"), "pushed to the caller's remote")
 	_, err = os.Stat(marker)
 	assert.True(t, os.IsNotExist(err), "a command from the repository's configuration ran")
 	out, err := githarness.Git(f.ctx, decoy, "for-each-ref")
@@ -405,8 +414,8 @@ func TestTheCallersConfigCarriesTheTransfer(t *testing.T) {
 	cp, err := h.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
 	require.NoError(t, b.WaitPushes(f.ctx))
-	assert.Equal(t, string(cp.ID), f.remoteRef("refs/heads/"+h.Info().Branch))
-	// Without it, the ssh transport has no command to run.
+	assert.Equal(t, string(cp.ID), f.remoteRef("refs/grove/"+string(h.Info().ID)+"/head"))
+	// Without it, the system's ssh runs, which cannot reach the host.
 	other := filepath.Join(f.root, "d")
 	_, err = githarness.Git(f.ctx, f.root, "clone", "-q", f.remote, other)
 	require.NoError(t, err)
@@ -446,4 +455,116 @@ func TestRelocateOpensAHeadOfThisCloneInPlace(t *testing.T) {
 	assert.False(t, res.Relocated)
 	assert.Empty(t, res.Stale)
 	assert.Equal(t, "mine\n", readFile(t, got, "unpushed.txt"))
+}
+
+// What the agent can write in the shared git dir — a manifest, a push
+// record, a branch — never makes grove push anything among the remote's
+// branches: a forged head "on main" travels under refs/grove/<id>/ only.
+func TestAttackAForgedManifestCannotPushTheRemotesBranches(t *testing.T) {
+	f := newFleet(t)
+	a := f.host("a")
+	mainBefore := f.remoteRef("refs/heads/main")
+	clone, err := os.ReadFile(filepath.Join(a.clone, ".git", "grove", "clone"))
+	require.NoError(t, err)
+	forged := "0b8f4c1e-2a3d-4e5f-8a9b-0c1d2e3f4a5b"
+	heads := filepath.Join(a.clone, ".git", "grove", "heads")
+	require.NoError(t, os.WriteFile(filepath.Join(heads, forged+".json"), []byte(`{"version":1,"id":"`+forged+
+		`","name":"x","access":"shared","branch":"main","dir":"`+filepath.Join(f.root, "nowhere")+`","state":"active","created":"2026-01-01T00:00:00Z","clone":"`+strings.TrimSpace(string(clone))+`"}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(heads, forged+".pushed"), []byte(`{"url":"`+f.remote+`","commit":"`+mainBefore+`"}`), 0o644))
+	evil, err := githarness.Git(f.ctx, a.clone, "commit-tree", "-m", "evil", mainBefore+"^{tree}")
+	require.NoError(t, err)
+	_, err = githarness.Git(f.ctx, a.clone, "update-ref", "refs/heads/main", strings.TrimSpace(evil))
+	require.NoError(t, err)
+
+	b := gitbackend.New(gitbackend.Options{PushAttempts: 1})
+	ws, err := workspace.Open(f.ctx, b, a.clone, &workspace.OpenOptions{Remote: &workspace.Remote{URL: f.remote}})
+	require.NoError(t, err)
+	defer ws.Close()
+	require.NoError(t, b.WaitPushes(f.ctx))
+	assert.Equal(t, mainBefore, f.remoteRef("refs/heads/main"), "the remote's main moved")
+}
+
+// A clone that borrows objects through alternates (which an agent can
+// point anywhere the orchestrator can read) does not transfer.
+func TestAttackAlternatesAreNotPushed(t *testing.T) {
+	defer gitbackend.SetPushBackoff(time.Millisecond)()
+	f := newFleet(t)
+	a := f.host("a")
+	h, err := a.ws.NewHead("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	a.wait()
+	secret := filepath.Join(f.root, "secret")
+	require.NoError(t, githarness.InitRepo(f.ctx, secret, baseFiles()))
+	alt := filepath.Join(a.clone, ".git", "objects", "info", "alternates")
+	require.NoError(t, os.WriteFile(alt, []byte(filepath.Join(secret, ".git", "objects")+"\n"), 0o644))
+	secretTip, err := githarness.Git(f.ctx, secret, "rev-parse", "HEAD")
+	require.NoError(t, err)
+	_, err = githarness.Git(f.ctx, h.Info().Root, "reset", "-q", "--soft", strings.TrimSpace(secretTip))
+	require.NoError(t, err)
+	_, _ = h.Checkpoint(f.ctx, nil)
+	a.wait()
+	st, err := a.b.Pushed(f.ctx, a.clone, h.Info().ID, f.remote)
+	require.NoError(t, err)
+	assert.Contains(t, st.Error, "alternates")
+	_, err = githarness.Git(f.ctx, f.remote, "cat-file", "-e", strings.TrimSpace(secretTip))
+	assert.Error(t, err, "the secret commit reached the remote")
+}
+
+// Relocating into a clone never takes a user's branch or worktree
+// registration of the same name, and never moves aside a directory a
+// planted manifest points at.
+func TestRelocateLeavesTheUsersThingsAlone(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.host("a"), f.host("b")
+	ha, err := a.ws.NewHead("agent-1").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	writeFile(t, ha, "work.txt", "a\n")
+	_, err = ha.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	a.wait()
+	bind := ha.Binding()
+
+	// On b: a user's branch of the head's name, and a user's worktree
+	// registered under the head's name.
+	_, err = githarness.Git(f.ctx, b.clone, "branch", ha.Info().Branch)
+	require.NoError(t, err)
+	userTip := strings.TrimSpace(mustGit(t, f, b.clone, "rev-parse", ha.Info().Branch))
+	_, _, err = b.ws.Relocate(f.ctx, bind, nil)
+	assert.Equal(t, workspace.AlreadyExists, workspace.CodeOf(err), "%v", err)
+	assert.Equal(t, userTip, strings.TrimSpace(mustGit(t, f, b.clone, "rev-parse", ha.Info().Branch)))
+	_, err = githarness.Git(f.ctx, b.clone, "branch", "-D", ha.Info().Branch)
+	require.NoError(t, err)
+	userWT := filepath.Join(f.root, "user", "agent-1")
+	_, err = githarness.Git(f.ctx, b.clone, "worktree", "add", "-q", "-b", "mine", userWT)
+	require.NoError(t, err)
+
+	// A sibling head on b, and a planted manifest that says the relocated
+	// head lives in the sibling's directory.
+	sib, err := b.ws.NewHead("sibling").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer sib.Close()
+	writeFile(t, sib, "mine.txt", "sibling's\n")
+	clone, err := os.ReadFile(filepath.Join(b.clone, ".git", "grove", "clone"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(b.clone, ".git", "grove", "heads", string(bind.Head)+".json"), []byte(`{"version":1,"id":"`+string(bind.Head)+
+		`","name":"agent-1","access":"isolated","branch":"`+ha.Info().Branch+`","dir":"`+sib.Info().Root+`","admin":"`+
+		filepath.Join(b.clone, ".git", "worktrees", "agent-1")+`","state":"active","created":"2026-01-01T00:00:00Z","clone":"`+strings.TrimSpace(string(clone))+`"}`), 0o644))
+
+	hb, res, err := b.ws.Relocate(f.ctx, bind, nil)
+	require.NoError(t, err)
+	defer hb.Close()
+	assert.Empty(t, res.Stale, "the sibling's directory is not this head's copy")
+	assert.Equal(t, "sibling's\n", readFile(t, sib, "mine.txt"))
+	assert.Equal(t, "a\n", readFile(t, hb, "work.txt"))
+	out := mustGit(t, f, userWT, "status", "--porcelain")
+	assert.Empty(t, strings.TrimSpace(out), "the user's worktree still works")
+	assert.Equal(t, "mine", strings.TrimSpace(mustGit(t, f, userWT, "branch", "--show-current")))
+}
+
+func mustGit(t *testing.T, f *fleet, dir string, args ...string) string {
+	t.Helper()
+	out, err := githarness.Git(f.ctx, dir, args...)
+	require.NoError(t, err)
+	return out
 }
