@@ -16,13 +16,19 @@ import "context"
 //     same workspace in another;
 //   - when it makes a head, and after each checkpoint and restore of one
 //     of its heads, pushes the head's branch and its checkpoint refs there
-//     in the background,
-//     retrying a failed push with backoff; the checkpoint neither waits
-//     for the network nor fails because of it. A push never overwrites
-//     what another clone pushed for the head since this clone's last push
-//     (a lease on the branch): a clone that lost the head stops pushing
-//     it;
+//     in the background, under refs/grove/<head-id>/ (never among the
+//     remote's branches), retrying a failed push with backoff; the
+//     checkpoint neither waits for the network nor fails because of it.
+//     Every push is leased on the head's owner ref, which the clone that
+//     last took the head (made it, or relocated it) wrote: the pushes of
+//     a clone that lost the head are refused, and it stops pushing it;
 //   - records what has been pushed, per head.
+//
+// A process that exits soon after a checkpoint waits for its pushes first
+// (gitbackend.Backend.WaitPushes); a push cut short is made by the next
+// open of the workspace with the remote. A repository that borrows objects
+// through objects/info/alternates does not transfer (FailedPrecondition):
+// the objects it borrows could be anyone's.
 type Remote struct {
 	// URL is the remote: an absolute path to a repository, or a file://,
 	// git://, ssh://, http:// or https:// URL, or the scp-like form
@@ -34,8 +40,10 @@ type Remote struct {
 	// or credential.helper here are the caller's choice and take effect).
 	// It is how a caller gives credentials (http.extraHeader, an ssh
 	// command with its key); the repository's own configuration, which an
-	// agent can write, is never read for a transfer. Values appear in the
-	// git process's arguments: keep secrets in files these entries name.
+	// agent can write, is never read for a transfer. Without a
+	// core.sshCommand entry, an ssh remote uses the system's ssh (with the
+	// user's ssh configuration). Values appear in the git process's
+	// arguments: keep secrets in files these entries name.
 	Config []string
 }
 

@@ -59,9 +59,16 @@
 // one in the store, and the journal records EventRelocated with how many
 // journaled checkpoints never reached the remote (ResumeReport.Behind).
 // A lease lost with a host's database connection while the host lives on
-// (a network partition, not a death) is not fenced: that host's session
-// can still journal, though its pushes are refused by the remote's lease
-// on the branch once another host has pushed the head.
+// (a server restart, a network partition, an administrator ending it) is
+// fenced: the engine checks the connection every two seconds and takes
+// its leases back when it can, and every write of a session's own record
+// (its journal, its last checkpoint, its binding) first checks, in the
+// same transaction, that this host's connection holds the lease; a session
+// whose lease another host took writes nothing more (FailedPrecondition),
+// and its pushes are refused by the remote, where the other host took the
+// head over. Session-level advisory locks need a connection of their own:
+// a pooler in transaction or statement mode (PgBouncer's) in front of the
+// server breaks them; connect directly or in session mode.
 //
 // # Resume
 //

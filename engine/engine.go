@@ -549,6 +549,10 @@ type ResumeReport struct {
 	Relocated bool
 	Pushed    workspace.CheckpointID
 	Behind    int
+	// Stale, after a relocation, is where a copy of the head this host
+	// held from an earlier stint was moved aside, its files as they were
+	// (work there that never reached the remote); "" when there was none.
+	Stale string
 }
 
 // Resume reopens session id exactly: it loads the stored binding, finds
@@ -643,6 +647,14 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	}
 	if err != nil {
 		return nil, err
+	}
+	// What the session's last holder left, read again under its lease:
+	// it may have moved the head (a relocation) after the first read.
+	if again, d, err := e.st.load(ctx, id); err != nil {
+		_ = lease()
+		return nil, err
+	} else {
+		rec.lastCheckpoint, data = again.lastCheckpoint, d
 	}
 	s := newSession(e, id, rec.agent, pr.Kind, perm, snap, config, lease)
 	s.policy, s.pol = layers, pol
@@ -751,7 +763,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 		report.ConfigDrift = true
 	}
 	if relocated != nil {
-		report.Relocated, report.Pushed = true, relocated.Commit
+		report.Relocated, report.Pushed, report.Stale = true, relocated.Commit, relocated.Stale
 		report.Behind, err = e.behind(ctx, id, relocated.Commit)
 		if err != nil {
 			release()
@@ -789,7 +801,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 		_ = json.Unmarshal(oldPayload(data), &old)
 		info := s.head.Info()
 		if err := e.st.rebind(ctx, id, moved, relocated.Commit, EventRelocated, map[string]any{
-			"head": info.ID, "dir": info.Root, "from": old.Dir, "commit": relocated.Commit, "behind": report.Behind}); err != nil {
+			"head": info.ID, "dir": info.Root, "from": old.Dir, "commit": relocated.Commit, "behind": report.Behind, "stale": relocated.Stale}); err != nil {
 			release()
 			return nil, err
 		}

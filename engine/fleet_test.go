@@ -386,7 +386,6 @@ func fleetHost(specJSON string) {
 			if _, mine := active[si.ID]; mine || si.Live {
 				continue
 			}
-			tip := remoteTip(ctx, spec.Remote, si.ID)
 			s, err := e.Resume(ctx, si.ID, &ResumeOptions{AsRecorded: true, Relocate: true})
 			var re *ResumeError
 			switch {
@@ -401,6 +400,9 @@ func fleetHost(specJSON string) {
 				fatal("resume %s: %v", si.ID, err)
 			}
 			emit(fleetEvent{Ev: "hold", Session: si.ID})
+			// The remote's head ref: a relocation takes the head over
+			// without moving it, and no one else pushes it now.
+			tip := remoteTip(ctx, spec.Remote, s.Head().Info().ID)
 			rep := s.Resumed()
 			ev := fleetEvent{Ev: "relocated", Session: si.ID, Commit: string(rep.Pushed), Behind: rep.Behind, TipOK: rep.Relocated && string(rep.Pushed) == tip}
 			ev.FilesOK, ev.Msg = sameFiles(ctx, s, spec.Remote, string(rep.Pushed))
@@ -418,9 +420,9 @@ func fleetHost(specJSON string) {
 	}
 }
 
-// remoteTip is the remote's branch of session id's head.
-func remoteTip(ctx context.Context, remote, id string) string {
-	out, err := githarness.Git(ctx, remote, "for-each-ref", "--format=%(objectname)", "refs/heads/session-"+id, "refs/heads/grove/session-"+id)
+// remoteTip is the remote's copy of head id's branch.
+func remoteTip(ctx context.Context, remote string, id workspace.HeadID) string {
+	out, err := githarness.Git(ctx, remote, "for-each-ref", "--format=%(objectname)", "refs/grove/"+string(id)+"/head")
 	if err != nil {
 		return ""
 	}

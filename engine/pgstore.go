@@ -32,7 +32,11 @@ import (
 // A session's lease is a session-level advisory lock held on the engine's
 // own lease connection: PostgreSQL releases it when that connection ends,
 // which it does when the holding process dies, as the kernel releases a
-// file lock. Any host sees it in pg_locks.
+// file lock. Any host sees it in pg_locks. The connection can also end
+// while the process lives (a server restart, a partition): a heartbeat
+// makes it again and takes the leases back when no other host took them,
+// and fence refuses a session's writes once its lease is not this
+// connection's.
 
 // pgMigrations are the PostgreSQL schema's numbered steps, as migrations
 // are SQLite's: never edited once released.
@@ -147,7 +151,7 @@ func openPostgresStore(ctx context.Context, rawURL string) (*sqlStore, error) {
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(pgPoolSize)
 	db.SetMaxIdleConns(pgPoolSize)
-	d := &pgDialect{cfg: cfg, name: name, held: map[string]bool{}}
+	d := &pgDialect{cfg: cfg, name: name, held: map[string]bool{}, stop: make(chan struct{}), stopped: make(chan struct{})}
 	d.mu.Lock()
 	_, err = d.leaseConn(ctx)
 	d.mu.Unlock()
@@ -155,6 +159,7 @@ func openPostgresStore(ctx context.Context, rawURL string) (*sqlStore, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	go d.heartbeat()
 	return &sqlStore{db: db, path: name, dialect: d}, nil
 }
 
@@ -224,7 +229,39 @@ type pgDialect struct {
 
 	mu   sync.Mutex
 	conn *pgx.Conn       // the lease connection
+	pid  uint32          // its server process, which pg_locks names as the holder
 	held map[string]bool // the sessions whose lease this process holds
+
+	stop, stopped chan struct{} // the heartbeat's
+}
+
+// heartbeatEvery is how often the lease connection is checked; a lost one
+// is made again at once and the leases it held taken back, unless another
+// host took them meanwhile (those sessions are then fenced).
+const heartbeatEvery = 2 * time.Second
+
+// heartbeat checks the lease connection until closeDialect.
+func (d *pgDialect) heartbeat() {
+	defer close(d.stopped)
+	t := time.NewTicker(heartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+		}
+		d.mu.Lock()
+		ctx, cancel := context.WithTimeout(context.Background(), heartbeatEvery*2)
+		if d.conn != nil && !d.conn.IsClosed() && d.conn.Ping(ctx) != nil {
+			_ = d.conn.Close(ctx)
+		}
+		if d.conn == nil || d.conn.IsClosed() {
+			_, _ = d.leaseConn(ctx)
+		}
+		cancel()
+		d.mu.Unlock()
+	}
 }
 
 // q numbers the placeholders: ? becomes $1, $2, ... (grove's queries have
@@ -263,7 +300,7 @@ func (d *pgDialect) leaseConn(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, storeFailure(d.name, err, StoreInaccessible)
 	}
-	d.conn = conn
+	d.conn, d.pid = conn, conn.PgConn().PID()
 	for id := range d.held {
 		var ok bool
 		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, leaseKey(id)).Scan(&ok); err != nil || !ok {
@@ -338,25 +375,55 @@ func (d *pgDialect) unlease(id string) error {
 	return nil
 }
 
+// leaseHeld is the query of who holds a lease: any connection, or ($3 not
+// zero) the one with that server process.
+const leaseHeld = `SELECT EXISTS (SELECT 1 FROM pg_locks
+	WHERE locktype = 'advisory' AND granted AND objsubid = 1
+	AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+	AND classid::bigint = $1 AND objid::bigint = $2 AND ($3 = 0 OR pid = $3))`
+
 // live reports whether a connection of any host holds session id's lease.
-func (d *pgDialect) live(ctx context.Context, q queryer, id string) bool {
+// It asks on the lease connection, never in the caller's transaction (a
+// failed query would abort it).
+func (d *pgDialect) live(ctx context.Context, _ queryer, id string) bool {
 	d.mu.Lock()
-	mine := d.held[id]
-	d.mu.Unlock()
-	if mine {
+	defer d.mu.Unlock()
+	if d.held[id] {
 		return true
+	}
+	conn, err := d.leaseConn(ctx)
+	if err != nil {
+		return true // a failed look counts as live: a claim is never taken on a guess
 	}
 	k := leaseKey(id)
 	var held bool
-	err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
-		WHERE locktype = 'advisory' AND granted AND objsubid = 1
-		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-		AND classid::bigint = $1 AND objid::bigint = $2)`, int64(uint32(k>>32)), int64(uint32(k))).Scan(&held)
-	// A failed look counts as live: a claim is never taken on a guess.
+	err = conn.QueryRow(ctx, leaseHeld, int64(uint32(k>>32)), int64(uint32(k)), 0).Scan(&held)
 	return err != nil || held
 }
 
+// fence fails unless this process's lease connection holds session id's
+// lease now, as the server says.
+func (d *pgDialect) fence(ctx context.Context, tx *sql.Tx, id string) error {
+	d.mu.Lock()
+	mine, pid := d.held[id], d.pid
+	d.mu.Unlock()
+	held := false
+	if mine {
+		k := leaseKey(id)
+		if err := tx.QueryRowContext(ctx, leaseHeld, int64(uint32(k>>32)), int64(uint32(k)), int64(pid)).Scan(&held); err != nil {
+			return err
+		}
+	}
+	if !held {
+		return &backend.Error{Code: backend.FailedPrecondition, Op: "engine: store", Path: d.name,
+			Err: fmt.Errorf("session %s no longer holds its lease (this host's database connection ended): another host may have resumed it, and this one writes nothing more for it", id)}
+	}
+	return nil
+}
+
 func (d *pgDialect) closeDialect() error {
+	close(d.stop)
+	<-d.stopped
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	clear(d.held)

@@ -126,7 +126,7 @@ func TestResumeOnAnotherHostWithRelocate(t *testing.T) {
 	cp3, err := r.Checkpoint(ctx, nil)
 	require.NoError(t, err)
 	require.NoError(t, b.b.WaitPushes(ctx))
-	out, err := githarness.Git(ctx, remote, "rev-parse", "refs/heads/"+r.Head().Info().Branch)
+	out, err := githarness.Git(ctx, remote, "rev-parse", "refs/grove/"+string(r.Head().Info().ID)+"/head")
 	require.NoError(t, err)
 	assert.Equal(t, string(cp3.ID), strings.TrimSpace(out))
 	require.NoError(t, r.Detach())

@@ -709,8 +709,9 @@ const (
 	// new directory), from (the directory the old binding recorded),
 	// commit (the pushed commit the head was rebuilt from), behind (how
 	// many journaled checkpoints it is behind the last; -1: not one the
-	// journal records)}. The session's binding is the new one from here
-	// on, and commit its last checkpoint.
+	// journal records), stale (where a copy of the head this host held
+	// before was moved aside; "" for none)}. The session's binding is the
+	// new one from here on, and commit its last checkpoint.
 	EventRelocated EventKind = "relocated"
 	// EventRecreated: Resume rebuilt the session's head, whose directory
 	// was gone (ResumeOptions.Recreate). {head: its ID, dir: its

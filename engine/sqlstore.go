@@ -35,6 +35,10 @@ type dialect interface {
 	// live reports whether someone holds session id's lease; q runs a
 	// query in the caller's transaction when it needs one.
 	live(ctx context.Context, q queryer, id string) bool
+	// fence fails, in tx, unless this process still holds session id's
+	// lease: a session whose lease was lost (its holder's database
+	// connection ended while it lived on) writes nothing more.
+	fence(ctx context.Context, tx *sql.Tx, id string) error
 	// closeDialect releases what the dialect holds.
 	closeDialect() error
 }
@@ -225,6 +229,9 @@ func (s *sqlStore) claimTx(ctx context.Context, tx *sql.Tx, id string, bind back
 
 func (s *sqlStore) reopen(ctx context.Context, id string, kind EventKind, payload any) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.fence(ctx, tx, id); err != nil {
+			return err
+		}
 		if err := s.exec(ctx, tx, `UPDATE sessions SET state = 'open', updated_at = ? WHERE id = ?`, now(), id); err != nil {
 			return err
 		}
@@ -234,6 +241,9 @@ func (s *sqlStore) reopen(ctx context.Context, id string, kind EventKind, payloa
 
 func (s *sqlStore) setLast(ctx context.Context, id string, commit workspace.CheckpointID, kind EventKind, payload any) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.fence(ctx, tx, id); err != nil {
+			return err
+		}
 		if err := s.exec(ctx, tx, `UPDATE sessions SET last_checkpoint = ?, updated_at = ? WHERE id = ?`, string(commit), now(), id); err != nil {
 			return err
 		}
@@ -247,6 +257,9 @@ func (s *sqlStore) rebind(ctx context.Context, id string, bind backend.Binding, 
 		return s.fail(err)
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.fence(ctx, tx, id); err != nil {
+			return err
+		}
 		if err := s.exec(ctx, tx, `UPDATE bindings SET backend = ?, binding = ? WHERE session_id = ?`, string(bind.Backend), data, id); err != nil {
 			return err
 		}
@@ -258,11 +271,19 @@ func (s *sqlStore) rebind(ctx context.Context, id string, bind backend.Binding, 
 }
 
 func (s *sqlStore) journal(ctx context.Context, id string, kind EventKind, payload any) error {
-	return s.tx(ctx, func(tx *sql.Tx) error { return s.appendEvent(ctx, tx, id, kind, payload) })
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.fence(ctx, tx, id); err != nil {
+			return err
+		}
+		return s.appendEvent(ctx, tx, id, kind, payload)
+	})
 }
 
 func (s *sqlStore) closeSession(ctx context.Context, id string) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.fence(ctx, tx, id); err != nil {
+			return err
+		}
 		if err := s.exec(ctx, tx, `DELETE FROM claims WHERE session_id = ?`, id); err != nil {
 			return err
 		}

@@ -220,6 +220,11 @@ type store interface {
 	load(ctx context.Context, id string) (sessionRecord, []byte, error)
 	// claim records that session id holds the head bind names.
 	claim(ctx context.Context, id string, bind backend.Binding) error
+	// The writes of a live session's own record — reopen, setLast,
+	// rebind, journal, closeSession — are fenced: they fail with
+	// FailedPrecondition (errLeaseLost) unless this process still holds
+	// the session's lease.
+	//
 	// reopen marks a resumed session open and journals kind.
 	reopen(ctx context.Context, id string, kind EventKind, payload any) error
 	// setLast makes commit the session's last checkpoint and journals
@@ -291,6 +296,9 @@ func (d sqliteDialect) live(_ context.Context, _ queryer, id string) bool {
 }
 
 func (sqliteDialect) closeDialect() error { return nil }
+
+// fence: a kernel file lock is held until its holder lets go or dies.
+func (sqliteDialect) fence(context.Context, *sql.Tx, string) error { return nil }
 
 // openSQLiteStore opens the SQLite store at path (see openStore) with its
 // leases in leaseDir.

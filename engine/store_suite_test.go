@@ -137,6 +137,9 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 	t.Run("SessionsAndBindings", func(t *testing.T) {
 		st := fresh(t).open(t)
 		rec, bind := testRecord("alpha"), testBinding(uuid.NewString())
+		release, err := st.lease(ctx, rec.id, "test")
+		require.NoError(t, err)
+		defer release()
 		require.NoError(t, st.create(ctx, rec, bind, true, false))
 		got, data, err := st.load(ctx, rec.id)
 		require.NoError(t, err)
@@ -216,6 +219,9 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		assert.ErrorIs(t, err, errNoSession)
 		require.NoError(t, release())
 		// Not live any more: still AlreadyBound without take-over...
+		release2, err := st.lease(ctx, second.id, "test")
+		require.NoError(t, err)
+		defer release2()
 		err = st.create(ctx, second, bind, true, false)
 		assert.Equal(t, backend.AlreadyBound, backend.CodeOf(err), "%v", err)
 		// ... and the claim passes with it; the loser's journal says so.
@@ -245,6 +251,9 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 	t.Run("JournalIsAppendOnly", func(t *testing.T) {
 		st := fresh(t).open(t)
 		rec := testRecord("j")
+		release, err := st.lease(ctx, rec.id, "test")
+		require.NoError(t, err)
+		defer release()
 		require.NoError(t, st.create(ctx, rec, backend.Binding{}, false, false))
 		for i := range 5 {
 			require.NoError(t, st.journal(ctx, rec.id, EventTurnStarted, map[string]any{"turn": i}))
@@ -364,16 +373,25 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		require.NoError(t, stores[0].db.QueryRowContext(ctx, stores[0].q(`SELECT COUNT(*) FROM claims WHERE head = ?`), string(bind.Head)).Scan(&n))
 		assert.Equal(t, 1, n)
 
-		// Journal appends to one session from every connection at once:
-		// a gapless sequence.
+		// Journal appends to one session from many goroutines of its
+		// holder at once (over its pool of connections): a gapless
+		// sequence. Another host's append is refused: it does not hold
+		// the session's lease.
 		rec := testRecord("busy")
+		release, err := stores[0].lease(ctx, rec.id, "test")
+		require.NoError(t, err)
+		defer release()
 		require.NoError(t, stores[0].create(ctx, rec, backend.Binding{}, false, false))
 		for i := range hosts * perHost {
 			wg.Go(func() {
-				assert.NoError(t, stores[i%hosts].journal(ctx, rec.id, EventTurnStarted, map[string]any{"turn": i}))
+				assert.NoError(t, stores[0].journal(ctx, rec.id, EventTurnStarted, map[string]any{"turn": i}))
 			})
 		}
 		wg.Wait()
+		if _, ok := stores[1].dialect.(*pgDialect); ok {
+			err := stores[1].journal(ctx, rec.id, EventTurnStarted, nil)
+			assert.Equal(t, backend.FailedPrecondition, backend.CodeOf(err), "%v", err)
+		}
 		evs, err := stores[0].events(ctx, rec.id)
 		require.NoError(t, err)
 		require.Len(t, evs, hosts*perHost+1)
@@ -438,5 +456,45 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		assert.False(t, infos[0].Live)
 		// The claim outlived its holder: it is still there.
 		assert.True(t, infos[0].Claims)
+	})
+
+	t.Run("ALostLeaseIsFenced", func(t *testing.T) {
+		tg := fresh(t)
+		if !isPostgresURL(tg.path) {
+			t.Log("a kernel file lock is lost only with its process: nothing to fence")
+			return
+		}
+		a, b := tg.open(t), tg.open(t)
+		rec := testRecord("fenced")
+		releaseA, err := a.lease(ctx, rec.id, "test")
+		require.NoError(t, err)
+		defer releaseA()
+		require.NoError(t, a.create(ctx, rec, backend.Binding{}, false, false))
+		require.NoError(t, a.journal(ctx, rec.id, EventTurnStarted, nil))
+		// The server ends a's lease connection (a restart, a timeout, an
+		// administrator): a lives on, its lease is gone, and b takes it.
+		a.dialect.(*pgDialect).mu.Lock()
+		pid := a.dialect.(*pgDialect).pid
+		a.dialect.(*pgDialect).mu.Unlock()
+		_, err = b.db.ExecContext(ctx, `SELECT pg_terminate_backend($1)`, int64(pid))
+		require.NoError(t, err)
+		var releaseB func() error
+		require.Eventually(t, func() bool {
+			releaseB, err = b.lease(ctx, rec.id, "test")
+			return err == nil
+		}, 30*time.Second, 20*time.Millisecond)
+		defer releaseB()
+		for _, write := range []func() error{
+			func() error { return a.journal(ctx, rec.id, EventTurnStarted, nil) },
+			func() error { return a.setLast(ctx, rec.id, "beef", EventCheckpointed, nil) },
+			func() error { return a.closeSession(ctx, rec.id) },
+		} {
+			err := write()
+			assert.Equal(t, backend.FailedPrecondition, backend.CodeOf(err), "%v", err)
+		}
+		require.NoError(t, b.journal(ctx, rec.id, EventResumed, nil))
+		evs, err := b.events(ctx, rec.id)
+		require.NoError(t, err)
+		assert.Equal(t, []EventKind{EventBound, EventTurnStarted, EventResumed}, kinds(evs))
 	})
 }

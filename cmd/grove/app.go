@@ -26,11 +26,12 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
-	repo     string        // --repo
-	json     bool          // --json
-	wait     time.Duration // --wait
-	database string        // --database, else $GROVE_DATABASE: a SQLite file or a postgres:// URL
-	remote   string        // --remote, else $GROVE_REMOTE: the Git remote checkpoints travel to
+	repo         string        // --repo
+	json         bool          // --json
+	wait         time.Duration // --wait
+	database     string        // --database, else $GROVE_DATABASE: a SQLite file or a postgres:// URL
+	remote       string        // --remote, else $GROVE_REMOTE: the Git remote checkpoints travel to
+	remoteConfig []string      // --remote-config: git configuration for the transfers to the remote
 
 	gb  *gitbackend.Backend
 	ws  *workspace.Workspace
@@ -152,6 +153,7 @@ object {"code","op","head","reason","message"} on stderr.`,
 	pf.DurationVar(&a.wait, "wait", 5*time.Second, "how long to wait for another grove command to let go of an isolated head")
 	pf.StringVar(&a.database, "database", os.Getenv("GROVE_DATABASE"), "the session database: a SQLite file or a postgres:// URL (default $GROVE_DATABASE, else $GROVE_HOME/grove.db)")
 	pf.StringVar(&a.remote, "remote", os.Getenv("GROVE_REMOTE"), "a Git remote URL that checkpoints are pushed to, for sessions to resume on other hosts (default $GROVE_REMOTE)")
+	pf.StringArrayVar(&a.remoteConfig, "remote-config", nil, "git configuration KEY=VALUE for the transfers to --remote only, such as core.sshCommand or http.extraHeader (repeatable); the repository's own configuration is never used for them")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &failure{op: opName(cmd), err: err, usage: true}
 	})
@@ -282,7 +284,7 @@ func (a *app) remoteOpt() *workspace.Remote {
 	if a.remote == "" {
 		return nil
 	}
-	return &workspace.Remote{URL: a.remote}
+	return &workspace.Remote{URL: a.remote, Config: a.remoteConfig}
 }
 
 // backend is the Git backend every command goes through.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -476,13 +477,20 @@ var gitRedirects = []string{
 	"GIT_PREFIX", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
 }
 
+// groveSecrets are grove's own settings that carry access to what the
+// agent must not reach: the session database (its URL may hold a
+// password, and through it every session's binding and claim) and the
+// remote (its URL may hold a token), and the MCP server's token.
+var groveSecrets = []string{"GROVE_DATABASE", "GROVE_REMOTE", "GROVE_MCP_TOKEN"}
+
 // cleanEnv is env without git's redirecting variables (and without the
-// GIT_CONFIG_KEY_n/VALUE_n pairs GIT_CONFIG_COUNT would apply).
+// GIT_CONFIG_KEY_n/VALUE_n pairs GIT_CONFIG_COUNT would apply) and without
+// grove's secrets.
 func cleanEnv(env []string) []string {
 	out := env[:0:0]
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		drop := strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_")
+		drop := strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_") || slices.Contains(groveSecrets, name)
 		for _, r := range gitRedirects {
 			drop = drop || name == r
 		}
