@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -225,16 +226,36 @@ func (w *workspace) relocate(ctx context.Context, op string, bind backend.Bindin
 		}
 		_ = w.removeAdmin(admin) // its registration: it names the branch the head is rebuilt on
 	}
-	// The branch moves only from what was read above; what the copy's
-	// branch held is kept under a ref of its own.
-	cur, _ := w.repo.git(ctx, "for-each-ref", "--format=%(objectname)", branchRef)
-	cur = strings.TrimSpace(cur)
+	// The branch moves only from what was read here. What this clone had
+	// of the head and the remote has not — its branch's commit, its own
+	// checkpoints from an earlier stint — is kept under
+	// refs/grove-stale/<id>/<time>/, out of the head's history.
+	local, err := w.repo.git(ctx, "for-each-ref", "--format=%(refname) %(objectname)", branchRef, refPrefix(id))
+	if err != nil {
+		return res, err
+	}
+	stash := "refs/grove-stale/" + string(id) + "/" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/"
+	cur := ""
+	for _, line := range strings.Split(local, "\n") {
+		name, oid, ok := strings.Cut(line, " ")
+		switch {
+		case !ok:
+		case name == branchRef:
+			cur = oid
+		case !slices.Contains(ops, "update "+name+" "+oid):
+			if n, err := strconv.Atoi(strings.TrimPrefix(name, refPrefix(id))); err == nil && name == refName(id, n) {
+				ops = append(ops, "create "+stash+strconv.Itoa(n)+" "+oid)
+				if n > seq { // the fetched refs replace the others
+					ops = append(ops, "delete "+name+" "+oid)
+				}
+			}
+		}
+	}
 	switch {
 	case cur == "":
 		ops = append([]string{"create " + branchRef + " " + tip}, ops...)
 	case cur != tip:
-		ops = append([]string{"update " + branchRef + " " + tip + " " + cur,
-			"create refs/grove-stale/" + string(id) + "/" + strconv.FormatInt(time.Now().UnixNano(), 36) + " " + cur}, ops...)
+		ops = append([]string{"update " + branchRef + " " + tip + " " + cur, "create " + stash + "branch " + cur}, ops...)
 	}
 	mf := &manifest{
 		ID: id, Name: p.Name, Access: bind.Access, Branch: p.Branch,

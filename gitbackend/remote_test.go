@@ -250,6 +250,14 @@ func TestCheckpointsArePushedAndTheHeadRelocates(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(res.Stale, "unpushed.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "lost\n", string(data))
+	// The head's history is what was pushed: a's own checkpoint of its
+	// earlier stint is kept aside, not in the head's log.
+	log, err = back.Log(f.ctx, nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, log)
+	assert.Equal(t, cpb.ID, log[0].ID)
+	stash := mustGit(t, f, a.clone, "for-each-ref", "--format=%(refname)", "refs/grove-stale/")
+	assert.Contains(t, stash, "/branch")
 	// a pushes it again from here.
 	writeFile(t, back, "work.txt", "a again\n")
 	cpa, err := back.Checkpoint(f.ctx, nil)
