@@ -19,9 +19,10 @@ import "context"
 //     in the background, under refs/grove/<head-id>/ (never among the
 //     remote's branches), retrying a failed push with backoff; the
 //     checkpoint neither waits for the network nor fails because of it.
-//     Every push is leased on the head's owner ref, which the clone that
-//     last took the head (made it, or relocated it) wrote: the pushes of
-//     a clone that lost the head are refused, and it stops pushing it;
+//     A push succeeds only while this clone is still recorded on the
+//     remote as the head's owner (its first push records it; a Relocate
+//     into another clone replaces it): the pushes of a clone that lost
+//     the head are refused, and it stops pushing it;
 //   - records what has been pushed, per head.
 //
 // A process that exits soon after a checkpoint waits for its pushes first
@@ -55,8 +56,11 @@ type RelocateResult struct {
 	// Commit is the commit the rebuilt head's branch and files are: the
 	// branch's commit on the remote, the head's last pushed state.
 	Commit CheckpointID
-	// Stale, when set, is where a copy of the head that this clone held
-	// from before (its files, unchanged) was moved aside to make room.
+	// Stale, when set, is where the copy of the head that this clone had
+	// before the head moved to another clone was moved aside to make
+	// room: its files unchanged, no longer a registered worktree; the
+	// commits this clone had of the head and the remote did not are kept
+	// under refs/grove-stale/<head-id>/<time>/.
 	Stale string
 }
 
@@ -74,10 +78,15 @@ type Relocator interface {
 	// touched.
 	//
 	// Errors: a binding of another workspace is IdentityMismatch
-	// (ReasonWorkspaceID); a binding of another backend or a malformed
-	// one BindingCorrupt; a workspace opened without a Remote
-	// FailedPrecondition; a head the remote holds no branch for NotFound
-	// (ReasonMissing); a remote that cannot be reached Unavailable; a
-	// head held in this clone AlreadyBound.
+	// (ReasonWorkspaceID), of another backend IdentityMismatch
+	// (ReasonBackend); a malformed one BindingCorrupt; a workspace opened
+	// without a Remote FailedPrecondition; a head the remote holds
+	// nothing of NotFound (ReasonMissing); a remote that cannot be
+	// reached Unavailable; another head of this clone with the head's
+	// name, or a branch of the head's name that is not the head's,
+	// AlreadyExists; an earlier copy of the head in this clone that is
+	// still held open AlreadyBound; another clone taking the head over at
+	// the same moment Conflict. A head that lives here fails as Reopen
+	// does (Destroyed, NotFound, ...).
 	Relocate(ctx context.Context, b Binding, opts *ReopenOptions) (Head, RelocateResult, error)
 }

@@ -24,8 +24,10 @@
 // claims from many connections, leases that die with their holder). SQLite needs cgo: a binary built with
 // CGO_ENABLED=0 gets a *StoreError of kind NoSQLite (Unimplemented) from
 // Open.
-// Its schema is built by numbered migrations (PRAGMA user_version) and
-// pinned by testdata/schema.sql. NewSession writes the session, its
+// Its schema is built by numbered migrations (PRAGMA user_version for
+// SQLite, pinned by testdata/schema.sql; the table grove.schema_version
+// for PostgreSQL, whose migrations run under an advisory lock so that
+// hosts starting together migrate once). NewSession writes the session, its
 // binding, its claim (for an isolated or exclusive head) and its "bound"
 // event in one transaction before it returns: nothing runs before the
 // binding is durable. The events table is append-only (triggers refuse

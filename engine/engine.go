@@ -17,7 +17,12 @@ import (
 
 // Options configure an Engine.
 type Options struct {
-	// Path is the SQLite database file, created if absent.
+	// Path is the SQLite database file, created if absent; or a
+	// postgres:// (or postgresql://) URL, for a PostgreSQL database that
+	// a fleet of hosts shares: grove keeps its tables in the schema
+	// "grove", which it creates (the role needs the right to), and each
+	// engine uses up to five connections. The PostgreSQL store needs no
+	// cgo.
 	Path string
 	// Backends are the backends sessions may be bound through, by ID; two
 	// with one ID are an error.
@@ -28,6 +33,9 @@ type Options struct {
 	// Snapshot is the snapshot policy of sessions that name none.
 	Snapshot SnapshotPolicy
 	// LeaseDir holds the sessions' lease files; empty means Path+".leases".
+	// With PostgreSQL, leases are advisory locks and LeaseDir holds only
+	// this host's own lock files (those of roots' compare-and-set
+	// writes); empty means a directory under os.UserCacheDir.
 	LeaseDir string
 }
 
@@ -52,8 +60,10 @@ type Engine struct {
 // migrations as needed) and checks its options: a duplicate backend ID or
 // a nil entry in Backends is InvalidArgument, an invalid placement a
 // *PlacementError, an impossible snapshot policy a *SnapshotPolicyError,
-// a database that is not SQLite, is malformed or has a newer schema a
-// *StoreError. Each of these answers workspace.CodeOf (see their types).
+// a database that is not SQLite, is malformed or has a newer schema, or a
+// PostgreSQL server that cannot be reached or refuses the login, a
+// *StoreError; a postgres:// URL pgx cannot parse is InvalidArgument.
+// Each of these answers workspace.CodeOf (see their types).
 func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Path == "" {
 		return nil, errorf(backend.InvalidArgument, "open", "no database path")
@@ -498,11 +508,13 @@ type ResumeOptions struct {
 	// at its recorded directory from its branch's commit, with the same
 	// head ID, branch and binding (workspace.ReopenOptions.Recreate), the
 	// session resumes on it, and the journal records EventRecreated
-	// before EventResumed. Setup and Teardown are the hooks of the
-	// workspace Resume reopens (workspace.ReopenOptions'): Setup runs in a
-	// rebuilt head, and in the heads the session forks; Teardown runs when
-	// the session destroys its head. Without them none runs.
-	Recreate        bool
+	// before EventResumed.
+	Recreate bool
+	// Setup and Teardown are the hooks of the workspace Resume reopens
+	// (workspace.ReopenOptions'): Setup runs in a rebuilt or relocated
+	// head, and in the heads the session forks; Teardown runs when the
+	// session destroys its head. Without them none runs, except after
+	// Relocate, which then takes the placement's.
 	Setup, Teardown *workspace.Hook
 	// Remote is the remote of the workspace Resume reopens, to which the
 	// session's checkpoints are pushed from then on; nil means the
@@ -510,10 +522,12 @@ type ResumeOptions struct {
 	Remote *workspace.Remote
 	// Relocate resumes a session whose head lives on another host: the
 	// head is opened through the workspace of the engine's placement on
-	// this host (its Root, HeadsDir and Remote) with
+	// this host (its Root, HeadsDir, Remote, and its Setup and Teardown
+	// unless the fields above give hooks) with
 	// workspace.Workspace.Relocate, which rebuilds it from its last
-	// pushed checkpoint — same head ID, branch and name, a new directory —
-	// when it is not in this clone, and opens it when it is. A rebuild
+	// pushed checkpoint — same head ID, branch and name, a new directory
+	// (<heads dir>/<name>, or <name>-<first 8 of the head ID> when that is
+	// taken) — when it is not in this clone, and opens it when it is. A rebuild
 	// journals EventRelocated before EventResumed, stores the new binding
 	// and reports how far behind the journal the pushed checkpoint was
 	// (ResumeReport.Relocated, Pushed, Behind). Without it a head on
@@ -541,17 +555,21 @@ type ResumeReport struct {
 	// rebuilt it (ResumeOptions.Recreate).
 	Recreated bool
 	// Relocated is set when Resume rebuilt the head on this host from
-	// what was pushed (ResumeOptions.Relocate); Pushed is the commit it
-	// was rebuilt from, now the session's last checkpoint, and Behind
-	// the number of checkpoints and restores the journal recorded after
-	// it (work done on the other host that never reached the remote), or
-	// -1 when Pushed is not a commit the journal records.
+	// what was pushed (ResumeOptions.Relocate).
 	Relocated bool
-	Pushed    workspace.CheckpointID
-	Behind    int
-	// Stale, after a relocation, is where a copy of the head this host
-	// held from an earlier stint was moved aside, its files as they were
-	// (work there that never reached the remote); "" when there was none.
+	// Pushed is the commit a relocated head was rebuilt from: the last
+	// one its previous host pushed, now the session's last checkpoint.
+	Pushed workspace.CheckpointID
+	// Behind is how many checkpoints, restores and relocations the
+	// journal recorded after Pushed became the session's last checkpoint
+	// (work on the previous host that never reached the remote); -1 when
+	// Pushed is not a commit the journal records.
+	Behind int
+	// Stale, after a relocation, is where the copy of the head that this
+	// host had before the head moved to another host was moved aside,
+	// its files as they were (work there that never reached the remote;
+	// its git registration is gone, its commits are kept under
+	// refs/grove-stale/<head-id>/); "" when there was none.
 	Stale string
 }
 
@@ -839,7 +857,14 @@ func (e *Engine) relocate(ctx context.Context, bind backend.Binding, ro *workspa
 		return nil, workspace.RelocateResult{}, &backend.Error{Code: backend.IdentityMismatch, Op: "engine: relocate", Head: string(bind.Head), Reason: backend.ReasonBackend,
 			Err: fmt.Errorf("the session's head is of backend %q; the engine's placement is %q", bind.Backend, b.ID())}
 	}
-	wo.Setup, wo.Teardown, wo.Remote = ro.Setup, ro.Teardown, remote
+	// The caller's hooks when it gave any, else the placement's: a
+	// relocated head is prepared as a new head of this host's is.
+	if ro.Setup != nil || ro.Teardown != nil {
+		wo.Setup, wo.Teardown = ro.Setup, ro.Teardown
+	} else {
+		ro.Setup, ro.Teardown = wo.Setup, wo.Teardown
+	}
+	wo.Remote = remote
 	ws, err := workspace.Open(ctx, b, root, wo)
 	if err != nil {
 		return nil, workspace.RelocateResult{}, err

@@ -50,10 +50,10 @@ type ExistingHead struct {
 	Backend workspace.Backend // the backend the head's workspace is opened through
 	Root    string            // the workspace's locator (for git: a path in the repository, or its git dir)
 	Head    string            // the head's name
-	// Setup and Teardown are the workspace's hooks, and Remote its
-	// remote, as PerSession's.
+	// Setup and Teardown are the workspace's hooks, as PerSession's.
 	Setup, Teardown *workspace.Hook
-	Remote          *workspace.Remote
+	// Remote is the workspace's remote, as PerSession's.
+	Remote *workspace.Remote
 }
 
 func (p Placement) count() int {

@@ -114,13 +114,19 @@
 // A workspace opened with a Remote records its workspace ID on the remote
 // (refs/grove/workspace, a commit whose message names it; the first clone
 // to open records its own, the others adopt it, and remote.json caches
-// that this clone agrees). A head's branch and its refs/grove/<head-id>/*
-// refs are pushed in the background when the head is made and after each
-// checkpoint and restore: one atomic push of what the remote lacks, the
-// branch leased (--force-with-lease) on the commit this clone last pushed
-// (heads/<id>.pushed records it), retried with backoff
+// that this clone agrees). A head's branch (as refs/grove/<head-id>/head)
+// and its checkpoint refs are pushed in the background when the head is
+// made and after each checkpoint and restore: one atomic push of what the
+// remote lacks (the remote holds the whole previous push or the whole new
+// one), leased (--force-with-lease) on refs/grove/<head-id>/owner, a
+// commit naming the clone that holds the head, which the head's first push
+// writes and a Relocate into another clone replaces; what was pushed is
+// recorded in heads/<id>.pushed. A failed push is retried with backoff
 // (Options.PushAttempts), never waited for by the checkpoint; a lease lost
-// to another clone's push marks the head lost here and its pushes stop.
+// to another clone's take-over marks the head lost here and its pushes
+// stop. A push given up on, or cut short by the process's end, is made by
+// the next checkpoint or restore of the head, or when a Backend first
+// opens the workspace with the remote (OpenWorkspace, not Reopen).
 // Every clone has an ID of its own (the clone file), recorded in its
 // heads' manifests and bindings, so that a binding of a head in another
 // clone never opens a copy this clone still has. Relocate fetches the

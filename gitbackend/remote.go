@@ -411,9 +411,8 @@ type pushRecord struct {
 	// Error is the last attempt's failure, when the pushes gave up; the
 	// next checkpoint, restore or open tries again.
 	Error string `json:"error,omitempty"`
-	// Lost is set when the remote's branch moved under this clone's
-	// lease: another clone holds the head now, and this one stops
-	// pushing it.
+	// Lost is set when a push was refused because another clone took
+	// the head over (relocated it): this one stops pushing it.
 	Lost bool `json:"lost,omitempty"`
 }
 
@@ -436,6 +435,7 @@ func (m meta) writePushed(id backend.HeadID, rec pushRecord) error {
 // most, which pushes again when asked while it ran.
 type pushes struct {
 	mu       sync.Mutex
+	failures []PushFailure // since the last PushFailures
 	running  map[string]*pushJob // by common dir and head ID
 	caughtUp map[string]bool     // the repositories catchUp looked at
 	wg       sync.WaitGroup
@@ -499,6 +499,37 @@ func (b *Backend) WaitPushes(ctx context.Context) error {
 	}
 }
 
+// PushFailure is a background push that gave up (Backend.PushFailures).
+type PushFailure struct {
+	Head backend.HeadID
+	Name string // the head's name
+	URL  string // the remote
+	// Lost is set when the push was refused because another clone took
+	// the head over: it is not tried again.
+	Lost bool
+	Err  error
+}
+
+// PushFailures returns the background pushes that gave up since the last
+// call, oldest first, and forgets them. A program that exits soon after a
+// checkpoint calls WaitPushes, then this, to say what did not travel.
+func (b *Backend) PushFailures() []PushFailure {
+	b.pushes.mu.Lock()
+	defer b.pushes.mu.Unlock()
+	out := b.pushes.failures
+	b.pushes.failures = nil
+	return out
+}
+
+func (w *workspace) pushFailed(mf manifest, lost bool, err error) {
+	p := &w.b.pushes
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.failures) < 1000 {
+		p.failures = append(p.failures, PushFailure{Head: mf.ID, Name: mf.Name, URL: w.remote.url, Lost: lost, Err: err})
+	}
+}
+
 // PushState is what a clone last pushed of one head (Backend.Pushed).
 type PushState struct {
 	// Commit is the head's branch on the remote as this clone last pushed
@@ -508,8 +539,8 @@ type PushState struct {
 	At time.Time
 	// Error is why the last pushes gave up, if they did.
 	Error string
-	// Lost is set when another clone pushed the head since: this clone no
-	// longer pushes it.
+	// Lost is set when another clone took the head over (relocated it):
+	// this clone no longer pushes it.
 	Lost bool
 }
 
@@ -549,9 +580,13 @@ func (w *workspace) pushHead(mf manifest) {
 		retry, err = w.pushOnce(ctx, mf)
 		cancel()
 		if !retry {
+			if err != nil {
+				w.pushFailed(mf, true, err)
+			}
 			return
 		}
 	}
+	w.pushFailed(mf, false, err)
 	rec := w.meta.readPushed(mf.ID, w.remote.url)
 	rec.Error = err.Error()
 	_ = w.meta.writePushed(mf.ID, rec)
@@ -674,7 +709,10 @@ func (w *workspace) pushOnce(ctx context.Context, mf manifest) (retry bool, err 
 		return true, err
 	}
 	rec.Owner, rec.Commit, rec.Seq, rec.Error = owner, tip, seq, ""
-	return false, w.meta.writePushed(mf.ID, rec)
+	// Pushed. A record that fails to write only makes the next push
+	// carry refs the remote already has.
+	_ = w.meta.writePushed(mf.ID, rec)
+	return false, nil
 }
 
 // catchUp schedules a push of every live head the remote may lag behind

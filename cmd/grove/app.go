@@ -99,8 +99,17 @@ const pushWait = time.Minute
 func (a *app) close() {
 	if a.gb != nil && a.remote != "" {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), pushWait)
-		_ = a.gb.WaitPushes(ctx)
+		if err := a.gb.WaitPushes(ctx); err != nil {
+			fmt.Fprintf(a.stderr, "grove: push: still pushing to %s after %s; the next command with --remote goes on\n", a.remote, pushWait)
+		}
 		cancel()
+		for _, f := range a.gb.PushFailures() {
+			if f.Lost {
+				fmt.Fprintf(a.stderr, "grove: push: head %q: another host took it over; this host no longer pushes it\n", f.Name)
+				continue
+			}
+			fmt.Fprintf(a.stderr, "grove: push: head %q to %s failed (the next command with --remote tries again): %v\n", f.Name, f.URL, f.Err)
+		}
 	}
 	if a.eng != nil {
 		_ = a.eng.Close()

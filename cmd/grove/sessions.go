@@ -58,6 +58,7 @@ type sessionJSON struct {
 	Relocated      bool                   `json:"relocated,omitempty"` // the head was rebuilt here from what was pushed
 	Pushed         workspace.CheckpointID `json:"pushed,omitempty"`    // the commit it was rebuilt from
 	Behind         *int                   `json:"behind,omitempty"`    // journaled checkpoints that never reached the remote; -1: unknown
+	Stale          string                 `json:"stale,omitempty"`     // where this host's earlier copy of the head was moved aside
 	Created        *time.Time             `json:"created,omitempty"`
 	Updated        *time.Time             `json:"updated,omitempty"`
 }
@@ -262,7 +263,12 @@ a session whose head lives on another host is resumed on this one: the
 head is rebuilt in this host's clone (the repository --repo or the current
 directory is in) from its last pushed checkpoint, as the same head, and the
 session goes on from there. Work the other host never pushed is reported
-("behind" with --json).`,
+("behind" with --json: how many of the session's checkpoints never reached
+the remote; -1 when the pushed commit is not one the session recorded). A
+copy of the head this host had from before is moved aside, its files kept
+("stale"). Relocate only a session whose host is gone or has let it go: a
+session that host still runs is refused (session busy), and once it is
+relocated that host's commands on it fail and its pushes are refused.`,
 		Example: `  cd "$(grove session resume 5b0c8a4e-1d2f-4c3b-9a8e-7f6d5c4b3a21)"
   grove session resume --recreate 5b0c8a4e-1d2f-4c3b-9a8e-7f6d5c4b3a21
   GROVE_DATABASE=postgres://grove@db/grove grove --remote git@git.example:proj.git session resume --relocate "$id"`,
@@ -283,7 +289,7 @@ session goes on from there. Work the other host never pushed is reported
 			out := sessionJSON{Session: s.ID(), Head: hi.Name, Dir: hi.Root, LastCheckpoint: rep.LastCheckpoint}
 			if rep.Relocated {
 				behind := rep.Behind
-				out.Relocated, out.Pushed, out.Behind = true, rep.Pushed, &behind
+				out.Relocated, out.Pushed, out.Behind, out.Stale = true, rep.Pushed, &behind, rep.Stale
 			}
 			for _, c := range rep.Gained {
 				out.Gained = append(out.Gained, string(c))
@@ -302,6 +308,9 @@ session goes on from there. Work the other host never pushed is reported
 						fmt.Fprint(a.stderr, ", which the session's journal does not record")
 					}
 					fmt.Fprintln(a.stderr)
+					if rep.Stale != "" {
+						fmt.Fprintf(a.stderr, "grove: resume: this host's earlier copy of the head was moved aside to %s\n", rep.Stale)
+					}
 				}
 			})
 		},
