@@ -37,6 +37,8 @@ func newFleetHost(t *testing.T, ctx context.Context, root, name, remote, db stri
 		Placement: engine.Placement{PerSession: &engine.PerSession{
 			Backend: b, Root: clone, HeadsDir: filepath.Join(root, name, "heads"),
 			Remote: &workspace.Remote{URL: remote},
+			// Marks, beside each head it prepares, that it ran.
+			Setup: &workspace.Hook{Command: `echo ran > "$GROVE_HEAD_DIR.setup"`},
 		}},
 		Snapshot: engine.SnapshotPolicy{Trigger: engine.Manual},
 	})
@@ -98,6 +100,7 @@ func TestResumeOnAnotherHostWithRelocate(t *testing.T) {
 	assert.Equal(t, 1, rep.Behind, "one checkpoint never reached the remote")
 	newDir := r.Head().Info().Root
 	assert.True(t, strings.HasPrefix(newDir, filepath.Join(root, "b")), newDir)
+	assert.FileExists(t, newDir+".setup", "the placement's setup ran in the relocated head")
 	data, err := os.ReadFile(filepath.Join(newDir, "work.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "pushed\n", string(data), "exactly the last pushed checkpoint's files")
