@@ -750,7 +750,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 			return fail(resumeKind(err), err)
 		}
 		s.head, s.ws = h, h.Workspace()
-		s.setup, s.teardown, s.remote = opts.Setup, opts.Teardown, remote
+		s.setup, s.teardown, s.remote = ro.Setup, ro.Teardown, remote // after Relocate, the placement's hooks when the caller gave none
 		if relocated != nil {
 			bind = moved
 		}
