@@ -26,8 +26,10 @@ var _ backend.Relocator = (*workspace)(nil)
 // repository lock), record the head's manifest with a directory under
 // this workspace's heads directory, and build the head there as Recreate
 // does (registered on its branch, files checked out, .worktreeinclude
-// copied, Setup run). A copy of the head this clone held from before is
-// moved aside first, files untouched, and reported.
+// copied, Setup run). A copy of the head this clone had from before is
+// moved aside, files untouched, and reported — only once the remote says
+// this clone holds the head: a failed fetch or take-over changes nothing
+// here.
 func (w *workspace) Relocate(ctx context.Context, bind backend.Binding, opts *backend.ReopenOptions) (backend.Head, backend.RelocateResult, error) {
 	const op = "gitbackend: relocate"
 	var none backend.RelocateResult
@@ -51,7 +53,7 @@ func (w *workspace) Relocate(ctx context.Context, bind backend.Binding, opts *ba
 	switch {
 	case !validHeadID(bind.Head):
 		return nil, none, fail(backend.BindingCorrupt, "", "head ID %q is not a UUID", bind.Head)
-	case p.Branch == "" || !plainName(p.Name):
+	case p.Branch == "" || strings.HasPrefix(p.Branch, "-") || !plainName(p.Name):
 		return nil, none, fail(backend.BindingCorrupt, "", "the binding names no branch or an invalid head name")
 	case bind.Workspace != w.id:
 		return nil, none, fail(backend.IdentityMismatch, backend.ReasonWorkspaceID, "the binding is of workspace %s; this clone's is %s", bind.Workspace, w.id)
