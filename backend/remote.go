@@ -16,8 +16,10 @@ import "context"
 //     same workspace in another;
 //   - when it makes a head, and after each checkpoint and restore of one
 //     of its heads, pushes the head's branch and its checkpoint refs there
-//     in the background, under refs/grove/<head-id>/ (never among the
-//     remote's branches), retrying a failed push with backoff; the
+//     in the background, under refs/grove/<head-id>/ (the Git backend
+//     mirrors a branch in its own namespace, grove/<name>, as that branch;
+//     no other branch of the remote is ever pushed), retrying a failed
+//     push with backoff; the
 //     checkpoint neither waits for the network nor fails because of it.
 //     A push succeeds only while this clone is still recorded on the
 //     remote as the head's owner (its first push records it; a Relocate

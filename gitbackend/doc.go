@@ -114,8 +114,9 @@
 // A workspace opened with a Remote records its workspace ID on the remote
 // (refs/grove/workspace, a commit whose message names it; the first clone
 // to open records its own, the others adopt it, and remote.json caches
-// that this clone agrees). A head's branch (as refs/grove/<head-id>/head)
-// and its checkpoint refs are pushed in the background when the head is
+// that this clone agrees). A head's branch (as refs/grove/<head-id>/head,
+// and, when it is grove/<name>, mirrored as that branch) and its
+// checkpoint refs are pushed in the background when the head is
 // made and after each checkpoint and restore: one atomic push of what the
 // remote lacks (the remote holds the whole previous push or the whole new
 // one), leased (--force-with-lease) on refs/grove/<head-id>/owner, a

@@ -435,7 +435,7 @@ func (m meta) writePushed(id backend.HeadID, rec pushRecord) error {
 // most, which pushes again when asked while it ran.
 type pushes struct {
 	mu       sync.Mutex
-	failures []PushFailure // since the last PushFailures
+	failures []PushFailure       // since the last PushFailures
 	running  map[string]*pushJob // by common dir and head ID
 	caughtUp map[string]bool     // the repositories catchUp looked at
 	wg       sync.WaitGroup
@@ -592,9 +592,10 @@ func (w *workspace) pushHead(mf manifest) {
 	_ = w.meta.writePushed(mf.ID, rec)
 }
 
-// Remote refs of head <id>, all under refs/grove/<id>/ so that nothing
-// grove pushes lands among the remote's branches (whatever a manifest,
-// which an agent can write, says the head's branch is):
+// Remote refs of head <id>, under refs/grove/<id>/ so that nothing grove
+// pushes lands among the remote's branches (whatever a manifest, which an
+// agent can write, says the head's branch is) but a mirror of a branch in
+// grove's own namespace (see mirrored):
 //
 //	refs/grove/<id>/head      the head's branch
 //	refs/grove/<id>/owner     a commit naming the clone that holds the head
@@ -604,7 +605,16 @@ func (w *workspace) pushHead(mf manifest) {
 // for a head not yet pushed, on its absence): once another clone took the
 // head over (Relocate writes a new owner), this clone's pushes of it are
 // refused, whatever they carry.
-func remoteHead(id backend.HeadID) string  { return refPrefix(id) + "head" }
+func remoteHead(id backend.HeadID) string { return refPrefix(id) + "head" }
+
+// mirrored reports whether a head's branch is also pushed as that branch,
+// for people browsing the remote: only a branch in grove's own namespace
+// (grove/<name>, as grove names heads' branches), never another of the
+// remote's branches, whatever a manifest says. Relocate reads
+// refs/grove/<id>/head, never the mirror.
+func mirrored(branch string) bool {
+	return strings.HasPrefix(branch, "grove/") && !strings.Contains(branch, "..")
+}
 func remoteOwner(id backend.HeadID) string { return refPrefix(id) + "owner" }
 
 // localOwner is the local ref that keeps the owner commit this clone
@@ -676,6 +686,9 @@ func (w *workspace) pushOnce(ctx context.Context, mf manifest) (retry bool, err 
 	}
 	if tip != "" && tip != rec.Commit {
 		specs = append(specs, "+"+tip+":"+remoteHead(mf.ID))
+		if mirrored(mf.Branch) {
+			specs = append(specs, "+"+tip+":refs/heads/"+mf.Branch)
+		}
 	} else {
 		tip = rec.Commit
 	}

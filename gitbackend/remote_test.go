@@ -166,10 +166,9 @@ func TestCheckpointsArePushedAndTheHeadRelocates(t *testing.T) {
 	require.NoError(t, err)
 	a.wait()
 	branch := "refs/grove/" + string(ha.Info().ID) + "/head"
-	out, err := githarness.Git(f.ctx, f.remote, "for-each-ref", "refs/heads/")
-	require.NoError(t, err)
-	assert.NotContains(t, out, ha.Info().Branch, "nothing lands among the remote's branches")
 	assert.Equal(t, string(cp.ID), f.remoteRef(branch), "the branch is pushed")
+	assert.Equal(t, "grove/agent", ha.Info().Branch)
+	assert.Equal(t, string(cp.ID), f.remoteRef("refs/heads/grove/agent"), "and mirrored as the branch grove named")
 	assert.Equal(t, string(cp.ID), f.remoteRef("refs/grove/"+string(ha.Info().ID)+"/00000001"), "and the checkpoint ref")
 	st, err := a.b.Pushed(f.ctx, a.clone, ha.Info().ID, f.remote)
 	require.NoError(t, err)
