@@ -325,46 +325,35 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		// Every session races for the same head, from its own connection;
 		// none holds a lease, and none asks for a take-over.
 		bind := testBinding(uuid.NewString())
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		won, bound := 0, 0
-		for i := range hosts * perHost {
-			wg.Go(func() {
-				err := stores[i%hosts].create(ctx, testRecord(fmt.Sprint(i)), bind, true, false)
-				mu.Lock()
-				defer mu.Unlock()
-				switch backend.CodeOf(err) {
-				case backend.OK:
-					won++
-				case backend.AlreadyBound:
-					bound++
-				default:
-					t.Errorf("session %d: %v", i, err)
-				}
-			})
+		// race makes hosts*perHost sessions on the head at once, each from
+		// its host's connections, and counts the winners and the refused.
+		race := func(takeOver bool) (won, bound int) {
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			for i := range hosts * perHost {
+				wg.Go(func() {
+					err := stores[i%hosts].create(ctx, testRecord(fmt.Sprint(i)), bind, true, takeOver)
+					mu.Lock()
+					defer mu.Unlock()
+					switch backend.CodeOf(err) {
+					case backend.OK:
+						won++
+					case backend.AlreadyBound:
+						bound++
+					default:
+						t.Errorf("session %d (take-over %v): %v", i, takeOver, err)
+					}
+				})
+			}
+			wg.Wait()
+			return won, bound
 		}
-		wg.Wait()
+		won, bound := race(false)
 		assert.Equal(t, 1, won, "exactly one session holds the head")
 		assert.Equal(t, hosts*perHost-1, bound)
 
 		// Take-overs racing for a dead session's claim: one wins.
-		won, bound = 0, 0
-		for i := range hosts * perHost {
-			wg.Go(func() {
-				err := stores[i%hosts].create(ctx, testRecord(fmt.Sprint("t", i)), bind, true, true)
-				mu.Lock()
-				defer mu.Unlock()
-				switch backend.CodeOf(err) {
-				case backend.OK:
-					won++
-				case backend.AlreadyBound:
-					bound++
-				default:
-					t.Errorf("take-over %d: %v", i, err)
-				}
-			})
-		}
-		wg.Wait()
+		won, _ = race(true)
 		// Each take-over wins from a holder that is not live; a later
 		// one may take over from an earlier winner, which holds no
 		// lease either. What may never happen is two claims at once.
@@ -382,6 +371,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		require.NoError(t, err)
 		defer release()
 		require.NoError(t, stores[0].create(ctx, rec, backend.Binding{}, false, false))
+		var wg sync.WaitGroup
 		for i := range hosts * perHost {
 			wg.Go(func() {
 				assert.NoError(t, stores[0].journal(ctx, rec.id, EventTurnStarted, map[string]any{"turn": i}))
