@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
+	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the SQLite driver
 
@@ -121,11 +123,20 @@ func openStore(ctx context.Context, path string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fail(StoreFailed, err)
 	}
-	if err := migrate(ctx, db); err != nil {
-		_ = db.Close()
-		return nil, fail(StoreFailed, err)
+	// Processes opening a new database together: the first to connect
+	// turns on WAL mode, which SQLite refuses (busy, without waiting) to
+	// the others meanwhile. They try again, within the busy timeout.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		err := migrate(ctx, db)
+		if err == nil {
+			return db, nil
+		}
+		if !sqliteBusy(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			_ = db.Close()
+			return nil, fail(StoreFailed, err)
+		}
+		time.Sleep(time.Duration(5+rand.IntN(20)) * time.Millisecond)
 	}
-	return db, nil
 }
 
 // readVersion reads the schema version of an existing database without
