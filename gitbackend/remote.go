@@ -437,11 +437,17 @@ type pushes struct {
 	mu       sync.Mutex
 	failures []PushFailure       // since the last PushFailures
 	running  map[string]*pushJob // by common dir and head ID
+	slots    chan struct{}       // pushes running now (see pushSlots)
 	caughtUp map[string]bool     // the repositories catchUp looked at
 	wg       sync.WaitGroup
 }
 
 type pushJob struct{ again bool }
+
+// pushSlots is how many pushes of one Backend run at once: a host with
+// hundreds of heads checkpointing pushes them a few at a time, not all
+// together.
+const pushSlots = 4
 
 // Push timing: a failed push is tried again after pushBackoff, doubling
 // up to pushMaxBackoff, Options.PushAttempts times in all; then the next
@@ -468,6 +474,9 @@ func (w *workspace) schedulePush(mf manifest) {
 		job.again = true
 		return
 	}
+	if p.slots == nil {
+		p.slots = make(chan struct{}, pushSlots)
+	}
 	job := &pushJob{}
 	p.running[key] = job
 	p.wg.Add(1)
@@ -485,6 +494,16 @@ func (w *workspace) schedulePush(mf manifest) {
 			p.mu.Unlock()
 		}
 	}()
+}
+
+// slot waits for a free push slot and takes it; the caller gives it back
+// by receiving from the returned channel.
+func (p *pushes) slot() chan struct{} {
+	p.mu.Lock()
+	slots := p.slots
+	p.mu.Unlock()
+	slots <- struct{}{}
+	return slots
 }
 
 // WaitPushes waits until no background push runs, or ctx ends.
@@ -575,10 +594,12 @@ func (w *workspace) pushHead(mf manifest) {
 			time.Sleep(delay)
 			delay = min(2*delay, pushMaxBackoff)
 		}
+		slots := w.b.pushes.slot()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		var retry bool
 		retry, err = w.pushOnce(ctx, mf)
 		cancel()
+		<-slots
 		if !retry {
 			if err != nil {
 				w.pushFailed(mf, true, err)
