@@ -329,10 +329,6 @@ func fleetHost(specJSON string) {
 		}
 		emit(fleetEvent{Ev: "checkpoint", Session: id, N: l.n, Commit: string(cp.ID)})
 		if l.n >= spec.Checkpoints {
-			// Finished: its last checkpoint is pushed before it is let go.
-			if err := b.WaitPushes(ctx); err != nil {
-				fatal("wait for pushes: %v", err)
-			}
 			emit(fleetEvent{Ev: "release", Session: id})
 			if err := l.s.Close(); err != nil {
 				fatal("close %s: %v", id, err)
