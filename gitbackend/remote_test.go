@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -502,7 +503,9 @@ func TestAttackAlternatesAreNotPushed(t *testing.T) {
 	defer h.Close()
 	a.wait()
 	secret := filepath.Join(f.root, "secret")
-	require.NoError(t, githarness.InitRepo(f.ctx, secret, baseFiles()))
+	files := baseFiles()
+	files["secret.txt"] = &fstest.MapFile{Data: []byte("only the orchestrator may read this\n"), Mode: 0o644}
+	require.NoError(t, githarness.InitRepo(f.ctx, secret, files))
 	alt := filepath.Join(a.clone, ".git", "objects", "info", "alternates")
 	require.NoError(t, os.WriteFile(alt, []byte(filepath.Join(secret, ".git", "objects")+"\n"), 0o644))
 	secretTip, err := githarness.Git(f.ctx, secret, "rev-parse", "HEAD")
