@@ -625,7 +625,8 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	if !validSessionID(id) {
 		return fail(SessionNotFound, errorf(backend.NotFound, op, "%q is not a session ID", id))
 	}
-	rec, data, err := e.st.load(ctx, id)
+	// The binding is read under the lease, below.
+	rec, _, err := e.st.load(ctx, id)
 	if errors.Is(err, errNoSession) {
 		return fail(SessionNotFound, errorf(backend.NotFound, op, "no session %s", id))
 	}
@@ -668,12 +669,12 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	}
 	// What the session's last holder left, read again under its lease:
 	// it may have moved the head (a relocation) after the first read.
-	if again, d, err := e.st.load(ctx, id); err != nil {
+	again, data, err := e.st.load(ctx, id)
+	if err != nil {
 		_ = lease()
 		return nil, err
-	} else {
-		rec.lastCheckpoint, data = again.lastCheckpoint, d
 	}
+	rec.lastCheckpoint = again.lastCheckpoint
 	s := newSession(e, id, rec.agent, pr.Kind, perm, snap, config, lease)
 	s.policy, s.pol = layers, pol
 	s.resumed = true

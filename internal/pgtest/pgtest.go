@@ -24,7 +24,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -137,7 +136,7 @@ func (c *Cluster) run(name string, args ...string) error {
 		cmd = exec.Command("runuser", append([]string{"-u", c.asUser, "--", name}, args...)...)
 	}
 	cmd.Dir = c.dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("pgtest: %s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
