@@ -233,7 +233,7 @@ type store interface {
 	claim(ctx context.Context, id string, bind backend.Binding) error
 	// The writes of a live session's own record — reopen, setLast,
 	// rebind, journal, closeSession — are fenced: they fail with
-	// FailedPrecondition (errLeaseLost) unless this process still holds
+	// FailedPrecondition unless this process still holds
 	// the session's lease.
 	//
 	// reopen marks a resumed session open and journals kind.
