@@ -139,7 +139,7 @@ func (w *workspace) newTransfer(ctx context.Context) (*transfer, error) {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: transfer", Path: w.repo.common, Err: err}
 	}
-	format, err := w.repo.git(ctx, "rev-parse", "--show-object-format")
+	format, err := w.repo.objectFormat(ctx)
 	if err != nil {
 		return nil, err
 	}

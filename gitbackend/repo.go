@@ -32,6 +32,24 @@ type repo struct {
 	packedMu sync.Mutex
 	packed   *packed // packed-refs as last read
 	refs     refUpdater
+
+	formatMu sync.Mutex
+	format   string // the object format (sha1, sha256), once read
+}
+
+// objectFormat returns the repository's object format, asking git once:
+// a repository's format never changes.
+func (rp *repo) objectFormat(ctx context.Context) (string, error) {
+	rp.formatMu.Lock()
+	defer rp.formatMu.Unlock()
+	if rp.format == "" {
+		f, err := rp.git(ctx, "rev-parse", "--show-object-format")
+		if err != nil {
+			return "", err
+		}
+		rp.format = f
+	}
+	return rp.format, nil
 }
 
 // run runs git on the repository itself, with no working tree (as in a
