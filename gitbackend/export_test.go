@@ -16,3 +16,14 @@ func SetPushBackoff(backoff time.Duration) func() {
 	pushBackoff = backoff
 	return func() { pushBackoff = b }
 }
+
+// SetFromDiskMin makes heads of at least n files copy their files from
+// another head; the returned function restores the default.
+func SetFromDiskMin(n int) func() {
+	old := fromDiskMin
+	fromDiskMin = n
+	return func() { fromDiskMin = old }
+}
+
+// DiskCopies is how many files new heads have copied from other heads.
+func DiskCopies() int64 { return diskCopies.Load() }

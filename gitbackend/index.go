@@ -95,44 +95,62 @@ type indexEntry struct {
 	oid  string
 }
 
-// readMarks reads the entries of an index of version 2, 3 or 4 whose
-// object IDs are hashLen bytes long and returns its marked entries; ok is
-// false if the entries do not parse.
-func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
-	const (
-		assumeValid  = 0x8000 // flags
-		extended     = 0x4000 // flags: an extended flags word follows
-		skipWorktree = 0x4000 // extended flags
-	)
+// Bits of an index entry's flags and extended flags.
+const (
+	flagAssumeValid  = 0x8000 // flags
+	flagExtended     = 0x4000 // flags: an extended flags word follows
+	flagStage        = 0x3000 // flags: the merge stage
+	flagSkipWorktree = 0x4000 // extended flags
+	flagIntentToAdd  = 0x2000 // extended flags
+)
+
+// rawEntry is one entry of an index as walkIndex finds it. name is valid
+// only during the callback that receives it.
+type rawEntry struct {
+	off   int // where the entry (its stat data) begins in the index
+	mode  uint32
+	flags uint16
+	ext   uint16
+	oid   []byte
+	name  []byte
+}
+
+// walkIndex calls fn with each entry of an index of version 2, 3 or 4
+// whose object IDs are hashLen bytes long, in order, and returns where the
+// extensions begin (past the end of the entries' part if the last name's
+// padding overruns it); ok is false if the entries do not parse. Names are
+// read as git reads them: a version 4 name from the previous one, an
+// older one by the length its flags give, never by its first NUL.
+func walkIndex(data []byte, hashLen int, fn func(e *rawEntry)) (extOff int, ok bool) {
 	if len(data) < 12+hashLen {
-		return marks, false
+		return 0, false
 	}
 	version := binary.BigEndian.Uint32(data[4:8])
 	n := int(binary.BigEndian.Uint32(data[8:12]))
 	end := len(data) - hashLen
-	// name is the current entry's path, kept in one buffer (an index
-	// version 4 names each entry from the previous one): a string is made
-	// only for the entries kept.
+	// The current entry's name is kept in one buffer (an index version 4
+	// names each entry from the previous one).
 	off, name := 12, []byte(nil)
+	var e rawEntry
 	for range n {
 		start := off
 		if off+40+hashLen+2 > end {
-			return marks, false
+			return 0, false
 		}
 		mode := binary.BigEndian.Uint32(data[off+24 : off+28])
 		off += 40 + hashLen
 		flags := binary.BigEndian.Uint16(data[off:])
 		off += 2
 		var ext uint16
-		if version >= 3 && flags&extended != 0 {
+		if version >= 3 && flags&flagExtended != 0 {
 			if off+2 > end {
-				return marks, false
+				return 0, false
 			}
 			ext = binary.BigEndian.Uint16(data[off:])
 			off += 2
 		}
 		if off > end {
-			return marks, false
+			return 0, false
 		}
 		if version == 4 {
 			// The name is the previous one less a varint's count of
@@ -140,13 +158,13 @@ func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
 			strip, k := 0, 0
 			for {
 				if off+k >= end {
-					return marks, false
+					return 0, false
 				}
 				c := data[off+k]
 				k++
 				strip = strip<<7 | int(c&127)
 				if strip > len(name) || k > 9 {
-					return marks, false // more than the previous name: not an index git wrote
+					return 0, false // more than the previous name: not an index git wrote
 				}
 				if c&128 == 0 {
 					break
@@ -156,41 +174,54 @@ func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
 			off += k
 			nul := bytes.IndexByte(data[off:end], 0)
 			if nul < 0 || strip > len(name) {
-				return marks, false
+				return 0, false
 			}
 			name = append(name[:len(name)-strip], data[off:off+nul]...)
 			off += nul + 1
 		} else {
-			// As git reads it: the length the flags give, unless it is
-			// 0xFFF (a longer name, NUL-terminated); never the first NUL
-			// (a crafted name with a NUL inside would shift every entry
-			// after it).
+			// The length the flags give, unless it is 0xFFF (a longer
+			// name, NUL-terminated); never the first NUL (a crafted name
+			// with a NUL inside would shift every entry after it).
 			n := int(flags & 0xFFF)
 			if n == 0xFFF {
 				if n = bytes.IndexByte(data[off:end], 0); n < 0 {
-					return marks, false
+					return 0, false
 				}
 			}
 			if off+n > end {
-				return marks, false
+				return 0, false
 			}
 			name = data[off : off+n]
 			off = start + (off-start+n+8)&^7 // NUL padding to 8 bytes
 		}
-		if isIgnoreFile(string(name)) {
-			marks.ignoreFiles = append(marks.ignoreFiles, indexEntry{path: string(name), mode: mode, oid: hex.EncodeToString(data[start+40 : start+40+hashLen])})
+		e = rawEntry{off: start, mode: mode, flags: flags, ext: ext, oid: data[start+40 : start+40+hashLen], name: name}
+		fn(&e)
+	}
+	return off, true
+}
+
+// readMarks reads the entries of an index of version 2, 3 or 4 whose
+// object IDs are hashLen bytes long and returns its marked entries; ok is
+// false if the entries do not parse.
+func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
+	extOff, ok := walkIndex(data, hashLen, func(e *rawEntry) {
+		if isIgnoreFile(string(e.name)) {
+			marks.ignoreFiles = append(marks.ignoreFiles, indexEntry{path: string(e.name), mode: e.mode, oid: hex.EncodeToString(e.oid)})
 		}
 		switch {
-		case mode == 0o160000:
-			marks.gitlinks = append(marks.gitlinks, string(name))
-		case flags&assumeValid != 0:
-			marks.assumed = append(marks.assumed, string(name))
-		case ext&skipWorktree != 0:
-			marks.skipped = append(marks.skipped, string(name))
+		case e.mode == 0o160000:
+			marks.gitlinks = append(marks.gitlinks, string(e.name))
+		case e.flags&flagAssumeValid != 0:
+			marks.assumed = append(marks.assumed, string(e.name))
+		case e.ext&flagSkipWorktree != 0:
+			marks.skipped = append(marks.skipped, string(e.name))
 		}
+	})
+	if !ok {
+		return indexMarks{}, false
 	}
-	if off <= end {
-		marks.tree = rootCacheTree(data[off:end], hashLen)
+	if extOff <= len(data)-hashLen {
+		marks.tree = rootCacheTree(data[extOff:len(data)-hashLen], hashLen)
 	}
 	return marks, true
 }

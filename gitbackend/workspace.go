@@ -445,9 +445,13 @@ var errPruneRace = errors.New("git worktree prune raced git worktree add")
 // can tell the worktree is the head the binding names.
 const headIDFile = "grove-head-id"
 
-// populate checks the head's files out and prepares them (see prepare);
+// populate checks the head's files out — copying first what another head
+// has of them (see copyFromDisk) — and prepares them (see prepare);
 // callers hold its head lock.
 func (w *workspace) populate(ctx context.Context, mf *manifest) error {
+	if err := w.copyFromDisk(ctx, mf); err != nil {
+		return err
+	}
 	if _, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "--reset", "-u", "HEAD"}}); err != nil {
 		if backend.CodeOf(err) == backend.Canceled {
 			return err

@@ -1,0 +1,209 @@
+package gitbackend
+
+import (
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/regfile"
+)
+
+// A new head whose commit another head of the workspace holds — a fork,
+// whose source has just checkpointed; a head made from the same commit as
+// a clean one — gets its files copied from that head's working tree
+// rather than checked out of the object store again. The copy trusts
+// nothing of the source: git reads the new head's index from the commit
+// (git read-tree), and a file is copied only when its content, hashed as
+// it is copied, is the blob that index names. Each copied file's stat
+// data goes into the index, so git takes it as checked out; whatever was
+// not copied (the source changed it meanwhile, a filter or end-of-line
+// conversion makes the working file differ from its blob, a gitlink) is
+// left to the checkout that always follows (populate's read-tree --reset
+// -u), which also looks at every file again, so that the head is exactly
+// the commit's either way.
+
+// fromDiskMin is the number of files below which a new head is checked out
+// rather than copied: a small checkout costs less than the extra read-tree.
+// (A variable for the tests.)
+var fromDiskMin = 2000
+
+// diskCopies counts the files copied from another head, for the tests.
+var diskCopies atomic.Int64
+
+// copyFromDisk fills the new head mf (registered, its files not yet
+// written, its head lock held) from another head of the workspace whose
+// index is at the same tree, if there is one. It reports only a cancelled
+// ctx: anything else leaves the rest to the checkout that follows.
+func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) error {
+	if !copyFromDiskWorks {
+		return nil
+	}
+	commit := string(mf.Base)
+	tree, ok := w.repo.commitTree(commit)
+	if !ok {
+		out, err := w.repo.git(ctx, "rev-parse", "--verify", "--end-of-options", commit+"^{tree}")
+		if err != nil {
+			return ctxErr(ctx)
+		}
+		tree = out
+	}
+	hashLen := sha1.Size
+	if len(tree) == 2*sha256.Size {
+		hashLen = sha256.Size
+	}
+	src := w.headAtTree(mf, tree, hashLen)
+	if src == "" {
+		return nil
+	}
+	// The new head's index, read from the commit by git: the entries the
+	// copy must produce, none yet with stat data.
+	index := filepath.Join(mf.Admin, "index")
+	if _, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir,
+		Args: []string{"read-tree", commit}}); err != nil {
+		return ctxErr(ctx)
+	}
+	data, err := regfile.Read(index, maxIndexFile)
+	if err != nil || checkIndex(data) != nil {
+		return nil
+	}
+	var files []copyEntry
+	_, ok = walkIndex(data, hashLen, func(e *rawEntry) {
+		if e.flags&(flagAssumeValid|flagStage) != 0 || e.ext&(flagSkipWorktree|flagIntentToAdd) != 0 {
+			return
+		}
+		switch e.mode {
+		case 0o100644, 0o100755, 0o120000:
+		default:
+			return // a gitlink is the checkout's
+		}
+		if p := string(e.name); plainPath(p) {
+			files = append(files, copyEntry{off: e.off, mode: e.mode, oid: e.oid, path: p})
+		}
+	})
+	if !ok || len(files) < fromDiskMin {
+		return nil
+	}
+	n, err := copyFiles(ctx, src, mf.Dir, files, data, hashLen)
+	diskCopies.Add(n)
+	if err != nil {
+		return ctxErr(ctx)
+	}
+	// The stat data is in; the checksum covers it.
+	if sum := data[len(data)-hashLen:]; !allZero(sum) {
+		var hh hash.Hash = sha1.New()
+		if hashLen == sha256.Size {
+			hh = sha256.New()
+		}
+		hh.Write(data[:len(data)-hashLen])
+		copy(sum, hh.Sum(nil))
+	}
+	_ = writeIndex(index, data)
+	return ctxErr(ctx)
+}
+
+// ctxErr is nil, or the cancellation of ctx as a create reports it.
+func ctxErr(ctx context.Context) error { return backend.ContextError(ctx, "gitbackend: create head") }
+
+// headAtTree returns the directory of a live head of the workspace other
+// than mf whose index records tree as its entries' (its cache-tree: what a
+// checkpoint leaves), or "". Its index is only a hint: nothing copied from
+// the head is taken on its word.
+func (w *workspace) headAtTree(mf *manifest, tree string, hashLen int) string {
+	all, err := w.meta.manifests()
+	if err != nil {
+		return ""
+	}
+	for _, o := range all {
+		if o.ID == mf.ID || !o.live() || o.Creating || o.Admin == "" || o.Dir == "" {
+			continue
+		}
+		data, err := regfile.Read(filepath.Join(o.Admin, "index"), maxIndexFile)
+		if err != nil || checkIndex(data) != nil {
+			continue
+		}
+		if marks, ok := readMarks(data, hashLen); ok && marks.tree == tree {
+			return o.Dir
+		}
+	}
+	return ""
+}
+
+// copyEntry is one file a new head's index names: where its entry is in
+// the index, its mode, its blob and its path.
+type copyEntry struct {
+	off  int
+	mode uint32
+	oid  []byte
+	path string
+}
+
+// plainPath reports whether p is a path the copy may create: relative,
+// slash-separated, with no empty, ".", ".." or .git element (in any case).
+// git refuses such paths in an index; the copy does not rely on it.
+func plainPath(p string) bool {
+	if p == "" {
+		return false
+	}
+	for _, el := range strings.Split(p, "/") {
+		if el == "" || el == "." || el == ".." || strings.EqualFold(el, ".git") {
+			return false
+		}
+	}
+	return true
+}
+
+// putStat writes a file's stat data into its index entry at off, as git
+// records it: every field its low 32 bits.
+func putStat(data []byte, off int, st statData) {
+	for i, v := range [...]uint64{st.ctimeSec, st.ctimeNsec, st.mtimeSec, st.mtimeNsec, st.dev, st.ino} {
+		binary.BigEndian.PutUint32(data[off+4*i:], uint32(v))
+	}
+	// off+24 is the mode, which stays the entry's.
+	binary.BigEndian.PutUint32(data[off+28:], uint32(st.uid))
+	binary.BigEndian.PutUint32(data[off+32:], uint32(st.gid))
+	binary.BigEndian.PutUint32(data[off+36:], uint32(st.size))
+}
+
+// statData is what git records of a file's stat.
+type statData struct {
+	ctimeSec, ctimeNsec, mtimeSec, mtimeNsec uint64
+	dev, ino, uid, gid, size                 uint64
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// writeIndex replaces the index at path with data through its lock file,
+// as git does.
+func writeIndex(path string, data []byte) error {
+	lock := path + ".lock"
+	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(lock, path)
+	}
+	if err != nil {
+		_ = os.Remove(lock)
+	}
+	return err
+}

@@ -1,0 +1,58 @@
+//go:build linux
+
+package gitbackend
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// blobSum is the SHA-1 object ID of a blob holding content.
+func blobSum(content string) []byte {
+	s := sha1.Sum(fmt.Appendf(nil, "blob %d\x00%s", len(content), content))
+	return s[:]
+}
+
+// copyFiles copies only what hashes to the blob an entry names — never
+// the file (or link) the source holds in its place — and writes the
+// copy's stat data into that entry alone.
+func TestCopyFilesHashesWhatItCopies(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(src, "d"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "d", "good"), []byte("good\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "d", "swapped"), []byte("evil\n"), 0o644))
+	require.NoError(t, os.Symlink("elsewhere", filepath.Join(src, "d", "link")))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "d", "run"), []byte("#!/bin/sh\n"), 0o644))
+	files := []copyEntry{
+		{off: 0, mode: 0o100644, oid: blobSum("good\n"), path: "d/good"},
+		{off: 40, mode: 0o120000, oid: blobSum("target"), path: "d/link"},
+		{off: 80, mode: 0o100755, oid: blobSum("#!/bin/sh\n"), path: "d/run"},
+		{off: 120, mode: 0o100644, oid: blobSum("good\n"), path: "d/swapped"},
+	}
+	data := make([]byte, 160)
+	n, err := copyFiles(context.Background(), src, dst, files, data, sha1.Size)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n)
+	got, err := os.ReadFile(filepath.Join(dst, "d", "good"))
+	require.NoError(t, err)
+	require.Equal(t, "good\n", string(got))
+	fi, err := os.Stat(filepath.Join(dst, "d", "run"))
+	require.NoError(t, err)
+	require.NotZero(t, fi.Mode()&0o100, "the entry's mode, not the source's")
+	require.Equal(t, uint32(fi.Sys().(*syscall.Stat_t).Ino), binary.BigEndian.Uint32(data[80+20:]))
+	require.Equal(t, uint32(fi.Size()), binary.BigEndian.Uint32(data[80+36:]))
+	for _, p := range []string{"d/link", "d/swapped"} {
+		_, err := os.Lstat(filepath.Join(dst, p))
+		require.ErrorIs(t, err, os.ErrNotExist, p)
+	}
+	require.Equal(t, make([]byte, 40), data[40:80])
+	require.Equal(t, make([]byte, 40), data[120:160])
+}

@@ -1,0 +1,254 @@
+package gitbackend
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"hash"
+	"path"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// copyFromDiskWorks says whether copyFiles copies here.
+const copyFromDiskWorks = true
+
+// copyChunk is how many files a copy worker takes at a time: neighbours
+// in the index share directories, whose descriptors a worker keeps open.
+const copyChunk = 256
+
+// copyFiles copies files (sorted as the index sorts them) from the tree at
+// src to the tree at dst, writing the stat data of each file it copied
+// into its entry of the index data, and returns how many it copied. Of
+// errors it reports only ctx's end: a file
+// that cannot be copied, or whose content is not its blob, is skipped.
+// Nothing is followed: both trees are walked one directory at a time,
+// refusing symlinks, and a file is copied from what was opened.
+func copyFiles(ctx context.Context, src, dst string, files []copyEntry, data []byte, hashLen int) (copied int64, err error) {
+	srcRoot, err := openDir(unix.AT_FDCWD, src)
+	if err != nil {
+		return 0, nil
+	}
+	defer unix.Close(srcRoot)
+	dstRoot, err := openDir(unix.AT_FDCWD, dst)
+	if err != nil {
+		return 0, nil
+	}
+	defer unix.Close(dstRoot)
+	var next, n atomic.Int64
+	var wg sync.WaitGroup
+	for range max(2, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &diskCopier{dirs: dirStack{roots: [2]int{srcRoot, dstRoot}}, buf: make([]byte, 64<<10)}
+			if hashLen == sha256.Size {
+				c.hh = sha256.New()
+			} else {
+				c.hh = sha1.New()
+			}
+			defer c.dirs.pop(0)
+			for ctx.Err() == nil {
+				i := int(next.Add(copyChunk)) - copyChunk
+				if i >= len(files) {
+					return
+				}
+				for _, f := range files[i:min(i+copyChunk, len(files))] {
+					dir, name := path.Split(f.path)
+					s, d := c.dirs.enter(strings.TrimSuffix(dir, "/"))
+					if s < 0 || d < 0 {
+						continue
+					}
+					if st, ok := c.copy(s, d, name, f); ok {
+						putStat(data, f.off, st)
+						n.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return n.Load(), ctx.Err()
+}
+
+// openDir opens the directory name under dir, never through a symlink.
+func openDir(dir int, name string) (int, error) {
+	return unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+}
+
+// dirStack keeps a directory of both trees open, and its parents.
+type dirStack struct {
+	roots [2]int   // the trees' tops
+	names []string // the open directory's path elements
+	fds   [][2]int // each element's descriptors, -1 where it failed
+}
+
+// top returns the open directory's descriptors.
+func (d *dirStack) top() (int, int) {
+	if len(d.fds) == 0 {
+		return d.roots[0], d.roots[1]
+	}
+	t := d.fds[len(d.fds)-1]
+	return t[0], t[1]
+}
+
+// pop closes the open directories deeper than k elements.
+func (d *dirStack) pop(k int) {
+	for _, fd := range d.fds[k:] {
+		for _, f := range fd {
+			if f >= 0 {
+				unix.Close(f)
+			}
+		}
+	}
+	d.names, d.fds = d.names[:k], d.fds[:k]
+}
+
+// enter opens dir ("" the top) in both trees, making it in the destination
+// where it is missing, and returns its descriptors (-1 for a tree where it
+// is not a directory).
+func (d *dirStack) enter(dir string) (int, int) {
+	var els []string
+	if dir != "" {
+		els = strings.Split(dir, "/")
+	}
+	k := 0
+	for k < len(els) && k < len(d.names) && els[k] == d.names[k] {
+		k++
+	}
+	d.pop(k)
+	for _, el := range els[k:] {
+		ps, pd := d.top()
+		fd := [2]int{-1, -1}
+		if ps >= 0 {
+			if f, err := openDir(ps, el); err == nil {
+				fd[0] = f
+			}
+		}
+		if pd >= 0 {
+			_ = unix.Mkdirat(pd, el, 0o777) // as git does; the umask applies
+			if f, err := openDir(pd, el); err == nil {
+				fd[1] = f
+			}
+		}
+		d.names = append(d.names, el)
+		d.fds = append(d.fds, fd)
+	}
+	return d.top()
+}
+
+// diskCopier is one copy worker's state.
+type diskCopier struct {
+	dirs dirStack
+	buf  []byte
+	hh   hash.Hash
+	sum  []byte
+}
+
+// copy copies name from the directory src to the directory dst if its
+// content is the blob f names, returning the copy's stat data.
+func (c *diskCopier) copy(src, dst int, name string, f copyEntry) (statData, bool) {
+	var st unix.Stat_t
+	if f.mode == 0o120000 {
+		n, err := unix.Readlinkat(src, name, c.buf)
+		if err != nil || n == len(c.buf) {
+			return statData{}, false
+		}
+		target := c.buf[:n]
+		if !c.isBlob(f.oid, target, int64(n)) {
+			return statData{}, false
+		}
+		if unix.Symlinkat(string(target), dst, name) != nil {
+			return statData{}, false
+		}
+		if unix.Fstatat(dst, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			return statData{}, false
+		}
+		return statOf(&st), true
+	}
+	in, err := unix.Openat(src, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return statData{}, false
+	}
+	defer unix.Close(in)
+	if unix.Fstat(in, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return statData{}, false
+	}
+	perm := uint32(0o666)
+	if f.mode == 0o100755 {
+		perm = 0o777
+	}
+	out, err := unix.Openat(dst, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+	if err != nil {
+		return statData{}, false
+	}
+	defer unix.Close(out)
+	if !c.copyContent(out, in, st.Size, f.oid) || unix.Fstat(out, &st) != nil {
+		_ = unix.Unlinkat(dst, name, 0)
+		return statData{}, false
+	}
+	return statOf(&st), true
+}
+
+// copyContent copies size bytes from in to out, hashing them as a blob,
+// and reports whether they are the blob oid. Where the file system can,
+// out shares in's blocks (FICLONE), and is then read back to be hashed:
+// what is verified is always what out holds.
+func (c *diskCopier) copyContent(out, in int, size int64, oid []byte) bool {
+	c.hh.Reset()
+	c.hh.Write([]byte("blob " + strconv.FormatInt(size, 10) + "\x00"))
+	from, write := in, true
+	if size > 0 && unix.IoctlFileClone(out, in) == nil {
+		from, write = out, false
+	}
+	var off int64
+	for off < size {
+		n, err := unix.Pread(from, c.buf[:min(int64(len(c.buf)), size-off)], off)
+		if err != nil || n <= 0 {
+			return false
+		}
+		c.hh.Write(c.buf[:n])
+		if write {
+			for w := 0; w < n; {
+				m, err := unix.Pwrite(out, c.buf[w:n], off+int64(w))
+				if err != nil || m <= 0 {
+					return false
+				}
+				w += m
+			}
+		}
+		off += int64(n)
+	}
+	if !write {
+		var st unix.Stat_t
+		if unix.Fstat(out, &st) != nil || st.Size != size {
+			return false
+		}
+	}
+	c.sum = c.hh.Sum(c.sum[:0])
+	return bytes.Equal(c.sum, oid)
+}
+
+// isBlob reports whether content hashes to the blob oid.
+func (c *diskCopier) isBlob(oid, content []byte, size int64) bool {
+	c.hh.Reset()
+	c.hh.Write([]byte("blob " + strconv.FormatInt(size, 10) + "\x00"))
+	c.hh.Write(content)
+	c.sum = c.hh.Sum(c.sum[:0])
+	return bytes.Equal(c.sum, oid)
+}
+
+// statOf is st as git records it.
+func statOf(st *unix.Stat_t) statData {
+	return statData{
+		ctimeSec: uint64(st.Ctim.Sec), ctimeNsec: uint64(st.Ctim.Nsec),
+		mtimeSec: uint64(st.Mtim.Sec), mtimeNsec: uint64(st.Mtim.Nsec),
+		dev: st.Dev, ino: st.Ino, uid: uint64(st.Uid), gid: uint64(st.Gid), size: uint64(st.Size),
+	}
+}
