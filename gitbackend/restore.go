@@ -57,11 +57,13 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 // a grove-owned head, reset its branch (through the repository's
 // update-ref process) and swap the index in.
 //
-// In the usual case — no tracked file dropped, no .gitignore changed —
-// that is three git processes: diff-index, read-tree and clean. (Reading
-// what the target changes from the two trees in-process, through go-git,
-// was tried: it saved the diff-index process at 1,000 files and cost
-// three times as long as it at 10,000.)
+// In the usual case — no tracked file dropped, no .gitignore changed, the
+// index's cache-tree whole (as a checkpoint or a restore leaves it) and the
+// target's trees loose — that is two git processes, read-tree and clean:
+// what the target changes is read in-process, from the directories whose
+// trees differ only (see diffTrees). Otherwise git diff-index tells, a
+// third. (Reading the whole of both trees through go-git was tried: it
+// cost three times as long as diff-index at 10,000 files.)
 func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	const op = "restore"
 	st, err := h.state(ctx, mf, op)
@@ -80,11 +82,10 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	// What target adds to the index (in target, not in the index) and
 	// drops from it (in the index, not in target), and whether a
 	// .gitignore differs.
-	adds, drops, rules, err := h.diffIndex(ctx, priv, st.commit, target)
+	adds, drops, rules, marks, merr, err := h.diff(ctx, priv, st.commit, target)
 	if err != nil {
 		return err
 	}
-	marks, merr := readIndexMarks(priv)
 	if err := h.checkIgnoredCollisions(ctx, mf, priv, target, adds); err != nil {
 		return err
 	}
@@ -164,6 +165,23 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	return err
 }
 
+// diff returns what target adds to the index at priv, whether it drops
+// any path and whether a .gitignore differs (see diffIndex), and the
+// index's marks (merr when they could not be read): in-process when the
+// index's cache-tree and the target's loose trees tell, else through git.
+func (h *head) diff(ctx context.Context, priv, commit, target string) (adds []string, drops, rules bool, marks indexMarks, merr, err error) {
+	if v, ok := readIndexView(priv); ok {
+		if adds, drops, rules, ok = h.w.repo.diffTrees(&v, target); ok {
+			return adds, drops, rules, v.marks, nil, nil
+		}
+	}
+	if adds, drops, rules, err = h.diffIndex(ctx, priv, commit, target); err != nil {
+		return nil, false, false, marks, nil, err
+	}
+	marks, merr = readIndexMarks(priv)
+	return adds, drops, rules, marks, merr, nil
+}
+
 // diffIndex returns what target adds to the index at priv (paths in
 // target, not in the index), whether it drops any (in the index, not in
 // target), and whether a .gitignore differs.
@@ -177,6 +195,13 @@ func (h *head) diffIndex(ctx context.Context, priv, commit, target string) (adds
 	if err != nil {
 		return nil, false, false, err
 	}
+	adds, drops, rules = parseDiffIndex(out)
+	return adds, drops, rules, nil
+}
+
+// parseDiffIndex reads git diff-index --cached --name-status -z target's
+// output as diffIndex returns it.
+func parseDiffIndex(out string) (adds []string, drops, rules bool) {
 	fields := strings.Split(out, "\x00")
 	for i := 0; i+1 < len(fields); i += 2 {
 		switch fields[i] {
@@ -189,7 +214,7 @@ func (h *head) diffIndex(ctx context.Context, priv, commit, target string) (adds
 			rules = true
 		}
 	}
-	return adds, drops, rules, nil
+	return adds, drops, rules
 }
 
 // isIgnoreFile reports whether path p names a .gitignore file, in any

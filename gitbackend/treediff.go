@@ -1,0 +1,305 @@
+package gitbackend
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/binary"
+	"encoding/hex"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/groveworks/grove/internal/regfile"
+)
+
+// A restore needs to know what its target adds to the head's index and
+// whether it drops anything or changes a .gitignore (see diffIndex). The
+// index's cache-tree names the tree of every directory whose entries are
+// unchanged since a tree was last written from them, which after a
+// checkpoint or a restore is every directory: comparing it with the
+// target's trees, read in-process from their loose objects, only the
+// directories that differ are looked into, and no git process is started.
+// Where anything needed is missing — a tree that is packed, a directory
+// the cache-tree does not cover with an entry git would not write, a
+// repository of SHA-256 — the caller asks git diff-index instead.
+
+// maxTreeSize bounds the size of a tree object read in-process.
+const maxTreeSize = 64 << 20
+
+// indexView is what the in-process diff reads of an index: its entries'
+// paths (sorted, as the index keeps them), modes and object IDs (raw),
+// and the trees its cache-tree records by directory ("" the top, "a/b/"
+// below it).
+type indexView struct {
+	names []string
+	modes []uint32
+	oids  [][]byte
+	trees map[string][]byte
+	marks indexMarks
+}
+
+// readIndexView reads the index at path for the in-process diff, along
+// with its marks; ok is false where the diff cannot use it (not an index
+// of SHA-1 IDs git would write, an unmerged or intent-to-add entry).
+func readIndexView(path string) (v indexView, ok bool) {
+	data, err := regfile.Read(path, maxIndexFile)
+	if err != nil || checkIndex(data) != nil {
+		return v, false
+	}
+	const hashLen = sha1.Size
+	plain := true
+	extOff, ok := walkIndex(data, hashLen, func(e *rawEntry) {
+		if e.flags&flagStage != 0 || e.ext&flagIntentToAdd != 0 {
+			plain = false
+		}
+		v.names = append(v.names, string(e.name))
+		v.modes = append(v.modes, e.mode)
+		v.oids = append(v.oids, e.oid)
+	})
+	if !ok || !plain || extOff > len(data)-hashLen {
+		return v, false
+	}
+	if v.marks, ok = readMarks(data, hashLen); !ok {
+		return v, false
+	}
+	v.trees = cacheTrees(data[extOff:len(data)-hashLen], hashLen)
+	return v, true
+}
+
+// cacheTrees returns the valid entries of an index's cache-tree extension
+// (in ext, the index's extensions) by directory.
+func cacheTrees(ext []byte, hashLen int) map[string][]byte {
+	trees := map[string][]byte{}
+	for len(ext) >= 8 {
+		sig, size := string(ext[:4]), int(binary.BigEndian.Uint32(ext[4:8]))
+		if size < 0 || size > len(ext)-8 {
+			return trees
+		}
+		body := ext[8 : 8+size]
+		ext = ext[8+size:]
+		if sig != "TREE" {
+			continue
+		}
+		// Entries in pre-order: a path element, NUL, the entry count
+		// (-1 when invalid), a space, the subtree count, a newline, and
+		// the tree when valid. The path of an entry is its parents'.
+		type level struct {
+			dir  string
+			left int // subtrees still to come
+		}
+		var stack []level
+		for len(body) > 0 {
+			nul := bytes.IndexByte(body, 0)
+			nl := bytes.IndexByte(body, '\n')
+			if nul < 0 || nl < nul {
+				return trees
+			}
+			name := string(body[:nul])
+			count, subs, ok := strings.Cut(string(body[nul+1:nl]), " ")
+			n, err1 := strconv.Atoi(count)
+			s, err2 := strconv.Atoi(subs)
+			if !ok || err1 != nil || err2 != nil || s < 0 {
+				return trees
+			}
+			body = body[nl+1:]
+			for len(stack) > 0 && stack[len(stack)-1].left == 0 {
+				stack = stack[:len(stack)-1]
+			}
+			dir := ""
+			if len(stack) > 0 {
+				stack[len(stack)-1].left--
+				dir = stack[len(stack)-1].dir + name + "/"
+			} else if name != "" {
+				return trees // the root has no name
+			}
+			if n >= 0 {
+				if len(body) < hashLen {
+					return trees
+				}
+				trees[dir] = body[:hashLen]
+				body = body[hashLen:]
+			}
+			stack = append(stack, level{dir: dir, left: s})
+		}
+		return trees
+	}
+	return trees
+}
+
+// treeDiff compares an index with a tree, in-process.
+type treeDiff struct {
+	rp    *repo
+	v     *indexView
+	adds  []string
+	drops bool
+	rules bool
+}
+
+// diffTrees returns what target (a commit) adds to the index v (paths in
+// target, not in v), whether it drops any path of v, and whether a
+// .gitignore differs, as diffIndex does; ok is false if it cannot tell
+// in-process.
+func (rp *repo) diffTrees(v *indexView, target string) (adds []string, drops, rules, ok bool) {
+	tree, ok := rp.commitTree(target)
+	if !ok {
+		return nil, false, false, false
+	}
+	raw, err := hex.DecodeString(tree)
+	if err != nil || len(raw) != sha1.Size {
+		return nil, false, false, false
+	}
+	d := &treeDiff{rp: rp, v: v}
+	if !d.dir("", raw, 0, len(v.names)) {
+		return nil, false, false, false
+	}
+	return d.adds, d.drops, d.rules, true
+}
+
+// treeEntry is one entry of a tree object.
+type treeEntry struct {
+	mode uint32
+	oid  []byte
+}
+
+// readTree reads the tree oid in-process into its entries by name; ok is
+// false if it is not a loose tree whose entries git would write.
+func (rp *repo) readTree(oid []byte) (map[string]treeEntry, bool) {
+	typ, body, ok := rp.looseObject(hex.EncodeToString(oid), maxTreeSize)
+	if !ok || typ != "tree" {
+		return nil, false
+	}
+	ents := map[string]treeEntry{}
+	for len(body) > 0 {
+		sp := bytes.IndexByte(body, ' ')
+		nul := bytes.IndexByte(body, 0)
+		if sp <= 0 || nul < sp || len(body) < nul+1+sha1.Size {
+			return nil, false
+		}
+		mode, err := strconv.ParseUint(string(body[:sp]), 8, 32)
+		name := string(body[sp+1 : nul])
+		if err != nil || !plainPath(name) || strings.Contains(name, "/") {
+			return nil, false
+		}
+		switch mode {
+		case 0o40000, 0o100644, 0o100755, 0o120000, 0o160000:
+		default:
+			return nil, false
+		}
+		if _, dup := ents[name]; dup {
+			return nil, false
+		}
+		ents[name] = treeEntry{mode: uint32(mode), oid: body[nul+1 : nul+1+sha1.Size]}
+		body = body[nul+1+sha1.Size:]
+	}
+	return ents, true
+}
+
+// dir compares the index entries v.names[lo:hi], which are those under
+// the directory prefix (its path with a trailing slash, or ""), with the
+// tree oid.
+func (d *treeDiff) dir(prefix string, oid []byte, lo, hi int) bool {
+	if t, ok := d.v.trees[prefix]; ok && bytes.Equal(t, oid) {
+		return true // the cache-tree says these entries make this tree
+	}
+	tree, ok := d.rp.readTree(oid)
+	if !ok {
+		return false
+	}
+	seen := make(map[string]bool, len(tree))
+	for i := lo; i < hi; {
+		rest := d.v.names[i][len(prefix):]
+		slash := strings.IndexByte(rest, '/')
+		if slash < 0 {
+			// A file (or link, or gitlink) of the index.
+			name := rest
+			seen[name] = true
+			te, inTree := tree[name]
+			switch {
+			case !inTree:
+				d.drop(prefix + name)
+			case te.mode == 0o40000:
+				d.drop(prefix + name)
+				if !d.all(prefix+name+"/", te.oid) {
+					return false
+				}
+			case te.mode != d.v.modes[i] || !bytes.Equal(te.oid, d.v.oids[i]):
+				d.rule(prefix + name)
+			}
+			i++
+			continue
+		}
+		// A directory of the index: its entries are v.names[i:j].
+		name := rest[:slash]
+		sub := prefix + name + "/"
+		j := i + sort.Search(hi-i, func(k int) bool { return !strings.HasPrefix(d.v.names[i+k], sub) })
+		if seen[name] {
+			return false // a file and a directory of one name: not an index git writes
+		}
+		seen[name] = true
+		te, inTree := tree[name]
+		switch {
+		case inTree && te.mode == 0o40000:
+			if !d.dir(sub, te.oid, i, j) {
+				return false
+			}
+		default:
+			d.drops = true
+			for _, p := range d.v.names[i:j] {
+				d.rule(p)
+			}
+			if inTree {
+				d.add(prefix + name)
+			}
+		}
+		i = j
+	}
+	for name, te := range tree {
+		if seen[name] {
+			continue
+		}
+		if te.mode == 0o40000 {
+			if !d.all(prefix+name+"/", te.oid) {
+				return false
+			}
+		} else {
+			d.add(prefix + name)
+		}
+	}
+	return true
+}
+
+// all adds every path of the tree oid, which is at prefix.
+func (d *treeDiff) all(prefix string, oid []byte) bool {
+	tree, ok := d.rp.readTree(oid)
+	if !ok {
+		return false
+	}
+	for name, te := range tree {
+		if te.mode == 0o40000 {
+			if !d.all(prefix+name+"/", te.oid) {
+				return false
+			}
+		} else {
+			d.add(prefix + name)
+		}
+	}
+	return true
+}
+
+func (d *treeDiff) add(p string) {
+	d.adds = append(d.adds, p)
+	d.rule(p)
+}
+
+func (d *treeDiff) drop(p string) {
+	d.drops = true
+	d.rule(p)
+}
+
+// rule notes a change of p, which changes the ignore rules if p is a
+// .gitignore.
+func (d *treeDiff) rule(p string) {
+	if isIgnoreFile(p) {
+		d.rules = true
+	}
+}

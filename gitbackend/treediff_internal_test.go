@@ -1,0 +1,107 @@
+package gitbackend
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The in-process diff of an index with a tree says what git diff-index
+// says — the paths the tree adds, whether it drops any, whether a
+// .gitignore differs — over random pairs of trees that add, drop and
+// change files, swap files and directories, change modes and links, with
+// the index's cache-tree whole or cut where entries changed.
+func TestDiffTreesIsDiffIndex(t *testing.T) {
+	rp, dir := testRepo(t)
+	env := []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}
+	var blobs []string
+	for i := range 4 {
+		blobs = append(blobs, plainGit(t, dir, nil, fmt.Sprintf("content %d\n", i), "hash-object", "-w", "--stdin"))
+	}
+	names := []string{"a", "b.txt", ".gitignore", "d/x", "d/y", "d/.gitignore", "d/e/z", "d/e/w", "f/g/h/i", "a-b", "a.c", "A"}
+	// state makes a commit of random paths (a path whose parent is a file
+	// taken already is left out) and returns it.
+	state := func(rng *rand.Rand) (commit string, entries map[string]string) {
+		entries = map[string]string{}
+		for _, n := range names {
+			if rng.IntN(3) == 0 {
+				continue
+			}
+			if rng.IntN(4) == 0 { // a file where others have a directory, or the reverse
+				if i := strings.LastIndexByte(n, '/'); i > 0 {
+					n = n[:i]
+				} else {
+					n += "/sub"
+				}
+			}
+			mode := []string{"100644", "100755", "120000"}[rng.IntN(3)]
+			entries[n] = mode + " " + blobs[rng.IntN(len(blobs))]
+		}
+		for p := range entries { // no path below a file
+			for q := range entries {
+				if strings.HasPrefix(q, p+"/") {
+					delete(entries, p)
+				}
+			}
+		}
+		idx := filepath.Join(t.TempDir(), "index")
+		plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, indexInfo(entries), "update-index", "--index-info")
+		tree := plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, "", "write-tree")
+		return plainGit(t, dir, env, "", "commit-tree", "-m", "s", tree), entries
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	inProcess := 0
+	for round := range 60 {
+		from, fromEntries := state(rng)
+		to, _ := state(rng)
+		idx := filepath.Join(t.TempDir(), "index")
+		plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, "", "read-tree", from)
+		if round%2 == 1 && len(fromEntries) > 0 {
+			// Change an entry: the cache-tree of its directories is cut.
+			for p, e := range fromEntries {
+				mode, _, _ := strings.Cut(e, " ")
+				plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, indexInfo(map[string]string{p: mode + " " + blobs[rng.IntN(len(blobs))]}), "update-index", "--index-info")
+				break
+			}
+		}
+		wantAdds, wantDrops, wantRules := parseDiffIndex(plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, "", "diff-index", "--cached", "--name-status", "--no-renames", "-z", to, "--"))
+		v, ok := readIndexView(idx)
+		require.True(t, ok, "round %d", round)
+		adds, drops, rules, ok := rp.diffTrees(&v, to)
+		require.True(t, ok, "round %d: all trees are loose", round)
+		inProcess++
+		slices.Sort(adds)
+		slices.Sort(wantAdds)
+		require.Equal(t, wantAdds, adds, "round %d: adds", round)
+		require.Equal(t, wantDrops, drops, "round %d: drops", round)
+		require.Equal(t, wantRules, rules, "round %d: rules", round)
+	}
+	require.Equal(t, 60, inProcess)
+
+	// A tree that is not loose is git's to read.
+	plainGit(t, dir, nil, "", "repack", "-adq")
+	plainGit(t, dir, nil, "", "prune-packed")
+	from, _ := state(rng)
+	idx := filepath.Join(t.TempDir(), "index")
+	plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, "", "read-tree", from)
+	v, ok := readIndexView(idx)
+	require.True(t, ok)
+	head := plainGit(t, dir, nil, "", "rev-parse", "HEAD")
+	_, _, _, ok = rp.diffTrees(&v, head)
+	require.False(t, ok, "a packed commit was read in-process")
+}
+
+// indexInfo is entries (path to "mode oid") as git update-index
+// --index-info reads them.
+func indexInfo(entries map[string]string) string {
+	var b strings.Builder
+	for p, e := range entries {
+		fmt.Fprintf(&b, "%s\t%s\n", e, p)
+	}
+	return b.String()
+}
