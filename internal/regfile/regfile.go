@@ -62,9 +62,27 @@ func Read(path string, limit int64) ([]byte, error) {
 	if limit <= 0 {
 		return io.ReadAll(f)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err == nil && int64(len(data)) > limit {
-		err = &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: over %d bytes", ErrTooLarge, limit)}
+	// Read into a buffer of the size the file has (one read, no growing
+	// copies), plus room to see that it grew past limit meanwhile.
+	data := make([]byte, 0, min(fi.Size(), limit)+512)
+	for {
+		n, rerr := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return data, rerr
+		}
+		if int64(len(data)) > limit {
+			break
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)] // grow: the file grew
+		}
 	}
-	return data, err
+	if int64(len(data)) > limit {
+		return data, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: over %d bytes", ErrTooLarge, limit)}
+	}
+	return data, nil
 }
