@@ -25,7 +25,9 @@
 //     with the overrides above taking precedence;
 //   - runs in the C locale (LC_ALL=C), so messages are stable;
 //   - keeps git's untracked cache fresh (core.untrackedCache=true) and
-//     checks out in parallel (checkout.workers, Options.CheckoutWorkers);
+//     checks out in parallel (checkout.workers, Options.CheckoutWorkers)
+//     from 1,000 files up (checkout.thresholdForParallelism: below that,
+//     starting the workers costs more than they save);
 //   - has an explicit author and committer (Options.Identity, by default
 //     grove's), so commits work with no user.name configured.
 //
@@ -190,6 +192,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		"-c", "tag.gpgSign=false",
 		"-c", "gc.autoDetach=false",
 		"-c", "checkout.workers=" + strconv.Itoa(opts.CheckoutWorkers),
+		"-c", "checkout.thresholdForParallelism=1000",
 		"-c", "core.filesRefLockTimeout=" + strconv.FormatInt(r.lockWait.Milliseconds(), 10),
 		"-c", "core.packedRefsTimeout=" + strconv.FormatInt(r.lockWait.Milliseconds(), 10),
 		// Commands a key would run that grove's commands could reach:
