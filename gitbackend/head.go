@@ -460,7 +460,7 @@ func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, er
 		defer os.Remove(tmp)
 		err = os.Remove(tmp)
 		if err == nil {
-			err = copyIndex(filepath.Join(mf.Admin, "index"), tmp)
+			_, err = copyIndex(filepath.Join(mf.Admin, "index"), tmp)
 			if errors.Is(err, errDamagedIndex) {
 				err = h.rebuildIndex(ctx, tmp, "HEAD")
 			}

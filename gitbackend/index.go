@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -27,13 +28,21 @@ import (
 // trees of a garbled one as they are: unsorted, corrupt) is not used: the
 // private index is read from commit instead.
 func (h *head) seedIndex(ctx context.Context, mf manifest, name, commit string) (string, error) {
+	priv, _, err := h.seedIndexData(ctx, mf, name, commit)
+	return priv, err
+}
+
+// seedIndexData is seedIndex, also returning the private index's bytes
+// when they are the head's index, checked (nil when it was read from
+// commit, or there was none).
+func (h *head) seedIndexData(ctx context.Context, mf manifest, name, commit string) (string, []byte, error) {
 	priv := filepath.Join(mf.Admin, name)
 	_ = os.Remove(priv)
-	err := copyIndex(filepath.Join(mf.Admin, "index"), priv)
+	data, err := copyIndex(filepath.Join(mf.Admin, "index"), priv)
 	if errors.Is(err, errDamagedIndex) {
-		err = h.rebuildIndex(ctx, priv, commit)
+		data, err = nil, h.rebuildIndex(ctx, priv, commit)
 	}
-	return priv, err
+	return priv, data, err
 }
 
 // Bounds on what grove reads from files an agent can write: a one-line
@@ -113,6 +122,9 @@ type rawEntry struct {
 	ext   uint16
 	oid   []byte
 	name  []byte
+	// nameOff is where name is in the index (version 2 and 3), or -1
+	// (version 4, whose names are made from the previous one's).
+	nameOff int
 }
 
 // walkIndex calls fn with each entry of an index of version 2, 3 or 4
@@ -152,6 +164,7 @@ func walkIndex(data []byte, hashLen int, fn func(e *rawEntry)) (extOff int, ok b
 		if off > end {
 			return 0, false
 		}
+		nameOff := -1
 		if version == 4 {
 			// The name is the previous one less a varint's count of
 			// bytes, plus a NUL-terminated suffix.
@@ -191,10 +204,10 @@ func walkIndex(data []byte, hashLen int, fn func(e *rawEntry)) (extOff int, ok b
 			if off+n > end {
 				return 0, false
 			}
-			name = data[off : off+n]
+			name, nameOff = data[off:off+n], off
 			off = start + (off-start+n+8)&^7 // NUL padding to 8 bytes
 		}
-		e = rawEntry{off: start, mode: mode, flags: flags, ext: ext, oid: data[start+40 : start+40+hashLen], name: name}
+		e = rawEntry{off: start, mode: mode, flags: flags, ext: ext, oid: data[start+40 : start+40+hashLen], name: name, nameOff: nameOff}
 		fn(&e)
 	}
 	return off, true
@@ -204,7 +217,17 @@ func walkIndex(data []byte, hashLen int, fn func(e *rawEntry)) (extOff int, ok b
 // object IDs are hashLen bytes long and returns its marked entries; ok is
 // false if the entries do not parse.
 func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
-	extOff, ok := walkIndex(data, hashLen, func(e *rawEntry) {
+	marks, _, ok = walkMarks(data, hashLen, nil)
+	return marks, ok
+}
+
+// walkMarks is readMarks that also calls each (when not nil) with every
+// entry, and returns where the extensions begin.
+func walkMarks(data []byte, hashLen int, each func(e *rawEntry)) (marks indexMarks, extOff int, ok bool) {
+	extOff, ok = walkIndex(data, hashLen, func(e *rawEntry) {
+		if each != nil {
+			each(e)
+		}
 		if isIgnoreFile(string(e.name)) {
 			marks.ignoreFiles = append(marks.ignoreFiles, indexEntry{path: string(e.name), mode: e.mode, oid: hex.EncodeToString(e.oid)})
 		}
@@ -218,12 +241,12 @@ func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
 		}
 	})
 	if !ok {
-		return indexMarks{}, false
+		return indexMarks{}, 0, false
 	}
 	if extOff <= len(data)-hashLen {
 		marks.tree = rootCacheTree(data[extOff:len(data)-hashLen], hashLen)
 	}
-	return marks, true
+	return marks, extOff, true
 }
 
 // rootCacheTree returns, in hex, the tree the index's cache-tree extension
@@ -289,29 +312,55 @@ func (h *head) retryOnIndex(ctx context.Context, priv, commit string, fn func() 
 // copyIndex copies an index file keeping its modification time: git
 // trusts an entry's cached stat data only if the file changed before the
 // index was written, so a copy stamped "now" would hide a same-size edit
-// made in the second the index was written ("racy git").
-func copyIndex(src, dst string) error {
+// made in the second the index was written ("racy git"). It returns the
+// copy's bytes, which passed checkIndex.
+//
+// Where it can, the copy is a hard link, which costs no write whatever the
+// index's size: git never writes an index in place (it writes a lock file
+// and renames it over the index), so what git then does with the copy
+// leaves the original as it was. The link is read and checked, not the
+// original, which git may replace meanwhile.
+func copyIndex(src, dst string) ([]byte, error) {
 	st, err := os.Stat(src)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil // git starts an empty index
+		return nil, nil // git starts an empty index
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	data, err := regfile.Read(src, maxIndexFile)
-	if errors.Is(err, regfile.ErrNotRegular) || errors.Is(err, regfile.ErrTooLarge) {
-		err = errDamagedIndex // a FIFO or a directory where the index was
+	if runtime.GOOS != "windows" && os.Link(src, dst) == nil {
+		data, err := readIndex(dst)
+		if err != nil {
+			_ = os.Remove(dst)
+			return nil, err
+		}
+		return data, nil
 	}
-	if err == nil {
-		err = checkIndex(data)
-	}
+	data, err := readIndex(src)
 	if err == nil {
 		err = os.WriteFile(dst, data, 0o644)
 	}
 	if err == nil {
 		err = os.Chtimes(dst, st.ModTime(), st.ModTime())
 	}
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// readIndex reads the index file at path and checks it: errDamagedIndex
+// if it is not a regular file of at most maxIndexFile bytes that passes
+// checkIndex.
+func readIndex(path string) ([]byte, error) {
+	data, err := regfile.Read(path, maxIndexFile)
+	if errors.Is(err, regfile.ErrNotRegular) || errors.Is(err, regfile.ErrTooLarge) {
+		err = errDamagedIndex // a FIFO, a link or a directory where the index was
+	}
+	if err == nil {
+		err = checkIndex(data)
+	}
+	return data, err
 }
 
 // unmark makes git add see every entry of the index at priv as it is in
@@ -440,8 +489,18 @@ func (h *head) lockIndex(ctx context.Context, mf manifest, priv string) (*indexS
 // commit makes priv the head's index and releases the lock: priv is
 // renamed over the lock (unless the lock is already priv's hard link),
 // then the lock over the index.
+//
+// A priv that is still the index's own hard link (see copyIndex: nothing
+// rewrote it) is already the index: the lock and priv are removed (a
+// rename between two links of one file would do nothing at all, and leave
+// the lock behind).
 func (s *indexSwap) commit(priv string) error {
 	a, err1 := os.Lstat(priv)
+	if c, err := os.Lstat(s.index); err1 == nil && err == nil && os.SameFile(a, c) {
+		_ = os.Remove(s.lockPath)
+		_ = os.Remove(priv)
+		return nil
+	}
 	b, err2 := os.Lstat(s.lockPath)
 	if err1 != nil || err2 != nil || !os.SameFile(a, b) {
 		if err := os.Rename(priv, s.lockPath); err != nil {

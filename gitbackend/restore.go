@@ -73,7 +73,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	if !mf.Attached && (st.op == backend.OpRebase || st.op == backend.OpApplyMailbox || st.op == backend.OpBisect) {
 		return h.fail(backend.FailedPrecondition, op, "a %s is in progress in the head; finish or abort it first", st.op)
 	}
-	priv, err := h.seedIndex(ctx, mf, privateIndex, st.commit)
+	priv, data, err := h.seedIndexData(ctx, mf, privateIndex, st.commit)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	// What target adds to the index (in target, not in the index) and
 	// drops from it (in the index, not in target), and whether a
 	// .gitignore differs.
-	adds, drops, rules, marks, merr, err := h.diff(ctx, priv, st.commit, target)
+	adds, drops, rules, marks, merr, err := h.diff(ctx, priv, data, st.commit, target)
 	if err != nil {
 		return err
 	}
@@ -165,12 +165,13 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	return err
 }
 
-// diff returns what target adds to the index at priv, whether it drops
-// any path and whether a .gitignore differs (see diffIndex), and the
-// index's marks (merr when they could not be read): in-process when the
-// index's cache-tree and the target's loose trees tell, else through git.
-func (h *head) diff(ctx context.Context, priv, commit, target string) (adds []string, drops, rules bool, marks indexMarks, merr, err error) {
-	if v, ok := readIndexView(priv); ok {
+// diff returns what target adds to the index at priv (whose bytes are
+// data, or nil: read them), whether it drops any path and whether a
+// .gitignore differs (see diffIndex), and the index's marks (merr when
+// they could not be read): in-process when the index's cache-tree and the
+// target's loose trees tell, else through git.
+func (h *head) diff(ctx context.Context, priv string, data []byte, commit, target string) (adds []string, drops, rules bool, marks indexMarks, merr, err error) {
+	if v, ok := readIndexView(priv, data); ok {
 		if adds, drops, rules, ok = h.w.repo.diffTrees(&v, target); ok {
 			return adds, drops, rules, v.marks, nil, nil
 		}

@@ -38,30 +38,48 @@ type indexView struct {
 	marks indexMarks
 }
 
-// readIndexView reads the index at path for the in-process diff, along
-// with its marks; ok is false where the diff cannot use it (not an index
-// of SHA-1 IDs git would write, an unmerged or intent-to-add entry).
-func readIndexView(path string) (v indexView, ok bool) {
-	data, err := regfile.Read(path, maxIndexFile)
-	if err != nil || checkIndex(data) != nil {
-		return v, false
+// readIndexView reads an index for the in-process diff, along with its
+// marks: data, its bytes already checked (see copyIndex), or when nil the
+// file at path. ok is false where the diff cannot use it (not an index of
+// SHA-1 IDs git would write, an unmerged or intent-to-add entry).
+func readIndexView(path string, data []byte) (v indexView, ok bool) {
+	if data == nil {
+		var err error
+		if data, err = regfile.Read(path, maxIndexFile); err != nil || checkIndex(data) != nil {
+			return v, false
+		}
 	}
 	const hashLen = sha1.Size
+	if len(data) < 12+hashLen {
+		return v, false
+	}
+	n := int(binary.BigEndian.Uint32(data[8:12]))
+	if n > len(data)/(40+hashLen) {
+		return v, false
+	}
+	v.names = make([]string, 0, n)
+	v.modes = make([]uint32, 0, n)
+	v.oids = make([][]byte, 0, n)
+	// Names are cut from one string of the whole index where the index
+	// keeps them whole (versions 2 and 3): one copy, not one per name.
+	all := string(data)
 	plain := true
-	extOff, ok := walkIndex(data, hashLen, func(e *rawEntry) {
+	marks, extOff, ok := walkMarks(data, hashLen, func(e *rawEntry) {
 		if e.flags&flagStage != 0 || e.ext&flagIntentToAdd != 0 {
 			plain = false
 		}
-		v.names = append(v.names, string(e.name))
+		if e.nameOff >= 0 {
+			v.names = append(v.names, all[e.nameOff:e.nameOff+len(e.name)])
+		} else {
+			v.names = append(v.names, string(e.name))
+		}
 		v.modes = append(v.modes, e.mode)
 		v.oids = append(v.oids, e.oid)
 	})
 	if !ok || !plain || extOff > len(data)-hashLen {
 		return v, false
 	}
-	if v.marks, ok = readMarks(data, hashLen); !ok {
-		return v, false
-	}
+	v.marks = marks
 	v.trees = cacheTrees(data[extOff:len(data)-hashLen], hashLen)
 	return v, true
 }

@@ -70,7 +70,7 @@ func TestDiffTreesIsDiffIndex(t *testing.T) {
 			}
 		}
 		wantAdds, wantDrops, wantRules := parseDiffIndex(plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, "", "diff-index", "--cached", "--name-status", "--no-renames", "-z", to, "--"))
-		v, ok := readIndexView(idx)
+		v, ok := readIndexView(idx, nil)
 		require.True(t, ok, "round %d", round)
 		adds, drops, rules, ok := rp.diffTrees(&v, to)
 		require.True(t, ok, "round %d: all trees are loose", round)
@@ -89,7 +89,7 @@ func TestDiffTreesIsDiffIndex(t *testing.T) {
 	from, _ := state(rng)
 	idx := filepath.Join(t.TempDir(), "index")
 	plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, "", "read-tree", from)
-	v, ok := readIndexView(idx)
+	v, ok := readIndexView(idx, nil)
 	require.True(t, ok)
 	head := plainGit(t, dir, nil, "", "rev-parse", "HEAD")
 	_, _, _, ok = rp.diffTrees(&v, head)
