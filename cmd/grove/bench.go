@@ -34,6 +34,7 @@ same work, grove and git alternating within each run:
   restore-100     restore 100 files back    git reset --hard && git clean -fd
   status          status                    git status --porcelain
   fork            fork, 1 change            git stash create && git worktree add
+  fork-vs-add     fork, 1 change            git worktree add of the fork's commit
   reopen          reopen from the binding   (none)
   lower-bound     walk and lstat the tree   (none): no tool that looks at every file is faster
 

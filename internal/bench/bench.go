@@ -198,7 +198,7 @@ func Ops() []Op {
 	var restoreTo [2]backend.CheckpointID
 	var gitTo [2]string
 	var destroyHead *workspace.Head
-	var destroyDir string
+	var destroyDir, forkBase string
 	checkpoint := timed(func(e *Env) error { _, err := e.Head.Checkpoint(e.Ctx, nil); return err })
 	return []Op{
 		{
@@ -338,6 +338,33 @@ func Ops() []Op {
 				}
 				dir := filepath.Join(filepath.Dir(e.GitDir), fmt.Sprintf("plain-f%d", seq))
 				if err := e.Git("worktree", "add", "-q", "-b", fmt.Sprintf("plain-f%d", seq), dir, rev); err != nil {
+					return nil, err
+				}
+				return func() error { return e.Git("worktree", "remove", "--force", dir) }, nil
+			},
+		},
+		{
+			// The same fork beside git adding a worktree of the very
+			// commit the fork starts from: the fork's files against a
+			// checkout of them.
+			Name:    "fork-vs-add",
+			Prepare: func(e *Env) error { return e.Touch(e.Head.Info().Root, 1) },
+			Grove: func(e *Env) (func() error, error) {
+				seq++
+				h, err := e.Head.Fork(e.Ctx, fmt.Sprintf("f%d", seq), nil)
+				if err != nil {
+					return nil, err
+				}
+				forkBase = string(h.Info().Base)
+				return func() error {
+					_, err := h.Destroy(e.Ctx, &workspace.DestroyOptions{Discard: true})
+					return err
+				}, nil
+			},
+			Git: func(e *Env) (func() error, error) {
+				seq++
+				dir := filepath.Join(filepath.Dir(e.GitDir), fmt.Sprintf("plain-a%d", seq))
+				if err := e.Git("worktree", "add", "-q", "-b", fmt.Sprintf("plain-a%d", seq), dir, forkBase); err != nil {
 					return nil, err
 				}
 				return func() error { return e.Git("worktree", "remove", "--force", dir) }, nil
