@@ -10,14 +10,16 @@
 // operation must know before it runs git is read without a process: a head's
 // HEAD, its commit and tree, its newest checkpoint, a commit's metadata, a
 // full object ID (go-git for objects; loose refs, then packed-refs, for
-// refs) and the tree an index's cache-tree records. Each such reader
-// declines what it cannot read exactly as git does (a SHA-256 repository, a
-// symbolic or unusual ref name, a name that is not a revision ID, an
-// unreadable object), and git answers instead. A warm backend starts no git
-// process to reopen a head, one for Status, two for a checkpoint with no
-// change (ls-files, add), three for one that records a change (and
-// write-tree), three for a restore (diff-index, read-tree, clean); the
-// gitbackend tests pin these counts.
+// refs), the tree an index's cache-tree records, and what a restore's
+// target changes (the directories whose cache-tree differs from the
+// target's loose trees). Each such reader declines what it cannot read
+// exactly as git does (a SHA-256 repository, a symbolic or unusual ref
+// name, a name that is not a revision ID, a packed or unreadable object),
+// and git answers instead. A warm backend starts no git process to reopen
+// a head, one for Status, two for a checkpoint with no change (ls-files,
+// add), three for one that records a change (and write-tree), two for a
+// restore (read-tree, clean; diff-index as well where the in-process
+// reader declines); the gitbackend tests pin these counts.
 //
 // One departure from "git writes everything": a checkpoint's commit object
 // is written in-process, byte for byte the one git commit-tree writes (an
@@ -28,11 +30,21 @@
 //   - Create registers the worktree with git worktree add --no-checkout on a
 //     new branch (grove/<name>, or the next free grove/<name>-N) under the
 //     short per-repository lock, then checks the files out with read-tree -u
-//     under the head's own lock. A failed create removes the branch, the
-//     directory, the registration and the manifest; a create killed half-way
-//     is undone by the next open of the workspace.
+//     under the head's own lock. When another head's index is at the new
+//     head's tree (a fork's source, which has just checkpointed; a clean
+//     head of the same commit), the files are first copied from that head's
+//     working tree (Linux, heads of 2,000 files and more): git reads the new
+//     index from the commit, a file is copied only if what was copied hashes
+//     to the blob that index names (nothing of the source head is taken on
+//     its word: not its stat data, not its index, no symlink is followed),
+//     the copies' stat data goes into the index, and read-tree -u then
+//     checks out whatever was not copied. A failed create removes the
+//     branch, the directory, the registration and the manifest; a create
+//     killed half-way is undone by the next open of the workspace.
 //   - Checkpoint stages the head into a private index seeded from the
-//     head's own index (git's stat cache stays warm), writes the tree (or
+//     head's own index (a hard link of it where the system has them: git
+//     never writes an index in place, so the head's own is left as it
+//     was; git's stat cache stays warm), writes the tree (or
 //     takes the one the index's cache-tree still records when git add
 //     changed no entry), commits it with the head's current commit as
 //     parent, and records it in one ref transaction: the private ref
