@@ -42,9 +42,7 @@
 //     branch, the directory, the registration and the manifest; a create
 //     killed half-way is undone by the next open of the workspace.
 //   - Checkpoint stages the head into a private index seeded from the
-//     head's own index (a hard link of it where the system has them: git
-//     never writes an index in place, so the head's own is left as it
-//     was; git's stat cache stays warm), writes the tree (or
+//     head's own index (git's stat cache stays warm), writes the tree (or
 //     takes the one the index's cache-tree still records when git add
 //     changed no entry), commits it with the head's current commit as
 //     parent, and records it in one ref transaction: the private ref

@@ -30,6 +30,12 @@ import (
 // -u), which also looks at every file again, so that the head is exactly
 // the commit's either way.
 
+// maxCopySize bounds the size of a file the copy takes from another head:
+// a larger one is left to the checkout, which writes the blob's size
+// whatever the source holds (a sparse file of terabytes costs nothing to
+// make there).
+const maxCopySize = 16 << 20
+
 // fromDiskMin is the number of files below which a new head is checked out
 // rather than copied: a small checkout costs less than the extra read-tree.
 // (A variable for the tests.)
@@ -113,9 +119,10 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) error {
 func ctxErr(ctx context.Context) error { return backend.ContextError(ctx, "gitbackend: create head") }
 
 // headAtTree returns the directory of a live head of the workspace other
-// than mf whose index records tree as its entries' (its cache-tree: what a
-// checkpoint leaves), or "". Its index is only a hint: nothing copied from
-// the head is taken on its word.
+// than mf whose HEAD is a commit of tree and whose index records tree as
+// its entries' (its cache-tree: what a checkpoint leaves), or "". Only the
+// indexes of heads at that commit's tree are read, and only as a hint:
+// nothing copied from the head is taken on its word.
 func (w *workspace) headAtTree(mf *manifest, tree string, hashLen int) string {
 	all, err := w.meta.manifests()
 	if err != nil {
@@ -125,8 +132,15 @@ func (w *workspace) headAtTree(mf *manifest, tree string, hashLen int) string {
 		if o.ID == mf.ID || !o.live() || o.Creating || o.Admin == "" || o.Dir == "" {
 			continue
 		}
+		if commit, _, ok := w.repo.headCommit(o.Admin); !ok {
+			continue
+		} else if commit != string(mf.Base) {
+			if t, ok := w.repo.commitTree(commit); !ok || t != tree {
+				continue
+			}
+		}
 		data, err := regfile.Read(filepath.Join(o.Admin, "index"), maxIndexFile)
-		if err != nil || checkIndex(data) != nil {
+		if err != nil {
 			continue
 		}
 		if marks, ok := readMarks(data, hashLen); ok && marks.tree == tree {

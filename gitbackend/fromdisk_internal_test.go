@@ -56,3 +56,23 @@ func TestCopyFilesHashesWhatItCopies(t *testing.T) {
 	require.Equal(t, make([]byte, 40), data[40:80])
 	require.Equal(t, make([]byte, 40), data[120:160])
 }
+
+// A file over maxCopySize is left to the checkout, even when it is its
+// blob: an agent can make a sparse file of any size for nothing, and the
+// copy would write all of it.
+func TestCopyFilesLeavesLargeFiles(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	f, err := os.Create(filepath.Join(src, "big"))
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(maxCopySize+1))
+	require.NoError(t, f.Close())
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", maxCopySize+1)
+	h.Write(make([]byte, maxCopySize+1))
+	files := []copyEntry{{off: 0, mode: 0o100644, oid: h.Sum(nil), path: "big"}}
+	n, err := copyFiles(context.Background(), src, dst, files, make([]byte, 40), sha1.Size)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	_, err = os.Lstat(filepath.Join(dst, "big"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}

@@ -36,6 +36,10 @@ func copyFiles(ctx context.Context, src, dst string, files []copyEntry, data []b
 		return 0, nil
 	}
 	defer unix.Close(srcRoot)
+	var rootSt unix.Stat_t
+	if unix.Fstat(srcRoot, &rootSt) != nil {
+		return 0, nil
+	}
 	dstRoot, err := openDir(unix.AT_FDCWD, dst)
 	if err != nil {
 		return 0, nil
@@ -47,7 +51,7 @@ func copyFiles(ctx context.Context, src, dst string, files []copyEntry, data []b
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &diskCopier{dirs: dirStack{roots: [2]int{srcRoot, dstRoot}}, buf: make([]byte, 64<<10)}
+			c := &diskCopier{ctx: ctx, dev: rootSt.Dev, dirs: dirStack{roots: [2]int{srcRoot, dstRoot}, dev: rootSt.Dev}, buf: make([]byte, 64<<10)}
 			if hashLen == sha256.Size {
 				c.hh = sha256.New()
 			} else {
@@ -85,6 +89,7 @@ func openDir(dir int, name string) (int, error) {
 // dirStack keeps a directory of both trees open, and its parents.
 type dirStack struct {
 	roots [2]int   // the trees' tops
+	dev   uint64   // the source top's device: no mount under it is entered
 	names []string // the open directory's path elements
 	fds   [][2]int // each element's descriptors, -1 where it failed
 }
@@ -128,7 +133,15 @@ func (d *dirStack) enter(dir string) (int, int) {
 		fd := [2]int{-1, -1}
 		if ps >= 0 {
 			if f, err := openDir(ps, el); err == nil {
-				fd[0] = f
+				// A file system mounted inside the source (a FUSE
+				// server an agent runs could never answer a read) is
+				// not entered.
+				var st unix.Stat_t
+				if unix.Fstat(f, &st) == nil && st.Dev == d.dev {
+					fd[0] = f
+				} else {
+					unix.Close(f)
+				}
 			}
 		}
 		if pd >= 0 {
@@ -145,6 +158,8 @@ func (d *dirStack) enter(dir string) (int, int) {
 
 // diskCopier is one copy worker's state.
 type diskCopier struct {
+	ctx  context.Context
+	dev  uint64 // the source's device
 	dirs dirStack
 	buf  []byte
 	hh   hash.Hash
@@ -177,7 +192,7 @@ func (c *diskCopier) copy(src, dst int, name string, f copyEntry) (statData, boo
 		return statData{}, false
 	}
 	defer unix.Close(in)
-	if unix.Fstat(in, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if unix.Fstat(in, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Dev != c.dev || st.Size > maxCopySize {
 		return statData{}, false
 	}
 	perm := uint32(0o666)
@@ -208,7 +223,7 @@ func (c *diskCopier) copyContent(out, in int, size int64, oid []byte) bool {
 		from, write = out, false
 	}
 	var off int64
-	for off < size {
+	for off < size && c.ctx.Err() == nil {
 		n, err := unix.Pread(from, c.buf[:min(int64(len(c.buf)), size-off)], off)
 		if err != nil || n <= 0 {
 			return false
@@ -224,6 +239,9 @@ func (c *diskCopier) copyContent(out, in int, size int64, oid []byte) bool {
 			}
 		}
 		off += int64(n)
+	}
+	if off < size {
+		return false // cancelled
 	}
 	if !write {
 		var st unix.Stat_t

@@ -231,28 +231,34 @@ func (h *head) state(ctx context.Context, mf manifest, op string) (headState, er
 // its branch or a commit, both readable in-process; ok is false otherwise.
 func (h *head) stateFast(mf manifest) (headState, bool) {
 	var st headState
-	data, err := regfile.Read(filepath.Join(mf.Admin, "HEAD"), 4096)
-	if err != nil {
+	commit, ref, ok := h.w.repo.headCommit(mf.Admin)
+	if !ok {
 		return st, false
 	}
-	line := gitLine(data)
-	if name, ok := strings.CutPrefix(line, "ref: "); ok {
-		if st.commit, ok = h.w.repo.readRef(name); !ok {
-			return st, false
-		}
-		st.onOwn = !mf.Attached && mf.Branch != "" && name == "refs/heads/"+mf.Branch
-	} else if isSHA1(line) {
-		st.commit = line
-	} else {
-		return st, false
-	}
-	var ok bool
+	st.commit = commit
+	st.onOwn = ref != "" && !mf.Attached && mf.Branch != "" && ref == "refs/heads/"+mf.Branch
 	if st.tree, ok = h.w.repo.commitTree(st.commit); !ok {
 		return st, false
 	}
 	st.op = inProgress(mf.Admin)
 	st.onOwn = st.onOwn && st.op == backend.OpNone
 	return st, true
+}
+
+// headCommit reads the HEAD of the worktree whose git dir is admin
+// in-process: its commit, and the ref it names ("" when detached); ok is
+// false where git must read it.
+func (rp *repo) headCommit(admin string) (commit, ref string, ok bool) {
+	data, err := regfile.Read(filepath.Join(admin, "HEAD"), 4096)
+	if err != nil {
+		return "", "", false
+	}
+	line := gitLine(data)
+	if name, isRef := strings.CutPrefix(line, "ref: "); isRef {
+		commit, ok = rp.readRef(name)
+		return commit, name, ok
+	}
+	return line, "", isSHA1(line)
 }
 
 // inProgress names the merge-like operation whose state files are in a

@@ -13,7 +13,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -313,13 +312,9 @@ func (h *head) retryOnIndex(ctx context.Context, priv, commit string, fn func() 
 // trusts an entry's cached stat data only if the file changed before the
 // index was written, so a copy stamped "now" would hide a same-size edit
 // made in the second the index was written ("racy git"). It returns the
-// copy's bytes, which passed checkIndex.
-//
-// Where it can, the copy is a hard link, which costs no write whatever the
-// index's size: git never writes an index in place (it writes a lock file
-// and renames it over the index), so what git then does with the copy
-// leaves the original as it was. The link is read and checked, not the
-// original, which git may replace meanwhile.
+// bytes copied, which passed checkIndex. (A hard link would cost no write,
+// and git never writes an index in place — but an agent, or another tool,
+// can, and grove's own copy must hold what grove checked.)
 func copyIndex(src, dst string) ([]byte, error) {
 	st, err := os.Stat(src)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -327,14 +322,6 @@ func copyIndex(src, dst string) ([]byte, error) {
 	}
 	if err != nil {
 		return nil, err
-	}
-	if runtime.GOOS != "windows" && os.Link(src, dst) == nil {
-		data, err := readIndex(dst)
-		if err != nil {
-			_ = os.Remove(dst)
-			return nil, err
-		}
-		return data, nil
 	}
 	data, err := readIndex(src)
 	if err == nil {
@@ -489,18 +476,8 @@ func (h *head) lockIndex(ctx context.Context, mf manifest, priv string) (*indexS
 // commit makes priv the head's index and releases the lock: priv is
 // renamed over the lock (unless the lock is already priv's hard link),
 // then the lock over the index.
-//
-// A priv that is still the index's own hard link (see copyIndex: nothing
-// rewrote it) is already the index: the lock and priv are removed (a
-// rename between two links of one file would do nothing at all, and leave
-// the lock behind).
 func (s *indexSwap) commit(priv string) error {
 	a, err1 := os.Lstat(priv)
-	if c, err := os.Lstat(s.index); err1 == nil && err == nil && os.SameFile(a, c) {
-		_ = os.Remove(s.lockPath)
-		_ = os.Remove(priv)
-		return nil
-	}
 	b, err2 := os.Lstat(s.lockPath)
 	if err1 != nil || err2 != nil || !os.SameFile(a, b) {
 		if err := os.Rename(priv, s.lockPath); err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,7 +66,11 @@ func readIndexView(path string, data []byte) (v indexView, ok bool) {
 	all := string(data)
 	plain := true
 	marks, extOff, ok := walkMarks(data, hashLen, func(e *rawEntry) {
-		if e.flags&flagStage != 0 || e.ext&flagIntentToAdd != 0 {
+		// Entries git would not write for a whole index (a sparse
+		// directory entry), or out of git's order (a split index's
+		// replacements, a forged index): git's to read.
+		if e.flags&flagStage != 0 || e.ext&flagIntentToAdd != 0 || e.mode == 0o40000 ||
+			len(e.name) == 0 || len(v.names) > 0 && string(e.name) <= v.names[len(v.names)-1] {
 			plain = false
 		}
 		if e.nameOff >= 0 {
@@ -79,9 +84,28 @@ func readIndexView(path string, data []byte) (v indexView, ok bool) {
 	if !ok || !plain || extOff > len(data)-hashLen {
 		return v, false
 	}
+	if hasExtension(data[extOff:len(data)-hashLen], "link", "sdir") {
+		return v, false // a split or sparse index: its entries are not all here
+	}
 	v.marks = marks
 	v.trees = cacheTrees(data[extOff:len(data)-hashLen], hashLen)
 	return v, true
+}
+
+// hasExtension reports whether the index extensions ext include one of
+// the signatures sigs.
+func hasExtension(ext []byte, sigs ...string) bool {
+	for len(ext) >= 8 {
+		sig, size := string(ext[:4]), int(binary.BigEndian.Uint32(ext[4:8]))
+		if slices.Contains(sigs, sig) {
+			return true
+		}
+		if size < 0 || size > len(ext)-8 {
+			return false
+		}
+		ext = ext[8+size:]
+	}
+	return false
 }
 
 // cacheTrees returns the valid entries of an index's cache-tree extension
@@ -151,7 +175,18 @@ type treeDiff struct {
 	adds  []string
 	drops bool
 	rules bool
+	// trees is how many more trees it may read: a tree that names one
+	// subtree many times over (any repository can hold one) makes
+	// exponentially many paths, which git, killable, is left to list.
+	trees int
 }
+
+// maxDiffTrees and maxDiffAdds bound the trees one in-process diff reads
+// and the paths it lists.
+const (
+	maxDiffTrees = 10000
+	maxDiffAdds  = 1 << 20
+)
 
 // diffTrees returns what target (a commit) adds to the index v (paths in
 // target, not in v), whether it drops any path of v, and whether a
@@ -166,7 +201,7 @@ func (rp *repo) diffTrees(v *indexView, target string) (adds []string, drops, ru
 	if err != nil || len(raw) != sha1.Size {
 		return nil, false, false, false
 	}
-	d := &treeDiff{rp: rp, v: v}
+	d := &treeDiff{rp: rp, v: v, trees: maxDiffTrees}
 	if !d.dir("", raw, 0, len(v.names)) {
 		return nil, false, false, false
 	}
@@ -219,12 +254,15 @@ func (d *treeDiff) dir(prefix string, oid []byte, lo, hi int) bool {
 	if t, ok := d.v.trees[prefix]; ok && bytes.Equal(t, oid) {
 		return true // the cache-tree says these entries make this tree
 	}
-	tree, ok := d.rp.readTree(oid)
+	tree, ok := d.readTree(oid)
 	if !ok {
 		return false
 	}
 	seen := make(map[string]bool, len(tree))
 	for i := lo; i < hi; {
+		if !strings.HasPrefix(d.v.names[i], prefix) {
+			return false // readIndexView keeps them sorted; never trusted
+		}
 		rest := d.v.names[i][len(prefix):]
 		slash := strings.IndexByte(rest, '/')
 		if slash < 0 {
@@ -288,7 +326,7 @@ func (d *treeDiff) dir(prefix string, oid []byte, lo, hi int) bool {
 
 // all adds every path of the tree oid, which is at prefix.
 func (d *treeDiff) all(prefix string, oid []byte) bool {
-	tree, ok := d.rp.readTree(oid)
+	tree, ok := d.readTree(oid)
 	if !ok {
 		return false
 	}
@@ -302,6 +340,14 @@ func (d *treeDiff) all(prefix string, oid []byte) bool {
 		}
 	}
 	return true
+}
+
+// readTree reads a tree within the diff's budget.
+func (d *treeDiff) readTree(oid []byte) (map[string]treeEntry, bool) {
+	if d.trees--; d.trees < 0 || len(d.adds) > maxDiffAdds {
+		return nil, false
+	}
+	return d.rp.readTree(oid)
 }
 
 func (d *treeDiff) add(p string) {

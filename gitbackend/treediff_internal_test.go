@@ -1,7 +1,11 @@
 package gitbackend
 
 import (
+	"crypto/sha1"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"os"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -104,4 +108,60 @@ func indexInfo(entries map[string]string) string {
 		fmt.Fprintf(&b, "%s\t%s\n", e, p)
 	}
 	return b.String()
+}
+
+// indexBytes is an index of version 2 holding names (each a regular file
+// of blob oid), in the order given, with no extensions: what an agent can
+// write as its head's index, checksum and all.
+func indexBytes(oid []byte, names ...string) []byte {
+	var b []byte
+	b = append(b, "DIRC"...)
+	b = binary.BigEndian.AppendUint32(b, 2)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(names)))
+	for _, n := range names {
+		start := len(b)
+		b = append(b, make([]byte, 24)...)
+		b = binary.BigEndian.AppendUint32(b, 0o100644)
+		b = append(b, make([]byte, 12)...)
+		b = append(b, oid...)
+		b = binary.BigEndian.AppendUint16(b, uint16(len(n)))
+		b = append(b, n...)
+		for pad := 8 - (len(b)-start)%8; pad > 0; pad-- {
+			b = append(b, 0)
+		}
+	}
+	sum := sha1.Sum(b)
+	return append(b, sum[:]...)
+}
+
+// An index whose entries are out of git's order (forged, or a split
+// index's) is not read in-process: the diff declines, and git is asked,
+// rather than a directory's entries being looked for where they are not
+// (which once cut a name short of its directory's prefix: a panic).
+func TestDiffTreesRefusesUnsortedIndexes(t *testing.T) {
+	rp, dir := testRepo(t)
+	blob := plainGit(t, dir, nil, "x\n", "hash-object", "-w", "--stdin")
+	oid, err := hex.DecodeString(blob)
+	require.NoError(t, err)
+	env := []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}
+	idx := filepath.Join(t.TempDir(), "index")
+	plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, indexInfo(map[string]string{"src/x": "100644 " + blob, "src/w": "100644 " + blob, "z": "100644 " + blob}), "update-index", "--index-info")
+	tree := plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, "", "write-tree")
+	target := plainGit(t, dir, env, "", "commit-tree", "-m", "t", tree)
+
+	forged := filepath.Join(t.TempDir(), "index")
+	require.NoError(t, os.WriteFile(forged, indexBytes(oid, "src/x", "b", "src/y", "z"), 0o644))
+	require.NoError(t, checkIndex(indexBytes(oid, "src/x", "b", "src/y", "z")))
+	_, ok := readIndexView(forged, nil)
+	require.False(t, ok, "an unsorted index was read in-process")
+	_, ok = readIndexView(forged+"-sorted", indexBytes(oid, "b", "src/x", "src/y", "z"))
+	require.True(t, ok)
+
+	// Were one let through, the walk checks each name against its
+	// directory and declines; it never panics.
+	v := indexView{names: []string{"src/x", "b", "src/y", "z"}, modes: []uint32{0o100644, 0o100644, 0o100644, 0o100644}, oids: [][]byte{oid, oid, oid, oid}}
+	require.NotPanics(t, func() {
+		_, _, _, ok = rp.diffTrees(&v, target)
+	})
+	require.False(t, ok)
 }

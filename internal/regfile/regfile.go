@@ -66,7 +66,7 @@ func Read(path string, limit int64) ([]byte, error) {
 	// copies), plus room to see that it grew past limit meanwhile.
 	data := make([]byte, 0, min(fi.Size(), limit)+512)
 	for {
-		n, rerr := f.Read(data[len(data):cap(data)])
+		n, rerr := f.Read(data[len(data):min(int64(cap(data)), limit+1)])
 		data = data[:len(data)+n]
 		if rerr == io.EOF {
 			break
