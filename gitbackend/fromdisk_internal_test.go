@@ -76,3 +76,19 @@ func TestCopyFilesLeavesLargeFiles(t *testing.T) {
 	_, err = os.Lstat(filepath.Join(dst, "big"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// The private index is a new file: a symlink an agent plants at its name
+// (in the head's git dir, between grove's removal of the old one and the
+// copy) is never written through.
+func TestCopyIndexNeverWritesThroughALink(t *testing.T) {
+	_, dir := testRepo(t)
+	victim := filepath.Join(t.TempDir(), "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("the orchestrator's\n"), 0o600))
+	dst := filepath.Join(t.TempDir(), "index.grove")
+	require.NoError(t, os.Symlink(victim, dst))
+	_, err := copyIndex(filepath.Join(dir, ".git", "index"), dst)
+	require.Error(t, err)
+	data, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	require.Equal(t, "the orchestrator's\n", string(data))
+}

@@ -324,8 +324,18 @@ func copyIndex(src, dst string) ([]byte, error) {
 		return nil, err
 	}
 	data, err := readIndex(src)
-	if err == nil {
-		err = os.WriteFile(dst, data, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	// A new file, never through a link an agent planted at dst since the
+	// caller removed it.
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
 	if err == nil {
 		err = os.Chtimes(dst, st.ModTime(), st.ModTime())
