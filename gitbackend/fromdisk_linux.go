@@ -26,10 +26,10 @@ const copyChunk = 256
 // copyFiles copies files (sorted as the index sorts them) from the tree at
 // src to the tree at dst, writing the stat data of each file it copied
 // into its entry of the index data, and returns how many it copied. Of
-// errors it reports only ctx's end: a file
-// that cannot be copied, or whose content is not its blob, is skipped.
-// Nothing is followed: both trees are walked one directory at a time,
-// refusing symlinks, and a file is copied from what was opened.
+// errors it reports only ctx's end: a file that cannot be copied, or
+// whose content is not its blob, is skipped. Nothing is followed: both
+// trees are walked one directory at a time, refusing symlinks and other
+// file systems' mounts, and a file is copied from what was opened.
 func copyFiles(ctx context.Context, src, dst string, files []copyEntry, data []byte, hashLen int) (copied int64, err error) {
 	srcRoot, err := openDir(unix.AT_FDCWD, src)
 	if err != nil {

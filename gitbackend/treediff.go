@@ -5,7 +5,6 @@ import (
 	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,20 +83,24 @@ func readIndexView(path string, data []byte) (v indexView, ok bool) {
 	if !ok || !plain || extOff > len(data)-hashLen {
 		return v, false
 	}
-	if hasExtension(data[extOff:len(data)-hashLen], "link", "sdir") {
-		return v, false // a split or sparse index: its entries are not all here
+	if mandatoryExtension(data[extOff : len(data)-hashLen]) {
+		// A split or sparse index, whose entries are not all here, or
+		// one git cannot read at all: git's to read (and, failing, to
+		// rebuild — see retryOnIndex).
+		return v, false
 	}
 	v.marks = marks
 	v.trees = cacheTrees(data[extOff:len(data)-hashLen], hashLen)
 	return v, true
 }
 
-// hasExtension reports whether the index extensions ext include one of
-// the signatures sigs.
-func hasExtension(ext []byte, sigs ...string) bool {
+// mandatoryExtension reports whether the index extensions ext include one
+// a reader must understand to read the entries (its signature begins with
+// a lowercase letter: git's "link" and "sdir", or one git would refuse).
+func mandatoryExtension(ext []byte) bool {
 	for len(ext) >= 8 {
-		sig, size := string(ext[:4]), int(binary.BigEndian.Uint32(ext[4:8]))
-		if slices.Contains(sigs, sig) {
+		size := int(binary.BigEndian.Uint32(ext[4:8]))
+		if 'a' <= ext[0] && ext[0] <= 'z' {
 			return true
 		}
 		if size < 0 || size > len(ext)-8 {

@@ -165,3 +165,30 @@ func TestDiffTreesRefusesUnsortedIndexes(t *testing.T) {
 	})
 	require.False(t, ok)
 }
+
+// withExtension is the index idx with one more extension, checksum and all.
+func withExtension(idx []byte, sig string, body []byte) []byte {
+	b := append([]byte(nil), idx[:len(idx)-sha1.Size]...)
+	b = append(b, sig...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(body)))
+	b = append(b, body...)
+	sum := sha1.Sum(b)
+	return append(b, sum[:]...)
+}
+
+// An index with an extension a reader must understand (a split index's
+// "link", a sparse index's "sdir", any other git would refuse) is git's
+// to read: were it read in-process, no git command would look at it
+// before the restore's read-tree, which would fail on it every time.
+func TestDiffTreesLeavesMandatoryExtensionsToGit(t *testing.T) {
+	oid := make([]byte, sha1.Size)
+	plain := indexBytes(oid, "a", "b/c")
+	_, ok := readIndexView("", plain)
+	require.True(t, ok)
+	_, ok = readIndexView("", withExtension(plain, "UNTR", []byte("x")))
+	require.True(t, ok, "an optional extension is skipped")
+	for _, sig := range []string{"link", "sdir", "zzzz"} {
+		_, ok = readIndexView("", withExtension(plain, sig, []byte("x")))
+		require.False(t, ok, sig)
+	}
+}
