@@ -312,33 +312,26 @@ func (d *treeDiff) dir(prefix string, oid []byte, lo, hi int) bool {
 		}
 		i = j
 	}
-	for name, te := range tree {
-		if seen[name] {
-			continue
-		}
-		if te.mode == 0o40000 {
-			if !d.all(prefix+name+"/", te.oid) {
-				return false
-			}
-		} else {
-			d.add(prefix + name)
-		}
-	}
-	return true
+	return d.addEntries(prefix, tree, seen)
 }
 
 // all adds every path of the tree oid, which is at prefix.
 func (d *treeDiff) all(prefix string, oid []byte) bool {
 	tree, ok := d.readTree(oid)
-	if !ok {
-		return false
-	}
+	return ok && d.addEntries(prefix, tree, nil)
+}
+
+// addEntries adds every path of the entries of a tree at prefix, but the
+// entries named in skip.
+func (d *treeDiff) addEntries(prefix string, tree map[string]treeEntry, skip map[string]bool) bool {
 	for name, te := range tree {
-		if te.mode == 0o40000 {
+		switch {
+		case skip[name]:
+		case te.mode == 0o40000:
 			if !d.all(prefix+name+"/", te.oid) {
 				return false
 			}
-		} else {
+		default:
 			d.add(prefix + name)
 		}
 	}

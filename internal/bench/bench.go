@@ -200,6 +200,19 @@ func Ops() []Op {
 	var destroyHead *workspace.Head
 	var destroyDir, forkBase string
 	checkpoint := timed(func(e *Env) error { _, err := e.Head.Checkpoint(e.Ctx, nil); return err })
+	// fork forks the bench head, noting the commit the fork starts from.
+	fork := func(e *Env) (func() error, error) {
+		seq++
+		h, err := e.Head.Fork(e.Ctx, fmt.Sprintf("f%d", seq), nil)
+		if err != nil {
+			return nil, err
+		}
+		forkBase = string(h.Info().Base)
+		return func() error {
+			_, err := h.Destroy(e.Ctx, &workspace.DestroyOptions{Discard: true})
+			return err
+		}, nil
+	}
 	return []Op{
 		{
 			Name: "lower-bound",
@@ -316,17 +329,7 @@ func Ops() []Op {
 				}
 				return e.Touch(e.GitDir, 1)
 			},
-			Grove: func(e *Env) (func() error, error) {
-				seq++
-				h, err := e.Head.Fork(e.Ctx, fmt.Sprintf("f%d", seq), nil)
-				if err != nil {
-					return nil, err
-				}
-				return func() error {
-					_, err := h.Destroy(e.Ctx, &workspace.DestroyOptions{Discard: true})
-					return err
-				}, nil
-			},
+			Grove: fork,
 			Git: func(e *Env) (func() error, error) {
 				seq++
 				rev, err := githarness.Git(e.Ctx, e.GitDir, "stash", "create")
@@ -349,18 +352,7 @@ func Ops() []Op {
 			// checkout of them.
 			Name:    "fork-vs-add",
 			Prepare: func(e *Env) error { return e.Touch(e.Head.Info().Root, 1) },
-			Grove: func(e *Env) (func() error, error) {
-				seq++
-				h, err := e.Head.Fork(e.Ctx, fmt.Sprintf("f%d", seq), nil)
-				if err != nil {
-					return nil, err
-				}
-				forkBase = string(h.Info().Base)
-				return func() error {
-					_, err := h.Destroy(e.Ctx, &workspace.DestroyOptions{Discard: true})
-					return err
-				}, nil
-			},
+			Grove:   fork,
 			Git: func(e *Env) (func() error, error) {
 				seq++
 				dir := filepath.Join(filepath.Dir(e.GitDir), fmt.Sprintf("plain-a%d", seq))
