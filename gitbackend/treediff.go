@@ -19,9 +19,10 @@ import (
 // checkpoint or a restore is every directory: comparing it with the
 // target's trees, read in-process from their loose objects, only the
 // directories that differ are looked into, and no git process is started.
-// Where anything needed is missing — a tree that is packed, a directory
-// the cache-tree does not cover with an entry git would not write, a
-// repository of SHA-256 — the caller asks git diff-index instead.
+// Where anything needed is missing or unusual — a tree that is packed, an
+// index git would not write for a whole worktree (unsorted, split,
+// sparse, with unmerged entries), a repository of SHA-256 — the caller
+// asks git diff-index instead.
 
 // maxTreeSize bounds the size of a tree object read in-process.
 const maxTreeSize = 64 << 20
@@ -40,8 +41,9 @@ type indexView struct {
 
 // readIndexView reads an index for the in-process diff, along with its
 // marks: data, its bytes already checked (see copyIndex), or when nil the
-// file at path. ok is false where the diff cannot use it (not an index of
-// SHA-1 IDs git would write, an unmerged or intent-to-add entry).
+// file at path. ok is false where the diff cannot use it: not an index of
+// SHA-1 IDs in git's order, an unmerged, intent-to-add or sparse
+// directory entry, an extension a reader must understand.
 func readIndexView(path string, data []byte) (v indexView, ok bool) {
 	if data == nil {
 		var err error
