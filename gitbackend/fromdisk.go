@@ -1,6 +1,7 @@
 package gitbackend
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -103,11 +104,8 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) error {
 		return ctxErr(ctx)
 	}
 	// The stat data is in; the checksum covers it.
-	if sum := data[len(data)-hashLen:]; !allZero(sum) {
-		var hh hash.Hash = sha1.New()
-		if hashLen == sha256.Size {
-			hh = sha256.New()
-		}
+	if sum := data[len(data)-hashLen:]; !bytes.Equal(sum, make([]byte, hashLen)) { // a zero trailer is index.skipHash
+		hh := newHash(hashLen)
 		hh.Write(data[:len(data)-hashLen])
 		copy(sum, hh.Sum(nil))
 	}
@@ -192,13 +190,13 @@ type statData struct {
 	dev, ino, uid, gid, size                 uint64
 }
 
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
+// newHash returns the hash of a repository whose object IDs are hashLen
+// bytes long: SHA-256 for 32, else SHA-1.
+func newHash(hashLen int) hash.Hash {
+	if hashLen == sha256.Size {
+		return sha256.New()
 	}
-	return true
+	return sha1.New()
 }
 
 // writeIndex replaces the index at path with data through its lock file,

@@ -3,8 +3,6 @@ package gitbackend
 import (
 	"bytes"
 	"context"
-	"crypto/sha1"
-	"crypto/sha256"
 	"hash"
 	"path"
 	"runtime"
@@ -51,12 +49,7 @@ func copyFiles(ctx context.Context, src, dst string, files []copyEntry, data []b
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &diskCopier{ctx: ctx, dev: rootSt.Dev, dirs: dirStack{roots: [2]int{srcRoot, dstRoot}, dev: rootSt.Dev}, buf: make([]byte, 64<<10)}
-			if hashLen == sha256.Size {
-				c.hh = sha256.New()
-			} else {
-				c.hh = sha1.New()
-			}
+			c := &diskCopier{ctx: ctx, dev: rootSt.Dev, dirs: dirStack{roots: [2]int{srcRoot, dstRoot}, dev: rootSt.Dev}, buf: make([]byte, 64<<10), hh: newHash(hashLen)}
 			defer c.dirs.pop(0)
 			for ctx.Err() == nil {
 				i := int(next.Add(copyChunk)) - copyChunk

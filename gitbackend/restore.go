@@ -2,11 +2,8 @@ package gitbackend
 
 import (
 	"context"
-	"crypto/sha1"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -394,10 +391,7 @@ func blobID(full string, hexLen int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var hh hash.Hash = sha1.New()
-	if hexLen == 64 {
-		hh = sha256.New()
-	}
+	hh := newHash(hexLen / 2)
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		t, err := os.Readlink(full)
