@@ -31,8 +31,9 @@ import (
 //
 // Each file is read by git itself (git config --list --file), so what is
 // found is what git parses, never a hand-written approximation of git's
-// syntax. The result is cached by the files' identity, size and times: a
-// command costs no extra process unless a configuration file changed.
+// syntax. The result is cached by the files' identity, size and times,
+// for the git dir and for each file: a command costs no extra process
+// unless a configuration file changed.
 
 // driverKinds are the sections whose subsections name drivers that run
 // commands, with the keys that hold the command and the value that makes
@@ -150,16 +151,13 @@ func (r *Runner) scanConfig(ctx context.Context, gitDir, commonDir string) *conf
 		if depth > maxIncludeDepth {
 			return fmt.Errorf("%w: includes nested deeper than %d at %s", ErrConfigRefused, maxIncludeDepth, path)
 		}
-		sc.sig = append(sc.sig, statSig(path))
+		sig := statSig(path)
+		sc.sig = append(sc.sig, sig)
 		if seen[path] {
 			return nil
 		}
 		seen[path] = true
-		data, err := readConfigFile(path)
-		if err != nil || len(data) == 0 {
-			return err
-		}
-		entries, err := r.parseConfig(ctx, path, data)
+		entries, err := r.parseFile(ctx, sig)
 		if err != nil {
 			return err
 		}
@@ -228,6 +226,34 @@ func (r *Runner) scanConfig(ctx context.Context, gitDir, commonDir string) *conf
 		sc.env = append(sc.env, "GIT_CONFIG_COUNT="+strconv.Itoa(n))
 	}
 	return sc
+}
+
+// parsedFiles holds the last parse of each configuration file: path →
+// *parsedFile. A git dir scanned for the first time (a new head, the
+// scratch git dir a restore resets in) then starts a process only for the
+// files no other scan has read as they are.
+var parsedFiles sync.Map
+
+type parsedFile struct {
+	sig     fileSig
+	entries []string
+}
+
+// parseFile returns the entries of the configuration file sig was taken
+// of: cached while the file keeps that signature, else read and parsed.
+func (r *Runner) parseFile(ctx context.Context, sig fileSig) ([]string, error) {
+	if v, ok := parsedFiles.Load(sig.path); ok && sig.exist && v.(*parsedFile).sig == sig {
+		return v.(*parsedFile).entries, nil
+	}
+	data, err := readConfigFile(sig.path)
+	if err != nil || len(data) == 0 {
+		return nil, err
+	}
+	entries, err := r.parseConfig(ctx, sig.path, data)
+	if err == nil && sig.exist {
+		parsedFiles.Store(sig.path, &parsedFile{sig: sig, entries: entries})
+	}
+	return entries, err
 }
 
 // parseConfig has git parse one configuration file's content (given on
