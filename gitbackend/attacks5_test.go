@@ -119,3 +119,50 @@ func TestAttackTheRestoreRecordIsNotWrittenThrough(t *testing.T) {
 	require.Len(t, rep.Heads, 1)
 	assert.Empty(t, rep.Heads[0].Deleted)
 }
+
+// A restore resets the files in a scratch git dir of grove's, made new in
+// the head's git dir: what an agent planted at its name — a link to a
+// directory outside, a git dir whose HEAD names main — is removed, never
+// written through or believed, and no branch but the head's own moves.
+func TestAttackTheRestoresScratchGitDirIsMadeNew(t *testing.T) {
+	for _, planted := range []string{"link", "dir"} {
+		t.Run(planted, func(t *testing.T) {
+			f := newFixture(t)
+			h := f.head("agent")
+			f.write(h, "a.txt", "target\n")
+			target, err := h.Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+			f.write(h, "a.txt", "later\n")
+			_, err = h.Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+			mainAt := f.git(f.repo, "rev-parse", "main")
+
+			outside := t.TempDir()
+			head := "ref: refs/heads/main\n"
+			require.NoError(t, os.WriteFile(filepath.Join(outside, "HEAD"), []byte(head), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(outside, "commondir"), []byte(commonOf(f)+"\n"), 0o644))
+			scratch := filepath.Join(adminOf(t, h.Info().Root), "grove-reset")
+			if planted == "link" {
+				require.NoError(t, os.Symlink(outside, scratch))
+			} else {
+				require.NoError(t, os.Mkdir(scratch, 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(scratch, "HEAD"), []byte(head), 0o644))
+			}
+
+			_, err = h.Restore(f.ctx, workspace.Rev(target.ID), &workspace.RestoreOptions{Discard: true})
+			require.NoError(t, err)
+			data, err := os.ReadFile(filepath.Join(h.Info().Root, "a.txt"))
+			require.NoError(t, err)
+			assert.Equal(t, "target\n", string(data))
+			assert.Equal(t, mainAt, f.git(f.repo, "rev-parse", "main"), "main moved")
+			assert.Equal(t, string(target.ID), f.git(h.Info().Root, "rev-parse", "HEAD"))
+			entries, err := os.ReadDir(outside)
+			require.NoError(t, err)
+			assert.Len(t, entries, 2, "something was written outside")
+			data, err = os.ReadFile(filepath.Join(outside, "HEAD"))
+			require.NoError(t, err)
+			assert.Equal(t, head, string(data))
+			assert.NoFileExists(t, scratch)
+		})
+	}
+}

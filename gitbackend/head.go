@@ -134,10 +134,14 @@ func (h *head) enterTree(ctx context.Context, op string) (manifest, error) {
 // ones grove recorded, never what git would discover from the head's
 // files. What is ignored is what the tree's .gitignore files and the
 // repository's info/exclude say: no excludes file named in configuration
-// is read.
+// is read. c.GitDir, when set, is a scratch git dir of grove's used in
+// place of the head's (see resetFiles).
 func (h *head) git(ctx context.Context, c gitcmd.Cmd) (string, error) {
 	h.mu.Lock()
-	c.GitDir, c.WorkTree, c.Dir = h.mf.Admin, h.mf.Dir, h.mf.Dir
+	if c.GitDir == "" {
+		c.GitDir = h.mf.Admin
+	}
+	c.WorkTree, c.Dir = h.mf.Dir, h.mf.Dir
 	c.CommonDir = h.w.repo.common
 	h.mu.Unlock()
 	c.Args = append([]string{"-c", "core.excludesFile=/dev/null"}, c.Args...)

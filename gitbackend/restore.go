@@ -56,7 +56,7 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 //
 // In the usual case — no tracked file dropped, no .gitignore changed, the
 // index's cache-tree whole (as a checkpoint or a restore leaves it) and the
-// target's trees loose — that is two git processes, read-tree and clean:
+// target's trees loose — that is two git processes, reset and clean:
 // what the target changes is read in-process, from the directories whose
 // trees differ only (see diffTrees). Otherwise git diff-index tells, a
 // third. (Reading the whole of both trees through go-git was tried: it
@@ -119,14 +119,14 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 		}()
 	}
 	if drops {
-		// read-tree -u removes the files it drops before it writes new
-		// ones: write target's content first.
+		// git reset removes the files it drops before it writes new ones:
+		// write target's content first.
 		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"checkout", "-f", target, "--", ":/"}}); err != nil {
 			return err
 		}
 	}
 	crashPoint("restore:written")
-	if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"read-tree", "--reset", "-u", target}}); err != nil {
+	if err := h.resetFiles(ctx, mf, env, target); err != nil {
 		return err
 	}
 	crashPoint("restore:pruned")
@@ -159,6 +159,45 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	}
 	err = swap.commit(priv)
 	swap = nil
+	return err
+}
+
+// resetDir is the scratch git dir resetFiles runs git reset in, in the
+// head's git dir.
+const resetDir = "grove-reset"
+
+// resetFiles makes the tracked files and the index env names target's,
+// as git reset --hard does, moving no ref: the reset runs with a scratch
+// git dir whose HEAD is detached, so the HEAD it moves is grove's own, not
+// the head's (whatever the agent made it name) nor any branch.
+//
+// Not git read-tree --reset -u, which does the same work but first drops
+// the index's cache-tree: without it every tree of target is read (801 at
+// 10,000 files), where reset reads only those of the directories whose
+// trees differ (9), some 10 % of a restore's time.
+func (h *head) resetFiles(ctx context.Context, mf manifest, env []string, target string) error {
+	dir := filepath.Join(mf.Admin, resetDir)
+	if err := os.RemoveAll(dir); err != nil { // one a killed restore left, or a link planted there
+		return err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	for name, content := range map[string]string{"HEAD": target, "commondir": h.w.repo.common} {
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteString(content + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	_, err := h.git(ctx, gitcmd.Cmd{GitDir: dir, Env: env, Args: []string{"-c", "core.logAllRefUpdates=false", "reset", "-q", "--hard", target}})
 	return err
 }
 
