@@ -44,12 +44,13 @@ func copyFiles(ctx context.Context, src, dst string, files []copyEntry, data []b
 	}
 	defer unix.Close(dstRoot)
 	var next, n atomic.Int64
+	var noClone atomic.Bool
 	var wg sync.WaitGroup
 	for range max(2, runtime.GOMAXPROCS(0)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &diskCopier{ctx: ctx, dev: rootSt.Dev, dirs: dirStack{roots: [2]int{srcRoot, dstRoot}, dev: rootSt.Dev}, buf: make([]byte, 64<<10), hh: newHash(hashLen)}
+			c := &diskCopier{ctx: ctx, dev: rootSt.Dev, dirs: dirStack{roots: [2]int{srcRoot, dstRoot}, dev: rootSt.Dev}, buf: make([]byte, 64<<10), hh: newHash(hashLen), noClone: &noClone}
 			defer c.dirs.pop(0)
 			for ctx.Err() == nil {
 				i := int(next.Add(copyChunk)) - copyChunk
@@ -157,6 +158,9 @@ type diskCopier struct {
 	buf  []byte
 	hh   hash.Hash
 	sum  []byte
+	// noClone is set, for every worker, once the destination's file
+	// system refuses FICLONE: it is not asked again for each file.
+	noClone *atomic.Bool
 }
 
 // copy copies name from the directory src to the directory dst if its
@@ -212,8 +216,13 @@ func (c *diskCopier) copyContent(out, in int, size int64, oid []byte) bool {
 	c.hh.Reset()
 	c.hh.Write([]byte("blob " + strconv.FormatInt(size, 10) + "\x00"))
 	from, write := in, true
-	if size > 0 && unix.IoctlFileClone(out, in) == nil {
-		from, write = out, false
+	if size > 0 && !c.noClone.Load() {
+		switch err := unix.IoctlFileClone(out, in); err {
+		case nil:
+			from, write = out, false
+		case unix.EOPNOTSUPP, unix.ENOTTY, unix.EINVAL, unix.EXDEV, unix.ENOSYS:
+			c.noClone.Store(true) // not this file system, nor between these two
+		}
 	}
 	var off int64
 	for off < size && c.ctx.Err() == nil {
