@@ -18,7 +18,7 @@
 // and git answers instead. A warm backend starts no git process to reopen
 // a head, one for Status, two for a checkpoint with no change (ls-files,
 // add), three for one that records a change (and write-tree), two for a
-// restore (read-tree, clean; diff-index as well where the in-process
+// restore (reset, clean; diff-index as well where the in-process
 // reader declines); the gitbackend tests pin these counts.
 //
 // One departure from "git writes everything": a checkpoint's commit object
@@ -59,8 +59,11 @@
 //   - Restore refuses a target that tracks a path which is an ignored file of
 //     the head with other content (Conflict, nothing changed), then, when the
 //     target drops tracked files, writes the target's content first (git
-//     checkout <target> -- :/), then removes tracked files the target lacks
-//     (read-tree --reset -u), then untracked, unignored files (git clean
+//     checkout <target> -- :/), then makes the tracked files the target's
+//     and removes those it lacks (git reset --hard, run with a scratch git
+//     dir of grove's whose HEAD is detached, so that it moves no ref; unlike
+//     read-tree --reset -u it keeps the index's cache-tree and reads only
+//     the trees that differ), then removes untracked, unignored files (git clean
 //     -fd, never -x; the paths ignored now are kept explicitly when a
 //     .gitignore differs between the head and the target), all through a
 //     private index; only then are the branch reset (through the
