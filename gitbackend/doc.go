@@ -38,7 +38,10 @@
 //     to the blob that index names (nothing of the source head is taken on
 //     its word: not its stat data, not its index, no symlink is followed),
 //     the copies' stat data goes into the index, and read-tree -u then
-//     checks out whatever was not copied. A failed create removes the
+//     checks out whatever was not copied. When every file was copied, git
+//     diff-files checks the copies against the index instead (a stat
+//     compare, which reads again a file the index's last tick wrote), and
+//     read-tree -u runs only if it finds a difference. A failed create removes the
 //     branch, the directory, the registration and the manifest; a create
 //     killed half-way is undone by the next open of the workspace.
 //   - Checkpoint stages the head into a private index seeded from the

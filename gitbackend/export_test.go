@@ -27,3 +27,12 @@ func SetFromDiskMin(n int) func() {
 
 // DiskCopies is how many files new heads have copied from other heads.
 func DiskCopies() int64 { return diskCopies.Load() }
+
+// SetAfterDiskCopy makes f run with a new head's directory once every file
+// of it was copied, before git checks the copies; the returned function
+// restores the default.
+func SetAfterDiskCopy(f func(dir string)) func() {
+	old := afterDiskCopy
+	afterDiskCopy = f
+	return func() { afterDiskCopy = old }
+}

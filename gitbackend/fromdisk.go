@@ -27,9 +27,12 @@ import (
 // data goes into the index, so git takes it as checked out; whatever was
 // not copied (the source changed it meanwhile, a filter or end-of-line
 // conversion makes the working file differ from its blob, a gitlink) is
-// left to the checkout that always follows (populate's read-tree --reset
-// -u), which also looks at every file again, so that the head is exactly
-// the commit's either way.
+// left to the checkout that follows (populate's read-tree --reset -u),
+// which also looks at every file again, so that the head is exactly the
+// commit's either way. When every entry of the index was copied, git
+// looks at every file instead with diff-files, which compares each one's
+// stat data with its entry (and reads again those written in the index's
+// last tick): the checkout runs only if git finds one that differs.
 
 // maxCopySize bounds the size of a file the copy takes from another head:
 // a larger one is left to the checkout, which writes the blob's size
@@ -45,20 +48,25 @@ var fromDiskMin = 2000
 // diskCopies counts the files copied from another head, for the tests.
 var diskCopies atomic.Int64
 
+// afterDiskCopy is called with a new head's directory when every file was
+// copied, before git checks them: the tests change a copy there.
+var afterDiskCopy = func(dir string) {}
+
 // copyFromDisk fills the new head mf (registered, its files not yet
 // written, its head lock held) from another head of the workspace whose
-// index is at the same tree, if there is one. It reports only a cancelled
-// ctx: anything else leaves the rest to the checkout that follows.
-func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) error {
+// index is at the same tree, if there is one, and reports whether it
+// copied every entry of the index. Its only error is a cancelled ctx:
+// anything else leaves the rest to the checkout that follows.
+func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) (all bool, err error) {
 	if !copyFromDiskWorks {
-		return nil
+		return false, nil
 	}
 	commit := string(mf.Base)
 	tree, ok := w.repo.commitTree(commit)
 	if !ok {
 		out, err := w.repo.git(ctx, "rev-parse", "--verify", "--end-of-options", commit+"^{tree}")
 		if err != nil {
-			return ctxErr(ctx)
+			return false, ctxErr(ctx)
 		}
 		tree = out
 	}
@@ -68,21 +76,23 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) error {
 	}
 	src := w.headAtTree(mf, tree, hashLen)
 	if src == "" {
-		return nil
+		return false, nil
 	}
 	// The new head's index, read from the commit by git: the entries the
 	// copy must produce, none yet with stat data.
 	index := filepath.Join(mf.Admin, "index")
 	if _, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir,
 		Args: []string{"read-tree", commit}}); err != nil {
-		return ctxErr(ctx)
+		return false, ctxErr(ctx)
 	}
 	data, err := regfile.Read(index, maxIndexFile)
 	if err != nil || checkIndex(data) != nil {
-		return nil
+		return false, nil
 	}
 	var files []copyEntry
+	entries := 0
 	_, ok = walkIndex(data, hashLen, func(e *rawEntry) {
+		entries++
 		if e.flags&(flagAssumeValid|flagStage) != 0 || e.ext&(flagSkipWorktree|flagIntentToAdd) != 0 {
 			return
 		}
@@ -96,12 +106,12 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) error {
 		}
 	})
 	if !ok || len(files) < fromDiskMin {
-		return nil
+		return false, nil
 	}
 	n, err := copyFiles(ctx, src, mf.Dir, files, data, hashLen)
 	diskCopies.Add(n)
 	if err != nil {
-		return ctxErr(ctx)
+		return false, ctxErr(ctx)
 	}
 	// The stat data is in; the checksum covers it.
 	if sum := data[len(data)-hashLen:]; !bytes.Equal(sum, make([]byte, hashLen)) { // a zero trailer is index.skipHash
@@ -109,8 +119,10 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) error {
 		hh.Write(data[:len(data)-hashLen])
 		copy(sum, hh.Sum(nil))
 	}
-	_ = writeIndex(index, data)
-	return ctxErr(ctx)
+	if err := writeIndex(index, data); err != nil {
+		return false, ctxErr(ctx)
+	}
+	return n == int64(entries), ctxErr(ctx)
 }
 
 // ctxErr is nil, or the cancellation of ctx as a create reports it.

@@ -5,6 +5,7 @@ package gitbackend_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -43,6 +44,22 @@ func TestForkCopiesTheSourceHeadsFiles(t *testing.T) {
 	cp, err := b.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
 	require.Equal(t, string(b.Info().Base), string(cp.ID), "a checkpoint of the untouched fork is its base")
+
+	// Every file was copied: git checks the copies, and checks nothing
+	// out. (Through a backend whose git processes are counted.)
+	gb := gitbackend.New(gitbackend.Options{})
+	var log processLog
+	gitbackend.SetProcessHook(gb, log.start)
+	ws, err := workspace.Open(f.ctx, gb, f.repo, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	e, err := ws.NewHead("e").From(workspace.Rev(cp.ID)).Create(f.ctx)
+	require.NoError(t, err)
+	defer e.Close()
+	cmds := strings.Join(log.take(), "\n")
+	require.Contains(t, cmds, "diff-files --quiet")
+	require.NotContains(t, cmds, "read-tree --reset", "every file was copied, yet the head was checked out")
+	require.Equal(t, want, readTree(t, e.Info().Root))
 
 	// A head made from main beside a clean head of main copies too.
 	before = gitbackend.DiskCopies()
@@ -154,4 +171,47 @@ func TestFromDiskLeavesConvertedFilesToGit(t *testing.T) {
 	require.Less(t, copied, int64(40), "converted files are not their blobs")
 	require.Equal(t, readTree(t, a.Info().Root), readTree(t, b.Info().Root))
 	require.Equal(t, "", f.git(b.Info().Root, "status", "--porcelain"))
+}
+
+// When every file was copied, git's diff-files checks the copies against
+// the index instead of a full checkout. A copy changed before that check
+// (a fault the copy cannot make: the test changes it) — one of another
+// size, one of the same size whose modification time is put back — is
+// found, and the checkout that follows makes the head the commit's.
+func TestFromDiskCheckFindsAChangedCopy(t *testing.T) {
+	defer gitbackend.SetFromDiskMin(1)()
+	f := newBigFixture(t, 60)
+	a := f.head("a")
+	cp, err := a.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	for _, change := range []struct {
+		name string
+		edit func(p string)
+	}{
+		{"another size", func(p string) { require.NoError(t, os.WriteFile(p, []byte("longer than before\n"), 0o644)) }},
+		{"the same size and time", func(p string) {
+			st, err := os.Stat(p)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(p, []byte("file X\n"), 0o644))
+			require.NoError(t, os.Chtimes(p, st.ModTime(), st.ModTime()))
+		}},
+	} {
+		t.Run(change.name, func(t *testing.T) {
+			called := false
+			defer gitbackend.SetAfterDiskCopy(func(dir string) {
+				called = true
+				change.edit(filepath.Join(dir, "tree", "d07", "f0007.txt"))
+			})()
+			before := gitbackend.DiskCopies()
+			b, err := f.ws.NewHead("b" + strings.ReplaceAll(change.name, " ", "-")).From(workspace.Rev(cp.ID)).Create(f.ctx)
+			require.NoError(t, err)
+			defer b.Close()
+			require.True(t, called, "not every file was copied")
+			require.Greater(t, gitbackend.DiskCopies()-before, int64(60))
+			got := readTree(t, b.Info().Root)
+			require.Equal(t, "-rw-r--r-- file 7\n", got["tree/d07/f0007.txt"])
+			require.Equal(t, readTree(t, a.Info().Root), got)
+			require.Equal(t, "", f.git(b.Info().Root, "status", "--porcelain"))
+		})
+	}
 }

@@ -449,10 +449,20 @@ const headIDFile = "grove-head-id"
 // has of them (see copyFromDisk) — and prepares them (see prepare);
 // callers hold its head lock.
 func (w *workspace) populate(ctx context.Context, mf *manifest) error {
-	if err := w.copyFromDisk(ctx, mf); err != nil {
+	all, err := w.copyFromDisk(ctx, mf)
+	if err != nil {
 		return err
 	}
-	if _, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "--reset", "-u", "HEAD"}}); err != nil {
+	if all {
+		afterDiskCopy(mf.Dir)
+		// git checks what was copied: with every file's stat data in the
+		// index, diff-files exits 0 only if each file is its entry's.
+		_, err = w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"diff-files", "--quiet"}})
+	}
+	if !all || err != nil {
+		_, err = w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "--reset", "-u", "HEAD"}})
+	}
+	if err != nil {
 		if backend.CodeOf(err) == backend.Canceled {
 			return err
 		}
