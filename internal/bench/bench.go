@@ -147,6 +147,19 @@ func (e *Env) Touch(dir string, k int) error {
 	return nil
 }
 
+// destroy discards the head h and waits for its files to be deleted, so
+// that no deletion of grove's runs beside the next timed step.
+func (e *Env) destroy(h *workspace.Head) error {
+	if _, err := h.Destroy(e.Ctx, &workspace.DestroyOptions{Discard: true}); err != nil {
+		return err
+	}
+	var gb *gitbackend.Backend
+	if !e.WS.Backend().As(&gb) {
+		return nil
+	}
+	return gb.WaitDeletions(e.Ctx)
+}
+
 // Op is one operation measured both ways. Prepare runs untimed before each
 // timed run; Grove and Git are the timed work, each returning what undoes
 // it (run untimed, may be nil). A nil Git has no plain git counterpart.
@@ -208,10 +221,7 @@ func Ops() []Op {
 			return nil, err
 		}
 		forkBase = string(h.Info().Base)
-		return func() error {
-			_, err := h.Destroy(e.Ctx, &workspace.DestroyOptions{Discard: true})
-			return err
-		}, nil
+		return func() error { return e.destroy(h) }, nil
 	}
 	return []Op{
 		{
@@ -229,10 +239,7 @@ func Ops() []Op {
 				if err != nil {
 					return nil, err
 				}
-				return func() error {
-					_, err := h.Destroy(e.Ctx, &workspace.DestroyOptions{Discard: true})
-					return err
-				}, nil
+				return func() error { return e.destroy(h) }, nil
 			},
 			Git: func(e *Env) (func() error, error) {
 				seq++
