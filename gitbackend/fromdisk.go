@@ -74,9 +74,9 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) (all bool, e
 	if len(tree) == 2*sha256.Size {
 		hashLen = sha256.Size
 	}
-	src := w.headAtTree(mf, tree, hashLen)
-	if src == "" {
-		return false, nil
+	src, entries := w.headAtTree(mf, tree, hashLen)
+	if src == "" || entries < fromDiskMin {
+		return false, nil // nothing to copy from, or a checkout costs less
 	}
 	// The new head's index, read from the commit by git: the entries the
 	// copy must produce, none yet with stat data.
@@ -90,7 +90,7 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) (all bool, e
 		return false, nil
 	}
 	var files []copyEntry
-	entries := 0
+	entries = 0
 	_, ok = walkIndex(data, hashLen, func(e *rawEntry) {
 		entries++
 		if e.flags&(flagAssumeValid|flagStage) != 0 || e.ext&(flagSkipWorktree|flagIntentToAdd) != 0 {
@@ -130,13 +130,14 @@ func ctxErr(ctx context.Context) error { return backend.ContextError(ctx, "gitba
 
 // headAtTree returns the directory of a live head of the workspace other
 // than mf whose HEAD is a commit of tree and whose index records tree as
-// its entries' (its cache-tree: what a checkpoint leaves), or "". Only the
-// indexes of heads at that commit's tree are read, and only as a hint:
-// nothing copied from the head is taken on its word.
-func (w *workspace) headAtTree(mf *manifest, tree string, hashLen int) string {
+// its entries' (its cache-tree: what a checkpoint leaves), and the number
+// of entries its index says it has; or "". Only the indexes of heads at
+// that commit's tree are read, and only as a hint: nothing copied from the
+// head is taken on its word.
+func (w *workspace) headAtTree(mf *manifest, tree string, hashLen int) (dir string, entries int) {
 	all, err := w.meta.manifests()
 	if err != nil {
-		return ""
+		return "", 0
 	}
 	for _, o := range all {
 		if o.ID == mf.ID || !o.live() || o.Creating || o.Admin == "" || o.Dir == "" {
@@ -154,10 +155,10 @@ func (w *workspace) headAtTree(mf *manifest, tree string, hashLen int) string {
 			continue
 		}
 		if marks, ok := readMarks(data, hashLen); ok && marks.tree == tree {
-			return o.Dir
+			return o.Dir, int(binary.BigEndian.Uint32(data[8:12])) // readMarks checked the header
 		}
 	}
-	return ""
+	return "", 0
 }
 
 // copyEntry is one file a new head's index names: where its entry is in
