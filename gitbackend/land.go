@@ -131,10 +131,7 @@ func (h *head) Land(ctx context.Context, opts *backend.LandOptions) (backend.Lan
 
 // checkBranchName refuses a name git refuses for a branch.
 func (h *head) checkBranchName(ctx context.Context, op, name string) error {
-	if strings.HasPrefix(name, "-") {
-		return h.fail(backend.InvalidArgument, op, "%q is not a valid branch name", name)
-	}
-	if _, err := h.w.repo.git(ctx, "check-ref-format", "refs/heads/"+name); err != nil {
+	if err := h.w.repo.checkBranchName(ctx, name); err != nil {
 		if backend.CodeOf(err) == backend.Canceled {
 			return err
 		}

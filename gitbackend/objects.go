@@ -214,6 +214,42 @@ func (rp *repo) readRef(name string) (string, bool) {
 	return v, found
 }
 
+// branchCommit resolves rev as git rev-parse resolves it to a commit when
+// rev is a full branch or grove ref name, or the short name of a branch
+// that git's earlier rules do not take (no <rev> in the git dir, no
+// refs/<rev>, no refs/tags/<rev>, loose or packed); ok is false when git
+// must answer (any other revision, a ref that is not plain, a commit that
+// is not a loose one of the shape git writes).
+func (rp *repo) branchCommit(rev string) (string, bool) {
+	ref := rev
+	if !plainRefName(ref) {
+		ref = "refs/heads/" + rev
+		if !plainRefName(ref) || !rp.filesRefs() {
+			return "", false
+		}
+		p, ok := rp.packedRefs()
+		if !ok {
+			return "", false
+		}
+		for _, earlier := range []string{rev, "refs/" + rev, "refs/tags/" + rev} {
+			if _, found := p.refs[earlier]; found {
+				return "", false
+			}
+			if _, err := os.Lstat(filepath.Join(rp.common, filepath.FromSlash(earlier))); !errors.Is(err, fs.ErrNotExist) {
+				return "", false
+			}
+		}
+	}
+	id, ok := rp.readRef(ref)
+	if !ok {
+		return "", false
+	}
+	if _, ok := rp.readCommit(id); !ok {
+		return "", false
+	}
+	return id, true
+}
+
 // plainRefName reports whether name is a branch or grove ref whose every
 // component is one git accepts and that names the same file on every
 // system: letters, digits and "-_.+/", no empty, dot-led or ".lock"
@@ -296,9 +332,6 @@ func (rp *repo) packedRefs() (*packed, bool) {
 			id, name, ok := strings.Cut(string(line), " ")
 			if !ok || !isSHA1(id) {
 				return nil, false
-			}
-			if !strings.HasPrefix(name, "refs/heads/") && !strings.HasPrefix(name, "refs/grove/") {
-				continue // never asked for here
 			}
 			p.refs[name] = id
 			if rest, ok := strings.CutPrefix(name, "refs/grove/"); ok {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -299,4 +300,147 @@ func TestRefReadersDeclineWhatTheyDoNotRead(t *testing.T) {
 	require.False(t, ok, "a reftable repository")
 	_, ok = rp.lastCheckpoint(backend.HeadID("0b1c2d3e-0000-4000-8000-000000000004"))
 	require.False(t, ok)
+}
+
+// Every name plainRefName takes (and so a branch name grove takes without
+// asking git check-ref-format) is one git takes: names built from the
+// characters and shapes git's rules are about, each asked of git.
+func TestPlainRefNamesAreNamesGitTakes(t *testing.T) {
+	dir := t.TempDir()
+	parts := []string{"a", "B9", "-", "_", ".", "..", "+", "@", "{", "@{", "lock", ".lock", "/", "//", "~", "^", ":", "?", "*", "[", "\\", " ", "é", "x."}
+	seen := map[string]bool{}
+	var names []string
+	for _, p := range parts {
+		for _, q := range parts {
+			for _, r := range []string{"", "a", "/b", "."} {
+				n := p + q + r
+				if !seen[n] {
+					seen[n] = true
+					names = append(names, n)
+				}
+			}
+		}
+	}
+	taken := 0
+	for _, n := range names {
+		ref := "refs/heads/" + n
+		if !plainRefName(ref) {
+			continue
+		}
+		taken++
+		cmd := exec.Command("git", "check-ref-format", ref)
+		cmd.Dir = dir
+		require.NoError(t, cmd.Run(), "plainRefName takes %q, git does not", ref)
+	}
+	require.Greater(t, taken, 100)
+}
+
+// A branch name resolved in-process names the commit git rev-parse names,
+// whatever else of that name the repository holds; where git's earlier
+// rules could take the name, or the ref or commit is not plain, the
+// in-process reader declines and git answers.
+func TestBranchCommitIsRevParse(t *testing.T) {
+	rp, dir := testRepo(t)
+	ctx := context.Background()
+	gitdir := filepath.Join(dir, ".git")
+	first := plainGit(t, dir, nil, "", "rev-parse", "HEAD")
+	env := []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}
+	plainGit(t, dir, env, "", "commit", "-q", "--allow-empty", "-m", "two")
+	second := plainGit(t, dir, nil, "", "rev-parse", "HEAD")
+	tree := plainGit(t, dir, nil, "", "rev-parse", "HEAD^{tree}")
+	viaGit := func(rev string) string {
+		out, err := rp.git(ctx, "rev-parse", "--verify", "-q", "--end-of-options", rev+"^{commit}")
+		if err != nil {
+			return ""
+		}
+		return out
+	}
+	agrees := func(what, rev string, want bool) {
+		t.Helper()
+		got, ok := rp.branchCommit(rev)
+		require.Equal(t, want, ok, "%s: in-process for %q", what, rev)
+		if ok {
+			require.Equal(t, viaGit(rev), got, "%s: %q", what, rev)
+		}
+		// And resolve, whichever way it goes, says what git says.
+		id, err := rp.resolve(ctx, "test", backend.Rev(rev))
+		if w := viaGit(rev); w != "" {
+			require.NoError(t, err, what)
+			require.Equal(t, w, id, "%s: %q", what, rev)
+		} else {
+			require.Equal(t, backend.NotFound, backend.CodeOf(err), what)
+		}
+	}
+	agrees("a loose branch", "main", true)
+	agrees("its full name", "refs/heads/main", true)
+	plainGit(t, dir, nil, "", "branch", "old", first)
+	plainGit(t, dir, nil, "", "branch", "deep/er", first)
+	plainGit(t, dir, nil, "", "pack-refs", "--all")
+	agrees("a packed branch", "old", true)
+	agrees("a packed branch with a slash", "deep/er", true)
+	agrees("no such branch", "nope", false)
+	plainGit(t, dir, nil, "", "tag", "old", second) // the tag comes before the branch
+	agrees("a branch a loose tag shadows", "old", false)
+	plainGit(t, dir, nil, "", "pack-refs", "--all")
+	agrees("a branch a packed tag shadows", "old", false)
+	plainGit(t, dir, nil, "", "update-ref", "refs/deep/er", second)
+	agrees("a branch refs/<name> shadows", "deep/er", false)
+	plainGit(t, dir, nil, "", "branch", "side", first)
+	require.NoError(t, os.WriteFile(filepath.Join(gitdir, "side"), []byte(second+"\n"), 0o644))
+	agrees("a branch a file in the git dir shadows", "side", false)
+	require.NoError(t, os.WriteFile(filepath.Join(gitdir, "refs", "heads", "atree"), []byte(tree+"\n"), 0o644)) // git update-ref refuses
+	agrees("a branch at a tree", "atree", false)
+	plainGit(t, dir, nil, "", "symbolic-ref", "refs/heads/sym", "refs/heads/main")
+	agrees("a symbolic ref", "sym", false)
+	agrees("a revision expression", "main~1", false)
+	agrees("a reflog expression", "main@{0}", false)
+	agrees("HEAD", "HEAD", false)
+	plainGit(t, dir, nil, "", "branch", first[:7], second)
+	agrees("a branch named like an abbreviated commit", first[:7], true)
+}
+
+// What checkTree reads in-process (the top tree's .gitattributes and
+// .gitmodules) is what git's ls-tree and cat-file give.
+func TestTopFilesIsLsTree(t *testing.T) {
+	rp, dir := testRepo(t)
+	env := []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}
+	commit := func(files map[string]string) string {
+		t.Helper()
+		for name, data := range files {
+			p := filepath.Join(dir, filepath.FromSlash(name))
+			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			require.NoError(t, os.WriteFile(p, []byte(data), 0o644))
+		}
+		plainGit(t, dir, nil, "", "add", "-A")
+		plainGit(t, dir, env, "", "commit", "-q", "--allow-empty", "-m", "c")
+		return plainGit(t, dir, nil, "", "rev-parse", "HEAD")
+	}
+	for _, tc := range []struct {
+		what  string
+		files map[string]string
+		names []string
+	}{
+		{"neither", nil, nil},
+		{"attributes", map[string]string{".gitattributes": "*.bin filter=lfs\n"}, []string{".gitattributes"}},
+		{"both", map[string]string{".gitmodules": "[submodule \"x\"]\n"}, []string{".gitattributes", ".gitmodules"}},
+		{"one deeper only", map[string]string{"sub/.gitmodules": "x\n"}, []string{".gitattributes", ".gitmodules"}},
+	} {
+		c := commit(tc.files)
+		names, attrs, ok := rp.topFiles(c)
+		require.True(t, ok, tc.what)
+		require.Equal(t, tc.names, names, tc.what)
+		want := ""
+		if slices.Contains(names, ".gitattributes") {
+			want = plainGit(t, dir, nil, "", "cat-file", "blob", c+":.gitattributes") + "\n"
+		}
+		require.Equal(t, want, attrs, tc.what)
+	}
+	require.NoError(t, os.Remove(filepath.Join(dir, ".gitattributes")))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".gitattributes"), 0o755))
+	c := commit(map[string]string{".gitattributes/x": "y\n"})
+	_, _, ok := rp.topFiles(c)
+	require.False(t, ok, "a .gitattributes directory is git's to answer")
+	plainGit(t, dir, nil, "", "gc", "-q")
+	_, _, ok = rp.topFiles(c)
+	require.False(t, ok, "a packed commit is git's to read")
 }

@@ -40,11 +40,14 @@ func (p *processLog) take() []string {
 }
 
 // The git processes an operation starts are pinned, so that a change that
-// adds one is caught: reopening a head starts none, status one, a checkpoint
+// adds one is caught: reopening a head starts none, status one, a create
+// of a small head from a branch two (worktree add, read-tree -u: the
+// branch, the commit's top tree and the branch name's shape are read
+// in-process), a checkpoint
 // with no change two (ls-files, add: the tree is the one the index's
 // cache-tree records), one that records a change three (and write-tree; the
 // first also starts the repository's long-lived update-ref), a restore
-// two, read-tree and clean (when it drops no tracked file and changes no
+// two, reset and clean (when it drops no tracked file and changes no
 // .gitignore, otherwise the write-first checkout or the listing of ignored
 // files come in; what it changes is read in-process from the cache-tree
 // and the loose trees, else git diff-index tells). The counts are of a warm backend: the first
@@ -81,6 +84,13 @@ func TestProcessCounts(t *testing.T) {
 		}
 		return err
 	}))
+	pin("a create", 2, func() error {
+		c, err := ws.NewHead("c").From("main").Create(ctx)
+		if err == nil {
+			err = c.Close()
+		}
+		return err
+	})
 	checkpoint := func() error { _, err := h.Checkpoint(ctx, nil); return err }
 	pin("a checkpoint of a new head", 3, checkpoint)
 	pin("a checkpoint with no change", 2, checkpoint)

@@ -83,7 +83,7 @@ func (w *workspace) Relocate(ctx context.Context, bind backend.Binding, opts *ba
 		}
 		return h, none, nil
 	}
-	if _, err := w.repo.git(ctx, "check-ref-format", "refs/heads/"+p.Branch); err != nil {
+	if err := w.repo.checkBranchName(ctx, p.Branch); err != nil {
 		if backend.CodeOf(err) == backend.Canceled {
 			return nil, none, err
 		}

@@ -3,9 +3,11 @@ package gitbackend
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,6 +80,8 @@ func (rp *repo) resolve(ctx context.Context, op string, rev backend.Rev) (string
 		if _, ok := rp.readCommit(string(rev)); ok {
 			return string(rev), nil
 		}
+	} else if id, ok := rp.branchCommit(string(rev)); ok {
+		return id, nil
 	}
 	out, err := rp.git(ctx, "rev-parse", "--verify", "-q", "--end-of-options", string(rev)+"^{commit}")
 	if err != nil {
@@ -156,23 +160,45 @@ func isTrue(v string) bool {
 	return false
 }
 
+// checkBranchName returns an error if git would not take branch as a
+// branch name (git branch also refuses one that starts with "-"). A name
+// of the plain shape (plainRefName, a subset of what git accepts) needs
+// no git to say so.
+func (rp *repo) checkBranchName(ctx context.Context, branch string) error {
+	if strings.HasPrefix(branch, "-") {
+		return fmt.Errorf("%q starts with a dash", branch)
+	}
+	if plainRefName("refs/heads/" + branch) {
+		return nil
+	}
+	_, err := rp.git(ctx, "check-ref-format", "refs/heads/"+branch)
+	return err
+}
+
 // checkTree refuses to make a head from a commit whose files need
 // something grove does not drive: submodules, or Git LFS attributes.
+// The commit's top tree and its .gitattributes are read in-process when
+// they are loose objects; otherwise git reads them.
 func (rp *repo) checkTree(ctx context.Context, op, commit string) error {
-	out, err := rp.git(ctx, "ls-tree", "-z", "--name-only", commit, "--", ".gitmodules", ".gitattributes")
-	if err != nil {
-		return err
+	names, attrs, ok := rp.topFiles(commit)
+	if !ok {
+		out, err := rp.git(ctx, "ls-tree", "-z", "--name-only", commit, "--", ".gitmodules", ".gitattributes")
+		if err != nil {
+			return err
+		}
+		names = strings.Split(out, "\x00")
+		if slices.Contains(names, ".gitattributes") {
+			if attrs, err = rp.git(ctx, "cat-file", "blob", commit+":.gitattributes"); err != nil {
+				return err
+			}
+		}
 	}
-	for _, name := range strings.Split(out, "\x00") {
+	for _, name := range names {
 		feature := ""
 		switch name {
 		case ".gitmodules":
 			feature = "submodules (.gitmodules)"
 		case ".gitattributes":
-			attrs, err := rp.git(ctx, "cat-file", "blob", commit+":.gitattributes")
-			if err != nil {
-				return err
-			}
 			if strings.Contains(attrs, "filter=lfs") {
 				feature = "Git LFS (filter=lfs in .gitattributes)"
 			}
@@ -184,6 +210,43 @@ func (rp *repo) checkTree(ctx context.Context, op, commit string) error {
 	}
 	return nil
 }
+
+// topFiles reads in-process which of .gitattributes and .gitmodules the
+// top tree of commit holds (in git's order), and the content of the first;
+// ok is false unless the commit, its top tree and that blob are loose
+// objects of the shapes git writes.
+func (rp *repo) topFiles(commit string) (names []string, attrs string, ok bool) {
+	tree, ok := rp.commitTree(commit)
+	if !ok {
+		return nil, "", false
+	}
+	oid, err := hex.DecodeString(tree)
+	if err != nil {
+		return nil, "", false
+	}
+	ents, ok := rp.readTree(oid)
+	if !ok {
+		return nil, "", false
+	}
+	if e, found := ents[".gitattributes"]; found {
+		if e.mode == 0o40000 || e.mode == 0o160000 {
+			return nil, "", false // git's cat-file answers for a tree or gitlink
+		}
+		typ, body, ok := rp.looseObject(hex.EncodeToString(e.oid), maxAttributesSize)
+		if !ok || typ != "blob" {
+			return nil, "", false
+		}
+		names, attrs = append(names, ".gitattributes"), string(body)
+	}
+	if _, found := ents[".gitmodules"]; found {
+		names = append(names, ".gitmodules")
+	}
+	return names, attrs, true
+}
+
+// maxAttributesSize bounds a .gitattributes read in-process; git reads a
+// larger one.
+const maxAttributesSize = 1 << 20
 
 // Formats for reading commits: fields separated by NUL, records by RS.
 const (

@@ -363,7 +363,7 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 	} else if w.repo.refExists("refs/heads/" + branch) {
 		return nil, nil, nil, fail(backend.AlreadyExists, branch, "branch %q exists", branch)
 	}
-	if _, err := w.repo.git(ctx, "check-ref-format", "refs/heads/"+branch); err != nil {
+	if err := w.repo.checkBranchName(ctx, branch); err != nil {
 		if backend.CodeOf(err) == backend.Canceled {
 			return nil, nil, nil, err
 		}
