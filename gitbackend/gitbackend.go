@@ -24,7 +24,9 @@ type Options struct {
 	// Git is the git binary; empty means "git" from PATH.
 	Git string
 	// CheckoutWorkers is git's checkout.workers for creating and restoring
-	// heads: 0 means one per CPU, 1 means sequential checkout.
+	// heads of 2,000 files and more (smaller ones check out sequentially,
+	// which is faster there): 0 means one per CPU, 1 means sequential
+	// checkout.
 	CheckoutWorkers int
 	// LockWait bounds how long an operation waits for a lock that a git
 	// command outside grove holds (a head's index.lock, a ref's lock,

@@ -439,6 +439,7 @@ func (h *head) moveCheckedOut(ctx context.Context, op, branch, old, next string)
 	wctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	c.Args = []string{"read-tree", "-m", "-u", old, next}
+	c.Parallel = h.w.repo.manyFiles("")
 	if _, err := h.w.repo.run(wctx, c); err != nil {
 		return "", refuse("git could not update: %s", strings.TrimSpace(gitcmd.Stderr(err)))
 	}

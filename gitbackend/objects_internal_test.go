@@ -444,3 +444,20 @@ func TestTopFilesIsLsTree(t *testing.T) {
 	_, _, ok = rp.topFiles(c)
 	require.False(t, ok, "a packed commit is git's to read")
 }
+
+// manyFiles judges by the index it is given, else the main worktree's,
+// and lets a checkout run in parallel when it cannot tell.
+func TestManyFilesReadsTheIndexHeader(t *testing.T) {
+	rp, dir := testRepo(t)
+	require.False(t, rp.manyFiles(""), "the main index has one entry")
+	require.False(t, rp.manyFiles(filepath.Join(t.TempDir(), "none")), "no such index: the main one's")
+	var b strings.Builder
+	for i := range parallelFrom {
+		fmt.Fprintf(&b, "100644 blob e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\tf%05d\n", i)
+	}
+	big := filepath.Join(t.TempDir(), "index")
+	plainGit(t, dir, []string{"GIT_INDEX_FILE=" + big}, b.String(), "update-index", "--index-info")
+	require.True(t, rp.manyFiles(big))
+	require.NoError(t, os.Remove(filepath.Join(dir, ".git", "index")))
+	require.True(t, rp.manyFiles(""), "no index to judge by")
+}

@@ -128,7 +128,7 @@ func (w *workspace) recreate(ctx context.Context, op string, id backend.HeadID) 
 	_ = rl.Unlock()
 	crashPoint("recreate:registered")
 	if _, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir,
-		Args: []string{"read-tree", "--reset", "-u", "HEAD"}}); err != nil {
+		Args: []string{"read-tree", "--reset", "-u", "HEAD"}, Parallel: w.repo.manyFiles(filepath.Join(mf.Admin, "index"))}); err != nil {
 		undo()
 		return fail(backend.Internal, err)
 	}

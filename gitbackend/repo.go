@@ -3,9 +3,11 @@ package gitbackend
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/regfile"
 )
 
 // repo is one repository as grove drives it.
@@ -158,6 +161,38 @@ func isTrue(v string) bool {
 		return true
 	}
 	return false
+}
+
+// parallelFrom is the number of files from which a checkout may run in
+// parallel: gitcmd.Cmd.Parallel, where git's own threshold then decides.
+const parallelFrom = 2000
+
+// manyFiles reports whether a checkout into the worktree whose index is
+// at index may write parallelFrom files or more, judging by the number of
+// entries of that index or, where there is none, of the main worktree's.
+// With neither, it may. Only a hint: the header is read, nothing else.
+func (rp *repo) manyFiles(index string) bool {
+	for _, p := range []string{index, filepath.Join(rp.common, "index")} {
+		if n, ok := indexEntries(p); ok {
+			return n >= parallelFrom
+		}
+	}
+	return true
+}
+
+// indexEntries returns the number of entries the header of the index at
+// path gives.
+func indexEntries(path string) (int, bool) {
+	f, _, err := regfile.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	var hdr [12]byte
+	if _, err := io.ReadFull(f, hdr[:]); err != nil || string(hdr[:4]) != "DIRC" {
+		return 0, false
+	}
+	return int(binary.BigEndian.Uint32(hdr[8:])), true
 }
 
 // checkBranchName returns an error if git would not take branch as a

@@ -76,6 +76,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	}
 	defer os.Remove(priv)
 	env := []string{"GIT_INDEX_FILE=" + priv}
+	many := h.w.repo.manyFiles(priv)
 	// What target adds to the index (in target, not in the index) and
 	// drops from it (in the index, not in target), and whether a
 	// .gitignore differs.
@@ -121,12 +122,12 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	if drops {
 		// git reset removes the files it drops before it writes new ones:
 		// write target's content first.
-		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"checkout", "-f", target, "--", ":/"}}); err != nil {
+		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"checkout", "-f", target, "--", ":/"}, Parallel: many}); err != nil {
 			return err
 		}
 	}
 	crashPoint("restore:written")
-	if err := h.resetFiles(ctx, mf, env, target); err != nil {
+	if err := h.resetFiles(ctx, mf, env, target, many); err != nil {
 		return err
 	}
 	crashPoint("restore:pruned")
@@ -174,8 +175,9 @@ const resetDir = "grove-reset"
 // Not git read-tree --reset -u, which does the same work but first drops
 // the index's cache-tree: without it every tree of target is read (801 at
 // 10,000 files), where reset reads only those of the directories whose
-// trees differ (9), some 10 % of a restore's time.
-func (h *head) resetFiles(ctx context.Context, mf manifest, env []string, target string) error {
+// trees differ (9), some 10 % of a restore's time. parallel lets the
+// reset check out in parallel (see repo.manyFiles).
+func (h *head) resetFiles(ctx context.Context, mf manifest, env []string, target string, parallel bool) error {
 	dir := filepath.Join(mf.Admin, resetDir)
 	if err := os.RemoveAll(dir); err != nil { // one a killed restore left, or a link planted there
 		return err
@@ -197,7 +199,7 @@ func (h *head) resetFiles(ctx context.Context, mf manifest, env []string, target
 			return err
 		}
 	}
-	_, err := h.git(ctx, gitcmd.Cmd{GitDir: dir, Env: env, Args: []string{"-c", "core.logAllRefUpdates=false", "reset", "-q", "--hard", target}})
+	_, err := h.git(ctx, gitcmd.Cmd{GitDir: dir, Env: env, Args: []string{"-c", "core.logAllRefUpdates=false", "reset", "-q", "--hard", target}, Parallel: parallel})
 	return err
 }
 

@@ -460,7 +460,8 @@ func (w *workspace) populate(ctx context.Context, mf *manifest) error {
 		_, err = w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"diff-files", "--quiet"}})
 	}
 	if !all || err != nil {
-		_, err = w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "--reset", "-u", "HEAD"}})
+		_, err = w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "--reset", "-u", "HEAD"},
+			Parallel: w.repo.manyFiles(filepath.Join(mf.Admin, "index"))})
 	}
 	if err != nil {
 		if backend.CodeOf(err) == backend.Canceled {
@@ -854,8 +855,9 @@ func (w *workspace) Materialize(ctx context.Context, at backend.Rev, dir string)
 		defer os.RemoveAll(tmp)
 		_, err = w.repo.run(ctx, gitcmd.Cmd{
 			GitDir: w.repo.common, WorkTree: dir, Dir: dir,
-			Args: []string{"read-tree", "--reset", "-u", commit},
-			Env:  []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")},
+			Args:     []string{"read-tree", "--reset", "-u", commit},
+			Env:      []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")},
+			Parallel: w.repo.manyFiles(""),
 		})
 	}
 	if err != nil {

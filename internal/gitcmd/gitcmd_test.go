@@ -259,3 +259,28 @@ func TestAContextEndedBeforehandRunsNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "1", n)
 }
+
+// A command checks out sequentially unless its caller marks it Parallel:
+// then it has the runner's CheckoutWorkers, from 2,000 files up; a runner
+// of one worker never checks out in parallel.
+func TestParallelCheckoutOnlyWhereAsked(t *testing.T) {
+	ctx := context.Background()
+	get := func(r *gitcmd.Runner, dir string, parallel bool, key string) string {
+		t.Helper()
+		out, err := r.Output(ctx, gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"), WorkTree: dir, Parallel: parallel, Args: []string{"config", "--get", key}})
+		require.NoError(t, err)
+		return out
+	}
+	r := newRunner(t) // CheckoutWorkers 0: one per CPU
+	dir := initRepo(t, r)
+	assert.Equal(t, "1", get(r, dir, false, "checkout.workers"))
+	assert.Equal(t, "0", get(r, dir, true, "checkout.workers"))
+	assert.Equal(t, "2000", get(r, dir, true, "checkout.thresholdForParallelism"))
+	one, err := gitcmd.New(ctx, gitcmd.Options{CheckoutWorkers: 1})
+	require.NoError(t, err)
+	assert.Equal(t, "1", get(one, dir, true, "checkout.workers"))
+	four, err := gitcmd.New(ctx, gitcmd.Options{CheckoutWorkers: 4})
+	require.NoError(t, err)
+	assert.Equal(t, "4", get(four, dir, true, "checkout.workers"))
+	assert.Equal(t, "1", get(four, dir, false, "checkout.workers"))
+}
