@@ -30,7 +30,7 @@
 //     files up (checkout.thresholdForParallelism). Every other command
 //     checks out sequentially: git 2.39 with workers configured is slower
 //     even below the threshold, where it starts none (on a 2-core VM, a
-//     1,000-file checkout took 250 ms so against 150 ms sequentially; a
+//     1,000-file checkout took 250 ms that way against 150 ms sequentially; a
 //     10,000-file one took 1.1 s with two workers against 2.5 s);
 //   - has an explicit author and committer (Options.Identity, by default
 //     grove's), so commits work with no user.name configured.
