@@ -74,8 +74,8 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) (all bool, e
 	if len(tree) == 2*sha256.Size {
 		hashLen = sha256.Size
 	}
-	src, entries := w.headAtTree(mf, tree, hashLen)
-	if src == "" || entries < fromDiskMin {
+	src, srcEntries := w.headAtTree(mf, tree, hashLen)
+	if src == "" || srcEntries < fromDiskMin {
 		return false, nil // nothing to copy from, or a checkout costs less
 	}
 	// The new head's index, read from the commit by git: the entries the
@@ -90,7 +90,7 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) (all bool, e
 		return false, nil
 	}
 	var files []copyEntry
-	entries = 0
+	entries := 0
 	_, ok = walkIndex(data, hashLen, func(e *rawEntry) {
 		entries++
 		if e.flags&(flagAssumeValid|flagStage) != 0 || e.ext&(flagSkipWorktree|flagIntentToAdd) != 0 {
