@@ -397,6 +397,25 @@ func TestBranchCommitIsRevParse(t *testing.T) {
 	agrees("HEAD", "HEAD", false)
 	plainGit(t, dir, nil, "", "branch", first[:7], second)
 	agrees("a branch named like an abbreviated commit", first[:7], true)
+
+	// What an agent can plant in the refs it reaches: a dangling symlink
+	// where git's earlier rules look (which os.Stat would call absent), a
+	// symlink for the branch itself to a file holding another commit.
+	plainGit(t, dir, nil, "", "branch", "fresh", first)
+	require.NoError(t, os.Symlink(filepath.Join(t.TempDir(), "nowhere"), filepath.Join(gitdir, "refs", "tags", "fresh")))
+	_, ok := rp.branchCommit("fresh")
+	require.False(t, ok, "a dangling symlink among the tags shadows the branch for git")
+	plainGit(t, dir, nil, "", "branch", "fresh2", first)
+	require.NoError(t, os.Symlink(filepath.Join(t.TempDir(), "nowhere"), filepath.Join(gitdir, "fresh2")))
+	_, ok = rp.branchCommit("fresh2")
+	require.False(t, ok, "a dangling symlink in the git dir")
+	outside := filepath.Join(t.TempDir(), "ref")
+	require.NoError(t, os.WriteFile(outside, []byte(second+"\n"), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(gitdir, "refs", "heads", "fresh2")))
+	require.NoError(t, os.Remove(filepath.Join(gitdir, "fresh2")))
+	require.NoError(t, os.Symlink(outside, filepath.Join(gitdir, "refs", "heads", "fresh2")))
+	_, ok = rp.branchCommit("fresh2")
+	require.False(t, ok, "a branch that is a symlink is git's to read")
 }
 
 // What checkTree reads in-process (the top tree's .gitattributes and
