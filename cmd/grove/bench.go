@@ -27,7 +27,8 @@ func (a *app) benchCmd() *cobra.Command {
 		Long: `Generate a repository for each size in --files (seeded, so every run sees the
 same files, with an ignored node_modules/ of a few thousand files), open it
 with grove, and time each operation beside the plain git commands that do the
-same work, grove and git alternating within each run:
+same work, grove and git alternating within each run (one untimed run of
+each comes first, as a warm-up):
 
   create          grove new                 git worktree add
   checkpoint-N    checkpoint, N changes     git add -A && git commit

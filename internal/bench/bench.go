@@ -437,7 +437,11 @@ func (r Result) Ratio() float64 {
 }
 
 // Measure runs op runs times each way, alternating grove and git within
-// each run, and returns the medians.
+// each run, and returns the medians. One more run of each side comes
+// first, untimed: it takes what the previous operation left behind (the
+// file system still discarding what its undo deleted, the page cache
+// holding the other operation's files), which would otherwise fall on the
+// first side timed.
 func Measure(e *Env, op Op, runs int) (Result, error) {
 	res := Result{Op: op.Name, Files: e.N, Runs: runs}
 	var gs, ps []time.Duration
@@ -458,7 +462,7 @@ func Measure(e *Env, op Op, runs int) (Result, error) {
 		}
 		return nil
 	}
-	for range runs {
+	for range runs + 1 { // the first is the warm-up
 		if op.Prepare != nil {
 			if err := op.Prepare(e); err != nil {
 				return res, fmt.Errorf("%s: prepare: %w", op.Name, err)
@@ -473,8 +477,16 @@ func Measure(e *Env, op Op, runs int) (Result, error) {
 			}
 		}
 	}
-	res.Grove, res.Git, res.PeakRSS = median(gs), median(ps), peakRSS()
+	res.Grove, res.Git, res.PeakRSS = median(warm(gs)), median(warm(ps)), peakRSS()
 	return res, nil
+}
+
+// warm drops the warm-up run's duration.
+func warm(ds []time.Duration) []time.Duration {
+	if len(ds) == 0 {
+		return nil
+	}
+	return ds[1:]
 }
 
 func median(ds []time.Duration) time.Duration {
