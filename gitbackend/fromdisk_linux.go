@@ -21,7 +21,7 @@ const copyFromDiskWorks = true
 // mostly waiting: where the source's files have left the page cache, each
 // file is two small random reads (its inode, its block), and a disk
 // serves many such reads at once about as fast as one. (Reading 100,000
-// small files whose pages had been dropped took 11-16 s with 2 readers
+// small files whose pages had been dropped took 8-16 s with 2 readers
 // and 6-8 s with 8 to 128, on a 2-core VM; with the pages cached, 16
 // readers were no slower than 2.)
 const copyWorkers = 16
