@@ -210,6 +210,7 @@ func Ops() []Op {
 	var seq int
 	var restoreTo [2]backend.CheckpointID
 	var gitTo [2]string
+	var restores [2]int // restores run by grove, by git
 	var destroyHead *workspace.Head
 	var destroyDir, forkBase string
 	checkpoint := timed(func(e *Env) error { _, err := e.Head.Checkpoint(e.Ctx, nil); return err })
@@ -307,14 +308,19 @@ func Ops() []Op {
 				}
 				return nil
 			},
+			// Each side goes back and forth between its two states (it
+			// starts at the second), on a count of its own: every run
+			// changes 100 files.
 			Grove: timed(func(e *Env) error {
-				seq++
-				_, err := e.Head.Restore(e.Ctx, backend.Rev(restoreTo[seq%2]), &workspace.RestoreOptions{Discard: true})
+				to := restoreTo[restores[0]%2]
+				restores[0]++
+				_, err := e.Head.Restore(e.Ctx, backend.Rev(to), &workspace.RestoreOptions{Discard: true})
 				return err
 			}),
 			Git: timed(func(e *Env) error {
-				seq++
-				if err := e.Git("reset", "-q", "--hard", gitTo[seq%2]); err != nil {
+				to := gitTo[restores[1]%2]
+				restores[1]++
+				if err := e.Git("reset", "-q", "--hard", to); err != nil {
 					return err
 				}
 				return e.Git("clean", "-fdq")

@@ -1,8 +1,11 @@
 package bench
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/groveworks/grove/internal/githarness"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,4 +38,54 @@ func TestMeasureDropsTheWarmUp(t *testing.T) {
 	assert.Equal(t, Result{Op: "op", Files: 7, Runs: 1, Grove: res.Grove, Git: res.Git, PeakRSS: res.PeakRSS}, res)
 	assert.Less(t, res.Grove, time.Second, "the warm-up's time is in the median")
 	assert.Less(t, res.Git, time.Second, "the warm-up's time is in the median")
+}
+
+// TestRestoreGoesBackAndForth: every run of restore-100, on either side,
+// moves the files to the other of its two states, whatever order the
+// sides run in.
+func TestRestoreGoesBackAndForth(t *testing.T) {
+	ctx := context.Background()
+	e, err := NewEnv(ctx, t.TempDir(), 200)
+	require.NoError(t, err)
+	defer e.Close()
+	op := opNamed(t, "restore-100")
+	require.NoError(t, op.Prepare(e))
+	groveAt := func() string {
+		st, err := e.Head.Status(ctx)
+		require.NoError(t, err)
+		return string(st.Commit)
+	}
+	gitAt := func() string {
+		out, err := githarness.Git(ctx, e.GitDir, "rev-parse", "HEAD")
+		require.NoError(t, err)
+		return out
+	}
+	groveSeen, gitSeen := []string{groveAt()}, []string{gitAt()}
+	for _, gitFirst := range []bool{false, true, true, false} {
+		sides := []func(*Env) (func() error, error){op.Grove, op.Git}
+		if gitFirst {
+			sides[0], sides[1] = sides[1], sides[0]
+		}
+		for _, side := range sides {
+			_, err := side(e)
+			require.NoError(t, err)
+		}
+		groveSeen, gitSeen = append(groveSeen, groveAt()), append(gitSeen, gitAt())
+	}
+	for _, seen := range [][]string{groveSeen, gitSeen} {
+		for i := 1; i < len(seen); i++ {
+			assert.NotEqual(t, seen[i-1], seen[i], "run %d restored the state the side was in: %v", i, seen)
+		}
+		assert.Equal(t, seen[0], seen[2], "the two states alternate: %v", seen)
+	}
+}
+
+func opNamed(t *testing.T, name string) Op {
+	for _, op := range Ops() {
+		if op.Name == name {
+			return op
+		}
+	}
+	t.Fatalf("no operation %s", name)
+	return Op{}
 }
