@@ -442,8 +442,8 @@ func (r Result) Ratio() float64 {
 	return float64(r.Grove) / float64(r.Git)
 }
 
-// Measure runs op runs times each way, alternating grove and git within
-// each run, and returns the medians. One more run of each side comes
+// Measure runs op runs times each way, grove and git within each run,
+// the one first in a run second in the next, and returns the medians. One more run of each side comes
 // first, untimed: it takes what the previous operation left behind (the
 // file system still discarding what its undo deleted, the page cache
 // holding the other operation's files), which would otherwise fall on the
@@ -468,17 +468,28 @@ func Measure(e *Env, op Op, runs int) (Result, error) {
 		}
 		return nil
 	}
-	for range runs + 1 { // the first is the warm-up
+	for run := range runs + 1 { // the first is the warm-up
 		if op.Prepare != nil {
 			if err := op.Prepare(e); err != nil {
 				return res, fmt.Errorf("%s: prepare: %w", op.Name, err)
 			}
 		}
-		if err := side(op.Grove, &gs, "grove"); err != nil {
-			return res, err
+		// Which side goes first alternates from run to run: whatever the
+		// machine does meanwhile (write-back, discards, the page cache
+		// settling) falls on both sides alike.
+		groveFirst := run%2 == 0 || op.Git == nil
+		if groveFirst {
+			if err := side(op.Grove, &gs, "grove"); err != nil {
+				return res, err
+			}
 		}
 		if op.Git != nil {
 			if err := side(op.Git, &ps, "git"); err != nil {
+				return res, err
+			}
+		}
+		if !groveFirst {
+			if err := side(op.Grove, &gs, "grove"); err != nil {
 				return res, err
 			}
 		}

@@ -40,6 +40,38 @@ func TestMeasureDropsTheWarmUp(t *testing.T) {
 	assert.Less(t, res.Git, time.Second, "the warm-up's time is in the median")
 }
 
+// TestMeasureAlternatesTheFirstSide: grove goes first in one run, git in
+// the next, and each run is prepared once, before either side.
+func TestMeasureAlternatesTheFirstSide(t *testing.T) {
+	var calls []string
+	record := func(name string) func(*Env) (func() error, error) {
+		return func(*Env) (func() error, error) {
+			calls = append(calls, name)
+			return func() error { calls = append(calls, "undo "+name); return nil }, nil
+		}
+	}
+	op := Op{
+		Name:    "op",
+		Prepare: func(*Env) error { calls = append(calls, "prepare"); return nil },
+		Grove:   record("grove"),
+		Git:     record("git"),
+	}
+	_, err := Measure(&Env{N: 1}, op, 3)
+	require.NoError(t, err)
+	var want []string
+	for _, order := range [][2]string{{"grove", "git"}, {"git", "grove"}, {"grove", "git"}, {"git", "grove"}} {
+		want = append(want, "prepare", order[0], "undo "+order[0], order[1], "undo "+order[1])
+	}
+	assert.Equal(t, want, calls)
+
+	// An operation without a git side runs grove alone, every run.
+	calls = nil
+	op.Git = nil
+	_, err = Measure(&Env{N: 1}, op, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"prepare", "grove", "undo grove", "prepare", "grove", "undo grove", "prepare", "grove", "undo grove"}, calls)
+}
+
 // TestRestoreGoesBackAndForth: every run of restore-100, on either side,
 // moves the files to the other of its two states, whatever order the
 // sides run in.
