@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -78,11 +79,7 @@ func (rp *repo) looseObject(id string, max int) (typ string, body []byte, ok boo
 	if err != nil {
 		return "", nil, false
 	}
-	zr, err := zlib.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return "", nil, false
-	}
-	raw, err := io.ReadAll(io.LimitReader(zr, int64(max)+64))
+	raw, err := inflate(data, max+64)
 	if err != nil {
 		return "", nil, false
 	}
@@ -95,6 +92,48 @@ func (rp *repo) looseObject(id string, max int) (typ string, body []byte, ok boo
 		return "", nil, false
 	}
 	return typ, body, true
+}
+
+// inflaters are zlib readers for inflate to reuse: a new one allocates
+// its window and tables, which cost more than inflating a small tree.
+var inflaters sync.Pool
+
+// inflate returns the zlib stream data decompressed, or an error if it is
+// not one or holds more than limit bytes.
+func inflate(data []byte, limit int) ([]byte, error) {
+	src := bytes.NewReader(data)
+	var zr io.ReadCloser
+	if v, ok := inflaters.Get().(io.ReadCloser); ok {
+		if err := v.(zlib.Resetter).Reset(src, nil); err != nil {
+			inflaters.Put(v)
+			return nil, err
+		}
+		zr = v
+	} else {
+		var err error
+		if zr, err = zlib.NewReader(src); err != nil {
+			return nil, err
+		}
+	}
+	defer inflaters.Put(zr)
+	// Trees, the objects read most, hardly compress (their IDs do not).
+	out := make([]byte, 0, min(2*len(data)+512, limit+1))
+	for {
+		if len(out) == cap(out) {
+			out = append(out, 0)[:len(out)]
+		}
+		n, err := zr.Read(out[len(out):min(cap(out), limit+1)])
+		out = out[:len(out)+n]
+		if len(out) > limit {
+			return nil, fmt.Errorf("a loose object over %d bytes", limit)
+		}
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // readCommit reads the commit id in-process, from its loose object.
