@@ -327,10 +327,11 @@ func (h *head) Commits(ctx context.Context, since backend.Rev) ([]backend.Checkp
 	return ids, nil
 }
 
-// Status runs git status with optional locks off, so that polling never
-// blocks a concurrent git command. Dirty counts every change git reports
-// except new files over the default size cap, which a checkpoint would
-// skip.
+// Status runs git status on the polled index (see polledIndex), or with
+// optional locks off, so that polling never blocks a concurrent git
+// command nor writes the head's index. Dirty counts every change git
+// reports except new files over the default size cap, which a checkpoint
+// would skip.
 func (h *head) Status(ctx context.Context) (backend.Status, error) {
 	const op = "status"
 	mf, err := h.enterTree(ctx, "Status")
@@ -340,7 +341,15 @@ func (h *head) Status(ctx context.Context) (backend.Status, error) {
 	// --ignore-submodules=all: git would run git status inside every
 	// gitlink's repository, reading its configuration.
 	statusArgs := []string{"status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--no-renames", "--ignore-submodules=all"}
-	out, err := h.git(ctx, gitcmd.Cmd{NoOptionalLocks: true, Args: statusArgs})
+	cmd := gitcmd.Cmd{NoOptionalLocks: true, Args: statusArgs}
+	if !mf.Attached {
+		if polled, ok := polledIndex(filepath.Join(mf.Admin, "index")); ok {
+			// See polledIndex: git may write this file, never the
+			// head's index.
+			cmd = gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + polled}, Args: statusArgs}
+		}
+	}
+	out, err := h.git(ctx, cmd)
 	if err != nil && backend.CodeOf(err) == backend.Internal && !mf.Attached {
 		// The head's index may be damaged: answer from an index read from
 		// HEAD instead (the next checkpoint or restore repairs the head's).

@@ -1,0 +1,9 @@
+//go:build !linux && !darwin
+
+package gitbackend
+
+import "io/fs"
+
+// fileKey names a file by its identity where the system tells it; here it
+// does not, and Status reads the head's index itself.
+func fileKey(fs.FileInfo) (string, bool) { return "", false }
