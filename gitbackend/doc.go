@@ -76,8 +76,11 @@
 //     transactions) are not killed half-way when a context ends: a killed
 //     git would leave its lock behind, holding the name. They are short;
 //     the context is checked before and after.
-//   - Status is git status --porcelain=v2 with GIT_OPTIONAL_LOCKS=0: polling
-//     never takes a lock a concurrent git command needs.
+//   - Status is git status --porcelain=v2 on a hard link of the head's
+//     index that git may refresh and write (its own lock, its own file;
+//     see polledIndex), or with GIT_OPTIONAL_LOCKS=0 where no link can be
+//     made: polling never takes a lock a concurrent git command needs, nor
+//     writes the head's index.
 //
 // # Metadata and locks
 //

@@ -31,6 +31,10 @@ import (
 // renamed in place), a new link is made and the old one dropped. While the
 // link exists the old inode cannot be reused, so a name never matches
 // another index than the one it was made from.
+//
+// The name is predictable. Anything but a regular file found there is
+// passed over; a regular file is read as the index: the agent, which can
+// write the head's index itself, gains nothing by planting one.
 const polledPrefix = "grove-status."
 
 // polledIndex returns the polled index for the head's index at index (in
