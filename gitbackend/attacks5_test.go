@@ -120,12 +120,15 @@ func TestAttackTheRestoreRecordIsNotWrittenThrough(t *testing.T) {
 	assert.Empty(t, rep.Heads[0].Deleted)
 }
 
-// A restore resets the files in a scratch git dir of grove's, made new in
-// the head's git dir: what an agent planted at its name — a link to a
-// directory outside, a git dir whose HEAD names main — is removed, never
-// written through or believed, and no branch but the head's own moves.
+// A restore resets the files in a scratch git dir of grove's in the
+// head's git dir, kept from one restore to the next: what an agent planted
+// there — a link to a directory outside, a git dir whose HEAD names main,
+// a HEAD that is a symlink or a hard link to a file outside, a commondir
+// naming another repository, a stale HEAD.lock — is removed or replaced,
+// never written through or believed, and no branch but the head's own
+// moves.
 func TestAttackTheRestoresScratchGitDirIsMadeNew(t *testing.T) {
-	for _, planted := range []string{"link", "dir"} {
+	for _, planted := range []string{"link", "dir", "head-symlink", "head-hardlink", "commondir", "lock"} {
 		t.Run(planted, func(t *testing.T) {
 			f := newFixture(t)
 			h := f.head("agent")
@@ -142,11 +145,30 @@ func TestAttackTheRestoresScratchGitDirIsMadeNew(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(outside, "HEAD"), []byte(head), 0o644))
 			require.NoError(t, os.WriteFile(filepath.Join(outside, "commondir"), []byte(commonOf(f)+"\n"), 0o644))
 			scratch := filepath.Join(adminOf(t, h.Info().Root), "grove-reset")
-			if planted == "link" {
+			if planted != "link" {
+				// A restore made the scratch dir: the agent finds it there.
+				_, err = h.Restore(f.ctx, "HEAD", &workspace.RestoreOptions{Discard: true})
+				require.NoError(t, err)
+				require.DirExists(t, scratch)
+			}
+			switch planted {
+			case "link":
 				require.NoError(t, os.Symlink(outside, scratch))
-			} else {
-				require.NoError(t, os.Mkdir(scratch, 0o755))
+			case "dir":
 				require.NoError(t, os.WriteFile(filepath.Join(scratch, "HEAD"), []byte(head), 0o644))
+			case "head-symlink":
+				require.NoError(t, os.Remove(filepath.Join(scratch, "HEAD")))
+				require.NoError(t, os.Symlink(filepath.Join(outside, "HEAD"), filepath.Join(scratch, "HEAD")))
+			case "head-hardlink":
+				require.NoError(t, os.Remove(filepath.Join(scratch, "HEAD")))
+				require.NoError(t, os.Link(filepath.Join(outside, "HEAD"), filepath.Join(scratch, "HEAD")))
+			case "commondir":
+				other := filepath.Join(t.TempDir(), "other")
+				f.git(t.TempDir(), "init", "-q", other)
+				require.NoError(t, os.WriteFile(filepath.Join(scratch, "commondir"), []byte(filepath.Join(other, ".git")+"\n"), 0o644))
+				require.NoError(t, os.WriteFile(filepath.Join(scratch, "HEAD"), []byte(head), 0o644))
+			case "lock":
+				require.NoError(t, os.WriteFile(filepath.Join(scratch, "HEAD.lock"), []byte(head), 0o644))
 			}
 
 			_, err = h.Restore(f.ctx, workspace.Rev(target.ID), &workspace.RestoreOptions{Discard: true})
@@ -162,7 +184,12 @@ func TestAttackTheRestoresScratchGitDirIsMadeNew(t *testing.T) {
 			data, err = os.ReadFile(filepath.Join(outside, "HEAD"))
 			require.NoError(t, err)
 			assert.Equal(t, head, string(data))
-			assert.NoFileExists(t, scratch)
+			fi, err := os.Lstat(scratch)
+			require.NoError(t, err)
+			assert.True(t, fi.IsDir(), "the scratch git dir is %v", fi.Mode())
+			data, err = os.ReadFile(filepath.Join(scratch, "HEAD"))
+			require.NoError(t, err)
+			assert.Equal(t, string(target.ID)+"\n", string(data), "the scratch HEAD is not the target, detached")
 		})
 	}
 }

@@ -3,6 +3,7 @@ package gitbackend
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -179,27 +180,59 @@ const resetDir = "grove-reset"
 // reset check out in parallel (see repo.manyFiles).
 func (h *head) resetFiles(ctx context.Context, mf manifest, env []string, target string, parallel bool) error {
 	dir := filepath.Join(mf.Admin, resetDir)
-	if err := os.RemoveAll(dir); err != nil { // one a killed restore left, or a link planted there
+	if err := scratchGitDir(dir, h.w.repo.common, target); err != nil {
 		return err
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	for name, content := range map[string]string{"HEAD": target, "commondir": h.w.repo.common} {
-		f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
-		if err != nil {
-			return err
-		}
-		_, err = f.WriteString(content + "\n")
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
 	}
 	_, err := h.git(ctx, gitcmd.Cmd{GitDir: dir, Env: env, Args: []string{"-c", "core.logAllRefUpdates=false", "reset", "-q", "--hard", target}, Parallel: parallel})
+	return err
+}
+
+// scratchGitDir makes dir a git dir sharing the common dir common whose
+// HEAD is commit, detached. It is kept from one restore to the next (its
+// commondir written once): what a restore needs of it is that HEAD names
+// no ref, and HEAD is written anew every time, through a new file renamed
+// in place (never written through whatever is there). Anything but a
+// directory at dir, or a lock file a killed git left, is removed first.
+func scratchGitDir(dir, common, commit string) error {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	for _, name := range []string{"HEAD.lock", "ORIG_HEAD.lock"} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if data, err := regfile.Read(filepath.Join(dir, "commondir"), 4096); err != nil || string(data) != common+"\n" {
+		if err := replaceFile(filepath.Join(dir, "commondir"), []byte(common+"\n")); err != nil {
+			return err
+		}
+	}
+	return replaceFile(filepath.Join(dir, "HEAD"), []byte(commit+"\n"))
+}
+
+// replaceFile replaces path with a new file holding data (a temporary file
+// renamed in place), not synced: for grove's scratch files, which a crash
+// may lose.
+func replaceFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), tempPrefix+"*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
 	return err
 }
 
