@@ -40,6 +40,8 @@ type repo struct {
 
 	formatMu sync.Mutex
 	format   string // the object format (sha1, sha256), once read
+
+	trees treeCache // trees read in-process
 }
 
 // objectFormat returns the repository's object format, asking git once:

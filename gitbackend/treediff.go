@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/groveworks/grove/internal/regfile"
 )
@@ -219,13 +220,78 @@ type treeEntry struct {
 	oid  []byte
 }
 
-// readTree reads the tree oid in-process into its entries by name; ok is
-// false if it is not a loose tree whose entries git would write.
+// readTree returns the entries by name of the tree oid, read in-process
+// or remembered from an earlier read (see treeCache); ok is false if it is
+// not a loose tree whose entries git would write. The map is shared:
+// callers never change it.
 func (rp *repo) readTree(oid []byte) (map[string]treeEntry, bool) {
+	if ents, ok := rp.trees.get(oid); ok {
+		return ents, true
+	}
 	typ, body, ok := rp.looseObject(hex.EncodeToString(oid), maxTreeSize)
 	if !ok || typ != "tree" {
 		return nil, false
 	}
+	ents, ok := parseTree(body)
+	if ok {
+		rp.trees.put(oid, ents, len(body))
+	}
+	return ents, ok
+}
+
+// treeCache remembers trees read in-process, by ID, up to maxCachedTrees
+// bytes of tree objects, the oldest read forgotten first. A tree's
+// entries never change, and a harness restores the same checkpoints over
+// and over (undo, redo, a retry from a known state), whose trees each
+// restore's diff reads again: 27 loose objects, 1.5 ms of a 45 ms restore
+// of 100 files at 1,000.
+type treeCache struct {
+	mu    sync.Mutex
+	trees map[string]cachedTree
+	order []string // the IDs in trees, oldest first
+	size  int
+}
+
+type cachedTree struct {
+	ents map[string]treeEntry
+	size int
+}
+
+// maxCachedTrees bounds the bytes of tree objects a repository remembers.
+const maxCachedTrees = 4 << 20
+
+func (c *treeCache) get(oid []byte) (map[string]treeEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.trees[string(oid)]
+	return t.ents, ok
+}
+
+func (c *treeCache) put(oid []byte, ents map[string]treeEntry, size int) {
+	if size > maxCachedTrees/8 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.trees[string(oid)]; ok {
+		return
+	}
+	if c.trees == nil {
+		c.trees = map[string]cachedTree{}
+	}
+	for c.size+size > maxCachedTrees && len(c.order) > 0 {
+		c.size -= c.trees[c.order[0]].size
+		delete(c.trees, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.trees[string(oid)] = cachedTree{ents: ents, size: size}
+	c.order = append(c.order, string(oid))
+	c.size += size
+}
+
+// parseTree reads the body of a tree object into its entries by name; ok
+// is false if it is not one git would write.
+func parseTree(body []byte) (map[string]treeEntry, bool) {
 	ents := map[string]treeEntry{}
 	for len(body) > 0 {
 		sp := bytes.IndexByte(body, ' ')

@@ -192,3 +192,40 @@ func TestDiffTreesLeavesMandatoryExtensionsToGit(t *testing.T) {
 		require.False(t, ok, sig)
 	}
 }
+
+// A tree read once is remembered: read again, even once its loose object
+// is gone (packed, say), it has the same entries.
+func TestTreesReadOnceAreRemembered(t *testing.T) {
+	rp, dir := testRepo(t)
+	tree := plainGit(t, dir, nil, "", "rev-parse", "HEAD^{tree}")
+	oid, err := hex.DecodeString(tree)
+	require.NoError(t, err)
+	first, ok := rp.readTree(oid)
+	require.True(t, ok)
+	require.Contains(t, first, "a.txt")
+	require.NoError(t, os.Remove(filepath.Join(dir, ".git", "objects", tree[:2], tree[2:])))
+	again, ok := rp.readTree(oid)
+	require.True(t, ok, "the tree was read again")
+	require.Equal(t, first, again)
+}
+
+// The cache of trees keeps to its bound, forgetting the oldest first, and
+// does not keep a tree larger than an eighth of it.
+func TestTreeCacheForgetsTheOldestFirst(t *testing.T) {
+	var c treeCache
+	size := maxCachedTrees / 8
+	key := func(i int) []byte { return []byte(fmt.Sprintf("tree %d", i)) }
+	for i := range 12 {
+		c.put(key(i), map[string]treeEntry{fmt.Sprint(i): {}}, size)
+		require.LessOrEqual(t, c.size, maxCachedTrees)
+	}
+	for i := range 12 {
+		_, ok := c.get(key(i))
+		require.Equal(t, i >= 4, ok, "tree %d", i)
+	}
+	c.put(key(99), map[string]treeEntry{}, size+1)
+	_, ok := c.get(key(99))
+	require.False(t, ok, "a tree over an eighth of the bound was kept")
+	_, ok = c.get(key(4))
+	require.True(t, ok, "a tree too large to keep made room anyway")
+}
