@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -124,11 +125,12 @@ func TestAttackTheRestoreRecordIsNotWrittenThrough(t *testing.T) {
 // head's git dir, kept from one restore to the next: what an agent planted
 // there — a link to a directory outside, a git dir whose HEAD names main,
 // a HEAD that is a symlink or a hard link to a file outside, a commondir
-// naming another repository, a stale HEAD.lock — is removed or replaced,
+// naming another repository, a stale HEAD.lock, a HEAD naming a commit
+// that does not exist — is removed or replaced (or, for the last, harmless),
 // never written through or believed, and no branch but the head's own
 // moves.
 func TestAttackTheRestoresScratchGitDirIsMadeNew(t *testing.T) {
-	for _, planted := range []string{"link", "dir", "head-symlink", "head-hardlink", "commondir", "lock"} {
+	for _, planted := range []string{"link", "dir", "head-symlink", "head-hardlink", "head-no-commit", "commondir", "lock"} {
 		t.Run(planted, func(t *testing.T) {
 			f := newFixture(t)
 			h := f.head("agent")
@@ -167,6 +169,8 @@ func TestAttackTheRestoresScratchGitDirIsMadeNew(t *testing.T) {
 				f.git(t.TempDir(), "init", "-q", other)
 				require.NoError(t, os.WriteFile(filepath.Join(scratch, "commondir"), []byte(filepath.Join(other, ".git")+"\n"), 0o644))
 				require.NoError(t, os.WriteFile(filepath.Join(scratch, "HEAD"), []byte(head), 0o644))
+			case "head-no-commit": // detached, kept: git reset does without it
+				require.NoError(t, os.WriteFile(filepath.Join(scratch, "HEAD"), []byte(strings.Repeat("d", 40)+"\n"), 0o644))
 			case "lock":
 				require.NoError(t, os.WriteFile(filepath.Join(scratch, "HEAD.lock"), []byte(head), 0o644))
 			}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
@@ -101,7 +102,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 			return err
 		}
 	}
-	done, err := h.mark(mf, op)
+	done, err := h.mark(mf)
 	if err != nil {
 		return err
 	}
@@ -188,11 +189,13 @@ func (h *head) resetFiles(ctx context.Context, mf manifest, env []string, target
 }
 
 // scratchGitDir makes dir a git dir sharing the common dir common whose
-// HEAD is commit, detached. It is kept from one restore to the next (its
-// commondir written once): what a restore needs of it is that HEAD names
-// no ref, and HEAD is written anew every time, through a new file renamed
-// in place (never written through whatever is there). Anything but a
-// directory at dir, or a lock file a killed git left, is removed first.
+// HEAD names no ref. It is kept from one restore to the next (its
+// commondir written once, its HEAD left as the last reset there wrote
+// it): HEAD is read as git would read it, and unless it is a regular file
+// holding a commit ID, detached, it is replaced by one naming commit,
+// through a new file renamed in place (never written through whatever is
+// there). Anything but a directory at dir, or a lock file a killed git
+// left, is removed first.
 func scratchGitDir(dir, common, commit string) error {
 	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
 		if err := os.RemoveAll(dir); err != nil {
@@ -212,7 +215,28 @@ func scratchGitDir(dir, common, commit string) error {
 			return err
 		}
 	}
+	if detachedHead(filepath.Join(dir, "HEAD")) {
+		return nil
+	}
 	return replaceFile(filepath.Join(dir, "HEAD"), []byte(commit+"\n"))
+}
+
+// detachedHead reports whether the file at path, not followed if it is a
+// symlink (git would take a symlink for a symbolic ref), is a regular file
+// holding a full commit ID and a newline: a HEAD naming no ref. (The commit
+// need not exist: git reset --hard then only leaves ORIG_HEAD unwritten.)
+func detachedHead(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	var buf [64]byte
+	n, _ := io.ReadFull(f, buf[:])
+	return n == 41 && isSHA1(string(buf[:40])) && buf[40] == '\n'
 }
 
 // replaceFile replaces path with a new file holding data (a temporary file
