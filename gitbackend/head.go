@@ -178,6 +178,7 @@ func (h *head) lock(ctx context.Context, mf manifest, purpose string) (*lock.Loc
 	}
 	_ = os.Remove(priv)
 	_ = os.Remove(priv + ".lock")
+	_ = os.Remove(filepath.Join(mf.Admin, cleanIndexName))
 	return l, nil
 }
 

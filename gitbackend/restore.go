@@ -52,9 +52,10 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 // restore makes the head's files equal target's; callers hold the head
 // lock. Order: refuse ignored-file collisions; write target's content
 // where tracked files would be dropped (so nothing is removed first); make
-// the tracked files equal target's; remove untracked, unignored files; for
-// a grove-owned head, reset its branch (through the repository's
-// update-ref process) and swap the index in.
+// the tracked files equal target's; remove untracked, unignored files;
+// for a grove-owned head, move its branch (through the repository's
+// update-ref process) and swap the index in, while the files are removed
+// if the head is on its own branch, after them if not.
 //
 // In the usual case — no tracked file dropped, no .gitignore changed, the
 // index's cache-tree whole (as a checkpoint or a restore leaves it) and the
@@ -133,36 +134,83 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 		return err
 	}
 	crashPoint("restore:pruned")
-	if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append([]string{"clean", "-f", "-d", "-q"}, keep...)}); err != nil {
+	clean := func(ctx context.Context, env []string) error {
+		_, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append([]string{"clean", "-f", "-d", "-q"}, keep...)})
 		return err
 	}
-	crashPoint("restore:cleaned")
 	if mf.Attached {
-		return nil
+		return clean(ctx, env)
 	}
-	// The files are the target's now: the rest finishes even if ctx ends,
-	// so that the branch and the index never disagree with the files (a
-	// git killed inside a ref update would also leave its lock behind). It
-	// waits for no lock of grove's (the repository lock could be held for
-	// long, by a destroy or by anyone who can open grove's metadata):
-	// moving the head's own branch is one ref update, which git's own ref
-	// lock makes atomic, waiting at most LockWait for another git command.
-	ctx, cancel := cleanupContext(ctx)
+	// The tracked files are the target's now: moving the branch and
+	// swapping the index in finish even if ctx ends, so that the branch
+	// and the index never disagree with them (a git killed inside a ref
+	// update would also leave its lock behind). It waits for no lock of
+	// grove's (the repository lock could be held for long, by a destroy or
+	// by anyone who can open grove's metadata): moving the head's own
+	// branch is one ref update, which git's own ref lock makes atomic,
+	// waiting at most LockWait for another git command.
+	fctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	if !st.onOwn {
-		if _, err := h.git(ctx, gitcmd.Cmd{Args: []string{"symbolic-ref", "HEAD", "refs/heads/" + mf.Branch}}); err != nil {
+		if err := clean(ctx, env); err != nil {
 			return err
 		}
-	}
-	if err := h.w.repo.updateRefs(ctx, []string{fmt.Sprintf("update refs/heads/%s %s", mf.Branch, target)}); err != nil {
+		crashPoint("restore:cleaned")
+		if _, err := h.git(fctx, gitcmd.Cmd{Args: []string{"symbolic-ref", "HEAD", "refs/heads/" + mf.Branch}}); err != nil {
+			return err
+		}
+		if err := h.moveBranch(fctx, mf, target); err != nil {
+			return err
+		}
+		err = h.finishRestore(mf, priv, swap)
+		swap = nil
 		return err
 	}
+	// On the head's own branch, git clean runs while the branch moves and
+	// the index is swapped in (1-2 ms of a restore), reading the index
+	// through a link of its own: the swap renames the private index away.
+	// Should the clean fail, the head is at the target all the same, with
+	// untracked files the clean did not remove.
+	cleanIndex := filepath.Join(mf.Admin, cleanIndexName)
+	_ = os.Remove(cleanIndex)
+	if err := os.Link(priv, cleanIndex); err != nil {
+		return err
+	}
+	defer os.Remove(cleanIndex)
+	cleaned := make(chan error, 1)
+	go func() {
+		err := clean(ctx, []string{"GIT_INDEX_FILE=" + cleanIndex})
+		crashPoint("restore:cleaned")
+		cleaned <- err
+	}()
+	err = h.moveBranch(fctx, mf, target)
+	if err == nil {
+		err = h.finishRestore(mf, priv, swap)
+		swap = nil
+	}
+	if cerr := <-cleaned; err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// cleanIndexName is the link of the private index a restore's git clean
+// reads, in the head's git dir.
+const cleanIndexName = "grove-clean-index"
+
+// moveBranch moves the head's own branch to target.
+func (h *head) moveBranch(ctx context.Context, mf manifest, target string) error {
+	return h.w.repo.updateRefs(ctx, []string{fmt.Sprintf("update refs/heads/%s %s", mf.Branch, target)})
+}
+
+// finishRestore ends a restore whose branch moved: it drops what a merge,
+// cherry-pick or revert left in the head's git dir and swaps the index at
+// priv in.
+func (h *head) finishRestore(mf manifest, priv string, swap *indexSwap) error {
 	for _, f := range []string{"MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_RR", "AUTO_MERGE", "CHERRY_PICK_HEAD", "REVERT_HEAD"} {
 		_ = os.Remove(filepath.Join(mf.Admin, f))
 	}
-	err = swap.commit(priv)
-	swap = nil
-	return err
+	return swap.commit(priv)
 }
 
 // resetDir is the scratch git dir resetFiles runs git reset in, in the
