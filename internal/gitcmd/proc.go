@@ -96,50 +96,55 @@ func (r *Runner) Start(c Cmd) (*Proc, error) {
 // process exits first, the error is its failure as Run reports it, and
 // lines holds what it answered before.
 func (p *Proc) Exchange(ctx context.Context, req string, n int) (lines []string, err error) {
+	err = p.ExchangeFunc(ctx, req, func(r *bufio.Reader) error {
+		for len(lines) < n {
+			l, err := r.ReadString('\n')
+			if err != nil {
+				return err
+			}
+			lines = append(lines, strings.TrimSuffix(l, "\n"))
+		}
+		return nil
+	})
+	return lines, err
+}
+
+// ExchangeFunc writes req to the process and has read read its answer
+// from the process's stdout, as Exchange does for lines: for answers that
+// are not lines (git cat-file --batch's objects). read must stop at the
+// answer's end, and return an error if the answer breaks off.
+func (p *Proc) ExchangeFunc(ctx context.Context, req string, read func(*bufio.Reader) error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.Exited() {
-		return nil, &backend.Error{Code: backend.Internal, Op: p.op, Err: ErrExited}
+		return &backend.Error{Code: backend.Internal, Op: p.op, Err: ErrExited}
 	}
 	if err := backend.ContextError(ctx, p.op); err != nil {
-		return nil, err
+		return err
 	}
 	p.stderr.Reset() // what git writes for this request only
-	type answer struct {
-		lines []string
-		err   error
-	}
-	ch := make(chan answer, 1)
+	ch := make(chan error, 1)
 	go func() {
-		var a answer
-		if _, a.err = io.WriteString(p.stdin, req); a.err != nil {
-			ch <- a
+		if _, err := io.WriteString(p.stdin, req); err != nil {
+			ch <- err
 			return
 		}
-		for len(a.lines) < n {
-			l, err := p.stdout.ReadString('\n')
-			if err != nil {
-				a.err = err
-				break
-			}
-			a.lines = append(a.lines, strings.TrimSuffix(l, "\n"))
-		}
-		ch <- a
+		ch <- read(p.stdout)
 	}()
 	select {
-	case a := <-ch:
-		if a.err == nil {
-			return a.lines, nil
+	case err := <-ch:
+		if err == nil {
+			return nil
 		}
-		return a.lines, p.failed(a.err)
+		return p.failed(err)
 	case <-ctx.Done():
 		p.kill()
-		a := <-ch // the pipes close with the process
+		err := <-ch // the pipes close with the process
 		<-p.done
-		if a.err == nil {
-			return a.lines, nil // answered in full before the kill: done
+		if err == nil {
+			return nil // answered in full before the kill: done
 		}
-		return a.lines, &backend.Error{Code: backend.Canceled, Op: p.op, Err: ctx.Err()}
+		return &backend.Error{Code: backend.Canceled, Op: p.op, Err: ctx.Err()}
 	}
 }
 
