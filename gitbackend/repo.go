@@ -41,7 +41,8 @@ type repo struct {
 	formatMu sync.Mutex
 	format   string // the object format (sha1, sha256), once read
 
-	trees treeCache // trees read in-process
+	trees treeCache   // trees read in-process
+	batch batchReader // git cat-file --batch, for objects not loose
 }
 
 // objectFormat returns the repository's object format, asking git once:

@@ -315,7 +315,7 @@ func replaceFile(path string, data []byte) error {
 // target's loose trees tell, else through git.
 func (h *head) diff(ctx context.Context, priv string, data []byte, commit, target string) (adds []string, drops, rules bool, marks indexMarks, merr, err error) {
 	if v, ok := readIndexView(priv, data); ok {
-		if adds, drops, rules, ok = h.w.repo.diffTrees(&v, target); ok {
+		if adds, drops, rules, ok = h.w.repo.diffTrees(ctx, &v, target); ok {
 			return adds, drops, rules, v.marks, nil, nil
 		}
 	}

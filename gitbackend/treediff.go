@@ -2,6 +2,7 @@ package gitbackend
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
@@ -176,6 +177,7 @@ func cacheTrees(ext []byte, hashLen int) map[string][]byte {
 
 // treeDiff compares an index with a tree, in-process.
 type treeDiff struct {
+	ctx   context.Context
 	rp    *repo
 	v     *indexView
 	adds  []string
@@ -198,8 +200,8 @@ const (
 // target, not in v), whether it drops any path of v, and whether a
 // .gitignore differs, as diffIndex does; ok is false if it cannot tell
 // in-process.
-func (rp *repo) diffTrees(v *indexView, target string) (adds []string, drops, rules, ok bool) {
-	tree, ok := rp.commitTree(target)
+func (rp *repo) diffTrees(ctx context.Context, v *indexView, target string) (adds []string, drops, rules, ok bool) {
+	tree, ok := rp.treeOf(ctx, target)
 	if !ok {
 		return nil, false, false, false
 	}
@@ -207,7 +209,7 @@ func (rp *repo) diffTrees(v *indexView, target string) (adds []string, drops, ru
 	if err != nil || len(raw) != sha1.Size {
 		return nil, false, false, false
 	}
-	d := &treeDiff{rp: rp, v: v, trees: maxDiffTrees}
+	d := &treeDiff{ctx: ctx, rp: rp, v: v, trees: maxDiffTrees}
 	if !d.dir("", raw, 0, len(v.names)) {
 		return nil, false, false, false
 	}
@@ -411,7 +413,7 @@ func (d *treeDiff) readTree(oid []byte) (map[string]treeEntry, bool) {
 	if d.trees--; d.trees < 0 || len(d.adds) > maxDiffAdds {
 		return nil, false
 	}
-	return d.rp.readTree(oid)
+	return d.rp.treeAny(d.ctx, oid)
 }
 
 func (d *treeDiff) add(p string) {

@@ -1,6 +1,7 @@
 package gitbackend
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
@@ -76,7 +77,7 @@ func TestDiffTreesIsDiffIndex(t *testing.T) {
 		wantAdds, wantDrops, wantRules := parseDiffIndex(plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, "", "diff-index", "--cached", "--name-status", "--no-renames", "-z", to, "--"))
 		v, ok := readIndexView(idx, nil)
 		require.True(t, ok, "round %d", round)
-		adds, drops, rules, ok := rp.diffTrees(&v, to)
+		adds, drops, rules, ok := rp.diffTrees(context.Background(), &v, to)
 		require.True(t, ok, "round %d: all trees are loose", round)
 		inProcess++
 		slices.Sort(adds)
@@ -87,17 +88,37 @@ func TestDiffTreesIsDiffIndex(t *testing.T) {
 	}
 	require.Equal(t, 60, inProcess)
 
-	// A tree that is not loose is git's to read.
+	// Packed trees and commits (after a git gc) are read through git
+	// cat-file, with the same answers.
+	type pair struct{ to, idx string }
+	var pairs []pair
+	for range 20 {
+		from, _ := state(rng)
+		to, _ := state(rng)
+		idx := filepath.Join(t.TempDir(), "index")
+		plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, "", "read-tree", from)
+		pairs = append(pairs, pair{to, idx})
+	}
 	plainGit(t, dir, nil, "", "repack", "-adq")
 	plainGit(t, dir, nil, "", "prune-packed")
-	from, _ := state(rng)
-	idx := filepath.Join(t.TempDir(), "index")
-	plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, "", "read-tree", from)
-	v, ok := readIndexView(idx, nil)
-	require.True(t, ok)
-	head := plainGit(t, dir, nil, "", "rev-parse", "HEAD")
-	_, _, _, ok = rp.diffTrees(&v, head)
-	require.False(t, ok, "a packed commit was read in-process")
+	packed := &repo{r: rp.r, common: rp.common, main: rp.main} // nothing remembered
+	defer packed.stopBatch()
+	for i, p := range pairs {
+		wantAdds, wantDrops, wantRules := parseDiffIndex(plainGit(t, dir, []string{"GIT_INDEX_FILE=" + p.idx}, "", "diff-index", "--cached", "--name-status", "--no-renames", "-z", p.to, "--"))
+		v, ok := readIndexView(p.idx, nil)
+		require.True(t, ok)
+		adds, drops, rules, ok := packed.diffTrees(context.Background(), &v, p.to)
+		require.True(t, ok, "pair %d: packed objects read through git", i)
+		slices.Sort(adds)
+		slices.Sort(wantAdds)
+		require.Equal(t, wantAdds, adds, "pair %d: adds", i)
+		require.Equal(t, wantDrops, drops, "pair %d: drops", i)
+		require.Equal(t, wantRules, rules, "pair %d: rules", i)
+	}
+	_, ok := packed.treeOf(context.Background(), strings.Repeat("e", 40))
+	require.False(t, ok, "a commit that does not exist")
+	_, ok = packed.treeAny(context.Background(), make([]byte, 20))
+	require.False(t, ok, "a tree that does not exist")
 }
 
 // indexInfo is entries (path to "mode oid") as git update-index
@@ -161,7 +182,7 @@ func TestDiffTreesRefusesUnsortedIndexes(t *testing.T) {
 	// directory and declines; it never panics.
 	v := indexView{names: []string{"src/x", "b", "src/y", "z"}, modes: []uint32{0o100644, 0o100644, 0o100644, 0o100644}, oids: [][]byte{oid, oid, oid, oid}}
 	require.NotPanics(t, func() {
-		_, _, _, ok = rp.diffTrees(&v, target)
+		_, _, _, ok = rp.diffTrees(context.Background(), &v, target)
 	})
 	require.False(t, ok)
 }

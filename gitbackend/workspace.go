@@ -878,5 +878,6 @@ func (w *workspace) Close() error {
 	}
 	w.closed = true
 	w.repo.stopRefs()
+	w.repo.stopBatch()
 	return nil
 }
