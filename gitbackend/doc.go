@@ -18,8 +18,9 @@
 // and git answers instead. A warm backend starts no git process to reopen
 // a head, one for Status, two for a checkpoint with no change (ls-files,
 // add), three for one that records a change (and write-tree), two for a
-// restore (reset, clean; diff-index as well where the in-process
-// reader declines); the gitbackend tests pin these counts.
+// restore (reset, clean; objects that are not loose are read through a
+// long-lived git cat-file --batch, and diff-index runs as well where the
+// in-process diff cannot tell); the gitbackend tests pin these counts.
 //
 // One departure from "git writes everything": a checkpoint's commit object
 // is written in-process, byte for byte the one git commit-tree writes (an
