@@ -312,7 +312,7 @@ func replaceFile(path string, data []byte) error {
 // data, or nil: read them), whether it drops any path and whether a
 // .gitignore differs (see diffIndex), and the index's marks (merr when
 // they could not be read): in-process when the index's cache-tree and the
-// target's loose trees tell, else through git.
+// target's trees tell (see diffTrees), else through git diff-index.
 func (h *head) diff(ctx context.Context, priv string, data []byte, commit, target string) (adds []string, drops, rules bool, marks indexMarks, merr, err error) {
 	if v, ok := readIndexView(priv, data); ok {
 		if adds, drops, rules, ok = h.w.repo.diffTrees(ctx, &v, target); ok {

@@ -19,12 +19,13 @@ import (
 // index's cache-tree names the tree of every directory whose entries are
 // unchanged since a tree was last written from them, which after a
 // checkpoint or a restore is every directory: comparing it with the
-// target's trees, read in-process from their loose objects, only the
-// directories that differ are looked into, and no git process is started.
-// Where anything needed is missing or unusual — a tree that is packed, an
-// index git would not write for a whole worktree (unsorted, split,
-// sparse, with unmerged entries), a repository of SHA-256 — the caller
-// asks git diff-index instead.
+// target's trees, read in-process from their loose objects (or, packed,
+// through the repository's git cat-file --batch) and remembered by ID,
+// only the directories that differ are looked into, and no git process
+// is started for it. Where anything needed is missing or unusual — an
+// object git cannot give, an index git would not write for a whole
+// worktree (unsorted, split, sparse, with unmerged entries), a repository
+// of SHA-256 — the caller asks git diff-index instead.
 
 // maxTreeSize bounds the size of a tree object read in-process.
 const maxTreeSize = 64 << 20
