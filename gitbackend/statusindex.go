@@ -25,8 +25,8 @@ import (
 // So Status runs git status on a hard link of the head's index, allowing
 // git to write it: git writes a new file (index.lock, renamed), which
 // leaves the head's index as it was, and takes no lock a git command in
-// the head needs. The link's name holds the head index's inode, size,
-// modification and change times: once the head's index is written again
+// the head needs. The link's name holds the head index's inode, size and
+// modification time (see fileKey): once the head's index is written again
 // (by the agent's git add, a checkpoint, a restore: always a new file,
 // renamed in place), a new link is made and the old one dropped. While the
 // link exists the old inode cannot be reused, so a name never matches
