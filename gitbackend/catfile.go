@@ -131,12 +131,5 @@ func (rp *repo) treeAny(ctx context.Context, oid []byte) (map[string]treeEntry, 
 		return ents, true
 	}
 	typ, body, ok := rp.batchObject(ctx, hex.EncodeToString(oid), maxTreeSize)
-	if !ok || typ != "tree" {
-		return nil, false
-	}
-	ents, ok := parseTree(body)
-	if ok {
-		rp.trees.put(oid, ents, len(body))
-	}
-	return ents, ok
+	return rp.rememberTree(oid, typ, body, ok)
 }

@@ -119,7 +119,7 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) (all bool, e
 		hh.Write(data[:len(data)-hashLen])
 		copy(sum, hh.Sum(nil))
 	}
-	if err := writeIndex(index, data); err != nil {
+	if err := writeThroughLock(index, data); err != nil {
 		return false, ctxErr(ctx)
 	}
 	return n == int64(entries), ctxErr(ctx)
@@ -212,9 +212,10 @@ func newHash(hashLen int) hash.Hash {
 	return sha1.New()
 }
 
-// writeIndex replaces the index at path with data through its lock file,
-// as git does.
-func writeIndex(path string, data []byte) error {
+// writeThroughLock replaces the file at path with data through its lock
+// file (path.lock, which must not exist), as git does: never written
+// through whatever is at path. Not synced.
+func writeThroughLock(path string, data []byte) error {
 	lock := path + ".lock"
 	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {

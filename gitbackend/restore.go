@@ -241,9 +241,9 @@ func (h *head) resetFiles(ctx context.Context, mf manifest, env []string, target
 // commondir written once, its HEAD left as the last reset there wrote
 // it): HEAD is read as git would read it, and unless it is a regular file
 // holding a commit ID, detached, it is replaced by one naming commit,
-// through a new file renamed in place (never written through whatever is
-// there). Anything but a directory at dir, or a lock file a killed git
-// left, is removed first.
+// through its lock file renamed in place (never written through whatever
+// is there). Anything but a directory at dir, or a lock file a killed git
+// (or the agent) left, is removed first.
 func scratchGitDir(dir, common, commit string) error {
 	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
 		if err := os.RemoveAll(dir); err != nil {
@@ -253,20 +253,20 @@ func scratchGitDir(dir, common, commit string) error {
 			return err
 		}
 	}
-	for _, name := range []string{"HEAD.lock", "ORIG_HEAD.lock"} {
+	for _, name := range []string{"HEAD.lock", "ORIG_HEAD.lock", "commondir.lock"} {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
 	if data, err := regfile.Read(filepath.Join(dir, "commondir"), 4096); err != nil || string(data) != common+"\n" {
-		if err := replaceFile(filepath.Join(dir, "commondir"), []byte(common+"\n")); err != nil {
+		if err := writeThroughLock(filepath.Join(dir, "commondir"), []byte(common+"\n")); err != nil {
 			return err
 		}
 	}
 	if detachedHead(filepath.Join(dir, "HEAD")) {
 		return nil
 	}
-	return replaceFile(filepath.Join(dir, "HEAD"), []byte(commit+"\n"))
+	return writeThroughLock(filepath.Join(dir, "HEAD"), []byte(commit+"\n"))
 }
 
 // detachedHead reports whether the file at path, not followed if it is a
@@ -285,27 +285,6 @@ func detachedHead(path string) bool {
 	var buf [64]byte
 	n, _ := io.ReadFull(f, buf[:])
 	return n == 41 && isSHA1(string(buf[:40])) && buf[40] == '\n'
-}
-
-// replaceFile replaces path with a new file holding data (a temporary file
-// renamed in place), not synced: for grove's scratch files, which a crash
-// may lose.
-func replaceFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), tempPrefix+"*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-	}
-	return err
 }
 
 // diff returns what target adds to the index at priv (whose bytes are

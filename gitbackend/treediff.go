@@ -232,6 +232,12 @@ func (rp *repo) readTree(oid []byte) (map[string]treeEntry, bool) {
 		return ents, true
 	}
 	typ, body, ok := rp.looseObject(hex.EncodeToString(oid), maxTreeSize)
+	return rp.rememberTree(oid, typ, body, ok)
+}
+
+// rememberTree parses the object oid, read as typ and body (ok false if
+// it could not be), as a tree, and remembers the tree it is.
+func (rp *repo) rememberTree(oid []byte, typ string, body []byte, ok bool) (map[string]treeEntry, bool) {
 	if !ok || typ != "tree" {
 		return nil, false
 	}
