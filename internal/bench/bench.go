@@ -443,11 +443,11 @@ func (r Result) Ratio() float64 {
 }
 
 // Measure runs op runs times each way, grove and git within each run,
-// the one first in a run second in the next, and returns the medians. One more run of each side comes
-// first, untimed: it takes what the previous operation left behind (the
-// file system still discarding what its undo deleted, the page cache
-// holding the other operation's files), which would otherwise fall on the
-// first side timed.
+// the one first in a run second in the next, and returns the medians. One
+// more run of each side comes first, untimed: it takes what the previous
+// operation left behind (the file system still discarding what its undo
+// deleted, the page cache holding the other operation's files), which
+// would otherwise fall on the first side timed.
 func Measure(e *Env, op Op, runs int) (Result, error) {
 	res := Result{Op: op.Name, Files: e.N, Runs: runs}
 	var gs, ps []time.Duration
