@@ -197,3 +197,42 @@ func TestAttackTheRestoresScratchGitDirIsMadeNew(t *testing.T) {
 		})
 	}
 }
+
+// Whatever the agent puts where a restore links the index its git clean
+// reads (a directory with a file in it, a symlink to a file outside) is
+// removed, never followed, and the restore goes on.
+func TestAttackTheCleanIndexNameIsTakenBack(t *testing.T) {
+	for _, planted := range []string{"dir", "symlink"} {
+		t.Run(planted, func(t *testing.T) {
+			f := newFixture(t)
+			h := f.head("agent")
+			f.write(h, "a.txt", "target\n")
+			target, err := h.Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+			f.write(h, "a.txt", "later\n")
+			f.write(h, "junk.txt", "junk\n")
+			outside := filepath.Join(t.TempDir(), "precious")
+			require.NoError(t, os.WriteFile(outside, []byte("precious\n"), 0o644))
+			name := filepath.Join(adminOf(t, h.Info().Root), "grove-clean-index")
+			if planted == "dir" {
+				require.NoError(t, os.MkdirAll(filepath.Join(name, "sub"), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(name, "sub", "f"), []byte("x"), 0o644))
+			} else {
+				require.NoError(t, os.Symlink(outside, name))
+			}
+
+			_, err = h.Restore(f.ctx, workspace.Rev(target.ID), &workspace.RestoreOptions{Discard: true})
+			require.NoError(t, err)
+			data, err := os.ReadFile(filepath.Join(h.Info().Root, "a.txt"))
+			require.NoError(t, err)
+			assert.Equal(t, "target\n", string(data))
+			assert.NoFileExists(t, filepath.Join(h.Info().Root, "junk.txt"), "the clean did not run")
+			assert.Empty(t, f.git(h.Info().Root, "status", "--porcelain"))
+			data, err = os.ReadFile(outside)
+			require.NoError(t, err)
+			assert.Equal(t, "precious\n", string(data))
+			_, err = os.Lstat(name)
+			assert.ErrorIs(t, err, os.ErrNotExist, "the link is left behind")
+		})
+	}
+}

@@ -172,7 +172,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	// Should the clean fail, the head is at the target all the same, with
 	// untracked files the clean did not remove.
 	cleanIndex := filepath.Join(mf.Admin, cleanIndexName)
-	_ = os.Remove(cleanIndex)
+	_ = os.RemoveAll(cleanIndex) // whatever is there: a killed restore's link, or the agent's
 	if err := os.Link(priv, cleanIndex); err != nil {
 		return err
 	}
