@@ -132,13 +132,8 @@ func TestAttackTheRestoreRecordIsNotWrittenThrough(t *testing.T) {
 func TestAttackTheRestoresScratchGitDirIsMadeNew(t *testing.T) {
 	for _, planted := range []string{"link", "dir", "head-symlink", "head-hardlink", "head-no-commit", "commondir", "lock"} {
 		t.Run(planted, func(t *testing.T) {
-			f := newFixture(t)
-			h := f.head("agent")
-			f.write(h, "a.txt", "target\n")
-			target, err := h.Checkpoint(f.ctx, nil)
-			require.NoError(t, err)
-			f.write(h, "a.txt", "later\n")
-			_, err = h.Checkpoint(f.ctx, nil)
+			f, h, target := restoreFixture(t)
+			_, err := h.Checkpoint(f.ctx, nil)
 			require.NoError(t, err)
 			mainAt := f.git(f.repo, "rev-parse", "main")
 
@@ -204,12 +199,7 @@ func TestAttackTheRestoresScratchGitDirIsMadeNew(t *testing.T) {
 func TestAttackTheCleanIndexNameIsTakenBack(t *testing.T) {
 	for _, planted := range []string{"dir", "symlink"} {
 		t.Run(planted, func(t *testing.T) {
-			f := newFixture(t)
-			h := f.head("agent")
-			f.write(h, "a.txt", "target\n")
-			target, err := h.Checkpoint(f.ctx, nil)
-			require.NoError(t, err)
-			f.write(h, "a.txt", "later\n")
+			f, h, target := restoreFixture(t)
 			f.write(h, "junk.txt", "junk\n")
 			outside := filepath.Join(t.TempDir(), "precious")
 			require.NoError(t, os.WriteFile(outside, []byte("precious\n"), 0o644))
@@ -221,7 +211,7 @@ func TestAttackTheCleanIndexNameIsTakenBack(t *testing.T) {
 				require.NoError(t, os.Symlink(outside, name))
 			}
 
-			_, err = h.Restore(f.ctx, workspace.Rev(target.ID), &workspace.RestoreOptions{Discard: true})
+			_, err := h.Restore(f.ctx, workspace.Rev(target.ID), &workspace.RestoreOptions{Discard: true})
 			require.NoError(t, err)
 			data, err := os.ReadFile(filepath.Join(h.Info().Root, "a.txt"))
 			require.NoError(t, err)
@@ -235,4 +225,17 @@ func TestAttackTheCleanIndexNameIsTakenBack(t *testing.T) {
 			assert.ErrorIs(t, err, os.ErrNotExist, "the link is left behind")
 		})
 	}
+}
+
+// restoreFixture makes a head whose a.txt says "target" in checkpoint
+// target and "later" in its files.
+func restoreFixture(t *testing.T) (*fixture, *workspace.Head, workspace.CheckpointResult) {
+	t.Helper()
+	f := newFixture(t)
+	h := f.head("agent")
+	f.write(h, "a.txt", "target\n")
+	target, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	f.write(h, "a.txt", "later\n")
+	return f, h, target
 }

@@ -1,3 +1,5 @@
+//go:build unix
+
 package gitbackend
 
 import (
@@ -14,5 +16,5 @@ func fileKey(fi fs.FileInfo) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return fmt.Sprintf("%x-%x-%x.%x", st.Ino, st.Size, st.Mtimespec.Sec, st.Mtimespec.Nsec), true
+	return fmt.Sprintf("%x-%x-%x", uint64(st.Ino), fi.Size(), fi.ModTime().UnixNano()), true
 }
