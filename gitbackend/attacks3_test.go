@@ -227,20 +227,26 @@ func TestMaterializeNeverDeletesThroughADirectorySwappedForASymlink(t *testing.T
 // regular files, symbolic links or git-directories", fatal. retryOnIndex
 // rebuilds the index and fails the same way: no checkpoint can be taken,
 // and Destroy without Discard (which checkpoints first) fails as well.
+// Both ways a checkpoint stages changes are attacked: git add -A when
+// there is a new file, git add -u when only tracked files changed.
 func TestATrackedFileReplacedByAFIFOIsSkippedNotAFailure(t *testing.T) {
-	f := newFixture(t)
-	h := f.head("agent")
-	root := h.Info().Root
-	f.write(h, "work.txt", "unsaved work\n")
-	require.NoError(t, os.Remove(filepath.Join(root, "README.md")))
-	mkfifo(t, filepath.Join(root, "README.md"))
+	for _, work := range []string{"work.txt", "src/main.go"} {
+		t.Run(work, func(t *testing.T) {
+			f := newFixture(t)
+			h := f.head("agent")
+			root := h.Info().Root
+			f.write(h, work, "unsaved work\n")
+			require.NoError(t, os.Remove(filepath.Join(root, "README.md")))
+			mkfifo(t, filepath.Join(root, "README.md"))
 
-	cp, err := h.Checkpoint(f.ctx, nil)
-	require.NoError(t, err)
-	assert.Contains(t, cp.Skipped, workspace.Skipped{Path: "README.md", Reason: backend.SkipIrregular})
-	assert.Equal(t, "unsaved work", f.git(f.repo, "show", string(cp.ID)+":work.txt"))
-	_, err = h.Destroy(f.ctx, nil)
-	require.NoError(t, err)
+			cp, err := h.Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+			assert.Contains(t, cp.Skipped, workspace.Skipped{Path: "README.md", Reason: backend.SkipIrregular})
+			assert.Equal(t, "unsaved work", f.git(f.repo, "show", string(cp.ID)+":"+work))
+			_, err = h.Destroy(f.ctx, nil)
+			require.NoError(t, err)
+		})
+	}
 }
 
 // TestAnFSReadOfAFIFONeverBlocks: the agent (with a shell) makes

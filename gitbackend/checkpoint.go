@@ -89,12 +89,19 @@ func (h *head) capture(ctx context.Context, mf manifest, priv string, opts *back
 	for _, r := range nested.roots {
 		specs = append(specs, ":(exclude,literal)"+r)
 	}
+	// With no untracked path to add, git add -u stages the same changes
+	// without looking for untracked files a second time (at 100,000 files
+	// that search is a third of git add -A).
+	mode := "-A"
+	if out == "" {
+		mode = "-u"
+	}
 	// A tracked file replaced by a FIFO, a socket or a device makes git add
 	// fail: such a path is dropped from the index, listed as skipped, and
 	// the add runs again without it.
 	for tries := 0; ; tries++ {
 		_, err := h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(specs, "\x00") + "\x00"),
-			Args: []string{"add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"}})
+			Args: []string{"add", mode, "--pathspec-from-file=-", "--pathspec-file-nul"}})
 		if err == nil {
 			break
 		}
