@@ -480,3 +480,31 @@ func TestManyFilesReadsTheIndexHeader(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(dir, ".git", "index")))
 	require.True(t, rp.manyFiles(""), "no index to judge by")
 }
+
+// refExists answers as git show-ref --verify does for a branch loose,
+// packed, packed then deleted, symbolic, and never made.
+func TestRefExistsAgreesWithGit(t *testing.T) {
+	rp, dir := testRepo(t)
+	viaGit := func(name string) bool {
+		cmd := exec.Command("git", "show-ref", "--verify", "-q", name)
+		cmd.Dir = dir
+		return cmd.Run() == nil
+	}
+	check := func(what string, names ...string) {
+		t.Helper()
+		for _, n := range names {
+			require.Equal(t, viaGit(n), rp.refExists(n), "%s: %s", what, n)
+		}
+	}
+	names := []string{"refs/heads/main", "refs/heads/loose", "refs/heads/packed", "refs/heads/sym", "refs/heads/never", "refs/heads/a/b"}
+	plainGit(t, dir, nil, "", "branch", "packed")
+	plainGit(t, dir, nil, "", "pack-refs", "--all")
+	plainGit(t, dir, nil, "", "branch", "loose")
+	plainGit(t, dir, nil, "", "symbolic-ref", "refs/heads/sym", "refs/heads/main")
+	plainGit(t, dir, nil, "", "branch", "a/b")
+	check("made", names...)
+	require.True(t, rp.refExists("refs/heads/packed"))
+	plainGit(t, dir, nil, "", "branch", "-D", "packed", "loose", "a/b")
+	check("deleted", names...)
+	require.False(t, rp.refExists("refs/heads/packed"))
+}

@@ -121,8 +121,14 @@ func (rp *repo) mainWorktree(ctx context.Context, dir string) (string, error) {
 	return top, nil
 }
 
-// refExists reads a ref through go-git, without a process.
+// refExists reports whether the ref name exists, without a process: its
+// loose file or packed-refs line read directly, else go-git asked.
 func (rp *repo) refExists(name string) bool {
+	// The common case, a branch's loose file or packed-refs line, is read
+	// directly; go-git answers the rest.
+	if _, ok := rp.readRef(name); ok {
+		return true
+	}
 	st := filesystem.NewStorage(osfs.New(rp.common), cache.NewObjectLRU(1))
 	_, err := st.Reference(plumbing.ReferenceName(name))
 	return err == nil
