@@ -426,7 +426,7 @@ func Ops() []Op {
 type Result struct {
 	Op    string        `json:"op"`
 	Files int           `json:"files"`
-	Runs  int           `json:"runs"`
+	Runs  int           `json:"runs"` // timed runs per side (see Measure)
 	Grove time.Duration `json:"grove_ns"`
 	Git   time.Duration `json:"git_ns,omitempty"` // 0: no git counterpart
 	// PeakRSS is the measuring process's peak resident set size after
@@ -442,14 +442,17 @@ func (r Result) Ratio() float64 {
 	return float64(r.Grove) / float64(r.Git)
 }
 
-// Measure runs op runs times each way, grove and git within each run,
-// the one first in a run second in the next, and returns the medians. One
-// more run of each side comes first, untimed: it takes what the previous
-// operation left behind (the file system still discarding what its undo
-// deleted, the page cache holding the other operation's files), which
-// would otherwise fall on the first side timed.
-func Measure(e *Env, op Op, runs int) (Result, error) {
-	res := Result{Op: op.Name, Files: e.N, Runs: runs}
+// Measure runs op at least runs times each way, grove and git within each
+// run, the one first in a run second in the next, and returns the medians.
+// An operation so fast that a side has not spent minTime in its timed runs
+// after runs of them runs again, up to MaxRunsFactor*runs times, so that a
+// median of milliseconds is not one of a handful of samples; Result.Runs
+// is how many were timed. One more run of each side comes first, untimed:
+// it takes what the previous operation left behind (the file system still
+// discarding what its undo deleted, the page cache holding the other
+// operation's files), which would otherwise fall on the first side timed.
+func Measure(e *Env, op Op, runs int, minTime time.Duration) (Result, error) {
+	res := Result{Op: op.Name, Files: e.N}
 	var gs, ps []time.Duration
 	side := func(f func(*Env) (func() error, error), into *[]time.Duration, name string) error {
 		// What the previous step wrote is flushed first, so that no side
@@ -468,7 +471,17 @@ func Measure(e *Env, op Op, runs int) (Result, error) {
 		}
 		return nil
 	}
-	for run := range runs + 1 { // the first is the warm-up
+	enough := func(ds []time.Duration) bool {
+		var sum time.Duration
+		for _, d := range warm(ds) {
+			sum += d
+		}
+		return sum >= minTime
+	}
+	for run := 0; ; run++ { // the first is the warm-up
+		if run > runs && (run > MaxRunsFactor*runs || enough(gs) && (op.Git == nil || enough(ps))) {
+			break
+		}
 		if op.Prepare != nil {
 			if err := op.Prepare(e); err != nil {
 				return res, fmt.Errorf("%s: prepare: %w", op.Name, err)
@@ -494,9 +507,14 @@ func Measure(e *Env, op Op, runs int) (Result, error) {
 			}
 		}
 	}
+	res.Runs = len(gs) - 1
 	res.Grove, res.Git, res.PeakRSS = median(warm(gs)), median(warm(ps)), peakRSS()
 	return res, nil
 }
+
+// MaxRunsFactor bounds how many more runs than asked Measure makes of a
+// fast operation.
+const MaxRunsFactor = 10
 
 // warm drops the warm-up run's duration.
 func warm(ds []time.Duration) []time.Duration {

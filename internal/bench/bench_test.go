@@ -30,7 +30,7 @@ func TestMeasureDropsTheWarmUp(t *testing.T) {
 		Grove:   slowFirst(&grove),
 		Git:     slowFirst(&git),
 	}
-	res, err := Measure(&Env{N: 7}, op, 1)
+	res, err := Measure(&Env{N: 7}, op, 1, 0)
 	require.NoError(t, err)
 	assert.Equal(t, 2, prepared)
 	assert.Equal(t, 2, grove)
@@ -56,7 +56,7 @@ func TestMeasureAlternatesTheFirstSide(t *testing.T) {
 		Grove:   record("grove"),
 		Git:     record("git"),
 	}
-	_, err := Measure(&Env{N: 1}, op, 3)
+	_, err := Measure(&Env{N: 1}, op, 3, 0)
 	require.NoError(t, err)
 	var want []string
 	for _, order := range [][2]string{{"grove", "git"}, {"git", "grove"}, {"grove", "git"}, {"git", "grove"}} {
@@ -67,9 +67,47 @@ func TestMeasureAlternatesTheFirstSide(t *testing.T) {
 	// An operation without a git side runs grove alone, every run.
 	calls = nil
 	op.Git = nil
-	_, err = Measure(&Env{N: 1}, op, 2)
+	_, err = Measure(&Env{N: 1}, op, 2, 0)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"prepare", "grove", "undo grove", "prepare", "grove", "undo grove", "prepare", "grove", "undo grove"}, calls)
+}
+
+// TestMeasureRunsFastOperationsMore: sides that have not spent minTime
+// after the runs asked run again, up to MaxRunsFactor times as many; sides
+// that have stop at the runs asked. Result.Runs says how many were timed.
+func TestMeasureRunsFastOperationsMore(t *testing.T) {
+	count := func(n *int, d time.Duration) func(*Env) (func() error, error) {
+		return func(*Env) (func() error, error) {
+			*n++
+			time.Sleep(d)
+			return nil, nil
+		}
+	}
+	var grove, git int
+	op := Op{Name: "fast", Grove: count(&grove, 0), Git: count(&git, 0)}
+	res, err := Measure(&Env{N: 1}, op, 3, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, 3*MaxRunsFactor, res.Runs)
+	assert.Equal(t, 3*MaxRunsFactor+1, grove) // and the warm-up
+	assert.Equal(t, 3*MaxRunsFactor+1, git)
+
+	// Enough once both sides have spent minTime: git's slow side alone
+	// does not end the runs while grove's has not.
+	grove, git = 0, 0
+	op = Op{Name: "mixed", Grove: count(&grove, 2*time.Millisecond), Git: count(&git, 20*time.Millisecond)}
+	res, err = Measure(&Env{N: 1}, op, 2, 30*time.Millisecond)
+	require.NoError(t, err)
+	assert.Greater(t, res.Runs, 2, "git's side alone ended the runs")
+	assert.LessOrEqual(t, res.Runs, 15, "grove's side ran on after it spent minTime") // 15 × 2 ms
+	assert.Equal(t, res.Runs+1, grove)
+	assert.Equal(t, res.Runs+1, git)
+
+	grove, git = 0, 0
+	op = Op{Name: "slow", Grove: count(&grove, 20*time.Millisecond), Git: count(&git, 20*time.Millisecond)}
+	res, err = Measure(&Env{N: 1}, op, 2, 30*time.Millisecond)
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.Runs)
+	assert.Equal(t, 3, grove)
 }
 
 // TestRestoreGoesBackAndForth: every run of restore-100, on either side,
