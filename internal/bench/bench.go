@@ -445,9 +445,11 @@ func (r Result) Ratio() float64 {
 // Measure runs op at least runs times each way, grove and git within each
 // run, the one first in a run second in the next, and returns the medians.
 // An operation so fast that a side has not spent minTime in its timed runs
-// after runs of them runs again, up to MaxRunsFactor*runs times, so that a
-// median of milliseconds is not one of a handful of samples; Result.Runs
-// is how many were timed. One more run of each side comes first, untimed:
+// after runs of them runs again, so that a median of milliseconds is not
+// one of a handful of samples: up to MaxRunsFactor*runs runs, and while
+// the timed runs, their preparation and undoing included, have taken less
+// than MaxRunsFactor*minTime (an operation fast itself but slow to prepare
+// is not run on and on). Result.Runs is how many were timed. One more run of each side comes first, untimed:
 // it takes what the previous operation left behind (the file system still
 // discarding what its undo deleted, the page cache holding the other
 // operation's files), which would otherwise fall on the first side timed.
@@ -478,8 +480,13 @@ func Measure(e *Env, op Op, runs int, minTime time.Duration) (Result, error) {
 		}
 		return sum >= minTime
 	}
+	var timedStart time.Time
 	for run := 0; ; run++ { // the first is the warm-up
-		if run > runs && (run > MaxRunsFactor*runs || enough(gs) && (op.Git == nil || enough(ps))) {
+		if run == 1 {
+			timedStart = time.Now()
+		}
+		if run > runs && (run > MaxRunsFactor*runs || enough(gs) && (op.Git == nil || enough(ps)) ||
+			time.Since(timedStart) >= time.Duration(MaxRunsFactor)*minTime) {
 			break
 		}
 		if op.Prepare != nil {
@@ -513,7 +520,7 @@ func Measure(e *Env, op Op, runs int, minTime time.Duration) (Result, error) {
 }
 
 // MaxRunsFactor bounds how many more runs than asked Measure makes of a
-// fast operation.
+// fast operation, and how long it goes on with them.
 const MaxRunsFactor = 10
 
 // warm drops the warm-up run's duration.

@@ -102,6 +102,15 @@ func TestMeasureRunsFastOperationsMore(t *testing.T) {
 	assert.Equal(t, res.Runs+1, grove)
 	assert.Equal(t, res.Runs+1, git)
 
+	// An operation fast itself but slow to prepare stops once the runs
+	// have taken MaxRunsFactor*minTime in all.
+	grove, git = 0, 0
+	op = Op{Name: "slow to prepare", Prepare: func(*Env) error { time.Sleep(10 * time.Millisecond); return nil },
+		Grove: count(&grove, 0), Git: count(&git, 0)}
+	res, err = Measure(&Env{N: 1}, op, 2, 3*time.Millisecond)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, res.Runs, 3, "30 ms are spent after 3 runs of 10 ms") // 2 on a slow machine
+
 	grove, git = 0, 0
 	op = Op{Name: "slow", Grove: count(&grove, 20*time.Millisecond), Git: count(&git, 20*time.Millisecond)}
 	res, err = Measure(&Env{N: 1}, op, 2, 30*time.Millisecond)
