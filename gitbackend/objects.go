@@ -141,6 +141,9 @@ func (rp *repo) readCommit(id string) (*object.Commit, bool) {
 	if _, err := os.Lstat(filepath.Join(rp.common, "shallow")); !errors.Is(err, fs.ErrNotExist) {
 		return nil, false // a shallow repository: git hides some parents
 	}
+	if c, ok := rp.commits.get(id); ok {
+		return c, true
+	}
 	typ, body, ok := rp.looseObject(id, maxCommitSize)
 	if !ok || typ != "commit" || !plainCommitHeader(body) {
 		return nil, false
@@ -155,7 +158,35 @@ func (rp *repo) readCommit(id string) (*object.Commit, bool) {
 		c.TreeHash.IsZero() || len(c.ParentHashes) > 0 && c.ParentHashes[0].IsZero() {
 		return nil, false
 	}
+	rp.commits.put(id, c)
 	return c, true
+}
+
+// commitCache remembers the commits read in-process, by ID: a commit never
+// changes, and a status, a checkpoint or a restore each read the head's
+// last one. The commits are shared: no caller changes one.
+type commitCache struct {
+	mu      sync.Mutex
+	commits map[string]*object.Commit
+}
+
+// maxCachedCommits bounds commitCache; when full, it starts over.
+const maxCachedCommits = 1024
+
+func (c *commitCache) get(id string) (*object.Commit, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cm, ok := c.commits[id]
+	return cm, ok
+}
+
+func (c *commitCache) put(id string, cm *object.Commit) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.commits == nil || len(c.commits) >= maxCachedCommits {
+		c.commits = map[string]*object.Commit{}
+	}
+	c.commits[id] = cm
 }
 
 // plainCommitHeader reports whether a commit's header has the shape git

@@ -508,3 +508,26 @@ func TestRefExistsAgreesWithGit(t *testing.T) {
 	check("deleted", names...)
 	require.False(t, rp.refExists("refs/heads/packed"))
 }
+
+// A commit read in-process is remembered, as read; the memory is bounded.
+func TestReadCommitRemembersBounded(t *testing.T) {
+	rp, dir := testRepo(t)
+	head := plainGit(t, dir, nil, "", "rev-parse", "HEAD")
+	c1, ok := rp.readCommit(head)
+	require.True(t, ok)
+	c2, ok := rp.readCommit(head)
+	require.True(t, ok)
+	require.Same(t, c1, c2)
+	require.Equal(t, plainGit(t, dir, nil, "", "rev-parse", "HEAD^{tree}"), c1.TreeHash.String())
+
+	// A repository that became shallow is not answered from memory: git
+	// hides some parents there.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".git", "shallow"), []byte(head+"\n"), 0o644))
+	_, ok = rp.readCommit(head)
+	require.False(t, ok)
+
+	for i := range maxCachedCommits + 10 {
+		rp.commits.put(fmt.Sprintf("%040x", i), c1)
+	}
+	require.LessOrEqual(t, len(rp.commits.commits), maxCachedCommits)
+}

@@ -41,8 +41,9 @@ type repo struct {
 	formatMu sync.Mutex
 	format   string // the object format (sha1, sha256), once read
 
-	trees treeCache   // trees read in-process
-	batch batchReader // git cat-file --batch, for objects not loose
+	trees   treeCache   // trees read in-process
+	commits commitCache // commits read in-process
+	batch   batchReader // git cat-file --batch, for objects not loose
 }
 
 // objectFormat returns the repository's object format, asking git once:
