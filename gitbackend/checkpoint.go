@@ -22,7 +22,9 @@ import (
 //
 // FS writes of the head in this process wait while it runs, so that their
 // temporary files are never seen.
-func (h *head) capture(ctx context.Context, mf manifest, priv string, opts *backend.CheckpointOptions) ([]backend.Skipped, error) {
+//
+// seeded, when not nil, is priv's content as the caller copied it there.
+func (h *head) capture(ctx context.Context, mf manifest, priv string, seeded []byte, opts *backend.CheckpointOptions) ([]backend.Skipped, error) {
 	h.fs.writes.Lock()
 	defer h.fs.writes.Unlock()
 	capSize := opts.MaxNewFileSize
@@ -30,7 +32,7 @@ func (h *head) capture(ctx context.Context, mf manifest, priv string, opts *back
 		capSize = backend.DefaultMaxNewFileSize
 	}
 	env := []string{"GIT_INDEX_FILE=" + priv}
-	if err := h.unmark(ctx, priv); err != nil {
+	if err := h.unmark(ctx, priv, seeded); err != nil {
 		return nil, err
 	}
 	out, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"ls-files", "-z", "-o", "--exclude-standard", "--directory"}})
@@ -264,7 +266,7 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 	if err != nil {
 		return backend.CheckpointResult{}, err
 	}
-	priv, err := h.seedIndex(ctx, mf, privateIndex, st.commit)
+	priv, seeded, err := h.seedIndex(ctx, mf, privateIndex, st.commit)
 	if err != nil {
 		return backend.CheckpointResult{}, err
 	}
@@ -273,7 +275,10 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 	var tree string
 	err = h.retryOnIndex(ctx, priv, st.commit, func() error {
 		var err error
-		if skipped, err = h.capture(ctx, mf, priv, opts); err != nil {
+		// A second try runs on an index rebuilt from the commit.
+		first := seeded
+		seeded = nil
+		if skipped, err = h.capture(ctx, mf, priv, first, opts); err != nil {
 			return err
 		}
 		crashPoint("checkpoint:captured")

@@ -490,7 +490,7 @@ func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, er
 		}
 		if err == nil {
 			err = h.retryOnIndex(ctx, tmp, "HEAD", func() error {
-				_, err := h.capture(ctx, mf, tmp, &backend.CheckpointOptions{})
+				_, err := h.capture(ctx, mf, tmp, nil, &backend.CheckpointOptions{})
 				return err
 			})
 		}

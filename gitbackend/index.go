@@ -25,16 +25,10 @@ import (
 // that git's stat cache stays warm. A head index that fails its checksum
 // (git itself does not check it when it reads an index, and writes the
 // trees of a garbled one as they are: unsorted, corrupt) is not used: the
-// private index is read from commit instead.
-func (h *head) seedIndex(ctx context.Context, mf manifest, name, commit string) (string, error) {
-	priv, _, err := h.seedIndexData(ctx, mf, name, commit)
-	return priv, err
-}
-
-// seedIndexData is seedIndex, also returning the private index's bytes
-// when they are the head's index, checked (nil when it was read from
-// commit, or there was none).
-func (h *head) seedIndexData(ctx context.Context, mf manifest, name, commit string) (string, []byte, error) {
+// private index is read from commit instead. It returns the private
+// index's path and, when they are the head's index, its bytes as checked
+// (nil when it was read from commit, or there was none).
+func (h *head) seedIndex(ctx context.Context, mf manifest, name, commit string) (string, []byte, error) {
 	priv := filepath.Join(mf.Admin, name)
 	_ = os.Remove(priv)
 	data, err := copyIndex(filepath.Join(mf.Admin, "index"), priv)
@@ -368,8 +362,17 @@ func readIndex(path string) ([]byte, error) {
 // untracked directory, whose files capture adds. It clears the
 // assume-unchanged and skip-worktree marks, behind which git add would
 // not see an edit, and a checkpoint would silently miss it.
-func (h *head) unmark(ctx context.Context, priv string) error {
-	marks, err := readIndexMarks(priv)
+//
+// seeded, when not nil, is priv's content, read and checked as it was
+// copied: its marks are parsed from it instead of reading priv again.
+func (h *head) unmark(ctx context.Context, priv string, seeded []byte) error {
+	var marks indexMarks
+	var err error
+	if seeded != nil {
+		marks, err = indexMarksOf(seeded)
+	} else {
+		marks, err = readIndexMarks(priv)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -398,6 +401,12 @@ func readIndexMarks(path string) (indexMarks, error) {
 	if err != nil {
 		return indexMarks{}, err
 	}
+	return indexMarksOf(data)
+}
+
+// indexMarksOf reads the marks of an index's content: errDamagedIndex if
+// its entries do not parse.
+func indexMarksOf(data []byte) (indexMarks, error) {
 	marks, ok := readMarks(data, sha1.Size)
 	if !ok {
 		if marks, ok = readMarks(data, sha256.Size); !ok {

@@ -73,7 +73,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	if !mf.Attached && (st.op == backend.OpRebase || st.op == backend.OpApplyMailbox || st.op == backend.OpBisect) {
 		return h.fail(backend.FailedPrecondition, op, "a %s is in progress in the head; finish or abort it first", st.op)
 	}
-	priv, data, err := h.seedIndexData(ctx, mf, privateIndex, st.commit)
+	priv, data, err := h.seedIndex(ctx, mf, privateIndex, st.commit)
 	if err != nil {
 		return err
 	}
