@@ -449,10 +449,11 @@ func (r Result) Ratio() float64 {
 // one of a handful of samples: up to MaxRunsFactor*runs runs, and while
 // the timed runs, their preparation and undoing included, have taken less
 // than MaxRunsFactor*minTime (an operation fast itself but slow to prepare
-// is not run on and on). Result.Runs is how many were timed. One more run of each side comes first, untimed:
-// it takes what the previous operation left behind (the file system still
-// discarding what its undo deleted, the page cache holding the other
-// operation's files), which would otherwise fall on the first side timed.
+// is not run on and on). Result.Runs is how many were timed. One more run
+// of each side comes first, untimed: it takes what the previous operation
+// left behind (the file system still discarding what its undo deleted,
+// the page cache holding the other operation's files), which would
+// otherwise fall on the first side timed.
 func Measure(e *Env, op Op, runs int, minTime time.Duration) (Result, error) {
 	res := Result{Op: op.Name, Files: e.N}
 	var gs, ps []time.Duration
