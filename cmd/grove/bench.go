@@ -42,9 +42,11 @@ each comes first, as a warm-up):
 
 It prints the medians, the ratio grove/git, the grove process's peak memory
 and the runs timed: an operation whose sides have not spent --min-time each
-after --runs runs runs again, up to ten times as often, so that a median of
-a few milliseconds is not one of a handful of samples. Nothing of the user's is touched: the repositories live in a
-temporary directory, removed afterwards. 100,000 files take minutes.`,
+after --runs runs runs again (up to ten times as often, and while its runs
+have taken less than ten times --min-time), so that a median of a few
+milliseconds is not one of a handful of samples. Nothing of the user's is
+touched: the repositories live in a temporary directory, removed
+afterwards. 100,000 files take minutes.`,
 		Example: `  grove bench
   grove bench --files 1000,10000,100000 --runs 5 --json
   grove bench --files 10000 --op restore --cpuprofile restore.pprof`,
