@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -123,12 +124,20 @@ func (rp *repo) mainWorktree(ctx context.Context, dir string) (string, error) {
 }
 
 // refExists reports whether the ref name exists, without a process: its
-// loose file or packed-refs line read directly, else go-git asked.
+// loose file or packed-refs line read directly, else go-git asked. A
+// FIFO, socket or device where go-git would read (the loose file or
+// packed-refs, an agent can write either) is no ref: go-git's read of it
+// would wait for a writer forever.
 func (rp *repo) refExists(name string) bool {
 	// The common case, a branch's loose file or packed-refs line, is read
 	// directly; go-git answers the rest.
 	if _, ok := rp.readRef(name); ok {
 		return true
+	}
+	for _, p := range []string{filepath.Join(rp.common, filepath.FromSlash(name)), filepath.Join(rp.common, "packed-refs")} {
+		if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+			return false
+		}
 	}
 	st := filesystem.NewStorage(osfs.New(rp.common), cache.NewObjectLRU(1))
 	_, err := st.Reference(plumbing.ReferenceName(name))
