@@ -278,7 +278,9 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 		// A second try runs on an index rebuilt from the commit.
 		first := seeded
 		seeded = nil
-		if skipped, err = h.capture(ctx, mf, priv, first, opts); err != nil {
+		skipped, err = h.capture(ctx, mf, priv, first, opts)
+		putIndexBuf(first) // for readIndexMarks below
+		if err != nil {
 			return err
 		}
 		crashPoint("checkpoint:captured")

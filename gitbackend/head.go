@@ -483,7 +483,9 @@ func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, er
 		defer os.Remove(tmp)
 		err = os.Remove(tmp)
 		if err == nil {
-			_, err = copyIndex(filepath.Join(mf.Admin, "index"), tmp)
+			var data []byte
+			data, err = copyIndex(filepath.Join(mf.Admin, "index"), tmp)
+			putIndexBuf(data)
 			if errors.Is(err, errDamagedIndex) {
 				err = h.rebuildIndex(ctx, tmp, "HEAD")
 			}

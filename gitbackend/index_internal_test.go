@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // readMarks reads index versions 2, 3 and 4 as git writes them.
@@ -76,4 +78,22 @@ func FuzzReadMarks(f *testing.F) {
 		}
 		_, _ = readMarks(data, hashLen)
 	})
+}
+
+// The kept index buffer goes to one taker at a time, and keeps the
+// largest storage handed back, within its bound.
+func TestIndexBufferGoesToOneTakerAtATime(t *testing.T) {
+	// Whatever an earlier test left is taken first.
+	_ = getIndexBuf()
+	putIndexBuf(make([]byte, 10, 100))
+	b := getIndexBuf()
+	require.Equal(t, 0, len(b))
+	require.Equal(t, 100, cap(b))
+	require.Nil(t, getIndexBuf(), "taken: the next taker reads into fresh memory")
+	putIndexBuf(make([]byte, 0, 50))
+	putIndexBuf(b)
+	putIndexBuf(make([]byte, 0, 70))
+	require.Equal(t, 100, cap(getIndexBuf()), "the largest is kept")
+	putIndexBuf(make([]byte, 0, maxKeptIndexBuf+1))
+	require.Nil(t, getIndexBuf(), "over the bound: not kept")
 }

@@ -74,6 +74,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 		return h.fail(backend.FailedPrecondition, op, "a %s is in progress in the head; finish or abort it first", st.op)
 	}
 	priv, data, err := h.seedIndex(ctx, mf, privateIndex, st.commit)
+	defer putIndexBuf(data)
 	if err != nil {
 		return err
 	}
