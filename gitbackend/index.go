@@ -354,9 +354,10 @@ func (h *head) retryOnIndex(ctx context.Context, priv, commit string, fn func() 
 // index was written, so a copy stamped "now" would hide a same-size edit
 // made in the second the index was written ("racy git"). It returns the
 // bytes copied, which passed checkIndex, read as readIndex reads them
-// (they go back with putIndexBuf, also with an error). (A hard link would cost no write,
-// and git never writes an index in place — but an agent, or another tool,
-// can, and grove's own copy must hold what grove checked.)
+// (they go back with putIndexBuf, also with an error). (A hard link would
+// cost no write, and git never writes an index in place — but an agent,
+// or another tool, can, and grove's own copy must hold what grove
+// checked.)
 func copyIndex(src, dst string) ([]byte, error) {
 	st, err := os.Stat(src)
 	if errors.Is(err, fs.ErrNotExist) {

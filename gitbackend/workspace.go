@@ -338,8 +338,8 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 // returns the head's manifest and its held head lock and, for an isolated
 // head, its isolation lock; and recorded, which waits for the head's ID
 // file and the manifest naming its git dir, written while the caller goes
-// on (each write is synced to disk, some 2 ms on ext4, which the checkout
-// hides). recorded is called before the manifest is written again, and
+// on (each write is synced to disk, a few milliseconds on ext4, which the
+// checkout hides). recorded is called before the manifest is written again, and
 // before an undo.
 //
 // Until they are written, the head is in the state a crash inside git
