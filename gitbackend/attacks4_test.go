@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/binary"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -134,4 +136,42 @@ func TestAttackHugeIndex(t *testing.T) {
 	require.True(t, cp.New)
 	require.Contains(t, f.git(f.repo, "ls-tree", "-r", "--name-only", string(cp.ID)), "x.txt")
 	f.git(h.Info().Root, "status", "--porcelain")
+}
+
+// One head's agent plants a large index, valid to git, naming thousands of
+// paths; grove reads it (a checkpoint) into the storage it keeps for index
+// reads, and then restores another head, whose smaller index is read into
+// that same storage: nothing of the planted index reaches the other head's
+// files or checkpoints.
+func TestAttackPlantedIndexDoesNotReachAnotherHead(t *testing.T) {
+	f := newFixture(t)
+	a, b := f.head("a"), f.head("b")
+	f.write(b, "kept.txt", "kept\n")
+	base, err := b.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	want := readTree(t, b.Info().Root)
+
+	blob := f.git(a.Info().Root, "hash-object", "-w", "--stdin")
+	var info strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&info, "100644 %s\tplanted/%04d/evil.txt\n", blob, i)
+	}
+	cmd := exec.Command("git", "update-index", "--index-info")
+	cmd.Dir = a.Info().Root
+	cmd.Stdin = strings.NewReader(info.String())
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	_, err = a.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+
+	f.write(b, "kept.txt", "changed\n")
+	f.write(b, "new.txt", "new\n")
+	_, err = b.Restore(f.ctx, workspace.Rev(base.ID), &workspace.RestoreOptions{Discard: true})
+	require.NoError(t, err)
+	require.Equal(t, want, readTree(t, b.Info().Root))
+	again, err := b.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, base.ID, again.ID, "the restored head is its checkpoint")
+	require.NotContains(t, f.git(f.repo, "ls-tree", "-r", "--name-only", string(again.ID)), "planted")
+	require.Empty(t, f.git(b.Info().Root, "status", "--porcelain"))
 }
