@@ -210,7 +210,11 @@ func (c *diskCopier) copy(src, dst int, name string, f copyEntry) (statData, boo
 		return statData{}, false
 	}
 	defer unix.Close(out)
-	if !c.copyContent(out, in, st.Size, f.oid) || unix.Fstat(out, &st) != nil {
+	// The copy keeps the source's modification time (see fromdisk.go).
+	mtime := st.Mtim
+	if !c.copyContent(out, in, st.Size, f.oid) ||
+		unix.UtimesNanoAt(dst, name, []unix.Timespec{{Nsec: unix.UTIME_OMIT}, mtime}, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+		unix.Fstat(out, &st) != nil {
 		_ = unix.Unlinkat(dst, name, 0)
 		return statData{}, false
 	}

@@ -175,9 +175,12 @@ func TestFromDiskLeavesConvertedFilesToGit(t *testing.T) {
 
 // When every file was copied, git's diff-files checks the copies against
 // the index instead of a full checkout. A copy changed before that check
-// (a fault the copy cannot make: the test changes it) — one of another
-// size, one of the same size whose modification time is put back — is
-// found, and the checkout that follows makes the head the commit's.
+// (a fault the copy cannot make: the test changes it) — to another size,
+// or to the same size in the same second — is found, and the checkout
+// that follows makes the head the commit's. (A copy keeps its source's
+// modification time: a same-size edit is seen by its new time, or, when
+// the source changed in the second the index was written, by git hashing
+// the file again.)
 func TestFromDiskCheckFindsAChangedCopy(t *testing.T) {
 	defer gitbackend.SetFromDiskMin(1)()
 	f := newBigFixture(t, 60)
@@ -189,12 +192,7 @@ func TestFromDiskCheckFindsAChangedCopy(t *testing.T) {
 		edit func(p string)
 	}{
 		{"another size", func(p string) { require.NoError(t, os.WriteFile(p, []byte("longer than before\n"), 0o644)) }},
-		{"the same size and time", func(p string) {
-			st, err := os.Stat(p)
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(p, []byte("file X\n"), 0o644))
-			require.NoError(t, os.Chtimes(p, st.ModTime(), st.ModTime()))
-		}},
+		{"the same size", func(p string) { require.NoError(t, os.WriteFile(p, []byte("file X\n"), 0o644)) }},
 	} {
 		t.Run(change.name, func(t *testing.T) {
 			called := false
@@ -214,4 +212,27 @@ func TestFromDiskCheckFindsAChangedCopy(t *testing.T) {
 			require.Equal(t, "", f.git(b.Info().Root, "status", "--porcelain"))
 		})
 	}
+}
+
+// A copy keeps its source's modification time, so that git can trust its
+// stat data at once (see fromdisk.go), where a checkout stamps every file
+// with the time it wrote it.
+func TestFromDiskCopiesKeepTheirSourcesTimes(t *testing.T) {
+	defer gitbackend.SetFromDiskMin(1)()
+	f := newBigFixture(t, 60)
+	a := f.head("a")
+	cp, err := a.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	src := filepath.Join(a.Info().Root, "tree", "d07", "f0007.txt")
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	require.NoError(t, os.Chtimes(src, old, old))
+	before := gitbackend.DiskCopies()
+	b, err := f.ws.NewHead("b").From(workspace.Rev(cp.ID)).Create(f.ctx)
+	require.NoError(t, err)
+	defer b.Close()
+	require.Greater(t, gitbackend.DiskCopies()-before, int64(60))
+	st, err := os.Stat(filepath.Join(b.Info().Root, "tree", "d07", "f0007.txt"))
+	require.NoError(t, err)
+	require.True(t, st.ModTime().Equal(old), "copy's time %v, source's %v", st.ModTime(), old)
+	require.Equal(t, "", f.git(b.Info().Root, "status", "--porcelain"))
 }
