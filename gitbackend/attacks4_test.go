@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -174,4 +176,70 @@ func TestAttackPlantedIndexDoesNotReachAnotherHead(t *testing.T) {
 	require.Equal(t, base.ID, again.ID, "the restored head is its checkpoint")
 	require.NotContains(t, f.git(f.repo, "ls-tree", "-r", "--name-only", string(again.ID)), "planted")
 	require.Empty(t, f.git(b.Info().Root, "status", "--porcelain"))
+}
+
+// forgeCacheTree rewrites the root of the cache-tree in the index of the
+// head at root to name tree (hex), and the checksum to match: the index
+// then claims to be tree's whatever its entries are.
+func forgeCacheTree(t *testing.T, f *fixture, root, tree string) {
+	t.Helper()
+	f.git(root, "write-tree") // a cache-tree to forge
+	index := filepath.Join(strings.TrimSpace(f.git(root, "rev-parse", "--absolute-git-dir")), "index")
+	data, err := os.ReadFile(index)
+	require.NoError(t, err)
+	body := data[:len(data)-sha1.Size]
+	i := bytes.Index(body, []byte("TREE"))
+	require.Positive(t, i, "the index has a cache-tree")
+	ext := body[i+8:]
+	nl := bytes.IndexByte(ext, '\n')
+	require.Positive(t, nl)
+	raw, err := hex.DecodeString(tree)
+	require.NoError(t, err)
+	copy(ext[nl+1:nl+1+sha1.Size], raw)
+	sum := sha1.Sum(body)
+	require.NoError(t, os.WriteFile(index, append(body, sum[:]...), 0o644))
+}
+
+// A new head copies its files from another head, taking that head's
+// index as the list of what to copy. The agent there rewrites its index
+// to list what it wants copied — a path the commit does not have, another
+// blob and mode for paths it does — with a cache-tree claiming the
+// commit's tree, and puts those files on disk: the new head is the
+// commit's all the same.
+func TestAttackForgedIndexNeverShapesACopiedHead(t *testing.T) {
+	defer gitbackend.SetFromDiskMin(1)()
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, f *fixture, root string)
+	}{
+		{"a path the commit lacks", func(t *testing.T, f *fixture, root string) {
+			require.NoError(t, os.MkdirAll(filepath.Join(root, "tree", "d07", "planted"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(root, "tree", "d07", "planted", "run.sh"), []byte("#!/bin/sh\nboom\n"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(root, "aaa.sh"), []byte("boom\n"), 0o755))
+		}},
+		{"another blob and mode", func(t *testing.T, f *fixture, root string) {
+			require.NoError(t, os.WriteFile(filepath.Join(root, "tree", "d07", "f0007.txt"), []byte("evil 7\n"), 0o644))
+			require.NoError(t, os.Chmod(filepath.Join(root, "tree", "d08", "f0008.txt"), 0o755))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newBigFixture(t, 60)
+			a := f.head("a")
+			cp, err := a.Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+			want := readTree(t, a.Info().Root)
+			root := a.Info().Root
+			tc.plant(t, f, root)
+			f.git(root, "add", "-A")
+			forgeCacheTree(t, f, root, f.git(f.repo, "rev-parse", string(cp.ID)+"^{tree}"))
+
+			before := gitbackend.DiskCopies()
+			b, err := f.ws.NewHead("b").From(workspace.Rev(cp.ID)).Create(f.ctx)
+			require.NoError(t, err)
+			defer b.Close()
+			require.Greater(t, gitbackend.DiskCopies()-before, int64(50), "the forged index was taken as the list to copy")
+			require.Equal(t, want, readTree(t, b.Info().Root))
+			require.Equal(t, "", f.git(b.Info().Root, "status", "--porcelain", "--ignored", "--untracked-files=all"))
+		})
+	}
 }

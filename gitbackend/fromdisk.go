@@ -22,8 +22,9 @@ import (
 // a clean one — gets its files copied from that head's working tree
 // rather than checked out of the object store again. The copy trusts
 // nothing of the source: git reads the new head's index from the commit
-// (git read-tree), and a file is copied only when its content, hashed as
-// it is copied, is the blob that index names. Each copied file's stat
+// (git read-tree, while the files are copied), and a copy is kept only
+// when its content, hashed as it is copied, is the blob that index names
+// at its path, with its mode. Each kept copy's stat
 // data goes into the index, so git takes it as checked out; whatever was
 // not copied (the source changed it meanwhile, a filter or end-of-line
 // conversion makes the working file differ from its blob, a gitlink) is
@@ -70,6 +71,14 @@ var afterDiskCopy = func(dir string) {}
 // index is at the same tree, if there is one, and reports whether it
 // copied every entry of the index. Its only error is a cancelled ctx:
 // anything else leaves the rest to the checkout that follows.
+//
+// The source's index says which files to copy, while git reads the new
+// head's index from the commit beside the copy; only then is each copy
+// matched with the entry git wrote for its path. The source's index is
+// a hint, which its agent can write: a copy whose path, mode or blob is
+// not its entry's gets no stat data (the checkout rewrites it), and if
+// the hint named a path the commit does not have, everything copied is
+// removed again and the checkout does it all.
 func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) (all bool, err error) {
 	if !copyFromDiskWorks {
 		return false, nil
@@ -87,44 +96,54 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) (all bool, e
 	if len(tree) == 2*sha256.Size {
 		hashLen = sha256.Size
 	}
-	src, srcEntries := w.headAtTree(mf, tree, hashLen)
-	if src == "" || srcEntries < fromDiskMin {
-		return false, nil // nothing to copy from, or a checkout costs less
+	src, srcIndex := w.headAtTree(mf, tree, hashLen)
+	if src == "" {
+		return false, nil // nothing to copy from
 	}
-	// The new head's index, read from the commit by git: the entries the
-	// copy must produce, none yet with stat data.
-	index := filepath.Join(mf.Admin, "index")
-	if _, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir,
-		Args: []string{"read-tree", commit}}); err != nil {
+	files, ok := copyList(srcIndex, hashLen)
+	if !ok || len(files) < fromDiskMin {
+		return false, nil // nothing to trust, or a checkout costs less
+	}
+	// The new head's index, read from the commit by git while the files
+	// are copied: the entries the copy must produce, none yet with stat
+	// data.
+	readTree := make(chan error, 1)
+	go func() {
+		_, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir,
+			Args: []string{"read-tree", commit}})
+		readTree <- err
+	}()
+	n, cerr := copyFiles(ctx, src, mf.Dir, files, hashLen)
+	diskCopies.Add(n)
+	if err := <-readTree; err != nil || cerr != nil {
 		return false, ctxErr(ctx)
 	}
+	index := filepath.Join(mf.Admin, "index")
 	data, err := regfile.Read(index, maxIndexFile)
 	if err != nil || checkIndex(data) != nil {
 		return false, nil
 	}
-	var files []copyEntry
-	entries := 0
+	// Both lists are in the index's order (copyList checked the hint's).
+	stray, matched, entries, j := false, int64(0), 0, 0
 	_, ok = walkIndex(data, hashLen, func(e *rawEntry) {
 		entries++
-		if e.flags&(flagAssumeValid|flagStage) != 0 || e.ext&(flagSkipWorktree|flagIntentToAdd) != 0 {
+		for j < len(files) && files[j].path < string(e.name) {
+			stray = true // a path the commit does not have
+			j++
+		}
+		if j == len(files) || files[j].path != string(e.name) {
 			return
 		}
-		switch e.mode {
-		case 0o100644, 0o100755, 0o120000:
-		default:
-			return // a gitlink is the checkout's
-		}
-		if p := string(e.name); plainPath(p) {
-			files = append(files, copyEntry{off: e.off, mode: e.mode, oid: e.oid, path: p})
+		f := &files[j]
+		j++
+		if f.copied && f.mode == e.mode && bytes.Equal(f.oid, e.oid) &&
+			e.flags&(flagAssumeValid|flagStage) == 0 && e.ext&(flagSkipWorktree|flagIntentToAdd) == 0 {
+			putStat(data, e.off, f.st)
+			matched++
 		}
 	})
-	if !ok || len(files) < fromDiskMin {
-		return false, nil
-	}
-	n, err := copyFiles(ctx, src, mf.Dir, files, data, hashLen)
-	diskCopies.Add(n)
-	if err != nil {
-		return false, ctxErr(ctx)
+	if !ok || stray || j < len(files) {
+		return false, clearDir(ctx, mf.Dir)
 	}
 	// The stat data is in; the checksum covers it.
 	if sum := data[len(data)-hashLen:]; !bytes.Equal(sum, make([]byte, hashLen)) { // a zero trailer is index.skipHash
@@ -135,7 +154,49 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) (all bool, e
 	if err := writeThroughLock(index, data); err != nil {
 		return false, ctxErr(ctx)
 	}
-	return n == int64(entries), ctxErr(ctx)
+	return matched == int64(entries), ctxErr(ctx)
+}
+
+// copyList returns the files of the index data that a copy may make, in
+// the index's order; ok is false if the index does not parse or its
+// paths are not in git's order (each after the last, byte by byte), as a
+// written index's are.
+func copyList(data []byte, hashLen int) (files []copyEntry, ok bool) {
+	files = make([]copyEntry, 0, binary.BigEndian.Uint32(data[8:12])) // headAtTree checked the header
+	last, sorted := "", true
+	_, ok = walkIndex(data, hashLen, func(e *rawEntry) {
+		p := string(e.name)
+		if p <= last {
+			sorted = false // a path is never empty
+		}
+		last = p
+		if e.flags&(flagAssumeValid|flagStage) != 0 || e.ext&(flagSkipWorktree|flagIntentToAdd) != 0 {
+			return
+		}
+		switch e.mode {
+		case 0o100644, 0o100755, 0o120000:
+		default:
+			return // a gitlink is the checkout's
+		}
+		if plainPath(p) {
+			files = append(files, copyEntry{mode: e.mode, oid: e.oid, path: p})
+		}
+	})
+	return files, ok && sorted
+}
+
+// clearDir removes everything under a new head's directory dir but its
+// .git file, which git worktree add wrote; the error is only ctx's end.
+func clearDir(ctx context.Context, dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err == nil {
+		for _, e := range ents {
+			if e.Name() != ".git" {
+				_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	return ctxErr(ctx)
 }
 
 // ctxErr is nil, or the cancellation of ctx as a create reports it.
@@ -143,14 +204,13 @@ func ctxErr(ctx context.Context) error { return backend.ContextError(ctx, "gitba
 
 // headAtTree returns the directory of a live head of the workspace other
 // than mf whose HEAD is a commit of tree and whose index records tree as
-// its entries' (its cache-tree: what a checkpoint leaves), and the number
-// of entries its index says it has; or "". Only the indexes of heads at
-// that commit's tree are read, and only as a hint: nothing copied from the
-// head is taken on its word.
-func (w *workspace) headAtTree(mf *manifest, tree string, hashLen int) (dir string, entries int) {
+// its entries' (its cache-tree: what a checkpoint leaves), and that
+// index; or "". Only the indexes of heads at that commit's tree are read,
+// and only as a hint: nothing copied from the head is taken on its word.
+func (w *workspace) headAtTree(mf *manifest, tree string, hashLen int) (dir string, index []byte) {
 	all, err := w.meta.manifests()
 	if err != nil {
-		return "", 0
+		return "", nil
 	}
 	for _, o := range all {
 		if o.ID == mf.ID || !o.live() || o.Creating || o.Admin == "" || o.Dir == "" {
@@ -168,19 +228,20 @@ func (w *workspace) headAtTree(mf *manifest, tree string, hashLen int) (dir stri
 			continue
 		}
 		if marks, ok := readMarks(data, hashLen); ok && marks.tree == tree {
-			return o.Dir, int(binary.BigEndian.Uint32(data[8:12])) // readMarks checked the header
+			return o.Dir, data
 		}
 	}
-	return "", 0
+	return "", nil
 }
 
-// copyEntry is one file a new head's index names: where its entry is in
-// the index, its mode, its blob and its path.
+// copyEntry is one file to copy: its mode, its blob and its path; and,
+// once copyFiles copied it, its copy's stat data.
 type copyEntry struct {
-	off  int
-	mode uint32
-	oid  []byte
-	path string
+	mode   uint32
+	oid    []byte
+	path   string
+	copied bool
+	st     statData
 }
 
 // plainPath reports whether p is a path the copy may create: relative,

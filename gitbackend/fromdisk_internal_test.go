@@ -5,7 +5,6 @@ package gitbackend
 import (
 	"context"
 	"crypto/sha1"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,8 +21,8 @@ func blobSum(content string) []byte {
 }
 
 // copyFiles copies only what hashes to the blob an entry names — never
-// the file (or link) the source holds in its place — and writes the
-// copy's stat data into that entry alone.
+// the file (or link) the source holds in its place — and marks that entry
+// alone copied, with its copy's stat data.
 func TestCopyFilesHashesWhatItCopies(t *testing.T) {
 	src, dst := t.TempDir(), t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(src, "d"), 0o755))
@@ -32,13 +31,12 @@ func TestCopyFilesHashesWhatItCopies(t *testing.T) {
 	require.NoError(t, os.Symlink("elsewhere", filepath.Join(src, "d", "link")))
 	require.NoError(t, os.WriteFile(filepath.Join(src, "d", "run"), []byte("#!/bin/sh\n"), 0o644))
 	files := []copyEntry{
-		{off: 0, mode: 0o100644, oid: blobSum("good\n"), path: "d/good"},
-		{off: 40, mode: 0o120000, oid: blobSum("target"), path: "d/link"},
-		{off: 80, mode: 0o100755, oid: blobSum("#!/bin/sh\n"), path: "d/run"},
-		{off: 120, mode: 0o100644, oid: blobSum("good\n"), path: "d/swapped"},
+		{mode: 0o100644, oid: blobSum("good\n"), path: "d/good"},
+		{mode: 0o120000, oid: blobSum("target"), path: "d/link"},
+		{mode: 0o100755, oid: blobSum("#!/bin/sh\n"), path: "d/run"},
+		{mode: 0o100644, oid: blobSum("good\n"), path: "d/swapped"},
 	}
-	data := make([]byte, 160)
-	n, err := copyFiles(context.Background(), src, dst, files, data, sha1.Size)
+	n, err := copyFiles(context.Background(), src, dst, files, sha1.Size)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), n)
 	got, err := os.ReadFile(filepath.Join(dst, "d", "good"))
@@ -47,14 +45,18 @@ func TestCopyFilesHashesWhatItCopies(t *testing.T) {
 	fi, err := os.Stat(filepath.Join(dst, "d", "run"))
 	require.NoError(t, err)
 	require.NotZero(t, fi.Mode()&0o100, "the entry's mode, not the source's")
-	require.Equal(t, uint32(fi.Sys().(*syscall.Stat_t).Ino), binary.BigEndian.Uint32(data[80+20:]))
-	require.Equal(t, uint32(fi.Size()), binary.BigEndian.Uint32(data[80+36:]))
+	require.True(t, files[2].copied)
+	require.Equal(t, fi.Sys().(*syscall.Stat_t).Ino, files[2].st.ino)
+	require.Equal(t, uint64(fi.Size()), files[2].st.size)
 	for _, p := range []string{"d/link", "d/swapped"} {
 		_, err := os.Lstat(filepath.Join(dst, p))
 		require.ErrorIs(t, err, os.ErrNotExist, p)
 	}
-	require.Equal(t, make([]byte, 40), data[40:80])
-	require.Equal(t, make([]byte, 40), data[120:160])
+	require.True(t, files[0].copied)
+	require.False(t, files[1].copied)
+	require.False(t, files[3].copied)
+	require.Equal(t, statData{}, files[1].st)
+	require.Equal(t, statData{}, files[3].st)
 }
 
 // A file over maxCopySize is left to the checkout, even when it is its
@@ -69,8 +71,8 @@ func TestCopyFilesLeavesLargeFiles(t *testing.T) {
 	h := sha1.New()
 	fmt.Fprintf(h, "blob %d\x00", maxCopySize+1)
 	h.Write(make([]byte, maxCopySize+1))
-	files := []copyEntry{{off: 0, mode: 0o100644, oid: h.Sum(nil), path: "big"}}
-	n, err := copyFiles(context.Background(), src, dst, files, make([]byte, 40), sha1.Size)
+	files := []copyEntry{{mode: 0o100644, oid: h.Sum(nil), path: "big"}}
+	n, err := copyFiles(context.Background(), src, dst, files, sha1.Size)
 	require.NoError(t, err)
 	require.Zero(t, n)
 	_, err = os.Lstat(filepath.Join(dst, "big"))

@@ -31,13 +31,13 @@ const copyWorkers = 16
 const copyChunk = 256
 
 // copyFiles copies files (sorted as the index sorts them) from the tree at
-// src to the tree at dst, writing the stat data of each file it copied
-// into its entry of the index data, and returns how many it copied. Of
+// src to the tree at dst, marking each file it copied as copied, with its
+// copy's stat data, and returns how many it copied. Of
 // errors it reports only ctx's end: a file that cannot be copied, or
 // whose content is not its blob, is skipped. Nothing is followed: both
 // trees are walked one directory at a time, refusing symlinks and other
 // file systems' mounts, and a file is copied from what was opened.
-func copyFiles(ctx context.Context, src, dst string, files []copyEntry, data []byte, hashLen int) (copied int64, err error) {
+func copyFiles(ctx context.Context, src, dst string, files []copyEntry, hashLen int) (copied int64, err error) {
 	srcRoot, err := openDir(unix.AT_FDCWD, src)
 	if err != nil {
 		return 0, nil
@@ -66,14 +66,14 @@ func copyFiles(ctx context.Context, src, dst string, files []copyEntry, data []b
 				if i >= len(files) {
 					return
 				}
-				for _, f := range files[i:min(i+copyChunk, len(files))] {
+				for k := i; k < min(i+copyChunk, len(files)); k++ {
+					f := &files[k]
 					dir, name := path.Split(f.path)
 					s, d := c.dirs.enter(strings.TrimSuffix(dir, "/"))
 					if s < 0 || d < 0 {
 						continue
 					}
-					if st, ok := c.copy(s, d, name, f); ok {
-						putStat(data, f.off, st)
+					if f.st, f.copied = c.copy(s, d, name, f); f.copied {
 						n.Add(1)
 					}
 				}
@@ -174,7 +174,7 @@ type diskCopier struct {
 
 // copy copies name from the directory src to the directory dst if its
 // content is the blob f names, returning the copy's stat data.
-func (c *diskCopier) copy(src, dst int, name string, f copyEntry) (statData, bool) {
+func (c *diskCopier) copy(src, dst int, name string, f *copyEntry) (statData, bool) {
 	var st unix.Stat_t
 	if f.mode == 0o120000 {
 		n, err := unix.Readlinkat(src, name, c.buf)
