@@ -34,15 +34,18 @@
 //     under the head's own lock. When another head's index is at the new
 //     head's tree (a fork's source, which has just checkpointed; a clean
 //     head of the same commit), the files are first copied from that head's
-//     working tree (Linux, heads of 2,000 files and more): git reads the new
-//     index from the commit, a file is copied only if what was copied hashes
-//     to the blob that index names (nothing of the source head is taken on
-//     its word: not its stat data, not its index, no symlink is followed),
-//     the copies' stat data goes into the index, and read-tree -u then
-//     checks out whatever was not copied. When every file was copied, git
-//     diff-files checks the copies against the index instead (a stat
-//     compare, which reads again a file the index's last tick wrote), and
-//     read-tree -u runs only if it finds a difference. A failed create removes the
+//     working tree (Linux, heads of 200 files and more), as that head's
+//     index lists them, while git reads the new index from the commit; a
+//     copy is kept only if what was copied hashes to the blob that index
+//     names at its path, with its mode (nothing of the source head is
+//     taken on its word: not its stat data, not its index, no symlink is
+//     followed; a path the commit lacks undoes the whole copy), the kept
+//     copies' stat data goes into the index, and read-tree -u then checks
+//     out whatever was not kept. When every file was kept, git diff-files
+//     checks the copies against the index instead (a stat compare: a copy
+//     keeps its source's modification time, so that git need not hash it
+//     again as written in the index's second), and read-tree -u runs only
+//     if it finds a difference. A failed create removes the
 //     branch, the directory, the registration and the manifest; a create
 //     killed half-way is undone by the next open of the workspace.
 //   - Checkpoint stages the head into a private index seeded from the
