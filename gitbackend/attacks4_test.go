@@ -243,3 +243,43 @@ func TestAttackForgedIndexNeverShapesACopiedHead(t *testing.T) {
 		})
 	}
 }
+
+// A copy keeps its source's modification time, which the source's agent
+// sets: a day ahead, or at the epoch. The new head is still its commit's,
+// and an edit made in it at once, of the same size, is seen by Status and
+// taken by a checkpoint (git compares the change time too, which only the
+// kernel sets).
+func TestAttackSourceTimesNeverHideAnEdit(t *testing.T) {
+	defer gitbackend.SetFromDiskMin(1)()
+	f := newBigFixture(t, 60)
+	a := f.head("a")
+	cp, err := a.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	future, epoch := time.Now().Add(24*time.Hour), time.Unix(0, 0)
+	require.NoError(t, os.Chtimes(filepath.Join(a.Info().Root, "tree", "d07", "f0007.txt"), future, future))
+	require.NoError(t, os.Chtimes(filepath.Join(a.Info().Root, "tree", "d08", "f0008.txt"), epoch, epoch))
+
+	before := gitbackend.DiskCopies()
+	b, err := f.ws.NewHead("b").From(workspace.Rev(cp.ID)).Create(f.ctx)
+	require.NoError(t, err)
+	defer b.Close()
+	require.Greater(t, gitbackend.DiskCopies()-before, int64(60))
+	require.Equal(t, readTree(t, a.Info().Root), readTree(t, b.Info().Root))
+	st, err := b.Status(f.ctx)
+	require.NoError(t, err)
+	require.False(t, st.Dirty)
+
+	f.write(b, "tree/d07/f0007.txt", "file X\n") // the same size as "file 7\n"
+	f.write(b, "tree/d08/f0008.txt", "file Y\n")
+	st, err = b.Status(f.ctx)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []backend.Change{
+		{Path: "tree/d07/f0007.txt", Kind: backend.ChangeModified},
+		{Path: "tree/d08/f0008.txt", Kind: backend.ChangeModified},
+	}, st.Changes)
+	got, err := b.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	require.True(t, got.New)
+	require.Equal(t, "file X", f.git(f.repo, "show", string(got.ID)+":tree/d07/f0007.txt"))
+	require.Equal(t, "file Y", f.git(f.repo, "show", string(got.ID)+":tree/d08/f0008.txt"))
+}
