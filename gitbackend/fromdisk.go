@@ -99,13 +99,9 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) (all bool, e
 	if len(tree) == 2*sha256.Size {
 		hashLen = sha256.Size
 	}
-	src, srcIndex := w.headAtTree(mf, tree, hashLen)
-	if src == "" {
-		return false, nil // nothing to copy from
-	}
-	files, ok := copyList(srcIndex, hashLen)
-	if !ok || len(files) < fromDiskMin {
-		return false, nil // nothing to trust, or a checkout costs less
+	src, files := w.headAtTree(mf, tree, hashLen)
+	if src == "" || len(files) < fromDiskMin {
+		return false, nil // nothing to copy from, or a checkout costs less
 	}
 	// The new head's index, read from the commit by git while the files
 	// are copied: the entries the copy must produce, none yet with stat
@@ -126,7 +122,7 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) (all bool, e
 	if err != nil || checkIndex(data) != nil {
 		return false, nil
 	}
-	// Both lists are in the index's order (copyList checked the hint's).
+	// Both lists are in the index's order (headAtTree checked the hint's).
 	stray, matched, entries, j := false, int64(0), 0, 0
 	_, ok = walkIndex(data, hashLen, func(e *rawEntry) {
 		entries++
@@ -160,32 +156,34 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) (all bool, e
 	return matched == int64(entries), ctxErr(ctx)
 }
 
-// copyList returns the files of the index data that a copy may make, in
-// the index's order; ok is false if the index does not parse or its
-// paths are not in git's order (each after the last, byte by byte), as a
-// written index's are.
-func copyList(data []byte, hashLen int) (files []copyEntry, ok bool) {
-	files = make([]copyEntry, 0, binary.BigEndian.Uint32(data[8:12])) // headAtTree checked the header
-	last, sorted := "", true
-	_, ok = walkIndex(data, hashLen, func(e *rawEntry) {
-		p := string(e.name)
-		if p <= last {
-			sorted = false // a path is never empty
-		}
-		last = p
-		if e.flags&(flagAssumeValid|flagStage) != 0 || e.ext&(flagSkipWorktree|flagIntentToAdd) != 0 {
-			return
-		}
-		switch e.mode {
-		case 0o100644, 0o100755, 0o120000:
-		default:
-			return // a gitlink is the checkout's
-		}
-		if plainPath(p) {
-			files = append(files, copyEntry{mode: e.mode, oid: e.oid, path: p})
-		}
-	})
-	return files, ok && sorted
+// copyList collects, entry by entry, the files of an index that a copy
+// may make, in the index's order, and whether the index's paths are in
+// git's order (each after the last, byte by byte), as a written index's
+// are.
+type copyList struct {
+	files  []copyEntry
+	last   string
+	sorted bool
+}
+
+// add is called with each entry of the index, in turn.
+func (l *copyList) add(e *rawEntry) {
+	p := string(e.name)
+	if p <= l.last {
+		l.sorted = false // a path is never empty
+	}
+	l.last = p
+	if e.flags&(flagAssumeValid|flagStage) != 0 || e.ext&(flagSkipWorktree|flagIntentToAdd) != 0 {
+		return
+	}
+	switch e.mode {
+	case 0o100644, 0o100755, 0o120000:
+	default:
+		return // a gitlink is the checkout's
+	}
+	if plainPath(p) {
+		l.files = append(l.files, copyEntry{mode: e.mode, oid: e.oid, path: p})
+	}
 }
 
 // clearDir removes everything under a new head's directory dir but its
@@ -207,10 +205,11 @@ func ctxErr(ctx context.Context) error { return backend.ContextError(ctx, "gitba
 
 // headAtTree returns the directory of a live head of the workspace other
 // than mf whose HEAD is a commit of tree and whose index records tree as
-// its entries' (its cache-tree: what a checkpoint leaves), and that
-// index; or "". Only the indexes of heads at that commit's tree are read,
-// and only as a hint: nothing copied from the head is taken on its word.
-func (w *workspace) headAtTree(mf *manifest, tree string, hashLen int) (dir string, index []byte) {
+// its entries' (its cache-tree: what a checkpoint leaves), and the files
+// that index lists for a copy (see copyList), read in the same pass; or
+// "". Only the indexes of heads at that commit's tree are read, and only
+// as a hint: nothing copied from the head is taken on its word.
+func (w *workspace) headAtTree(mf *manifest, tree string, hashLen int) (dir string, files []copyEntry) {
 	all, err := w.meta.manifests()
 	if err != nil {
 		return "", nil
@@ -230,8 +229,9 @@ func (w *workspace) headAtTree(mf *manifest, tree string, hashLen int) (dir stri
 		if err != nil {
 			continue
 		}
-		if marks, ok := readMarks(data, hashLen); ok && marks.tree == tree {
-			return o.Dir, data
+		l := copyList{sorted: true}
+		if marks, _, ok := walkMarks(data, hashLen, l.add); ok && marks.tree == tree && l.sorted {
+			return o.Dir, l.files
 		}
 	}
 	return "", nil
