@@ -135,8 +135,7 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) (all bool, e
 		}
 		f := &files[j]
 		j++
-		if f.copied && f.mode == e.mode && bytes.Equal(f.oid, e.oid) &&
-			e.flags&(flagAssumeValid|flagStage) == 0 && e.ext&(flagSkipWorktree|flagIntentToAdd) == 0 {
+		if f.copied && f.mode == e.mode && bytes.Equal(f.oid, e.oid) && unmarked(e) {
 			putStat(data, e.off, f.st)
 			matched++
 		}
@@ -173,7 +172,7 @@ func (l *copyList) add(e *rawEntry) {
 		l.sorted = false // a path is never empty
 	}
 	l.last = p
-	if e.flags&(flagAssumeValid|flagStage) != 0 || e.ext&(flagSkipWorktree|flagIntentToAdd) != 0 {
+	if !unmarked(e) {
 		return
 	}
 	switch e.mode {
@@ -184,6 +183,13 @@ func (l *copyList) add(e *rawEntry) {
 	if plainPath(p) {
 		l.files = append(l.files, copyEntry{mode: e.mode, oid: e.oid, path: p})
 	}
+}
+
+// unmarked reports whether e is a plain stage-0 entry, with none of the
+// marks (assume-unchanged, skip-worktree, intent-to-add) behind which git
+// would not look at its file: only such an entry is the copy's.
+func unmarked(e *rawEntry) bool {
+	return e.flags&(flagAssumeValid|flagStage) == 0 && e.ext&(flagSkipWorktree|flagIntentToAdd) == 0
 }
 
 // clearDir removes everything under a new head's directory dir but its
