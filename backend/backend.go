@@ -310,20 +310,28 @@ type OpenOptions struct {
 	// travel to (see Remote); a backend without Capabilities.Remote
 	// answers it with Unimplemented.
 	Remote *Remote
+	// Sandbox is where Setup and Teardown run (never nil: the workspace
+	// layer fills the host's); with a sandbox, a backend whose heads are
+	// not Sealers answers a hook with Unimplemented.
+	Sandbox *Sandbox
 }
 
 // Hook is a command the user configured to run in a head's directory:
 // Command is given to the system shell (sh -c; cmd /C on Windows) with
-// the head's directory as working directory, no input, the process's
-// environment plus Env and GROVE_HEAD (the head's name), GROVE_HEAD_ID,
+// the head's directory as working directory, no input, and the
+// workspace's Sandbox's environment (no GROVE_ secret, no GIT_ variable)
+// plus Env and GROVE_HEAD (the head's name), GROVE_HEAD_ID,
 // GROVE_HEAD_DIR and GROVE_REPO (the repository's main working tree, or
-// its git dir when it has none). It is killed, with every process it
-// started in its group, after Timeout (0: DefaultHookTimeout) or when the
-// operation's context ends.
+// its git dir when it has none). It runs where the workspace's Sandbox
+// says, and is killed, with every process it started, after Timeout (0:
+// DefaultHookTimeout) or when the operation's context ends.
 type Hook struct {
 	Command string
 	Timeout time.Duration
-	Env     []string // "KEY=value" entries, added after the process's own
+	Env     []string // "KEY=value" entries, added after the policy's own
+	// Network lets the hook reach the network inside a sandbox (a
+	// setup's npm ci); a sandbox gives commands none otherwise.
+	Network bool
 }
 
 // The hooks a HookError names.
@@ -397,6 +405,9 @@ type ReopenOptions struct {
 	// Remote is the remote of the workspace Reopen opens, as OpenOptions'
 	// is for OpenWorkspace; OpenHead uses its workspace's.
 	Remote *Remote
+	// Sandbox is the sandbox of the workspace Reopen opens, as
+	// OpenOptions' is for OpenWorkspace; OpenHead uses its workspace's.
+	Sandbox *Sandbox
 }
 
 // WorkspaceInfo identifies a workspace.

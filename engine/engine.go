@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/sandbox"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -37,6 +38,12 @@ type Options struct {
 	// this host's own lock files (those of roots' compare-and-set
 	// writes); empty means a directory under os.UserCacheDir.
 	LeaseDir string
+	// Sandbox is where every command on the engine's heads' content
+	// runs (workspace.OpenOptions.Sandbox): the workspaces' hooks and the
+	// sessions' commands (workspace.Head.Run, the run tool). Nil runs them
+	// on the host, and then no fork a session's agent asks for
+	// (ForkOptions.ByAgent) runs a Setup hook: it is PermissionDenied.
+	Sandbox *workspace.Sandbox
 }
 
 // Engine binds sessions to heads durably and resumes them after a
@@ -49,6 +56,7 @@ type Engine struct {
 	byID      map[backend.ID]workspace.Backend
 	placement Placement
 	snapshot  SnapshotPolicy
+	sandbox   *workspace.Sandbox // nil: the host
 
 	mu       sync.Mutex
 	closed   bool
@@ -69,6 +77,13 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, errorf(backend.InvalidArgument, "open", "no database path")
 	}
 	e := &Engine{leaseDir: opts.LeaseDir, byID: map[backend.ID]workspace.Backend{}, sessions: map[*Session]struct{}{}}
+	if opts.Sandbox != nil {
+		if err := sandbox.Check(opts.Sandbox); err != nil {
+			return nil, err
+		}
+		sb := *opts.Sandbox
+		e.sandbox = &sb
+	}
 	pg := isPostgresURL(opts.Path)
 	var err error
 	if pg {
@@ -701,7 +716,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 			release()
 			return fail(BackendUnavailable, errorf(backend.BackendUnavailable, op, "no backend %q is registered", bind.Backend))
 		}
-		ro := &workspace.ReopenOptions{Setup: opts.Setup, Teardown: opts.Teardown, Remote: remote}
+		ro := &workspace.ReopenOptions{Setup: opts.Setup, Teardown: opts.Teardown, Remote: remote, Sandbox: e.sandbox}
 		var h *workspace.Head
 		if opts.Relocate {
 			// A head the session destroyed is not brought back from
@@ -865,7 +880,7 @@ func (e *Engine) relocate(ctx context.Context, bind backend.Binding, ro *workspa
 	} else {
 		ro.Setup, ro.Teardown = wo.Setup, wo.Teardown
 	}
-	wo.Remote = remote
+	wo.Remote, wo.Sandbox = remote, e.sandbox
 	ws, err := workspace.Open(ctx, b, root, wo)
 	if err != nil {
 		return nil, workspace.RelocateResult{}, err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
@@ -172,4 +173,64 @@ func (p *policy) hasPatterns() bool {
 // visible reports whether a listing of a directory shows entry e of it.
 func (p *policy) visible(dir string, e fs.DirEntry) bool {
 	return p.check("list", path.Join(dir, e.Name()), e.IsDir(), false) == nil
+}
+
+// maxHidden bounds how many paths Hidden lists: each is a mount of the
+// sandbox's.
+const maxHidden = 4096
+
+// Hidden lists the host paths of the session's head and roots that its
+// policy keeps from the agent (denied, or not allowed), for a sandbox to
+// mask (workspace.Command.Mask), so that a command in the sandbox reads
+// no more than the session's tools: a denied directory is one entry. The
+// head's .git is not one (git in the sandbox needs it; the sandbox shows
+// it sealed). A policy without patterns hides nothing and costs no walk;
+// one that would hide more than 4,096 paths is InvalidArgument (deny
+// directories, not files one by one).
+func (s *Session) Hidden() ([]string, error) {
+	if !s.pol.hasPatterns() {
+		return nil, nil
+	}
+	var hidden []string
+	walk := func(dir, prefix string) error {
+		return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || p == dir {
+				return nil // vanished meanwhile: nothing to hide
+			}
+			rel, _ := filepath.Rel(dir, p)
+			name := path.Join(prefix, filepath.ToSlash(rel))
+			if prefix == "" && rel == ".git" {
+				return skipDir(d)
+			}
+			if isGitDir(name) {
+				return skipDir(d) // a nested repository's: git's, not the policy's
+			}
+			if s.pol.check("run", name, d.IsDir(), false) == nil {
+				return nil // (a directory fails only a deny: everything below it is denied)
+			}
+			if hidden = append(hidden, p); len(hidden) > maxHidden {
+				return errorf(backend.InvalidArgument, "run", "the session's policy hides more than %d paths: deny directories rather than files one by one", maxHidden)
+			}
+			return skipDir(d)
+		})
+	}
+	if h := s.view; h != nil && h.Info().Root != "" {
+		if err := walk(h.Info().Root, ""); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range s.roots {
+		if err := walk(r.Dir, "roots/"+r.Name); err != nil {
+			return nil, err
+		}
+	}
+	return hidden, nil
+}
+
+// skipDir is what a walk returns to go no further below d.
+func skipDir(d fs.DirEntry) error {
+	if d.IsDir() {
+		return filepath.SkipDir
+	}
+	return nil
 }

@@ -138,7 +138,7 @@ func (s *Session) bindHead(ctx context.Context, p Placement) error {
 	case p.PerSession != nil:
 		ps := p.PerSession
 		s.setup, s.teardown, s.remote = ps.Setup, ps.Teardown, ps.Remote
-		if s.ws, err = workspace.Open(ctx, ps.Backend, ps.Root, &workspace.OpenOptions{HeadsDir: ps.HeadsDir, Setup: ps.Setup, Teardown: ps.Teardown, Remote: ps.Remote}); err != nil {
+		if s.ws, err = workspace.Open(ctx, ps.Backend, ps.Root, &workspace.OpenOptions{HeadsDir: ps.HeadsDir, Setup: ps.Setup, Teardown: ps.Teardown, Remote: ps.Remote, Sandbox: s.e.sandbox}); err != nil {
 			return err
 		}
 		b := s.ws.NewHead("session-" + s.id).Isolated()
@@ -155,7 +155,7 @@ func (s *Session) bindHead(ctx context.Context, p Placement) error {
 			eh, shared = p.Shared, true
 		}
 		s.setup, s.teardown, s.remote = eh.Setup, eh.Teardown, eh.Remote
-		if s.ws, err = workspace.Open(ctx, eh.Backend, eh.Root, &workspace.OpenOptions{Setup: eh.Setup, Teardown: eh.Teardown, Remote: eh.Remote}); err != nil {
+		if s.ws, err = workspace.Open(ctx, eh.Backend, eh.Root, &workspace.OpenOptions{Setup: eh.Setup, Teardown: eh.Teardown, Remote: eh.Remote, Sandbox: s.e.sandbox}); err != nil {
 			return err
 		}
 		if s.head, err = s.ws.OpenHead(ctx, eh.Head, nil); err != nil {
@@ -286,6 +286,12 @@ type ForkOptions struct {
 	From workspace.Rev
 	// Checkpoint configures the checkpoint of the head when From is empty.
 	Checkpoint workspace.CheckpointOptions
+	// ByAgent marks a fork the session's agent asked for (the fork tool):
+	// the workspace's Setup hook would run on files the agent wrote, so
+	// where the engine has no sandbox (Options.Sandbox) such a fork of a
+	// workspace with a Setup hook is PermissionDenied, and nothing is
+	// checkpointed or made.
+	ByAgent bool
 }
 
 // Fork checkpoints the head (uncommitted work included; journaled as the
@@ -312,6 +318,9 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 	var o ForkOptions
 	if opts != nil {
 		o = *opts
+	}
+	if o.ByAgent && s.setup != nil && (s.e.sandbox == nil || s.e.sandbox.Kind == workspace.SandboxNone) {
+		return nil, errorf(backend.PermissionDenied, op, "the workspace's setup hook (%q) would run outside any sandbox on files the agent wrote: fork from the command line, or give the engine a sandbox", s.setup.Command)
 	}
 	if o.Agent == "" {
 		o.Agent = s.agent
@@ -342,7 +351,7 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 	}
 	// The child gets a workspace handle of its own, so that it outlives
 	// this session's.
-	cws, err := workspace.Open(ctx, ws.Backend(), ws.Info().Locator, &workspace.OpenOptions{Setup: s.setup, Teardown: s.teardown, Remote: s.remote})
+	cws, err := workspace.Open(ctx, ws.Backend(), ws.Info().Locator, &workspace.OpenOptions{Setup: s.setup, Teardown: s.teardown, Remote: s.remote, Sandbox: s.e.sandbox})
 	if err != nil {
 		return nil, err
 	}

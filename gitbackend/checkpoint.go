@@ -262,6 +262,9 @@ func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) 
 // checkpoint commits the head's state; callers hold the head lock.
 func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.CheckpointOptions) (backend.CheckpointResult, error) {
 	const op = "checkpoint"
+	if err := h.sealImport(ctx, mf); err != nil {
+		return backend.CheckpointResult{}, err
+	}
 	st, err := h.state(ctx, mf, op)
 	if err != nil {
 		return backend.CheckpointResult{}, err

@@ -180,7 +180,7 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	}
 	w := &workspace{b: b, repo: repo, meta: m, headsDir: headsDir}
 	if opts != nil {
-		w.setup, w.teardown = opts.Setup, opts.Teardown
+		w.setup, w.teardown, w.sandbox = opts.Setup, opts.Teardown, opts.Sandbox
 		if w.remote, err = parseRemote(op, opts.Remote); err != nil {
 			return nil, err
 		}
@@ -406,7 +406,7 @@ func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backen
 		return nil, nil, fail(backend.Internal, "", "reading the clone's ID: %v", err)
 	}
 	if opts != nil {
-		w.setup, w.teardown = opts.Setup, opts.Teardown
+		w.setup, w.teardown, w.sandbox = opts.Setup, opts.Teardown, opts.Sandbox
 		if w.remote, err = parseRemote(op, opts.Remote); err != nil {
 			return nil, nil, err
 		}

@@ -132,9 +132,8 @@ func (h *head) enterTree(ctx context.Context, op string) (manifest, error) {
 
 // git runs a command on the head: its git dir and working tree are the
 // ones grove recorded, never what git would discover from the head's
-// files. What is ignored is what the tree's .gitignore files and the
-// repository's info/exclude say: no excludes file named in configuration
-// is read. c.GitDir, when set, is a scratch git dir of grove's used in
+// files (and, as for every command grove runs, no excludes file named in
+// configuration is read). c.GitDir, when set, is a scratch git dir of grove's used in
 // place of the head's (see resetFiles).
 func (h *head) git(ctx context.Context, c gitcmd.Cmd) (string, error) {
 	h.mu.Lock()
@@ -144,7 +143,6 @@ func (h *head) git(ctx context.Context, c gitcmd.Cmd) (string, error) {
 	c.WorkTree, c.Dir = h.mf.Dir, h.mf.Dir
 	c.CommonDir = h.w.repo.common
 	h.mu.Unlock()
-	c.Args = append([]string{"-c", "core.excludesFile=/dev/null"}, c.Args...)
 	return h.w.repo.r.Output(ctx, c)
 }
 
@@ -595,6 +593,9 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 	if trashed != "" {
 		h.w.b.trash.delete(trashed)
 	}
+	// A sandbox's private git dir goes with the head: its commits were
+	// brought in by the final checkpoint.
+	_ = os.RemoveAll(h.w.sealOf(mf.ID).dir)
 	h.mu.Lock()
 	h.mf.State = backend.StateDestroyed
 	h.mu.Unlock()

@@ -67,9 +67,11 @@ func (w *workspace) includes() (gitignore.Matcher, error) {
 }
 
 // copyIncludes copies into the new head mf the files of the main working
-// tree that .worktreeinclude names and git ignores there: the candidates
-// are what git ls-files lists as ignored (a wholly ignored directory as
-// one entry, walked only when it does not match as a whole), and of them
+// tree that .worktreeinclude names and the main working tree's own
+// .gitignore files ignore (never info/exclude or an excludes file named in
+// configuration, which an agent can write): the candidates are what git
+// ls-files lists as ignored (a wholly ignored directory as one entry,
+// walked only when it does not match as a whole), and of them
 // only what the new head ignores too (git check-ignore in the head) is
 // copied, so that no checkpoint captures a copy. Files are cloned where
 // the file system can (FICLONE), else copied; a path the head already has
@@ -82,7 +84,7 @@ func (w *workspace) copyIncludes(ctx context.Context, mf *manifest) error {
 	}
 	out, err := w.repo.run(ctx, gitcmd.Cmd{
 		GitDir: w.repo.common, WorkTree: w.repo.main, Dir: w.repo.main,
-		Args: []string{"-c", "core.untrackedCache=false", "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", "--no-empty-directory"},
+		Args: []string{"-c", "core.untrackedCache=false", "ls-files", "-z", "--others", "--ignored", "--exclude-per-directory=.gitignore", "--directory", "--no-empty-directory"},
 	})
 	if err != nil {
 		return err

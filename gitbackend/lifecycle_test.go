@@ -34,7 +34,12 @@ func plantIncludes(t *testing.T, f *fixture, outside string) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, []byte(data), 0o600))
 	}
-	require.NoError(t, os.WriteFile(filepath.Join(f.repo, ".git", "info", "exclude"), []byte(".env\n.local/\n"), 0o644))
+	// Only what the checkout's own .gitignore files ignore is copied
+	// (info/exclude is every head's to write).
+	gitignore, err := os.ReadFile(filepath.Join(f.repo, ".gitignore"))
+	require.NoError(t, err)
+	put(".gitignore", string(gitignore)+".env\n.local/\n")
+	f.git(f.repo, "commit", "-qam", "ignore local settings")
 	put(".worktreeinclude", "# what a new head needs\n.env\n.local/\nignored/keep/*.json\nnot-ignored.txt\n")
 	put(".env", "SECRET=1\n")
 	put(".local/settings.json", "{}\n")

@@ -18,9 +18,9 @@ import (
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/destdir"
 	"github.com/groveworks/grove/internal/gitcmd"
-	"github.com/groveworks/grove/internal/hook"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/sandbox"
 )
 
 // workspace is one open repository.
@@ -33,7 +33,8 @@ type workspace struct {
 	clone    string // this clone's ID (see meta.cloneID)
 	remote   *remote
 
-	setup, teardown *backend.Hook // OpenOptions' (or ReopenOptions')
+	setup, teardown *backend.Hook    // OpenOptions' (or ReopenOptions')
+	sandbox         *backend.Sandbox // where they run; nil: the host
 
 	mu     sync.Mutex
 	closed bool
@@ -509,9 +510,10 @@ func (w *workspace) prepare(ctx context.Context, op string, mf *manifest) error 
 	return w.runHook(ctx, op, backend.HookSetup, w.setup, mf)
 }
 
-// runHook runs h (when set) in the head's directory: its failure is
-// FailedPrecondition wrapping the *backend.HookError, or Canceled when
-// ctx ended.
+// runHook runs h (when set) in the head's directory, where the
+// workspace's sandbox says (under one, through the head's private git
+// dir, as an agent's commands run): its failure is FailedPrecondition
+// wrapping the *backend.HookError, or Canceled when ctx ended.
 func (w *workspace) runHook(ctx context.Context, op, kind string, h *backend.Hook, mf *manifest) error {
 	if h == nil {
 		return nil
@@ -520,15 +522,68 @@ func (w *workspace) runHook(ctx context.Context, op, kind string, h *backend.Hoo
 	if repo == "" {
 		repo = w.repo.common
 	}
-	err := hook.Run(ctx, kind, h, hook.Env{Name: mf.Name, ID: string(mf.ID), Dir: mf.Dir, Repo: repo})
-	if err == nil {
+	timeout := h.Timeout
+	if timeout <= 0 {
+		timeout = backend.DefaultHookTimeout
+	}
+	out := &tail{}
+	c := &sandbox.Command{Argv: sandbox.Shell(h.Command), Dir: mf.Dir, Stdout: out, Stderr: out, Network: h.Network, Timeout: timeout,
+		Env: append([]string{"GROVE_HEAD=" + mf.Name, "GROVE_HEAD_ID=" + string(mf.ID), "GROVE_HEAD_DIR=" + mf.Dir, "GROVE_REPO=" + repo}, h.Env...)}
+	if w.sandbox != nil && w.sandbox.Kind != backend.SandboxNone {
+		if err := w.sealSync(ctx, *mf); err != nil {
+			return err
+		}
+		view, err := w.sealView(*mf)
+		if err != nil {
+			return err
+		}
+		c.Dir, c.Mounts = view.Dir, view.Mounts
+	}
+	res, err := sandbox.Run(ctx, w.sandbox, c)
+	if err == nil && res.ExitCode == 0 {
 		return nil
 	}
+	he := &backend.HookError{Hook: kind, Command: h.Command, Output: out.String(), ExitCode: res.ExitCode, Err: err}
 	code := backend.FailedPrecondition
-	if ctx.Err() != nil {
-		code = backend.Canceled
+	switch {
+	case ctx.Err() != nil:
+		he.Err, code = ctx.Err(), backend.Canceled
+	case res.TimedOut:
+		he.Err = errors.New("timed out after " + timeout.String())
+	case err == nil:
+		he.Err = fmt.Errorf("exit status %d", res.ExitCode)
 	}
-	return &backend.Error{Code: code, Op: op, Head: mf.Name, Path: mf.Dir, Err: err}
+	return &backend.Error{Code: code, Op: op, Head: mf.Name, Path: mf.Dir, Err: he}
+}
+
+// maxHookOutput is how much of a hook's output is kept: the end of it,
+// where a failing command says why.
+const maxHookOutput = 64 << 10
+
+// tail keeps the last maxHookOutput bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(p)
+	if len(p) > maxHookOutput {
+		p = p[len(p)-maxHookOutput:]
+	}
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - maxHookOutput; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return n, nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
 }
 
 // readGitFile returns the git dir a worktree's .git names: the file's

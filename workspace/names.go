@@ -62,6 +62,12 @@ type (
 	Hook = backend.Hook
 	// Remote is the Git remote a workspace's checkpoints travel to: OpenOptions.Remote.
 	Remote = backend.Remote
+	// Sandbox is where commands on a head's content run: OpenOptions.Sandbox.
+	Sandbox = backend.Sandbox
+	// SandboxKind names a sandbox: SandboxNone or SandboxBwrap.
+	SandboxKind = backend.SandboxKind
+	// Mount is a host path a sandbox shows: Command.Mounts.
+	Mount = backend.Mount
 	// RelocateResult is what Workspace.Relocate did.
 	RelocateResult = backend.RelocateResult
 	// HookError is a failed Hook, with its output.
@@ -180,6 +186,12 @@ const (
 const (
 	HookSetup    = backend.HookSetup
 	HookTeardown = backend.HookTeardown
+)
+
+// The sandbox kinds.
+const (
+	SandboxNone  = backend.SandboxNone
+	SandboxBwrap = backend.SandboxBwrap
 )
 
 // DefaultHookTimeout bounds a Hook whose Timeout is zero.

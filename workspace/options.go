@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"slices"
 	"time"
 
 	"github.com/groveworks/grove/backend"
@@ -48,6 +49,14 @@ type OpenOptions struct {
 	// background and never fails a checkpoint. A backend without
 	// Capabilities.Remote answers it with Unimplemented.
 	Remote *Remote
+	// Sandbox is where every command on a head's content runs: the
+	// Setup and Teardown hooks and Head.Run's commands (an agent's). Nil
+	// runs them on the host with the caller's rights, and the environment
+	// policy only (see Sandbox). A sandbox needs a backend whose heads are
+	// host directories (Unimplemented otherwise); a Sandbox it cannot
+	// honour (an unknown kind, a relative path, a GROVE_ or GIT_ variable
+	// to pass) is InvalidArgument.
+	Sandbox *Sandbox
 }
 
 // ReopenOptions configure Reopen and Workspace.OpenHead. The zero value (or
@@ -79,6 +88,9 @@ type ReopenOptions struct {
 	// Remote is the remote of the workspace Reopen opens, as OpenOptions'
 	// is; OpenHead uses its workspace's and ignores it.
 	Remote *Remote
+	// Sandbox is the sandbox of the workspace Reopen opens, as
+	// OpenOptions' is; OpenHead uses its workspace's and ignores it.
+	Sandbox *Sandbox
 }
 
 // check refuses options that contradict each other.
@@ -172,17 +184,27 @@ type DestroyResult struct {
 // driverOpen is the driver's form of o (nil: the defaults).
 func driverOpen(o *OpenOptions) *backend.OpenOptions {
 	if o == nil {
-		return &backend.OpenOptions{}
+		return &backend.OpenOptions{Sandbox: &Sandbox{}}
 	}
-	return &backend.OpenOptions{HeadsDir: o.HeadsDir, Setup: o.Setup, Teardown: o.Teardown, Remote: o.Remote}
+	return &backend.OpenOptions{HeadsDir: o.HeadsDir, Setup: o.Setup, Teardown: o.Teardown, Remote: o.Remote, Sandbox: sandboxOf(o.Sandbox)}
+}
+
+// sandboxOf is a copy of sb, the host's for nil.
+func sandboxOf(sb *Sandbox) *Sandbox {
+	if sb == nil {
+		return &Sandbox{}
+	}
+	c := *sb
+	c.ReadOnly, c.Env = slices.Clone(sb.ReadOnly), slices.Clone(sb.Env)
+	return &c
 }
 
 // driverReopen is the driver's form of o (nil: the defaults).
 func driverReopen(o *ReopenOptions) *backend.ReopenOptions {
 	if o == nil {
-		return &backend.ReopenOptions{}
+		return &backend.ReopenOptions{Sandbox: &Sandbox{}}
 	}
-	return &backend.ReopenOptions{AllowArchived: o.AllowArchived, ReadOnly: o.ReadOnly, Recreate: o.Recreate, Setup: o.Setup, Teardown: o.Teardown, Remote: o.Remote}
+	return &backend.ReopenOptions{AllowArchived: o.AllowArchived, ReadOnly: o.ReadOnly, Recreate: o.Recreate, Setup: o.Setup, Teardown: o.Teardown, Remote: o.Remote, Sandbox: sandboxOf(o.Sandbox)}
 }
 
 // driverCheckpoint is the driver's form of o (nil: the defaults), with

@@ -26,8 +26,9 @@ type Workspace struct {
 
 // wsCore is the state every view of one open workspace shares.
 type wsCore struct {
-	b  backend.Backend
-	ws backend.Workspace
+	b       backend.Backend
+	ws      backend.Workspace
+	sandbox Sandbox // where commands on head content run
 
 	mu     sync.Mutex
 	closed bool
@@ -50,11 +51,15 @@ func Open(ctx context.Context, b Backend, locator string, opts *OpenOptions) (*W
 	if opts != nil && opts.Remote != nil && !b.Capabilities().Remote {
 		return nil, fail(backend.Unimplemented, op, "", "backend %s does not push to a remote", b.ID())
 	}
-	ws, err := b.OpenWorkspace(ctx, locator, driverOpen(opts))
+	d := driverOpen(opts)
+	if err := checkSandbox(b, op, "", d.Sandbox); err != nil {
+		return nil, err
+	}
+	ws, err := b.OpenWorkspace(ctx, locator, d)
 	if err != nil {
 		return nil, wrap(op, "", err)
 	}
-	return &Workspace{wsCore: &wsCore{b: b, ws: ws}}, nil
+	return &Workspace{wsCore: &wsCore{b: b, ws: ws, sandbox: *d.Sandbox}}, nil
 }
 
 // Info returns the workspace's identity. It works after Close.
@@ -440,7 +445,11 @@ func Reopen(ctx context.Context, b Backend, binding Binding, opts *ReopenOptions
 	if opts != nil && opts.Remote != nil && !b.Capabilities().Remote {
 		return nil, fail(backend.Unimplemented, op, string(binding.Head), "backend %s does not push to a remote", b.ID())
 	}
-	ws, h, err := b.Reopen(ctx, binding, driverReopen(opts))
+	d := driverReopen(opts)
+	if err := checkSandbox(b, op, string(binding.Head), d.Sandbox); err != nil {
+		return nil, err
+	}
+	ws, h, err := b.Reopen(ctx, binding, d)
 	if err != nil {
 		return nil, wrap(op, string(binding.Head), noRecreate(b, opts, err))
 	}
@@ -450,7 +459,7 @@ func Reopen(ctx context.Context, b Backend, binding Binding, opts *ReopenOptions
 		return nil, &backend.Error{Code: backend.IdentityMismatch, Op: opPrefix + op, Head: string(binding.Head),
 			Reason: backend.ReasonHeadID, Err: errorf("backend reopened a head whose binding differs")}
 	}
-	hd := newHead(&Workspace{wsCore: &wsCore{b: b, ws: ws}}, h, true)
+	hd := newHead(&Workspace{wsCore: &wsCore{b: b, ws: ws, sandbox: *d.Sandbox}}, h, true)
 	if opts != nil && opts.ReadOnly {
 		hd = hd.ReadOnly()
 	}

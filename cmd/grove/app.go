@@ -32,6 +32,7 @@ type app struct {
 	database     string        // --database, else $GROVE_DATABASE: a SQLite file or a postgres:// URL
 	remote       string        // --remote, else $GROVE_REMOTE: the Git remote checkpoints travel to
 	remoteConfig []string      // --remote-config: git configuration for the transfers to the remote
+	sandboxKind  string        // --sandbox: where commands on head content run ("": .grove.toml's)
 
 	gb  *gitbackend.Backend
 	ws  *workspace.Workspace
@@ -153,6 +154,11 @@ object {"code","op","head","reason","message"} on stderr.`,
 			if a.wait < 0 {
 				return &failure{op: opName(cmd), err: errors.New("--wait must not be negative"), usage: true}
 			}
+			switch a.sandboxKind {
+			case "", "none", string(workspace.SandboxBwrap):
+			default:
+				return &failure{op: opName(cmd), err: fmt.Errorf("--sandbox must be bwrap or none, not %q", a.sandboxKind), usage: true}
+			}
 			return nil
 		},
 	}
@@ -162,6 +168,7 @@ object {"code","op","head","reason","message"} on stderr.`,
 	pf.DurationVar(&a.wait, "wait", 5*time.Second, "how long to wait for another grove command to let go of an isolated head")
 	pf.StringVar(&a.database, "database", os.Getenv("GROVE_DATABASE"), "the session database: a SQLite file or a postgres:// URL (default $GROVE_DATABASE, else $GROVE_HOME/grove.db)")
 	pf.StringVar(&a.remote, "remote", os.Getenv("GROVE_REMOTE"), "a Git remote URL that checkpoints are pushed to, for sessions to resume on other hosts (default $GROVE_REMOTE)")
+	pf.StringVar(&a.sandboxKind, "sandbox", "", "where setup, teardown, grove run and the run tool run commands: bwrap, or none (default: .grove.toml's [sandbox], else none)")
 	pf.StringArrayVar(&a.remoteConfig, "remote-config", nil, "git configuration KEY=VALUE for the transfers to --remote only, such as core.sshCommand or http.extraHeader (repeatable); the repository's own configuration is never used for them")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &failure{op: opName(cmd), err: err, usage: true}
@@ -334,7 +341,8 @@ func (a *app) engine() (*engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := engine.Options{Path: a.database, Backends: []workspace.Backend{a.backend()}}
+	_, _ = a.workspace() // the project's .grove.toml, when grove runs in a repository
+	opts := engine.Options{Path: a.database, Backends: []workspace.Backend{a.backend()}, Sandbox: a.sandbox()}
 	switch {
 	case opts.Path == "":
 		opts.Path = filepath.Join(home, "grove.db")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/groveworks/grove/internal/sandbox"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -22,12 +23,22 @@ import (
 //
 //	[teardown]
 //	command = "docker compose down"
+//
+//	[sandbox]            # where setup, teardown, grove run and the run tool run
+//	kind = "bwrap"       # bubblewrap; "none" (the default) runs them on the host
+//	home = "/srv/agent-home"        # shown read-write as HOME; default: an empty one
+//	read_only = ["/opt/toolchain"]  # more host paths shown read-only
+//	env = ["NPM_TOKEN"]             # variables passed from grove's environment
+//
+// A hook's network = true lets it reach the network inside the sandbox
+// (npm ci); nothing else there can.
 const configFile = ".grove.toml"
 
 // projectConfig is what .grove.toml holds.
 type projectConfig struct {
-	Setup    *hookConfig `toml:"setup"`
-	Teardown *hookConfig `toml:"teardown"`
+	Setup    *hookConfig    `toml:"setup"`
+	Teardown *hookConfig    `toml:"teardown"`
+	Sandbox  *sandboxConfig `toml:"sandbox"`
 }
 
 // hookConfig is one [setup] or [teardown] table.
@@ -35,6 +46,23 @@ type hookConfig struct {
 	Command string            `toml:"command"`
 	Timeout string            `toml:"timeout"`
 	Env     map[string]string `toml:"env"`
+	Network bool              `toml:"network"`
+}
+
+// sandboxConfig is the [sandbox] table.
+type sandboxConfig struct {
+	Kind     string   `toml:"kind"`
+	Home     string   `toml:"home"`
+	ReadOnly []string `toml:"read_only"`
+	Env      []string `toml:"env"`
+}
+
+// sandbox is the workspace sandbox c describes (nil for none).
+func (c *sandboxConfig) sandbox() *workspace.Sandbox {
+	if c == nil || c.Kind == "" || c.Kind == "none" {
+		return nil
+	}
+	return &workspace.Sandbox{Kind: workspace.SandboxKind(c.Kind), Home: c.Home, ReadOnly: c.ReadOnly, Env: c.Env}
 }
 
 // parseConfig reads .grove.toml's text: unknown keys, an empty command or
@@ -51,6 +79,11 @@ func parseConfig(data []byte) (projectConfig, error) {
 			keys[i] = k.String()
 		}
 		return c, fmt.Errorf("unknown key(s): %s", strings.Join(keys, ", "))
+	}
+	if sb := c.Sandbox.sandbox(); sb != nil {
+		if err := sandbox.Check(sb); err != nil {
+			return c, fmt.Errorf("[sandbox]: %v", err)
+		}
 	}
 	for name, h := range map[string]*hookConfig{"setup": c.Setup, "teardown": c.Teardown} {
 		if h == nil {
@@ -74,7 +107,7 @@ func (h *hookConfig) hook() *workspace.Hook {
 	if h == nil {
 		return nil
 	}
-	out := &workspace.Hook{Command: h.Command}
+	out := &workspace.Hook{Command: h.Command, Network: h.Network}
 	if h.Timeout != "" {
 		out.Timeout, _ = time.ParseDuration(h.Timeout) // checked by parseConfig
 	}
@@ -94,7 +127,7 @@ func (h *hookConfig) hook() *workspace.Hook {
 func (a *app) openOptions(dir string) (*workspace.OpenOptions, error) {
 	data, err := a.backend().ProjectFile(a.ctx, dir, configFile)
 	if workspace.CodeOf(err) == workspace.NotFound {
-		return nil, nil
+		return &workspace.OpenOptions{Sandbox: a.sandbox()}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -104,5 +137,22 @@ func (a *app) openOptions(dir string) (*workspace.OpenOptions, error) {
 		return nil, fmt.Errorf("%s (in the main checkout): %w", configFile, err)
 	}
 	a.config = c
-	return &workspace.OpenOptions{Setup: c.Setup.hook(), Teardown: c.Teardown.hook()}, nil
+	return &workspace.OpenOptions{Setup: c.Setup.hook(), Teardown: c.Teardown.hook(), Sandbox: a.sandbox()}, nil
+}
+
+// sandbox is where commands on head content run: --sandbox, else
+// .grove.toml's [sandbox], else the host (nil).
+func (a *app) sandbox() *workspace.Sandbox {
+	switch a.sandboxKind {
+	case "":
+		return a.config.Sandbox.sandbox()
+	case "none":
+		return nil
+	}
+	sb := a.config.Sandbox.sandbox()
+	if sb == nil {
+		sb = &workspace.Sandbox{}
+	}
+	sb.Kind = workspace.SandboxKind(a.sandboxKind)
+	return sb
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os/exec"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +28,7 @@ import (
 const mcpAgent = "grove mcp"
 
 func (a *app) mcpCmd() *cobra.Command {
-	var head, sessionID, addr, sandbox string
+	var head, sessionID, addr string
 	var rootSpecs, allow, deny []string
 	var readOnly bool
 	cmd := &cobra.Command{
@@ -53,11 +54,12 @@ patterns, repeatable) give the session a path policy, and --root NAME=DIR
 (or NAME=DIR:ro, repeatable) mounts an extra root at /workspace/roots/NAME.
 They are recorded with the session: --session resumes with them.
 
---sandbox bwrap runs the run tool's commands under bubblewrap, where only
-the head, its repository's git directory and the read-write roots can be
-written, with no network and a /proc of their own. Without it, commands run
-as grove's own processes, with grove's rights: they can read grove's
-environment and files (path policy is not a sandbox).`,
+--sandbox bwrap (or the project's .grove.toml [sandbox]) runs the run tool's
+commands under bubblewrap: they reach the head (whose git works on a private
+git dir), the roots and a read-only system, with the paths --deny names
+hidden, no network and no host socket. Without a sandbox, commands run as
+grove's own processes, with the user's rights (path policy is not a
+sandbox), and the fork tool refuses to run a setup hook.`,
 		Example: `  grove mcp --head agent-1                      # stdio, as an MCP client's server command
   grove mcp --session "$id" --http 127.0.0.1:0  # HTTP on a free loopback port`,
 		Args: args(cobra.NoArgs),
@@ -72,17 +74,10 @@ environment and files (path policy is not a sandbox).`,
 			if sessionID != "" && (len(opts.Roots) > 0 || len(opts.Policy) > 0) {
 				return &failure{op: opName(cmd), err: errors.New("--session resumes with the policy and roots the session recorded; give them with --head"), usage: true}
 			}
-			var runner tools.Runner
-			switch sandbox {
-			case "":
-			case "bwrap":
-				b := tools.BwrapRunner{}
-				if !b.Available() {
+			if sb := a.sandbox(); sb != nil && sb.Kind == workspace.SandboxBwrap {
+				if _, err := exec.LookPath("bwrap"); err != nil {
 					return fail(cmd, head, &workspace.Error{Code: workspace.Unimplemented, Err: errors.New("bwrap is not installed")})
 				}
-				runner = b
-			default:
-				return &failure{op: opName(cmd), err: fmt.Errorf("--sandbox must be bwrap, not %q", sandbox), usage: true}
 			}
 			// Everything that can be wrong with the flags is found before a
 			// session is made.
@@ -98,7 +93,7 @@ environment and files (path policy is not a sandbox).`,
 				return fail(cmd, head, err)
 			}
 			defer s.Detach()
-			set, err := tools.New(s, &tools.Options{Runner: runner})
+			set, err := tools.New(s, nil)
 			if err != nil {
 				return fail(cmd, head, err)
 			}
@@ -121,7 +116,6 @@ environment and files (path policy is not a sandbox).`,
 	cmd.Flags().StringVar(&head, "head", "", "start a session of its own on this head")
 	cmd.Flags().StringVar(&sessionID, "session", "", "resume this session")
 	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP on this loopback address instead of stdio")
-	cmd.Flags().StringVar(&sandbox, "sandbox", "", "run commands in a sandbox: bwrap")
 	cmd.Flags().StringArrayVar(&rootSpecs, "root", nil, "mount NAME=DIR (or NAME=DIR:ro) at /workspace/roots/NAME")
 	cmd.Flags().StringArrayVar(&allow, "allow", nil, "allow only paths matching this gitignore pattern (repeatable)")
 	cmd.Flags().StringArrayVar(&deny, "deny", nil, "deny paths matching this gitignore pattern (repeatable)")

@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -477,39 +474,6 @@ process runs that session.`,
 	return cmd
 }
 
-// gitRedirects are environment variables that point git at another
-// repository, work tree or index than the one it finds itself: CMD in a
-// head must not inherit them from whoever ran grove.
-var gitRedirects = []string{
-	"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-	"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
-	"GIT_PREFIX", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
-}
-
-// groveSecrets are grove's own settings that carry access to what the
-// agent must not reach: the session database (its URL may hold a
-// password, and through it every session's binding and claim) and the
-// remote (its URL may hold a token), and the MCP server's token.
-var groveSecrets = []string{"GROVE_DATABASE", "GROVE_REMOTE", "GROVE_MCP_TOKEN"}
-
-// cleanEnv is env without git's redirecting variables (and without the
-// GIT_CONFIG_KEY_n/VALUE_n pairs GIT_CONFIG_COUNT would apply) and without
-// grove's secrets.
-func cleanEnv(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		drop := strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_") || slices.Contains(groveSecrets, name)
-		for _, r := range gitRedirects {
-			drop = drop || name == r
-		}
-		if !drop {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
 // runMessage is the checkpoint message of a run: the command line, cut to
 // 200 bytes at a character boundary.
 func runMessage(argv []string) string {
@@ -553,22 +517,18 @@ func (a *app) runTurn(cmd *cobra.Command, name, sessionID string, takeOver bool,
 	status := 0
 	var cerr error
 	err := s.Turn(a.ctx, func(ctx context.Context) error {
-		c := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		c.Dir = s.Head().Info().Root
-		c.Env = append(cleanEnv(os.Environ()), "GROVE_HEAD="+name, "GROVE_SESSION="+s.ID())
-		c.Stdin, c.Stdout, c.Stderr = a.stdin, a.stdout, a.stderr
-		c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
-		c.WaitDelay = 10 * time.Second
-		dieWithGrove(c)
-		err := c.Run()
-		var exit *exec.ExitError
+		res, err := s.Head().Run(ctx, &workspace.Command{Argv: argv, Env: []string{"GROVE_SESSION=" + s.ID()},
+			Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Terminal: true, Grace: 10 * time.Second})
 		switch {
-		case errors.As(err, &exit):
-			status = exit.ExitCode()
-			if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				status = 128 + int(ws.Signal())
+		case err == nil:
+			status = res.ExitCode
+		case workspace.CodeOf(err) == workspace.Canceled:
+			// Interrupted: CMD's own status when it exited within its
+			// grace, else as if SIGINT ended it.
+			if status = res.ExitCode; status < 0 {
+				status = 128 + int(syscall.SIGINT)
 			}
-		case err != nil:
+		default:
 			return err // CMD did not start: nothing to checkpoint
 		}
 		// What CMD did is checkpointed inside the turn (so that a snapshot

@@ -87,7 +87,7 @@ func (g *tourGuide) grove(wantFail bool, args ...string) string {
 	fmt.Fprintf(g.a.stdout, "  $ grove %s\n", strings.Join(quoteAll(args), " "))
 	c := exec.CommandContext(g.a.ctx, g.self, args...)
 	c.Dir = g.repo
-	c.Env = append(cleanEnv(os.Environ()), "GROVE_HOME="+g.home)
+	c.Env = append(tourEnv(), "GROVE_HOME="+g.home)
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
 	err := c.Run()
@@ -192,7 +192,7 @@ func (g *tourGuide) makeRepo() error {
 	} {
 		c := exec.CommandContext(g.a.ctx, "git", args...)
 		c.Dir = g.repo
-		c.Env = append(cleanEnv(os.Environ()), "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1",
+		c.Env = append(tourEnv(), "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1",
 			"GIT_AUTHOR_NAME=grove tour", "GIT_AUTHOR_EMAIL=tour@grove.invalid",
 			"GIT_COMMITTER_NAME=grove tour", "GIT_COMMITTER_EMAIL=tour@grove.invalid")
 		if out, err := c.CombinedOutput(); err != nil {
@@ -256,7 +256,7 @@ func (g *tourGuide) run() error {
 	g.grove(false, "ls")
 	if g.err == nil {
 		c := exec.CommandContext(g.a.ctx, "git", "-C", g.repo, "worktree", "list")
-		c.Env = append(cleanEnv(os.Environ()), "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1")
+		c.Env = append(tourEnv(), "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1")
 		out, err := c.Output()
 		fmt.Fprintf(g.a.stdout, "  $ git worktree list\n")
 		show(g.a.stdout, string(out))
@@ -268,4 +268,17 @@ func (g *tourGuide) run() error {
 		return fmt.Errorf("the tour stopped: %w", g.err)
 	}
 	return nil
+}
+
+// tourEnv is grove's environment without its GIT_ and GROVE_ variables:
+// the tour's commands work on the tour's own repository and state, never
+// on the caller's.
+func tourEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") && !strings.HasPrefix(kv, "GROVE_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }

@@ -124,7 +124,7 @@ func forkTool() Tool {
 					return "", err
 				}
 			}
-			child, err := t.s.Fork(ctx, in.Name, &engine.ForkOptions{From: from})
+			child, err := t.s.Fork(ctx, in.Name, &engine.ForkOptions{From: from, ByAgent: true})
 			if err != nil {
 				return "", err
 			}

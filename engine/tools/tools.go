@@ -23,8 +23,11 @@
 // read-only flags. write_file and edit_file compare and set against the
 // digest of the content the model last read (or, for edit_file, read at
 // the edit), so an edit made on stale content fails and says to read
-// again. Path policy is not a sandbox: the run tool's command is held only
-// by its Runner (see Runner).
+// again. The run tool's command runs through the head (workspace.Head.Run),
+// where the engine's sandbox says (engine.Options.Sandbox): under one it
+// reaches the head, the session's roots and a read-only system only, with
+// the paths the policy hides masked; without one it runs with the host
+// user's rights, which path policy does not hold.
 //
 // # Errors
 //
@@ -113,10 +116,6 @@ type Options struct {
 	// MaxOutput bounds what one call returns, in bytes; 0 means
 	// DefaultMaxOutput, and less than MinMaxOutput means MinMaxOutput.
 	MaxOutput int
-	// Runner runs the run tool's commands; nil means ExecRunner, which is
-	// no sandbox (see Runner). A session's extension of type Runner is
-	// used when this is nil.
-	Runner Runner
 }
 
 // Set is the tools of one session. It is safe for concurrent use.
@@ -125,7 +124,6 @@ type Set struct {
 	head  workspace.FS // nil for a headless session
 	roots []string
 	max   int
-	run   Runner
 	tools []Tool
 
 	mu   sync.Mutex
@@ -141,19 +139,12 @@ func New(s *engine.Session, opts *Options) (*Set, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	t := &Set{s: s, head: s.FS(), roots: rootNames(s), max: opts.MaxOutput, run: opts.Runner, read: map[string]workspace.Digest{}}
+	t := &Set{s: s, head: s.FS(), roots: rootNames(s), max: opts.MaxOutput, read: map[string]workspace.Digest{}}
 	switch {
 	case t.max == 0:
 		t.max = DefaultMaxOutput
 	case t.max < MinMaxOutput:
 		t.max = MinMaxOutput
-	}
-	if t.run == nil {
-		if r, ok := engine.ExtensionOf[Runner](s); ok {
-			t.run = r
-		} else {
-			t.run = ExecRunner{}
-		}
 	}
 	all := definitions()
 	want := opts.Tools

@@ -28,9 +28,17 @@ type fixture struct {
 	set     *tools.Set
 	head    string // the head's directory on the host
 	outside string // a directory no tool may reach
+	repo    string // the repository's main checkout
 }
 
 func newFixture(t *testing.T, opts *engine.SessionOptions, topts *tools.Options) *fixture {
+	t.Helper()
+	return newFixtureWith(t, nil, opts, topts)
+}
+
+// newFixtureWith is newFixture with the engine's options changed by eopts
+// (its sandbox, its placement's hooks).
+func newFixtureWith(t *testing.T, eopts func(*engine.Options), opts *engine.SessionOptions, topts *tools.Options) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	repo := filepath.Join(t.TempDir(), "repo")
@@ -41,8 +49,12 @@ func newFixture(t *testing.T, opts *engine.SessionOptions, topts *tools.Options)
 		"src/data.bin": {Data: []byte("bin\x00ary")},
 	}))
 	gb := gitbackend.New(gitbackend.Options{})
-	e, err := engine.Open(ctx, engine.Options{Path: filepath.Join(t.TempDir(), "grove.db"), Backends: []workspace.Backend{gb},
-		Placement: engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: repo}}})
+	eo := engine.Options{Path: filepath.Join(t.TempDir(), "grove.db"), Backends: []workspace.Backend{gb},
+		Placement: engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: repo}}}
+	if eopts != nil {
+		eopts(&eo)
+	}
+	e, err := engine.Open(ctx, eo)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })
 	s, err := e.NewSession(ctx, opts)
@@ -51,7 +63,7 @@ func newFixture(t *testing.T, opts *engine.SessionOptions, topts *tools.Options)
 	require.NoError(t, err)
 	outside := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("top secret"), 0o644))
-	return &fixture{t: t, ctx: ctx, e: e, s: s, set: set, head: s.Head().Info().Root, outside: outside}
+	return &fixture{t: t, ctx: ctx, e: e, s: s, set: set, head: s.Head().Info().Root, outside: outside, repo: repo}
 }
 
 // call sends input, as a model would, and returns the text or the error.

@@ -228,6 +228,10 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		// there would block it; a file outside would leak into its
 		// output).
 		"-c", "log.mailmap=false", "-c", "diff.orderFile=/dev/null",
+		// What is ignored is what a tree's .gitignore files and the
+		// repository's info/exclude say, never an excludes file named in
+		// configuration (an agent's FIFO there hung every untracked scan).
+		"-c", "core.excludesFile=/dev/null",
 		// Never into a nested repository: git would run there with that
 		// repository's own configuration, which grove has not read.
 		"-c", "submodule.recurse=false", "-c", "diff.submodule=short", "-c", "status.submoduleSummary=false",

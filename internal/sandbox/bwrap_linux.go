@@ -90,6 +90,10 @@ func bwrapCommand(cfg *backend.Sandbox, c *Command, env []string) (*proc, error)
 		}
 	}
 	args = mask(args, c.Mask)
+	// The directories bwrap made to hold the mounts (a repository's git
+	// dir around its objects, say) are the sandbox's, but not to write:
+	// a file written there would look like the host's to what reads it.
+	args = append(args, "--remount-ro", "/")
 	if c.Dir != "" {
 		args = append(args, "--chdir", c.Dir)
 	}

@@ -27,6 +27,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -94,6 +95,9 @@ func Run(ctx context.Context, cfg *backend.Sandbox, c *Command) (Result, error) 
 		return Result{ExitCode: -1}, err
 	}
 	env := Env(cfg, c.Env...)
+	if err := findProgram(c.Argv[0], c.Dir, lookup(env, "PATH")); err != nil {
+		return Result{ExitCode: -1}, &backend.Error{Code: backend.NotFound, Op: "sandbox: run", Path: c.Argv[0], Err: err}
+	}
 	p := hostCommand(c, env)
 	if cfg.Kind == backend.SandboxBwrap {
 		var err error
@@ -111,6 +115,34 @@ func Shell(line string) []string {
 		return []string{"cmd", "/C", line}
 	}
 	return []string{"/bin/sh", "-c", line}
+}
+
+// findProgram checks that name names an executable file, as the shell
+// that runs it would look for it: a name with a slash from dir, others in
+// path. (A sandbox shows the system's and the head's paths at their own
+// places, so the host's answer is the sandbox's for those.)
+func findProgram(name, dir, path string) error {
+	if strings.Contains(name, "/") {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(dir, name)
+		}
+		if fi, err := os.Stat(name); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return fmt.Errorf("%s: no such program", name)
+		}
+		return nil
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(dir, d)
+		}
+		if fi, err := os.Stat(filepath.Join(d, name)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: not found in PATH", name)
 }
 
 // Check refuses a configuration Run cannot honour: an unknown kind, a
@@ -232,7 +264,7 @@ func run(ctx context.Context, p *proc, c *Command) (Result, error) {
 	done := make(chan error, 1)
 	go func() { done <- p.cmd.Wait() }()
 	var werr error
-	killed := false
+	killed, forced := false, false
 	select {
 	case werr = <-done:
 	case <-tctx.Done():
@@ -243,15 +275,15 @@ func run(ctx context.Context, p *proc, c *Command) (Result, error) {
 			case werr = <-done:
 			case <-time.After(c.Grace):
 				p.kill()
-				werr = <-done
+				werr, forced = <-done, true
 			}
 		} else {
 			p.kill()
-			werr = <-done
+			werr, forced = <-done, true
 		}
 	}
 	res := Result{ExitCode: -1}
-	if st := p.cmd.ProcessState; st != nil {
+	if st := p.cmd.ProcessState; st != nil && !forced {
 		res.ExitCode = exitCode(st)
 	}
 	if killed {
@@ -259,7 +291,8 @@ func run(ctx context.Context, p *proc, c *Command) (Result, error) {
 			res.ExitCode, res.TimedOut = -1, true
 			return res, nil
 		}
-		return Result{ExitCode: -1}, &backend.Error{Code: backend.Canceled, Op: "sandbox: run", Err: ctx.Err()}
+		// A command that ended by itself within its grace keeps its status.
+		return res, &backend.Error{Code: backend.Canceled, Op: "sandbox: run", Err: ctx.Err()}
 	}
 	var exit *exec.ExitError
 	if werr != nil && !errors.As(werr, &exit) && !errors.Is(werr, exec.ErrWaitDelay) {
