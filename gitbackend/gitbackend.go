@@ -41,6 +41,17 @@ type Options struct {
 	// DefaultPushAttempts. Retries wait 250 ms, then twice as long each
 	// time, up to 15 s.
 	PushAttempts int
+	// Anchors, when set, is a directory outside every repository (the
+	// grove command's is under $GROVE_HOME) where the backend records
+	// which repository each head's directory belongs to and where each
+	// repository's main checkout is. OpenWorkspace from inside a head
+	// then opens the repository the record names, whatever the head's
+	// .git file now says, and a repository whose git dir is not a
+	// checkout's .git (a bare one, a separate git dir) keeps the main
+	// checkout it was first opened from. Without it, a locator inside a
+	// head is checked as checkLocator says, and such a repository's main
+	// checkout is known only when it is opened from there.
+	Anchors string
 }
 
 // DefaultPushAttempts is how many times a background push is tried by
@@ -50,6 +61,8 @@ const DefaultPushAttempts = 8
 // DefaultLockWait is how long an operation waits, by default, for a lock
 // that a git command outside grove holds.
 const DefaultLockWait = 5 * time.Second
+
+func (b *Backend) anchors() anchors { return anchors{dir: b.opts.Anchors} }
 
 func (b *Backend) lockWait() time.Duration {
 	if b.opts.LockWait > 0 {
@@ -233,6 +246,13 @@ func (b *Backend) locate(ctx context.Context, op string, r *gitcmd.Runner, locat
 	if _, err := os.Stat(abs); err != nil {
 		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: err}
 	}
+	// Inside a head grove recorded, the record says which repository,
+	// whatever the head's files (its .git) say now.
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		if common, ok := b.anchors().headRepo(real); ok {
+			return &repo{r: r, common: common, main: b.anchors().mainOf(common, "", false)}, nil
+		}
+	}
 	out, err := r.Output(ctx, gitcmd.Cmd{Dir: abs, Discover: true, Args: []string{"rev-parse", "--path-format=absolute", "--git-common-dir", "--is-bare-repository"}})
 	if err != nil {
 		if backend.CodeOf(err) == backend.Canceled {
@@ -263,19 +283,13 @@ func (b *Backend) locate(ctx context.Context, op string, r *gitcmd.Runner, locat
 	if err != nil {
 		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: err}
 	}
-	if err := checkLocator(op, realAbs, common, lines[1] == "true"); err != nil {
+	top, direct, err := checkLocator(op, realAbs, common, lines[1] == "true")
+	if err != nil {
 		return nil, err
 	}
-	repo := &repo{r: r, common: common, bare: lines[1] == "true"}
-	// A git dir named .git has its working tree around it, whatever
-	// core.bare (which an agent can set from its head) says.
-	if !repo.bare || filepath.Base(common) == ".git" {
-		if repo.main, err = repo.mainWorktree(ctx, abs); err != nil {
-			return nil, err
-		}
-		if err := checkNotAHead(op, repo.main); err != nil {
-			return nil, err
-		}
+	repo := &repo{r: r, common: common, main: b.anchors().mainOf(common, top, direct)}
+	if err := checkNotAHead(op, repo.main); err != nil {
+		return nil, err
 	}
 	// A shape grove does not drive is refused before grove manages the
 	// repository. Once it has heads there, the same settings can only have
@@ -393,12 +407,7 @@ func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backen
 	case mf.Clone != p.Clone:
 		return nil, nil, fail(backend.NotFound, backend.ReasonMoved, "the head lives in another clone of the workspace (%s) than this one's copy of it (%s): relocate it", p.Clone, mf.Clone)
 	}
-	rp := &repo{r: r, common: p.Repo}
-	if filepath.Base(p.Repo) == ".git" {
-		rp.main = filepath.Dir(p.Repo)
-	} else {
-		rp.bare = true
-	}
+	rp := &repo{r: r, common: p.Repo, main: b.anchors().mainOf(p.Repo, "", false)}
 	// Forks from a resumed head land beside it (an attached head's, in the
 	// default heads directory).
 	w := &workspace{b: b, repo: rp, meta: m, id: id, headsDir: filepath.Dir(mf.Dir)}
@@ -459,28 +468,34 @@ func within(path, dir string) bool {
 // .git directory must be the repository's own; and a .git file is
 // followed only to one of the repository's worktree entries,
 // common/worktrees/<id>, whose gitdir file names this .git file back, or
-// to the git dir of a repository that is not bare (a submodule's or a
-// separate git dir's), never to one inside the checkout.
-func checkLocator(op, dir, common string, bare bool) error {
+// to the git dir of a repository that is not bare (a separate git dir's),
+// never to one inside the checkout, inside another git dir, or to another
+// checkout's .git directory. (A head grove recorded is never located this
+// way: see anchors.)
+//
+// It returns the checkout git found (top, "" when dir is inside the git
+// dir) and whether its .git names the repository directly (its .git
+// directory, or a .git file naming the common dir: a main checkout).
+func checkLocator(op, dir, common string, bare bool) (top string, direct bool, err error) {
 	refuse := func(path, format string, args ...any) error {
 		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: path,
 			Err: fmt.Errorf("%s; open the repository from its main checkout instead", fmt.Sprintf(format, args...))}
 	}
 	place := common // where the repository is: a bare one, or one found from inside its git dir
 	if !within(dir, common) {
-		top := dir
+		top = dir
 		for {
 			if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
 				break
 			}
 			parent := filepath.Dir(top)
 			if parent == top {
-				return refuse(dir, "git found the repository %s with no .git on the way", common)
+				return "", false, refuse(dir, "git found the repository %s with no .git on the way", common)
 			}
 			top = parent
 		}
-		if err := checkDotGit(refuse, top, common, bare); err != nil {
-			return err
+		if direct, err = checkDotGit(refuse, top, common, bare); err != nil {
+			return "", false, err
 		}
 		place = top
 	} else if filepath.Base(common) == ".git" {
@@ -488,66 +503,90 @@ func checkLocator(op, dir, common string, bare bool) error {
 	}
 	for up := filepath.Dir(place); ; up = filepath.Dir(up) {
 		if fi, err := os.Lstat(filepath.Join(up, ".git")); err == nil && !fi.IsDir() {
-			return refuse(place, "the repository lies inside the linked worktree %s", up)
+			return "", false, refuse(place, "the repository lies inside the linked worktree %s", up)
 		}
 		if filepath.Dir(up) == up {
-			return nil
+			return top, direct, nil
 		}
 	}
 }
 
 // checkDotGit checks the .git that led git from the checkout top to the
-// repository common, as checkLocator says.
-func checkDotGit(refuse func(path, format string, args ...any) error, top, common string, bare bool) error {
+// repository common, as checkLocator says, and reports whether it names
+// the repository directly. A .git file naming the .git directory of
+// another checkout, or a git dir inside another repository's, is no
+// layout git makes (an agent's, pointing its head at a repository of its
+// making).
+func checkDotGit(refuse func(path, format string, args ...any) error, top, common string, bare bool) (bool, error) {
 	dotGit := filepath.Join(top, ".git")
 	if within(common, top) && dotGit != common {
-		return refuse(dotGit, "the repository it leads to, %s, lies inside the checkout", common)
+		return false, refuse(dotGit, "the repository it leads to, %s, lies inside the checkout", common)
 	}
 	fi, err := os.Lstat(dotGit)
 	switch {
 	case err != nil:
-		return refuse(dotGit, "%v", err)
+		return false, refuse(dotGit, "%v", err)
 	case fi.IsDir():
 		if real, err := filepath.EvalSymlinks(dotGit); err != nil || real != common {
-			return refuse(dotGit, "the .git directory is not the repository git found (%s)", common)
+			return false, refuse(dotGit, "the .git directory is not the repository git found (%s)", common)
 		}
-		return nil
+		return true, nil
 	case !fi.Mode().IsRegular():
-		return refuse(dotGit, "the .git file is not a regular file")
+		return false, refuse(dotGit, "the .git file is not a regular file")
 	}
 	data, err := os.ReadFile(dotGit)
 	if err != nil {
-		return refuse(dotGit, "%v", err)
+		return false, refuse(dotGit, "%v", err)
 	}
 	target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
 	if !ok {
-		return refuse(dotGit, "the .git file names no gitdir")
+		return false, refuse(dotGit, "the .git file names no gitdir")
 	}
 	if !filepath.IsAbs(target) {
 		target = filepath.Join(top, target)
 	}
 	gitDir, err := filepath.EvalSymlinks(target)
 	if err != nil {
-		return refuse(dotGit, "%v", err)
+		return false, refuse(dotGit, "%v", err)
 	}
 	if gitDir == common {
-		if bare {
-			return refuse(dotGit, "it names the bare repository %s: a checkout's .git names a repository with a working tree", common)
+		switch {
+		case bare:
+			return false, refuse(dotGit, "it names the bare repository %s: a checkout's .git names a repository with a working tree", common)
+		case filepath.Base(common) == ".git":
+			return false, refuse(dotGit, "it names %s, the .git directory of another checkout", common)
 		}
-		return nil
+		if outer := enclosingGitDir(common); outer != "" {
+			return false, refuse(dotGit, "it names %s, which lies inside the git dir %s", common, outer)
+		}
+		return true, nil
 	}
 	if filepath.Dir(gitDir) != filepath.Join(common, "worktrees") {
-		return refuse(dotGit, "it names %s, which is neither the repository's git dir nor one of its worktrees", gitDir)
+		return false, refuse(dotGit, "it names %s, which is neither the repository's git dir nor one of its worktrees", gitDir)
 	}
 	back, err := os.ReadFile(filepath.Join(gitDir, "gitdir"))
 	if err != nil {
-		return refuse(dotGit, "the worktree entry %s names no checkout back", gitDir)
+		return false, refuse(dotGit, "the worktree entry %s names no checkout back", gitDir)
 	}
 	backPath, err := filepath.EvalSymlinks(strings.TrimSpace(string(back)))
 	if err != nil || backPath != dotGit {
-		return refuse(dotGit, "the worktree entry %s belongs to another checkout", gitDir)
+		return false, refuse(dotGit, "the worktree entry %s belongs to another checkout", gitDir)
 	}
-	return nil
+	return false, nil
+}
+
+// enclosingGitDir returns the git dir (a directory holding HEAD, objects
+// and refs) that holds dir, or "".
+func enclosingGitDir(dir string) string {
+	for up := filepath.Dir(dir); filepath.Dir(up) != up; up = filepath.Dir(up) {
+		head, herr := os.Lstat(filepath.Join(up, "HEAD"))
+		objs, oerr := os.Lstat(filepath.Join(up, "objects"))
+		refs, rerr := os.Lstat(filepath.Join(up, "refs"))
+		if herr == nil && oerr == nil && rerr == nil && head.Mode().IsRegular() && objs.IsDir() && refs.IsDir() {
+			return up
+		}
+	}
+	return ""
 }
 
 // checkNotAHead refuses a repository whose main worktree is the directory

@@ -41,6 +41,11 @@ func (w *workspace) newHead(mf *manifest, bl *lock.Lock) (*head, error) {
 		}
 		return nil, &backend.Error{Code: backend.NotFound, Op: "gitbackend: open head", Head: mf.Name, Reason: backend.ReasonMissing, Err: err}
 	}
+	if !mf.Attached {
+		// Best effort: without the record, a grove command run in the head
+		// checks the head's .git as checkLocator says.
+		_ = w.b.anchors().setHead(mf.Dir, w.repo.common)
+	}
 	p, _ := json.Marshal(payload{Repo: w.repo.common, Dir: mf.Dir, Name: mf.Name, Branch: mf.Branch, Clone: mf.Clone})
 	return &head{
 		w: w, fs: fsys, mf: *mf, bind: bl,
@@ -593,9 +598,10 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 	if trashed != "" {
 		h.w.b.trash.delete(trashed)
 	}
-	// A sandbox's private git dir goes with the head: its commits were
-	// brought in by the final checkpoint.
+	// A sandbox's private git dir goes with the head (its commits were
+	// brought in by the final checkpoint), and so does its anchor.
 	_ = os.RemoveAll(h.w.sealOf(mf.ID).dir)
+	h.w.b.anchors().drop(mf.Dir)
 	h.mu.Lock()
 	h.mf.State = backend.StateDestroyed
 	h.mu.Unlock()

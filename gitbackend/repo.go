@@ -30,8 +30,7 @@ import (
 type repo struct {
 	r      *gitcmd.Runner
 	common string // the common git dir, canonical
-	main   string // the main worktree, "" for a bare repository
-	bare   bool
+	main   string // the main worktree, "" where there is none or it is not known (see anchors.mainOf)
 
 	refsOnce sync.Once
 	fileRefs bool // refs are files (see filesRefs)
@@ -99,28 +98,6 @@ func (rp *repo) resolve(ctx context.Context, op string, rev backend.Rev) (string
 		return "", &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Rev: rev, Err: errors.New("does not name a commit")}
 	}
 	return out, nil
-}
-
-// mainWorktree returns the repository's main working tree: the parent of
-// a common dir named .git; for a git dir kept elsewhere (git init
-// --separate-git-dir), the top level of dir when dir is in the main
-// worktree. Otherwise it is unknown (""): git itself does not record it.
-func (rp *repo) mainWorktree(ctx context.Context, dir string) (string, error) {
-	if filepath.Base(rp.common) == ".git" {
-		return filepath.Dir(rp.common), nil
-	}
-	out, err := rp.run(ctx, gitcmd.Cmd{Dir: dir, Discover: true, Args: []string{"rev-parse", "--path-format=absolute", "--git-dir", "--show-toplevel"}})
-	if err != nil {
-		return "", nil // inside the git dir itself
-	}
-	gitDir, top, _ := strings.Cut(out, "\n")
-	if real, err := filepath.EvalSymlinks(gitDir); err != nil || real != rp.common {
-		return "", nil // a linked worktree
-	}
-	if real, err := filepath.EvalSymlinks(top); err == nil {
-		top = real
-	}
-	return top, nil
 }
 
 // refExists reports whether the ref name exists, without a process: its

@@ -308,7 +308,15 @@ func (a *app) backend() *gitbackend.Backend {
 	if a.gb == nil {
 		// A command waits for its pushes before it exits: two tries, so
 		// that an unreachable remote costs seconds, not minutes.
-		a.gb = gitbackend.New(gitbackend.Options{PushAttempts: 2})
+		// Where each head's repository and each repository's main
+		// checkout are recorded, out of every agent's reach: a grove
+		// command run in a head opens the head's repository, never what
+		// its .git file names now.
+		anchors := ""
+		if home, err := groveHome(); err == nil {
+			anchors = filepath.Join(home, "anchors")
+		}
+		a.gb = gitbackend.New(gitbackend.Options{PushAttempts: 2, Anchors: anchors})
 	}
 	return a.gb
 }
