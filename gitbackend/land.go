@@ -3,7 +3,9 @@ package gitbackend
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -422,10 +424,11 @@ func (h *head) moveCheckedOut(ctx context.Context, op, branch, old, next string)
 	} else if out != "" {
 		return "", refuse("has uncommitted changes")
 	}
-	if p, err := h.inTheWay(ctx, dir, old, next); err != nil {
+	if p, why, err := h.inTheWay(ctx, c, dir, old, next); err != nil {
 		return "", err
 	} else if p != "" {
-		return "", refuse("holds %s, which git does not track there and the land would overwrite", p)
+		return "", &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: " + op, Head: h.name(), Path: p,
+			Err: fmt.Errorf("branch %q is checked out at %s, where %s %s, and the land would overwrite or delete it; land onto a new branch (Branch) instead, or clean it", branch, dir, p, why)}
 	}
 	c.NoOptionalLocks = false
 	rl, err := h.w.lockRepo(ctx, op)
@@ -456,40 +459,114 @@ func (h *head) moveCheckedOut(ctx context.Context, op, branch, old, next string)
 	return dir, nil
 }
 
-// inTheWay returns a path of the worktree at dir that moving from old to
-// next would overwrite although old does not track it (an untracked or
-// ignored file, or a file, symlink or other non-directory where the move
-// needs a directory), or "".
-func (h *head) inTheWay(ctx context.Context, dir, old, next string) (string, error) {
-	out, err := h.w.repo.git(ctx, "diff-tree", "-r", "-z", "--no-renames", "--name-status", old, next)
+// inTheWay returns a path of the worktree at dir (whose git command is c)
+// that moving from old to next would lose, and why: a path next adds
+// where something is already (untracked or ignored), a non-directory
+// where next needs a directory, or a path next deletes or changes whose
+// file is not old's — by content and mode, read from the file itself,
+// never from the index's stat data, which an agent can forge to make a
+// user's file look like old's.
+func (h *head) inTheWay(ctx context.Context, c gitcmd.Cmd, dir, old, next string) (path, why string, err error) {
+	out, err := h.w.repo.git(ctx, "diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev", old, next)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	f := strings.Split(out, "\x00")
-	tracked := map[string]bool{}
+	type want struct{ path, mode, blob string }
 	var added []string
+	var kept []want // paths old has that the move rewrites or deletes
+	tracked := map[string]bool{}
+	f := strings.Split(out, "\x00")
 	for i := 0; i+1 < len(f); i += 2 {
-		status, p := f[i], f[i+1]
-		if status == "A" {
-			added = append(added, p)
-		} else {
-			tracked[p] = true
+		meta, p := strings.Fields(strings.TrimPrefix(f[i], ":")), f[i+1]
+		if len(meta) != 5 {
+			return "", "", fmt.Errorf("unexpected diff-tree record %q", f[i])
 		}
+		if meta[4] == "A" {
+			added = append(added, p)
+			continue
+		}
+		tracked[p] = true
+		kept = append(kept, want{p, meta[0], meta[2]})
 	}
 	for _, p := range added {
 		// Through a parent that is a symlink, Lstat may find something
 		// that is not there: refusing then errs on the safe side.
 		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p))); err == nil {
-			return p, nil
+			return p, "is a file git does not track", nil
 		}
 		for d := filepath.Dir(filepath.FromSlash(p)); d != "."; d = filepath.Dir(d) {
 			fi, err := os.Lstat(filepath.Join(dir, d))
 			if err == nil && !fi.IsDir() && !tracked[filepath.ToSlash(d)] {
-				return filepath.ToSlash(d), nil
+				return filepath.ToSlash(d), "is not a directory", nil
 			}
 		}
 	}
-	return "", nil
+	var files []want
+	for _, w := range kept {
+		full := filepath.Join(dir, filepath.FromSlash(w.path))
+		for d := filepath.Dir(w.path); d != "."; d = filepath.Dir(d) {
+			if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(d))); err == nil && !fi.IsDir() {
+				return w.path, "lies below " + d + ", which is no longer a directory", nil
+			}
+		}
+		fi, err := os.Lstat(full)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // deleted: nothing there to lose
+		case err != nil:
+			return w.path, "cannot be read (" + err.Error() + ")", nil
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(full)
+			if err != nil || w.mode != "120000" {
+				return w.path, "is a symlink where the branch has a file", nil
+			}
+			id, err := h.w.repo.hashBlob(ctx, []byte(target))
+			if err != nil {
+				return "", "", err
+			}
+			if id != w.blob {
+				return w.path, "links elsewhere than the branch says", nil
+			}
+		case fi.Mode().IsRegular():
+			exec := fi.Mode()&0o100 != 0
+			if w.mode != "100644" && w.mode != "100755" || exec != (w.mode == "100755") {
+				return w.path, "is not the branch's kind of file (its mode changed)", nil
+			}
+			files = append(files, w)
+		default:
+			return w.path, "is not a regular file", nil
+		}
+	}
+	if len(files) == 0 {
+		return "", "", nil
+	}
+	// git hashes them as git add would (the tree's attributes applied).
+	var paths strings.Builder
+	for _, w := range files {
+		paths.WriteString(w.path + "\n")
+	}
+	c.Args = []string{"hash-object", "--stdin-paths"}
+	c.Stdin = strings.NewReader(paths.String())
+	c.NoOptionalLocks = true
+	hashes, err := h.w.repo.run(ctx, c)
+	if err != nil {
+		return "", "", err
+	}
+	ids := strings.Split(hashes, "\n")
+	if len(ids) != len(files) {
+		return "", "", fmt.Errorf("git hash-object answered %d hashes for %d files", len(ids), len(files))
+	}
+	for i, w := range files {
+		if ids[i] != w.blob {
+			return w.path, "has changes of its own (by content)", nil
+		}
+	}
+	return "", "", nil
+}
+
+// hashBlob returns the ID git gives a blob of data in this repository.
+func (rp *repo) hashBlob(ctx context.Context, data []byte) (string, error) {
+	return rp.run(ctx, gitcmd.Cmd{Stdin: bytes.NewReader(data), Args: []string{"hash-object", "--stdin"}})
 }
 
 // Patch implements backend.Lander with git format-patch (prefixes, diff

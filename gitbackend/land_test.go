@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -255,4 +256,53 @@ func TestLandOnAnOlderGitNamesTheVersion(t *testing.T) {
 	assert.Contains(t, err.Error(), "2.37.1")
 	assert.Contains(t, err.Error(), "2.38")
 	assert.Equal(t, before, f.git(f.repo, "rev-parse", "main"))
+}
+
+// An agent without a sandbox moved main to a commit that tracks the user's
+// untracked notes.txt and rewrote the main checkout's index so that the
+// file looks clean by stat, then committed its deletion in its head: the
+// user's grove land deleted notes.txt for good. Land now checks every file
+// it would delete or overwrite by content.
+func TestLandNeverDeletesAUsersFileTheIndexLiesAbout(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	notes := filepath.Join(f.repo, "notes.txt")
+	user := "the user's precious notes\n"
+	agent := strings.Repeat("x", len(user)-1) + "\n" // as long: the size matches
+	require.NoError(t, os.WriteFile(notes, []byte(user), 0o644))
+
+	// The agent's commit on main, tracking notes.txt with its content.
+	s := f.scratch("main")
+	require.NoError(t, os.WriteFile(filepath.Join(s, "notes.txt"), []byte(agent), 0o644))
+	f.byHand(s, "add", "notes.txt")
+	f.byHand(s, "commit", "-qm", "track notes")
+	c := f.git(s, "rev-parse", "HEAD")
+	f.git(f.repo, "update-ref", "refs/heads/main", c)
+	// The index's stat data for notes.txt, taken while the file held the
+	// agent's content; then the user's content is back, with that time
+	// (and git told not to trust change times).
+	past := time.Now().Add(-time.Hour) // older than the index: not racily clean
+	require.NoError(t, os.WriteFile(notes, []byte(agent), 0o644))
+	require.NoError(t, os.Chtimes(notes, past, past))
+	f.git(f.repo, "read-tree", c)
+	f.git(f.repo, "update-index", "--refresh")
+	require.NoError(t, os.WriteFile(notes, []byte(user), 0o644))
+	require.NoError(t, os.Chtimes(notes, past, past))
+	f.git(f.repo, "config", "core.trustctime", "false")
+	require.Empty(t, f.git(f.repo, "status", "--porcelain", "--untracked-files=no"), "the forged index looks clean")
+
+	// Its head takes that commit in, and deletes the file.
+	root := h.Info().Root
+	f.byHand(root, "merge", "-q", "--ff-only", c)
+	f.byHand(root, "rm", "-q", "notes.txt")
+	f.byHand(root, "commit", "-qm", "delete notes")
+
+	_, err := h.Land(f.ctx, nil)
+	require.Error(t, err)
+	assert.Equal(t, workspace.FailedPrecondition, workspace.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), "notes.txt")
+	data, rerr := os.ReadFile(notes)
+	require.NoError(t, rerr, "the user's file is gone")
+	assert.Equal(t, user, string(data))
+	assert.Equal(t, c, f.git(f.repo, "rev-parse", "main"), "main moved")
 }
