@@ -1,6 +1,7 @@
 package gitbackend_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -375,4 +376,32 @@ func diskFiles(t *testing.T, root string) map[string]string {
 	})
 	require.NoError(t, err)
 	return out
+}
+
+// A create killed while git wrote a file leaves that file cut short: the
+// next open takes the interrupted head away (the file's content is the
+// start of its commit's, nothing of anyone's), but never one whose file
+// holds anything else.
+func TestARecoveredCreateTakesAFileCutShortButNoOther(t *testing.T) {
+	for name, content := range map[string]string{"cut short": "pack", "changed": "someone's edit\n"} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			h := f.head("agent")
+			root, id := h.Info().Root, h.Info().ID
+			require.NoError(t, h.Close())
+			require.NoError(t, os.WriteFile(filepath.Join(root, "src", "main.go"), []byte(content), 0o644))
+			mfPath := filepath.Join(f.repo, ".git", "grove", "heads", string(id)+".json")
+			data, err := os.ReadFile(mfPath)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(mfPath, bytes.Replace(data, []byte(`"state":`), []byte(`"creating":true,"state":`), 1), 0o644))
+
+			f.open() // recovers the interrupted create
+			if name == "cut short" {
+				assert.NoDirExists(t, root)
+				assertNothingLeft(t, f, "agent")
+			} else {
+				assert.FileExists(t, filepath.Join(root, "src", "main.go"), "a changed file was deleted")
+			}
+		})
+	}
 }

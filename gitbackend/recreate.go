@@ -1,13 +1,16 @@
 package gitbackend
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/groveworks/grove/backend"
@@ -193,9 +196,10 @@ func (w *workspace) vouchedDir(mf *manifest) bool {
 // made: it lies in the heads directory (vouchedDir), no other head claims
 // it, and it is absent, empty, or a worktree of this repository whose
 // files all match its commit (compared through a temporary index read
-// from that commit: a file written half-way, a file of anyone's, an
-// untracked file a setup made, all make it not a leftover). Ignored files
-// do not count: no checkpoint would hold them.
+// from that commit: a file of anyone's, an untracked file a setup made,
+// make it not a leftover; a file cut short by a killed checkout, whose
+// content is the start of its commit's, does not). Ignored files do not
+// count: no checkpoint would hold them.
 func (w *workspace) leftover(ctx context.Context, mf *manifest) error {
 	if !w.vouchedDir(mf) {
 		return fmt.Errorf("%s lies outside the heads directory", mf.Dir)
@@ -242,10 +246,36 @@ func (w *workspace) leftover(ctx context.Context, mf *manifest) error {
 	if err != nil {
 		return err
 	}
+	var partial []string
 	for _, rec := range strings.Split(out, "\x00") {
-		if len(rec) >= 2 && rec[:2] != " D" {
+		switch {
+		case len(rec) < 2 || rec[:2] == " D":
+		case rec[:3] == " M " && len(partial) < maxPartialWrites:
+			partial = append(partial, rec[3:])
+		default:
 			return fmt.Errorf("%s holds %q, which its commit does not", mf.Dir, rec)
+		}
+	}
+	// A checkout killed while it wrote a file leaves the file cut short:
+	// what it holds is the start of its commit's content, nothing more.
+	for _, p := range partial {
+		want, err := w.repo.r.Run(ctx, gitcmd.Cmd{GitDir: admin, CommonDir: w.repo.common, Dir: w.repo.common, Args: []string{"cat-file", "blob", "HEAD:" + p}})
+		if err != nil {
+			return err
+		}
+		f, err := os.OpenFile(filepath.Join(mf.Dir, filepath.FromSlash(p)), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			return fmt.Errorf("%s holds %s, which cannot be read: %v", mf.Dir, p, err)
+		}
+		have, err := io.ReadAll(io.LimitReader(f, int64(len(want))+1))
+		f.Close()
+		if err != nil || !bytes.HasPrefix(want, have) {
+			return fmt.Errorf("%s holds %s, which is not its commit's", mf.Dir, p)
 		}
 	}
 	return nil
 }
+
+// maxPartialWrites bounds the files an interrupted checkout may have left
+// cut short (git writes them one by one, or one per checkout worker).
+const maxPartialWrites = 16

@@ -61,10 +61,10 @@ func (a *app) report(f *failure) {
 		return
 	}
 	if obj.Op == "" {
-		fmt.Fprintf(a.stderr, "grove: %s\n", obj.Message)
+		fmt.Fprintf(a.stderr, "grove: %s\n", printable(obj.Message))
 		return
 	}
-	fmt.Fprintf(a.stderr, "grove: %s: %s\n", obj.Op, obj.Message)
+	fmt.Fprintf(a.stderr, "grove: %s: %s\n", obj.Op, printable(obj.Message))
 }
 
 // describe turns a failure into words and fields. A resume that failed

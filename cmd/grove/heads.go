@@ -340,7 +340,7 @@ listed while it works.`,
 					case h.Dirty != nil:
 						dirty = "no"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, h.Access, h.Branch, h.State, dirty, short(h.LastCheckpoint), h.Dir)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", quote(h.Name), h.Access, quote(h.Branch), h.State, dirty, short(h.LastCheckpoint), quote(h.Dir))
 				}
 				_ = tw.Flush()
 			})
@@ -399,7 +399,7 @@ large, irregular) are named on stderr.`,
 				return a.print(resultOut(&res), func(w io.Writer) {
 					fmt.Fprintln(w, res.ID)
 					for _, s := range res.Skipped {
-						fmt.Fprintf(a.stderr, "grove: checkpoint: skipped %s (%s)\n", quotePath(s.Path), s.Reason)
+						fmt.Fprintf(a.stderr, "grove: checkpoint: skipped %s (%s)\n", quote(s.Path), s.Reason)
 					}
 				})
 			})
@@ -432,7 +432,7 @@ func (a *app) logCmd() *cobra.Command {
 				return a.print(out, func(w io.Writer) {
 					for _, c := range log {
 						subject, _, _ := strings.Cut(c.Message, "\n")
-						fmt.Fprintf(w, "%s %s %s\n", c.ID, c.Time.UTC().Format(time.RFC3339), subject)
+						fmt.Fprintf(w, "%s %s %s\n", c.ID, c.Time.UTC().Format(time.RFC3339), quote(subject))
 					}
 				})
 			})
@@ -540,10 +540,10 @@ unmerged path ("conflict"), and the last checkpoint.`,
 				}
 				return a.print(out, func(w io.Writer) {
 					for _, c := range st.Changes {
-						fmt.Fprintf(w, "%-9s %s\n", c.Kind, quotePath(c.Path))
+						fmt.Fprintf(w, "%-9s %s\n", c.Kind, quote(c.Path))
 					}
 					for _, p := range st.Conflicts {
-						fmt.Fprintf(w, "%-9s %s\n", "conflict", quotePath(p))
+						fmt.Fprintf(w, "%-9s %s\n", "conflict", quote(p))
 					}
 					if st.InProgress != workspace.OpNone && st.InProgress != "" {
 						fmt.Fprintf(w, "in progress: %s\n", st.InProgress)
@@ -679,13 +679,38 @@ must not exist or be empty. DIR is a plain directory, not a head.`,
 	}
 }
 
-// quotePath prints a path an agent named as git does with core.quotePath:
-// quoted, with escapes, when it holds a control character, a quote, a
-// backslash or bytes that are not UTF-8, so that no file name can forge a
-// line of grove's output or reach the terminal as an escape sequence.
-func quotePath(p string) string {
+// quote prints text an agent may have chosen (a path, a head's name, a
+// checkpoint's message) as git prints a path with core.quotePath: quoted,
+// with escapes, when it holds a control character, a quote, a backslash
+// or bytes that are not UTF-8, so that no such text can forge a line of
+// grove's output or reach the terminal as an escape sequence.
+func quote(p string) string {
 	if !utf8.ValidString(p) || strings.ContainsAny(p, "\"\\") || strings.IndexFunc(p, unicode.IsControl) >= 0 {
 		return strconv.Quote(p)
 	}
 	return p
+}
+
+// printable is a message (an error's, which may hold git's words and an
+// agent's paths) with every control character but newline and tab, and
+// every byte that is not UTF-8, escaped.
+func printable(s string) string {
+	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		r, n := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[0])
+		case unicode.IsControl(r) && r != '\n' && r != '\t':
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[:n])
+		}
+		s = s[n:]
+	}
+	return b.String()
 }

@@ -120,7 +120,7 @@ only reported. The exit status is 1 when something is left unfixed.`,
 					case f.FixError != "":
 						detail += " [" + f.FixError + "]"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Kind, head, f.Path, detail)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Kind, quote(head), quote(f.Path), printable(detail))
 				}
 				_ = tw.Flush()
 			})

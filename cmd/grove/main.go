@@ -38,6 +38,7 @@ import (
 )
 
 func main() {
+	hideFromChildren()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -389,7 +389,7 @@ process runs it (it keeps its claim on its head), "closed" after close.`,
 					if agent == "" {
 						agent = "-"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Session, agent, s.Head, s.State, short(s.LastCheckpoint),
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Session, quote(agent), quote(s.Head), s.State, short(s.LastCheckpoint),
 						s.Updated.Local().Format(time.DateTime))
 				}
 				_ = tw.Flush()
