@@ -58,6 +58,11 @@ const (
 	// FindingUncaptured: a head with files no checkpoint holds. Never
 	// "fixed": it is the user's work; checkpoint or discard it.
 	FindingUncaptured FindingKind = "uncaptured-files"
+	// FindingTampered: while a head was watched (Watcher), something of
+	// the repository that makes the user's own git run commands or read
+	// other files (configuration, hooks, info/), or a ref outside grove's
+	// heads, changed. Fixed by putting back what the watch recorded.
+	FindingTampered FindingKind = "tampered"
 )
 
 // Finding is one thing Reconcile found.

@@ -72,3 +72,32 @@ type Sealer interface {
 	// command) and returns what the sandbox mounts.
 	SandboxView(ctx context.Context) (SandboxView, error)
 }
+
+// Watcher is implemented by a driver Head whose backend can tell what an
+// agent without a sandbox changed, while it held the head, in the parts of
+// the repository the user's own tools act on: configuration that names
+// commands (hooks, fsmonitor, aliases, drivers, credential helpers...),
+// the hooks, info/ (what is excluded, what attributes say) and the refs
+// outside grove's heads (the user's branches and tags). The engine watches
+// every session's head; Reconcile reports (FindingTampered) and reverts
+// what a watch that ended saw changed.
+type Watcher interface {
+	// Watch records the repository's watched parts now, as the head's
+	// baseline (replacing an earlier one).
+	Watch(ctx context.Context) error
+	// Tampered lists what differs from the head's baseline; nothing
+	// without one.
+	Tampered(ctx context.Context) ([]Tamper, error)
+	// EndWatch ends the watch and returns what differs: a baseline
+	// nothing differs from is forgotten, one something differs from is
+	// kept for Reconcile to report and revert.
+	EndWatch(ctx context.Context) ([]Tamper, error)
+}
+
+// Tamper is one watched thing that changed.
+type Tamper struct {
+	Kind string `json:"kind"` // "config", "hook", "info" or "ref"
+	Name string `json:"name"` // the key (and its file), the file, or the ref
+	Was  string `json:"was"`  // what the watch recorded ("" for nothing)
+	Now  string `json:"now"`  // what is there now ("" for nothing)
+}

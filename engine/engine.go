@@ -438,7 +438,7 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 	created := s.ownsHead
 	s.ownsHead = false // the head is the durable session's now
 	s.exts = spec.exts
-	s.startLife()
+	s.startLife(ctx)
 	if err := s.buildExtensions(); err != nil {
 		s.abandon(ctx, created)
 		return nil, err
@@ -855,7 +855,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 		return nil, err
 	}
 	s.exts = opts.Extensions
-	s.startLife()
+	s.startLife(ctx)
 	if err := s.buildExtensions(); err != nil {
 		s.abandon(ctx, false)
 		return nil, err

@@ -63,6 +63,8 @@ type Session struct {
 	mu             sync.Mutex
 	turn           bool
 	turns          int
+	watching       bool            // the head's watch is the session's (see startLife)
+	reported       map[string]bool // the watch's changes already journaled
 	closed         bool
 	idle           *time.Timer
 	idleGen        int // which idle timer is current
@@ -78,12 +80,52 @@ func newSession(e *Engine, id, agent, kind string, perm Permission, snap Snapsho
 	return s
 }
 
-// startLife hands the session's head out under its permission; the
-// session is then live.
-func (s *Session) startLife() {
+// startLife hands the session's head out under its permission and starts
+// watching the repository its agent could plant commands in (see
+// workspace.Head.Watch; a backend that cannot watch is not); the session
+// is then live.
+func (s *Session) startLife(ctx context.Context) {
 	s.view = s.head
 	if s.head != nil && s.perm == ReadOnly {
 		s.view = s.head.ReadOnly()
+	}
+	if s.head != nil && s.perm == ReadWrite {
+		s.watching = s.head.Watch(ctx) == nil
+	}
+}
+
+// journalTampering journals, once each, what the head's watch saw change
+// since the session started (EventTampered); ending the watch with it at
+// Close. A watch that cannot be read journals nothing.
+func (s *Session) journalTampering(ctx context.Context, end bool) {
+	if !s.watching {
+		return
+	}
+	var changes []workspace.Tamper
+	var err error
+	if end {
+		changes, err = s.head.EndWatch(ctx)
+	} else {
+		changes, err = s.head.Tampered(ctx)
+	}
+	if err != nil {
+		return
+	}
+	var fresh []workspace.Tamper
+	s.mu.Lock()
+	for _, c := range changes {
+		k := c.Kind + "\x00" + c.Name + "\x00" + c.Now
+		if !s.reported[k] {
+			if s.reported == nil {
+				s.reported = map[string]bool{}
+			}
+			s.reported[k] = true
+			fresh = append(fresh, c)
+		}
+	}
+	s.mu.Unlock()
+	if len(fresh) > 0 {
+		_ = s.e.st.journal(ctx, s.id, EventTampered, map[string]any{"changes": fresh})
 	}
 }
 
@@ -484,6 +526,7 @@ func (s *Session) Turn(ctx context.Context, f func(ctx context.Context) error) e
 		doneMsg["error"] = ferr.Error()
 	}
 	jctx, cancel := detached(tctx)
+	s.journalTampering(jctx, false)
 	err = s.e.st.journal(jctx, s.id, EventTurnDone, doneMsg)
 	cancel()
 	if err != nil {
@@ -620,6 +663,7 @@ func (s *Session) finish(op string, detach bool) error {
 	s.wg.Wait()
 	ctx, cancel := detached(context.Background())
 	defer cancel()
+	s.journalTampering(ctx, !detach) // a detached session's watch goes on
 	var err error
 	if detach {
 		err = s.e.st.journal(ctx, s.id, EventDetached, nil)
@@ -752,6 +796,11 @@ const (
 	EventTurnStarted EventKind = "turn-started"
 	// EventTurnDone: a turn ended. {turn, error: why it failed, if it did}.
 	EventTurnDone EventKind = "turn-done"
+	// EventTampered: the head's watch saw something of the repository
+	// change that the user's own git acts on (workspace.Head.Watch); the
+	// payload lists the changes ({"changes": [{kind, name, was, now}]}).
+	// grove doctor reports and reverts them.
+	EventTampered EventKind = "tampered"
 	// EventClosed: the session was closed; its claim is released. {}.
 	EventClosed EventKind = "closed"
 	// EventDetached: the session was left open for another process to

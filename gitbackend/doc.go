@@ -106,8 +106,9 @@
 //
 //   - A new head (create, fork, Recreate) gets copies of the ignored files
 //     the main checkout's .worktreeinclude names (gitignore syntax; read
-//     from the main checkout, never from a head; files git ignores there
-//     only, cloned with FICLONE where the file system can, symlinks copied
+//     from the main checkout, never from a head; files the main checkout's
+//     own .gitignore files ignore only, never what info/exclude or a
+//     configured excludes file says, cloned with FICLONE where the file system can, symlinks copied
 //     as symlinks, through os.Root on both sides), then OpenOptions.Setup
 //     runs in it. Until both end the manifest says Creating, so a failure
 //     or a crash is undone as any failed create is: no branch, directory,
@@ -196,17 +197,22 @@
 //     from tombstones (entries named <head-id>.<nanoseconds> that are
 //     real directories), never from a list an agent could write. Commands on the
 //     repository itself run as in a bare repository. OpenWorkspace with a
-//     locator inside a head (a program run there) reaches the real
-//     repository or fails with FailedPrecondition: a repository found
-//     inside a linked worktree (a nested or bare one an agent made) is
-//     refused; a .git file is followed only to one of the repository's
-//     worktree entries that names the .git file back, or to the git dir of
-//     a repository with a working tree outside the checkout; and a head in
-//     a default heads directory (<repo>.grove/) whose .git was replaced by
-//     a repository is recognized as the head it is (a head placed
-//     elsewhere with HeadSpec.Dir is not: open its workspace from the main
-//     checkout). A git dir named .git has its working tree around it
-//     whatever core.bare says, so an agent setting it moves nothing.
+//     locator inside a head (a program run there) opens the head's
+//     repository as grove recorded it (Options.Anchors: records outside
+//     every repository), whatever the head's .git says now; without a
+//     record it reaches the real repository or fails with
+//     FailedPrecondition: a repository found inside a linked worktree (a
+//     nested or bare one an agent made) is refused; a .git file is
+//     followed only to one of the repository's worktree entries that names
+//     the .git file back, or to the git dir of a repository with a working
+//     tree outside the checkout (never another checkout's .git directory,
+//     nor a git dir inside another git dir); and a head in a default heads
+//     directory (<repo>.grove/) whose .git was replaced by a repository is
+//     recognized as the head it is. The main checkout (where the project
+//     file and .worktreeinclude are read) is never asked of git, which
+//     honours core.worktree and core.bare: it is the directory around a
+//     git dir named .git, or the one recorded, or the checkout the
+//     workspace was opened from whose .git names the git dir directly.
 //   - Commands git would run. Hooks, fsmonitor, pagers, editors, askpass,
 //     credential helpers, ssh, signing and signature verification,
 //     external diffs and textconv are turned off on every command; every
@@ -297,6 +303,31 @@
 // agent can write: one swapped for a symlink while git writes into it is
 // followed by git (grove's own undo never follows it).
 //
+// # Sealed heads
+//
+// Where the workspace has a sandbox (OpenOptions.Sandbox), a head shows
+// itself to it as a Sealer: git in the sandbox works on a private git dir
+// of the head's (grove/sealed/<head-id>/git: its own HEAD, config, refs,
+// index, stash; objects borrowed from the repository's read-only through
+// alternates), mounted where the head's .git file points; the .git file is
+// read-only there, and nothing else of the repository is shown. Before
+// each sandboxed command and each checkpoint, the commits the sandbox
+// added to the head's branch are brought in (sealImport: the private
+// objects copied out as regular files through os.Root, packed by git, and
+// indexed by git index-pack --strict; the branch moved by compare-and-swap
+// from the commit the sandbox was given), and the private dir is given
+// what grove did since (sealSync: the branch's commit, the head's index,
+// copies of the other branches and tags, info/exclude). Setup and
+// Teardown run there too. See docs/SECURITY.md.
+//
+// A head can also be watched (backend.Watcher; the engine watches every
+// session's head): the configuration that names commands, the hooks,
+// info/ and the refs outside grove's heads are recorded
+// (grove/watch/<head-id>.json), changes are listed, and Reconcile reports
+// them (FindingTampered) and puts them back. A push carries a head's
+// branch only as grove left it (a checkpoint, a restore, an import, its
+// base).
+//
 // # Other tools maintaining the repository
 //
 // Editors fetch, git maintenance and cron jobs run gc and repack, people
@@ -328,8 +359,8 @@
 // # Departures and limits
 //
 //   - Heads default to <parent of the main worktree>/<repository>.grove/<name>
-//     (<git dir>.grove for a bare repository, or one whose main worktree git
-//     does not record); a heads directory or head directory inside the main
+//     (<git dir>.grove for a bare repository, or one whose main worktree is
+//     not known); a heads directory or head directory inside the main
 //     worktree is InvalidArgument. A workspace returned by Reopen creates new
 //     heads (forks) beside the reopened head.
 //   - Irregular files (FIFOs, sockets, devices) are listed as skipped only

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/groveworks/grove/backend"
@@ -69,6 +70,7 @@ func (w *workspace) Reconcile(ctx context.Context, opts *backend.ReconcileOption
 	r.registrations(owned)
 	r.strays(all)
 	r.deadHolders(all)
+	r.watches(all)
 	if err := ctx.Err(); err != nil {
 		return r.rep, backend.ContextError(ctx, op)
 	}
@@ -419,4 +421,41 @@ func (w *workspace) relink(mf *manifest, admin string) error {
 	}
 	mf.Admin = admin
 	return w.meta.writeManifest(mf)
+}
+
+// watches reports what each head's watch saw change (FindingTampered),
+// one finding per change; fixing puts all of a head's back at once, and
+// forgets a baseline whose watch ended. A watch that saw nothing is left
+// alone.
+func (r *reconciler) watches(all []*manifest) {
+	names := map[backend.HeadID]string{}
+	for _, mf := range all {
+		names[mf.ID] = mf.Name
+	}
+	files, _ := filepath.Glob(filepath.Join(filepath.Dir(r.w.meta.watchFile("x")), "*.json"))
+	for _, p := range files {
+		id := backend.HeadID(strings.TrimSuffix(filepath.Base(p), ".json"))
+		rec, err := r.w.meta.readWatch(id)
+		if err != nil {
+			continue
+		}
+		changes, err := r.w.tampered(r.ctx, id)
+		if err != nil || len(changes) == 0 {
+			continue
+		}
+		var once sync.Once
+		var ferr error
+		revert := func() error {
+			once.Do(func() {
+				if ferr = r.w.revertWatched(r.ctx, rec); ferr == nil && rec.Ended {
+					ferr = os.Remove(p) // the watch ended: nothing is left to watch
+				}
+			})
+			return ferr
+		}
+		for _, c := range changes {
+			r.add(backend.Finding{Kind: backend.FindingTampered, Head: names[id], HeadID: id, Path: c.Kind + " " + c.Name,
+				Detail: fmt.Sprintf("changed while head %q was watched: was %q, now %q", names[id], c.Was, c.Now)}, revert)
+		}
+	}
 }

@@ -686,9 +686,10 @@ func (w *workspace) pushOnce(ctx context.Context, mf manifest) (retry bool, err 
 	if err != nil {
 		return true, err
 	}
-	var tip string
+	var tip, newest string
 	var specs []string
-	seq := rec.Seq
+	seq, newestSeq := rec.Seq, -1
+	grove := map[string]bool{string(mf.Base): true} // what grove put on the branch
 	for _, line := range strings.Split(out, "\n") {
 		name, oid, ok := strings.Cut(line, " ")
 		if !ok {
@@ -699,11 +700,29 @@ func (w *workspace) pushOnce(ctx context.Context, mf manifest) (retry bool, err 
 			continue
 		}
 		n, err := strconv.Atoi(strings.TrimPrefix(name, refPrefix(mf.ID)))
-		if err != nil || name != refName(mf.ID, n) || n <= rec.Seq {
+		if err != nil || name != refName(mf.ID, n) {
+			continue
+		}
+		grove[oid] = true
+		if n > newestSeq {
+			newest, newestSeq = oid, n
+		}
+		if n <= rec.Seq {
 			continue
 		}
 		specs = append(specs, oid+":"+name)
 		seq = max(seq, n)
+	}
+	// The branch travels only as grove left it (a checkpoint, a restore,
+	// its base): a branch moved by git outside grove — another head's agent
+	// without a sandbox, say — is not replicated; the head's newest
+	// checkpoint goes instead.
+	if tip != "" && !grove[tip] {
+		if targets, err := w.meta.restoreTargets(mf.ID); err == nil && targets[tip] {
+			grove[tip] = true
+		} else {
+			tip = newest
+		}
 	}
 	if tip != "" && tip != rec.Commit {
 		specs = append(specs, "+"+tip+":"+remoteHead(mf.ID))

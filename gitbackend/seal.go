@@ -220,6 +220,11 @@ func (h *head) sealImport(ctx context.Context, mf manifest) error {
 		return nil // the branch moved meanwhile: the sandbox's commits are no longer the head's
 	}
 	rec.commit = tip
+	// The branch is grove's now: retention keeps the commit, and a push
+	// carries it (see pushOnce), as for a restore target.
+	if err := h.w.meta.pinRestore(mf.ID, tip); err != nil {
+		return err
+	}
 	return s.writeSynced(rec)
 }
 

@@ -68,6 +68,8 @@ type (
 	SandboxKind = backend.SandboxKind
 	// Mount is a host path a sandbox shows: Command.Mounts.
 	Mount = backend.Mount
+	// Tamper is one thing a head's watch saw change: Head.Tampered.
+	Tamper = backend.Tamper
 	// RelocateResult is what Workspace.Relocate did.
 	RelocateResult = backend.RelocateResult
 	// HookError is a failed Hook, with its output.
@@ -173,6 +175,7 @@ const (
 	FindingInterruptedDestroy = backend.FindingInterruptedDestroy
 	FindingStaleLock          = backend.FindingStaleLock
 	FindingUncaptured         = backend.FindingUncaptured
+	FindingTampered           = backend.FindingTampered
 )
 
 // The strategies of Head.Land.

@@ -539,6 +539,7 @@ func (a *app) runTurn(cmd *cobra.Command, name, sessionID string, takeOver bool,
 		if cerr == nil && isTerminal(a.stderr) {
 			fmt.Fprintf(a.stderr, "grove: run: checkpoint %s\n", cp.ID)
 		}
+		a.warnTampered(s.Head())
 		return nil
 	})
 	if err != nil {
@@ -551,4 +552,18 @@ func (a *app) runTurn(cmd *cobra.Command, name, sessionID string, takeOver bool,
 		return &exitStatus{code: status}
 	}
 	return nil
+}
+
+// warnTampered says on stderr what the head's watch saw change in the
+// repository while the session ran (see workspace.Head.Watch): what the
+// user's own git could now run or read. grove doctor --fix puts it back.
+func (a *app) warnTampered(h *workspace.Head) {
+	changes, err := h.Tampered(context.WithoutCancel(a.ctx))
+	if err != nil || len(changes) == 0 {
+		return
+	}
+	fmt.Fprintf(a.stderr, "grove: run: warning: %d thing(s) the user's own git acts on changed in the repository while the command ran (grove doctor --fix puts them back):\n", len(changes))
+	for _, c := range changes {
+		fmt.Fprintf(a.stderr, "grove: run:   %s %s\n", c.Kind, quote(c.Name))
+	}
 }

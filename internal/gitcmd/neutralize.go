@@ -345,3 +345,54 @@ func expandIncludePath(p, dir string) string {
 	}
 	return p
 }
+
+// ConfigEntry is one entry of a configuration file git reads: the file,
+// the key as git normalizes it, and the value.
+type ConfigEntry struct {
+	File, Key, Value string
+}
+
+// ConfigEntries returns every entry of the configuration files git reads
+// for a command in gitDir (with common dir commonDir), and of every file
+// they include, as the neutralizer finds them (see configFiles): what git
+// would read, parsed by git. It fails as a command would on configuration
+// that cannot be neutralized.
+func (r *Runner) ConfigEntries(ctx context.Context, gitDir, commonDir string) ([]ConfigEntry, error) {
+	var out []ConfigEntry
+	seen := map[string]bool{}
+	var visit func(path string, depth int) error
+	visit = func(path string, depth int) error {
+		if depth > maxIncludeDepth {
+			return fmt.Errorf("%w: includes nested deeper than %d at %s", ErrConfigRefused, maxIncludeDepth, path)
+		}
+		if seen[path] {
+			return nil
+		}
+		seen[path] = true
+		entries, err := r.parseFile(ctx, statSig(path))
+		if err != nil {
+			return err
+		}
+		for _, kv := range entries {
+			key, value, _ := strings.Cut(kv, "\n")
+			out = append(out, ConfigEntry{File: path, Key: key, Value: value})
+			if key == "include.path" || strings.HasPrefix(key, "includeif.") && strings.HasSuffix(key, ".path") {
+				if strings.HasPrefix(value, "%(prefix)/") {
+					continue
+				}
+				if p := expandIncludePath(value, filepath.Dir(path)); p != "" {
+					if err := visit(p, depth+1); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	for _, f := range configFiles(gitDir, commonDir) {
+		if err := visit(f, 0); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,446 @@
+package gitbackend
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/regfile"
+)
+
+// A watch (backend.Watcher) records what of the repository an agent
+// without a sandbox could change to act on the user's own git, as a
+// baseline under grove's metadata (grove/watch/<head-id>.json), and tells
+// what changed since:
+//
+//   - config: every entry whose key names a command or redirects git
+//     (commandKey), in every configuration file git reads for the
+//     repository or any of its worktrees, included files too;
+//   - hook: the files of the hooks directory (samples aside);
+//   - info: info/ (exclude, attributes, grafts, sparse-checkout) and
+//     objects/info/alternates;
+//   - ref: the branches, tags, remote-tracking refs, notes, replacements
+//     and stash, but grove's heads' branches (which their own agents
+//     move, and which a push carries only as grove left them); and what
+//     HEAD names.
+//
+// The baseline keeps what it saw whole (values, file contents, object
+// IDs), so that Reconcile can put it back.
+
+// watchEntry is one watched thing as a watch saw it.
+type watchEntry struct {
+	Kind  string   `json:"kind"`
+	Name  string   `json:"name"`
+	File  string   `json:"file,omitempty"`   // config: the file the entry is in
+	Key   string   `json:"key,omitempty"`    // config: the key
+	Value []string `json:"values,omitempty"` // config: its values, in order
+	Data  []byte   `json:"data,omitempty"`   // hook, info: the content
+	Mode  uint32   `json:"mode,omitempty"`   // hook, info: the permission bits
+	Link  string   `json:"link,omitempty"`   // hook, info: a symlink's target
+	OID   string   `json:"oid,omitempty"`    // ref: the object; HEAD: its content
+}
+
+// summary is how a Tamper shows the entry.
+func (e *watchEntry) summary() string {
+	if e == nil {
+		return ""
+	}
+	switch e.Kind {
+	case "config":
+		return strings.Join(e.Value, "\n")
+	case "ref":
+		return e.OID
+	}
+	if e.Link != "" {
+		return "symlink to " + e.Link
+	}
+	sum := sha256.Sum256(e.Data)
+	return fmt.Sprintf("%d bytes, mode %o, sha256 %s", len(e.Data), e.Mode, hex.EncodeToString(sum[:8]))
+}
+
+func (e *watchEntry) equal(o *watchEntry) bool {
+	return e.File == o.File && e.Key == o.Key && slices.Equal(e.Value, o.Value) && string(e.Data) == string(o.Data) &&
+		e.Mode == o.Mode && e.Link == o.Link && e.OID == o.OID
+}
+
+// watchRecord is a baseline.
+type watchRecord struct {
+	Version int                    `json:"version"`
+	Entries map[string]*watchEntry `json:"entries"`
+	// Ended is set by EndWatch on a baseline kept for Reconcile: once
+	// Reconcile has put back what changed, it is forgotten.
+	Ended bool `json:"ended,omitempty"`
+}
+
+func (m meta) watchFile(id backend.HeadID) string {
+	return filepath.Join(m.dir, "watch", string(id)+".json")
+}
+
+// maxWatchedFile bounds a watched file's size: a larger one is recorded by
+// its size alone (and cannot be put back).
+const maxWatchedFile = 1 << 20
+
+// commandKey reports whether a configuration key (as git normalizes it:
+// section and name in lower case) names a command git or a tool run by
+// git would run, or redirects what git reads or where it goes.
+func commandKey(key string) bool {
+	switch key {
+	case "core.hookspath", "core.fsmonitor", "core.pager", "core.editor", "core.sshcommand", "core.askpass",
+		"core.alternaterefscommand", "core.gitproxy", "core.worktree", "core.bare", "core.excludesfile",
+		"core.attributesfile", "core.sparsecheckout", "core.trustctime", "core.checkstat", "core.ignorestat",
+		"credential.helper", "diff.external", "sequence.editor", "gpg.program", "uploadpack.packobjectshook",
+		"web.browser", "extensions.worktreeconfig", "include.path", "init.templatedir", "protocol.allow",
+		"commit.gpgsign", "tag.gpgsign", "status.showuntrackedfiles":
+		return true
+	}
+	first, last := strings.IndexByte(key, '.'), strings.LastIndexByte(key, '.')
+	if first < 0 {
+		return false
+	}
+	section, name := key[:first], key[last+1:]
+	sub := last > first
+	switch section {
+	case "alias", "pager", "filter", "includeif":
+		return true
+	case "diff":
+		return sub && (name == "command" || name == "textconv")
+	case "merge":
+		return sub && name == "driver"
+	case "credential", "gpg":
+		return sub && (name == "helper" || name == "program")
+	case "remote":
+		return sub && (name == "url" || name == "pushurl" || name == "uploadpack" || name == "receivepack" || name == "proxy")
+	case "url":
+		return sub && (name == "insteadof" || name == "pushinsteadof")
+	case "protocol":
+		return sub && name == "allow"
+	case "submodule":
+		return sub && (name == "update" || name == "url")
+	case "difftool", "mergetool", "man":
+		return sub && (name == "cmd" || name == "path")
+	}
+	return false
+}
+
+// watched reads what a watch records of the repository now.
+func (w *workspace) watched(ctx context.Context) (map[string]*watchEntry, error) {
+	out := map[string]*watchEntry{}
+	// Configuration: the common dir's files and every worktree's own.
+	gitDirs := []string{w.repo.common}
+	if ents, err := os.ReadDir(filepath.Join(w.repo.common, "worktrees")); err == nil {
+		for _, e := range ents {
+			if e.IsDir() {
+				gitDirs = append(gitDirs, filepath.Join(w.repo.common, "worktrees", e.Name()))
+			}
+		}
+	}
+	for _, gd := range gitDirs {
+		entries, err := w.repo.r.ConfigEntries(ctx, gd, w.repo.common)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if !commandKey(e.Key) {
+				continue
+			}
+			k := "config " + e.File + " " + e.Key
+			if out[k] == nil {
+				out[k] = &watchEntry{Kind: "config", Name: e.Key + " (" + e.File + ")", File: e.File, Key: e.Key}
+			} else if gd != w.repo.common {
+				continue // a file two git dirs read (the common config) is read once
+			}
+			out[k].Value = append(out[k].Value, e.Value)
+		}
+	}
+	// Hooks and info/.
+	files := func(kind, dir, prefix string, skip func(string) bool) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			if skip(e.Name()) {
+				continue
+			}
+			p := filepath.Join(dir, e.Name())
+			we := &watchEntry{Kind: kind, Name: prefix + e.Name()}
+			fi, err := os.Lstat(p)
+			switch {
+			case err != nil, fi.IsDir():
+				continue
+			case fi.Mode()&fs.ModeSymlink != 0:
+				we.Link, _ = os.Readlink(p)
+			default:
+				we.Mode = uint32(fi.Mode().Perm())
+				if data, err := regfile.Read(p, maxWatchedFile); err == nil {
+					we.Data = data
+				} else {
+					we.Data = []byte("unreadable: " + strconv.FormatInt(fi.Size(), 10) + " bytes")
+				}
+			}
+			out[kind+" "+we.Name] = we
+		}
+	}
+	files("hook", filepath.Join(w.repo.common, "hooks"), "hooks/", func(n string) bool { return strings.HasSuffix(n, ".sample") })
+	files("info", filepath.Join(w.repo.common, "info"), "info/", func(string) bool { return false })
+	files("info", filepath.Join(w.repo.common, "objects", "info"), "objects/info/", func(n string) bool {
+		return n != "alternates" && n != "http-alternates"
+	})
+	// Refs: all but grove's and its heads' branches; what HEAD names.
+	all, err := w.meta.manifests()
+	if err != nil {
+		return nil, err
+	}
+	heads := map[string]bool{}
+	for _, mf := range all {
+		if mf.State != backend.StateDestroyed && !mf.Attached && mf.Branch != "" {
+			heads["refs/heads/"+mf.Branch] = true
+		}
+	}
+	refs, err := w.repo.git(ctx, "for-each-ref", "--format=%(refname) %(objectname)",
+		"refs/heads/", "refs/tags/", "refs/remotes/", "refs/notes/", "refs/replace/", "refs/stash")
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(refs, "\n") {
+		name, oid, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(name, "refs/grove/") || strings.HasPrefix(name, "refs/grove-") || heads[name] {
+			continue
+		}
+		out["ref "+name] = &watchEntry{Kind: "ref", Name: name, OID: oid}
+	}
+	if data, err := regfile.Read(filepath.Join(w.repo.common, "HEAD"), maxSmallFile); err == nil {
+		out["ref HEAD"] = &watchEntry{Kind: "ref", Name: "HEAD", OID: gitLine(data)}
+	}
+	return out, nil
+}
+
+// diffWatched lists what differs between a baseline and now.
+func diffWatched(was, now map[string]*watchEntry) []backend.Tamper {
+	var out []backend.Tamper
+	for _, k := range slices.Sorted(mapKeys(was, now)) {
+		a, b := was[k], now[k]
+		if a != nil && b != nil && a.equal(b) {
+			continue
+		}
+		t := backend.Tamper{Was: a.summary(), Now: b.summary()}
+		if a != nil {
+			t.Kind, t.Name = a.Kind, a.Name
+		} else {
+			t.Kind, t.Name = b.Kind, b.Name
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func mapKeys(ms ...map[string]*watchEntry) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		seen := map[string]bool{}
+		for _, m := range ms {
+			for k := range m {
+				if !seen[k] {
+					seen[k] = true
+					if !yield(k) {
+						return
+					}
+				}
+			}
+		}
+	}
+}
+
+func (m meta) readWatch(id backend.HeadID) (*watchRecord, error) {
+	data, err := regfile.Read(m.watchFile(id), 64<<20)
+	if err != nil {
+		return nil, err
+	}
+	var rec watchRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+var _ backend.Watcher = (*head)(nil)
+
+// Watch implements backend.Watcher.
+func (h *head) Watch(ctx context.Context) error {
+	mf, err := h.enter(ctx, "Watch")
+	if err != nil {
+		return err
+	}
+	now, err := h.w.watched(ctx)
+	if err != nil {
+		return h.wrap("watch", err)
+	}
+	data, err := json.Marshal(watchRecord{Version: 1, Entries: now})
+	if err != nil {
+		return h.wrap("watch", err)
+	}
+	p := h.w.meta.watchFile(mf.ID)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return h.wrap("watch", err)
+	}
+	return h.wrap("watch", writeFileAtomic(p, data))
+}
+
+// Tampered implements backend.Watcher.
+func (h *head) Tampered(ctx context.Context) ([]backend.Tamper, error) {
+	mf, err := h.enter(ctx, "Tampered")
+	if err != nil {
+		return nil, err
+	}
+	return h.w.tampered(ctx, mf.ID)
+}
+
+func (w *workspace) tampered(ctx context.Context, id backend.HeadID) ([]backend.Tamper, error) {
+	rec, err := w.meta.readWatch(id)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &backend.Error{Code: backend.Internal, Op: "gitbackend: tampered", Err: err}
+	}
+	now, err := w.watched(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return diffWatched(rec.Entries, now), nil
+}
+
+// EndWatch implements backend.Watcher.
+func (h *head) EndWatch(ctx context.Context) ([]backend.Tamper, error) {
+	mf, err := h.enter(ctx, "EndWatch")
+	if err != nil {
+		return nil, err
+	}
+	changed, err := h.w.tampered(ctx, mf.ID)
+	if err != nil {
+		return nil, err
+	}
+	p := h.w.meta.watchFile(mf.ID)
+	if len(changed) == 0 {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, h.wrap("end watch", err)
+		}
+		return nil, nil
+	}
+	rec, err := h.w.meta.readWatch(mf.ID)
+	if err != nil {
+		return changed, h.wrap("end watch", err)
+	}
+	rec.Ended = true
+	data, err := json.Marshal(rec)
+	if err == nil {
+		err = writeFileAtomic(p, data)
+	}
+	return changed, h.wrap("end watch", err)
+}
+
+// revertWatched puts back, in the repository, what differs from the
+// baseline rec: configuration entries, files and refs as they were. A
+// watched file the baseline did not hold whole is left as it is.
+func (w *workspace) revertWatched(ctx context.Context, rec *watchRecord) error {
+	now, err := w.watched(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	var refOps []string
+	for _, k := range slices.Sorted(mapKeys(rec.Entries, now)) {
+		was, cur := rec.Entries[k], now[k]
+		if was != nil && cur != nil && was.equal(cur) {
+			continue
+		}
+		e := was
+		if e == nil {
+			e = cur
+		}
+		switch e.Kind {
+		case "config":
+			errs = append(errs, w.revertConfig(ctx, e.File, e.Key, was))
+		case "hook", "info":
+			errs = append(errs, revertFile(filepath.Join(w.repo.common, filepath.FromSlash(e.Name)), was))
+		case "ref":
+			switch {
+			case e.Name == "HEAD":
+				if was != nil {
+					errs = append(errs, writeFileAtomic(filepath.Join(w.repo.common, "HEAD"), []byte(was.OID+"\n")))
+				}
+			case was == nil:
+				refOps = append(refOps, "delete "+e.Name+" "+cur.OID)
+			case cur == nil:
+				refOps = append(refOps, "create "+e.Name+" "+was.OID)
+			default:
+				refOps = append(refOps, "update "+e.Name+" "+was.OID+" "+cur.OID)
+			}
+		}
+	}
+	if len(refOps) > 0 {
+		rl, err := w.lockRepo(ctx, "revert refs")
+		if err != nil {
+			return err
+		}
+		errs = append(errs, w.repo.updateRefs(ctx, refOps))
+		_ = rl.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// revertConfig gives key in file the values the baseline had (none: the
+// key goes), with git config on that file alone.
+func (w *workspace) revertConfig(ctx context.Context, file, key string, was *watchEntry) error {
+	c := gitcmd.Cmd{Args: []string{"config", "--file", file, "--unset-all", key}}
+	if _, err := w.repo.run(ctx, c); err != nil && gitcmd.ExitCode(err) != 5 { // 5: no such key
+		return err
+	}
+	if was == nil {
+		return nil
+	}
+	for _, v := range was.Value {
+		if _, err := w.repo.run(ctx, gitcmd.Cmd{Args: []string{"config", "--file", file, "--add", key, v}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// revertFile puts the file at p back as was recorded it (none: removed).
+// What is there is removed, never written through.
+func revertFile(p string, was *watchEntry) error {
+	if err := os.RemoveAll(p); err != nil {
+		return err
+	}
+	switch {
+	case was == nil:
+		return nil
+	case was.Link != "":
+		return os.Symlink(was.Link, p)
+	case strings.HasPrefix(string(was.Data), "unreadable: "):
+		return fmt.Errorf("%s was not recorded whole: not put back", p)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fs.FileMode(was.Mode))
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(was.Data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(p, fs.FileMode(was.Mode))
+	}
+	return err
+}
