@@ -232,13 +232,14 @@ func TestSetupAndTeardownRunInTheSandbox(t *testing.T) {
 	require.NoError(t, err)
 	setup := &workspace.Hook{Command: `cat "$HOME/secret" > seen 2>&1; env > env.txt; git status --porcelain >> status.txt && echo ok >> status.txt; echo '[core]
 	fsmonitor = touch /tmp/pwned' >> ` + config + `; true`}
+	// The teardown succeeds only where it cannot read the secret.
+	teardown := &workspace.Hook{Command: `! cat "$HOME/secret"`}
 	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, &workspace.OpenOptions{
-		Setup: setup, Sandbox: &workspace.Sandbox{Kind: workspace.SandboxBwrap}})
+		Setup: setup, Teardown: teardown, Sandbox: &workspace.Sandbox{Kind: workspace.SandboxBwrap}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
 	h, err := ws.NewHead("agent").Create(f.ctx)
 	require.NoError(t, err)
-	defer h.Close()
 	root := h.Info().Root
 	seen, _ := os.ReadFile(filepath.Join(root, "seen"))
 	assert.NotContains(t, string(seen), "HOME SECRET")
@@ -250,4 +251,16 @@ func TestSetupAndTeardownRunInTheSandbox(t *testing.T) {
 	after, err := os.ReadFile(config)
 	require.NoError(t, err)
 	assert.Equal(t, string(before), string(after), "the setup wrote the repository's configuration")
+	_, err = h.Destroy(f.ctx, &workspace.DestroyOptions{Discard: true})
+	require.NoError(t, err, "the teardown read the user's secret")
+
+	// The same teardown on the host reads it, and refuses the destroy.
+	host, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, &workspace.OpenOptions{Teardown: teardown})
+	require.NoError(t, err)
+	defer host.Close()
+	h2, err := host.NewHead("other").Create(f.ctx)
+	require.NoError(t, err)
+	defer h2.Close()
+	_, err = h2.Destroy(f.ctx, &workspace.DestroyOptions{Discard: true})
+	assert.Equal(t, workspace.FailedPrecondition, workspace.CodeOf(err), "%v", err)
 }
