@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/groveworks/grove/backend/backendutil"
 	"github.com/groveworks/grove/workspace"
@@ -512,8 +513,12 @@ func grepTool() Tool {
 						if n == most {
 							return true
 						}
-						if len(line) > 500 {
-							line = line[:500] + " [cut]"
+						if len(line) > maxGrepLine {
+							cut := maxGrepLine
+							for cut > 0 && !utf8.RuneStart(line[cut]) {
+								cut-- // never through a character
+							}
+							line = line[:cut] + " [cut]"
 						}
 						fmt.Fprintf(&b, "%s:%d: %s\n", pl.show(name), i+1, line)
 						n++

@@ -60,6 +60,9 @@ const DefaultMaxOutput = 32 << 10
 // own report and the note that output was cut.
 const MinMaxOutput = 1 << 10
 
+// maxGrepLine is the longest matching line grep shows whole, in bytes.
+const maxGrepLine = 500
+
 // maxFileSize is the largest file read_file, edit_file and grep read.
 const maxFileSize = 8 << 20
 

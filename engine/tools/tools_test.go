@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 	"testing/fstest"
 	"time"
 
@@ -484,4 +485,15 @@ func TestAMountedRootShadowsTheHeadsDirectory(t *testing.T) {
 	assert.Equal(t, "no files match\n", f.ok("glob", `{"pattern":"**/a.md"}`))
 	assert.Contains(t, f.ok("read_file", `{"path":"/workspace/roots/docs/a.md"}`), "from the root")
 	assert.NotContains(t, f.ok("grep", `{"pattern":"from the"}`), "from the head")
+}
+
+// A long matching line is cut for the model at a character boundary: the
+// cut never splits a multi-byte character into invalid UTF-8.
+func TestGrepCutsLongLinesBetweenCharacters(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	line := "needle " + strings.Repeat("é", 400) // 2 bytes each: 500 falls inside one
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "long.txt"), []byte(line+"\n"), 0o644))
+	out := f.ok("grep", `{"pattern":"needle"}`)
+	assert.True(t, utf8.ValidString(out), "%q", out)
+	assert.Contains(t, out, " [cut]")
 }
