@@ -96,4 +96,18 @@ func TestRestoreAndMaterializeOfOneCheckpointGiveTheSameBytes(t *testing.T) {
 	log, err := h.Log(f.ctx, nil)
 	require.NoError(t, err)
 	assert.Equal(t, cp.ID, log[0].ID, "a failed checkpoint recorded one")
+
+	// So is a UTF-16 file whose byte order mark its encoding forbids, or
+	// one without the mark its encoding requires.
+	for _, c := range []struct{ attr, data string }{
+		{"*.bad working-tree-encoding=UTF-16LE\n", "\xff\xfeh\x00i\x00"},
+		{"*.bad working-tree-encoding=UTF-16\n", "hi"},
+	} {
+		f.write(h, ".gitattributes", c.attr)
+		f.write(h, "x.bad", c.data)
+		_, err = h.Checkpoint(f.ctx, nil)
+		require.ErrorAs(t, err, &be, "%q", c.attr)
+		assert.Equal(t, backend.FailedPrecondition, be.Code, "%v", err)
+		assert.Equal(t, "x.bad", be.Path, "%v", err)
+	}
 }

@@ -468,7 +468,8 @@ func (r *Runner) command(ctx context.Context, c Cmd, harden bool) (*exec.Cmd, st
 
 // failure is the error for a git command (args) that failed with err,
 // having written stderr: Busy for a lock another process holds,
-// FailedPrecondition for a file its encoding attribute cannot convert,
+// FailedPrecondition for a file its encoding attribute cannot convert (or
+// whose byte order mark it forbids or lacks),
 // else Internal; each wraps an *ExitError.
 func (r *Runner) failure(op string, args []string, err error, stderr string) error {
 	ee := &ExitError{Args: args, ExitCode: -1, Stderr: strings.TrimSpace(stderr), Err: err}
@@ -483,6 +484,10 @@ func (r *Runner) failure(op string, args []string, err error, stderr string) err
 	if m := encodeFailure.FindStringSubmatch(ee.Stderr); m != nil {
 		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: m[1], Err: fmt.Errorf(
 			"%q cannot be converted as its working-tree-encoding attribute says (%s to %s): fix the attribute or the file: %w", m[1], m[2], m[3], ee)}
+	}
+	if m := bomFailure.FindStringSubmatch(ee.Stderr); m != nil {
+		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: m[2], Err: fmt.Errorf(
+			"%q cannot be converted as its working-tree-encoding attribute says (%s): a byte order mark is %s there; fix the attribute or the file: %w", m[2], m[3], m[1], ee)}
 	}
 	return &backend.Error{Code: backend.Internal, Op: op, Err: ee}
 }
@@ -537,6 +542,10 @@ func (r *Runner) env(c Cmd) []string {
 // attribute cannot convert (an unknown encoding, or content that is not in
 // it): a fault of the tree, not of git.
 var encodeFailure = regexp.MustCompile(`failed to encode '(.*)' from (\S+) to (\S+)`)
+
+// bomFailure is git's message for a file whose byte order mark its
+// working-tree-encoding forbids (UTF-16LE, UTF-16BE) or requires (UTF-16).
+var bomFailure = regexp.MustCompile(`BOM is (prohibited|required) in '(.*)' if encoded as (\S+)`)
 
 // lockHeld is git's message for a lock file another process holds (a
 // ref's, packed-refs', the config's, an index's).
