@@ -648,12 +648,8 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 	if err != nil {
 		return nil, err
 	}
-	var pr struct {
-		Kind string `json:"kind"`
-	}
-	_ = json.Unmarshal([]byte(rec.placement), &pr)
 	var sp Placement
-	if pr.Kind == "shared" {
+	if rec.kind == "shared" {
 		sp.Shared = &ExistingHead{}
 	}
 	asked, config, layers, roots := opts.Snapshot, opts.Config, opts.Policy, opts.Roots
@@ -690,7 +686,7 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 		return nil, err
 	}
 	rec.lastCheckpoint = again.lastCheckpoint
-	s := newSession(e, id, rec.agent, pr.Kind, perm, snap, config, lease)
+	s := newSession(e, id, rec.agent, rec.kind, perm, snap, config, lease)
 	s.policy, s.pol = layers, pol
 	s.resumed = true
 	release := func() { s.release(ctx, false) }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -426,6 +427,48 @@ func TestADatabaseThatIsNotSQLiteIsRefusedUntouched(t *testing.T) {
 	assert.Equal(t, content, got)
 }
 
+// A database file emptied since it was made (truncated by a full disk, an
+// agent, a tool) is no new, empty store whose sessions all resume as not
+// found: it is StoreCorrupt, and stays as it is.
+func TestAnEmptyDatabaseFileIsCorruptNotNew(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "grove.db")
+	e, err := engine.Open(ctx, engine.Options{Path: path})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	require.NoError(t, os.Truncate(path, 0))
+	_, err = engine.Open(ctx, engine.Options{Path: path})
+	var se *engine.StoreError
+	require.True(t, errors.As(err, &se), "error: %v", err)
+	assert.Equal(t, engine.StoreCorrupt, se.Kind)
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Zero(t, fi.Size(), "the file was written")
+}
+
+// Processes opening one new database together all get it, whole: none
+// finds it half-made.
+func TestANewDatabaseIsMadeWholeWhoeverOpensItFirst(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "grove.db")
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			e, err := engine.Open(ctx, engine.Options{Path: path})
+			if err == nil {
+				err = e.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		require.NoError(t, <-errs)
+	}
+	leftovers, err := filepath.Glob(path + ".new-*")
+	require.NoError(t, err)
+	assert.Empty(t, leftovers)
+}
+
 func TestADatabaseFromANewerSchemaIsRefusedUntouched(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "grove.db")
@@ -446,5 +489,52 @@ func TestADatabaseFromANewerSchemaIsRefusedUntouched(t *testing.T) {
 	for name := range after {
 		_, had := before[name]
 		assert.True(t, had, "%s appeared", name)
+	}
+}
+
+// A column of a session's row that does not read as what the engine
+// wrote — a damaged snapshot policy, placement, policy, roots or time —
+// is StoreCorrupt, never its zero value: a shared session whose placement
+// is damaged must not resume as an exclusive one, taking a claim.
+func TestADamagedSessionColumnIsCorruptNotZero(t *testing.T) {
+	for column, value := range map[string]string{
+		"snapshot":   `{"trigger":`,
+		"placement":  `{"kind":"shared"`,
+		"policy":     `[{"ReadOnly":"yes"}]`,
+		"roots":      `not json`,
+		"created_at": `yesterday`,
+		"updated_at": `2026-13-45`,
+	} {
+		t.Run(column, func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "grove.db")
+			e, err := engine.Open(ctx, engine.Options{Path: path})
+			require.NoError(t, err)
+			s, err := e.NewSession(ctx, &engine.SessionOptions{Headless: true})
+			require.NoError(t, err)
+			id := s.ID()
+			require.NoError(t, s.Close())
+			require.NoError(t, e.Close())
+
+			db, err := sql.Open("sqlite3", path)
+			require.NoError(t, err)
+			_, err = db.Exec("UPDATE sessions SET "+column+" = ? WHERE id = ?", value, id)
+			require.NoError(t, err)
+			require.NoError(t, db.Close())
+
+			e, err = engine.Open(ctx, engine.Options{Path: path})
+			require.NoError(t, err)
+			defer e.Close()
+			var se *engine.StoreError
+			_, err = e.Sessions(ctx)
+			require.True(t, errors.As(err, &se), "Sessions: %v", err)
+			assert.Equal(t, engine.StoreCorrupt, se.Kind)
+			if column == "created_at" || column == "updated_at" {
+				return // Resume reads neither
+			}
+			_, err = e.Resume(ctx, id, &engine.ResumeOptions{AsRecorded: true})
+			require.True(t, errors.As(err, &se), "Resume: %v", err)
+			assert.Equal(t, engine.StoreCorrupt, se.Kind)
+		})
 	}
 }

@@ -161,18 +161,17 @@ func (s *sqlStore) load(ctx context.Context, id string) (sessionRecord, []byte, 
 	}
 	rec.lastCheckpoint = workspace.CheckpointID(last)
 	rec.perm = Permission(perm)
-	if snap != "" {
-		_ = json.Unmarshal([]byte(snap), &rec.snap)
-	}
-	if pol != "" {
-		if err := json.Unmarshal([]byte(pol), &rec.policy); err != nil {
-			return rec, nil, &StoreError{Kind: StoreCorrupt, Path: s.path, Err: fmt.Errorf("session %s: its policy: %w", id, err)}
+	pr, err := decodePlacement(rec.placement)
+	if err == nil {
+		rec.kind = pr.Kind
+		if rec.snap, err = decodeSnapshot(snap); err == nil {
+			if err = decodeJSON("policy", pol, &rec.policy); err == nil {
+				err = decodeJSON("roots", roots, &rec.roots)
+			}
 		}
 	}
-	if roots != "" {
-		if err := json.Unmarshal([]byte(roots), &rec.roots); err != nil {
-			return rec, nil, &StoreError{Kind: StoreCorrupt, Path: s.path, Err: fmt.Errorf("session %s: its roots: %w", id, err)}
-		}
+	if err != nil {
+		return rec, nil, &StoreError{Kind: StoreCorrupt, Path: s.path, Err: fmt.Errorf("session %s: %w", id, err)}
 	}
 	var data []byte
 	err = s.db.QueryRowContext(ctx, s.q(`SELECT binding FROM bindings WHERE session_id = ?`), id).Scan(&data)
@@ -354,24 +353,26 @@ func (s *sqlStore) sessions(ctx context.Context, id string) ([]SessionInfo, erro
 		if err := rows.Scan(&si.ID, &si.Agent, &placement, &si.State, &last, &created, &updated, &perm, &snap, &si.Config, &pol, &roots, &si.Claims); err != nil {
 			return nil, s.fail(err)
 		}
-		var pr struct{ Kind, Root, Head string }
-		_ = json.Unmarshal([]byte(placement), &pr)
-		si.Placement, si.Root, si.Head = pr.Kind, pr.Root, pr.Head
-		if pr.Kind == "per-session" {
-			si.Head = "session-" + si.ID
+		pr, err := decodePlacement(placement)
+		if err == nil {
+			si.Placement, si.Root, si.Head = pr.Kind, pr.Root, pr.Head
+			if pr.Kind == "per-session" {
+				si.Head = "session-" + si.ID
+			}
+			si.LastCheckpoint = workspace.CheckpointID(last)
+			si.Permission = Permission(perm)
+			if si.Created, err = decodeTime("creation", created); err == nil {
+				if si.Updated, err = decodeTime("update", updated); err == nil {
+					if si.Snapshot, err = decodeSnapshot(snap); err == nil {
+						if err = decodeJSON("policy", pol, &si.Policy); err == nil {
+							err = decodeJSON("roots", roots, &si.Roots)
+						}
+					}
+				}
+			}
 		}
-		si.LastCheckpoint = workspace.CheckpointID(last)
-		si.Created, _ = time.Parse(time.RFC3339Nano, created)
-		si.Updated, _ = time.Parse(time.RFC3339Nano, updated)
-		si.Permission = Permission(perm)
-		if snap != "" {
-			_ = json.Unmarshal([]byte(snap), &si.Snapshot)
-		}
-		if pol != "" {
-			_ = json.Unmarshal([]byte(pol), &si.Policy)
-		}
-		if roots != "" {
-			_ = json.Unmarshal([]byte(roots), &si.Roots)
+		if err != nil {
+			return nil, &StoreError{Kind: StoreCorrupt, Path: s.path, Err: fmt.Errorf("session %s: %w", si.ID, err)}
 		}
 		si.Live = si.State == "open" && validSessionID(si.ID) && s.live(ctx, s.db, si.ID)
 		out = append(out, si)

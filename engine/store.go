@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -87,39 +88,39 @@ func openStore(ctx context.Context, path string) (*sql.DB, error) {
 	if !haveSQLite {
 		return nil, fail(NoSQLite, errors.New("this grove was built with CGO_ENABLED=0; the SQLite store needs cgo and a C compiler"))
 	}
-	// Look before SQLite touches the file: opening in WAL mode writes.
-	f, err := os.Open(path)
-	switch {
-	case err == nil:
-		header := make([]byte, 100)
-		n, rerr := io.ReadFull(f, header)
-		_ = f.Close()
-		if n > 0 && (rerr != nil || !bytes.Equal(header[:len(sqliteMagic)], sqliteMagic)) {
-			return nil, fail(NotADatabase, errors.New("the file is not an SQLite database"))
-		}
-		if n > 0 {
-			v, err := readVersion(ctx, path, header)
-			if err != nil {
-				return nil, fail(NotADatabase, err)
-			}
-			if v > SchemaVersion {
-				return nil, fail(SchemaTooNew, fmt.Errorf("schema version %d is newer than this engine's %d", v, SchemaVersion))
-			}
-		}
-	case !errors.Is(err, fs.ErrNotExist):
-		return nil, fail(StoreInaccessible, err)
-	default:
+	// A new database is made whole beside its place and linked there
+	// (see createStore): a file grove opens is never one it is still
+	// making, so an empty one was emptied since.
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, fail(StoreInaccessible, err)
 		}
+		if err := createStore(ctx, path); err != nil {
+			return nil, fail(StoreFailed, err)
+		}
 	}
-	q := url.Values{}
-	q.Set("_journal_mode", "WAL")
-	q.Set("_synchronous", "FULL")
-	q.Set("_busy_timeout", "10000")
-	q.Set("_foreign_keys", "1")
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite3", "file:"+url.PathEscape(path)+"?"+q.Encode())
+	// Look before SQLite touches the file: opening in WAL mode writes.
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fail(StoreInaccessible, err)
+	}
+	header := make([]byte, 100)
+	n, rerr := io.ReadFull(f, header)
+	_ = f.Close()
+	switch {
+	case n == 0:
+		return nil, fail(StoreCorrupt, errors.New("the database file is empty (truncated, or written by something else than grove): its sessions are gone from it; restore it from a backup, or move it aside to start an empty one"))
+	case rerr != nil || !bytes.Equal(header[:len(sqliteMagic)], sqliteMagic):
+		return nil, fail(NotADatabase, errors.New("the file is not an SQLite database"))
+	}
+	v, err := readVersion(ctx, path, header)
+	if err != nil {
+		return nil, fail(NotADatabase, err)
+	}
+	if v > SchemaVersion {
+		return nil, fail(SchemaTooNew, fmt.Errorf("schema version %d is newer than this engine's %d", v, SchemaVersion))
+	}
+	db, err := sql.Open("sqlite3", sqliteDSN(path))
 	if err != nil {
 		return nil, fail(StoreFailed, err)
 	}
@@ -137,6 +138,62 @@ func openStore(ctx context.Context, path string) (*sql.DB, error) {
 		}
 		time.Sleep(time.Duration(5+rand.IntN(20)) * time.Millisecond)
 	}
+}
+
+// sqliteDSN is how the store opens the SQLite file at path: WAL mode,
+// synchronous writes, a busy timeout, foreign keys, transactions that
+// take the write lock when they begin.
+func sqliteDSN(path string) string {
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "FULL")
+	q.Set("_busy_timeout", "10000")
+	q.Set("_foreign_keys", "1")
+	q.Set("_txlock", "immediate")
+	return "file:" + url.PathEscape(path) + "?" + q.Encode()
+}
+
+// createStore makes the database at path, which does not exist: in a
+// file of its own beside it, with the whole schema, then hard-linked into
+// place, so that no process ever sees a half-made database there. Of two
+// processes making it at once, one links its file; the other finds the
+// place taken and uses that one.
+func createStore(ctx context.Context, path string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".new-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	_ = tmp.Close()
+	defer func() {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			_ = os.Remove(name + suffix)
+		}
+	}()
+	db, err := sql.Open("sqlite3", sqliteDSN(name))
+	if err != nil {
+		return err
+	}
+	err = migrate(ctx, db)
+	if cerr := db.Close(); err == nil {
+		err = cerr // closing the last connection moves the log into the file
+	}
+	if err != nil {
+		return err
+	}
+	err = os.Link(name, path)
+	switch {
+	case err == nil, errors.Is(err, fs.ErrExist):
+		return nil
+	case errors.Is(err, errors.ErrUnsupported), errors.Is(err, fs.ErrPermission):
+		// A file system without hard links: renamed, unless another
+		// process made it meanwhile.
+		if _, lerr := os.Lstat(path); errors.Is(lerr, fs.ErrNotExist) {
+			return os.Rename(name, path)
+		}
+		return nil
+	}
+	return err
 }
 
 // readVersion reads the schema version of an existing database without
@@ -268,6 +325,7 @@ var errNoSession = errors.New("no such session")
 // sessionRecord is a session as the store keeps it.
 type sessionRecord struct {
 	id, agent, placement, digest string
+	kind                         string // the placement's kind, decoded (see decodePlacement)
 	lastCheckpoint               workspace.CheckpointID
 	state                        string // open or closed
 	parent                       string // for a new fork: the session it was forked from
@@ -319,4 +377,57 @@ func openSQLiteStore(ctx context.Context, path, leaseDir string) (*sqlStore, err
 		return nil, err
 	}
 	return &sqlStore{db: db, path: path, dialect: sqliteDialect{leaseDir: leaseDir}}, nil
+}
+
+// placementRecord is what Placement.record stores of a placement.
+type placementRecord struct {
+	Kind string `json:"kind"`
+	Root string `json:"root"`
+	Head string `json:"head"`
+}
+
+// decodePlacement reads a stored placement: JSON with a kind the engine
+// writes, or corrupt.
+func decodePlacement(data string) (placementRecord, error) {
+	var pr placementRecord
+	if err := json.Unmarshal([]byte(data), &pr); err != nil {
+		return pr, fmt.Errorf("its placement: %w", err)
+	}
+	switch pr.Kind {
+	case "per-session", "shared", "exclusive", "headless":
+		return pr, nil
+	}
+	return pr, fmt.Errorf("its placement has no kind the engine writes (%q)", pr.Kind)
+}
+
+// decodeSnapshot reads a stored snapshot policy ("" for none).
+func decodeSnapshot(data string) (SnapshotPolicy, error) {
+	var sp SnapshotPolicy
+	if data == "" {
+		return sp, nil
+	}
+	if err := json.Unmarshal([]byte(data), &sp); err != nil {
+		return sp, fmt.Errorf("its snapshot policy: %w", err)
+	}
+	return sp, nil
+}
+
+// decodeJSON reads a stored JSON column into v ("" leaves v as it is).
+func decodeJSON(what, data string, v any) error {
+	if data == "" {
+		return nil
+	}
+	if err := json.Unmarshal([]byte(data), v); err != nil {
+		return fmt.Errorf("its %s: %w", what, err)
+	}
+	return nil
+}
+
+// decodeTime reads a stored time.
+func decodeTime(what, data string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, data)
+	if err != nil {
+		return t, fmt.Errorf("its %s time: %w", what, err)
+	}
+	return t, nil
 }
