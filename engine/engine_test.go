@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/backend/backendutil"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/internal/githarness"
@@ -41,11 +42,13 @@ func memSetup(t *testing.T) (*memorybackend.Backend, engine.Placement) {
 }
 
 // failingCheckpoints passes every call through to a backend, except that
-// its heads' checkpoints fail while fail is set: a fault no real backend
-// can be made to have on demand.
+// its heads' checkpoints fail while fail is set, and their restores and
+// destroys park where park says (when set): faults and timings no real
+// backend can be made to have on demand.
 type failingCheckpoints struct {
 	backend.Backend
 	fail *atomic.Bool
+	park *backendutil.CallBlocker
 }
 
 func (b failingCheckpoints) OpenWorkspace(ctx context.Context, locator string, opts *backend.OpenOptions) (backend.Workspace, error) {
@@ -53,7 +56,7 @@ func (b failingCheckpoints) OpenWorkspace(ctx context.Context, locator string, o
 	if err != nil {
 		return nil, err
 	}
-	return failingWorkspace{Workspace: ws, fail: b.fail}, nil
+	return failingWorkspace{Workspace: ws, fail: b.fail, park: b.park}, nil
 }
 
 func (b failingCheckpoints) Reopen(ctx context.Context, bind backend.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
@@ -61,12 +64,13 @@ func (b failingCheckpoints) Reopen(ctx context.Context, bind backend.Binding, op
 	if err != nil {
 		return nil, nil, err
 	}
-	return failingWorkspace{Workspace: ws, fail: b.fail}, failingHead{Head: h, fail: b.fail}, nil
+	return failingWorkspace{Workspace: ws, fail: b.fail, park: b.park}, failingHead{Head: h, fail: b.fail, park: b.park}, nil
 }
 
 type failingWorkspace struct {
 	backend.Workspace
 	fail *atomic.Bool
+	park *backendutil.CallBlocker
 }
 
 func (w failingWorkspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (backend.Head, error) {
@@ -74,7 +78,7 @@ func (w failingWorkspace) CreateHead(ctx context.Context, spec *backend.HeadSpec
 	if err != nil {
 		return nil, err
 	}
-	return failingHead{Head: h, fail: w.fail}, nil
+	return failingHead{Head: h, fail: w.fail, park: w.park}, nil
 }
 
 func (w failingWorkspace) OpenHead(ctx context.Context, name string, opts *backend.ReopenOptions) (backend.Head, error) {
@@ -82,12 +86,22 @@ func (w failingWorkspace) OpenHead(ctx context.Context, name string, opts *backe
 	if err != nil {
 		return nil, err
 	}
-	return failingHead{Head: h, fail: w.fail}, nil
+	return failingHead{Head: h, fail: w.fail, park: w.park}, nil
 }
 
 type failingHead struct {
 	backend.Head
 	fail *atomic.Bool
+	park *backendutil.CallBlocker
+}
+
+func (h failingHead) Restore(ctx context.Context, to backend.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
+	if h.park != nil {
+		if err := h.park.Park(ctx, "restore"); err != nil {
+			return backend.RestoreResult{}, backend.ContextError(ctx, "test: restore")
+		}
+	}
+	return h.Head.Restore(ctx, to, opts)
 }
 
 func (h failingHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (backend.CheckpointResult, error) {
@@ -288,6 +302,36 @@ func TestRestoreIsRefusedWhileATurnRuns(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
+}
+
+// A turn does not start while a restore of the head runs: the exclusion
+// is one state, held for the whole restore, both ways.
+func TestATurnIsRefusedWhileARestoreRuns(t *testing.T) {
+	ctx := context.Background()
+	mem, _ := memSetup(t)
+	park := &backendutil.CallBlocker{}
+	b := failingCheckpoints{Backend: mem, fail: &atomic.Bool{}, park: park}
+	p := engine.Placement{PerSession: &engine.PerSession{Backend: b, Root: "demo"}}
+	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p, Snapshot: engine.SnapshotPolicy{Trigger: engine.Manual}})
+	s, err := e.NewSession(ctx, &engine.SessionOptions{})
+	require.NoError(t, err)
+	defer s.Close()
+	parked := park.BlockNextCall("restore")
+	rctx, cancel := context.WithCancel(ctx)
+	restored := make(chan error, 1)
+	go func() {
+		_, err := s.Restore(rctx, backend.Rev(s.Head().Info().Base), &workspace.RestoreOptions{Discard: true})
+		restored <- err
+	}()
+	<-parked
+	ran := false
+	err = s.Turn(ctx, func(context.Context) error { ran = true; return nil })
+	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "a turn during a restore: %v", err)
+	assert.False(t, ran, "the turn's function ran while the head was being restored")
+	cancel()
+	assert.Equal(t, backend.Canceled, workspace.CodeOf(<-restored))
+	require.NoError(t, s.Turn(ctx, func(context.Context) error { ran = true; return nil }))
+	assert.True(t, ran, "a turn after the restore runs")
 }
 
 func TestSnapshotPolicies(t *testing.T) {

@@ -63,6 +63,7 @@ type Session struct {
 	mu             sync.Mutex
 	turn           bool
 	turns          int
+	idleOps        int             // restores and destroys in flight: no turn starts meanwhile
 	watching       bool            // the head's watch is the session's (see startLife)
 	reported       map[string]bool // the watch's changes already journaled
 	closed         bool
@@ -273,12 +274,11 @@ func (s *Session) Restore(ctx context.Context, to workspace.Rev, opts *workspace
 		return workspace.RestoreResult{}, err
 	}
 	defer done()
-	s.mu.Lock()
-	busy := s.turn
-	s.mu.Unlock()
-	if busy {
-		return workspace.RestoreResult{}, errorf(backend.FailedPrecondition, "restore", "a turn is running")
+	end, err := s.idleOp("restore")
+	if err != nil {
+		return workspace.RestoreResult{}, err
 	}
+	defer end()
 	if s.pol.readOnly() {
 		return workspace.RestoreResult{}, errorf(backend.PermissionDenied, "restore", "the session's policy is read-only: a restore rewrites files")
 	}
@@ -297,6 +297,24 @@ func (s *Session) Restore(ctx context.Context, to workspace.Rev, opts *workspace
 	s.lastCheckpoint = string(res.Commit)
 	s.mu.Unlock()
 	return res, nil
+}
+
+// idleOp starts an operation that needs the session idle (a restore, a
+// destroy): refused while a turn runs, and no turn starts until end is
+// called. The check and the mark are one step under s.mu, as a turn's
+// start is, so neither slips in while the other runs.
+func (s *Session) idleOp(op string) (end func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.turn {
+		return nil, errorf(backend.FailedPrecondition, op, "a turn is running")
+	}
+	s.idleOps++
+	return func() {
+		s.mu.Lock()
+		s.idleOps--
+		s.mu.Unlock()
+	}, nil
 }
 
 // ForkOptions configure Session.Fork. Every zero field inherits the
@@ -447,14 +465,13 @@ func (s *Session) Destroy(ctx context.Context, opts *workspace.DestroyOptions) (
 	if err != nil {
 		return workspace.DestroyResult{}, err
 	}
-	s.mu.Lock()
-	busy := s.turn
-	s.mu.Unlock()
-	if busy {
+	end, err := s.idleOp("destroy")
+	if err != nil {
 		done()
-		return workspace.DestroyResult{}, errorf(backend.FailedPrecondition, "destroy", "a turn is running")
+		return workspace.DestroyResult{}, err
 	}
 	res, err := s.head.Destroy(cctx, opts)
+	end()
 	if err != nil {
 		done()
 		return res, err
@@ -474,7 +491,8 @@ func (s *Session) Destroy(ctx context.Context, opts *workspace.DestroyOptions) (
 }
 
 // Turn runs one turn of the agent: it journals the start and the end,
-// refuses Restore meanwhile, and applies the snapshot policy: OnTurnDone
+// refuses Restore and Destroy meanwhile (and is refused while either
+// runs: FailedPrecondition), and applies the snapshot policy: OnTurnDone
 // checkpoints after the turn (a Required failure fails the turn; a
 // BestEffort one is journaled), OnIdle checkpoints when no turn starts for
 // the idle timeout. A second concurrent turn is FailedPrecondition.
@@ -492,6 +510,10 @@ func (s *Session) Turn(ctx context.Context, f func(ctx context.Context) error) e
 	if s.turn {
 		s.mu.Unlock()
 		return errorf(backend.FailedPrecondition, "turn", "a turn is already running")
+	}
+	if s.idleOps > 0 {
+		s.mu.Unlock()
+		return errorf(backend.FailedPrecondition, "turn", "a restore or destroy of the head is running")
 	}
 	s.turn = true
 	s.turns++
