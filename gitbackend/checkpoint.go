@@ -251,12 +251,26 @@ func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) 
 	if err != nil {
 		return backend.CheckpointResult{}, err
 	}
-	defer l.Unlock()
 	res, err := h.checkpoint(ctx, mf, opts)
+	_ = l.Unlock()
 	if err == nil {
 		h.w.schedulePush(mf)
+		if last, ok := h.w.repo.lastCheckpoint(mf.ID); res.New && ok && len(last) == 1 && last[0].seq%gcEvery == 0 {
+			h.w.maintain()
+		}
 	}
 	return res, h.wrap(op, err)
+}
+
+// maintain runs git gc --auto on the repository in the background, holding
+// none of grove's locks (git takes its own), at most one per repository at
+// a time, owned by the backend (Close cancels it): plumbing never starts
+// git's automatic collection itself. Without worktree pruning: prune
+// follows a symlink planted among the registrations (see prune).
+func (w *workspace) maintain() {
+	w.b.maintenance.start(w.repo.common, func(ctx context.Context) {
+		_, _ = w.repo.git(ctx, "-c", "gc.worktreePruneExpire=never", "gc", "--auto", "--quiet")
+	})
 }
 
 // checkpoint commits the head's state; callers hold the head lock.
@@ -390,7 +404,7 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 }
 
 // gcEvery is how many checkpoints of one head pass between git gc --auto
-// runs (plumbing never triggers git's automatic collection itself).
+// runs (see maintain).
 const gcEvery = 50
 
 // recordCheckpoint points a new private ref at commit and, for a head on
@@ -435,12 +449,6 @@ func (h *head) recordCheckpoint(ctx context.Context, mf manifest, st headState, 
 				Err: fmt.Errorf("the branch moved during the checkpoint (a git command outside grove?): %w", err)}
 		}
 		return err
-	}
-	if seq%gcEvery == 0 {
-		// Best effort: a failed collection does not fail the checkpoint.
-		// Without worktree pruning: prune follows a symlink planted among
-		// the registrations (see prune).
-		_, _ = h.w.repo.git(ctx, "-c", "gc.worktreePruneExpire=never", "gc", "--auto", "--quiet")
 	}
 	return nil
 }

@@ -86,12 +86,23 @@
 //     made: polling never takes a lock a concurrent git command needs, nor
 //     writes the head's index.
 //
+// # Background work
+//
+// Three kinds of work run in the background, each owned by the Backend
+// (Close cancels it, waits for it, and none starts after): pushes to a
+// workspace's remote, the deletion of destroyed heads' directories, and
+// git gc --auto every 50th checkpoint of a head (plumbing never starts
+// git's automatic collection), which runs holding none of grove's locks,
+// at most one per repository at a time. (DESIGN §4 had it under the
+// repository lock: on a large repository one head's checkpoint then
+// stalled every other head's operations.)
+//
 // # Metadata and locks
 //
 // grove keeps its metadata under <common git dir>/grove: the workspace ID,
 // one manifest per head (name, head ID, branch, directory, state; a
 // destroyed head leaves a tombstone), and flock(2) lock files: the
-// per-repository lock (worktree administration, ref transactions, gc), the
+// per-repository lock (worktree administration, ref transactions), the
 // per-head lock (checkpoint, restore, destroy; its holder is recorded), the
 // isolation lock an isolated head's holder keeps, and the lock around a
 // head's compare-and-set writes. The kernel releases

@@ -9,13 +9,9 @@ func SetCrashHook(f func(name string)) { crashHook = f }
 // starts; it must be called before b's first workspace is opened.
 func SetProcessHook(b *Backend, f func(args []string)) { b.onStart = f }
 
-// SetPushBackoff makes background pushes wait backoff before their first
-// retry; the returned function restores the default.
-func SetPushBackoff(backoff time.Duration) func() {
-	b := pushBackoff
-	pushBackoff = backoff
-	return func() { pushBackoff = b }
-}
+// SetPushBackoff makes b's background pushes wait backoff before their
+// first retry.
+func SetPushBackoff(b *Backend, backoff time.Duration) { b.backoff = backoff }
 
 // SetFromDiskMin makes heads of at least n files copy their files from
 // another head; the returned function restores the default.

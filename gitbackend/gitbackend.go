@@ -80,9 +80,12 @@ type Backend struct {
 	closed bool
 
 	onStart func(args []string) // tests: every git process started
+	backoff time.Duration       // tests: the first push retry's wait (0: defaultPushBackoff)
 
-	trash  deleter // background deletion of destroyed heads' directories
-	pushes pushes  // background pushes to workspaces' remotes
+	// Background work, owned: Close cancels each and waits for it.
+	trash       deleter // deletion of destroyed heads' directories
+	pushes      pushes  // pushes to workspaces' remotes
+	maintenance tasks   // git gc --auto, one per repository at a time
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -114,14 +117,21 @@ func (b *Backend) As(target any) bool {
 }
 
 // Close closes the backend; later calls fail with FailedPrecondition.
-// Heads and workspaces it opened keep their locks until they are closed.
+// Its background work (pushes, deletions, maintenance) is cancelled and
+// waited for: no git process of it starts afterwards. What it leaves (a
+// push, a deletion) is done by the next open of the workspace. Heads and
+// workspaces it opened keep their locks until they are closed.
 func (b *Backend) Close() error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.closed {
+		b.mu.Unlock()
 		return backend.Errorf(backend.FailedPrecondition, "gitbackend: close", "backend is already closed")
 	}
 	b.closed = true
+	b.mu.Unlock()
+	b.pushes.tasks.close()
+	b.trash.tasks.close()
+	b.maintenance.close()
 	return nil
 }
 

@@ -431,15 +431,17 @@ func (m meta) writePushed(id backend.HeadID, rec pushRecord) error {
 	return writeFileAtomic(m.pushedFile(id), append(data, '\n'))
 }
 
-// pushes runs a Backend's background pushes: one goroutine per head at
-// most, which pushes again when asked while it ran.
+// pushes runs a Backend's background pushes: one task per head at most,
+// which pushes again when asked while it ran. The tasks are the
+// Backend's: Close cancels them (a push waiting to retry stops at once)
+// and waits for them.
 type pushes struct {
+	tasks    tasks
 	mu       sync.Mutex
 	failures []PushFailure       // since the last PushFailures
 	running  map[string]*pushJob // by common dir and head ID
 	slots    chan struct{}       // pushes running now (see pushSlots)
 	caughtUp map[string]bool     // the repositories catchUp looked at
-	wg       sync.WaitGroup
 }
 
 type pushJob struct{ again bool }
@@ -449,13 +451,21 @@ type pushJob struct{ again bool }
 // together.
 const pushSlots = 4
 
-// Push timing: a failed push is tried again after pushBackoff, doubling
-// up to pushMaxBackoff, Options.PushAttempts times in all; then the next
-// checkpoint, restore or open starts again.
-var (
-	pushBackoff    = 250 * time.Millisecond
-	pushMaxBackoff = 15 * time.Second
+// Push timing: a failed push is tried again after defaultPushBackoff
+// (a test sets its own), doubling up to pushMaxBackoff,
+// Options.PushAttempts times in all; then the next checkpoint, restore or
+// open starts again.
+const (
+	defaultPushBackoff = 250 * time.Millisecond
+	pushMaxBackoff     = 15 * time.Second
 )
+
+func (b *Backend) pushBackoff() time.Duration {
+	if b.backoff > 0 {
+		return b.backoff
+	}
+	return defaultPushBackoff
+}
 
 // schedulePush pushes head mf to the workspace's remote in the
 // background; a push already running for it runs once more when done.
@@ -479,13 +489,11 @@ func (w *workspace) schedulePush(mf manifest) {
 	}
 	job := &pushJob{}
 	p.running[key] = job
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
+	started := p.tasks.start("", func(ctx context.Context) {
 		for {
-			w.pushHead(mf)
+			w.pushHead(ctx, mf)
 			p.mu.Lock()
-			if !job.again {
+			if !job.again || ctx.Err() != nil {
 				delete(p.running, key)
 				p.mu.Unlock()
 				return
@@ -493,29 +501,32 @@ func (w *workspace) schedulePush(mf manifest) {
 			job.again = false
 			p.mu.Unlock()
 		}
-	}()
+	})
+	if !started { // the backend is closed
+		delete(p.running, key)
+	}
 }
 
-// slot waits for a free push slot and takes it; the caller gives it back
-// by receiving from the returned channel.
-func (p *pushes) slot() chan struct{} {
+// slot waits for a free push slot and takes it, or for ctx to end; the
+// caller gives it back by receiving from the returned channel.
+func (p *pushes) slot(ctx context.Context) (chan struct{}, error) {
 	p.mu.Lock()
 	slots := p.slots
 	p.mu.Unlock()
-	slots <- struct{}{}
-	return slots
+	select {
+	case slots <- struct{}{}:
+		return slots, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // WaitPushes waits until no background push runs, or ctx ends.
 func (b *Backend) WaitPushes(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() { b.pushes.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
+	if err := b.pushes.tasks.wait(ctx); err != nil {
 		return backend.ContextError(ctx, "gitbackend: wait for pushes")
 	}
+	return nil
 }
 
 // PushFailure is a background push that gave up (Backend.PushFailures).
@@ -581,9 +592,10 @@ func (b *Backend) Pushed(ctx context.Context, locator string, id backend.HeadID,
 	return PushState{Commit: backend.CheckpointID(rec.Commit), At: rec.At, Error: rec.Error, Lost: rec.Lost}, nil
 }
 
-// pushHead pushes head mf's branch and new checkpoint refs, retrying.
-func (w *workspace) pushHead(mf manifest) {
-	delay := pushBackoff
+// pushHead pushes head mf's branch and new checkpoint refs, retrying,
+// until ctx (the backend's) ends.
+func (w *workspace) pushHead(ctx context.Context, mf manifest) {
+	delay := w.b.pushBackoff()
 	var err error
 	attempts := w.b.opts.PushAttempts
 	if attempts <= 0 {
@@ -591,15 +603,27 @@ func (w *workspace) pushHead(mf manifest) {
 	}
 	for attempt := 0; attempt < attempts; attempt++ {
 		if attempt > 0 {
-			time.Sleep(delay)
+			t := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return // the backend closed: the next open pushes again
+			case <-t.C:
+			}
 			delay = min(2*delay, pushMaxBackoff)
 		}
-		slots := w.b.pushes.slot()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		slots, serr := w.b.pushes.slot(ctx)
+		if serr != nil {
+			return
+		}
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		var retry bool
-		retry, err = w.pushOnce(ctx, mf)
+		retry, err = w.pushOnce(pctx, mf)
 		cancel()
 		<-slots
+		if ctx.Err() != nil {
+			return
+		}
 		if !retry {
 			if err != nil {
 				w.pushFailed(mf, true, err)

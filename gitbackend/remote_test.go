@@ -324,10 +324,10 @@ func TestARemoteOfAnotherTransportIsRefused(t *testing.T) {
 // it is retried, gives up with the reason recorded, and the next
 // checkpoint pushes everything.
 func TestPushesRetryAndNeverFailACheckpoint(t *testing.T) {
-	defer gitbackend.SetPushBackoff(10 * time.Millisecond)()
 	f := newFleet(t)
 	a := f.host("a")
 	a.b = gitbackend.New(gitbackend.Options{PushAttempts: 3})
+	gitbackend.SetPushBackoff(a.b, 10*time.Millisecond)
 	a.ws = a.open()
 	h, err := a.ws.NewHead("agent").From("main").Create(f.ctx)
 	require.NoError(t, err)
@@ -495,9 +495,9 @@ func TestAttackAForgedManifestCannotPushTheRemotesBranches(t *testing.T) {
 // A clone that borrows objects through alternates (which an agent can
 // point anywhere the orchestrator can read) does not transfer.
 func TestAttackAlternatesAreNotPushed(t *testing.T) {
-	defer gitbackend.SetPushBackoff(time.Millisecond)()
 	f := newFleet(t)
 	a := f.host("a")
+	gitbackend.SetPushBackoff(a.b, time.Millisecond)
 	h, err := a.ws.NewHead("agent").From("main").Create(f.ctx)
 	require.NoError(t, err)
 	defer h.Close()

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/groveworks/grove/backend"
@@ -71,48 +70,49 @@ func moveToTrash(dir string, id backend.HeadID) (string, error) {
 }
 
 // deleter deletes trashed directories in the background, at most one
-// deletion of a path at a time per backend.
-type deleter struct {
-	mu      sync.Mutex
-	running map[string]bool
-	wg      sync.WaitGroup
-}
+// deletion of a path at a time per backend. Close stops a deletion
+// between two entries; what is left is deleted by the next open.
+type deleter struct{ tasks tasks }
 
 // delete starts deleting path unless that already runs.
 func (d *deleter) delete(path string) {
-	d.mu.Lock()
-	if d.running == nil {
-		d.running = map[string]bool{}
-	}
-	if d.running[path] {
-		d.mu.Unlock()
-		return
-	}
-	d.running[path] = true
-	d.wg.Add(1)
-	d.mu.Unlock()
-	go func() {
-		defer d.wg.Done()
-		_ = os.RemoveAll(path)
-		// An emptied trash directory goes too (it fails while another
-		// head's deletion is still there, which is fine).
-		_ = os.Remove(filepath.Dir(path))
-		d.mu.Lock()
-		delete(d.running, path)
-		d.mu.Unlock()
-	}()
+	d.tasks.start(path, func(ctx context.Context) {
+		if removeAll(ctx, path) == nil {
+			// An emptied trash directory goes too (it fails while another
+			// head's deletion is still there, which is fine).
+			_ = os.Remove(filepath.Dir(path))
+		}
+	})
 }
 
-// wait waits until the deletions started so far end or ctx does.
-func (d *deleter) wait(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() { d.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// removeAll removes path and what it holds, as os.RemoveAll does, stopping
+// between two entries when ctx ends. Links are removed, never followed.
+func removeAll(ctx context.Context, path string) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		ents, err := os.ReadDir(path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return os.RemoveAll(path) // unreadable: os.RemoveAll does what can be done
+		}
+		for _, e := range ents {
+			if err := removeAll(ctx, filepath.Join(path, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // trashed lists what destroyed heads left in trash directories: entries
@@ -205,4 +205,4 @@ func (w *workspace) finishDestroy(id backend.HeadID) error {
 // returned then). Destroy returns before its head's files are deleted;
 // a program that must see them gone (or exits and wants the disk space
 // back now rather than at the next open of the workspace) calls this.
-func (b *Backend) WaitDeletions(ctx context.Context) error { return b.trash.wait(ctx) }
+func (b *Backend) WaitDeletions(ctx context.Context) error { return b.trash.tasks.wait(ctx) }

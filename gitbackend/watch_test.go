@@ -95,7 +95,6 @@ func TestAWatchSeesWhatAnAgentPlantsAndReconcilePutsItBack(t *testing.T) {
 // without a sandbox) is not pushed: the remote gets the head's newest
 // checkpoint instead.
 func TestABranchMovedOutsideGroveIsNotPushed(t *testing.T) {
-	defer gitbackend.SetPushBackoff(1)()
 	f := newFleet(t)
 	a := f.host("a")
 	victim, err := a.ws.NewHead("victim").From("main").Create(f.ctx)
