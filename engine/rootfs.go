@@ -34,23 +34,28 @@ type rootFS struct {
 	readOnly bool
 	cas      string      // the lock file of WriteFileIf, in the engine's lease directory
 	mu       *sync.Mutex // WriteFileIf within the process
+	release  func()      // gives mu back (see rootLocks)
 }
 
 var _ workspace.FS = (*rootFS)(nil)
 
-// rootLocks holds one mutex per root lock file, shared in the process.
-var rootLocks sync.Map // string → *sync.Mutex
+// rootLocks holds one mutex per root lock file, shared in the process
+// while a session has the root open.
+var rootLocks lock.Shared[string, sync.Mutex]
 
 func openRootFS(r Root, casLock string) (*rootFS, error) {
 	root, err := os.OpenRoot(r.Dir)
 	if err != nil {
 		return nil, err
 	}
-	mu, _ := rootLocks.LoadOrStore(casLock, new(sync.Mutex))
-	return &rootFS{name: r.Name, root: root, readOnly: r.ReadOnly, cas: casLock, mu: mu.(*sync.Mutex)}, nil
+	mu, release := rootLocks.Acquire(casLock)
+	return &rootFS{name: r.Name, root: root, readOnly: r.ReadOnly, cas: casLock, mu: mu, release: release}, nil
 }
 
-func (r *rootFS) close() { _ = r.root.Close() }
+func (r *rootFS) close() {
+	_ = r.root.Close()
+	r.release()
+}
 
 // fail types an error of the os package for the root's name name.
 func (r *rootFS) fail(op, name string, err error) error {

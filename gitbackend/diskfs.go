@@ -64,29 +64,31 @@ type diskFS struct {
 	cas     *sync.Mutex   // serializes WriteFileIf on one head within the process
 	casLock string        // the file lock that serializes it across processes
 	writes  *sync.RWMutex // see above
+	release func()        // gives the shared mutexes back (see headFSLocks)
 }
 
 var _ backend.FS = (*diskFS)(nil)
 
-// casLocks holds one mutex per head, shared by every handle of the head
-// in this process.
-var casLocks sync.Map // backend.HeadID → *sync.Mutex
-
-// writeLocks holds one writes lock per head, shared by every handle of the
-// head in this process.
-var writeLocks sync.Map // backend.HeadID → *sync.RWMutex
+// headFSLocks are the mutexes every handle of one head in this process
+// shares, kept while a handle is open.
+var headFSLocks lock.Shared[backend.HeadID, struct {
+	cas    sync.Mutex
+	writes sync.RWMutex
+}]
 
 func newDiskFS(dir string, id backend.HeadID, casLock string) (*diskFS, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
-	mu, _ := casLocks.LoadOrStore(id, new(sync.Mutex))
-	wl, _ := writeLocks.LoadOrStore(id, new(sync.RWMutex))
-	return &diskFS{dir: dir, root: root, cas: mu.(*sync.Mutex), casLock: casLock, writes: wl.(*sync.RWMutex)}, nil
+	l, release := headFSLocks.Acquire(id)
+	return &diskFS{dir: dir, root: root, cas: &l.cas, casLock: casLock, writes: &l.writes, release: release}, nil
 }
 
-func (d *diskFS) close() { _ = d.root.Close() }
+func (d *diskFS) close() {
+	_ = d.root.Close()
+	d.release()
+}
 
 const (
 	// maxLinks bounds the symlinks one resolution follows, as the kernel's

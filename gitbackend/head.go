@@ -647,7 +647,7 @@ func (h *head) removeWorktree(mf manifest) (string, error) {
 			return "", err
 		}
 		crashPoint("destroy:marked")
-		if trashed, err = moveToTrash(mf.Dir, mf.ID); err != nil {
+		if trashed, err = h.w.meta.moveToTrash(mf.Dir, mf.ID); err != nil {
 			// No trash beside the head (a read-only parent, say): the
 			// files are deleted now instead.
 			if err := os.RemoveAll(mf.Dir); err != nil {

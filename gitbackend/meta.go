@@ -23,7 +23,10 @@ import (
 //	clone                 this clone's own ID
 //	remote.json           the remote this clone's workspace ID was last confirmed with
 //	heads/<head-id>.pushed what was last pushed of the head to the remote
-//	heads/<head-id>.json  one manifest per head; destroyed heads leave a tombstone
+//	heads/<head-id>.json  one manifest per live head (being made, active, archived)
+//	heads/destroyed/<head-id>.json  a destroyed head's tombstone: read by ID only,
+//	                      so that no operation on live heads costs what history holds
+//	trash-dirs            the trash directories destroys used (see trash.go)
 //	heads/<head-id>.op    present while an operation that writes the head's index runs
 //	locks/repo.lock       the short per-repository lock
 //	locks/<head-id>.lock  the per-head lock around checkpoint, restore and destroy
@@ -82,6 +85,10 @@ func (m meta) pushedFile(id backend.HeadID) string {
 func (m meta) headsDir() string { return filepath.Join(m.dir, "heads") }
 func (m meta) manifestFile(id backend.HeadID) string {
 	return filepath.Join(m.dir, "heads", string(id)+".json")
+}
+func (m meta) tombstonesDir() string { return filepath.Join(m.dir, "heads", "destroyed") }
+func (m meta) tombstoneFile(id backend.HeadID) string {
+	return filepath.Join(m.tombstonesDir(), string(id)+".json")
 }
 func (m meta) opMarker(id backend.HeadID) string {
 	return filepath.Join(m.dir, "heads", string(id)+".op")
@@ -183,32 +190,101 @@ func validHeadID(id backend.HeadID) bool {
 	return err == nil && u.String() == string(id)
 }
 
-// readManifest reads the manifest of head id; an id that is not a head ID
-// grove makes is refused before it becomes part of a path.
+// readManifest reads the manifest of head id, or its tombstone; an id that
+// is not a head ID grove makes is refused before it becomes part of a
+// path.
 func (m meta) readManifest(id backend.HeadID) (*manifest, error) {
 	if !validHeadID(id) {
 		return nil, fmt.Errorf("%q is not a head ID", id)
 	}
-	data, err := regfile.Read(m.manifestFile(id), maxSmallFile)
+	p := m.manifestFile(id)
+	data, err := regfile.Read(p, maxSmallFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		p = m.tombstoneFile(id)
+		data, err = regfile.Read(p, maxSmallFile)
+	}
 	if err != nil {
 		return nil, err
 	}
 	var mf manifest
 	if err := json.Unmarshal(data, &mf); err != nil || mf.ID != id || !filepath.IsAbs(mf.Dir) || (mf.Admin != "" && !filepath.IsAbs(mf.Admin)) {
-		return nil, fmt.Errorf("manifest %s is damaged", m.manifestFile(id))
+		return nil, fmt.Errorf("manifest %s is damaged", p)
 	}
 	return &mf, nil
 }
 
+// writeManifest records mf: a destroyed head's as its tombstone, out of
+// the live heads' directory.
 func (m meta) writeManifest(mf *manifest) error {
 	mf.Version = manifestVersion
 	data, _ := json.MarshalIndent(mf, "", "  ")
-	return writeFileAtomic(m.manifestFile(mf.ID), append(data, '\n'))
+	data = append(data, '\n')
+	if mf.State != backend.StateDestroyed || mf.Destroying {
+		return writeFileAtomic(m.manifestFile(mf.ID), data)
+	}
+	if err := os.MkdirAll(m.tombstonesDir(), 0o755); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(m.tombstoneFile(mf.ID), data); err != nil {
+		return err
+	}
+	if err := os.Remove(m.manifestFile(mf.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
-// manifests reads every manifest, damaged ones skipped, sorted by name.
+// manifests reads the live heads' manifests (being made, active,
+// archived, being destroyed), damaged ones skipped, sorted by name: what
+// almost every operation reads, so it never reads a tombstone. A
+// tombstone found among them (written before tombstones had their own
+// directory) is moved there.
 func (m meta) manifests() ([]*manifest, error) {
-	ents, err := os.ReadDir(m.headsDir())
+	out, err := m.readDir(m.headsDir())
+	if err != nil {
+		return nil, err
+	}
+	live := out[:0]
+	for _, mf := range out {
+		if mf.State == backend.StateDestroyed && !mf.Destroying {
+			_ = m.writeManifest(mf)
+			continue
+		}
+		live = append(live, mf)
+	}
+	return live, nil
+}
+
+// allManifests reads the live heads' manifests and the tombstones: for
+// the operations that look at history (Reconcile, Retain).
+func (m meta) allManifests() ([]*manifest, error) {
+	live, err := m.manifests()
+	if err != nil {
+		return nil, err
+	}
+	dead, err := m.readDir(m.tombstonesDir())
+	if err != nil {
+		return nil, err
+	}
+	all := append(live, dead...)
+	slices.SortFunc(all, func(a, b *manifest) int { return strings.Compare(a.Name, b.Name) })
+	return all, nil
+}
+
+// hasTombstones reports whether any head was destroyed.
+func (m meta) hasTombstones() bool {
+	f, err := os.Open(m.tombstonesDir())
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(1)
+	return len(names) > 0
+}
+
+// readDir reads the manifests in dir, damaged ones skipped, sorted by name.
+func (m meta) readDir(dir string) ([]*manifest, error) {
+	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -218,14 +294,18 @@ func (m meta) manifests() ([]*manifest, error) {
 	var out []*manifest
 	for _, e := range ents {
 		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || strings.HasPrefix(id, tempPrefix) {
+		if !ok || strings.HasPrefix(id, tempPrefix) || !e.Type().IsRegular() {
 			continue
 		}
-		mf, err := m.readManifest(backend.HeadID(id))
+		data, err := regfile.Read(filepath.Join(dir, e.Name()), maxSmallFile)
 		if err != nil {
 			continue
 		}
-		out = append(out, mf)
+		var mf manifest
+		if json.Unmarshal(data, &mf) != nil || string(mf.ID) != id || !validHeadID(mf.ID) || !filepath.IsAbs(mf.Dir) || (mf.Admin != "" && !filepath.IsAbs(mf.Admin)) {
+			continue
+		}
+		out = append(out, &mf)
 	}
 	slices.SortFunc(out, func(a, b *manifest) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil

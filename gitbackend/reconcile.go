@@ -40,7 +40,7 @@ func (w *workspace) Reconcile(ctx context.Context, opts *backend.ReconcileOption
 		o.StaleLockAge = backend.DefaultStaleLockAge
 	}
 	r := &reconciler{w: w, ctx: ctx, o: o, regs: filepath.Join(w.repo.common, "worktrees")}
-	all, err := w.meta.manifests()
+	all, err := w.meta.allManifests()
 	if err != nil {
 		return backend.ReconcileReport{}, backend.Errorf(backend.Internal, op, "%w", err)
 	}

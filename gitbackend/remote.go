@@ -360,7 +360,7 @@ func (w *workspace) shareIdentity(ctx context.Context, op string) (backend.Works
 			}
 		}
 		if hasLocal && id != local {
-			if all, _ := w.meta.manifests(); len(all) > 0 {
+			if all, _ := w.meta.manifests(); len(all) > 0 || w.meta.hasTombstones() {
 				return "", &backend.Error{Code: backend.IdentityMismatch, Op: op, Reason: backend.ReasonWorkspaceID, Path: w.remote.url,
 					Err: fmt.Errorf("this clone's workspace is %s and has heads; the remote's is %s (another project, or a clone that used grove before it used the remote)", local, id)}
 			}

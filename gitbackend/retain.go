@@ -99,7 +99,7 @@ func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (bac
 	for _, t := range strings.Fields(tips) {
 		keep[t] = true
 	}
-	all, err := w.meta.manifests()
+	all, err := w.meta.allManifests()
 	if err != nil {
 		return backend.RetentionReport{}, backend.Errorf(backend.Internal, op, "%w", err)
 	}

@@ -6,11 +6,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/regfile"
 )
 
 // Destroying a head deletes its directory in the background. The directory
@@ -51,9 +53,15 @@ func ownTrashEntry(name string, id backend.HeadID) bool {
 
 // moveToTrash renames dir into its trash directory and returns the new
 // path. The trash directory must be a real directory (a symlink in its
-// place is refused: the rename would carry the head elsewhere).
-func moveToTrash(dir string, id backend.HeadID) (string, error) {
+// place is refused: the rename would carry the head elsewhere). It is
+// recorded first (see trashDirs), so that the next open finds what a
+// deletion left there without reading a tombstone. Callers hold the
+// repository lock.
+func (m meta) moveToTrash(dir string, id backend.HeadID) (string, error) {
 	td := trashDir(dir)
+	if err := m.addTrashDir(td); err != nil {
+		return "", err
+	}
 	if err := os.Mkdir(td, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", err
 	}
@@ -115,25 +123,58 @@ func removeAll(ctx context.Context, path string) error {
 	return nil
 }
 
-// trashed lists what destroyed heads left in trash directories: entries
-// named after a tombstone's head ID in the trash directory beside where
-// that head was. Only real directories are listed (a symlink planted in
-// a trash directory is never followed, and never listed). An empty trash
-// directory is removed.
-func (w *workspace) trashed() []string {
-	all, err := w.meta.manifests()
+// trashDirsFile records, one per line, the trash directories destroys
+// moved heads into: trashed reads them, and no tombstone.
+func (m meta) trashDirsFile() string { return filepath.Join(m.dir, "trash-dirs") }
+
+// trashDirs reads the recorded trash directories. A repository whose
+// heads were destroyed before the record was kept gets it made from its
+// tombstones, once.
+func (m meta) trashDirs() []string {
+	data, err := regfile.Read(m.trashDirsFile(), maxSmallFile)
+	if errors.Is(err, fs.ErrNotExist) && m.hasTombstones() {
+		all, _ := m.allManifests()
+		var dirs []string
+		for _, mf := range all {
+			if td := trashDir(mf.Dir); !slices.Contains(dirs, td) {
+				dirs = append(dirs, td)
+			}
+		}
+		data = []byte(strings.Join(dirs, "\n") + "\n")
+		err = writeFileAtomic(m.trashDirsFile(), data)
+	}
 	if err != nil {
 		return nil
 	}
-	byDir := map[string][]backend.HeadID{}
-	for _, mf := range all {
-		if mf.State == backend.StateDestroyed || mf.Destroying {
-			td := trashDir(mf.Dir)
-			byDir[td] = append(byDir[td], mf.ID)
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if line = strings.TrimSpace(line); filepath.IsAbs(line) && !slices.Contains(out, line) {
+			out = append(out, line)
 		}
 	}
+	return out
+}
+
+// addTrashDir records td among the trash directories; callers hold the
+// repository lock.
+func (m meta) addTrashDir(td string) error {
+	dirs := m.trashDirs()
+	if slices.Contains(dirs, td) {
+		return nil
+	}
+	return writeFileAtomic(m.trashDirsFile(), []byte(strings.Join(append(dirs, td), "\n")+"\n"))
+}
+
+// trashed lists what destroyed heads left in the recorded trash
+// directories: entries named after a head whose tombstone (or manifest,
+// for a destroy under way) says it was destroyed from beside that trash
+// directory. Only real directories are listed (a symlink planted in a
+// trash directory is never followed, and never listed). An empty trash
+// directory is removed. It costs what the trash holds, not what history
+// does.
+func (w *workspace) trashed() []string {
 	var out []string
-	for td, ids := range byDir {
+	for _, td := range w.meta.trashDirs() {
 		if fi, err := os.Lstat(td); err != nil || !fi.IsDir() {
 			continue
 		}
@@ -147,15 +188,15 @@ func (w *workspace) trashed() []string {
 			continue
 		}
 		for _, e := range ents {
-			if !e.IsDir() {
+			id, _, ok := strings.Cut(e.Name(), ".")
+			if !e.IsDir() || !ok || !validHeadID(backend.HeadID(id)) || !ownTrashEntry(e.Name(), backend.HeadID(id)) {
 				continue
 			}
-			for _, id := range ids {
-				if ownTrashEntry(e.Name(), id) {
-					out = append(out, filepath.Join(td, e.Name()))
-					break
-				}
+			mf, err := w.meta.readManifest(backend.HeadID(id))
+			if err != nil || !(mf.State == backend.StateDestroyed || mf.Destroying) || trashDir(mf.Dir) != td {
+				continue
 			}
+			out = append(out, filepath.Join(td, e.Name()))
 		}
 	}
 	return out

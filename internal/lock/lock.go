@@ -270,3 +270,51 @@ func (l *Lock) Unlock() error {
 	}
 	return nil
 }
+
+// Shared is a process-wide set of values, one per key, kept only while
+// someone holds it: the mutexes every handle of one head (or root) in the
+// process shares. Its zero value is ready to use; it is safe for
+// concurrent use.
+type Shared[K comparable, V any] struct {
+	mu sync.Mutex
+	m  map[K]*shared[V]
+}
+
+type shared[V any] struct {
+	v    V
+	refs int
+}
+
+// Acquire returns the value of k (a zero V on first use) and the function
+// that releases it: once every holder released it, the value is dropped,
+// and the next Acquire of k starts from a zero V again.
+func (s *Shared[K, V]) Acquire(k K) (*V, func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[K]*shared[V]{}
+	}
+	e := s.m[k]
+	if e == nil {
+		e = &shared[V]{}
+		s.m[k] = e
+	}
+	e.refs++
+	var once sync.Once
+	return &e.v, func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if e.refs--; e.refs == 0 {
+				delete(s.m, k)
+			}
+		})
+	}
+}
+
+// Len is how many keys are held now.
+func (s *Shared[K, V]) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}

@@ -249,3 +249,19 @@ func TestDeadHoldersAreToldFromCleanReleases(t *testing.T) {
 	assert.False(t, dead, "a held lock is not a dead holder's")
 	assert.Equal(t, backend.Busy, backend.CodeOf(lock.Clear(path)))
 }
+
+func TestSharedKeepsAValueOnlyWhileHeld(t *testing.T) {
+	var s lock.Shared[string, int]
+	a, releaseA := s.Acquire("k")
+	b, releaseB := s.Acquire("k")
+	require.Same(t, a, b, "holders of one key share one value")
+	*a = 7
+	releaseA()
+	releaseA() // a second release is a no-op
+	assert.Equal(t, 1, s.Len())
+	releaseB()
+	assert.Equal(t, 0, s.Len(), "a value nobody holds is dropped")
+	c, releaseC := s.Acquire("k")
+	defer releaseC()
+	assert.Equal(t, 0, *c)
+}
