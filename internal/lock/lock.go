@@ -33,6 +33,7 @@ type Owner struct {
 	Host    string    `json:"host"`
 	Purpose string    `json:"purpose"`
 	Since   time.Time `json:"since"`
+	Path    string    `json:"path,omitempty"` // the lock file's path, as the holder took it
 }
 
 func (o Owner) String() string {
@@ -52,13 +53,18 @@ type Lock struct {
 //
 // Something else than a regular file at path (a symlink, a directory, a
 // FIFO someone put there) is not a lock file: it is removed, never
-// followed or opened for writing, and a lock file is made in its place.
+// followed or opened for writing, and a lock file is made in its place —
+// unless a process still holds the lock file it displaced (see
+// displacedHolder): that is Busy, never a second holder.
 func TryLock(path, purpose string) (*Lock, error) {
 	const op = "lock: try"
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, &backend.Error{Code: backend.Internal, Op: op, Path: path, Err: err}
 	}
 	f, err := openLockFile(path)
+	if errors.Is(err, errDisplaced) {
+		return nil, &backend.Error{Code: backend.Busy, Op: op, Path: path, Err: err}
+	}
 	if err != nil {
 		return nil, &backend.Error{Code: backend.Internal, Op: op, Path: path, Err: err}
 	}
@@ -75,13 +81,17 @@ func TryLock(path, purpose string) (*Lock, error) {
 		return nil, &backend.Error{Code: backend.Internal, Op: op, Path: path, Err: err}
 	}
 	host, _ := os.Hostname()
-	rec, _ := json.Marshal(Owner{PID: os.Getpid(), Host: host, Purpose: purpose, Since: time.Now().UTC()})
+	rec, _ := json.Marshal(Owner{PID: os.Getpid(), Host: host, Purpose: purpose, Since: time.Now().UTC(), Path: path})
 	// The record is advisory: a failure to write it does not fail the lock.
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt(append(rec, '\n'), 0)
 	}
 	return &Lock{path: path, f: f}, nil
 }
+
+// errDisplaced says that a process still holds the lock file that was at
+// a lock's path before something else took its place.
+var errDisplaced = errors.New("held: the lock file was displaced (something else is at its path) while its holder still holds it")
 
 // openLockFile opens the lock file at path, replacing whatever else is
 // there once.
@@ -106,6 +116,8 @@ func openLockFile(path string) (*os.File, error) {
 		switch {
 		case lerr != nil:
 			return nil, err
+		case displacedHolder(path):
+			return nil, errDisplaced
 		case fi.IsDir():
 			err = os.RemoveAll(path)
 		default:

@@ -265,3 +265,28 @@ func TestSharedKeepsAValueOnlyWhileHeld(t *testing.T) {
 	defer releaseC()
 	assert.Equal(t, 0, *c)
 }
+
+// An agent that replaces a held lock file with a directory (deleting it,
+// or renaming it away) must not give its lock a second holder: the lock
+// stays Busy while the displaced file is held, and the directory is
+// replaced once it no longer is.
+func TestALockFileReplacedByADirectoryHasOneHolder(t *testing.T) {
+	for name, displace := range map[string]func(p string) error{
+		"deleted": os.Remove,
+		"renamed": func(p string) error { return os.Rename(p, filepath.Join(filepath.Dir(filepath.Dir(p)), "elsewhere")) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "locks", "repo.lock")
+			a, err := lock.TryLock(p, "first")
+			require.NoError(t, err)
+			require.NoError(t, displace(p))
+			require.NoError(t, os.Mkdir(p, 0o755))
+			_, err = lock.TryLock(p, "second")
+			assert.Equal(t, backend.Busy, backend.CodeOf(err), "a second holder: %v", err)
+			require.NoError(t, a.Unlock())
+			b, err := lock.TryLock(p, "after")
+			require.NoError(t, err, "once the displaced lock is free, the directory is replaced")
+			require.NoError(t, b.Unlock())
+		})
+	}
+}
