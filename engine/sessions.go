@@ -126,31 +126,27 @@ func (e *Engine) CloseSession(ctx context.Context, id string) error {
 // (pass it as workspace.RetentionPolicy.Keep). A database that cannot be
 // read is a *StoreError.
 func (e *Engine) JournalCheckpoints(ctx context.Context) ([]workspace.CheckpointID, error) {
-	all, err := e.Sessions(ctx)
+	if err := backend.ContextError(ctx, "engine: journal checkpoints"); err != nil {
+		return nil, err
+	}
+	lasts, payloads, err := e.st.openJournals(ctx)
 	if err != nil {
 		return nil, err
 	}
 	seen := map[workspace.CheckpointID]bool{}
-	for _, si := range all {
-		if si.State != "open" {
+	for _, last := range lasts {
+		if last != "" {
+			seen[workspace.CheckpointID(last)] = true
+		}
+	}
+	for _, p := range payloads {
+		var obj map[string]any
+		if json.Unmarshal([]byte(p), &obj) != nil {
 			continue
 		}
-		if si.LastCheckpoint != "" {
-			seen[si.LastCheckpoint] = true
-		}
-		evs, err := e.Events(ctx, si.ID)
-		if err != nil {
-			return nil, err
-		}
-		for _, ev := range evs {
-			var obj map[string]any
-			if json.Unmarshal(ev.Payload, &obj) != nil {
-				continue
-			}
-			for _, field := range []string{"checkpoint", "commit", "to", "safety", "final", "from"} {
-				if v, ok := obj[field].(string); ok && isObjectName(v) {
-					seen[workspace.CheckpointID(v)] = true
-				}
+		for _, field := range []string{"checkpoint", "commit", "to", "safety", "final", "from"} {
+			if v, ok := obj[field].(string); ok && isObjectName(v) {
+				seen[workspace.CheckpointID(v)] = true
 			}
 		}
 	}

@@ -306,7 +306,9 @@ func (s *sqlStore) events(ctx context.Context, id string) ([]Event, error) {
 		if err := rows.Scan(&ev.Seq, &at, &kind, &payload); err != nil {
 			return nil, s.fail(err)
 		}
-		ev.At, _ = time.Parse(time.RFC3339Nano, at)
+		if ev.At, err = decodeTime("event", at); err != nil {
+			return nil, &StoreError{Kind: StoreCorrupt, Path: s.path, Err: fmt.Errorf("session %s, event %d: %w", id, ev.Seq, err)}
+		}
 		ev.Kind, ev.Payload = EventKind(kind), json.RawMessage(payload)
 		out = append(out, ev)
 	}
@@ -314,6 +316,28 @@ func (s *sqlStore) events(ctx context.Context, id string) ([]Event, error) {
 		return nil, s.fail(err)
 	}
 	return out, nil
+}
+
+// openJournals reads, in one query, the last checkpoint of every open
+// session and the payloads of its journal's events.
+func (s *sqlStore) openJournals(ctx context.Context) (lasts []string, payloads []string, err error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT sessions.last_checkpoint, COALESCE(events.payload, '')
+		FROM sessions LEFT JOIN events ON events.session_id = sessions.id WHERE sessions.state = 'open'`))
+	if err != nil {
+		return nil, nil, s.fail(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var last, payload string
+		if err := rows.Scan(&last, &payload); err != nil {
+			return nil, nil, s.fail(err)
+		}
+		lasts, payloads = append(lasts, last), append(payloads, payload)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, s.fail(err)
+	}
+	return lasts, payloads, nil
 }
 
 // appendEvent appends one event to session id's journal in tx.

@@ -311,6 +311,9 @@ type store interface {
 	// sessions lists the sessions, oldest first; id, when not empty,
 	// selects one (an unknown ID is errNoSession).
 	sessions(ctx context.Context, id string) ([]SessionInfo, error)
+	// openJournals reads the last checkpoint of every open session and
+	// the payloads of its journal's events (a row each, in no order).
+	openJournals(ctx context.Context) (lasts, payloads []string, err error)
 	// lease takes session id's lease without waiting: Busy when anyone
 	// holds it, this process included. A live session holds its lease;
 	// it dies with its holder.
