@@ -45,7 +45,7 @@ func (rp *repo) batchObject(ctx context.Context, id string, max int) (typ string
 		c.p = nil
 	}
 	if c.p == nil {
-		p, err := rp.r.Start(gitcmd.Cmd{GitDir: rp.common, Dir: rp.common, Args: []string{"cat-file", "--batch"}})
+		p, err := rp.r.Start(gitcmd.Cmd{GitDir: rp.common, CommonDir: rp.common, Dir: rp.common, Args: []string{"cat-file", "--batch"}})
 		if err != nil {
 			return "", nil, false
 		}

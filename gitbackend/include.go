@@ -83,7 +83,7 @@ func (w *workspace) copyIncludes(ctx context.Context, mf *manifest) error {
 		return err
 	}
 	out, err := w.repo.run(ctx, gitcmd.Cmd{
-		GitDir: w.repo.common, WorkTree: w.repo.main, Dir: w.repo.main,
+		GitDir: w.repo.common, CommonDir: w.repo.common, WorkTree: w.repo.main, Dir: w.repo.main,
 		Args: []string{"-c", "core.untrackedCache=false", "ls-files", "-z", "--others", "--ignored", "--exclude-per-directory=.gitignore", "--directory", "--no-empty-directory"},
 	})
 	if err != nil {

@@ -414,10 +414,7 @@ func (h *head) moveCheckedOut(ctx context.Context, op, branch, old, next string)
 			return "", refuse("has a %s in progress", marker)
 		}
 	}
-	c := gitcmd.Cmd{GitDir: gitDir, WorkTree: dir, Dir: dir, NoOptionalLocks: true}
-	if gitDir != h.w.repo.common {
-		c.CommonDir = h.w.repo.common
-	}
+	c := gitcmd.Cmd{GitDir: gitDir, CommonDir: h.w.repo.common, WorkTree: dir, Dir: dir, NoOptionalLocks: true}
 	c.Args = []string{"status", "--porcelain", "--untracked-files=no", "--ignore-submodules=all"}
 	if out, err := h.w.repo.run(ctx, c); err != nil {
 		return "", err
@@ -606,7 +603,7 @@ func (h *head) Patch(ctx context.Context, from, to backend.Rev, opts *backend.Pa
 		}
 		rng = a + ".." + one
 	}
-	out, err := h.w.repo.r.Run(ctx, gitcmd.Cmd{GitDir: h.w.repo.common, Dir: h.w.repo.common, Args: []string{
+	out, err := h.w.repo.r.Run(ctx, gitcmd.Cmd{GitDir: h.w.repo.common, CommonDir: h.w.repo.common, Dir: h.w.repo.common, Args: []string{
 		// Whatever the repository's configuration (which an agent can
 		// write) says of patches, the series is the same: no attachments,
 		// threads, recipients, headers, notes, sign-offs, base, signature;

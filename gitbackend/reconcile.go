@@ -440,7 +440,12 @@ func (r *reconciler) watches(all []*manifest) {
 			continue
 		}
 		changes, err := r.w.tampered(r.ctx, id)
-		if err != nil || len(changes) == 0 {
+		if err != nil {
+			r.add(backend.Finding{Kind: backend.FindingTampered, Head: names[id], HeadID: id, Path: p,
+				Detail: fmt.Sprintf("head %q's watch cannot tell what changed: %v", names[id], err)}, nil)
+			continue
+		}
+		if len(changes) == 0 {
 			continue
 		}
 		var once sync.Once

@@ -53,7 +53,7 @@ func (rp *repo) updateRefs(ctx context.Context, ops []string) error {
 				_ = u.p.Close() // exited while idle: its pipes go
 				u.p = nil
 			}
-			p, err := rp.r.Start(gitcmd.Cmd{GitDir: rp.common, Dir: rp.common, Args: []string{"update-ref", "-m", "grove", "--stdin"}})
+			p, err := rp.r.Start(gitcmd.Cmd{GitDir: rp.common, CommonDir: rp.common, Dir: rp.common, Args: []string{"update-ref", "-m", "grove", "--stdin"}})
 			if err != nil {
 				return err
 			}

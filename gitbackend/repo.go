@@ -65,7 +65,9 @@ func (rp *repo) objectFormat(ctx context.Context) (string, error) {
 // bare repository), in the common git dir unless c says otherwise.
 func (rp *repo) run(ctx context.Context, c gitcmd.Cmd) (string, error) {
 	if c.GitDir == "" && !c.Discover {
-		c.GitDir = rp.common
+		// The common dir named too: git would follow a commondir file an
+		// agent wrote there, from the main git dir as from any.
+		c.GitDir, c.CommonDir = rp.common, rp.common
 	}
 	if c.Dir == "" {
 		c.Dir = rp.common

@@ -24,6 +24,9 @@ import (
 // baseline under grove's metadata (grove/watch/<head-id>.json), and tells
 // what changed since:
 //
+//   - file: the configuration files of the common dir and the worktrees,
+//     and commondir (which git follows from any git dir), whole: a link or
+//     a directory in their place, or any change of commondir, is a change;
 //   - config: every entry whose key names a command or redirects git
 //     (commandKey), in every configuration file git reads for the
 //     repository or any of its worktrees, included files too;
@@ -133,22 +136,46 @@ func commandKey(key string) bool {
 	return false
 }
 
-// watched reads what a watch records of the repository now.
+// watched reads what a watch records of the repository now. Everything
+// under the common dir is read through os.Root and never through a link:
+// a hooks/ or info/ that an agent replaced with a link to a directory of
+// the user's is one entry (the link), not the user's files. A
+// configuration git cannot be made to read safely (an include over the
+// size grove reads, a FIFO) is an entry of its own, so that it shows as a
+// change instead of blinding the watch.
 func (w *workspace) watched(ctx context.Context) (map[string]*watchEntry, error) {
 	out := map[string]*watchEntry{}
-	// Configuration: the common dir's files and every worktree's own.
-	gitDirs := []string{w.repo.common}
-	if ents, err := os.ReadDir(filepath.Join(w.repo.common, "worktrees")); err == nil {
+	root, err := os.OpenRoot(w.repo.common)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	// The files that steer git whole: the configuration git reads in the
+	// common dir and every worktree's own, and commondir (which git
+	// follows from any git dir, the main one too).
+	gitDirs := []string{"."}
+	if ents, err := readDirNoFollow(root, "worktrees"); err == nil {
 		for _, e := range ents {
 			if e.IsDir() {
-				gitDirs = append(gitDirs, filepath.Join(w.repo.common, "worktrees", e.Name()))
+				gitDirs = append(gitDirs, "worktrees/"+e.Name())
 			}
 		}
 	}
+	for _, name := range []string{"config", "config.worktree", "commondir"} {
+		watchFile(root, out, "file", name)
+	}
+	for _, gd := range gitDirs[1:] {
+		watchFile(root, out, "file", gd+"/config.worktree")
+	}
+	// The entries of every file git reads for them, included files too.
 	for _, gd := range gitDirs {
-		entries, err := w.repo.r.ConfigEntries(ctx, gd, w.repo.common)
+		entries, err := w.repo.r.ConfigEntries(ctx, filepath.Join(w.repo.common, gd), w.repo.common)
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			out["configerror "+gd] = &watchEntry{Kind: "config", Name: "configuration of " + gd + " (unreadable)", Value: []string{err.Error()}}
+			continue
 		}
 		for _, e := range entries {
 			if !commandKey(e.Key) {
@@ -157,46 +184,16 @@ func (w *workspace) watched(ctx context.Context) (map[string]*watchEntry, error)
 			k := "config " + e.File + " " + e.Key
 			if out[k] == nil {
 				out[k] = &watchEntry{Kind: "config", Name: e.Key + " (" + e.File + ")", File: e.File, Key: e.Key}
-			} else if gd != w.repo.common {
+			} else if gd != "." {
 				continue // a file two git dirs read (the common config) is read once
 			}
 			out[k].Value = append(out[k].Value, e.Value)
 		}
 	}
 	// Hooks and info/.
-	files := func(kind, dir, prefix string, skip func(string) bool) {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			return
-		}
-		for _, e := range ents {
-			if skip(e.Name()) {
-				continue
-			}
-			p := filepath.Join(dir, e.Name())
-			we := &watchEntry{Kind: kind, Name: prefix + e.Name()}
-			fi, err := os.Lstat(p)
-			switch {
-			case err != nil, fi.IsDir():
-				continue
-			case fi.Mode()&fs.ModeSymlink != 0:
-				we.Link, _ = os.Readlink(p)
-			default:
-				we.Mode = uint32(fi.Mode().Perm())
-				if data, err := regfile.Read(p, maxWatchedFile); err == nil {
-					we.Data = data
-				} else {
-					we.Data = []byte("unreadable: " + strconv.FormatInt(fi.Size(), 10) + " bytes")
-				}
-			}
-			out[kind+" "+we.Name] = we
-		}
-	}
-	files("hook", filepath.Join(w.repo.common, "hooks"), "hooks/", func(n string) bool { return strings.HasSuffix(n, ".sample") })
-	files("info", filepath.Join(w.repo.common, "info"), "info/", func(string) bool { return false })
-	files("info", filepath.Join(w.repo.common, "objects", "info"), "objects/info/", func(n string) bool {
-		return n != "alternates" && n != "http-alternates"
-	})
+	watchDir(root, out, "hook", "hooks", func(n string) bool { return strings.HasSuffix(n, ".sample") })
+	watchDir(root, out, "info", "info", func(string) bool { return false })
+	watchDir(root, out, "info", "objects/info", func(n string) bool { return n != "alternates" && n != "http-alternates" })
 	// Refs: all but grove's and its heads' branches; what HEAD names.
 	all, err := w.meta.manifests()
 	if err != nil {
@@ -204,35 +201,96 @@ func (w *workspace) watched(ctx context.Context) (map[string]*watchEntry, error)
 	}
 	heads := map[string]bool{}
 	for _, mf := range all {
-		if mf.State != backend.StateDestroyed && !mf.Attached && mf.Branch != "" {
+		if !mf.Attached && mf.Branch != "" {
 			heads["refs/heads/"+mf.Branch] = true
 		}
 	}
 	refs, err := w.repo.git(ctx, "for-each-ref", "--format=%(refname) %(objectname)",
 		"refs/heads/", "refs/tags/", "refs/remotes/", "refs/notes/", "refs/replace/", "refs/stash")
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		// git will not run here (the configuration it would read is
+		// refused): the refs are unknown, which is a change of its own.
+		out["configerror refs"] = &watchEntry{Kind: "config", Name: "refs (git cannot run: its configuration is refused)", Value: []string{err.Error()}}
+		refs = ""
 	}
 	for _, line := range strings.Split(refs, "\n") {
 		name, oid, ok := strings.Cut(line, " ")
-		if !ok || strings.HasPrefix(name, "refs/grove/") || strings.HasPrefix(name, "refs/grove-") || heads[name] {
+		if !ok || heads[name] {
 			continue
 		}
 		out["ref "+name] = &watchEntry{Kind: "ref", Name: name, OID: oid}
 	}
-	if data, err := regfile.Read(filepath.Join(w.repo.common, "HEAD"), maxSmallFile); err == nil {
+	if data, err := readRegular(root, "HEAD", maxSmallFile); err == nil {
 		out["ref HEAD"] = &watchEntry{Kind: "ref", Name: "HEAD", OID: gitLine(data)}
 	}
 	return out, nil
 }
 
+// watchFile records the file name of root (a path under the common dir)
+// as kind: its content and mode, or the link it is; nothing where there is
+// nothing.
+func watchFile(root *os.Root, out map[string]*watchEntry, kind, name string) {
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return
+	}
+	we := &watchEntry{Kind: kind, Name: name}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		we.Link, _ = root.Readlink(name)
+	case fi.IsDir():
+		we.Link = "(a directory)"
+	default:
+		we.Mode = uint32(fi.Mode().Perm())
+		if data, err := readRegular(root, name, maxWatchedFile); err == nil {
+			we.Data = data
+		} else {
+			we.Data = []byte("unreadable: " + strconv.FormatInt(fi.Size(), 10) + " bytes")
+		}
+	}
+	out[kind+" "+name] = we
+}
+
+// watchDir records the directory dir of root and the files in it (those
+// skip does not skip) as kind; a link in the directory's place is
+// recorded as that, and nothing it leads to is read.
+func watchDir(root *os.Root, out map[string]*watchEntry, kind, dir string, skip func(string) bool) {
+	fi, err := root.Lstat(dir)
+	if err != nil {
+		return
+	}
+	if !fi.IsDir() {
+		watchFile(root, out, kind, dir)
+		return
+	}
+	ents, err := readDirNoFollow(root, dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !skip(e.Name()) && !e.IsDir() {
+			watchFile(root, out, kind, dir+"/"+e.Name())
+		}
+	}
+}
+
 // diffWatched lists what differs between a baseline and now.
 func diffWatched(was, now map[string]*watchEntry) []backend.Tamper {
 	var out []backend.Tamper
+	unknown := unreadable(now) // what could not be read now is not gone
 	for _, k := range slices.Sorted(mapKeys(was, now)) {
 		a, b := was[k], now[k]
+		if b == nil && unknown && (strings.HasPrefix(k, "config ") || strings.HasPrefix(k, "ref ")) {
+			continue
+		}
 		if a != nil && b != nil && a.equal(b) {
 			continue
+		}
+		if a != nil && b != nil && a.Kind == "file" && a.Name != "commondir" && a.Link == b.Link {
+			continue // a configuration file's content: its entries say what changed
 		}
 		t := backend.Tamper{Was: a.summary(), Now: b.summary()}
 		if a != nil {
@@ -243,6 +301,17 @@ func diffWatched(was, now map[string]*watchEntry) []backend.Tamper {
 		out = append(out, t)
 	}
 	return out
+}
+
+// unreadable reports whether a reading of the repository could not read
+// its configuration or refs.
+func unreadable(m map[string]*watchEntry) bool {
+	for k := range m {
+		if strings.HasPrefix(k, "configerror ") {
+			return true
+		}
+	}
+	return false
 }
 
 func mapKeys(ms ...map[string]*watchEntry) func(func(string) bool) {
@@ -350,16 +419,33 @@ func (h *head) EndWatch(ctx context.Context) ([]backend.Tamper, error) {
 }
 
 // revertWatched puts back, in the repository, what differs from the
-// baseline rec: configuration entries, files and refs as they were. A
-// watched file the baseline did not hold whole is left as it is.
+// baseline rec: configuration entries, files and refs as they were. Files
+// are written through os.Root on the common dir, replaced by rename,
+// never written or removed through a link; a configuration entry of a
+// file outside the common dir (an included one) is not touched (putting
+// back the include that named it, in the repository's configuration,
+// undoes it). A watched file the baseline did not hold whole is left as it
+// is.
 func (w *workspace) revertWatched(ctx context.Context, rec *watchRecord) error {
 	now, err := w.watched(ctx)
 	if err != nil {
 		return err
 	}
+	root, err := os.OpenRoot(w.repo.common)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	var errs []error
 	var refOps []string
-	for _, k := range slices.Sorted(mapKeys(rec.Entries, now)) {
+	unknown := unreadable(now)
+	// Whole files first (a link in a config file's place goes), then the
+	// entries of the config files that stayed files.
+	keys := slices.Sorted(mapKeys(rec.Entries, now))
+	slices.SortStableFunc(keys, func(a, b string) int {
+		return boolInt(strings.HasPrefix(b, "file ")) - boolInt(strings.HasPrefix(a, "file "))
+	})
+	for _, k := range keys {
 		was, cur := rec.Entries[k], now[k]
 		if was != nil && cur != nil && was.equal(cur) {
 			continue
@@ -369,15 +455,23 @@ func (w *workspace) revertWatched(ctx context.Context, rec *watchRecord) error {
 			e = cur
 		}
 		switch e.Kind {
+		case "file":
+			// A configuration git cannot read is put back whole.
+			if unknown || e.Name == "commondir" || cur == nil || cur.Link != "" || was == nil || was.Link != "" {
+				errs = append(errs, revertFile(root, e.Name, was))
+			}
 		case "config":
-			errs = append(errs, w.revertConfig(ctx, e.File, e.Key, was))
+			if e.Key != "" && !unknown {
+				errs = append(errs, w.revertConfig(ctx, root, e.File, e.Key, was))
+			}
 		case "hook", "info":
-			errs = append(errs, revertFile(filepath.Join(w.repo.common, filepath.FromSlash(e.Name)), was))
+			errs = append(errs, revertFile(root, e.Name, was))
 		case "ref":
 			switch {
+			case unknown:
 			case e.Name == "HEAD":
 				if was != nil {
-					errs = append(errs, writeFileAtomic(filepath.Join(w.repo.common, "HEAD"), []byte(was.OID+"\n")))
+					errs = append(errs, writePrivate(root, "HEAD", []byte(was.OID+"\n")))
 				}
 			case was == nil:
 				refOps = append(refOps, "delete "+e.Name+" "+cur.OID)
@@ -399,9 +493,29 @@ func (w *workspace) revertWatched(ctx context.Context, rec *watchRecord) error {
 	return errors.Join(errs...)
 }
 
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // revertConfig gives key in file the values the baseline had (none: the
-// key goes), with git config on that file alone.
-func (w *workspace) revertConfig(ctx context.Context, file, key string, was *watchEntry) error {
+// key goes), with git config on that file alone — only for a file of the
+// common dir that is a regular file, reached through no link.
+func (w *workspace) revertConfig(ctx context.Context, root *os.Root, file, key string, was *watchEntry) error {
+	rel, err := filepath.Rel(w.repo.common, file)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+		return nil // an included file outside the repository: not ours to edit
+	}
+	for d := filepath.Dir(rel); d != "."; d = filepath.Dir(d) {
+		if fi, err := root.Lstat(d); err != nil || !fi.IsDir() {
+			return nil
+		}
+	}
+	if fi, err := root.Lstat(rel); err != nil || !fi.Mode().IsRegular() {
+		return nil // gone, or not a file: its whole-file entry puts it back
+	}
 	c := gitcmd.Cmd{Args: []string{"config", "--file", file, "--unset-all", key}}
 	if _, err := w.repo.run(ctx, c); err != nil && gitcmd.ExitCode(err) != 5 { // 5: no such key
 		return err
@@ -417,30 +531,38 @@ func (w *workspace) revertConfig(ctx context.Context, file, key string, was *wat
 	return nil
 }
 
-// revertFile puts the file at p back as was recorded it (none: removed).
-// What is there is removed, never written through.
-func revertFile(p string, was *watchEntry) error {
-	if err := os.RemoveAll(p); err != nil {
+// revertFile puts name (a path under root) back as was recorded it
+// (none: removed). What is there is removed, never followed; a directory
+// of the path that a link took the place of is made again.
+func revertFile(root *os.Root, name string, was *watchEntry) error {
+	for d := filepath.Dir(name); d != "."; d = filepath.Dir(d) {
+		if fi, err := root.Lstat(d); err == nil && !fi.IsDir() {
+			if err := root.Remove(d); err != nil {
+				return err
+			}
+		}
+	}
+	if err := root.RemoveAll(name); err != nil {
 		return err
 	}
 	switch {
 	case was == nil:
 		return nil
+	case was.Link == "(a directory)":
+		return root.MkdirAll(name, 0o755)
 	case was.Link != "":
-		return os.Symlink(was.Link, p)
+		if err := root.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			return err
+		}
+		return root.Symlink(was.Link, name)
 	case strings.HasPrefix(string(was.Data), "unreadable: "):
-		return fmt.Errorf("%s was not recorded whole: not put back", p)
+		return fmt.Errorf("%s was not recorded whole: not put back", name)
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fs.FileMode(was.Mode))
-	if err != nil {
+	if err := root.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		return err
 	}
-	_, err = f.Write(was.Data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err := writePrivate(root, name, was.Data); err != nil {
+		return err
 	}
-	if err == nil {
-		err = os.Chmod(p, fs.FileMode(was.Mode))
-	}
-	return err
+	return root.Chmod(name, fs.FileMode(was.Mode))
 }

@@ -926,7 +926,7 @@ func (w *workspace) Materialize(ctx context.Context, at backend.Rev, dir string)
 	if err == nil {
 		defer os.RemoveAll(tmp)
 		_, err = w.repo.run(ctx, gitcmd.Cmd{
-			GitDir: w.repo.common, WorkTree: dir, Dir: dir,
+			GitDir: w.repo.common, CommonDir: w.repo.common, WorkTree: dir, Dir: dir,
 			Args:     []string{"read-tree", "--reset", "-u", commit},
 			Env:      []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")},
 			Parallel: w.repo.manyFiles(""),
