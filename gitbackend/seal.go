@@ -169,10 +169,10 @@ func (h *head) sealImport(ctx context.Context, mf manifest) error {
 	if mf.Attached || mf.Branch == "" {
 		return nil
 	}
-	root, err := os.OpenRoot(s.git)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+	if fi, err := os.Lstat(s.git); err != nil || !fi.IsDir() {
+		return nil // none yet (sealSync makes it)
 	}
+	root, err := os.OpenRoot(s.git)
 	if err != nil {
 		return err
 	}
@@ -200,10 +200,14 @@ func (h *head) sealImport(ctx context.Context, mf manifest) error {
 			return err
 		}
 		// What cannot be brought in is dropped, so that it is not tried
-		// again: the sandbox's branch goes back to what it was given.
-		// The files those commits held are still the head's.
+		// again: the sandbox's branch goes back to what it was given, or,
+		// where even that cannot be written, the private dir goes whole
+		// (the next command gets a new one). The files those commits
+		// held are still the head's.
 		if werr := writePrivate(root, "refs/heads/"+mf.Branch, []byte(cur+"\n")); werr != nil {
-			return werr
+			if rerr := os.RemoveAll(s.git); rerr != nil {
+				return rerr
+			}
 		}
 		return &backend.Error{Code: backend.Conflict, Op: "gitbackend: checkpoint", Head: mf.Name,
 			Err: fmt.Errorf("the commits made in the sandbox could not be brought in, and were dropped (the files they held are still in the head: checkpoint again to keep them): %w", err)}
@@ -300,7 +304,7 @@ func (rp *repo) fetchPrivate(ctx context.Context, root *os.Root, work, tip, have
 		return err
 	}
 	defer os.RemoveAll(stage)
-	if err := copyObjects(root, filepath.Join(stage, "objects")); err != nil {
+	if err := copyObjects(ctx, root, filepath.Join(stage, "objects")); err != nil {
 		return err
 	}
 	pack, err := os.Create(filepath.Join(stage, "import.pack"))
@@ -329,18 +333,34 @@ func (rp *repo) fetchPrivate(ctx context.Context, root *os.Root, work, tip, have
 	return nil
 }
 
+// maxImport bounds what the private objects of one import may hold, in
+// bytes: a sandbox's commits are its agent's work, not a way to fill the
+// host's disk.
+const maxImport = 4 << 30
+
 // copyObjects copies the private objects under root's objects/ into dst:
 // loose objects (objects/xx/<rest of the ID>) and packs with their indexes
-// (objects/pack/pack-*.pack, .idx), regular files only.
-func copyObjects(root *os.Root, dst string) error {
+// (objects/pack/pack-*.pack, .idx), regular files only, stopping when ctx
+// ends. A sparse file (git writes none: its bytes would be a sandbox's
+// way to make grove write what it never wrote) and objects over maxImport
+// in all are refused.
+func copyObjects(ctx context.Context, root *os.Root, dst string) error {
+	var total int64
 	copyOne := func(name string) error {
 		src, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 		if err != nil {
 			return nil // gone, or a link: not an object
 		}
 		defer src.Close()
-		if fi, err := src.Stat(); err != nil || !fi.Mode().IsRegular() {
+		fi, err := src.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
 			return nil
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Blocks*512+64<<10 < fi.Size() {
+			return fmt.Errorf("%s is a sparse file of %d bytes: not an object git wrote", name, fi.Size())
+		}
+		if total += fi.Size(); total > maxImport {
+			return fmt.Errorf("the sandbox's objects hold over %d bytes", int64(maxImport))
 		}
 		out := filepath.Join(dst, strings.TrimPrefix(name, "objects/"))
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
@@ -350,7 +370,7 @@ func copyObjects(root *os.Root, dst string) error {
 		if err != nil {
 			return err
 		}
-		_, err = io.Copy(f, src)
+		_, err = io.Copy(f, ctxReader{ctx, src})
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -387,6 +407,19 @@ func copyObjects(root *os.Root, dst string) error {
 		}
 	}
 	return nil
+}
+
+// ctxReader reads r until ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // readDirNoFollow lists the directory name under root, which must be a
@@ -530,6 +563,15 @@ func fileStamp(path string) string {
 // followed.
 func writePrivate(root *os.Root, name string, data []byte) error {
 	if dir := filepath.Dir(name); dir != "." {
+		// A file or a link the sandbox put where a directory of the path
+		// goes is removed first.
+		for d := dir; d != "."; d = filepath.Dir(d) {
+			if fi, err := root.Lstat(d); err == nil && !fi.IsDir() {
+				if err := root.RemoveAll(d); err != nil {
+					return err
+				}
+			}
+		}
 		if err := root.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
