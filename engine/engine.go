@@ -40,9 +40,10 @@ type Options struct {
 	LeaseDir string
 	// Sandbox is where every command on the engine's heads' content
 	// runs (workspace.OpenOptions.Sandbox): the workspaces' hooks and the
-	// sessions' commands (workspace.Head.Run, the run tool). Nil runs them
-	// on the host, and then no fork a session's agent asks for
-	// (ForkOptions.ByAgent) runs a Setup hook: it is PermissionDenied.
+	// sessions' commands (workspace.Head.Run, the run tool); a resume may
+	// name its own (ResumeOptions.Sandbox). Nil runs them on the host, and
+	// then no fork a session's agent asks for (ForkOptions.ByAgent) runs a
+	// Setup hook: it is PermissionDenied.
 	Sandbox *workspace.Sandbox
 }
 
@@ -535,6 +536,11 @@ type ResumeOptions struct {
 	// session's checkpoints are pushed from then on; nil means the
 	// engine's placement's (PerSession.Remote, ExistingHead.Remote).
 	Remote *workspace.Remote
+	// Sandbox is the sandbox of the workspace Resume reopens (where its
+	// hooks and the session's commands run); nil means the engine's
+	// (Options.Sandbox). A caller resuming a session of a project whose
+	// configuration names a sandbox passes it here.
+	Sandbox *workspace.Sandbox
 	// Relocate resumes a session whose head lives on another host: the
 	// head is opened through the workspace of the engine's placement on
 	// this host (its Root, HeadsDir, Remote, and its Setup and Teardown
@@ -712,7 +718,11 @@ func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*S
 			release()
 			return fail(BackendUnavailable, errorf(backend.BackendUnavailable, op, "no backend %q is registered", bind.Backend))
 		}
-		ro := &workspace.ReopenOptions{Setup: opts.Setup, Teardown: opts.Teardown, Remote: remote, Sandbox: e.sandbox}
+		sb := e.sandbox
+		if opts.Sandbox != nil {
+			sb = opts.Sandbox
+		}
+		ro := &workspace.ReopenOptions{Setup: opts.Setup, Teardown: opts.Teardown, Remote: remote, Sandbox: sb}
 		var h *workspace.Head
 		if opts.Relocate {
 			// A head the session destroyed is not brought back from
@@ -876,7 +886,7 @@ func (e *Engine) relocate(ctx context.Context, bind backend.Binding, ro *workspa
 	} else {
 		ro.Setup, ro.Teardown = wo.Setup, wo.Teardown
 	}
-	wo.Remote, wo.Sandbox = remote, e.sandbox
+	wo.Remote, wo.Sandbox = remote, ro.Sandbox
 	ws, err := workspace.Open(ctx, b, root, wo)
 	if err != nil {
 		return nil, workspace.RelocateResult{}, err

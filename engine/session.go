@@ -348,9 +348,9 @@ type ForkOptions struct {
 	Checkpoint workspace.CheckpointOptions
 	// ByAgent marks a fork the session's agent asked for (the fork tool):
 	// the workspace's Setup hook would run on files the agent wrote, so
-	// where the engine has no sandbox (Options.Sandbox) such a fork of a
-	// workspace with a Setup hook is PermissionDenied, and nothing is
-	// checkpointed or made.
+	// where the session's workspace has no sandbox (Options.Sandbox,
+	// ResumeOptions.Sandbox) such a fork of a workspace with a Setup hook
+	// is PermissionDenied, and nothing is checkpointed or made.
 	ByAgent bool
 }
 
@@ -379,7 +379,8 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 	if opts != nil {
 		o = *opts
 	}
-	if o.ByAgent && s.setup != nil && (s.e.sandbox == nil || s.e.sandbox.Kind == workspace.SandboxNone) {
+	sb := s.head.Workspace().Sandbox() // the session's workspace's, as it was opened or resumed
+	if o.ByAgent && s.setup != nil && sb.Kind == workspace.SandboxNone {
 		return nil, errorf(backend.PermissionDenied, op, "the workspace's setup hook (%q) would run outside any sandbox on files the agent wrote: fork from the command line, or give the engine a sandbox", s.setup.Command)
 	}
 	if o.Agent == "" {
@@ -411,7 +412,7 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 	}
 	// The child gets a workspace handle of its own, so that it outlives
 	// this session's.
-	cws, err := workspace.Open(ctx, ws.Backend(), ws.Info().Locator, &workspace.OpenOptions{Setup: s.setup, Teardown: s.teardown, Remote: s.remote, Sandbox: s.e.sandbox})
+	cws, err := workspace.Open(ctx, ws.Backend(), ws.Info().Locator, &workspace.OpenOptions{Setup: s.setup, Teardown: s.teardown, Remote: s.remote, Sandbox: &sb})
 	if err != nil {
 		return nil, err
 	}

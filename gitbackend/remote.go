@@ -2,6 +2,8 @@ package gitbackend
 
 import (
 	"context"
+	"encoding/base64"
+	"net/url"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,9 +44,27 @@ const workspaceRef = "refs/grove/workspace"
 
 // remote is a validated backend.Remote.
 type remote struct {
-	url    string
+	url    string // as the caller gave it, less the credentials of an http(s) URL (see auth)
 	scheme string // the one transport git may use: file, git, ssh, http, https
 	config []string
+	auth   string // the http(s) URL's credentials, as an Authorization header ("" for none)
+}
+
+// splitCredentials takes the credentials out of an http(s) URL: the URL
+// without them, and the Authorization header that carries them. A URL's
+// credentials would otherwise be on git's command line (and its remote
+// helper's), which every user of the machine reads, and in grove's
+// records and messages; the header travels in the transfer directory's
+// own configuration instead (see newTransfer).
+func splitCredentials(u string) (string, string) {
+	pu, err := url.Parse(u)
+	if err != nil || pu.User == nil || (pu.Scheme != "http" && pu.Scheme != "https") {
+		return u, ""
+	}
+	pass, _ := pu.User.Password()
+	auth := "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(pu.User.Username()+":"+pass))
+	pu.User = nil
+	return pu.String(), auth
 }
 
 // scpLike is the [user@]host:path form git reads as ssh.
@@ -92,6 +112,9 @@ func parseRemote(op string, r *backend.Remote) (*remote, error) {
 		}
 		sshCommand = sshCommand || strings.EqualFold(k, "core.sshCommand")
 		rm.config = append(rm.config, kv)
+	}
+	if rm.scheme == "http" || rm.scheme == "https" {
+		rm.url, rm.auth = splitCredentials(u)
 	}
 	if rm.scheme == "ssh" && !sshCommand {
 		// grove's git runs no ssh command by default (core.sshCommand=false):
@@ -154,6 +177,11 @@ func (w *workspace) newTransfer(ctx context.Context) (*transfer, error) {
 	config := "[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
 	if format != "sha1" {
 		config = "[core]\n\trepositoryformatversion = 1\n\tbare = true\n[extensions]\n\tobjectformat = " + format + "\n"
+	}
+	if w.remote.auth != "" {
+		// The remote's credentials: in this directory's own file (the
+		// caller's only to read), never on a command line.
+		config += "[http]\n\textraHeader = " + w.remote.auth + "\n"
 	}
 	files := map[string]string{
 		"HEAD":                    "ref: refs/heads/grove-transfer\n",
@@ -587,6 +615,9 @@ func (b *Backend) Pushed(ctx context.Context, locator string, id backend.HeadID,
 	}
 	if !validHeadID(id) {
 		return PushState{}, backend.Errorf(backend.InvalidArgument, "gitbackend: pushed", "%q is not a head ID", id)
+	}
+	if u, _ := splitCredentials(url); u != url {
+		url = u // recorded without its credentials
 	}
 	rec := metaOf(rp.common).readPushed(id, url)
 	return PushState{Commit: backend.CheckpointID(rec.Commit), At: rec.At, Error: rec.Error, Lost: rec.Lost}, nil

@@ -349,7 +349,11 @@ func (a *app) engine() (*engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, _ = a.workspace() // the project's .grove.toml, when grove runs in a repository
+	// The project's .grove.toml, when grove runs in a repository: one that
+	// cannot be read fails the command (its sandbox would be lost).
+	if _, err := a.workspace(); err != nil && workspace.CodeOf(err) != workspace.NotFound {
+		return nil, err
+	}
 	opts := engine.Options{Path: a.database, Backends: []workspace.Backend{a.backend()}, Sandbox: a.sandbox()}
 	switch {
 	case opts.Path == "":

@@ -226,12 +226,16 @@ func (a *app) resumeWith(id string, recreate, relocate bool) (*engine.Session, s
 		head, root = si.Head, si.Root
 	}
 	opts := &engine.ResumeOptions{AsRecorded: true, Recreate: recreate, Relocate: relocate, Remote: a.remoteOpt()}
-	if recreate && root != "" {
+	if root != "" {
+		// The session's project decides where its commands run, wherever
+		// grove runs from: its .grove.toml's sandbox (a configuration that
+		// cannot be read fails the resume, never runs on the host).
 		oo, err := a.openOptions(root)
 		if err != nil {
 			return nil, head, err
 		}
-		if oo != nil {
+		opts.Sandbox = oo.Sandbox
+		if recreate {
 			opts.Setup, opts.Teardown = oo.Setup, oo.Teardown
 		}
 	}

@@ -503,7 +503,10 @@ func (r *Runner) env(c Cmd) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "GIT_") || strings.HasPrefix(k, "LC_") || k == "LANG" || k == "LANGUAGE" ||
+		// grove's own settings too: GROVE_DATABASE and GROVE_MCP_TOKEN are
+		// secrets, and a git process's environment is readable by every
+		// process of its user (git is dumpable again after exec).
+		if strings.HasPrefix(k, "GIT_") || strings.HasPrefix(k, "GROVE_") || strings.HasPrefix(k, "LC_") || k == "LANG" || k == "LANGUAGE" ||
 			k == "PAGER" || k == "EDITOR" || k == "VISUAL" || k == "SSH_ASKPASS" || k == "EMAIL" {
 			continue
 		}
