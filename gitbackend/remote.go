@@ -3,12 +3,12 @@ package gitbackend
 import (
 	"context"
 	"encoding/base64"
-	"net/url"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
