@@ -171,3 +171,28 @@ func TestTheForkToolRunsNoSetupOutsideASandbox(t *testing.T) {
 	f.ok("fork", `{"name":"child"}`)
 	assert.FileExists(t, filepath.Join(filepath.Dir(f.head), "child", "setup-ran"))
 }
+
+// A sandboxed agent whose session policy denies "/vault/creds.json" and
+// "private/*" renames the directories holding them (only the denied files
+// themselves are masked, so their parents can be moved; the session's FS
+// refuses exactly this rename, "a directory renamed out of its rule").
+// Its next command read them at their new paths (Hidden() matches the
+// policy's patterns against the paths as they are then). The directories
+// that hold a hidden path are pinned in the sandbox: they cannot be moved.
+func TestAttackADeniedFileCannotBeMovedOutOfItsMask(t *testing.T) {
+	f := sandboxed(nil, &engine.SessionOptions{Policy: []engine.Policy{{Deny: []string{"/vault/creds.json", "private/*"}}}})(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(f.head, "vault"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "vault", "creds.json"), []byte("DENIED-CREDS"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(f.head, "private"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(f.head, "private", "k"), []byte("DENIED-KEY"), 0o644))
+
+	// The session's own tools refuse.
+	f.fails("read_file", `{"path":"vault/creds.json"}`, workspace.PermissionDenied)
+
+	out := f.ok("run", js(map[string]any{"command": "cat vault/creds.json private/k; mv vault v2 && mv private pub && echo moved"}))
+	assert.NotContains(t, out, "DENIED")
+	assert.NotContains(t, out, "moved")
+	out = f.ok("run", js(map[string]any{"command": "cat v2/creds.json pub/k"}))
+	assert.NotContains(t, out, "DENIED-CREDS", "the sandbox read a denied file after moving its directory")
+	assert.NotContains(t, out, "DENIED-KEY", "the sandbox read a denied file after moving its directory")
+}

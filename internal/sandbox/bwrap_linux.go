@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/groveworks/grove/backend"
 )
@@ -46,6 +48,10 @@ func bwrapCommand(cfg *backend.Sandbox, c *Command, env []string) (*proc, error)
 	env = append(env, "HOME="+home, "TMPDIR=/tmp")
 	args := []string{"--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
 		"--die-with-parent", "--new-session", "--info-fd", "3"}
+	filter := seccompFilter()
+	if filter != nil {
+		args = append(args, "--seccomp", "4") // no keyring calls: see seccomp_linux.go
+	}
 	if c.Network {
 		args = append(args, "--share-net")
 	}
@@ -89,6 +95,7 @@ func bwrapCommand(cfg *backend.Sandbox, c *Command, env []string) (*proc, error)
 			args = append(args, "--ro-bind", m.Source, target)
 		}
 	}
+	args = pin(args, c.Mounts, c.Mask)
 	args = mask(args, c.Mask)
 	// The directories bwrap made to hold the mounts (a repository's git
 	// dir around its objects, say) are the sandbox's, but not to write:
@@ -100,7 +107,42 @@ func bwrapCommand(cfg *backend.Sandbox, c *Command, env []string) (*proc, error)
 	args = append(append(args, "--"), c.Argv...)
 	cmd := exec.Command(path, args...)
 	cmd.Env = env
-	return &proc{cmd: cmd, bwrap: true}, nil
+	return &proc{cmd: cmd, bwrap: true, seccomp: filter}, nil
+}
+
+// pin adds to args a bind of each directory that holds a masked path
+// inside a writable mount, onto itself: a mount point cannot be renamed or
+// removed (EBUSY), so a command cannot move a hidden file out from under
+// its mask, to find it at another path (where a policy's pattern no longer
+// matches) in its next run. The masks, themselves mounts, cannot be moved
+// either.
+func pin(args []string, mounts []backend.Mount, paths []string) []string {
+	seen := map[string]bool{}
+	var dirs []string
+	for _, p := range paths {
+		for _, m := range mounts {
+			top := m.Target
+			if top == "" {
+				top = m.Source
+			}
+			if !m.Writable || !strings.HasPrefix(p, top+"/") {
+				continue
+			}
+			for d := filepath.Dir(p); d != top && strings.HasPrefix(d, top+"/"); d = filepath.Dir(d) {
+				if !seen[d] {
+					seen[d] = true
+					dirs = append(dirs, d)
+				}
+			}
+		}
+	}
+	slices.Sort(dirs) // a parent before what lies below it
+	for _, d := range dirs {
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
+			args = append(args, "--bind", d, d)
+		}
+	}
+	return args
 }
 
 // mask adds to args what hides each existing path of paths: an empty

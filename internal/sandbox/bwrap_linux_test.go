@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/groveworks/grove/backend"
 )
@@ -20,6 +21,21 @@ import (
 // TestMain lets the test binary serve as a probe inside the sandbox:
 // with GROVE_SANDBOX_PROBE=dial and an address, it tries to connect.
 func TestMain(m *testing.M) {
+	if os.Getenv("GROVE_SANDBOX_PROBE") == "keys" {
+		id, err := unix.KeyctlSearch(unix.KEY_SPEC_SESSION_KEYRING, "user", "grove-probe", 0)
+		if err != nil {
+			fmt.Println("no key:", err)
+			os.Exit(1)
+		}
+		buf := make([]byte, 256)
+		n, err := unix.KeyctlBuffer(unix.KEYCTL_READ, id, buf, 0)
+		if err != nil {
+			fmt.Println("unreadable:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("read key: %s\n", buf[:n])
+		os.Exit(0)
+	}
 	if os.Getenv("GROVE_SANDBOX_PROBE") == "dial" {
 		network, addr, _ := strings.Cut(os.Args[1], ":")
 		if c, err := net.Dial(network, addr); err == nil {
@@ -201,4 +217,23 @@ func TestAsAnUnprivilegedUser(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	assert.NotContains(t, string(out), "no tests to run")
 	assert.Contains(t, string(out), "--- PASS: TestNoProcessOutlivesItsRun/host")
+}
+
+// Kernel keyrings are not a namespace: a sandboxed command inherited the
+// caller's session keyring and read its keys (Kerberos caches, ecryptfs
+// and cifs credentials, tokens a tool stored there). The keyring calls
+// are refused inside.
+func TestAttackBwrapReadsNoKeyOfTheCallersKeyring(t *testing.T) {
+	id, err := unix.AddKey("user", "grove-probe", []byte("KEYRING SECRET"), unix.KEY_SPEC_SESSION_KEYRING)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = unix.KeyctlInt(unix.KEYCTL_UNLINK, id, unix.KEY_SPEC_SESSION_KEYRING, 0, 0) })
+	dir := t.TempDir()
+	probe(t, dir)
+	host := exec.Command(filepath.Join(dir, "probe"))
+	host.Env = append(os.Environ(), "GROVE_SANDBOX_PROBE=keys")
+	out, err := host.CombinedOutput()
+	require.NoError(t, err, "the probe reads the key on the host: %s", out)
+	_, sout := bwrap(t, dir, "GROVE_SANDBOX_PROBE=keys ./probe 2>&1")
+	assert.NotContains(t, sout, "KEYRING SECRET", "the sandboxed command read a key of the caller's session keyring")
+	assert.Contains(t, sout, "not permitted")
 }

@@ -21,7 +21,8 @@ var noPIDNamespace atomic.Bool
 // host's init shell, or bwrap) and how to reach what runs inside.
 type proc struct {
 	cmd   *exec.Cmd
-	bwrap bool // cmd is bwrap, which makes its own namespaces
+	bwrap   bool   // cmd is bwrap, which makes its own namespaces
+	seccomp []byte // bwrap's seccomp filter (fd 4), if any
 	group bool // killed through its process group (no PID namespace)
 
 	info     *os.File      // bwrap's --info-fd, read end
@@ -92,6 +93,26 @@ func (p *proc) startBwrap() error {
 		return err
 	}
 	p.cmd.ExtraFiles = []*os.File{w}
+	if p.seccomp != nil {
+		// The filter, whole in the pipe's buffer (a few hundred bytes),
+		// for bwrap to read to its end.
+		sr, sw, err := os.Pipe()
+		if err != nil {
+			r.Close()
+			w.Close()
+			return err
+		}
+		_, err = sw.Write(p.seccomp)
+		sw.Close()
+		if err != nil {
+			r.Close()
+			w.Close()
+			sr.Close()
+			return err
+		}
+		defer sr.Close()
+		p.cmd.ExtraFiles = append(p.cmd.ExtraFiles, sr)
+	}
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	err = p.cmd.Start()
 	w.Close()
