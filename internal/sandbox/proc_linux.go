@@ -20,10 +20,10 @@ var noPIDNamespace atomic.Bool
 // proc is a command to start, then started: its outermost process (the
 // host's init shell, or bwrap) and how to reach what runs inside.
 type proc struct {
-	cmd   *exec.Cmd
+	cmd     *exec.Cmd
 	bwrap   bool   // cmd is bwrap, which makes its own namespaces
 	seccomp []byte // bwrap's seccomp filter (fd 4), if any
-	group bool // killed through its process group (no PID namespace)
+	group   bool   // killed through its process group (no PID namespace)
 
 	info     *os.File      // bwrap's --info-fd, read end
 	infoDone chan struct{} // closed once info was read
