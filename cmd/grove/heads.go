@@ -681,21 +681,27 @@ must not exist or be empty. DIR is a plain directory, not a head.`,
 
 // quote prints text an agent may have chosen (a path, a head's name, a
 // checkpoint's message) as git prints a path with core.quotePath: quoted,
-// with escapes, when it holds a control character, a quote, a backslash
-// or bytes that are not UTF-8, so that no such text can forge a line of
+// with escapes, when it holds a control or format character (a
+// bidirectional override), a quote, a backslash or bytes that are not
+// UTF-8, so that no such text can forge a line of
 // grove's output or reach the terminal as an escape sequence.
 func quote(p string) string {
-	if !utf8.ValidString(p) || strings.ContainsAny(p, "\"\\") || strings.IndexFunc(p, unicode.IsControl) >= 0 {
-		return strconv.Quote(p)
+	if !utf8.ValidString(p) || strings.ContainsAny(p, "\"\\") || strings.IndexFunc(p, hidden) >= 0 {
+		return strconv.QuoteToASCII(p)
 	}
 	return p
 }
+
+// hidden reports whether r would not show as itself: a control
+// character, or a format character (the bidirectional overrides that make
+// a name read backwards, zero-width ones).
+func hidden(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
 
 // printable is a message (an error's, which may hold git's words and an
 // agent's paths) with every control character but newline and tab, and
 // every byte that is not UTF-8, escaped.
 func printable(s string) string {
-	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) < 0 {
+	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return hidden(r) && r != '\n' && r != '\t' }) < 0 {
 		return s
 	}
 	var b strings.Builder
@@ -704,8 +710,8 @@ func printable(s string) string {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			fmt.Fprintf(&b, "\\x%02x", s[0])
-		case unicode.IsControl(r) && r != '\n' && r != '\t':
-			q := strconv.QuoteRune(r)
+		case hidden(r) && r != '\n' && r != '\t':
+			q := strconv.QuoteRuneToASCII(r)
 			b.WriteString(q[1 : len(q)-1])
 		default:
 			b.WriteString(s[:n])

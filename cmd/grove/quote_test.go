@@ -40,4 +40,6 @@ func TestQuoteAndPrintable(t *testing.T) {
 	assert.Equal(t, "line one\nline\ttwo", printable("line one\nline\ttwo"))
 	assert.Equal(t, `a\x1b[2Jb\rc\xffd`, printable("a\x1b[2Jb\rc\xffd"))
 	assert.False(t, strings.ContainsAny(printable("\x00\x07\x1b\u009b"), "\x00\x07\x1b\u009b"))
+	assert.Equal(t, `"evil\u202etxt.exe"`, quote("evil\u202etxt.exe"), "a bidirectional override is shown, not obeyed")
+	assert.Equal(t, `a\u200bb`, printable("a\u200bb"))
 }

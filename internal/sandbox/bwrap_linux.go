@@ -22,6 +22,8 @@ var secrets = []string{
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd",
 	"/etc/sudoers", "/etc/sudoers.d", "/etc/ssh", "/etc/ssl/private", "/etc/krb5.keytab",
 	"/etc/wireguard", "/etc/NetworkManager/system-connections", "/etc/docker", "/etc/containers/auth.json",
+	"/etc/letsencrypt", "/etc/pki/tls/private", "/etc/kubernetes", "/etc/wpa_supplicant", "/etc/ipsec.secrets",
+	"/etc/ipsec.d/private", "/etc/openvpn", "/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets", "/etc/cups/ssl",
 }
 
 // sandboxHome is the HOME of a sandboxed command when the caller has none.
