@@ -26,7 +26,8 @@ import (
 //
 // Path policy is not a sandbox: it governs what grove's own ways to the
 // files (Session.FS, the roots, engine/tools) let a caller do. A command
-// the agent runs in the head is not held by it (see engine/tools' Runner).
+// the agent runs in the head is held by it only under a sandbox
+// (Options.Sandbox), which masks what the policy hides (Session.Hidden).
 type Policy struct {
 	// ReadOnly takes away every write.
 	ReadOnly bool

@@ -16,7 +16,7 @@ import (
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/gitbackend"
-	"github.com/groveworks/grove/internal/githarness"
+	"github.com/groveworks/grove/internal/usergit"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -42,7 +42,7 @@ func Generate(ctx context.Context, dir string, n int, seed uint64) error {
 		{"add", "-A"},
 		{"commit", "-q", "-m", "generated"},
 	} {
-		if _, err := githarness.Git(ctx, dir, args...); err != nil {
+		if _, err := usergit.Git(ctx, dir, args...); err != nil {
 			return err
 		}
 	}
@@ -112,7 +112,7 @@ func NewEnv(ctx context.Context, dir string, n int) (*Env, error) {
 		return nil, err
 	}
 	e.GitDir = filepath.Join(dir, "plain")
-	if _, err := githarness.Git(ctx, e.Repo, "worktree", "add", "-q", "-b", "plain", e.GitDir, "main"); err != nil {
+	if _, err := usergit.Git(ctx, e.Repo, "worktree", "add", "-q", "-b", "plain", e.GitDir, "main"); err != nil {
 		return nil, err
 	}
 	for _, d := range []string{e.Head.Info().Root, e.GitDir} {
@@ -131,7 +131,7 @@ func (e *Env) Close() {
 
 // Git runs plain git in the plain worktree.
 func (e *Env) Git(args ...string) error {
-	_, err := githarness.Git(e.Ctx, e.GitDir, args...)
+	_, err := usergit.Git(e.Ctx, e.GitDir, args...)
 	return err
 }
 
@@ -300,7 +300,7 @@ func Ops() []Op {
 					if err := gitCommit(e); err != nil {
 						return err
 					}
-					out, err := githarness.Git(e.Ctx, e.GitDir, "rev-parse", "HEAD")
+					out, err := usergit.Git(e.Ctx, e.GitDir, "rev-parse", "HEAD")
 					if err != nil {
 						return err
 					}
@@ -345,7 +345,7 @@ func Ops() []Op {
 			Grove: fork,
 			Git: func(e *Env) (func() error, error) {
 				seq++
-				rev, err := githarness.Git(e.Ctx, e.GitDir, "stash", "create")
+				rev, err := usergit.Git(e.Ctx, e.GitDir, "stash", "create")
 				if err != nil {
 					return nil, err
 				}

@@ -10,15 +10,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/backend/backendtest"
 	"github.com/groveworks/grove/gitbackend"
+	"github.com/groveworks/grove/internal/usergit"
 )
 
 // Harness drives gitbackend over repositories in a temporary directory.
@@ -41,79 +40,19 @@ func (h *Harness) MakeBackend(ctx context.Context) (backend.Backend, error) {
 	return gitbackend.New(gitbackend.Options{}), nil
 }
 
-// Git runs the real git binary in dir with a fixed identity and no user
-// configuration, as a user's command line would (hooks and all), and
-// returns its trimmed output.
+// Git runs the real git binary in dir as a user would (usergit.Git).
 func Git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=user", "GIT_AUTHOR_EMAIL=user@example.com",
-		"GIT_COMMITTER_NAME=user", "GIT_COMMITTER_EMAIL=user@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out)), nil
+	return usergit.Git(ctx, dir, args...)
 }
 
 // InitRepo makes a repository at dir whose branch main holds exactly the
-// files of files (modes and symlinks included), committed by plain git.
+// files of files (usergit.InitRepo).
 func InitRepo(ctx context.Context, dir string, files fs.FS) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if _, err := Git(ctx, dir, "init", "-q", "-b", "main"); err != nil {
-		return err
-	}
-	if err := WriteFiles(dir, files); err != nil {
-		return err
-	}
-	if _, err := Git(ctx, dir, "add", "-A", "-f"); err != nil {
-		return err
-	}
-	_, err := Git(ctx, dir, "commit", "-q", "--allow-empty", "-m", "base")
-	return err
+	return usergit.InitRepo(ctx, dir, files)
 }
 
-// WriteFiles copies files into dir, keeping executable bits and symlinks.
-func WriteFiles(dir string, files fs.FS) error {
-	return fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == "." {
-			return err
-		}
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(full, 0o755)
-		case info.Mode()&fs.ModeSymlink != 0:
-			target, err := fs.ReadLink(files, p)
-			if err != nil {
-				return err
-			}
-			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-				return err
-			}
-			return os.Symlink(target, full)
-		}
-		data, err := fs.ReadFile(files, p)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(full, data, info.Mode().Perm()); err != nil {
-			return err
-		}
-		return os.Chmod(full, info.Mode().Perm())
-	})
-}
+// WriteFiles copies files into dir (usergit.WriteFiles).
+func WriteFiles(dir string, files fs.FS) error { return usergit.WriteFiles(dir, files) }
 
 // MakeWorkspace creates a repository; its main worktree is the Checkout an
 // attached head is made over.
