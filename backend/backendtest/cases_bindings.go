@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"slices"
 	"sync"
 	"testing/fstest"
 	"time"
@@ -15,6 +16,11 @@ import (
 // bindingCases are the cases of bindings and reopen, cancellation, Close
 // and the head's FS.
 func bindingCases() []testCase {
+	return slices.Concat(reopenCases(), missingHeadCases(), callLifeCases(), headFSCases())
+}
+
+// reopenCases are the clauses of bindings and exact reopen.
+func reopenCases() []testCase {
 	return []testCase{
 		{
 			name:   "a_binding_round_trips_and_reopens_exactly_the_same_head_through_a_new_backend",
@@ -107,6 +113,12 @@ func bindingCases() []testCase {
 				e.wantReason(err, backend.IdentityMismatch, backend.ReasonAccess, "reopening an isolated head as shared")
 			},
 		},
+	}
+}
+
+// missingHeadCases are the clauses of a head whose files or branch are gone.
+func missingHeadCases() []testCase {
+	return []testCase{
 		{
 			name:   "reopen_after_the_heads_files_were_deleted_fails_with_NotFound_missing",
 			clause: "A head whose directory or files are gone is NotFound with Reason missing",
@@ -161,6 +173,17 @@ func bindingCases() []testCase {
 				e.wantReason(err, backend.NotFound, backend.ReasonBranch, "reopening a head whose branch was deleted")
 			},
 		},
+	}
+}
+
+// callLifeCases are the clauses of cancelled calls, serialized calls and Close.
+func callLifeCases() []testCase {
+	return slices.Concat(cancelledCallCases(), serializedCallCases())
+}
+
+// cancelledCallCases are the clauses of cancelled calls.
+func cancelledCallCases() []testCase {
+	return []testCase{
 		{
 			name:   "a_cancelled_context_fails_every_call_with_Canceled_and_changes_nothing",
 			clause: "Every method that can block takes a context first and returns promptly once it is cancelled, with an error for which errors.Is(err, context.Canceled) (or context.DeadlineExceeded) holds and CodeOf is Canceled.",
@@ -241,6 +264,12 @@ func bindingCases() []testCase {
 				e.checkpoint(h, nil)
 			},
 		},
+	}
+}
+
+// serializedCallCases are the clauses of calls on one head and of Close.
+func serializedCallCases() []testCase {
+	return []testCase{
 		{
 			name:   "calls_on_one_head_wait_for_each_other_and_give_up_when_their_context_ends",
 			clause: "the workspace layer serializes them with a process-wide lock per head. Status, Info, Binding and the FS take no such lock",
@@ -304,6 +333,17 @@ func bindingCases() []testCase {
 				e.wantCode(err, backend.FailedPrecondition, "Open on a closed backend")
 			},
 		},
+	}
+}
+
+// headFSCases are the clauses of the head's FS.
+func headFSCases() []testCase {
+	return slices.Concat(fsContractCases(), fsWriteCases())
+}
+
+// fsContractCases are the clauses of the FS as io/fs and its errors.
+func fsContractCases() []testCase {
+	return []testCase{
 		{
 			name:   "the_head_FS_passes_fstest_TestFS",
 			clause: "The read side is io/fs, so testing/fstest.TestFS checks it.",
@@ -351,6 +391,12 @@ func bindingCases() []testCase {
 				}
 			},
 		},
+	}
+}
+
+// fsWriteCases are the clauses of the FS's writes.
+func fsWriteCases() []testCase {
+	return []testCase{
 		{
 			name:   "FS_writes_are_whole_and_keep_the_file_mode",
 			clause: "Writes replace files atomically (readers see the old or the new content, never a mix) and keep an existing file's mode.",

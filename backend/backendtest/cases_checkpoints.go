@@ -13,6 +13,11 @@ import (
 // checkpointCases are the cases of checkpoint, log, restore, fork, status,
 // diff, commits and materialize.
 func checkpointCases() []testCase {
+	return slices.Concat(captureCases(), checkpointResultCases(), restoreSafetyCases(), restoreRuleCases(), forkStatusCases(), readCases())
+}
+
+// captureCases are the clauses of what a checkpoint captures.
+func captureCases() []testCase {
 	return []testCase{
 		{
 			name:   "checkpoint_captures_tracked_changes_deletions_and_untracked_files",
@@ -98,6 +103,12 @@ func checkpointCases() []testCase {
 				}
 			},
 		},
+	}
+}
+
+// checkpointResultCases are the clauses of what a checkpoint returns, and of the log.
+func checkpointResultCases() []testCase {
+	return []testCase{
 		{
 			name:   "checkpoint_with_nothing_changed_returns_the_current_checkpoint_without_a_commit",
 			clause: "When nothing changed, no commit is made and the current checkpoint is returned with New false (on a fresh head: its base commit).",
@@ -198,6 +209,12 @@ func checkpointCases() []testCase {
 				}
 			},
 		},
+	}
+}
+
+// restoreSafetyCases are the clauses of a restore's safety checkpoint and its result.
+func restoreSafetyCases() []testCase {
+	return []testCase{
 		{
 			name:   "restore_of_a_dirty_head_takes_a_safety_checkpoint_first",
 			clause: "unless opts.Discard, a dirty head is first checkpointed, and that safety checkpoint is returned in Safety.",
@@ -264,6 +281,12 @@ func checkpointCases() []testCase {
 				}
 			},
 		},
+	}
+}
+
+// restoreRuleCases are the clauses of what a restore never touches, refuses, and converges on.
+func restoreRuleCases() []testCase {
+	return []testCase{
 		{
 			name:   "restore_never_touches_ignored_files",
 			clause: "Restore makes the head's tracked content equal to revision to, removes untracked files that are not ignored and not in to, and never touches ignored files",
@@ -351,6 +374,12 @@ func checkpointCases() []testCase {
 				}
 			},
 		},
+	}
+}
+
+// forkStatusCases are the clauses of fork and status.
+func forkStatusCases() []testCase {
+	return []testCase{
 		{
 			name:   "fork_carries_uncommitted_work_into_a_new_isolated_head",
 			clause: "Fork creates a new isolated head called name from this head: by default from a checkpoint of its state now, uncommitted work included",
@@ -426,6 +455,12 @@ func checkpointCases() []testCase {
 				}
 			},
 		},
+	}
+}
+
+// readCases are the clauses of diff, commits and materialize.
+func readCases() []testCase {
+	return []testCase{
 		{
 			name:   "diff_reports_a_unified_patch_and_per_file_stats",
 			clause: "Diff compares two revisions, or a revision and the working tree when to is Live.",

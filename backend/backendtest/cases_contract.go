@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,16 @@ func withoutExec(t tree) tree {
 // to names, the smaller promises of Checkpoint, Status and Diff, reads
 // through links that leave the head, and every capability both ways.
 func contractCases() []testCase {
+	return slices.Concat(cancellationCases(), changeReportCases(), writeAndCaptureCases(), capabilityCases())
+}
+
+// cancellationCases are the clauses of contexts that end before or inside a driver's call.
+func cancellationCases() []testCase {
+	return slices.Concat(cancelledBeforeCases(), cancelledInsideCases())
+}
+
+// cancelledBeforeCases are the clauses of a context cancelled before a call.
+func cancelledBeforeCases() []testCase {
 	return []testCase{
 		{
 			name:   "every_driver_method_called_with_a_cancelled_context_answers_Canceled",
@@ -117,6 +128,12 @@ func contractCases() []testCase {
 				}
 			},
 		},
+	}
+}
+
+// cancelledInsideCases are the clauses of a context that ends inside a driver's call.
+func cancelledInsideCases() []testCase {
+	return []testCase{
 		{
 			name:   "a_call_cancelled_in_the_middle_of_the_drivers_own_work_is_Canceled_or_done_and_the_head_stays_usable",
 			clause: "Cancellation is honoured during the call as well as before it, and a cancelled call leaves the head usable.",
@@ -207,6 +224,17 @@ func contractCases() []testCase {
 				}
 			},
 		},
+	}
+}
+
+// changeReportCases are the clauses of what diff, status and commits report.
+func changeReportCases() []testCase {
+	return slices.Concat(identityAndModeCases(), gainedAndStatusCases())
+}
+
+// identityAndModeCases are the clauses of foreign IDs and mode-only changes.
+func identityAndModeCases() []testCase {
+	return []testCase{
 		{
 			name:   "a_binding_with_an_unknown_head_ID_is_IdentityMismatch_and_never_reaches_the_head_of_that_name",
 			clause: "Reopen opens exactly the head a binding names, strictly: every check that fails is a typed error (BindingCorrupt for a payload it cannot read, NotFound with Reason missing, IdentityMismatch with Reason workspace-id or head-id, Destroyed, Archived unless opts.AllowArchived, AlreadyBound for an isolated head held elsewhere), and it never returns a different or an empty head.",
@@ -268,6 +296,12 @@ func contractCases() []testCase {
 				}
 			},
 		},
+	}
+}
+
+// gainedAndStatusCases are the clauses of commits gained and status after a checkpoint.
+func gainedAndStatusCases() []testCase {
+	return []testCase{
 		{
 			name:   "commits_lists_what_the_branch_gained_newest_first",
 			clause: "Commits lists the commits of the head's branch that are not reachable from since, newest first",
@@ -325,6 +359,12 @@ func contractCases() []testCase {
 				}
 			},
 		},
+	}
+}
+
+// writeAndCaptureCases are the clauses of file modes, sorting, the size cap and includes.
+func writeAndCaptureCases() []testCase {
+	return []testCase{
 		{
 			name:   "a_new_file_gets_the_mode_WriteFile_is_given",
 			clause: "WriteFile writes data to name, creating it with perm (only its 0o777 bits are used) or keeping an existing file's mode.",
@@ -397,6 +437,17 @@ func contractCases() []testCase {
 				}
 			},
 		},
+	}
+}
+
+// capabilityCases are the clauses of archived, escaping, shared and cross-process heads.
+func capabilityCases() []testCase {
+	return slices.Concat(archiveEscapeCases(), crossHolderCases())
+}
+
+// archiveEscapeCases are the clauses of archived heads and escaping reads.
+func archiveEscapeCases() []testCase {
+	return []testCase{
 		{
 			name:   "set_archived_of_a_destroyed_head_is_Destroyed_and_of_an_unknown_ID_NotFound",
 			clause: "SetArchived archives or unarchives the head with that ID, whether or not anyone holds it. A destroyed head is Destroyed; an unknown ID is NotFound.",
@@ -446,6 +497,12 @@ func contractCases() []testCase {
 				}
 			},
 		},
+	}
+}
+
+// crossHolderCases are the clauses of shared compare-and-set, persistence and cross-process isolation.
+func crossHolderCases() []testCase {
+	return []testCase{
 		{
 			name:   "shared_CAS_lets_exactly_one_of_two_racing_holders_win_or_is_Unimplemented",
 			clause: "SharedCAS: FS.WriteFileIf is a compare-and-set on shared heads: of holders in one process racing with one expected digest, exactly one wins and the others get Conflict (across processes it is promised only by a backend that says so in its own docs). Without it WriteFileIf answers Unimplemented.",
@@ -550,6 +607,11 @@ func contractCases() []testCase {
 // answerCases pin the answers the contract gives to questions a backend
 // author would otherwise have to guess.
 func answerCases() []testCase {
+	return slices.Concat(closeAndReasonCases(), namesAndCodesCases())
+}
+
+// closeAndReasonCases are the clauses of Close and of the reopen reasons' codes.
+func closeAndReasonCases() []testCase {
 	return []testCase{
 		{
 			name:   "after_Close_every_blocking_method_answers_FailedPrecondition",
@@ -606,6 +668,12 @@ func answerCases() []testCase {
 				})
 			},
 		},
+	}
+}
+
+// namesAndCodesCases are the clauses of ignore rules, checkpoint IDs and the codes of odd calls.
+func namesAndCodesCases() []testCase {
+	return []testCase{
 		{
 			name:   "ignored_means_gitignore_files_at_any_depth_with_negation",
 			clause: "Ignored means what git means: the patterns of the .gitignore files in the head, each applying to its directory and below, deeper and later patterns winning, a leading \"!\" re-including",

@@ -3,6 +3,7 @@ package backendtest
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/groveworks/grove/backend"
@@ -12,6 +13,11 @@ import (
 // headCases are the cases of creating, holding, archiving, destroying and
 // attaching heads.
 func headCases() []testCase {
+	return slices.Concat(createCases(), holderCases(), destroyCases(), hostCases())
+}
+
+// createCases are the clauses of CreateHead.
+func createCases() []testCase {
 	return []testCase{
 		{
 			name:   "create_makes_an_isolated_head_on_its_own_branch_from_the_base_revision",
@@ -103,6 +109,17 @@ func headCases() []testCase {
 				}
 			},
 		},
+	}
+}
+
+// holderCases are the clauses of shared, isolated, archived and read-only holders.
+func holderCases() []testCase {
+	return slices.Concat(sharedIsolatedCases(), archivedReadOnlyCases())
+}
+
+// sharedIsolatedCases are the clauses of shared and isolated holders.
+func sharedIsolatedCases() []testCase {
+	return []testCase{
 		{
 			name:   "a_shared_head_takes_many_holders",
 			clause: "Shared heads take many holders; their writes use compare-and-set.",
@@ -144,6 +161,12 @@ func headCases() []testCase {
 				e.must(r.Close(), "Close")
 			},
 		},
+	}
+}
+
+// archivedReadOnlyCases are the clauses of listing, archiving and read-only opens.
+func archivedReadOnlyCases() []testCase {
+	return []testCase{
 		{
 			name:   "heads_lists_live_and_archived_heads_by_name",
 			clause: "Heads lists the live and archived heads, ordered by name.",
@@ -248,6 +271,12 @@ func headCases() []testCase {
 				e.must(h.Unarchive(e.ctx), "Unarchive")
 			},
 		},
+	}
+}
+
+// destroyCases are the clauses of Destroy.
+func destroyCases() []testCase {
+	return []testCase{
 		{
 			name:   "destroy_of_a_dirty_head_takes_a_final_checkpoint_and_keeps_every_checkpoint",
 			clause: "Unless opts.Discard, a dirty head is first checkpointed, and that final checkpoint is returned.",
@@ -318,6 +347,12 @@ func headCases() []testCase {
 				e.wantCode(err, backend.Destroyed, "reopening the old binding after the name was reused")
 			},
 		},
+	}
+}
+
+// hostCases are the clauses of attached heads and host directories.
+func hostCases() []testCase {
+	return []testCase{
 		{
 			name:   "attach_makes_a_shared_head_over_an_existing_checkout_that_grove_never_moves",
 			clause: "Attach creates a shared head over dir, an existing checkout of the workspace that the user owns: checkpoints go to private refs only, a restore writes files only, and destroying the head only forgets it.",
