@@ -610,263 +610,334 @@ type ResumeReport struct {
 // extension's constructor, as a *workspace.Error of its code; Canceled
 // when ctx ended. opts may be nil.
 func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*Session, error) {
-	const op = "resume"
-	done, err := e.begin(op)
+	done, err := e.begin("resume")
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	if err := backend.ContextError(ctx, "engine: "+op); err != nil {
-		return nil, err
-	}
 	if opts == nil {
 		opts = &ResumeOptions{}
 	}
-	if opts.AsRecorded && (opts.Permission != "" || opts.Snapshot != nil || opts.Config != nil || opts.Policy != nil || opts.Roots != nil) {
-		return nil, errorf(backend.InvalidArgument, op, "AsRecorded with a Permission, Snapshot, Config, Policy or Roots of the caller's")
-	}
-	if opts.Relocate && e.placement.IsZero() {
-		return nil, errorf(backend.InvalidArgument, op, "Relocate needs the engine's placement: it names this host's clone of the workspace")
-	}
-	if opts.Relocate && opts.Recreate {
-		return nil, errorf(backend.InvalidArgument, op, "Relocate and Recreate together: a relocated head is rebuilt as it is found")
-	}
-	perm, err := opts.Permission.resolve(op)
-	if err != nil {
-		return nil, err
-	}
-	fail := func(kind ResumeKind, err error) (*Session, error) {
-		re := &ResumeError{Kind: kind, SessionID: id, Err: err}
-		var be *backend.Error
-		if kind == HeadUnavailable && errors.As(err, &be) {
-			re.Why = be.Reason
+	r := &resumption{e: e, ctx: ctx, id: id, opts: opts}
+	// Until the lease is taken, a failed step holds nothing.
+	for _, step := range []func() error{r.checkOptions, r.loadRecord, r.takeLease} {
+		if err := step(); err != nil {
+			return nil, err
 		}
-		return nil, re
 	}
-	if !validSessionID(id) {
-		return fail(SessionNotFound, errorf(backend.NotFound, op, "%q is not a session ID", id))
+	for _, step := range []func() error{r.reopenHead, r.checkConfig, r.findDrift, r.journal} {
+		if err := step(); err != nil {
+			r.s.release(ctx, false)
+			return nil, err
+		}
 	}
-	// The binding is read under the lease, below.
-	rec, _, err := e.st.load(ctx, id)
+	return r.goLive()
+}
+
+// resumption is one Resume under way: its steps, in order, share what
+// they find.
+type resumption struct {
+	e    *Engine
+	ctx  context.Context
+	id   string
+	opts *ResumeOptions
+
+	perm   Permission
+	rec    sessionRecord
+	data   []byte // the stored binding, read under the lease
+	snap   SnapshotPolicy
+	config []byte
+	layers []Policy
+	pol    *policy
+	roots  []Root
+
+	s         *Session
+	b         workspace.Backend
+	recreated bool
+	relocated *workspace.RelocateResult
+	moved     backend.Binding // the relocated head's new binding
+	report    ResumeReport
+}
+
+const resumeOp = "resume"
+
+// fail is a *ResumeError of kind.
+func (r *resumption) fail(kind ResumeKind, err error) error {
+	re := &ResumeError{Kind: kind, SessionID: r.id, Err: err}
+	var be *backend.Error
+	if kind == HeadUnavailable && errors.As(err, &be) {
+		re.Why = be.Reason
+	}
+	return re
+}
+
+// checkOptions refuses options that contradict each other.
+func (r *resumption) checkOptions() error {
+	if err := backend.ContextError(r.ctx, "engine: "+resumeOp); err != nil {
+		return err
+	}
+	o := r.opts
+	switch {
+	case o.AsRecorded && (o.Permission != "" || o.Snapshot != nil || o.Config != nil || o.Policy != nil || o.Roots != nil):
+		return errorf(backend.InvalidArgument, resumeOp, "AsRecorded with a Permission, Snapshot, Config, Policy or Roots of the caller's")
+	case o.Relocate && r.e.placement.IsZero():
+		return errorf(backend.InvalidArgument, resumeOp, "Relocate needs the engine's placement: it names this host's clone of the workspace")
+	case o.Relocate && o.Recreate:
+		return errorf(backend.InvalidArgument, resumeOp, "Relocate and Recreate together: a relocated head is rebuilt as it is found")
+	}
+	var err error
+	r.perm, err = o.Permission.resolve(resumeOp)
+	return err
+}
+
+// loadRecord reads the session's record and settles the configuration it
+// resumes with: the caller's, or (AsRecorded) the recorded one.
+func (r *resumption) loadRecord() error {
+	if !validSessionID(r.id) {
+		return r.fail(SessionNotFound, errorf(backend.NotFound, resumeOp, "%q is not a session ID", r.id))
+	}
+	rec, _, err := r.e.st.load(r.ctx, r.id) // the binding is read under the lease
 	if errors.Is(err, errNoSession) {
-		return fail(SessionNotFound, errorf(backend.NotFound, op, "no session %s", id))
+		return r.fail(SessionNotFound, errorf(backend.NotFound, resumeOp, "no session %s", r.id))
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
+	r.rec = rec
 	var sp Placement
 	if rec.kind == "shared" {
 		sp.Shared = &ExistingHead{}
 	}
-	asked, config, layers, roots := opts.Snapshot, opts.Config, opts.Policy, opts.Roots
-	if opts.AsRecorded {
-		layers, roots = rec.policy, rec.roots
-		if perm, err = rec.perm.resolve(op); err != nil {
-			return nil, err
+	asked := r.opts.Snapshot
+	r.config, r.layers, r.roots = r.opts.Config, r.opts.Policy, r.opts.Roots
+	if r.opts.AsRecorded {
+		r.layers, r.roots = rec.policy, rec.roots
+		if r.perm, err = rec.perm.resolve(resumeOp); err != nil {
+			return err
 		}
 		if rec.snap.Trigger != "" {
 			asked = &rec.snap
 		}
-		config = rec.config
+		r.config = rec.config
 	}
-	snap, err := snapshotFor(asked, e.snapshot, perm, sp)
-	if err != nil {
-		return nil, err
+	if r.snap, err = snapshotFor(asked, r.e.snapshot, r.perm, sp); err != nil {
+		return err
 	}
-	pol, err := compilePolicy(layers) // before the lease: nothing to release
-	if err != nil {
-		return nil, err
-	}
-	lease, err := e.st.lease(ctx, id, "session "+id)
+	r.pol, err = compilePolicy(r.layers)
+	return err
+}
+
+// takeLease takes the session's lease (SessionBusy when a live process
+// holds it) and reads, under it, what its last holder left.
+func (r *resumption) takeLease() error {
+	lease, err := r.e.st.lease(r.ctx, r.id, "session "+r.id)
 	if backend.CodeOf(err) == backend.Busy {
-		return fail(SessionBusy, err)
+		return r.fail(SessionBusy, err)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	// What the session's last holder left, read again under its lease:
-	// it may have moved the head (a relocation) after the first read.
-	again, data, err := e.st.load(ctx, id)
+	// The last holder may have moved the head (a relocation) after the
+	// first read.
+	again, data, err := r.e.st.load(r.ctx, r.id)
 	if err != nil {
 		_ = lease()
-		return nil, err
+		return err
 	}
-	rec.lastCheckpoint = again.lastCheckpoint
-	s := newSession(e, id, rec.agent, rec.kind, perm, snap, config, lease)
-	s.policy, s.pol = layers, pol
+	r.rec.lastCheckpoint, r.data = again.lastCheckpoint, data
+	s := newSession(r.e, r.id, r.rec.agent, r.rec.kind, r.perm, r.snap, r.config, lease)
+	s.policy, s.pol = r.layers, r.pol
 	s.resumed = true
-	release := func() { s.release(ctx, false) }
-	var b workspace.Backend
-	recreated := false
-	var relocated *workspace.RelocateResult
-	var moved backend.Binding // the relocated head's new binding
-	remote := opts.Remote
+	r.s = s
+	return nil
+}
+
+// reopenHead reopens (or relocates, or recreates) the head the stored
+// binding names, checks it is exactly that head, and claims it.
+func (r *resumption) reopenHead() error {
+	if r.data == nil {
+		return nil // headless
+	}
+	e, s, o := r.e, r.s, r.opts
+	bind, err := workspace.DecodeBinding(r.data)
+	if err != nil {
+		return r.fail(BindingCorrupt, err)
+	}
+	var ok bool
+	if r.b, ok = e.byID[bind.Backend]; !ok {
+		return r.fail(BackendUnavailable, errorf(backend.BackendUnavailable, resumeOp, "no backend %q is registered", bind.Backend))
+	}
+	remote := o.Remote
 	if remote == nil {
-		_, _, wo := e.placement.where()
-		if wo != nil {
+		if _, _, wo := e.placement.where(); wo != nil {
 			remote = wo.Remote
 		}
 	}
-	if data != nil {
-		bind, err := workspace.DecodeBinding(data)
-		if err != nil {
-			release()
-			return fail(BindingCorrupt, err)
-		}
-		var ok bool
-		if b, ok = e.byID[bind.Backend]; !ok {
-			release()
-			return fail(BackendUnavailable, errorf(backend.BackendUnavailable, op, "no backend %q is registered", bind.Backend))
-		}
-		sb := e.sandbox
-		if opts.Sandbox != nil {
-			sb = opts.Sandbox
-		}
-		ro := &workspace.ReopenOptions{Setup: opts.Setup, Teardown: opts.Teardown, Remote: remote, Sandbox: sb}
-		var h *workspace.Head
-		if opts.Relocate {
-			// A head the session destroyed is not brought back from
-			// what its host had pushed before.
-			gone, err := e.destroyed(ctx, id)
-			if err != nil {
-				release()
-				return nil, err
-			}
-			if gone {
-				release()
-				return fail(HeadUnavailable, &backend.Error{Code: backend.Destroyed, Op: "engine: relocate", Head: string(bind.Head),
-					Err: errors.New("the session destroyed its head")})
-			}
-		}
-		if opts.Relocate && s.kind != "shared" {
-			// Claimed elsewhere: nothing is fetched or built here.
-			if err := e.st.claim(ctx, id, bind); err != nil {
-				release()
-				if backend.CodeOf(err) != backend.AlreadyBound {
-					return nil, err
-				}
-				return fail(SessionBusy, err)
-			}
-		}
-		if opts.Relocate {
-			var res workspace.RelocateResult
-			h, res, err = e.relocate(ctx, bind, ro, remote)
-			if err == nil && res.Relocated {
-				relocated, moved = &res, h.Binding()
-			}
-		} else {
-			h, err = workspace.Reopen(ctx, b, bind, ro)
-		}
-		var be *backend.Error
-		if opts.Recreate && errors.As(err, &be) && be.Code == backend.NotFound && be.Reason == backend.ReasonMissing {
-			ro.Recreate = true
-			if h, err = workspace.Reopen(ctx, b, bind, ro); err == nil {
-				recreated = true
-			}
-		}
-		if err != nil {
-			release()
-			if backend.CodeOf(err) == backend.Canceled {
-				return nil, err
-			}
-			return fail(resumeKind(err), err)
-		}
-		s.head, s.ws = h, h.Workspace()
-		s.setup, s.teardown, s.remote = ro.Setup, ro.Teardown, remote // after Relocate, the placement's hooks when the caller gave none
-		if relocated != nil {
-			bind = moved
-		}
-		if got := h.Binding(); !got.Equal(bind) {
-			release()
-			return fail(IdentityMismatch, errorf(backend.IdentityMismatch, op, "the reopened head's binding differs from the stored one"))
-		}
-		if s.kind != "shared" {
-			if err := e.st.claim(ctx, id, bind); err != nil {
-				release()
-				if backend.CodeOf(err) != backend.AlreadyBound {
-					return nil, err // the store failed or ctx ended
-				}
-				return fail(SessionBusy, err)
-			}
+	sb := e.sandbox
+	if o.Sandbox != nil {
+		sb = o.Sandbox
+	}
+	ro := &workspace.ReopenOptions{Setup: o.Setup, Teardown: o.Teardown, Remote: remote, Sandbox: sb}
+	h, err := r.open(bind, ro, remote)
+	var be *backend.Error
+	if o.Recreate && errors.As(err, &be) && be.Code == backend.NotFound && be.Reason == backend.ReasonMissing {
+		ro.Recreate = true
+		if h, err = workspace.Reopen(r.ctx, r.b, bind, ro); err == nil {
+			r.recreated = true
 		}
 	}
-	report := ResumeReport{LastCheckpoint: rec.lastCheckpoint}
-	if s.roots, err = e.checkRoots(roots, headDirOf(s), repoOf(s)); err != nil {
-		release()
+	if err != nil {
+		if backend.CodeOf(err) == backend.Canceled {
+			return err
+		}
+		return r.fail(resumeKind(err), err)
+	}
+	s.head, s.ws = h, h.Workspace()
+	s.setup, s.teardown, s.remote = ro.Setup, ro.Teardown, remote // after Relocate, the placement's hooks when the caller gave none
+	if r.relocated != nil {
+		bind = r.moved
+	}
+	if got := h.Binding(); !got.Equal(bind) {
+		return r.fail(IdentityMismatch, errorf(backend.IdentityMismatch, resumeOp, "the reopened head's binding differs from the stored one"))
+	}
+	if s.kind != "shared" {
+		return r.claim(bind)
+	}
+	return nil
+}
+
+// open opens the head bind names: reopened where it is, or, with
+// Relocate, through this host's clone (claimed first, and never a head
+// the session destroyed).
+func (r *resumption) open(bind backend.Binding, ro *workspace.ReopenOptions, remote *workspace.Remote) (*workspace.Head, error) {
+	if !r.opts.Relocate {
+		return workspace.Reopen(r.ctx, r.b, bind, ro)
+	}
+	// A head the session destroyed is not brought back from what its
+	// host had pushed before.
+	gone, err := r.e.destroyed(r.ctx, r.id)
+	if err != nil {
 		return nil, err
 	}
-	if digest(rec.placement, perm, snap, backendID(b), config, layers, s.roots) != rec.digest {
-		if !opts.AllowConfigDrift {
-			release()
-			return fail(ConfigDrift, errorf(backend.FailedPrecondition, op, "the session's configuration changed since it was bound"))
-		}
-		report.ConfigDrift = true
+	if gone {
+		return nil, r.fail(HeadUnavailable, &backend.Error{Code: backend.Destroyed, Op: "engine: relocate", Head: string(bind.Head),
+			Err: errors.New("the session destroyed its head")})
 	}
-	if relocated != nil {
-		report.Relocated, report.Pushed, report.Stale = true, relocated.Commit, relocated.Stale
-		report.Behind, err = e.behind(ctx, id, relocated.Commit)
-		if err != nil {
-			release()
+	if r.s.kind != "shared" {
+		// Claimed elsewhere: nothing is fetched or built here.
+		if err := r.claim(bind); err != nil {
 			return nil, err
 		}
 	}
-	if s.head != nil {
+	h, res, err := r.e.relocate(r.ctx, bind, ro, remote)
+	if err == nil && res.Relocated {
+		r.relocated, r.moved = &res, h.Binding()
+	}
+	return h, err
+}
+
+// claim records the session's claim on the head bind names
+// (SessionBusy when another session holds it).
+func (r *resumption) claim(bind backend.Binding) error {
+	err := r.e.st.claim(r.ctx, r.id, bind)
+	if err != nil && backend.CodeOf(err) == backend.AlreadyBound {
+		return r.fail(SessionBusy, err)
+	}
+	return err // the store failed, or ctx ended
+}
+
+// checkConfig checks the session's roots and compares its configuration
+// with what was recorded when it was bound (ConfigDrift, unless allowed).
+func (r *resumption) checkConfig() error {
+	r.report.LastCheckpoint = r.rec.lastCheckpoint
+	var err error
+	if r.s.roots, err = r.e.checkRoots(r.roots, headDirOf(r.s), repoOf(r.s)); err != nil {
+		return err
+	}
+	if digest(r.rec.placement, r.perm, r.snap, backendID(r.b), r.config, r.layers, r.s.roots) != r.rec.digest {
+		if !r.opts.AllowConfigDrift {
+			return r.fail(ConfigDrift, errorf(backend.FailedPrecondition, resumeOp, "the session's configuration changed since it was bound"))
+		}
+		r.report.ConfigDrift = true
+	}
+	return nil
+}
+
+// findDrift reports what the head gained since the session's last
+// checkpoint (and, after a relocation, how far the pushed state is
+// behind the journal).
+func (r *resumption) findDrift() error {
+	report := &r.report
+	if r.relocated != nil {
+		report.Relocated, report.Pushed, report.Stale = true, r.relocated.Commit, r.relocated.Stale
+		var err error
+		if report.Behind, err = r.e.behind(r.ctx, r.id, r.relocated.Commit); err != nil {
+			return err
+		}
+	}
+	report.Recreated = r.recreated
+	if h := r.s.head; h != nil {
 		if report.LastCheckpoint == "" {
-			report.LastCheckpoint = s.head.Info().Base
+			report.LastCheckpoint = h.Info().Base
 		}
 		since := report.LastCheckpoint
 		if report.Behind != 0 {
 			since = report.Pushed // the journal's last checkpoint never reached this host
 		}
-		gained, err := s.head.Commits(ctx, workspace.Rev(since))
+		gained, err := h.Commits(r.ctx, workspace.Rev(since))
 		if err != nil {
-			release()
 			if backend.CodeOf(err) == backend.Canceled {
-				return nil, err
+				return err
 			}
-			return fail(resumeKind(err), err)
+			return r.fail(resumeKind(err), err)
 		}
 		report.Gained = gained
 	}
-	report.Recreated = recreated
-	s.lastCheckpoint = string(report.LastCheckpoint)
-	if relocated != nil {
-		s.lastCheckpoint = string(relocated.Commit)
+	r.s.lastCheckpoint = string(report.LastCheckpoint)
+	if r.relocated != nil {
+		r.s.lastCheckpoint = string(r.relocated.Commit)
 	}
-	s.report = report
-	if relocated != nil {
+	r.s.report = *report
+	return nil
+}
+
+// journal records the relocation or the rebuild, then the resume.
+func (r *resumption) journal() error {
+	e, report := r.e, r.report
+	if r.relocated != nil {
 		var old struct {
 			Dir string `json:"dir"`
 		}
-		_ = json.Unmarshal(oldPayload(data), &old)
-		info := s.head.Info()
-		if err := e.st.rebind(ctx, id, moved, relocated.Commit, EventRelocated, map[string]any{
-			"head": info.ID, "dir": info.Root, "from": old.Dir, "commit": relocated.Commit, "behind": report.Behind, "stale": relocated.Stale}); err != nil {
-			release()
-			return nil, err
+		_ = json.Unmarshal(oldPayload(r.data), &old) // a binding decoded above: its payload is JSON
+		info := r.s.head.Info()
+		if err := e.st.rebind(r.ctx, r.id, r.moved, r.relocated.Commit, EventRelocated, map[string]any{
+			"head": info.ID, "dir": info.Root, "from": old.Dir, "commit": r.relocated.Commit, "behind": report.Behind, "stale": r.relocated.Stale}); err != nil {
+			return err
 		}
 	}
-	if recreated {
-		info, commit := s.head.Info(), report.LastCheckpoint
+	if r.recreated {
+		info, commit := r.s.head.Info(), report.LastCheckpoint
 		if len(report.Gained) > 0 {
 			commit = report.Gained[0]
 		}
-		if err := e.st.journal(ctx, id, EventRecreated, map[string]any{"head": info.ID, "dir": info.Root, "commit": commit}); err != nil {
-			release()
-			return nil, err
+		if err := e.st.journal(r.ctx, r.id, EventRecreated, map[string]any{"head": info.ID, "dir": info.Root, "commit": commit}); err != nil {
+			return err
 		}
 	}
-	if err := e.st.reopen(ctx, id, EventResumed, map[string]any{"gained": report.Gained, "config_drift": report.ConfigDrift}); err != nil {
-		release()
-		return nil, err
-	}
-	s.exts = opts.Extensions
-	s.startLife(ctx)
+	return e.st.reopen(r.ctx, r.id, EventResumed, map[string]any{"gained": report.Gained, "config_drift": report.ConfigDrift})
+}
+
+// goLive hands the session out: its extensions built, its head watched,
+// tracked by the engine.
+func (r *resumption) goLive() (*Session, error) {
+	s := r.s
+	s.exts = r.opts.Extensions
+	s.startLife(r.ctx)
 	if err := s.buildExtensions(); err != nil {
-		s.abandon(ctx, false)
+		s.abandon(r.ctx, false)
 		return nil, err
 	}
-	e.track(s)
+	r.e.track(s)
 	return s, nil
 }
 
