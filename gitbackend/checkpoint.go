@@ -262,6 +262,13 @@ func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) 
 	return res, h.wrap(op, err)
 }
 
+// WaitMaintenance waits until the repository maintenance this backend
+// started in the background (git gc --auto, every 50th checkpoint of a
+// head) has ended, or ctx ends (its error is returned then). Close
+// cancels maintenance that still runs: a program about to close the
+// backend and exit that wants it done waits for it first.
+func (b *Backend) WaitMaintenance(ctx context.Context) error { return b.maintenance.wait(ctx) }
+
 // maintain runs git gc --auto on the repository in the background, holding
 // none of grove's locks (git takes its own), at most one per repository at
 // a time, owned by the backend (Close cancels it): plumbing never starts

@@ -63,6 +63,9 @@ func TestCheckpointsRunGitGCAuto(t *testing.T) {
 		_, err := h.Checkpoint(f.ctx, nil)
 		require.NoError(t, err)
 	}
+	var gb *gitbackend.Backend
+	require.True(t, f.ws.Backend().As(&gb))
+	require.NoError(t, gb.WaitMaintenance(f.ctx)) // it runs in the background
 	count := f.git(f.repo, "count-objects", "-v")
 	assert.Contains(t, count, "count: 0\n", "loose objects remain after 50 checkpoints:\n%s", count)
 	assert.Contains(t, count, "packs: 1\n", "the packs were not collected:\n%s", count)

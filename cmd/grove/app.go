@@ -95,6 +95,10 @@ func wantsJSON(args []string) bool {
 // pushes its checkpoints started.
 const pushWait = time.Minute
 
+// maintenanceWait bounds how long a command waits, before it exits, for
+// the repository maintenance its checkpoints started.
+const maintenanceWait = 2 * time.Minute
+
 // close releases what the command opened, once the pushes it started are
 // done (or pushWait passed: the next command with --remote tries again).
 func (a *app) close() {
@@ -111,6 +115,13 @@ func (a *app) close() {
 			}
 			fmt.Fprintf(a.stderr, "grove: push: head %q to %s failed (the next command with --remote tries again): %v\n", f.Name, f.URL, f.Err)
 		}
+	}
+	if a.gb != nil {
+		// Repository maintenance a checkpoint started (git gc --auto)
+		// finishes before grove exits, as it did inside the checkpoint.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), maintenanceWait)
+		_ = a.gb.WaitMaintenance(ctx)
+		cancel()
 	}
 	if a.eng != nil {
 		_ = a.eng.Close()
