@@ -207,22 +207,15 @@ func LowerBound(dir string) (int, error) {
 
 // Ops returns the operations the comparison runs, in order.
 func Ops() []Op {
-	var seq int
-	var restoreTo [2]backend.CheckpointID
-	var gitTo [2]string
-	var restores [2]int // restores run by grove, by git
-	var destroyHead *workspace.Head
-	var destroyDir, forkBase string
+	s := &ops{}
 	checkpoint := timed(func(e *Env) error { _, err := e.Head.Checkpoint(e.Ctx, nil); return err })
-	// fork forks the bench head, noting the commit the fork starts from.
-	fork := func(e *Env) (func() error, error) {
-		seq++
-		h, err := e.Head.Fork(e.Ctx, fmt.Sprintf("f%d", seq), nil)
-		if err != nil {
-			return nil, err
+	touchBoth := func(n int) func(*Env) error {
+		return func(e *Env) error {
+			if err := e.Touch(e.Head.Info().Root, n); err != nil {
+				return err
+			}
+			return e.Touch(e.GitDir, n)
 		}
-		forkBase = string(h.Info().Base)
-		return func() error { return e.destroy(h) }, nil
 	}
 	return []Op{
 		{
@@ -232,194 +225,184 @@ func Ops() []Op {
 				return err
 			}),
 		},
-		{
-			Name: "create",
-			Grove: func(e *Env) (func() error, error) {
-				seq++
-				h, err := e.WS.NewHead(fmt.Sprintf("c%d", seq)).From("main").Create(e.Ctx)
-				if err != nil {
-					return nil, err
-				}
-				return func() error { return e.destroy(h) }, nil
-			},
-			Git: func(e *Env) (func() error, error) {
-				seq++
-				dir := filepath.Join(filepath.Dir(e.GitDir), fmt.Sprintf("plain-c%d", seq))
-				if err := e.Git("worktree", "add", "-q", "-b", fmt.Sprintf("plain-c%d", seq), dir, "main"); err != nil {
-					return nil, err
-				}
-				return func() error { return e.Git("worktree", "remove", "--force", dir) }, nil
-			},
-		},
-		{
-			Name:  "checkpoint-0",
-			Grove: checkpoint,
-			Git:   timed(gitCommit),
-		},
-		{
-			Name: "checkpoint-1",
-			Prepare: func(e *Env) error {
-				if err := e.Touch(e.Head.Info().Root, 1); err != nil {
-					return err
-				}
-				return e.Touch(e.GitDir, 1)
-			},
-			Grove: checkpoint,
-			Git:   timed(gitCommit),
-		},
-		{
-			Name: "checkpoint-100",
-			Prepare: func(e *Env) error {
-				if err := e.Touch(e.Head.Info().Root, 100); err != nil {
-					return err
-				}
-				return e.Touch(e.GitDir, 100)
-			},
-			Grove: checkpoint,
-			Git:   timed(gitCommit),
-		},
-		{
-			Name: "restore-100",
-			Prepare: func(e *Env) error {
-				if restoreTo[0] != "" {
-					return nil
-				}
-				// Two states 100 files apart, both ways.
-				for i := range 2 {
-					if err := e.Touch(e.Head.Info().Root, 100); err != nil {
-						return err
-					}
-					cp, err := e.Head.Checkpoint(e.Ctx, nil)
-					if err != nil {
-						return err
-					}
-					restoreTo[i] = cp.ID
-					if err := e.Touch(e.GitDir, 100); err != nil {
-						return err
-					}
-					if err := gitCommit(e); err != nil {
-						return err
-					}
-					out, err := usergit.Git(e.Ctx, e.GitDir, "rev-parse", "HEAD")
-					if err != nil {
-						return err
-					}
-					gitTo[i] = out
-				}
-				return nil
-			},
-			// Each side goes back and forth between its two states (it
-			// starts at the second), on a count of its own: every run
-			// changes 100 files.
-			Grove: timed(func(e *Env) error {
-				to := restoreTo[restores[0]%2]
-				restores[0]++
-				_, err := e.Head.Restore(e.Ctx, backend.Rev(to), &workspace.RestoreOptions{Discard: true})
-				return err
-			}),
-			Git: timed(func(e *Env) error {
-				to := gitTo[restores[1]%2]
-				restores[1]++
-				if err := e.Git("reset", "-q", "--hard", to); err != nil {
-					return err
-				}
-				return e.Git("clean", "-fdq")
-			}),
-		},
+		{Name: "create", Grove: s.create, Git: s.worktreeAdd("c", func() string { return "main" })},
+		{Name: "checkpoint-0", Grove: checkpoint, Git: timed(gitCommit)},
+		{Name: "checkpoint-1", Prepare: touchBoth(1), Grove: checkpoint, Git: timed(gitCommit)},
+		{Name: "checkpoint-100", Prepare: touchBoth(100), Grove: checkpoint, Git: timed(gitCommit)},
+		// Each side goes back and forth between its two states (it starts
+		// at the second), on a count of its own: every run changes 100
+		// files.
+		{Name: "restore-100", Prepare: s.twoStates, Grove: timed(s.restore), Git: timed(s.reset)},
 		{
 			Name:  "status",
 			Grove: timed(func(e *Env) error { _, err := e.Head.Status(e.Ctx); return err }),
 			Git:   timed(func(e *Env) error { return e.Git("status", "--porcelain") }),
 		},
+		// A fork of a head with one uncommitted change, beside git saving
+		// the same state (stash create) and adding a worktree of it.
+		{Name: "fork", Prepare: touchBoth(1), Grove: s.fork, Git: s.stashWorktree},
+		// The same fork beside git adding a worktree of the very commit the
+		// fork starts from: the fork's files against a checkout of them.
 		{
-			// A fork of a head with one uncommitted change, beside git
-			// saving the same state (stash create) and adding a worktree
-			// of it.
-			Name: "fork",
-			Prepare: func(e *Env) error {
-				if err := e.Touch(e.Head.Info().Root, 1); err != nil {
-					return err
-				}
-				return e.Touch(e.GitDir, 1)
-			},
-			Grove: fork,
-			Git: func(e *Env) (func() error, error) {
-				seq++
-				rev, err := usergit.Git(e.Ctx, e.GitDir, "stash", "create")
-				if err != nil {
-					return nil, err
-				}
-				if rev == "" {
-					rev = "HEAD"
-				}
-				dir := filepath.Join(filepath.Dir(e.GitDir), fmt.Sprintf("plain-f%d", seq))
-				if err := e.Git("worktree", "add", "-q", "-b", fmt.Sprintf("plain-f%d", seq), dir, rev); err != nil {
-					return nil, err
-				}
-				return func() error { return e.Git("worktree", "remove", "--force", dir) }, nil
-			},
-		},
-		{
-			// The same fork beside git adding a worktree of the very
-			// commit the fork starts from: the fork's files against a
-			// checkout of them.
 			Name:    "fork-vs-add",
 			Prepare: func(e *Env) error { return e.Touch(e.Head.Info().Root, 1) },
-			Grove:   fork,
-			Git: func(e *Env) (func() error, error) {
-				seq++
-				dir := filepath.Join(filepath.Dir(e.GitDir), fmt.Sprintf("plain-a%d", seq))
-				if err := e.Git("worktree", "add", "-q", "-b", fmt.Sprintf("plain-a%d", seq), dir, forkBase); err != nil {
-					return nil, err
-				}
-				return func() error { return e.Git("worktree", "remove", "--force", dir) }, nil
-			},
+			Grove:   s.fork,
+			Git:     s.worktreeAdd("a", func() string { return s.forkBase }),
 		},
+		// Destroying a clean head beside git removing a worktree. grove's
+		// deletion runs on in the background; it is waited for, untimed,
+		// before the next step.
 		{
-			// Destroying a clean head beside git removing a worktree.
-			// grove's deletion runs on in the background; it is waited
-			// for, untimed, before the next step.
-			Name: "destroy",
-			Prepare: func(e *Env) error {
-				seq++
-				h, err := e.WS.NewHead(fmt.Sprintf("d%d", seq)).From("main").Create(e.Ctx)
-				if err != nil {
-					return err
-				}
-				destroyHead = h
-				destroyDir = filepath.Join(filepath.Dir(e.GitDir), fmt.Sprintf("plain-d%d", seq))
-				return e.Git("worktree", "add", "-q", "-b", fmt.Sprintf("plain-d%d", seq), destroyDir, "main")
-			},
-			Grove: func(e *Env) (func() error, error) {
-				if _, err := destroyHead.Destroy(e.Ctx, &workspace.DestroyOptions{Discard: true}); err != nil {
-					return nil, err
-				}
-				return func() error {
-					var gb *gitbackend.Backend
-					if !e.WS.Backend().As(&gb) {
-						return nil
-					}
-					return gb.WaitDeletions(e.Ctx)
-				}, nil
-			},
-			Git: timed(func(e *Env) error { return e.Git("worktree", "remove", "--force", destroyDir) }),
+			Name:    "destroy",
+			Prepare: s.twoToDestroy,
+			Grove:   s.destroy,
+			Git:     timed(func(e *Env) error { return e.Git("worktree", "remove", "--force", s.destroyDir) }),
 		},
-		{
-			Name: "reopen",
-			Grove: timed(func(e *Env) error {
-				b := e.Head.Binding()
-				if err := e.Head.Close(); err != nil {
-					return err
-				}
-				h, err := workspace.Reopen(e.Ctx, gitbackend.New(gitbackend.Options{}), b, nil)
-				if err != nil {
-					return err
-				}
-				e.Head = h
-				return nil
-			}),
-		},
+		{Name: "reopen", Grove: timed(reopen)},
 	}
+}
+
+// ops is the state the operations of one Ops list share.
+type ops struct {
+	seq         int
+	restoreTo   [2]backend.CheckpointID
+	gitTo       [2]string
+	restores    [2]int // restores run by grove, by git
+	destroyHead *workspace.Head
+	destroyDir  string
+	forkBase    string // the commit the last fork started from
+}
+
+func (s *ops) create(e *Env) (func() error, error) {
+	s.seq++
+	h, err := e.WS.NewHead(fmt.Sprintf("c%d", s.seq)).From("main").Create(e.Ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return e.destroy(h) }, nil
+}
+
+// worktreeAdd is git adding a worktree of the revision rev gives, on a
+// new branch named after prefix.
+func (s *ops) worktreeAdd(prefix string, rev func() string) func(*Env) (func() error, error) {
+	return func(e *Env) (func() error, error) {
+		s.seq++
+		return e.addWorktree(fmt.Sprintf("plain-%s%d", prefix, s.seq), rev())
+	}
+}
+
+// addWorktree adds a worktree named name beside the plain checkout, and
+// returns what removes it.
+func (e *Env) addWorktree(name, rev string) (func() error, error) {
+	dir := filepath.Join(filepath.Dir(e.GitDir), name)
+	if err := e.Git("worktree", "add", "-q", "-b", name, dir, rev); err != nil {
+		return nil, err
+	}
+	return func() error { return e.Git("worktree", "remove", "--force", dir) }, nil
+}
+
+// fork forks the bench head, noting the commit the fork starts from.
+func (s *ops) fork(e *Env) (func() error, error) {
+	s.seq++
+	h, err := e.Head.Fork(e.Ctx, fmt.Sprintf("f%d", s.seq), nil)
+	if err != nil {
+		return nil, err
+	}
+	s.forkBase = string(h.Info().Base)
+	return func() error { return e.destroy(h) }, nil
+}
+
+func (s *ops) stashWorktree(e *Env) (func() error, error) {
+	s.seq++
+	rev, err := usergit.Git(e.Ctx, e.GitDir, "stash", "create")
+	if err != nil {
+		return nil, err
+	}
+	if rev == "" {
+		rev = "HEAD"
+	}
+	return e.addWorktree(fmt.Sprintf("plain-f%d", s.seq), rev)
+}
+
+// twoStates makes, once, two states 100 files apart on each side.
+func (s *ops) twoStates(e *Env) error {
+	if s.restoreTo[0] != "" {
+		return nil
+	}
+	for i := range 2 {
+		if err := e.Touch(e.Head.Info().Root, 100); err != nil {
+			return err
+		}
+		cp, err := e.Head.Checkpoint(e.Ctx, nil)
+		if err != nil {
+			return err
+		}
+		s.restoreTo[i] = cp.ID
+		if err := e.Touch(e.GitDir, 100); err != nil {
+			return err
+		}
+		if err := gitCommit(e); err != nil {
+			return err
+		}
+		if s.gitTo[i], err = usergit.Git(e.Ctx, e.GitDir, "rev-parse", "HEAD"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *ops) restore(e *Env) error {
+	to := s.restoreTo[s.restores[0]%2]
+	s.restores[0]++
+	_, err := e.Head.Restore(e.Ctx, backend.Rev(to), &workspace.RestoreOptions{Discard: true})
+	return err
+}
+
+func (s *ops) reset(e *Env) error {
+	to := s.gitTo[s.restores[1]%2]
+	s.restores[1]++
+	if err := e.Git("reset", "-q", "--hard", to); err != nil {
+		return err
+	}
+	return e.Git("clean", "-fdq")
+}
+
+// twoToDestroy makes a head and a plain worktree for the next destroy.
+func (s *ops) twoToDestroy(e *Env) error {
+	s.seq++
+	h, err := e.WS.NewHead(fmt.Sprintf("d%d", s.seq)).From("main").Create(e.Ctx)
+	if err != nil {
+		return err
+	}
+	s.destroyHead = h
+	s.destroyDir = filepath.Join(filepath.Dir(e.GitDir), fmt.Sprintf("plain-d%d", s.seq))
+	return e.Git("worktree", "add", "-q", "-b", fmt.Sprintf("plain-d%d", s.seq), s.destroyDir, "main")
+}
+
+func (s *ops) destroy(e *Env) (func() error, error) {
+	if _, err := s.destroyHead.Destroy(e.Ctx, &workspace.DestroyOptions{Discard: true}); err != nil {
+		return nil, err
+	}
+	return func() error {
+		var gb *gitbackend.Backend
+		if !e.WS.Backend().As(&gb) {
+			return nil
+		}
+		return gb.WaitDeletions(e.Ctx)
+	}, nil
+}
+
+func reopen(e *Env) error {
+	b := e.Head.Binding()
+	if err := e.Head.Close(); err != nil {
+		return err
+	}
+	h, err := workspace.Reopen(e.Ctx, gitbackend.New(gitbackend.Options{}), b, nil)
+	if err != nil {
+		return err
+	}
+	e.Head = h
+	return nil
 }
 
 // Result is one operation's medians at one size.
