@@ -323,24 +323,9 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 	if err != nil {
 		return backend.CheckpointResult{}, err
 	}
-	// The current checkpoint: HEAD for a head on its own branch; for an
-	// attached head, or one with an operation in progress, the newest
-	// private checkpoint made on top of HEAD, else HEAD.
-	current, currentTree := st.commit, st.tree
-	var last []checkpointRef
-	if !st.onOwn {
-		if last, err = h.w.repo.checkpoints(ctx, mf.ID, 1); err != nil {
-			return backend.CheckpointResult{}, err
-		}
-		if len(last) == 1 && string(last[0].Parent) == st.commit {
-			current = string(last[0].ID)
-			var ok bool
-			if currentTree, ok = h.w.repo.commitTree(current); !ok {
-				if currentTree, err = h.w.repo.git(ctx, "rev-parse", current+"^{tree}"); err != nil {
-					return backend.CheckpointResult{}, err
-				}
-			}
-		}
+	current, currentTree, last, err := h.current(ctx, mf, st)
+	if err != nil {
+		return backend.CheckpointResult{}, err
 	}
 	if tree == currentTree {
 		if st.onOwn {
@@ -356,27 +341,10 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 		}
 		return backend.CheckpointResult{Checkpoint: cp, Skipped: skipped}, nil
 	}
-	msg := opts.Message
-	if msg == "" {
-		msg = "grove checkpoint"
-	}
-	author := opts.Author
-	if author == (backend.Signature{}) {
-		author = backend.DefaultAuthor
-	}
-	now := time.Now().Truncate(time.Second)
-	date := strconv.FormatInt(now.Unix(), 10) + " +0000"
-	commit, ok := h.w.repo.writeCommit(tree, st.commit, author, author, now, msg)
-	if !ok {
-		commit, err = h.git(ctx, gitcmd.Cmd{
-			Author: &gitcmd.Identity{Name: author.Name, Email: author.Email},
-			Env:    []string{"GIT_AUTHOR_DATE=" + date, "GIT_COMMITTER_DATE=" + date},
-			Stdin:  strings.NewReader(msg),
-			Args:   []string{"commit-tree", tree, "-p", st.commit},
-		})
-		if err != nil {
-			return backend.CheckpointResult{}, err
-		}
+	cp := newCheckpoint(opts, st.commit)
+	commit, err := h.writeCommit(ctx, tree, &cp)
+	if err != nil {
+		return backend.CheckpointResult{}, err
 	}
 	crashPoint("checkpoint:committed")
 	// For a head on its own branch, take the index lock before any ref
@@ -400,14 +368,61 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 			return backend.CheckpointResult{}, err
 		}
 	}
-	return backend.CheckpointResult{
-		Checkpoint: backend.Checkpoint{
-			ID: backend.CheckpointID(commit), Parent: backend.CheckpointID(st.commit),
-			Message: strings.TrimRight(msg, "\n"), Author: author, Time: now,
-		},
-		New:     true,
-		Skipped: skipped,
-	}, nil
+	cp.ID = backend.CheckpointID(commit)
+	cp.Message = strings.TrimRight(cp.Message, "\n")
+	return backend.CheckpointResult{Checkpoint: cp, New: true, Skipped: skipped}, nil
+}
+
+// current is a head's current checkpoint and its tree: HEAD for a head on
+// its own branch; for an attached head, or one with an operation in
+// progress, the newest private checkpoint made on top of HEAD, else HEAD.
+// last is the newest private checkpoint, when one was read.
+func (h *head) current(ctx context.Context, mf manifest, st headState) (commit, tree string, last []checkpointRef, err error) {
+	commit, tree = st.commit, st.tree
+	if st.onOwn {
+		return commit, tree, nil, nil
+	}
+	if last, err = h.w.repo.checkpoints(ctx, mf.ID, 1); err != nil {
+		return "", "", nil, err
+	}
+	if len(last) == 1 && string(last[0].Parent) == st.commit {
+		commit = string(last[0].ID)
+		var ok bool
+		if tree, ok = h.w.repo.commitTree(commit); !ok {
+			if tree, err = h.w.repo.git(ctx, "rev-parse", commit+"^{tree}"); err != nil {
+				return "", "", nil, err
+			}
+		}
+	}
+	return commit, tree, last, nil
+}
+
+// newCheckpoint is the checkpoint opts ask for on top of parent, made now,
+// without its ID.
+func newCheckpoint(opts *backend.CheckpointOptions, parent string) backend.Checkpoint {
+	cp := backend.Checkpoint{Parent: backend.CheckpointID(parent), Message: opts.Message, Author: opts.Author, Time: time.Now().Truncate(time.Second)}
+	if cp.Message == "" {
+		cp.Message = "grove checkpoint"
+	}
+	if cp.Author == (backend.Signature{}) {
+		cp.Author = backend.DefaultAuthor
+	}
+	return cp
+}
+
+// writeCommit writes cp's commit of tree and returns its ID: by grove's
+// own writer where it can, else by git commit-tree.
+func (h *head) writeCommit(ctx context.Context, tree string, cp *backend.Checkpoint) (string, error) {
+	if commit, ok := h.w.repo.writeCommit(tree, string(cp.Parent), cp.Author, cp.Author, cp.Time, cp.Message); ok {
+		return commit, nil
+	}
+	date := strconv.FormatInt(cp.Time.Unix(), 10) + " +0000"
+	return h.git(ctx, gitcmd.Cmd{
+		Author: &gitcmd.Identity{Name: cp.Author.Name, Email: cp.Author.Email},
+		Env:    []string{"GIT_AUTHOR_DATE=" + date, "GIT_COMMITTER_DATE=" + date},
+		Stdin:  strings.NewReader(cp.Message),
+		Args:   []string{"commit-tree", tree, "-p", string(cp.Parent)},
+	})
 }
 
 // gcEvery is how many checkpoints of one head pass between git gc --auto

@@ -169,28 +169,9 @@ func (w *workspace) relocate(ctx context.Context, op string, bind backend.Bindin
 	if _, err := t.fetch(ctx, "+"+refPrefix(id)+"*:"+refPrefix(id)+"*"); err != nil {
 		return res, w.unreachable(op, err)
 	}
-	out, err := t.git(ctx, false, "for-each-ref", "--format=%(refname) %(objectname)", refPrefix(id))
+	tip, prevOwner, ops, seq, err := fetchedRefs(ctx, t, id)
 	if err != nil {
 		return res, backend.Errorf(backend.Internal, op, "%w", err)
-	}
-	var tip, prevOwner string
-	var ops []string
-	seq := 0
-	for _, line := range strings.Split(out, "\n") {
-		name, oid, ok := strings.Cut(line, " ")
-		switch {
-		case !ok:
-		case name == remoteHead(id):
-			tip = oid
-		case name == remoteOwner(id):
-			prevOwner = oid
-		default:
-			n, err := strconv.Atoi(strings.TrimPrefix(name, refPrefix(id)))
-			if err == nil && name == refName(id, n) {
-				ops = append(ops, "update "+name+" "+oid)
-				seq = max(seq, n)
-			}
-		}
 	}
 	if tip == "" {
 		return res, fail(backend.NotFound, backend.ReasonMissing, "the remote holds nothing of head %s: it was never pushed", id)
@@ -232,32 +213,8 @@ func (w *workspace) relocate(ctx context.Context, op string, bind backend.Bindin
 	// of the head and the remote has not — its branch's commit, its own
 	// checkpoints from an earlier stint — is kept under
 	// refs/grove-stale/<id>/<time>/, out of the head's history.
-	local, err := w.repo.git(ctx, "for-each-ref", "--format=%(refname) %(objectname)", branchRef, refPrefix(id))
-	if err != nil {
+	if ops, err = w.keepStale(ctx, id, branchRef, tip, ops, seq); err != nil {
 		return res, err
-	}
-	stash := "refs/grove-stale/" + string(id) + "/" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/"
-	cur := ""
-	for _, line := range strings.Split(local, "\n") {
-		name, oid, ok := strings.Cut(line, " ")
-		switch {
-		case !ok:
-		case name == branchRef:
-			cur = oid
-		case !slices.Contains(ops, "update "+name+" "+oid):
-			if n, err := strconv.Atoi(strings.TrimPrefix(name, refPrefix(id))); err == nil && name == refName(id, n) {
-				ops = append(ops, "create "+stash+strconv.Itoa(n)+" "+oid)
-				if n > seq { // the fetched refs replace the others
-					ops = append(ops, "delete "+name+" "+oid)
-				}
-			}
-		}
-	}
-	switch {
-	case cur == "":
-		ops = append([]string{"create " + branchRef + " " + tip}, ops...)
-	case cur != tip:
-		ops = append([]string{"update " + branchRef + " " + tip + " " + cur, "create " + stash + "branch " + cur}, ops...)
 	}
 	mf := &manifest{
 		ID: id, Name: p.Name, Access: bind.Access, Branch: p.Branch,
@@ -292,4 +249,65 @@ func (w *workspace) holdsHead(dir string, id backend.HeadID) string {
 		return ""
 	}
 	return admin
+}
+
+// fetchedRefs reads what a fetch brought of head id: its remote tip, the
+// commit naming its owner, and the update-ref lines that set its
+// checkpoint refs with the highest sequence number among them.
+func fetchedRefs(ctx context.Context, t *transfer, id backend.HeadID) (tip, owner string, ops []string, seq int, err error) {
+	out, err := t.git(ctx, false, "for-each-ref", "--format=%(refname) %(objectname)", refPrefix(id))
+	if err != nil {
+		return "", "", nil, 0, err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		name, oid, ok := strings.Cut(line, " ")
+		switch {
+		case !ok:
+		case name == remoteHead(id):
+			tip = oid
+		case name == remoteOwner(id):
+			owner = oid
+		default:
+			n, err := strconv.Atoi(strings.TrimPrefix(name, refPrefix(id)))
+			if err == nil && name == refName(id, n) {
+				ops = append(ops, "update "+name+" "+oid)
+				seq = max(seq, n)
+			}
+		}
+	}
+	return tip, owner, ops, seq, nil
+}
+
+// keepStale adds to ops what moves head id's branch to tip and keeps,
+// under refs/grove-stale/<id>/<time>/, what this clone had of the head and
+// the fetch replaces: its branch's commit and its own checkpoints.
+func (w *workspace) keepStale(ctx context.Context, id backend.HeadID, branchRef, tip string, ops []string, seq int) ([]string, error) {
+	local, err := w.repo.git(ctx, "for-each-ref", "--format=%(refname) %(objectname)", branchRef, refPrefix(id))
+	if err != nil {
+		return nil, err
+	}
+	stash := "refs/grove-stale/" + string(id) + "/" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/"
+	cur := ""
+	for _, line := range strings.Split(local, "\n") {
+		name, oid, ok := strings.Cut(line, " ")
+		switch {
+		case !ok:
+		case name == branchRef:
+			cur = oid
+		case !slices.Contains(ops, "update "+name+" "+oid):
+			if n, err := strconv.Atoi(strings.TrimPrefix(name, refPrefix(id))); err == nil && name == refName(id, n) {
+				ops = append(ops, "create "+stash+strconv.Itoa(n)+" "+oid)
+				if n > seq { // the fetched refs replace the others
+					ops = append(ops, "delete "+name+" "+oid)
+				}
+			}
+		}
+	}
+	switch {
+	case cur == "":
+		ops = append([]string{"create " + branchRef + " " + tip}, ops...)
+	case cur != tip:
+		ops = append([]string{"update " + branchRef + " " + tip + " " + cur, "create " + stash + "branch " + cur}, ops...)
+	}
+	return ops, nil
 }

@@ -81,28 +81,9 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	defer os.Remove(priv)
 	env := []string{"GIT_INDEX_FILE=" + priv}
 	many := h.w.repo.manyFiles(priv)
-	// What target adds to the index (in target, not in the index) and
-	// drops from it (in the index, not in target), and whether a
-	// .gitignore differs.
-	adds, drops, rules, marks, merr, err := h.diff(ctx, priv, data, st.commit, target)
+	drops, keep, err := h.plan(ctx, mf, priv, data, st.commit, target)
 	if err != nil {
 		return err
-	}
-	if err := h.checkIgnoredCollisions(ctx, mf, priv, target, adds); err != nil {
-		return err
-	}
-	// What is ignored now stays ignored for the clean below, whatever
-	// ignore rules the target brings: a file ignored now is in no
-	// checkpoint, and deleting it would lose it. The rules can differ only
-	// if a .gitignore file differs between the head's files and the target
-	// (untracked ones stay in place while git clean reads them); when none
-	// does, the clean ignores exactly what is ignored now, and the listing
-	// is not needed.
-	var keep []string
-	if rules || merr != nil || ignoreFilesChanged(mf.Dir, marks) {
-		if keep, err = h.keepIgnored(ctx, mf, env); err != nil {
-			return err
-		}
 	}
 	done, err := h.mark(mf)
 	if err != nil {
@@ -542,4 +523,34 @@ func blobID(full string, hexLen int) (string, error) {
 		return "", fmt.Errorf("%s is not a file", full)
 	}
 	return hex.EncodeToString(hh.Sum(nil)), nil
+}
+
+// plan reads what restoring the head from commit (its index priv, read
+// into data) to target does: whether it drops files from the index, and
+// the ignored files git clean must keep. It refuses a restore that would
+// write over an ignored file.
+func (h *head) plan(ctx context.Context, mf manifest, priv string, data []byte, commit, target string) (drops bool, keep []string, err error) {
+	// What target adds to the index (in target, not in the index) and
+	// drops from it (in the index, not in target), and whether a
+	// .gitignore differs.
+	adds, drops, rules, marks, merr, err := h.diff(ctx, priv, data, commit, target)
+	if err != nil {
+		return false, nil, err
+	}
+	if err := h.checkIgnoredCollisions(ctx, mf, priv, target, adds); err != nil {
+		return false, nil, err
+	}
+	// What is ignored now stays ignored for git clean, whatever
+	// ignore rules the target brings: a file ignored now is in no
+	// checkpoint, and deleting it would lose it. The rules can differ only
+	// if a .gitignore file differs between the head's files and the target
+	// (untracked ones stay in place while git clean reads them); when none
+	// does, the clean ignores exactly what is ignored now, and the listing
+	// is not needed.
+	if rules || merr != nil || ignoreFilesChanged(mf.Dir, marks) {
+		if keep, err = h.keepIgnored(ctx, mf, []string{"GIT_INDEX_FILE=" + priv}); err != nil {
+			return false, nil, err
+		}
+	}
+	return drops, keep, nil
 }

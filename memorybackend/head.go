@@ -216,27 +216,8 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 		_, isTracked := tracked[p]
 		return !isTracked && ig.ignored(p, n.isDir())
 	}
-	for p, e := range want {
-		for d := parentOf(p); d != "."; d = parentOf(d) {
-			if n := nodes[d]; n != nil && !n.isDir() && keep(d, n) {
-				return backend.RestoreResult{}, h.conflict(op, d)
-			}
-		}
-		n := nodes[p]
-		if n == nil {
-			continue
-		}
-		if n.isDir() {
-			for k, kn := range nodes {
-				if strings.HasPrefix(k, p+"/") && keep(k, kn) {
-					return backend.RestoreResult{}, h.conflict(op, k)
-				}
-			}
-			continue
-		}
-		if keep(p, n) && !blobEqual(n, e) {
-			return backend.RestoreResult{}, h.conflict(op, p)
-		}
+	if p, ok := collision(nodes, want, keep); ok {
+		return backend.RestoreResult{}, h.conflict(op, p)
 	}
 
 	next := make(map[string]*node, len(nodes))
@@ -270,39 +251,7 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 		}
 		next[p] = &node{mode: fileMode(e.mode), data: data, mtime: now}
 	}
-	// A directory holding a file in its subtree keeps it; drop directories
-	// emptied by this restore, as git does.
-	for changed := true; changed; {
-		changed = false
-		for d := range removed {
-			if d == "." || next[d] == nil {
-				delete(removed, d)
-				continue
-			}
-			empty := true
-			for k := range next {
-				if parentOf(k) == d && k != d {
-					empty = false
-					break
-				}
-			}
-			delete(removed, d)
-			if empty {
-				delete(next, d)
-				removed[parentOf(d)] = true
-				changed = true
-			}
-		}
-	}
-	// Drop stale entries under paths that are now files.
-	for k := range next {
-		for d := parentOf(k); d != "."; d = parentOf(d) {
-			if n := next[d]; n != nil && !n.isDir() {
-				delete(next, k)
-				break
-			}
-		}
-	}
+	prune(next, removed)
 	if err := ws.setRef(h.branchRef(), target); err != nil {
 		return backend.RestoreResult{}, h.internal(op, err)
 	}
@@ -584,4 +533,70 @@ func (h *head) Close() error {
 		h.w.ws.mu.Unlock()
 	}
 	return nil
+}
+
+// collision is the first kept (untracked, ignored) file or directory a
+// restore to want would write over, if any.
+func collision(nodes map[string]*node, want map[string]entry, keep func(string, *node) bool) (string, bool) {
+	for p, e := range want {
+		for d := parentOf(p); d != "."; d = parentOf(d) {
+			if n := nodes[d]; n != nil && !n.isDir() && keep(d, n) {
+				return d, true
+			}
+		}
+		n := nodes[p]
+		if n == nil {
+			continue
+		}
+		if n.isDir() {
+			for k, kn := range nodes {
+				if strings.HasPrefix(k, p+"/") && keep(k, kn) {
+					return k, true
+				}
+			}
+			continue
+		}
+		if keep(p, n) && !blobEqual(n, e) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// prune drops from next the directories emptied by a restore (removed
+// holds the parents of what it removed; a directory holding a file in its
+// subtree keeps it), as git does, and the stale entries under paths that
+// are now files.
+func prune(next map[string]*node, removed map[string]bool) {
+	for changed := true; changed; {
+		changed = false
+		for d := range removed {
+			if d == "." || next[d] == nil {
+				delete(removed, d)
+				continue
+			}
+			empty := true
+			for k := range next {
+				if parentOf(k) == d && k != d {
+					empty = false
+					break
+				}
+			}
+			delete(removed, d)
+			if empty {
+				delete(next, d)
+				removed[parentOf(d)] = true
+				changed = true
+			}
+		}
+	}
+	// Drop stale entries under paths that are now files.
+	for k := range next {
+		for d := parentOf(k); d != "."; d = parentOf(d) {
+			if n := next[d]; n != nil && !n.isDir() {
+				delete(next, k)
+				break
+			}
+		}
+	}
 }
