@@ -59,7 +59,9 @@ func TestNothingIsJournaledAfterClosed(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d of %d lifetimes journaled an idle checkpoint before closing", idled, lifetimes)
+	// Both orders happened, or the test raced nothing.
+	assert.Positive(t, idled, "no lifetime journaled its idle checkpoint before closing")
+	assert.Less(t, idled, lifetimes, "every lifetime journaled its idle checkpoint before closing")
 }
 
 // A turn whose caller cancelled its context still journals turn-done, and

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -93,4 +94,26 @@ func newBigFixture(t *testing.T, n int) *fixture {
 	f.git(f.repo, "add", "-A")
 	f.git(f.repo, "commit", "-qm", "more files")
 	return f
+}
+
+// adminOf returns the head's git dir as its .git file names it.
+func adminOf(t *testing.T, root string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, ".git"))
+	require.NoError(t, err)
+	return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(data)), "gitdir:"))
+}
+
+// commonOf is the fixture's common git dir.
+func commonOf(f *fixture) string { return filepath.Join(f.repo, ".git") }
+
+// appendFile appends raw bytes to a file (as an agent with a shell can to
+// the repository's config).
+func appendFile(t *testing.T, path, data string) {
+	t.Helper()
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	require.NoError(t, err)
+	_, err = fh.WriteString(data)
+	require.NoError(t, err)
+	require.NoError(t, fh.Close())
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -109,4 +110,53 @@ func TestANestedRepositorysSymlinkOutIsCapturedAsALinkOnly(t *testing.T) {
 	assert.Regexp(t, `(?m)^120000 blob \S+\tapp/secret$`, files)
 	assert.NotContains(t, files, "app/out/", "the walk followed a symlink out of the head")
 	unchanged()
+}
+
+// nestedRepoWithFilter makes a nested repository "sub" in the head at root,
+// with one committed file that its .gitattributes sends through filter
+// "q" (which the caller defines in sub's configuration), and returns it.
+func nestedRepoWithFilter(t *testing.T, f *fixture, root string) string {
+	t.Helper()
+	sub := filepath.Join(root, "sub")
+	f.git(root, "init", "-q", "sub")
+	f.git(sub, "config", "user.email", "a@b")
+	f.git(sub, "config", "user.name", "a")
+	require.NoError(t, os.WriteFile(filepath.Join(sub, ".gitattributes"), []byte("* filter=q\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(sub, "a"), []byte("a\n"), 0o644))
+	f.git(sub, "add", "-A")
+	f.git(sub, "commit", "-qm", "nested")
+	return sub
+}
+
+// TestStatusNeverRunsGitInANestedRepository: the agent stages a nested
+// repository as a gitlink in the head's index (git add sub). git status
+// and git diff would run git inside it, with the nested repository's own
+// configuration, which grove has not read; grove tells them not to.
+func TestStatusNeverRunsGitInANestedRepository(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	root := h.Info().Root
+	markers := t.TempDir()
+	script := markerScript(t, t.TempDir(), markers, "pwned", 0)
+	sub := nestedRepoWithFilter(t, f, root)
+	f.git(sub, "config", "filter.q.clean", script)
+	f.git(root, "add", "sub") // a gitlink in the head's index
+	old := time.Date(2019, 1, 1, 0, 0, 0, 0, time.UTC)
+	stale := func() { require.NoError(t, os.Chtimes(filepath.Join(sub, "a"), old, old)); old = old.Add(time.Hour) }
+
+	// Control: plain git status in the head runs the nested filter.
+	stale()
+	_, err := gitUser(f.ctx, root, "status", "--porcelain")
+	require.NoError(t, err)
+	require.Contains(t, markersIn(t, markers), "pwned", "plain git status does not run it, so this test could not fail")
+	require.NoError(t, os.Remove(filepath.Join(markers, "pwned")))
+
+	stale()
+	_, err = h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, markersIn(t, markers), "grove's status ran a filter named in the nested repository's config")
+	stale()
+	_, err = h.Diff(f.ctx, "main", workspace.Live)
+	require.NoError(t, err)
+	assert.Empty(t, markersIn(t, markers), "grove's diff ran a filter named in the nested repository's config")
 }

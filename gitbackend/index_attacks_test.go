@@ -2,7 +2,6 @@ package gitbackend_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
@@ -15,53 +14,161 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
-// Attacks on what grove reads without a process: the ref files, the loose
-// objects and the index's cache-tree, all of which an agent can write.
+// Attacks through an index an agent crafts: hidden entries and marks,
+// forged cache-trees, huge indexes, indexes planted for other heads.
 
-// An alternates file naming the repository's own object directory (which
-// git skips, and a reader that follows it recurses through for ever) and
-// a HEAD naming an object that does not exist: the checkpoint fails with a
-// typed error; grove neither crashes nor hangs.
-func TestAttackAlternatesLoopAndMissingHead(t *testing.T) {
-	f := newFixture(t)
-	h := f.head("a")
-	common := filepath.Join(f.repo, ".git")
-	require.NoError(t, os.MkdirAll(filepath.Join(common, "objects", "info"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(common, "objects", "info", "alternates"), []byte("objects\n"+filepath.Join(common, "objects")+"\n"), 0o644))
-	admin := strings.TrimSpace(f.git(h.Info().Root, "rev-parse", "--absolute-git-dir"))
-	require.NoError(t, os.WriteFile(filepath.Join(admin, "HEAD"), []byte(strings.Repeat("ab", 20)+"\n"), 0o644))
-	ctx, cancel := context.WithTimeout(f.ctx, 20*time.Second)
-	defer cancel()
-	_, err := h.Checkpoint(ctx, nil)
-	require.Error(t, err)
-	require.NotEqual(t, backend.Canceled, workspace.CodeOf(err), "answered, not timed out: %v", err)
-	require.NoError(t, os.WriteFile(filepath.Join(admin, "HEAD"), []byte("ref: refs/heads/"+h.Info().Branch+"\n"), 0o644))
-	_, err = h.Checkpoint(ctx, nil)
-	require.NoError(t, err, "with its HEAD back, the head checkpoints again")
+// sealIndex appends a valid SHA-1 trailer to an index body.
+func sealIndex(body []byte) []byte {
+	sum := sha1.Sum(body)
+	return append(body, sum[:]...)
 }
 
-// An agent turns its own branch into a symbolic ref to main: neither a
-// checkpoint nor a restore moves main.
-func TestAttackBranchMadeSymbolicRef(t *testing.T) {
+// indexEntry is the 62-byte fixed part of an index entry (SHA-1).
+func indexEntry(mode uint32, oid [20]byte, flags uint16, stat [6]uint32) []byte {
+	b := make([]byte, 62)
+	for i, v := range stat {
+		binary.BigEndian.PutUint32(b[i*4:], v)
+	}
+	binary.BigEndian.PutUint32(b[24:], mode)
+	copy(b[40:60], oid[:])
+	binary.BigEndian.PutUint16(b[60:], flags)
+	return b
+}
+
+func indexHeader(version, n uint32) []byte {
+	b := []byte("DIRC\x00\x00\x00\x00\x00\x00\x00\x00")
+	binary.BigEndian.PutUint32(b[4:], version)
+	binary.BigEndian.PutUint32(b[8:], n)
+	return b
+}
+
+// hiddenEntryIndex is a version 2 index that git reads as two entries,
+// a regular file "A" and the entry (mode, oid, flags, name), while grove's
+// readMarks reads a second entry of other bytes: git takes a name's length
+// from the entry's flags (here 10: "A\x00xxxxxxxx"), readMarks from its
+// first NUL (1), so their second entries start 16 bytes apart. readMarks'
+// second entry is made of the padding and the real entry's stat fields
+// and object ID: a mode that is no gitlink, no marks (if oid[4] < 0x80).
+func hiddenEntryIndex(mode uint32, oid [20]byte, flags uint16, name string) []byte {
+	body := indexHeader(2, 2)
+	body = append(body, indexEntry(0o100644, [20]byte{0xe6, 0x9d, 0xe2, 0x9b, 0xb2, 0xd1, 0xd6, 0x43, 0x4b, 0x8b, 0x29, 0xae, 0x77, 0x5a, 0xd8, 0xc2, 0xe4, 0x8c, 0x53, 0x91}, 10, [6]uint32{})...)
+	body = append(body, 'A', 0, 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 0, 0, 0, 0, 0, 0, 0, 0) // 62+18 = 80
+	stat := [6]uint32{0x01010101, 0x01010101, 0x01010101, 0x01010101, 0x01010101, 0x01010101}
+	body = append(body, indexEntry(mode, oid, flags|uint16(len(name)), stat)...)
+	body = append(body, name...)
+	body = append(body, make([]byte, (62+len(name)+8)&^7-62-len(name))...)
+	return sealIndex(body)
+}
+
+// TestAGitlinkHiddenByACraftedIndexIsStillDropped: the agent
+// stages its nested repository sub as a gitlink, then rewrites its index
+// (valid checksum) so that the gitlink's name length in the flags and its
+// NUL position disagree in the entry before it. grove's readMarks walks
+// the entries by NUL and finds no gitlink, so unmark leaves it; git add
+// -A then runs git status inside sub, with sub's own configuration, whose
+// clean filter runs with the orchestrator's rights.
+func TestAGitlinkHiddenByACraftedIndexIsStillDropped(t *testing.T) {
 	f := newFixture(t)
-	h := f.head("a")
-	mainBefore := f.git(f.repo, "rev-parse", "refs/heads/main")
-	// What an agent's git symbolic-ref would write (git refuses to point
-	// a branch that a worktree has checked out elsewhere only by name).
-	f.git(h.Info().Root, "symbolic-ref", "refs/heads/"+h.Info().Branch, "refs/heads/main")
-	f.write(h, "x.txt", "x")
-	_, _ = h.Checkpoint(f.ctx, nil)
-	require.Equal(t, mainBefore, f.git(f.repo, "rev-parse", "refs/heads/main"), "a checkpoint moved main")
-	_, _ = h.Restore(f.ctx, "main", &workspace.RestoreOptions{Discard: true})
-	require.Equal(t, mainBefore, f.git(f.repo, "rev-parse", "refs/heads/main"), "a restore moved main")
-	f.git(f.repo, "fsck", "--strict")
+	h := f.head("agent")
+	root := h.Info().Root
+	markers := t.TempDir()
+	script := markerScript(t, t.TempDir(), markers, "pwned", 0)
+	sub := nestedRepoWithFilter(t, f, root)
+	// The gitlink must name sub's HEAD (else git sees it changed and
+	// never looks inside); its fifth byte lands in the flags readMarks
+	// reads, whose top bit (assume-valid) must be clear.
+	var oid [20]byte
+	for i := 0; ; i++ {
+		id, err := hex.DecodeString(f.git(sub, "rev-parse", "HEAD"))
+		require.NoError(t, err)
+		copy(oid[:], id)
+		if oid[4] < 0x80 {
+			break
+		}
+		f.git(sub, "commit", "-q", "--amend", "-m", fmt.Sprintf("nested %d", i))
+	}
+	f.git(sub, "config", "filter.q.clean", script)
+	old := time.Date(2019, 1, 1, 0, 0, 0, 0, time.UTC)
+	stale := func() { require.NoError(t, os.Chtimes(filepath.Join(sub, "a"), old, old)); old = old.Add(time.Hour) }
+	index := filepath.Join(adminOf(t, root), "index")
+	require.NoError(t, os.WriteFile(index, hiddenEntryIndex(0o160000, oid, 0, "sub"), 0o644))
+	t.Logf("git ls-files -s:\n%s", f.git(root, "ls-files", "-s"))
+
+	// Control: plain git add -A on this index runs sub's filter.
+	saved, err := os.ReadFile(index)
+	require.NoError(t, err)
+	stale()
+	_, err = gitUser(f.ctx, root, "add", "-A")
+	t.Logf("plain git add -A: %v", err)
+	require.Contains(t, markersIn(t, markers), "pwned", "plain git add -A does not run it, so this test could not fail")
+	require.NoError(t, os.Remove(filepath.Join(markers, "pwned")))
+	require.NoError(t, os.WriteFile(index, saved, 0o644))
+
+	stale()
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, markersIn(t, markers), "grove's checkpoint ran the nested repository's filter")
+	assert.NotContains(t, f.git(root, "ls-tree", "-r", string(cp.ID)), "160000", "the nested repository went in as a gitlink")
+	assert.Equal(t, "a", f.git(root, "show", string(cp.ID)+":sub/a"), "the nested repository's files are captured")
+}
+
+// TestAnAssumeUnchangedMarkHiddenByACraftedIndexIsStillCleared: the same misparse
+// hides an assume-unchanged mark from unmark (attacks2's fix): git add -A
+// trusts the mark, and the checkpoint silently misses the edit.
+func TestAnAssumeUnchangedMarkHiddenByACraftedIndexIsStillCleared(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	root := h.Info().Root
+	id, err := hex.DecodeString(f.git(root, "rev-parse", "HEAD:README.md"))
+	require.NoError(t, err)
+	var oid [20]byte
+	copy(oid[:], id)
+	require.Less(t, oid[4], byte(0x80))
+	require.NoError(t, os.WriteFile(filepath.Join(adminOf(t, root), "index"), hiddenEntryIndex(0o100644, oid, 0x8000, "README.md"), 0o644))
+	t.Logf("git ls-files -v:\n%s", f.git(root, "ls-files", "-v"))
+	f.write(h, "README.md", "precious unsaved work\n")
+	index := filepath.Join(adminOf(t, root), "index")
+	saved, err := os.ReadFile(index)
+	require.NoError(t, err)
+	_, err = gitUser(f.ctx, root, "add", "-A")
+	require.NoError(t, err)
+	t.Logf("after plain add -A:\n%s", f.git(root, "ls-files", "-s", "-v"))
+	require.NoError(t, os.WriteFile(index, saved, 0o644))
+
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "precious unsaved work", f.git(f.repo, "show", string(cp.ID)+":README.md"), "the checkpoint misses the edit")
+}
+
+// TestAnEditHiddenBehindIndexMarksIsCaptured: the agent marks a tracked
+// file assume-unchanged (or skip-worktree) in its index, then edits it.
+// git add -A trusts the mark; grove clears it on its private index, so
+// the checkpoint holds the edit, and a destroy loses nothing.
+func TestAnEditHiddenBehindIndexMarksIsCaptured(t *testing.T) {
+	for _, bit := range []string{"--assume-unchanged", "--skip-worktree"} {
+		t.Run(bit, func(t *testing.T) {
+			f := newFixture(t)
+			h := f.head("agent")
+			root := h.Info().Root
+			f.git(root, "update-index", bit, "README.md")
+			f.write(h, "README.md", "precious unsaved work\n")
+			cp, err := h.Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+			assert.Equal(t, "precious unsaved work", f.git(f.repo, "show", string(cp.ID)+":README.md"), "the checkpoint holds the edit")
+			f.write(h, "README.md", "more precious work\n")
+			res, err := h.Destroy(f.ctx, nil)
+			require.NoError(t, err, "destroy without Discard")
+			require.NotNil(t, res.Final, "destroy took no final checkpoint of the edit")
+			assert.Equal(t, "more precious work", f.git(f.repo, "show", string(res.Final.ID)+":README.md"))
+		})
+	}
 }
 
 // An index whose cache-tree records a tree that does not exist (the agent
@@ -99,26 +206,6 @@ func TestAttackForgedCacheTree(t *testing.T) {
 	require.NoError(t, err)
 	f.git(f.repo, "cat-file", "-e", string(cp.ID)+"^{tree}")
 	f.git(f.repo, "fsck", "--strict")
-}
-
-// A replacement object (refs/replace/<commit>) for the head's commit, as
-// an agent can write: grove reads the commit itself, in-process or
-// through git, so a checkpoint with no change records nothing.
-func TestAttackReplaceObjects(t *testing.T) {
-	f := newFixture(t)
-	h := f.head("a")
-	f.write(h, "x.txt", "x")
-	cp, err := h.Checkpoint(f.ctx, nil)
-	require.NoError(t, err)
-	f.git(f.repo, "gc", "-q") // packed: only git can read it now
-	f.git(f.repo, "replace", string(cp.ID), "main")
-	again, err := h.Checkpoint(f.ctx, nil)
-	require.NoError(t, err)
-	require.False(t, again.New, "the head has not changed")
-	require.Equal(t, cp.ID, again.ID)
-	st, err := h.Status(f.ctx)
-	require.NoError(t, err)
-	require.False(t, st.Dirty)
 }
 
 // A huge (sparse) index: grove does not read it whole; the checkpoint

@@ -1,97 +1,118 @@
 package gitbackend_test
 
 import (
-	"fmt"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"time"
 
 	"github.com/groveworks/grove/workspace"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
-// Attacks on the lifecycle (recreate, reconcile, destroy's trash, the
-// record of restore targets) from a review of that work, kept as
-// regression tests. Each succeeded when the review was made. The agent can
-// write its head and the common git dir (grove's manifests included), and
-// put symlinks in its head, which lies in the heads directory.
+// Attacks on restore and materialize: files ignored before a restore, the
+// restore's own records and scratch files, the repository lock.
 
-// plantRaw writes a manifest as an agent can, with extra JSON fields.
-func plantRaw(t *testing.T, f *fixture, id, name, branch, dir, admin, extra string) {
-	t.Helper()
-	mf := fmt.Sprintf(`{"version":1,"id":%q,"name":%q,"access":"isolated","branch":%q,"dir":%q,"admin":%q,"base":"","state":"active",%s"created":"2026-01-01T00:00:00Z"}`,
-		id, name, branch, dir, admin, extra)
-	require.NoError(t, os.WriteFile(filepath.Join(f.repo, ".git", "grove", "heads", id+".json"), []byte(mf), 0o644))
-}
-
-// A planted manifest whose directory lies in the heads directory only by
-// its name, through a symlink in the agent's head: no recreate there, no
-// .git file planted in the user's directory it leads to.
-func TestAttackRepairsThroughASymlinkInAHead(t *testing.T) {
+// TestARestoreNeverDeletesAFileIgnoredBeforeIt: an ignored file is never
+// captured; restoring a checkpoint whose .gitignore does not ignore it
+// wrote that .gitignore, then git clean deleted the file. What is ignored
+// before the restore stays.
+func TestARestoreNeverDeletesAFileIgnoredBeforeIt(t *testing.T) {
 	f := newFixture(t)
 	h := f.head("agent")
-	f.write(h, "evil.desktop", "[Desktop Entry]\nExec=sh -c pwned\n")
-	cp, err := h.Checkpoint(f.ctx, nil)
+	root := h.Info().Root
+	require.NoError(t, os.WriteFile(filepath.Join(root, ".gitignore"), []byte("ignored/\n*.log\n"), 0o644))
+	old, err := h.Checkpoint(f.ctx, nil) // main's .gitignore: no "notes.txt"
 	require.NoError(t, err)
-	f.git(f.repo, "branch", "evil", string(cp.ID))
-	outside := t.TempDir()
-	project := filepath.Join(outside, "project")
-	require.NoError(t, os.MkdirAll(project, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(project, "secret.txt"), []byte("the user's\n"), 0o644))
-	require.NoError(t, os.Symlink(outside, filepath.Join(h.Info().Root, "esc")))
-	plantManifest(t, f, "autostart", "evil", filepath.Join(h.Info().Root, "esc", "autostart"))
-	plantRaw(t, f, "00000000-0000-4000-8000-0000000000cc", "project", "evil", filepath.Join(h.Info().Root, "esc", "project"),
-		filepath.Join(f.repo, ".git", "worktrees", "project"), "")
-
-	_, err = f.ws.OpenHead(f.ctx, "autostart", &workspace.ReopenOptions{Recreate: true})
-	require.Error(t, err)
-	_, err = f.ws.Reconcile(f.ctx, &workspace.ReconcileOptions{Fix: true})
+	require.NoError(t, os.WriteFile(filepath.Join(root, ".gitignore"), []byte("ignored/\n*.log\nnotes.txt\n"), 0o644))
+	_, err = h.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
-	assert.NoDirExists(t, filepath.Join(outside, "autostart"), "the agent's branch is not checked out outside the heads")
-	assert.NoFileExists(t, filepath.Join(project, ".git"), "no .git file is planted in the user's directory")
-	assert.FileExists(t, filepath.Join(project, "secret.txt"))
+	f.write(h, "notes.txt", "unsaved notes\n") // ignored now: no checkpoint holds it
+	_, err = h.Restore(f.ctx, workspace.Rev(old.ID), nil)
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(root, "notes.txt"))
+	require.NoError(t, err, "the restore deleted an ignored file no checkpoint holds")
+	assert.Equal(t, "unsaved notes\n", string(data))
 }
 
-// A planted "rebuilding" manifest naming another head's directory does
-// not make a repair delete that head's uncaptured work.
-func TestAttackARebuildingManifestDoesNotDeleteAnotherHead(t *testing.T) {
+// TestANegationInTheTargetsGitignoreNeverDeletesAFileIgnoredBefore: restore
+// keeps what is ignored now by naming it in core.excludesFile for git
+// clean. But git reads the tree's .gitignore files before the excludes
+// file, and the first group with a match wins: a target whose .gitignore
+// un-ignores the path ("!local.log") makes git clean delete the file,
+// which was ignored before the restore and is in no checkpoint.
+func TestANegationInTheTargetsGitignoreNeverDeletesAFileIgnoredBefore(t *testing.T) {
 	f := newFixture(t)
-	victim := f.head("victim")
-	f.write(victim, "uncaptured.txt", "victim's unsaved work\n")
-	require.NoError(t, victim.Close())
-	f.head("agent")
-	f.git(f.repo, "branch", "evil", "main")
-	plantRaw(t, f, "00000000-0000-4000-8000-0000000000aa", "x", "evil", victim.Info().Root,
-		filepath.Join(f.repo, ".git", "worktrees", "nonexistent"), `"rebuilding":true,`)
-	_, err := f.ws.Reconcile(f.ctx, &workspace.ReconcileOptions{Fix: true})
+	h := f.head("agent")
+	root := h.Info().Root
+	f.write(h, ".gitignore", "ignored/\n*.log\n!local.log\n")
+	target, err := h.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
-	assert.FileExists(t, filepath.Join(victim.Info().Root, "uncaptured.txt"))
+	_, err = h.Restore(f.ctx, "main", nil) // back to "*.log" ignoring every log
+	require.NoError(t, err)
+	f.write(h, "local.log", "precious, ignored, in no checkpoint\n")
+	out, err := gitUser(f.ctx, root, "check-ignore", "local.log")
+	require.NoError(t, err, "local.log is ignored before the restore")
+	require.Equal(t, "local.log", out)
+
+	_, err = h.Restore(f.ctx, workspace.Rev(target.Checkpoint.ID), nil)
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(root, "local.log"))
+	require.NoError(t, err, "the restore deleted a file that was ignored before it")
+	assert.Equal(t, "precious, ignored, in no checkpoint\n", string(data))
 }
 
-// A planted "creating" manifest is recovered at every open of the
-// workspace: it must not delete a directory it names — the user's own
-// worktree outside the heads, or another head inside them.
-func TestAttackACreatingManifestDeletesNothingItCannotProveItMade(t *testing.T) {
+// TestMaterializeNeverDeletesThroughADirectorySwappedForASymlink: an
+// agent that can write the parent of a Materialize destination swaps it
+// for a symlink to another directory while Materialize runs. When the
+// write fails, the undo used to list the destination through the symlink
+// and remove that directory's files; it now empties only the directory
+// it opened, never following a symlink. (That git itself can be led to
+// write through such a swap is in the package doc: a destination must not
+// lie in a directory an agent can write.)
+func TestMaterializeNeverDeletesThroughADirectorySwappedForASymlink(t *testing.T) {
 	f := newFixture(t)
-	victim := f.head("victim")
-	f.write(victim, "uncaptured.txt", "victim's unsaved work\n")
-	require.NoError(t, victim.Close())
-	userWT := filepath.Join(t.TempDir(), "hotfix")
-	f.git(f.repo, "worktree", "add", "-q", "-b", "hotfix", userWT, "main")
-	require.NoError(t, os.WriteFile(filepath.Join(userWT, "notes.txt"), []byte("user's uncommitted\n"), 0o644))
-	plantRaw(t, f, "00000000-0000-4000-8000-0000000000bb", "y", "", userWT,
-		filepath.Join(f.repo, ".git", "worktrees", "nonexistent"), `"creating":true,`)
-	plantRaw(t, f, "00000000-0000-4000-8000-0000000000bc", "z", "", victim.Info().Root,
-		filepath.Join(f.repo, ".git", "worktrees", "nonexistent"), `"creating":true,`)
-	_ = f.open()
-	_, err := f.ws.Reconcile(f.ctx, &workspace.ReconcileOptions{Fix: true})
-	require.NoError(t, err)
-	assert.FileExists(t, filepath.Join(userWT, "notes.txt"))
-	assert.FileExists(t, filepath.Join(victim.Info().Root, "uncaptured.txt"))
-	assert.Contains(t, f.git(f.repo, "worktree", "list"), userWT, "the user's worktree stays registered")
+	base := t.TempDir() // the agent can write here
+	dir := filepath.Join(base, "out")
+	victim := filepath.Join(t.TempDir(), "victim")
+	victimFile := filepath.Join(victim, "README.md")
+	precious := filepath.Join(victim, "precious.txt") // in no tree
+
+	for attempt := 0; attempt < 40; attempt++ {
+		_ = os.RemoveAll(dir)
+		_ = os.RemoveAll(dir + ".real")
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		require.NoError(t, os.MkdirAll(victim, 0o755))
+		require.NoError(t, os.WriteFile(victimFile, []byte("the orchestrator's own file\n"), 0o644))
+		require.NoError(t, os.WriteFile(precious, []byte("precious\n"), 0o644))
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() { // the agent
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if os.Rename(dir, dir+".real") == nil {
+					_ = os.Symlink(victim, dir)
+					time.Sleep(200 * time.Microsecond)
+					_ = os.Remove(dir)
+					_ = os.Rename(dir+".real", dir)
+				}
+				time.Sleep(200 * time.Microsecond)
+			}
+		}()
+		err := f.ws.Materialize(f.ctx, "main", dir)
+		close(stop)
+		<-done
+		_, serr := os.Stat(precious)
+		require.NoError(t, serr, "attempt %d: materialize's undo deleted a file of the directory the symlink led to (materialize: %v)", attempt+1, err)
+	}
 }
 
 // The record of restore targets is replaced, never written through: a
@@ -238,4 +259,27 @@ func restoreFixture(t *testing.T) (*fixture, *workspace.Head, workspace.Checkpoi
 	require.NoError(t, err)
 	f.write(h, "a.txt", "later\n")
 	return f, h, target
+}
+
+// TestARestoreNeverWaitsOnTheRepositoryLockAfterWriting: the agent flocks
+// grove's repository lock file. A restore has nothing to wait for once it
+// has written the files (moving the head's own branch is one ref update,
+// atomic by git's own ref lock): it finishes.
+func TestARestoreNeverWaitsOnTheRepositoryLockAfterWriting(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("agent")
+	base, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	f.write(h, "work.txt", "work\n")
+	_, err = h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+
+	defer holdLock(t, filepath.Join(commonOf(f), "grove", "locks", "repo.lock"))()
+
+	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
+	defer cancel()
+	_, err = h.Restore(ctx, workspace.Rev(base.ID), nil)
+	require.NoError(t, err, "restore while the repository lock is held")
+	assert.Equal(t, string(base.ID), f.git(h.Info().Root, "rev-parse", "HEAD"))
+	assert.Empty(t, f.git(h.Info().Root, "status", "--porcelain"))
 }
