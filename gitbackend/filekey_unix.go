@@ -18,3 +18,20 @@ func fileKey(fi fs.FileInfo) (string, bool) {
 	}
 	return fmt.Sprintf("%x-%x-%x", uint64(st.Ino), fi.Size(), fi.ModTime().UnixNano()), true
 }
+
+// inode is the inode number of the file fi describes.
+func inode(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Ino)
+	}
+	return 0
+}
+
+// allocated is how many bytes of disk the file fi describes holds.
+func allocated(fi fs.FileInfo) (int64, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int64(st.Blocks) * 512, true
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,7 +18,7 @@ func TestAnExcludesFileThatIsAFIFOHangsNoCreate(t *testing.T) {
 	f := newFixture(t)
 	plantIncludes(t, f, t.TempDir())
 	fifo := filepath.Join(t.TempDir(), "excludes")
-	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	mkfifo(t, fifo)
 	f.git(f.repo, "config", "core.excludesFile", fifo)
 	ctx, cancel := context.WithTimeout(f.ctx, 20*time.Second)
 	defer cancel()

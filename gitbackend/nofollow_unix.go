@@ -4,5 +4,9 @@ package gitbackend
 
 import "syscall"
 
-// oNoFollow makes an open fail on a symlink rather than follow it.
-const oNoFollow = syscall.O_NOFOLLOW
+const (
+	// oNoFollow makes an open fail on a symlink rather than follow it.
+	oNoFollow = syscall.O_NOFOLLOW
+	// oNonBlock makes an open of a FIFO return at once.
+	oNonBlock = syscall.O_NONBLOCK
+)

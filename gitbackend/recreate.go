@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/groveworks/grove/backend"
@@ -263,7 +262,7 @@ func (w *workspace) leftover(ctx context.Context, mf *manifest) error {
 		if err != nil {
 			return err
 		}
-		f, err := os.OpenFile(filepath.Join(mf.Dir, filepath.FromSlash(p)), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+		f, err := os.OpenFile(filepath.Join(mf.Dir, filepath.FromSlash(p)), os.O_RDONLY|oNonBlock|oNoFollow, 0)
 		if err != nil {
 			return fmt.Errorf("%s holds %s, which cannot be read: %v", mf.Dir, p, err)
 		}

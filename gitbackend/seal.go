@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
@@ -270,7 +269,7 @@ func privateRef(root *os.Root, name, format string) (string, bool) {
 // else there (a FIFO would block the read), without following a symlink
 // at its last element.
 func readRegular(root *os.Root, name string, limit int64) ([]byte, error) {
-	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	f, err := root.OpenFile(name, os.O_RDONLY|oNonBlock|oNoFollow, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -347,7 +346,7 @@ const maxImport = 4 << 30
 func copyObjects(ctx context.Context, root *os.Root, dst string) error {
 	var total int64
 	copyOne := func(name string) error {
-		src, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+		src, err := root.OpenFile(name, os.O_RDONLY|oNonBlock|oNoFollow, 0)
 		if err != nil {
 			return nil // gone, or a link: not an object
 		}
@@ -356,7 +355,7 @@ func copyObjects(ctx context.Context, root *os.Root, dst string) error {
 		if err != nil || !fi.Mode().IsRegular() {
 			return nil
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Blocks*512+64<<10 < fi.Size() {
+		if n, ok := allocated(fi); ok && n+64<<10 < fi.Size() {
 			return fmt.Errorf("%s is a sparse file of %d bytes: not an object git wrote", name, fi.Size())
 		}
 		if total += fi.Size(); total > maxImport {
@@ -550,11 +549,7 @@ func fileStamp(path string) string {
 	if err != nil {
 		return ""
 	}
-	ino := uint64(0)
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = st.Ino
-	}
-	return strconv.FormatUint(ino, 10) + " " + strconv.FormatInt(fi.Size(), 10) + " " + strconv.FormatInt(fi.ModTime().UnixNano(), 10)
+	return strconv.FormatUint(inode(fi), 10) + " " + strconv.FormatInt(fi.Size(), 10) + " " + strconv.FormatInt(fi.ModTime().UnixNano(), 10)
 }
 
 // writePrivate replaces the file name under root (a private git dir) with
@@ -578,7 +573,7 @@ func writePrivate(root *os.Root, name string, data []byte) error {
 	}
 	tmp := name + ".grove-tmp"
 	_ = root.RemoveAll(tmp)
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
 	if err != nil {
 		return err
 	}

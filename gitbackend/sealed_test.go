@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -176,9 +175,9 @@ func TestAHostilePrivateGitDirBringsNothingAndWedgesNothing(t *testing.T) {
 		"a FIFO where an object and the branch are": func(f *fixture, priv string) {
 			dir := filepath.Join(priv, "objects", "ab")
 			require.NoError(t, os.MkdirAll(dir, 0o755))
-			require.NoError(t, syscall.Mkfifo(filepath.Join(dir, strings.Repeat("c", 38)), 0o644))
+			mkfifo(t, filepath.Join(dir, strings.Repeat("c", 38)))
 			require.NoError(t, os.Remove(filepath.Join(priv, "refs", "heads", "grove", "agent")))
-			require.NoError(t, syscall.Mkfifo(filepath.Join(priv, "refs", "heads", "grove", "agent"), 0o644))
+			mkfifo(t, filepath.Join(priv, "refs", "heads", "grove", "agent"))
 		},
 		"a corrupt object under the branch's name": func(f *fixture, priv string) {
 			id := strings.Repeat("cd", 20)
