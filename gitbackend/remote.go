@@ -744,7 +744,7 @@ func (w *workspace) pushOnce(ctx context.Context, mf manifest) (retry bool, err 
 	var tip, newest string
 	var specs []string
 	seq, newestSeq := rec.Seq, -1
-	grove := map[string]bool{string(mf.Base): true} // what grove put on the branch
+	ours := map[string]bool{string(mf.Base): true} // what grove put on the branch
 	for _, line := range strings.Split(out, "\n") {
 		name, oid, ok := strings.Cut(line, " ")
 		if !ok {
@@ -758,7 +758,7 @@ func (w *workspace) pushOnce(ctx context.Context, mf manifest) (retry bool, err 
 		if err != nil || name != refName(mf.ID, n) {
 			continue
 		}
-		grove[oid] = true
+		ours[oid] = true
 		if n > newestSeq {
 			newest, newestSeq = oid, n
 		}
@@ -772,9 +772,9 @@ func (w *workspace) pushOnce(ctx context.Context, mf manifest) (retry bool, err 
 	// its base): a branch moved by git outside grove — another head's agent
 	// without a sandbox, say — is not replicated; the head's newest
 	// checkpoint goes instead.
-	if tip != "" && !grove[tip] {
+	if tip != "" && !ours[tip] {
 		if targets, err := w.meta.restoreTargets(mf.ID); err == nil && targets[tip] {
-			grove[tip] = true
+			ours[tip] = true
 		} else {
 			tip = newest
 		}

@@ -26,6 +26,6 @@ func TestAKilledRunTakesItsCommandWithIt(t *testing.T) {
 	last := beat()
 	time.Sleep(500 * time.Millisecond)
 	require.Equal(t, last, beat(), "the command outlived the killed grove run")
-	_, err := grove(t, repo, home, "run", "h", "--", "true")
+	_, err := runGrove(t, repo, home, "run", "h", "--", "true")
 	require.NoError(t, err, "the next run takes the head over")
 }

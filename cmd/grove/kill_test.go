@@ -19,7 +19,7 @@ import (
 )
 
 // grove runs the built binary in dir and returns its trimmed stdout.
-func grove(t *testing.T, dir, home string, args ...string) (string, error) {
+func runGrove(t *testing.T, dir, home string, args ...string) (string, error) {
 	t.Helper()
 	c := exec.Command(groveBin, args...)
 	c.Dir = dir
@@ -40,7 +40,7 @@ func oneHead(t *testing.T) (repo, home, dir string) {
 	root := t.TempDir()
 	repo, home = filepath.Join(root, "repo"), filepath.Join(root, "home")
 	require.NoError(t, githarness.InitRepo(context.Background(), repo, fstest.MapFS{"a.txt": {Data: []byte("a\n")}}))
-	dir, err := grove(t, repo, home, "new", "h")
+	dir, err := runGrove(t, repo, home, "new", "h")
 	require.NoError(t, err)
 	return repo, home, dir
 }
@@ -74,7 +74,7 @@ func TestACheckpointKilledMidwayLeavesTheNextComplete(t *testing.T) {
 	}
 	require.NoError(t, githarness.InitRepo(ctx, repo, files))
 	home := filepath.Join(root, "home")
-	dir, err := grove(t, repo, home, "new", "big")
+	dir, err := runGrove(t, repo, home, "new", "big")
 	require.NoError(t, err)
 
 	// How long one checkpoint of this much change takes, to kill within it.
@@ -89,7 +89,7 @@ func TestACheckpointKilledMidwayLeavesTheNextComplete(t *testing.T) {
 	}
 	touch(0)
 	start := time.Now()
-	_, err = grove(t, repo, home, "checkpoint", "big")
+	_, err = runGrove(t, repo, home, "checkpoint", "big")
 	require.NoError(t, err)
 	took := time.Since(start)
 	t.Logf("one checkpoint takes %v", took)
@@ -109,7 +109,7 @@ func TestACheckpointKilledMidwayLeavesTheNextComplete(t *testing.T) {
 			interrupted++
 		}
 
-		cp, err := grove(t, repo, home, "checkpoint", "big", "-m", fmt.Sprintf("after round %d", round))
+		cp, err := runGrove(t, repo, home, "checkpoint", "big", "-m", fmt.Sprintf("after round %d", round))
 		require.NoError(t, err, "round %d: the checkpoint after a kill", round)
 		last = cp
 		status, err := githarness.Git(ctx, dir, "status", "--porcelain", "--untracked-files=all")
@@ -126,7 +126,7 @@ func TestACheckpointKilledMidwayLeavesTheNextComplete(t *testing.T) {
 	}
 	out, err := githarness.Git(ctx, repo, "fsck", "--no-progress", "--no-dangling")
 	require.NoError(t, err, "git fsck: %s", out)
-	log, err := grove(t, repo, home, "log", "big", "-n", "1")
+	log, err := runGrove(t, repo, home, "log", "big", "-n", "1")
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(log, last), "the last checkpoint is the newest in the log: %s", log)
 	t.Logf("%d of %d checkpoints were killed before they finished", interrupted, rounds)

@@ -35,9 +35,9 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 	f := &mcpFixture{t: t, ctx: ctx, repo: filepath.Join(root, "repo"), home: filepath.Join(root, "home")}
 	require.NoError(t, githarness.InitRepo(ctx, f.repo, fstest.MapFS{"README.md": {Data: []byte("hello\n")}}))
 	var err error
-	f.head, err = grove(t, f.repo, f.home, "new", "a")
+	f.head, err = runGrove(t, f.repo, f.home, "new", "a")
 	require.NoError(t, err)
-	f.session, err = grove(t, f.repo, f.home, "session", "start", "a", "--agent", "mcp-test")
+	f.session, err = runGrove(t, f.repo, f.home, "session", "start", "a", "--agent", "mcp-test")
 	require.NoError(t, err)
 	return f
 }
@@ -213,7 +213,7 @@ func TestMCPOverHTTP(t *testing.T) {
 // works on the same head.
 func TestMCPWithAHeadOfItsOwn(t *testing.T) {
 	f := newMCPFixture(t)
-	_, err := grove(t, f.repo, f.home, "new", "m")
+	_, err := runGrove(t, f.repo, f.home, "new", "m")
 	require.NoError(t, err)
 	client := mcp.NewClient(&mcp.Implementation{Name: "grove-test", Version: "1"}, nil)
 	for round := range 2 {
@@ -226,7 +226,7 @@ func TestMCPWithAHeadOfItsOwn(t *testing.T) {
 		}
 		require.NoError(t, cs.Close())
 	}
-	out, err := grove(t, f.repo, f.home, "session", "ls", "--json")
+	out, err := runGrove(t, f.repo, f.home, "session", "ls", "--json")
 	require.NoError(t, err)
 	assert.Equal(t, 2, strings.Count(out, `"agent": "grove mcp"`), out)
 }
@@ -235,7 +235,7 @@ func TestMCPWithAHeadOfItsOwn(t *testing.T) {
 // and are recorded with the session.
 func TestMCPWithAPolicyAndARoot(t *testing.T) {
 	f := newMCPFixture(t)
-	_, err := grove(t, f.repo, f.home, "new", "p")
+	_, err := runGrove(t, f.repo, f.home, "new", "p")
 	require.NoError(t, err)
 	docs := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(docs, "guide.md"), []byte("read me\n"), 0o644))
@@ -252,7 +252,7 @@ func TestMCPWithAPolicyAndARoot(t *testing.T) {
 	text, isErr = call(t, f.ctx, cs, "write_file", map[string]any{"path": "/workspace/roots/docs/new.md", "content": "x"})
 	assert.True(t, isErr, text)
 
-	out, err := grove(t, f.repo, f.home, "mcp", "--session", f.session, "--deny", "x")
+	out, err := runGrove(t, f.repo, f.home, "mcp", "--session", f.session, "--deny", "x")
 	assert.Error(t, err, "policy flags with --session are a usage error: %s", out)
 	assert.Contains(t, err.Error(), "exit status 2")
 }

@@ -17,16 +17,16 @@ func TestAgentTextReachesNoTerminalAsEscapes(t *testing.T) {
 	repo, home, dir := oneHead(t)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "f.txt"), []byte("x\n"), 0o644))
 	evil := "\x1b]0;pwned\x07\x1b[2Jdone\rgrove: all clean"
-	_, err := grove(t, repo, home, "checkpoint", "h", "-m", evil)
+	_, err := runGrove(t, repo, home, "checkpoint", "h", "-m", evil)
 	require.NoError(t, err)
-	out, err := grove(t, repo, home, "log", "h", "-n", "1")
+	out, err := runGrove(t, repo, home, "log", "h", "-n", "1")
 	require.NoError(t, err)
 	assert.NotContains(t, out, "\x1b")
 	assert.NotContains(t, out, "\r")
 	assert.Contains(t, out, `\x1b]0;pwned`, "the message is shown, escaped")
 
 	// A failure naming what an agent wrote is escaped too.
-	_, err = grove(t, repo, home, "restore", "h", "no-such-\x1b[2J-rev")
+	_, err = runGrove(t, repo, home, "restore", "h", "no-such-\x1b[2J-rev")
 	require.Error(t, err)
 	_, stderr, _ := strings.Cut(err.Error(), "exit status 1:") // (the helper's own words name the arguments as given)
 	assert.Contains(t, stderr, "no-such-")
