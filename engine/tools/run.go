@@ -87,7 +87,7 @@ func runTool() Tool {
 			default:
 				fmt.Fprintf(&b, "exit status %d\n", res.ExitCode)
 			}
-			b.WriteString(t.hideHost(string(out.b.Bytes())))
+			b.WriteString(t.hideHost(out.b.String()))
 			if out.dropped > 0 {
 				fmt.Fprintf(&b, "\n[%d more bytes of output not shown]\n", out.dropped)
 			}
