@@ -2,105 +2,9 @@ package backend
 
 import (
 	"context"
-	"strconv"
-	"strings"
-	"time"
+
+	"github.com/groveworks/grove"
 )
-
-// ID names a backend. It is persisted in bindings, so a backend keeps its ID
-// forever ("git", "memory").
-type ID string
-
-// WorkspaceID names a workspace stably: it survives moves of the repository.
-type WorkspaceID string
-
-// HeadID names a head stably and is never reused (a UUID).
-type HeadID string
-
-// CheckpointID names a checkpoint: for a Git store its full lowercase
-// hexadecimal commit hash; a backend that does not store Git commits uses
-// another stable name in the same form, at least 40 lowercase hexadecimal
-// digits. Any CheckpointID a head reports resolves as a Rev in its
-// workspace.
-type CheckpointID string
-
-// Rev is a revision: a branch, a tag, a commit hash or a CheckpointID.
-type Rev string
-
-// Live, used only as the `to` argument of Head.Diff, means the head's
-// working tree as it is now. Everywhere else an empty Rev is
-// InvalidArgument.
-const Live Rev = ""
-
-// Access is how sessions may hold a head.
-type Access string
-
-const (
-	// Isolated heads have at most one live holder across all processes; a
-	// second holder gets AlreadyBound.
-	Isolated Access = "isolated"
-	// Shared heads take many holders; their writes use compare-and-set.
-	Shared Access = "shared"
-)
-
-// Valid reports whether a is Isolated or Shared.
-func (a Access) Valid() bool { return a == Isolated || a == Shared }
-
-// HeadState is the life-cycle state of a head.
-type HeadState string
-
-const (
-	StateActive    HeadState = "active"    // can be opened and bound
-	StateArchived  HeadState = "archived"  // files kept, cannot be bound until unarchived
-	StateDestroyed HeadState = "destroyed" // files and registration gone, checkpoints kept
-)
-
-// Capabilities describe, as data, what a backend can do, so that a caller can
-// refuse a configuration before a session starts. A capability that is
-// absent is answered with Unimplemented, never silently ignored. A method a
-// backend lacks answers Unimplemented whatever its arguments, before it
-// looks at them.
-type Capabilities struct {
-	// Attach: heads over existing checkouts (HeadSpec.Attach). Without it
-	// CreateHead of an attached head is Unimplemented.
-	Attach bool
-	// SharedCAS: FS.WriteFileIf is a compare-and-set on shared heads: of
-	// holders in one process racing with one expected digest, exactly one
-	// wins and the others get Conflict (across processes it is promised
-	// only by a backend that says so in its own docs). Without it
-	// WriteFileIf answers Unimplemented.
-	SharedCAS bool
-	// HostRoot: heads are directories on the host (HeadInfo.Root,
-	// HeadSpec.Dir, OpenOptions.HeadsDir). Without it a Dir or HeadsDir is
-	// Unimplemented and HeadInfo.Root is empty.
-	HostRoot bool
-	// CrossProcessIsolation: isolation holds across processes: a second
-	// holder of an isolated head in another process gets AlreadyBound.
-	// Without it isolation is promised within one process only: another
-	// process may find nothing (NotFound, for a backend that is not
-	// Persistent) or take the head.
-	CrossProcessIsolation bool
-	// Persistent: heads, their files and their checkpoints survive the
-	// process: a binding reopens through a Backend of a later process, and
-	// through a new Backend after this one was closed. Without it a binding
-	// from another process finds nothing: NotFound, never a different head.
-	Persistent bool
-	// Symlinks: FS.Symlink and symlinks in checkpoints. Without it
-	// Symlink answers Unimplemented.
-	Symlinks bool
-	// FileModes: FS.Chmod and executable bits in checkpoints. Without it
-	// Chmod answers Unimplemented.
-	FileModes bool
-	// Recreate: Reopen and OpenHead with ReopenOptions.Recreate rebuild a
-	// head whose files are gone. Without it the workspace layer answers a
-	// Recreate that finds the head missing with Unimplemented (a head
-	// that is not missing opens as without the option).
-	Recreate bool
-	// Remote: workspaces take OpenOptions.Remote, push their heads'
-	// checkpoints there, share one workspace ID among the clones of one
-	// project through it, and implement Relocator.
-	Remote bool
-}
 
 // Backend is the driver interface a storage implementation satisfies. Users
 // do not call it directly: they hold *workspace.Workspace and
@@ -121,10 +25,10 @@ type Capabilities struct {
 // reaches a driver.
 type Backend interface {
 	// ID returns the backend's persistent ID; it never changes.
-	ID() ID
+	ID() grove.ID
 
 	// Capabilities returns what the backend can do; the value never changes.
-	Capabilities() Capabilities
+	Capabilities() grove.Capabilities
 
 	// OpenWorkspace opens the workspace named by locator (for the Git
 	// backend, any path inside a repository). A locator that names nothing
@@ -144,7 +48,7 @@ type Backend interface {
 	// Binding() is Equal to b. The returned workspace is the head's own and
 	// is closed by the caller after the head. Reopen never walks the head's
 	// files: its cost does not grow with their number.
-	Reopen(ctx context.Context, b Binding, opts *ReopenOptions) (Workspace, Head, error)
+	Reopen(ctx context.Context, b grove.Binding, opts *ReopenOptions) (Workspace, Head, error)
 
 	// As sets target to a backend-specific value and reports whether it
 	// could; it lets callers reach features outside this interface.
@@ -161,7 +65,7 @@ type Backend interface {
 // Workspace is one lineage of heads: for the Git backend, one repository.
 type Workspace interface {
 	// Info returns the workspace's identity; it never changes.
-	Info() WorkspaceInfo
+	Info() grove.WorkspaceInfo
 
 	// CreateHead creates a head as spec says (the spec is validated by the
 	// caller: a valid name, a valid access, Attach exclusive with Isolated
@@ -183,19 +87,19 @@ type Workspace interface {
 	OpenHead(ctx context.Context, name string, opts *ReopenOptions) (Head, error)
 
 	// Heads lists the live and archived heads, ordered by name.
-	Heads(ctx context.Context) ([]HeadInfo, error)
+	Heads(ctx context.Context) ([]grove.HeadInfo, error)
 
 	// SetArchived archives or unarchives the head with that ID, whether or
 	// not anyone holds it. A destroyed head is Destroyed; an unknown ID is
 	// NotFound.
-	SetArchived(ctx context.Context, id HeadID, archived bool) error
+	SetArchived(ctx context.Context, id grove.HeadID, archived bool) error
 
 	// Materialize writes the tree of revision at into dir, which must be
 	// empty or absent and must not lie inside a head: the files are
 	// byte-identical to the checkpoint, modes and symlinks included. A
 	// non-empty dir, or a dir inside a head, is FailedPrecondition and is
 	// left untouched; a revision that does not resolve is NotFound.
-	Materialize(ctx context.Context, at Rev, dir string) error
+	Materialize(ctx context.Context, at grove.Rev, dir string) error
 
 	// Close releases the workspace. It does not close the Backend, and heads
 	// opened from the workspace stay usable until they are closed.
@@ -208,14 +112,14 @@ type Workspace interface {
 // be called at any time, concurrently with anything.
 type Head interface {
 	// Info describes the head now.
-	Info() HeadInfo
+	Info() grove.HeadInfo
 
 	// Binding returns the binding that reopens exactly this head. It is
 	// constant for the head's life.
-	Binding() Binding
+	Binding() grove.Binding
 
 	// FS returns the head's file system: its working tree.
-	FS() FS
+	FS() grove.FS
 
 	// Checkpoint commits the head's whole state: tracked files and untracked
 	// files that are not ignored, with modes and symlinks, plus ignored
@@ -234,7 +138,7 @@ type Head interface {
 	// head: its base commit). New untracked files larger than
 	// opts.MaxNewFileSize (0: 10 MiB; negative: no cap), empty directories
 	// and irregular files are not captured and are listed in Skipped.
-	Checkpoint(ctx context.Context, opts *CheckpointOptions) (CheckpointResult, error)
+	Checkpoint(ctx context.Context, opts *CheckpointOptions) (grove.CheckpointResult, error)
 
 	// Restore makes the head's tracked content equal to revision to, removes
 	// untracked files that are not ignored and not in to, and never touches
@@ -245,18 +149,18 @@ type Head interface {
 	// layer) takes the safety checkpoint first; Restore itself never
 	// checkpoints. A revision that does not resolve is NotFound and changes
 	// nothing. Running the same Restore again converges on to.
-	Restore(ctx context.Context, to Rev, opts *RestoreOptions) (RestoreResult, error)
+	Restore(ctx context.Context, to grove.Rev, opts *RestoreOptions) (RestoreResult, error)
 
 	// Log lists the head's checkpoints, newest first, from its private refs
 	// (not from the branch's history): a restore to an older checkpoint
 	// leaves the newer ones listed. A fresh head has no checkpoints: Log
 	// returns an empty list, not an error.
-	Log(ctx context.Context, opts *LogOptions) ([]Checkpoint, error)
+	Log(ctx context.Context, opts *LogOptions) ([]grove.Checkpoint, error)
 
 	// Commits lists the commits of the head's branch that are not reachable
 	// from since, newest first: the drift a resumed session reports. A
 	// since that does not resolve is NotFound.
-	Commits(ctx context.Context, since Rev) ([]CheckpointID, error)
+	Commits(ctx context.Context, since grove.Rev) ([]grove.CheckpointID, error)
 
 	// Status reports what a checkpoint now would capture, without taking any
 	// lock that would block a concurrent git process. It may run while
@@ -265,12 +169,12 @@ type Head interface {
 	// when a checkpoint now would make a commit, so a new file a checkpoint
 	// would skip does not make the head dirty; LastCheckpoint is the newest
 	// checkpoint in Log.
-	Status(ctx context.Context) (Status, error)
+	Status(ctx context.Context) (grove.Status, error)
 
 	// Diff compares two revisions, or a revision and the working tree when
 	// to is Live. A revision that does not resolve is NotFound. A change of
 	// mode alone is a changed file, listed in Files, and the patch says so.
-	Diff(ctx context.Context, from, to Rev) (Diff, error)
+	Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error)
 
 	// SetArchived archives or unarchives the head. The holder keeps working
 	// while the head is archived; only new binds are refused.
@@ -305,77 +209,15 @@ type OpenOptions struct {
 	// teardown that fails refuses the destroy the same way, with nothing
 	// removed (DestroyOptions.SkipTeardown skips it). A backend without
 	// HostRoot answers either with Unimplemented.
-	Setup, Teardown *Hook
+	Setup, Teardown *grove.Hook
 	// Remote, when set, is the Git remote the workspace's checkpoints
 	// travel to (see Remote); a backend without Capabilities.Remote
 	// answers it with Unimplemented.
-	Remote *Remote
+	Remote *grove.Remote
 	// Sandbox is where Setup and Teardown run (never nil: the workspace
 	// layer fills the host's); with a sandbox, a backend whose heads are
 	// not Sealers answers a hook with Unimplemented.
-	Sandbox *Sandbox
-}
-
-// Hook is a command the user configured to run in a head's directory:
-// Command is given to the system shell (sh -c; cmd /C on Windows) with
-// the head's directory as working directory, no input, and the
-// workspace's Sandbox's environment (no GROVE_ secret, no GIT_ variable)
-// plus Env and GROVE_HEAD (the head's name), GROVE_HEAD_ID,
-// GROVE_HEAD_DIR and GROVE_REPO (the repository's main working tree, or
-// its git dir when it has none). It runs where the workspace's Sandbox
-// says, and is killed, with every process it started, after Timeout (0:
-// DefaultHookTimeout) or when the operation's context ends.
-type Hook struct {
-	Command string
-	Timeout time.Duration
-	Env     []string // "KEY=value" entries, added after the policy's own
-	// Network lets the hook reach the network inside a sandbox (a
-	// setup's npm ci); a sandbox gives commands none otherwise.
-	Network bool
-}
-
-// The hooks a HookError names.
-const (
-	HookSetup    = "setup"
-	HookTeardown = "teardown"
-)
-
-// DefaultHookTimeout bounds a Hook whose Timeout is zero.
-const DefaultHookTimeout = 10 * time.Minute
-
-// HookError is the failure of a Hook: which one (setup or teardown), its
-// command, the last 64 KiB of its combined output and its exit code (-1
-// when it did not exit by itself: killed at its timeout or by a canceled
-// context, or never started).
-type HookError struct {
-	Hook     string
-	Command  string
-	Output   string
-	ExitCode int
-	Err      error
-}
-
-func (e *HookError) Error() string {
-	msg := e.Hook + " " + strconv.Quote(e.Command) + ": " + e.Err.Error()
-	if out := lastLines(e.Output, 20); out != "" {
-		msg += "\n" + out
-	}
-	return msg
-}
-
-func (e *HookError) Unwrap() error { return e.Err }
-
-// lastLines is the last n lines of s, trimmed.
-func lastLines(s string, n int) string {
-	s = strings.TrimRight(s, "\n")
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '\n' {
-			if n--; n == 0 {
-				return s[i+1:]
-			}
-		}
-	}
-	return s
+	Sandbox *grove.Sandbox
 }
 
 // ReopenOptions configure Reopen and OpenHead.
@@ -401,96 +243,31 @@ type ReopenOptions struct {
 	Recreate bool
 	// Setup and Teardown are the hooks of the workspace Reopen opens, as
 	// OpenOptions' are for OpenWorkspace; OpenHead uses its workspace's.
-	Setup, Teardown *Hook
+	Setup, Teardown *grove.Hook
 	// Remote is the remote of the workspace Reopen opens, as OpenOptions'
 	// is for OpenWorkspace; OpenHead uses its workspace's.
-	Remote *Remote
+	Remote *grove.Remote
 	// Sandbox is the sandbox of the workspace Reopen opens, as
 	// OpenOptions' is for OpenWorkspace; OpenHead uses its workspace's.
-	Sandbox *Sandbox
-}
-
-// WorkspaceInfo identifies a workspace.
-type WorkspaceInfo struct {
-	ID      WorkspaceID // stable across moves
-	Backend ID          // the backend that opened it
-	Locator string      // as resolved by the backend (for Git: the common git dir)
+	Sandbox *grove.Sandbox
 }
 
 // HeadSpec says what head CreateHead makes.
 type HeadSpec struct {
-	Name   string // unique among live and archived heads; a path element and a ref component
-	Access Access // Isolated (the default) or Shared; Attach forces Shared
-	From   Rev    // base revision or checkpoint; empty means the workspace's current HEAD
-	Branch string // the head's branch; empty means grove/<name> or the next free grove/<name>-N
-	Dir    string // the head's directory; empty means under OpenOptions.HeadsDir
-	Attach string // an existing checkout to attach to, instead of creating one
+	Name   string       // unique among live and archived heads; a path element and a ref component
+	Access grove.Access // Isolated (the default) or Shared; Attach forces Shared
+	From   grove.Rev    // base revision or checkpoint; empty means the workspace's current HEAD
+	Branch string       // the head's branch; empty means grove/<name> or the next free grove/<name>-N
+	Dir    string       // the head's directory; empty means under OpenOptions.HeadsDir
+	Attach string       // an existing checkout to attach to, instead of creating one
 }
-
-// HeadInfo describes a head.
-type HeadInfo struct {
-	ID       HeadID
-	Name     string
-	Access   Access
-	Attached bool         // over an existing checkout the user owns
-	Branch   string       // the branch's short name, such as "grove/agent-1"
-	Root     string       // the head's directory on the host, "" if it has none
-	Base     CheckpointID // the commit the head was created from
-	State    HeadState
-}
-
-// Signature names the author of a checkpoint.
-type Signature struct {
-	Name  string
-	Email string
-}
-
-// DefaultAuthor is the author of checkpoints whose options name none, so
-// that checkpoints work on a machine with no user.name configured.
-var DefaultAuthor = Signature{Name: "grove", Email: "grove@localhost"}
-
-// DefaultMaxNewFileSize is the size cap of new untracked files when
-// CheckpointOptions.MaxNewFileSize is zero.
-const DefaultMaxNewFileSize = 10 << 20
 
 // CheckpointOptions configure Checkpoint. The zero value takes the defaults.
 type CheckpointOptions struct {
-	Message        string    // empty: "grove checkpoint"
-	Author         Signature // zero: DefaultAuthor
-	MaxNewFileSize int64     // 0: DefaultMaxNewFileSize; negative: no cap
-	Include        []string  // ignored files or directories to capture anyway (slash paths)
-}
-
-// Checkpoint is one commit of a head's state, as Log returns it.
-type Checkpoint struct {
-	ID      CheckpointID
-	Parent  CheckpointID // "" for a root commit
-	Message string
-	Author  Signature
-	Time    time.Time
-}
-
-// SkipReason says why a path was not captured.
-type SkipReason string
-
-const (
-	SkipTooLarge       SkipReason = "too-large"       // a new untracked file over the size cap
-	SkipEmptyDirectory SkipReason = "empty-directory" // git cannot hold an empty directory
-	SkipIrregular      SkipReason = "irregular"       // a FIFO, socket or device
-)
-
-// Skipped is a path a checkpoint did not capture.
-type Skipped struct {
-	Path   string
-	Reason SkipReason
-	Size   int64 // for SkipTooLarge: the file's size
-}
-
-// CheckpointResult is what one Checkpoint call returns.
-type CheckpointResult struct {
-	Checkpoint
-	New     bool      // false when nothing changed and Checkpoint is the current one
-	Skipped []Skipped // sorted by path
+	Message        string          // empty: "grove checkpoint"
+	Author         grove.Signature // zero: DefaultAuthor
+	MaxNewFileSize int64           // 0: DefaultMaxNewFileSize; negative: no cap
+	Include        []string        // ignored files or directories to capture anyway (slash paths)
 }
 
 // RestoreOptions configure a driver's Restore. It has no fields yet: the
@@ -502,7 +279,7 @@ type RestoreOptions struct{}
 // RestoreResult is what a driver's Restore returns.
 type RestoreResult struct {
 	// Commit is the commit the head's tree now equals.
-	Commit CheckpointID
+	Commit grove.CheckpointID
 }
 
 // DestroyOptions configure a driver's Destroy. The final checkpoint and
@@ -516,58 +293,4 @@ type DestroyOptions struct {
 // LogOptions configure Log.
 type LogOptions struct {
 	Limit int // at most this many checkpoints; 0 means all
-}
-
-// ChangeKind says how a path differs from the head's current commit.
-type ChangeKind string
-
-const (
-	ChangeAdded     ChangeKind = "added"     // staged in the index, not in the commit
-	ChangeModified  ChangeKind = "modified"  // content or mode differs from the commit
-	ChangeDeleted   ChangeKind = "deleted"   // in the commit, gone from the tree
-	ChangeUntracked ChangeKind = "untracked" // new, not ignored, not staged
-)
-
-// Change is one changed path.
-type Change struct {
-	Path string
-	Kind ChangeKind
-}
-
-// Operation is a merge-like git operation in progress in a head.
-type Operation string
-
-const (
-	OpNone         Operation = ""
-	OpMerge        Operation = "merge"
-	OpRebase       Operation = "rebase"
-	OpCherryPick   Operation = "cherry-pick"
-	OpRevert       Operation = "revert"
-	OpBisect       Operation = "bisect"
-	OpApplyMailbox Operation = "am"
-)
-
-// Status is a head's state now.
-type Status struct {
-	Dirty          bool         // a checkpoint now would make a commit
-	Changes        []Change     // sorted by path
-	Conflicts      []string     // unmerged paths, sorted
-	Commit         CheckpointID // the head's current commit
-	LastCheckpoint CheckpointID // the newest checkpoint in Log, "" if none
-	InProgress     Operation    // a merge-like operation in progress, if any
-	Archived       bool
-}
-
-// FileStat is one file's line counts in a Diff.
-type FileStat struct {
-	Path    string
-	Added   int
-	Deleted int
-}
-
-// Diff is the difference between two trees.
-type Diff struct {
-	Patch string // a unified patch, as git diff prints it
-	// Files lists the changed files, one entry each, sorted by path.
-	Files []FileStat
 }

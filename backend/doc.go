@@ -1,7 +1,10 @@
-// Package backend is grove's driver contract: the interface a storage
-// implementation satisfies (Backend, Workspace, Head, FS), the nouns it
-// speaks in, the Binding that names one head exactly, and the one error
-// type with its closed list of codes.
+// Package backend is grove's driver contract: the interfaces a storage
+// implementation satisfies (Backend, Workspace, Head, and the optional
+// Lander, Maintainer, Relocator, Sealer, Watcher) and the options drivers
+// act on, already normalized. The nouns it speaks in — IDs, HeadInfo,
+// Checkpoint, Status, the head's FS, the Binding that names one head
+// exactly, the one error type with its closed list of codes — are package
+// grove's.
 //
 // Users do not hold these interfaces: they hold *workspace.Workspace and
 // *workspace.Head, which validate arguments, track closed state, serialize
@@ -10,17 +13,15 @@
 // by a create, and wrap every error once with the operation. A backend
 // implements only what is particular to its storage.
 //
-// This package imports nothing else of grove's. A backend implementer
-// imports it and, in tests, backend/backendtest, whose
-// RunConformanceTests checks every clause written in these doc comments.
+// This package imports nothing of grove's but package grove. A backend
+// implementer imports both and, in tests, backend/backendtest, whose
+// RunConformanceTests checks every clause written in these doc comments
+// and in package grove's.
 //
 // # Errors
 //
-// Every error is, or wraps, an *Error. Its Unwrap returns both its cause and
-// the sentinel of its Code, so errors.Is(err, ErrNotFound), CodeOf(err) and
-// errors.As(err, &e) all work, and an error caused by a context keeps
-// matching context.Canceled or context.DeadlineExceeded. Codes are a closed,
-// numbered list; never compare error strings.
+// Every error a driver returns is, or wraps, a *grove.Error with the Code
+// its method's doc names.
 //
 // # Concurrency
 //
@@ -31,13 +32,6 @@
 // such lock: they may run at the same time as any other call on the head,
 // and must answer from a consistent state. Heads of one workspace may be
 // used in parallel.
-//
-// # Bindings
-//
-// A Binding is versioned JSON of at most MaxBindingSize bytes with a
-// deterministic encoding, pinned by a golden file in the repository's
-// testdata. DecodeBinding answers anything malformed with BindingCorrupt and
-// never panics.
 //
 // # Departures from the design sketch
 //

@@ -1,53 +1,10 @@
 package backend
 
-import "context"
+import (
+	"context"
 
-// SandboxKind names where the commands grove runs on a head's content run.
-type SandboxKind string
-
-// The sandbox kinds.
-const (
-	// SandboxNone runs commands as the caller's own processes, with the
-	// caller's rights: no sandbox. They get the environment policy (no
-	// GROVE_ secret, no GIT_ variable) and die with their run (a PID
-	// namespace where the kernel allows one, else their process group).
-	SandboxNone SandboxKind = ""
-	// SandboxBwrap runs commands under bubblewrap: they see the head, its
-	// private git dir, the declared roots and a read-only system; no other
-	// host file, no host socket, no network, a /tmp, /proc and HOME of
-	// their own.
-	SandboxBwrap SandboxKind = "bwrap"
+	"github.com/groveworks/grove"
 )
-
-// Sandbox says where every command grove runs on a head's content runs:
-// an agent's commands (the run tool, grove run) and the workspace's Setup
-// and Teardown hooks. It belongs to the workspace (OpenOptions.Sandbox),
-// so that no one command is the way around it.
-type Sandbox struct {
-	// Kind is SandboxNone or SandboxBwrap; anything else is
-	// InvalidArgument.
-	Kind SandboxKind
-	// Program is the sandbox's program; empty means "bwrap" from PATH.
-	Program string
-	// Home, when set, is a host directory shown read-write as the
-	// command's HOME; empty gives each command an empty HOME of its own.
-	Home string
-	// ReadOnly are more host paths shown read-only, at the same place
-	// (a toolchain, a module cache). The system (/usr, /bin, /lib, /etc
-	// without its secrets) is always shown read-only.
-	ReadOnly []string
-	// Env names variables of the caller's environment passed on to
-	// commands, beyond the few every command gets (PATH, HOME, USER,
-	// LANG, LC_*, TERM, TZ). A GROVE_ or GIT_ variable is never passed.
-	Env []string
-}
-
-// Mount is a host path a sandbox shows: Source at Target (Source's own
-// path when Target is empty), read-write when Writable.
-type Mount struct {
-	Source, Target string
-	Writable       bool
-}
 
 // SandboxView is what a sandboxed command sees of one head: the head's
 // directory, read-write, and its version control as the backend keeps it
@@ -58,7 +15,7 @@ type SandboxView struct {
 	// Mounts are the head's directory and whatever the backend shows
 	// with it, in the order they are mounted (a later one may lie on an
 	// earlier one).
-	Mounts []Mount
+	Mounts []grove.Mount
 }
 
 // Sealer is implemented by a driver Head whose backend can show a sandbox
@@ -87,17 +44,9 @@ type Watcher interface {
 	Watch(ctx context.Context) error
 	// Tampered lists what differs from the head's baseline; nothing
 	// without one.
-	Tampered(ctx context.Context) ([]Tamper, error)
+	Tampered(ctx context.Context) ([]grove.Tamper, error)
 	// EndWatch ends the watch and returns what differs: a baseline
 	// nothing differs from is forgotten, one something differs from is
 	// kept for Reconcile to report and revert.
-	EndWatch(ctx context.Context) ([]Tamper, error)
-}
-
-// Tamper is one watched thing that changed.
-type Tamper struct {
-	Kind string `json:"kind"` // "config", "hook", "info" or "ref"
-	Name string `json:"name"` // the key (and its file), the file, or the ref
-	Was  string `json:"was"`  // what the watch recorded ("" for nothing)
-	Now  string `json:"now"`  // what is there now ("" for nothing)
+	EndWatch(ctx context.Context) ([]grove.Tamper, error)
 }

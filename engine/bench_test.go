@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/internal/bench"
+	"github.com/groveworks/grove/workspace"
 )
 
 // BenchmarkResume resumes (and closes) one session whose git head holds
@@ -27,7 +27,7 @@ func BenchmarkResume(b *testing.B) {
 				b.Fatal(err)
 			}
 			gb := gitbackend.New(gitbackend.Options{})
-			e, err := engine.Open(ctx, engine.Options{Path: filepath.Join(dir, "grove.db"), Backends: []backend.Backend{gb}})
+			e, err := engine.Open(ctx, engine.Options{Path: filepath.Join(dir, "grove.db"), Backends: []workspace.Backend{gb}})
 			if err != nil {
 				b.Fatal(err)
 			}

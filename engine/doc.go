@@ -114,12 +114,12 @@
 //
 // # Errors
 //
-// Every error is, or wraps, a *workspace.Error. The engine's own types
+// Every error is, or wraps, a *grove.Error. The engine's own types
 // (*PlacementError, *PersistenceOverlapError, *SnapshotPolicyError,
 // *StoreError, *ResumeError) carry a code: their Code method names it and
-// their Unwrap returns the *workspace.Error of that code wrapping the cause,
-// so workspace.CodeOf, errors.Is(err, workspace.ErrNotFound) and errors.As
-// to either the engine type or a *workspace.Error all work, and an error
+// their Unwrap returns the *grove.Error of that code wrapping the cause,
+// so grove.CodeOf, errors.Is(err, grove.ErrNotFound) and errors.As
+// to either the engine type or a *grove.Error all work, and an error
 // caused by a context still matches context.Canceled. Placement, overlap
 // and snapshot policy errors are InvalidArgument; a store's code and a
 // resume's code follow their Kind, as their types say.
@@ -139,7 +139,7 @@
 //     read-write, contained by os.Root, never checkpointed) are reached
 //     through Session.RootFS under the same policy, at roots/<name>/ in its
 //     namespace. Policy and roots are part of the session's configuration.
-//   - ResumeError.Why is a workspace.Reason taken from the cause; an
+//   - ResumeError.Why is a grove.Reason taken from the cause; an
 //     archived or destroyed head is told by the code (Archived,
 //     Destroyed), not by Why.
 //   - Closing the engine closes the sessions it still has open (releasing

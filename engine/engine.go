@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/sandbox"
 	"github.com/groveworks/grove/workspace"
 )
@@ -44,7 +44,7 @@ type Options struct {
 	// name its own (ResumeOptions.Sandbox). Nil runs them on the host, and
 	// then no fork a session's agent asks for (ForkOptions.ByAgent) runs a
 	// Setup hook: it is PermissionDenied.
-	Sandbox *workspace.Sandbox
+	Sandbox *grove.Sandbox
 }
 
 // Engine binds sessions to heads durably and resumes them after a
@@ -54,10 +54,10 @@ type Engine struct {
 	path      string
 	leaseDir  string
 	backends  []workspace.Backend
-	byID      map[backend.ID]workspace.Backend
+	byID      map[grove.ID]workspace.Backend
 	placement Placement
 	snapshot  SnapshotPolicy
-	sandbox   *workspace.Sandbox // nil: the host
+	sandbox   *grove.Sandbox // nil: the host
 
 	mu       sync.Mutex
 	closed   bool
@@ -72,12 +72,12 @@ type Engine struct {
 // a database that is not SQLite, is malformed or has a newer schema, or a
 // PostgreSQL server that cannot be reached or refuses the login, a
 // *StoreError; a postgres:// URL pgx cannot parse is InvalidArgument.
-// Each of these answers workspace.CodeOf (see their types).
+// Each of these answers grove.CodeOf (see their types).
 func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Path == "" {
-		return nil, errorf(backend.InvalidArgument, "open", "no database path")
+		return nil, errorf(grove.InvalidArgument, "open", "no database path")
 	}
-	e := &Engine{leaseDir: opts.LeaseDir, byID: map[backend.ID]workspace.Backend{}, sessions: map[*Session]struct{}{}}
+	e := &Engine{leaseDir: opts.LeaseDir, byID: map[grove.ID]workspace.Backend{}, sessions: map[*Session]struct{}{}}
 	if opts.Sandbox != nil {
 		if err := sandbox.Check(opts.Sandbox); err != nil {
 			return nil, err
@@ -93,21 +93,21 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		}
 	} else {
 		if e.path, err = filepath.Abs(opts.Path); err != nil {
-			return nil, errorf(backend.InvalidArgument, "open", "database path: %w", err)
+			return nil, errorf(grove.InvalidArgument, "open", "database path: %w", err)
 		}
 		if e.leaseDir == "" {
 			e.leaseDir = e.path + ".leases"
 		}
 	}
 	if e.leaseDir, err = filepath.Abs(e.leaseDir); err != nil {
-		return nil, errorf(backend.InvalidArgument, "open", "lease directory: %w", err)
+		return nil, errorf(grove.InvalidArgument, "open", "lease directory: %w", err)
 	}
 	for i, b := range opts.Backends {
 		if b == nil {
-			return nil, errorf(backend.InvalidArgument, "open", "Options.Backends[%d] is nil", i)
+			return nil, errorf(grove.InvalidArgument, "open", "Options.Backends[%d] is nil", i)
 		}
 		if _, dup := e.byID[b.ID()]; dup {
-			return nil, errorf(backend.InvalidArgument, "open", "two backends with ID %q", b.ID())
+			return nil, errorf(grove.InvalidArgument, "open", "two backends with ID %q", b.ID())
 		}
 		e.byID[b.ID()] = b
 		e.backends = append(e.backends, b)
@@ -144,7 +144,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 func (e *Engine) register(b workspace.Backend) error {
 	if have, ok := e.byID[b.ID()]; ok {
 		if have != b {
-			return errorf(backend.InvalidArgument, "open", "the placement's backend is not the registered backend %q", b.ID())
+			return errorf(grove.InvalidArgument, "open", "the placement's backend is not the registered backend %q", b.ID())
 		}
 		return nil
 	}
@@ -219,7 +219,7 @@ func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return errorf(backend.FailedPrecondition, "close", "engine is already closed")
+		return errorf(grove.FailedPrecondition, "close", "engine is already closed")
 	}
 	e.closed = true
 	e.mu.Unlock()
@@ -248,7 +248,7 @@ func (e *Engine) begin(op string) (func(), error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return nil, errorf(backend.FailedPrecondition, op, "engine is closed")
+		return nil, errorf(grove.FailedPrecondition, op, "engine is closed")
 	}
 	e.starting.Add(1)
 	return e.starting.Done, nil
@@ -395,7 +395,7 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 		return nil, err
 	}
 	var b workspace.Backend
-	var bind backend.Binding
+	var bind grove.Binding
 	if !spec.headless {
 		b = spec.placement.backend()
 		if err := e.register(b); err != nil {
@@ -414,7 +414,7 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 		if !s.ownsHead {
 			// An existing head may have moved on since it was made: the
 			// session starts from its commit now.
-			gained, err := s.head.Commits(ctx, workspace.Rev(s.lastCheckpoint))
+			gained, err := s.head.Commits(ctx, grove.Rev(s.lastCheckpoint))
 			if err != nil {
 				return fail(err)
 			}
@@ -429,7 +429,7 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 	rec := sessionRecord{
 		id: id, agent: spec.agent, placement: spec.placement.record(),
 		digest: digest(spec.placement.record(), perm, snap, backendID(b), spec.config, spec.policy, s.roots),
-		parent: spec.parent, lastCheckpoint: workspace.CheckpointID(s.lastCheckpoint),
+		parent: spec.parent, lastCheckpoint: grove.CheckpointID(s.lastCheckpoint),
 		perm: perm, snap: snap, config: spec.config, policy: spec.policy, roots: s.roots,
 	}
 	claim := s.kind != "shared" && !spec.headless
@@ -448,7 +448,7 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 	return s, nil
 }
 
-func backendID(b workspace.Backend) backend.ID {
+func backendID(b workspace.Backend) grove.ID {
 	if b == nil {
 		return ""
 	}
@@ -480,11 +480,11 @@ func (e *Engine) untrack(s *Session) {
 }
 
 // storeFailure is the error of a failed call on the database at path: a
-// Canceled *workspace.Error when a context ended, otherwise a *StoreError
+// Canceled *grove.Error when a context ended, otherwise a *StoreError
 // whose kind SQLite's error decides (kind when it does not).
 func storeFailure(path string, err error, kind StoreKind) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return &backend.Error{Code: backend.Canceled, Op: "engine: store", Path: path, Err: err}
+		return &grove.Error{Code: grove.Canceled, Op: "engine: store", Path: path, Err: err}
 	}
 	return &StoreError{Kind: storeKind(err, kind), Path: path, Err: err}
 }
@@ -531,16 +531,16 @@ type ResumeOptions struct {
 	// head, and in the heads the session forks; Teardown runs when the
 	// session destroys its head. Without them none runs, except after
 	// Relocate, which then takes the placement's.
-	Setup, Teardown *workspace.Hook
+	Setup, Teardown *grove.Hook
 	// Remote is the remote of the workspace Resume reopens, to which the
 	// session's checkpoints are pushed from then on; nil means the
 	// engine's placement's (PerSession.Remote, ExistingHead.Remote).
-	Remote *workspace.Remote
+	Remote *grove.Remote
 	// Sandbox is the sandbox of the workspace Resume reopens (where its
 	// hooks and the session's commands run); nil means the engine's
 	// (Options.Sandbox). A caller resuming a session of a project whose
 	// configuration names a sandbox passes it here.
-	Sandbox *workspace.Sandbox
+	Sandbox *grove.Sandbox
 	// Relocate resumes a session whose head lives on another host: the
 	// head is opened through the workspace of the engine's placement on
 	// this host (its Root, HeadsDir, Remote, and its Setup and Teardown
@@ -565,10 +565,10 @@ type ResumeOptions struct {
 type ResumeReport struct {
 	// LastCheckpoint is the last checkpoint the journal recorded (the
 	// head's base before any).
-	LastCheckpoint workspace.CheckpointID
+	LastCheckpoint grove.CheckpointID
 	// Gained lists the commits the head's branch gained since then,
 	// newest first: work done behind the session's back.
-	Gained []workspace.CheckpointID
+	Gained []grove.CheckpointID
 	// ConfigDrift is set when the configuration changed and the caller
 	// allowed it.
 	ConfigDrift bool
@@ -580,7 +580,7 @@ type ResumeReport struct {
 	Relocated bool
 	// Pushed is the commit a relocated head was rebuilt from: the last
 	// one its previous host pushed, now the session's last checkpoint.
-	Pushed workspace.CheckpointID
+	Pushed grove.CheckpointID
 	// Behind is how many checkpoints, restores and relocations the
 	// journal recorded after Pushed became the session's last checkpoint
 	// (work on the previous host that never reached the remote); -1 when
@@ -607,7 +607,7 @@ type ResumeReport struct {
 // *SnapshotPolicyError for an impossible policy; InvalidArgument for an
 // unknown Permission; FailedPrecondition when the engine is closed;
 // Internal naming the lease file when it cannot be made; the error of an
-// extension's constructor, as a *workspace.Error of its code; Canceled
+// extension's constructor, as a *grove.Error of its code; Canceled
 // when ctx ended. opts may be nil.
 func (e *Engine) Resume(ctx context.Context, id string, opts *ResumeOptions) (*Session, error) {
 	done, err := e.begin("resume")
@@ -654,8 +654,8 @@ type resumption struct {
 	s         *Session
 	b         workspace.Backend
 	recreated bool
-	relocated *workspace.RelocateResult
-	moved     backend.Binding // the relocated head's new binding
+	relocated *grove.RelocateResult
+	moved     grove.Binding // the relocated head's new binding
 	report    ResumeReport
 }
 
@@ -664,7 +664,7 @@ const resumeOp = "resume"
 // fail is a *ResumeError of kind.
 func (r *resumption) fail(kind ResumeKind, err error) error {
 	re := &ResumeError{Kind: kind, SessionID: r.id, Err: err}
-	var be *backend.Error
+	var be *grove.Error
 	if kind == HeadUnavailable && errors.As(err, &be) {
 		re.Why = be.Reason
 	}
@@ -673,17 +673,17 @@ func (r *resumption) fail(kind ResumeKind, err error) error {
 
 // checkOptions refuses options that contradict each other.
 func (r *resumption) checkOptions() error {
-	if err := backend.ContextError(r.ctx, "engine: "+resumeOp); err != nil {
+	if err := grove.ContextError(r.ctx, "engine: "+resumeOp); err != nil {
 		return err
 	}
 	o := r.opts
 	switch {
 	case o.AsRecorded && (o.Permission != "" || o.Snapshot != nil || o.Config != nil || o.Policy != nil || o.Roots != nil):
-		return errorf(backend.InvalidArgument, resumeOp, "AsRecorded with a Permission, Snapshot, Config, Policy or Roots of the caller's")
+		return errorf(grove.InvalidArgument, resumeOp, "AsRecorded with a Permission, Snapshot, Config, Policy or Roots of the caller's")
 	case o.Relocate && r.e.placement.IsZero():
-		return errorf(backend.InvalidArgument, resumeOp, "Relocate needs the engine's placement: it names this host's clone of the workspace")
+		return errorf(grove.InvalidArgument, resumeOp, "Relocate needs the engine's placement: it names this host's clone of the workspace")
 	case o.Relocate && o.Recreate:
-		return errorf(backend.InvalidArgument, resumeOp, "Relocate and Recreate together: a relocated head is rebuilt as it is found")
+		return errorf(grove.InvalidArgument, resumeOp, "Relocate and Recreate together: a relocated head is rebuilt as it is found")
 	}
 	var err error
 	r.perm, err = o.Permission.resolve(resumeOp)
@@ -694,11 +694,11 @@ func (r *resumption) checkOptions() error {
 // resumes with: the caller's, or (AsRecorded) the recorded one.
 func (r *resumption) loadRecord() error {
 	if !validSessionID(r.id) {
-		return r.fail(SessionNotFound, errorf(backend.NotFound, resumeOp, "%q is not a session ID", r.id))
+		return r.fail(SessionNotFound, errorf(grove.NotFound, resumeOp, "%q is not a session ID", r.id))
 	}
 	rec, _, err := r.e.st.load(r.ctx, r.id) // the binding is read under the lease
 	if errors.Is(err, errNoSession) {
-		return r.fail(SessionNotFound, errorf(backend.NotFound, resumeOp, "no session %s", r.id))
+		return r.fail(SessionNotFound, errorf(grove.NotFound, resumeOp, "no session %s", r.id))
 	}
 	if err != nil {
 		return err
@@ -731,7 +731,7 @@ func (r *resumption) loadRecord() error {
 // holds it) and reads, under it, what its last holder left.
 func (r *resumption) takeLease() error {
 	lease, err := r.e.st.lease(r.ctx, r.id, "session "+r.id)
-	if backend.CodeOf(err) == backend.Busy {
+	if grove.CodeOf(err) == grove.Busy {
 		return r.fail(SessionBusy, err)
 	}
 	if err != nil {
@@ -759,13 +759,13 @@ func (r *resumption) reopenHead() error {
 		return nil // headless
 	}
 	e, s, o := r.e, r.s, r.opts
-	bind, err := workspace.DecodeBinding(r.data)
+	bind, err := grove.DecodeBinding(r.data)
 	if err != nil {
 		return r.fail(BindingCorrupt, err)
 	}
 	var ok bool
 	if r.b, ok = e.byID[bind.Backend]; !ok {
-		return r.fail(BackendUnavailable, errorf(backend.BackendUnavailable, resumeOp, "no backend %q is registered", bind.Backend))
+		return r.fail(BackendUnavailable, errorf(grove.BackendUnavailable, resumeOp, "no backend %q is registered", bind.Backend))
 	}
 	remote := o.Remote
 	if remote == nil {
@@ -779,15 +779,15 @@ func (r *resumption) reopenHead() error {
 	}
 	ro := &workspace.ReopenOptions{Setup: o.Setup, Teardown: o.Teardown, Remote: remote, Sandbox: sb}
 	h, err := r.open(bind, ro, remote)
-	var be *backend.Error
-	if o.Recreate && errors.As(err, &be) && be.Code == backend.NotFound && be.Reason == backend.ReasonMissing {
+	var be *grove.Error
+	if o.Recreate && errors.As(err, &be) && be.Code == grove.NotFound && be.Reason == grove.ReasonMissing {
 		ro.Recreate = true
 		if h, err = workspace.Reopen(r.ctx, r.b, bind, ro); err == nil {
 			r.recreated = true
 		}
 	}
 	if err != nil {
-		if backend.CodeOf(err) == backend.Canceled {
+		if grove.CodeOf(err) == grove.Canceled {
 			return err
 		}
 		return r.fail(resumeKind(err), err)
@@ -798,7 +798,7 @@ func (r *resumption) reopenHead() error {
 		bind = r.moved
 	}
 	if got := h.Binding(); !got.Equal(bind) {
-		return r.fail(IdentityMismatch, errorf(backend.IdentityMismatch, resumeOp, "the reopened head's binding differs from the stored one"))
+		return r.fail(IdentityMismatch, errorf(grove.IdentityMismatch, resumeOp, "the reopened head's binding differs from the stored one"))
 	}
 	if s.kind != "shared" {
 		return r.claim(bind)
@@ -809,7 +809,7 @@ func (r *resumption) reopenHead() error {
 // open opens the head bind names: reopened where it is, or, with
 // Relocate, through this host's clone (claimed first, and never a head
 // the session destroyed).
-func (r *resumption) open(bind backend.Binding, ro *workspace.ReopenOptions, remote *workspace.Remote) (*workspace.Head, error) {
+func (r *resumption) open(bind grove.Binding, ro *workspace.ReopenOptions, remote *grove.Remote) (*workspace.Head, error) {
 	if !r.opts.Relocate {
 		return workspace.Reopen(r.ctx, r.b, bind, ro)
 	}
@@ -820,7 +820,7 @@ func (r *resumption) open(bind backend.Binding, ro *workspace.ReopenOptions, rem
 		return nil, err
 	}
 	if gone {
-		return nil, r.fail(HeadUnavailable, &backend.Error{Code: backend.Destroyed, Op: "engine: relocate", Head: string(bind.Head),
+		return nil, r.fail(HeadUnavailable, &grove.Error{Code: grove.Destroyed, Op: "engine: relocate", Head: string(bind.Head),
 			Err: errors.New("the session destroyed its head")})
 	}
 	if r.s.kind != "shared" {
@@ -838,9 +838,9 @@ func (r *resumption) open(bind backend.Binding, ro *workspace.ReopenOptions, rem
 
 // claim records the session's claim on the head bind names
 // (SessionBusy when another session holds it).
-func (r *resumption) claim(bind backend.Binding) error {
+func (r *resumption) claim(bind grove.Binding) error {
 	err := r.e.st.claim(r.ctx, r.id, bind)
-	if err != nil && backend.CodeOf(err) == backend.AlreadyBound {
+	if err != nil && grove.CodeOf(err) == grove.AlreadyBound {
 		return r.fail(SessionBusy, err)
 	}
 	return err // the store failed, or ctx ended
@@ -856,7 +856,7 @@ func (r *resumption) checkConfig() error {
 	}
 	if digest(r.rec.placement, r.perm, r.snap, backendID(r.b), r.config, r.layers, r.s.roots) != r.rec.digest {
 		if !r.opts.AllowConfigDrift {
-			return r.fail(ConfigDrift, errorf(backend.FailedPrecondition, resumeOp, "the session's configuration changed since it was bound"))
+			return r.fail(ConfigDrift, errorf(grove.FailedPrecondition, resumeOp, "the session's configuration changed since it was bound"))
 		}
 		r.report.ConfigDrift = true
 	}
@@ -884,9 +884,9 @@ func (r *resumption) findDrift() error {
 		if report.Behind != 0 {
 			since = report.Pushed // the journal's last checkpoint never reached this host
 		}
-		gained, err := h.Commits(r.ctx, workspace.Rev(since))
+		gained, err := h.Commits(r.ctx, grove.Rev(since))
 		if err != nil {
-			if backend.CodeOf(err) == backend.Canceled {
+			if grove.CodeOf(err) == grove.Canceled {
 				return err
 			}
 			return r.fail(resumeKind(err), err)
@@ -944,10 +944,10 @@ func (r *resumption) goLive() (*Session, error) {
 // relocate opens the head bind names through the workspace of the
 // engine's placement on this host, rebuilding it there from what was
 // pushed when it lives elsewhere (workspace.Workspace.Relocate).
-func (e *Engine) relocate(ctx context.Context, bind backend.Binding, ro *workspace.ReopenOptions, remote *workspace.Remote) (*workspace.Head, workspace.RelocateResult, error) {
+func (e *Engine) relocate(ctx context.Context, bind grove.Binding, ro *workspace.ReopenOptions, remote *grove.Remote) (*workspace.Head, grove.RelocateResult, error) {
 	b, root, wo := e.placement.where()
 	if b.ID() != bind.Backend {
-		return nil, workspace.RelocateResult{}, &backend.Error{Code: backend.IdentityMismatch, Op: "engine: relocate", Head: string(bind.Head), Reason: backend.ReasonBackend,
+		return nil, grove.RelocateResult{}, &grove.Error{Code: grove.IdentityMismatch, Op: "engine: relocate", Head: string(bind.Head), Reason: grove.ReasonBackend,
 			Err: fmt.Errorf("the session's head is of backend %q; the engine's placement is %q", bind.Backend, b.ID())}
 	}
 	// The caller's hooks when it gave any, else the placement's: a
@@ -960,7 +960,7 @@ func (e *Engine) relocate(ctx context.Context, bind backend.Binding, ro *workspa
 	wo.Remote, wo.Sandbox = remote, ro.Sandbox
 	ws, err := workspace.Open(ctx, b, root, wo)
 	if err != nil {
-		return nil, workspace.RelocateResult{}, err
+		return nil, grove.RelocateResult{}, err
 	}
 	h, res, err := ws.Relocate(ctx, bind, ro)
 	if err != nil {
@@ -973,16 +973,16 @@ func (e *Engine) relocate(ctx context.Context, bind backend.Binding, ro *workspa
 // behind counts the checkpoints and restores session id's journal
 // recorded after commit became its last checkpoint: 0 when commit is the
 // last, -1 when the journal never made it the last.
-func (e *Engine) behind(ctx context.Context, id string, commit workspace.CheckpointID) (int, error) {
+func (e *Engine) behind(ctx context.Context, id string, commit grove.CheckpointID) (int, error) {
 	evs, err := e.st.events(ctx, id)
 	if err != nil {
 		return 0, err
 	}
-	var lasts []workspace.CheckpointID
+	var lasts []grove.CheckpointID
 	for _, ev := range evs {
 		var p struct {
-			Checkpoint workspace.CheckpointID `json:"checkpoint"`
-			Commit     workspace.CheckpointID `json:"commit"`
+			Checkpoint grove.CheckpointID `json:"checkpoint"`
+			Commit     grove.CheckpointID `json:"commit"`
 		}
 		if json.Unmarshal(ev.Payload, &p) != nil {
 			continue
@@ -1019,7 +1019,7 @@ func (e *Engine) destroyed(ctx context.Context, id string) (bool, error) {
 
 // oldPayload is the payload of an encoded binding, or nil.
 func oldPayload(data []byte) json.RawMessage {
-	b, err := workspace.DecodeBinding(data)
+	b, err := grove.DecodeBinding(data)
 	if err != nil {
 		return nil
 	}
@@ -1029,14 +1029,14 @@ func oldPayload(data []byte) json.RawMessage {
 // resumeKind classifies a reopen failure by its code; the code and the
 // reason stay the cause's.
 func resumeKind(err error) ResumeKind {
-	switch backend.CodeOf(err) {
-	case backend.BindingCorrupt:
+	switch grove.CodeOf(err) {
+	case grove.BindingCorrupt:
 		return BindingCorrupt
-	case backend.IdentityMismatch:
+	case grove.IdentityMismatch:
 		return IdentityMismatch
-	case backend.AlreadyBound, backend.Busy:
+	case grove.AlreadyBound, grove.Busy:
 		return SessionBusy
-	case backend.BackendUnavailable:
+	case grove.BackendUnavailable:
 		return BackendUnavailable
 	}
 	return HeadUnavailable

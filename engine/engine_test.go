@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/backend/backendutil"
 	"github.com/groveworks/grove/engine"
@@ -59,7 +60,7 @@ func (b failingCheckpoints) OpenWorkspace(ctx context.Context, locator string, o
 	return failingWorkspace{Workspace: ws, fail: b.fail, park: b.park}, nil
 }
 
-func (b failingCheckpoints) Reopen(ctx context.Context, bind backend.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
+func (b failingCheckpoints) Reopen(ctx context.Context, bind grove.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
 	ws, h, err := b.Backend.Reopen(ctx, bind, opts)
 	if err != nil {
 		return nil, nil, err
@@ -95,18 +96,18 @@ type failingHead struct {
 	park *backendutil.CallBlocker
 }
 
-func (h failingHead) Restore(ctx context.Context, to backend.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
+func (h failingHead) Restore(ctx context.Context, to grove.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
 	if h.park != nil {
 		if err := h.park.Park(ctx, "restore"); err != nil {
-			return backend.RestoreResult{}, backend.ContextError(ctx, "test: restore")
+			return backend.RestoreResult{}, grove.ContextError(ctx, "test: restore")
 		}
 	}
 	return h.Head.Restore(ctx, to, opts)
 }
 
-func (h failingHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (backend.CheckpointResult, error) {
+func (h failingHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (grove.CheckpointResult, error) {
 	if h.fail.Load() {
-		return backend.CheckpointResult{}, backend.Errorf(backend.Internal, "test", "checkpoint fails")
+		return grove.CheckpointResult{}, grove.Errorf(grove.Internal, "test", "checkpoint fails")
 	}
 	return h.Head.Checkpoint(ctx, opts)
 }
@@ -150,17 +151,17 @@ func TestNewSessionPersistsBindingAndJournalsEachStep(t *testing.T) {
 	ctx := context.Background()
 	b, p := memSetup(t)
 	path := filepath.Join(t.TempDir(), "grove.db")
-	e := openEngine(t, engine.Options{Path: path, Backends: []backend.Backend{b}, Placement: p})
+	e := openEngine(t, engine.Options{Path: path, Backends: []workspace.Backend{b}, Placement: p})
 	s, err := e.NewSession(ctx, &engine.SessionOptions{Agent: "coder", Snapshot: &engine.SnapshotPolicy{Trigger: engine.Manual}})
 	require.NoError(t, err)
 	h := s.Head()
 	assert.Equal(t, "session-"+s.ID(), h.Info().Name)
-	assert.Equal(t, backend.Isolated, h.Info().Access)
+	assert.Equal(t, grove.Isolated, h.Info().Access)
 
 	require.NoError(t, s.FS().WriteFile("a.txt", []byte("a\n"), 0o644))
 	cp, err := s.Checkpoint(ctx, nil)
 	require.NoError(t, err)
-	_, err = s.Restore(ctx, backend.Rev(h.Info().Base), nil)
+	_, err = s.Restore(ctx, grove.Rev(h.Info().Base), nil)
 	require.NoError(t, err)
 	require.NoError(t, s.Turn(ctx, func(context.Context) error { return nil }))
 	child, err := s.Fork(ctx, "experiment", nil)
@@ -173,7 +174,7 @@ func TestNewSessionPersistsBindingAndJournalsEachStep(t *testing.T) {
 	}, kinds(t, s))
 
 	// A second process (another engine on the same file) resumes it.
-	e2 := openEngine(t, engine.Options{Path: path, Backends: []backend.Backend{b}, Placement: p})
+	e2 := openEngine(t, engine.Options{Path: path, Backends: []workspace.Backend{b}, Placement: p})
 	r, err := e2.Resume(ctx, s.ID(), &engine.ResumeOptions{Snapshot: &engine.SnapshotPolicy{Trigger: engine.Manual}})
 	require.NoError(t, err)
 	defer r.Close()
@@ -185,15 +186,15 @@ func TestNewSessionPersistsBindingAndJournalsEachStep(t *testing.T) {
 func TestRegistryRefusesTwoBackendsWithOneID(t *testing.T) {
 	b1, _ := memSetup(t)
 	b2, _ := memSetup(t)
-	_, err := engine.Open(context.Background(), engine.Options{Path: filepath.Join(t.TempDir(), "g.db"), Backends: []backend.Backend{b1, b2}})
-	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "error: %v", err)
+	_, err := engine.Open(context.Background(), engine.Options{Path: filepath.Join(t.TempDir(), "g.db"), Backends: []workspace.Backend{b1, b2}})
+	assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "error: %v", err)
 }
 
 func TestPlacementErrorsAreTyped(t *testing.T) {
 	ctx := context.Background()
 	b, p := memSetup(t)
 	gb := gitbackend.New(gitbackend.Options{})
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{b, gb}})
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{b, gb}})
 	cases := []struct {
 		kind engine.PlacementKind
 		opts engine.SessionOptions
@@ -212,7 +213,7 @@ func TestPlacementErrorsAreTyped(t *testing.T) {
 		if assert.True(t, errors.As(err, &pe), "%s: error %v is not a *PlacementError", c.kind, err) {
 			assert.Equal(t, c.kind, pe.Kind)
 		}
-		assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "%s: %v", c.kind, err)
+		assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "%s: %v", c.kind, err)
 	}
 	// At engine definition too.
 	_, err := engine.Open(ctx, engine.Options{Path: filepath.Join(t.TempDir(), "g.db"),
@@ -220,7 +221,7 @@ func TestPlacementErrorsAreTyped(t *testing.T) {
 	var pe *engine.PlacementError
 	require.True(t, errors.As(err, &pe))
 	assert.Equal(t, engine.EmptyRoot, pe.Kind)
-	assert.ErrorIs(t, err, workspace.ErrInvalidArgument)
+	assert.ErrorIs(t, err, grove.ErrInvalidArgument)
 }
 
 func TestSnapshotPolicyRequiredOnASharedHeadIsRefused(t *testing.T) {
@@ -231,19 +232,19 @@ func TestSnapshotPolicyRequiredOnASharedHeadIsRefused(t *testing.T) {
 	h, err := ws.NewHead("common").Shared().Create(ctx)
 	require.NoError(t, err)
 	require.NoError(t, h.Close())
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{b}, Placement: p})
 	_, err = e.NewSession(ctx, &engine.SessionOptions{
 		Placement: engine.Placement{Shared: &engine.ExistingHead{Backend: b, Root: "demo", Head: "common"}},
 		Snapshot:  &engine.SnapshotPolicy{Trigger: engine.OnTurnDone, Mode: engine.Required},
 	})
 	var se *engine.SnapshotPolicyError
 	assert.True(t, errors.As(err, &se), "error: %v", err)
-	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "error: %v", err)
+	assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "error: %v", err)
 	_, err = engine.Open(ctx, engine.Options{Path: filepath.Join(t.TempDir(), "g.db"),
 		Placement: engine.Placement{Shared: &engine.ExistingHead{Backend: b, Root: "demo", Head: "common"}},
 		Snapshot:  engine.SnapshotPolicy{Mode: engine.Required}})
 	assert.True(t, errors.As(err, &se), "error: %v", err)
-	assert.ErrorIs(t, err, workspace.ErrInvalidArgument)
+	assert.ErrorIs(t, err, grove.ErrInvalidArgument)
 
 	// A shared head takes many sessions.
 	var ss []*engine.Session
@@ -267,11 +268,11 @@ func TestPersistenceInsideAHeadIsRefused(t *testing.T) {
 	h, err := ws.NewHead("target").Shared().Create(ctx)
 	require.NoError(t, err)
 	require.NoError(t, h.Close())
-	e := openEngine(t, engine.Options{Path: filepath.Join(h.Info().Root, "grove.db"), Backends: []backend.Backend{gb}})
+	e := openEngine(t, engine.Options{Path: filepath.Join(h.Info().Root, "grove.db"), Backends: []workspace.Backend{gb}})
 	_, err = e.NewSession(ctx, &engine.SessionOptions{Placement: engine.Placement{Shared: &engine.ExistingHead{Backend: gb, Root: repo, Head: "target"}}})
 	var oe *engine.PersistenceOverlapError
 	assert.True(t, errors.As(err, &oe), "error: %v", err)
-	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "error: %v", err)
+	assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "error: %v", err)
 }
 
 func TestHeadlessSessionAnswersWorkspaceNotConfiguredAndJournalsNothing(t *testing.T) {
@@ -282,9 +283,9 @@ func TestHeadlessSessionAnswersWorkspaceNotConfiguredAndJournalsNothing(t *testi
 	defer s.Close()
 	before := kinds(t, s)
 	_, err = s.Checkpoint(ctx, nil)
-	assert.Equal(t, backend.WorkspaceNotConfigured, workspace.CodeOf(err))
+	assert.Equal(t, grove.WorkspaceNotConfigured, grove.CodeOf(err))
 	_, err = s.Restore(ctx, "main", nil)
-	assert.Equal(t, backend.WorkspaceNotConfigured, workspace.CodeOf(err))
+	assert.Equal(t, grove.WorkspaceNotConfigured, grove.CodeOf(err))
 	assert.Equal(t, before, kinds(t, s))
 	assert.Nil(t, s.Head())
 }
@@ -292,13 +293,13 @@ func TestHeadlessSessionAnswersWorkspaceNotConfiguredAndJournalsNothing(t *testi
 func TestRestoreIsRefusedWhileATurnRuns(t *testing.T) {
 	ctx := context.Background()
 	b, p := memSetup(t)
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p, Snapshot: engine.SnapshotPolicy{Trigger: engine.Manual}})
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{b}, Placement: p, Snapshot: engine.SnapshotPolicy{Trigger: engine.Manual}})
 	s, err := e.NewSession(ctx, &engine.SessionOptions{})
 	require.NoError(t, err)
 	defer s.Close()
 	err = s.Turn(ctx, func(ctx context.Context) error {
-		_, err := s.Restore(ctx, backend.Rev(s.Head().Info().Base), nil)
-		assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "restore during a turn: %v", err)
+		_, err := s.Restore(ctx, grove.Rev(s.Head().Info().Base), nil)
+		assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "restore during a turn: %v", err)
 		return nil
 	})
 	require.NoError(t, err)
@@ -312,7 +313,7 @@ func TestATurnIsRefusedWhileARestoreRuns(t *testing.T) {
 	park := &backendutil.CallBlocker{}
 	b := failingCheckpoints{Backend: mem, fail: &atomic.Bool{}, park: park}
 	p := engine.Placement{PerSession: &engine.PerSession{Backend: b, Root: "demo"}}
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p, Snapshot: engine.SnapshotPolicy{Trigger: engine.Manual}})
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{b}, Placement: p, Snapshot: engine.SnapshotPolicy{Trigger: engine.Manual}})
 	s, err := e.NewSession(ctx, &engine.SessionOptions{})
 	require.NoError(t, err)
 	defer s.Close()
@@ -320,16 +321,16 @@ func TestATurnIsRefusedWhileARestoreRuns(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	restored := make(chan error, 1)
 	go func() {
-		_, err := s.Restore(rctx, backend.Rev(s.Head().Info().Base), &workspace.RestoreOptions{Discard: true})
+		_, err := s.Restore(rctx, grove.Rev(s.Head().Info().Base), &workspace.RestoreOptions{Discard: true})
 		restored <- err
 	}()
 	<-parked
 	ran := false
 	err = s.Turn(ctx, func(context.Context) error { ran = true; return nil })
-	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "a turn during a restore: %v", err)
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "a turn during a restore: %v", err)
 	assert.False(t, ran, "the turn's function ran while the head was being restored")
 	cancel()
-	assert.Equal(t, backend.Canceled, workspace.CodeOf(<-restored))
+	assert.Equal(t, grove.Canceled, grove.CodeOf(<-restored))
 	require.NoError(t, s.Turn(ctx, func(context.Context) error { ran = true; return nil }))
 	assert.True(t, ran, "a turn after the restore runs")
 }
@@ -340,7 +341,7 @@ func TestSnapshotPolicies(t *testing.T) {
 	mem, _ := memSetup(t)
 	b := failingCheckpoints{Backend: mem, fail: &fail}
 	p := engine.Placement{PerSession: &engine.PerSession{Backend: b, Root: "demo"}}
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{b}, Placement: p})
 	write := func(s *engine.Session) func(context.Context) error {
 		return func(context.Context) error { return s.FS().WriteFile("turn.txt", []byte(time.Now().String()), 0o644) }
 	}
@@ -377,7 +378,7 @@ func TestSnapshotPolicies(t *testing.T) {
 func TestReadOnlySessionRefusesWrites(t *testing.T) {
 	ctx := context.Background()
 	b, p := memSetup(t)
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{b}, Placement: p})
 	s, err := e.NewSession(ctx, &engine.SessionOptions{Permission: engine.ReadOnly})
 	require.NoError(t, err)
 	defer s.Close()
@@ -386,14 +387,14 @@ func TestReadOnlySessionRefusesWrites(t *testing.T) {
 	assert.Equal(t, "hello\n", string(data))
 	for _, err := range []error{
 		s.FS().WriteFile("x", nil, 0o644),
-		s.FS().WriteFileIf("x", nil, 0o644, backend.Digest{}),
+		s.FS().WriteFileIf("x", nil, 0o644, grove.Digest{}),
 		s.FS().Remove("README.md"),
 		s.FS().MkdirAll("d", 0o755),
 		s.FS().Rename("README.md", "y"),
 		s.FS().Chmod("README.md", 0o600),
 		s.FS().Symlink("README.md", "l"),
 	} {
-		assert.Equal(t, backend.PermissionDenied, workspace.CodeOf(err), "error: %v", err)
+		assert.Equal(t, grove.PermissionDenied, grove.CodeOf(err), "error: %v", err)
 	}
 }
 
@@ -402,7 +403,7 @@ type runner struct{ env engine.Env }
 func TestExtensionsReceiveTheSessionsHeadAndAsForwards(t *testing.T) {
 	ctx := context.Background()
 	b, p := memSetup(t)
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{b}, Placement: p})
 	s, err := e.NewSession(ctx, &engine.SessionOptions{Extensions: []engine.Extension{
 		{New: func(env engine.Env) (any, error) { return &runner{env: env}, nil }},
 	}})
@@ -428,14 +429,14 @@ func TestExclusiveHeadTakesOneSessionAtATime(t *testing.T) {
 	h, err := ws.NewHead("solo").Shared().Create(ctx)
 	require.NoError(t, err)
 	require.NoError(t, h.Close())
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{b}, Placement: p})
 	ex := engine.Placement{Exclusive: &engine.ExistingHead{Backend: b, Root: "demo", Head: "solo"}}
 	s1, err := e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
 	require.NoError(t, err)
 	_, err = e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
-	assert.Equal(t, backend.AlreadyBound, workspace.CodeOf(err), "error: %v", err)
+	assert.Equal(t, grove.AlreadyBound, grove.CodeOf(err), "error: %v", err)
 	_, err = e.NewSession(ctx, &engine.SessionOptions{Placement: ex, TakeOver: true})
-	assert.Equal(t, backend.AlreadyBound, workspace.CodeOf(err), "a take-over of a live session's claim: %v", err)
+	assert.Equal(t, grove.AlreadyBound, grove.CodeOf(err), "a take-over of a live session's claim: %v", err)
 	require.NoError(t, s1.Close())
 	s2, err := e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
 	require.NoError(t, err)
@@ -451,9 +452,9 @@ func TestResumeOfUnknownOrMalformedIDs(t *testing.T) {
 		if assert.True(t, errors.As(err, &re), "%q: %v", id, err) {
 			assert.Equal(t, engine.SessionNotFound, re.Kind)
 		}
-		assert.Equal(t, backend.NotFound, workspace.CodeOf(err), "%q: %v", id, err)
-		assert.ErrorIs(t, err, workspace.ErrNotFound, "%q", id)
-		assert.NotErrorIs(t, err, workspace.ErrInvalidArgument, "%q: one error, two codes", id)
+		assert.Equal(t, grove.NotFound, grove.CodeOf(err), "%q: %v", id, err)
+		assert.ErrorIs(t, err, grove.ErrNotFound, "%q", id)
+		assert.NotErrorIs(t, err, grove.ErrInvalidArgument, "%q: one error, two codes", id)
 	}
 }
 
@@ -465,7 +466,7 @@ func TestADatabaseThatIsNotSQLiteIsRefusedUntouched(t *testing.T) {
 	var se *engine.StoreError
 	require.True(t, errors.As(err, &se), "error: %v", err)
 	assert.Equal(t, engine.NotADatabase, se.Kind)
-	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "error: %v", err)
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "error: %v", err)
 	got, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, content, got)
@@ -525,7 +526,7 @@ func TestADatabaseFromANewerSchemaIsRefusedUntouched(t *testing.T) {
 	var se *engine.StoreError
 	require.True(t, errors.As(err, &se), "error: %v", err)
 	assert.Equal(t, engine.SchemaTooNew, se.Kind)
-	assert.ErrorIs(t, err, workspace.ErrFailedPrecondition)
+	assert.ErrorIs(t, err, grove.ErrFailedPrecondition)
 	after := snapshotDir(t, filepath.Dir(path))
 	for name := range before {
 		assert.Equal(t, before[name] == after[name], true, "%s changed", name)

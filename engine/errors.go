@@ -5,23 +5,22 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/groveworks/grove/backend"
-	"github.com/groveworks/grove/workspace"
+	"github.com/groveworks/grove"
 )
 
-// coded returns the *workspace.Error an engine error type unwraps to, which
-// is how every error of this package answers workspace.CodeOf and errors.Is
+// coded returns the *grove.Error an engine error type unwraps to, which
+// is how every error of this package answers grove.CodeOf and errors.Is
 // with its Code while errors.As still reaches the engine type: cause when
-// it is already a *workspace.Error of code, otherwise a new one of code
+// it is already a *grove.Error of code, otherwise a new one of code
 // wrapping cause and carrying its Head, Path, Rev, Reason and Current. The
 // cause stays in the chain, so a context error still matches.
-func coded(code backend.Code, op, path string, cause error) error {
-	var inner *backend.Error
+func coded(code grove.Code, op, path string, cause error) error {
+	var inner *grove.Error
 	found := errors.As(cause, &inner)
-	if found && backend.CodeOf(cause) == code {
+	if found && grove.CodeOf(cause) == code {
 		return cause
 	}
-	e := &backend.Error{Code: code, Op: "engine: " + op, Path: path, Err: cause}
+	e := &grove.Error{Code: code, Op: "engine: " + op, Path: path, Err: cause}
 	if found {
 		e.Head, e.Rev, e.Reason, e.Current = inner.Head, inner.Rev, inner.Reason, inner.Current
 		if e.Path == "" {
@@ -58,9 +57,9 @@ const (
 )
 
 // ResumeError is a session that cannot be resumed as it was bound. Match
-// it with errors.As; Err, the cause, is usually a *workspace.Error.
+// it with errors.As; Err, the cause, is usually a *grove.Error.
 //
-// Its code (Code, workspace.CodeOf, errors.Is) follows Kind:
+// Its code (Code, grove.CodeOf, errors.Is) follows Kind:
 //
 //	SessionNotFound     NotFound
 //	BindingCorrupt      BindingCorrupt
@@ -78,10 +77,10 @@ type ResumeError struct {
 	Kind      ResumeKind // which step of Resume failed
 	SessionID string     // the session Resume was asked for
 	// Why is, for HeadUnavailable, the cause's reason (the backend's own
-	// value: workspace.ReasonMissing, ReasonUnregistered, ReasonMoved or
+	// value: grove.ReasonMissing, ReasonUnregistered, ReasonMoved or
 	// ReasonBranch); empty when the code says it all.
-	Why workspace.Reason
-	Err error // the cause, usually a *workspace.Error
+	Why grove.Reason
+	Err error // the cause, usually a *grove.Error
 }
 
 func (e *ResumeError) Error() string {
@@ -93,33 +92,33 @@ func (e *ResumeError) Error() string {
 }
 
 // Code returns the error's code, as the table on ResumeError says.
-func (e *ResumeError) Code() workspace.Code {
+func (e *ResumeError) Code() grove.Code {
 	switch e.Kind {
 	case SessionNotFound:
-		return backend.NotFound
+		return grove.NotFound
 	case BindingCorrupt:
-		return backend.BindingCorrupt
+		return grove.BindingCorrupt
 	case BackendUnavailable:
-		return backend.BackendUnavailable
+		return grove.BackendUnavailable
 	case IdentityMismatch:
-		return backend.IdentityMismatch
+		return grove.IdentityMismatch
 	case ConfigDrift:
-		return backend.FailedPrecondition
+		return grove.FailedPrecondition
 	case SessionBusy:
-		if backend.CodeOf(e.Err) == backend.AlreadyBound {
-			return backend.AlreadyBound
+		if grove.CodeOf(e.Err) == grove.AlreadyBound {
+			return grove.AlreadyBound
 		}
-		return backend.Busy
+		return grove.Busy
 	case HeadUnavailable:
-		if c := backend.CodeOf(e.Err); c != backend.OK {
+		if c := grove.CodeOf(e.Err); c != grove.OK {
 			return c
 		}
-		return backend.NotFound
+		return grove.NotFound
 	}
-	return backend.Internal
+	return grove.Internal
 }
 
-// Unwrap returns the *workspace.Error of Code wrapping Err.
+// Unwrap returns the *grove.Error of Code wrapping Err.
 func (e *ResumeError) Unwrap() error { return coded(e.Code(), "resume", "", e.Err) }
 
 // PlacementKind says what is wrong with a placement.
@@ -149,9 +148,9 @@ func (e *PlacementError) Error() string {
 }
 
 // Code returns InvalidArgument.
-func (e *PlacementError) Code() workspace.Code { return backend.InvalidArgument }
+func (e *PlacementError) Code() grove.Code { return grove.InvalidArgument }
 
-// Unwrap returns the InvalidArgument *workspace.Error wrapping Err.
+// Unwrap returns the InvalidArgument *grove.Error wrapping Err.
 func (e *PlacementError) Unwrap() error { return coded(e.Code(), "placement", "", e.Err) }
 
 // PersistenceOverlapError: the engine's files (its database or lease
@@ -169,9 +168,9 @@ func (e *PersistenceOverlapError) Error() string {
 }
 
 // Code returns InvalidArgument.
-func (e *PersistenceOverlapError) Code() workspace.Code { return backend.InvalidArgument }
+func (e *PersistenceOverlapError) Code() grove.Code { return grove.InvalidArgument }
 
-// Unwrap returns the InvalidArgument *workspace.Error naming Path.
+// Unwrap returns the InvalidArgument *grove.Error naming Path.
 func (e *PersistenceOverlapError) Unwrap() error {
 	return coded(e.Code(), "persistence", e.Path, fmt.Errorf("lies inside the head directory %s", e.Head))
 }
@@ -185,9 +184,9 @@ type SnapshotPolicyError struct {
 func (e *SnapshotPolicyError) Error() string { return "engine: snapshot policy: " + e.Reason }
 
 // Code returns InvalidArgument.
-func (e *SnapshotPolicyError) Code() workspace.Code { return backend.InvalidArgument }
+func (e *SnapshotPolicyError) Code() grove.Code { return grove.InvalidArgument }
 
-// Unwrap returns the InvalidArgument *workspace.Error giving Reason.
+// Unwrap returns the InvalidArgument *grove.Error giving Reason.
 func (e *SnapshotPolicyError) Unwrap() error {
 	return coded(e.Code(), "snapshot policy", "", errors.New(e.Reason))
 }
@@ -213,7 +212,7 @@ const (
 // session's journal). Nothing was written to it: Open refuses before
 // SQLite touches the file, and a failed transaction is rolled back. A
 // context that ends during a database call is not a StoreError but a
-// Canceled *workspace.Error.
+// Canceled *grove.Error.
 //
 // Its code follows Kind: FailedPrecondition for NotADatabase, SchemaTooNew,
 // StoreCorrupt (the file is in a state the engine cannot use; grove does
@@ -234,23 +233,23 @@ func (e *StoreError) Error() string {
 }
 
 // Code returns the error's code, as the table on StoreError says.
-func (e *StoreError) Code() workspace.Code {
+func (e *StoreError) Code() grove.Code {
 	switch e.Kind {
 	case NotADatabase, SchemaTooNew, StoreCorrupt, StoreInaccessible:
-		return backend.FailedPrecondition
+		return grove.FailedPrecondition
 	case NoSQLite:
-		return backend.Unimplemented
+		return grove.Unimplemented
 	}
 	if errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded) {
-		return backend.Canceled
+		return grove.Canceled
 	}
 	if sqliteBusy(e.Err) || pgBusy(e.Err) {
-		return backend.Busy
+		return grove.Busy
 	}
-	return backend.Internal
+	return grove.Internal
 }
 
-// Unwrap returns the *workspace.Error of Code wrapping Err.
+// Unwrap returns the *grove.Error of Code wrapping Err.
 func (e *StoreError) Unwrap() error { return coded(e.Code(), "store", e.Path, e.Err) }
 
 // storeKind classifies an error SQLite returned: StoreCorrupt for
@@ -266,6 +265,6 @@ func storeKind(err error, kind StoreKind) StoreKind {
 	return kind
 }
 
-func errorf(code backend.Code, op, format string, args ...any) error {
-	return backend.Errorf(code, "engine: "+op, format, args...)
+func errorf(code grove.Code, op, format string, args ...any) error {
+	return grove.Errorf(code, "engine: "+op, format, args...)
 }

@@ -11,23 +11,23 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/workspace"
 )
 
 // checkCode asserts that err answers code through every door DESIGN §5
-// opens: CodeOf in both packages, errors.As to a *backend.Error with that
+// opens: CodeOf in both packages, errors.As to a *grove.Error with that
 // code, and errors.Is for exactly that code's sentinel.
-func checkCode(t *testing.T, err error, code backend.Code) {
+func checkCode(t *testing.T, err error, code grove.Code) {
 	t.Helper()
-	assert.Equal(t, code, workspace.CodeOf(err), "workspace.CodeOf: %v", err)
-	assert.Equal(t, code, backend.CodeOf(err), "backend.CodeOf: %v", err)
-	var be *backend.Error
-	if assert.True(t, errors.As(err, &be), "error %v wraps no *backend.Error", err) {
-		assert.Equal(t, code, be.Code, "the outermost *backend.Error")
+	assert.Equal(t, code, grove.CodeOf(err), "grove.CodeOf: %v", err)
+	assert.Equal(t, code, grove.CodeOf(err), "grove.CodeOf: %v", err)
+	var be *grove.Error
+	if assert.True(t, errors.As(err, &be), "error %v wraps no *grove.Error", err) {
+		assert.Equal(t, code, be.Code, "the outermost *grove.Error")
 	}
-	for c := backend.NotFound; c <= backend.Unavailable; c++ {
+	for c := grove.NotFound; c <= grove.Unavailable; c++ {
 		assert.Equal(t, c == code, errors.Is(err, c.Sentinel()), "errors.Is(err, %s.Sentinel()) when the code is %s: %v", c, code, err)
 	}
 }
@@ -37,48 +37,48 @@ func TestEngineErrorsAnswerTheirCode(t *testing.T) {
 	cases := []struct {
 		name  string
 		err   error
-		code  backend.Code
+		code  grove.Code
 		cause error // still matched by errors.Is
 	}{
 		{"a placement error is InvalidArgument",
-			&engine.PlacementError{Kind: engine.NoPlacement, Err: cause}, backend.InvalidArgument, cause},
+			&engine.PlacementError{Kind: engine.NoPlacement, Err: cause}, grove.InvalidArgument, cause},
 		{"a snapshot policy error is InvalidArgument",
-			&engine.SnapshotPolicyError{Reason: "negative idle timeout"}, backend.InvalidArgument, nil},
+			&engine.SnapshotPolicyError{Reason: "negative idle timeout"}, grove.InvalidArgument, nil},
 		{"engine files inside a head's directory are InvalidArgument",
-			&engine.PersistenceOverlapError{Path: "/h/grove.db", Head: "/h"}, backend.InvalidArgument, nil},
+			&engine.PersistenceOverlapError{Path: "/h/grove.db", Head: "/h"}, grove.InvalidArgument, nil},
 		{"a store that is not SQLite is FailedPrecondition",
-			&engine.StoreError{Kind: engine.NotADatabase, Path: "/g.db", Err: cause}, backend.FailedPrecondition, cause},
+			&engine.StoreError{Kind: engine.NotADatabase, Path: "/g.db", Err: cause}, grove.FailedPrecondition, cause},
 		{"a store with a newer schema is FailedPrecondition",
-			&engine.StoreError{Kind: engine.SchemaTooNew, Path: "/g.db", Err: cause}, backend.FailedPrecondition, cause},
+			&engine.StoreError{Kind: engine.SchemaTooNew, Path: "/g.db", Err: cause}, grove.FailedPrecondition, cause},
 		{"a store with malformed pages is FailedPrecondition",
-			&engine.StoreError{Kind: engine.StoreCorrupt, Path: "/g.db", Err: cause}, backend.FailedPrecondition, cause},
+			&engine.StoreError{Kind: engine.StoreCorrupt, Path: "/g.db", Err: cause}, grove.FailedPrecondition, cause},
 		{"a store SQLite failed on is Internal",
-			&engine.StoreError{Kind: engine.StoreFailed, Path: "/g.db", Err: cause}, backend.Internal, cause},
+			&engine.StoreError{Kind: engine.StoreFailed, Path: "/g.db", Err: cause}, grove.Internal, cause},
 		{"a store failure caused by a cancelled context is Canceled and still matches context.Canceled",
-			&engine.StoreError{Kind: engine.StoreFailed, Path: "/g.db", Err: context.Canceled}, backend.Canceled, context.Canceled},
+			&engine.StoreError{Kind: engine.StoreFailed, Path: "/g.db", Err: context.Canceled}, grove.Canceled, context.Canceled},
 		{"an unknown session is NotFound",
-			&engine.ResumeError{Kind: engine.SessionNotFound, SessionID: "s", Err: cause}, backend.NotFound, cause},
+			&engine.ResumeError{Kind: engine.SessionNotFound, SessionID: "s", Err: cause}, grove.NotFound, cause},
 		{"a corrupt binding is BindingCorrupt",
-			&engine.ResumeError{Kind: engine.BindingCorrupt, SessionID: "s", Err: cause}, backend.BindingCorrupt, cause},
+			&engine.ResumeError{Kind: engine.BindingCorrupt, SessionID: "s", Err: cause}, grove.BindingCorrupt, cause},
 		{"an unregistered backend is BackendUnavailable",
-			&engine.ResumeError{Kind: engine.BackendUnavailable, SessionID: "s", Err: cause}, backend.BackendUnavailable, cause},
+			&engine.ResumeError{Kind: engine.BackendUnavailable, SessionID: "s", Err: cause}, grove.BackendUnavailable, cause},
 		{"a missing head is NotFound",
-			&engine.ResumeError{Kind: engine.HeadUnavailable, Why: workspace.ReasonMissing, SessionID: "s", Err: &backend.Error{Code: backend.NotFound, Reason: backend.ReasonMissing, Err: cause}}, backend.NotFound, cause},
+			&engine.ResumeError{Kind: engine.HeadUnavailable, Why: grove.ReasonMissing, SessionID: "s", Err: &grove.Error{Code: grove.NotFound, Reason: grove.ReasonMissing, Err: cause}}, grove.NotFound, cause},
 		{"a moved head is NotFound",
-			&engine.ResumeError{Kind: engine.HeadUnavailable, Why: workspace.ReasonMoved, SessionID: "s", Err: &backend.Error{Code: backend.NotFound, Reason: backend.ReasonMoved, Err: cause}}, backend.NotFound, cause},
+			&engine.ResumeError{Kind: engine.HeadUnavailable, Why: grove.ReasonMoved, SessionID: "s", Err: &grove.Error{Code: grove.NotFound, Reason: grove.ReasonMoved, Err: cause}}, grove.NotFound, cause},
 		{"an archived head is Archived",
-			&engine.ResumeError{Kind: engine.HeadUnavailable, SessionID: "s", Err: &backend.Error{Code: backend.Archived, Err: cause}}, backend.Archived, cause},
+			&engine.ResumeError{Kind: engine.HeadUnavailable, SessionID: "s", Err: &grove.Error{Code: grove.Archived, Err: cause}}, grove.Archived, cause},
 		{"a destroyed head is Destroyed",
-			&engine.ResumeError{Kind: engine.HeadUnavailable, SessionID: "s", Err: &backend.Error{Code: backend.Destroyed, Err: cause}}, backend.Destroyed, cause},
+			&engine.ResumeError{Kind: engine.HeadUnavailable, SessionID: "s", Err: &grove.Error{Code: grove.Destroyed, Err: cause}}, grove.Destroyed, cause},
 		{"an identity mismatch is IdentityMismatch",
-			&engine.ResumeError{Kind: engine.IdentityMismatch, SessionID: "s", Err: cause}, backend.IdentityMismatch, cause},
+			&engine.ResumeError{Kind: engine.IdentityMismatch, SessionID: "s", Err: cause}, grove.IdentityMismatch, cause},
 		{"a configuration drift is FailedPrecondition",
-			&engine.ResumeError{Kind: engine.ConfigDrift, SessionID: "s", Err: cause}, backend.FailedPrecondition, cause},
+			&engine.ResumeError{Kind: engine.ConfigDrift, SessionID: "s", Err: cause}, grove.FailedPrecondition, cause},
 		{"a session live in another process is Busy",
-			&engine.ResumeError{Kind: engine.SessionBusy, SessionID: "s", Err: cause}, backend.Busy, cause},
+			&engine.ResumeError{Kind: engine.SessionBusy, SessionID: "s", Err: cause}, grove.Busy, cause},
 		{"a session whose head another session holds is AlreadyBound",
 			&engine.ResumeError{Kind: engine.SessionBusy, SessionID: "s",
-				Err: &backend.Error{Code: backend.AlreadyBound, Op: "engine: claim", Err: cause}}, backend.AlreadyBound, cause},
+				Err: &grove.Error{Code: grove.AlreadyBound, Op: "engine: claim", Err: cause}}, grove.AlreadyBound, cause},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -92,9 +92,9 @@ func TestEngineErrorsAnswerTheirCode(t *testing.T) {
 
 func TestOpenRefusesANilBackendWithInvalidArgument(t *testing.T) {
 	b, _ := memSetup(t)
-	_, err := engine.Open(context.Background(), engine.Options{Path: filepath.Join(t.TempDir(), "g.db"), Backends: []backend.Backend{b, nil}})
+	_, err := engine.Open(context.Background(), engine.Options{Path: filepath.Join(t.TempDir(), "g.db"), Backends: []workspace.Backend{b, nil}})
 	require.Error(t, err)
-	checkCode(t, err, backend.InvalidArgument)
+	checkCode(t, err, grove.InvalidArgument)
 }
 
 // corruptPages overwrites the start of every page but the first (which
@@ -122,7 +122,7 @@ func TestResumeOnADatabaseWithMalformedPagesIsAStoreErrorAndRewritesNothing(t *t
 	ctx := context.Background()
 	b, p := memSetup(t)
 	path := filepath.Join(t.TempDir(), "grove.db")
-	e, err := engine.Open(ctx, engine.Options{Path: path, Backends: []backend.Backend{b}, Placement: p})
+	e, err := engine.Open(ctx, engine.Options{Path: path, Backends: []workspace.Backend{b}, Placement: p})
 	require.NoError(t, err)
 	var ids []string
 	for range 20 {
@@ -136,7 +136,7 @@ func TestResumeOnADatabaseWithMalformedPagesIsAStoreErrorAndRewritesNothing(t *t
 	require.ErrorIs(t, err, os.ErrNotExist, "closing the engine left a write-ahead log")
 	corrupt := corruptPages(t, path)
 
-	e, err = engine.Open(ctx, engine.Options{Path: path, Backends: []backend.Backend{b}, Placement: p})
+	e, err = engine.Open(ctx, engine.Options{Path: path, Backends: []workspace.Backend{b}, Placement: p})
 	require.NoError(t, err, "the header and schema are intact")
 	s, err := e.Resume(ctx, ids[len(ids)/2], &engine.ResumeOptions{Snapshot: manual})
 	assert.Nil(t, s)
@@ -145,7 +145,7 @@ func TestResumeOnADatabaseWithMalformedPagesIsAStoreErrorAndRewritesNothing(t *t
 		assert.Equal(t, path, se.Path)
 		assert.Equal(t, engine.StoreCorrupt, se.Kind)
 	}
-	checkCode(t, err, backend.FailedPrecondition)
+	checkCode(t, err, grove.FailedPrecondition)
 	require.NoError(t, e.Close())
 	got, err := os.ReadFile(path)
 	require.NoError(t, err)

@@ -27,9 +27,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/internal/githarness"
-	"github.com/groveworks/grove/workspace"
 )
 
 // The fleet simulation: host processes (this test binary, re-executed),
@@ -301,7 +301,7 @@ func fleetHost(specJSON string) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(spec.Seed, 1))
 	b := gitbackend.New(gitbackend.Options{})
-	rm := &workspace.Remote{URL: spec.Remote}
+	rm := &grove.Remote{URL: spec.Remote}
 	e, err := Open(ctx, Options{
 		Path: spec.DB, LeaseDir: filepath.Join(filepath.Dir(spec.Clone), "leases"),
 		Placement: Placement{PerSession: &PerSession{Backend: b, Root: spec.Clone,
@@ -390,7 +390,7 @@ func fleetHost(specJSON string) {
 			case errors.As(err, &re) && re.Kind == SessionBusy:
 				emit(fleetEvent{Ev: "busy", Session: si.ID})
 				continue
-			case errors.As(err, &re) && re.Kind == HeadUnavailable && workspace.CodeOf(err) == workspace.NotFound:
+			case errors.As(err, &re) && re.Kind == HeadUnavailable && grove.CodeOf(err) == grove.NotFound:
 				emit(fleetEvent{Ev: "unpushed", Session: si.ID, Msg: err.Error()})
 				_ = e.CloseSession(ctx, si.ID)
 				continue
@@ -419,7 +419,7 @@ func fleetHost(specJSON string) {
 }
 
 // remoteTip is the remote's copy of head id's branch.
-func remoteTip(ctx context.Context, remote string, id workspace.HeadID) string {
+func remoteTip(ctx context.Context, remote string, id grove.HeadID) string {
 	out, err := githarness.Git(ctx, remote, "for-each-ref", "--format=%(objectname)", "refs/grove/"+string(id)+"/head")
 	if err != nil {
 		return ""

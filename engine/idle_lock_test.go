@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/gitbackend"
+	"github.com/groveworks/grove/workspace"
 )
 
 // An idle checkpoint that meets a head's index.lock held by a git command
@@ -24,7 +24,7 @@ import (
 func TestAnIdleCheckpointBlockedByAForeignIndexLockGivesUpAndCloseDoesNotWait(t *testing.T) {
 	ctx := context.Background()
 	gb := gitbackend.New(gitbackend.Options{LockWait: time.Second})
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{gb},
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{gb},
 		Placement: engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: gitRepo(t)}}})
 	s, err := e.NewSession(ctx, &engine.SessionOptions{Snapshot: &engine.SnapshotPolicy{Trigger: engine.OnIdle, Idle: 20 * time.Millisecond}})
 	require.NoError(t, err)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/workspace"
 )
@@ -30,7 +30,7 @@ func TestASessionIDFromTheDatabaseIsValidatedBeforeItIsAPath(t *testing.T) {
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "db", "grove.db")
 	require.NoError(t, os.MkdirAll(filepath.Dir(dbPath), 0o755))
-	e := openEngine(t, engine.Options{Path: dbPath, Backends: []backend.Backend{b}, Placement: p})
+	e := openEngine(t, engine.Options{Path: dbPath, Backends: []workspace.Backend{b}, Placement: p})
 	ex := engine.Placement{Exclusive: &engine.ExistingHead{Backend: b, Root: "demo", Head: "solo"}}
 	s1, err := e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
 	require.NoError(t, err)
@@ -49,7 +49,7 @@ func TestASessionIDFromTheDatabaseIsValidatedBeforeItIsAPath(t *testing.T) {
 
 	_, err = e.NewSession(ctx, &engine.SessionOptions{Placement: ex, TakeOver: true})
 	require.Error(t, err)
-	assert.NotEqual(t, backend.Internal, workspace.CodeOf(err), "%v", err)
+	assert.NotEqual(t, grove.Internal, grove.CodeOf(err), "%v", err)
 	var se *engine.StoreError
 	assert.ErrorAs(t, err, &se)
 	_, err = os.Stat(filepath.Join(dir, "escaped.lease"))

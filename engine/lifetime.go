@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // enter starts a call on the session: it fails once the session is closed
@@ -16,13 +16,13 @@ func (s *Session) enter(ctx context.Context, op string, needHead, write bool) (c
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, nil, errorf(backend.FailedPrecondition, op, "session %s is closed", s.id)
+		return nil, nil, errorf(grove.FailedPrecondition, op, "session %s is closed", s.id)
 	}
 	if needHead && s.head == nil {
-		return nil, nil, errorf(backend.WorkspaceNotConfigured, op, "session %s has no head", s.id)
+		return nil, nil, errorf(grove.WorkspaceNotConfigured, op, "session %s has no head", s.id)
 	}
 	if write && s.perm == ReadOnly {
-		return nil, nil, errorf(backend.PermissionDenied, op, "session %s is read-only", s.id)
+		return nil, nil, errorf(grove.PermissionDenied, op, "session %s is read-only", s.id)
 	}
 	s.wg.Add(1)
 	cctx, cancel := context.WithCancel(ctx)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/memorybackend"
 	"github.com/groveworks/grove/workspace"
@@ -116,13 +117,13 @@ func TestASessionIsSafeForConcurrentUse(t *testing.T) {
 		for _, call := range calls {
 			wg.Go(func() {
 				if err := call(); err != nil {
-					assert.NotEqual(t, workspace.Internal, workspace.CodeOf(err), "untyped failure: %v", err)
+					assert.NotEqual(t, grove.Internal, grove.CodeOf(err), "untyped failure: %v", err)
 				}
 			})
 		}
 		wg.Wait()
 		if err := s.Close(); err != nil {
-			assert.Equal(t, workspace.FailedPrecondition, workspace.CodeOf(err))
+			assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err))
 		}
 		journalEndsAtClosed(t, e, s.ID())
 	}
@@ -146,7 +147,7 @@ func TestAReadOnlySessionIsReadOnlyAtEveryWayIn(t *testing.T) {
 	assert.False(t, s.As(&anything), "a read-only session hands out backend values")
 	denied := func(way string, err error) {
 		t.Helper()
-		assert.Equal(t, workspace.PermissionDenied, workspace.CodeOf(err), "%s: %v", way, err)
+		assert.Equal(t, grove.PermissionDenied, grove.CodeOf(err), "%s: %v", way, err)
 	}
 
 	_, err = s.Checkpoint(ctx, nil)
@@ -186,10 +187,10 @@ func TestAReadOnlySessionIsReadOnlyAtEveryWayIn(t *testing.T) {
 		_, err = h.Log(ctx, nil)
 		assert.NoError(t, err, way)
 	}
-	for way, fsys := range map[string]workspace.FS{"Session.FS": s.FS(), "Env.FS": env.FS} {
+	for way, fsys := range map[string]grove.FS{"Session.FS": s.FS(), "Env.FS": env.FS} {
 		for op, err := range map[string]error{
 			"WriteFile":   fsys.WriteFile("x", nil, 0o644),
-			"WriteFileIf": fsys.WriteFileIf("x", nil, 0o644, workspace.Digest{}),
+			"WriteFileIf": fsys.WriteFileIf("x", nil, 0o644, grove.Digest{}),
 			"Remove":      fsys.Remove("README.md"),
 			"MkdirAll":    fsys.MkdirAll("d", 0o755),
 			"Rename":      fsys.Rename("README.md", "y"),
@@ -216,7 +217,7 @@ func TestPermissionsAreCheckedWhereSessionsAreMade(t *testing.T) {
 	b, p := memSetup(t)
 	e := openEngine(t, engine.Options{Placement: p, Backends: []workspace.Backend{b}})
 	_, err := e.NewSession(ctx, &engine.SessionOptions{Permission: "read-mostly"})
-	checkCode(t, err, workspace.InvalidArgument)
+	checkCode(t, err, grove.InvalidArgument)
 	_, err = e.NewSession(ctx, &engine.SessionOptions{Permission: engine.ReadOnly, Snapshot: &engine.SnapshotPolicy{Trigger: engine.OnTurnDone}})
 	var spe *engine.SnapshotPolicyError
 	require.ErrorAs(t, err, &spe)
@@ -226,7 +227,7 @@ func TestPermissionsAreCheckedWhereSessionsAreMade(t *testing.T) {
 	id := s.ID()
 	require.NoError(t, s.Close())
 	_, err = e.Resume(ctx, id, &engine.ResumeOptions{Permission: "writable"})
-	checkCode(t, err, workspace.InvalidArgument)
+	checkCode(t, err, grove.InvalidArgument)
 	_, err = e.Resume(ctx, id, nil)
 	var re *engine.ResumeError
 	require.ErrorAs(t, err, &re, "resuming a read-only session as read-write is drift")
@@ -235,7 +236,7 @@ func TestPermissionsAreCheckedWhereSessionsAreMade(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	assert.True(t, s.Head().IsReadOnly())
-	checkCode(t, s.FS().WriteFile("x", nil, 0o644), workspace.PermissionDenied)
+	checkCode(t, s.FS().WriteFile("x", nil, 0o644), grove.PermissionDenied)
 }
 
 // A fork inherits its parent's configuration, so it resumes with the
@@ -268,7 +269,7 @@ func TestAForkInheritsAndLeavesNothingOrphaned(t *testing.T) {
 	// extension fails after it was persisted), leaves no head behind; so
 	// does a new per-session session whose extension fails.
 	_, err = parent.Fork(ctx, "refused", &engine.ForkOptions{Permission: "bogus"})
-	checkCode(t, err, workspace.InvalidArgument)
+	checkCode(t, err, grove.InvalidArgument)
 	failing := []engine.Extension{{New: func(engine.Env) (any, error) { return nil, errors.New("tool set unavailable") }}}
 	_, err = parent.Fork(ctx, "failing", &engine.ForkOptions{Extensions: failing})
 	require.Error(t, err)
@@ -343,7 +344,7 @@ func TestDestroyDuringATurnIsRefused(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		checkCode(t, err, workspace.FailedPrecondition)
+		checkCode(t, err, grove.FailedPrecondition)
 	case <-time.After(30 * time.Second):
 		t.Fatal("Destroy inside a turn did not return")
 	}
@@ -399,7 +400,7 @@ func TestNoSessionOutlivesItsEngine(t *testing.T) {
 		go func() {
 			s, err := e.NewSession(context.Background(), &engine.SessionOptions{Snapshot: manual, Extensions: []engine.Extension{slow}})
 			if err != nil {
-				checkCode(t, err, workspace.FailedPrecondition)
+				checkCode(t, err, grove.FailedPrecondition)
 			}
 			made <- s
 		}()
@@ -407,7 +408,7 @@ func TestNoSessionOutlivesItsEngine(t *testing.T) {
 		require.NoError(t, e.Close())
 		if s := <-made; s != nil {
 			err := s.Close()
-			assert.ErrorIs(t, err, workspace.ErrFailedPrecondition, "a session survived its engine's Close")
+			assert.ErrorIs(t, err, grove.ErrFailedPrecondition, "a session survived its engine's Close")
 		}
 	}
 }

@@ -15,11 +15,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
-
-	"github.com/groveworks/grove/backend"
 )
 
 // The PostgreSQL store keeps the same tables as the SQLite store, in the
@@ -135,7 +134,7 @@ func openPostgresStore(ctx context.Context, rawURL string) (*sqlStore, error) {
 	name := redactURL(rawURL)
 	cfg, err := pgx.ParseConfig(rawURL)
 	if err != nil {
-		return nil, errorf(backend.InvalidArgument, "open", "database URL %s: %v", name, err)
+		return nil, errorf(grove.InvalidArgument, "open", "database URL %s: %v", name, err)
 	}
 	cfg.RuntimeParams["search_path"] = pgSchema
 	host, _ := os.Hostname()
@@ -315,7 +314,7 @@ func (d *pgDialect) lease(ctx context.Context, id, purpose string) (func() error
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.held[id] {
-		return nil, &backend.Error{Code: backend.Busy, Op: op, Path: d.name, Err: fmt.Errorf("session %s is live in this process", id)}
+		return nil, &grove.Error{Code: grove.Busy, Op: op, Path: d.name, Err: fmt.Errorf("session %s is live in this process", id)}
 	}
 	conn, err := d.leaseConn(ctx)
 	if err != nil {
@@ -326,7 +325,7 @@ func (d *pgDialect) lease(ctx context.Context, id, purpose string) (func() error
 		return nil, storeFailure(d.name, err, StoreFailed)
 	}
 	if !ok {
-		return nil, &backend.Error{Code: backend.Busy, Op: op, Path: d.name, Err: fmt.Errorf("session %s is live: %s holds its lease", id, d.holder(ctx, conn, id))}
+		return nil, &grove.Error{Code: grove.Busy, Op: op, Path: d.name, Err: fmt.Errorf("session %s is live: %s holds its lease", id, d.holder(ctx, conn, id))}
 	}
 	d.held[id] = true
 	var once sync.Once
@@ -415,7 +414,7 @@ func (d *pgDialect) fence(ctx context.Context, tx *sql.Tx, id string) error {
 		}
 	}
 	if !held {
-		return &backend.Error{Code: backend.FailedPrecondition, Op: "engine: store", Path: d.name,
+		return &grove.Error{Code: grove.FailedPrecondition, Op: "engine: store", Path: d.name,
 			Err: fmt.Errorf("session %s no longer holds its lease (this host's database connection ended): another host may have resumed it, and this one writes nothing more for it", id)}
 	}
 	return nil

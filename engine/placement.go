@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -29,20 +29,20 @@ type Placement struct {
 // PerSession places each session on a new isolated head.
 type PerSession struct {
 	Backend  workspace.Backend
-	Root     string        // the workspace's locator (for git: a path in the repository)
-	Base     workspace.Rev // the revision every session's head starts from; empty: the workspace's HEAD
-	HeadsDir string        // where heads go; empty: the backend's default
+	Root     string    // the workspace's locator (for git: a path in the repository)
+	Base     grove.Rev // the revision every session's head starts from; empty: the workspace's HEAD
+	HeadsDir string    // where heads go; empty: the backend's default
 	// Setup and Teardown are the workspace's hooks (workspace.OpenOptions):
 	// Setup runs in every session's new head and in the heads its sessions
 	// fork, Teardown before a session destroys its head. They are the
 	// caller's, not part of the session's recorded configuration.
-	Setup, Teardown *workspace.Hook
+	Setup, Teardown *grove.Hook
 	// Remote, when set, is the Git remote the workspace's checkpoints
 	// travel to (workspace.OpenOptions.Remote), so that a session can be
 	// resumed on another host (ResumeOptions.Relocate). Like the hooks,
 	// it is the caller's, not part of the recorded configuration; its
 	// Config (credentials) is never stored.
-	Remote *workspace.Remote
+	Remote *grove.Remote
 }
 
 // ExistingHead names a head that exists in a workspace.
@@ -51,9 +51,9 @@ type ExistingHead struct {
 	Root    string            // the workspace's locator (for git: a path in the repository, or its git dir)
 	Head    string            // the head's name
 	// Setup and Teardown are the workspace's hooks, as PerSession's.
-	Setup, Teardown *workspace.Hook
+	Setup, Teardown *grove.Hook
 	// Remote is the workspace's remote, as PerSession's.
-	Remote *workspace.Remote
+	Remote *grove.Remote
 }
 
 func (p Placement) count() int {
@@ -244,7 +244,7 @@ func (p Permission) resolve(op string) (Permission, error) {
 	case ReadWrite, ReadOnly:
 		return p, nil
 	}
-	return "", errorf(backend.InvalidArgument, op, "unknown permission %q (want %q or %q)", p, ReadWrite, ReadOnly)
+	return "", errorf(grove.InvalidArgument, op, "unknown permission %q (want %q or %q)", p, ReadWrite, ReadOnly)
 }
 
 // snapshotFor resolves a session's snapshot policy: asked (nil: the
@@ -268,7 +268,7 @@ func snapshotFor(asked *SnapshotPolicy, engine SnapshotPolicy, perm Permission, 
 // digest is the configuration digest: placement, access, snapshot
 // policy, backend ID, the caller's opaque configuration and the path
 // policy.
-func digest(placement string, access Permission, snap SnapshotPolicy, backendID backend.ID, config []byte, policy []Policy, roots []Root) string {
+func digest(placement string, access Permission, snap SnapshotPolicy, backendID grove.ID, config []byte, policy []Policy, roots []Root) string {
 	if len(config) == 0 {
 		config = nil // no configuration, however it is spelled
 	}

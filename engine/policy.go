@@ -8,8 +8,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
-
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // Policy narrows what a session may do to the files it reaches — its
@@ -69,10 +68,10 @@ func compilePolicy(layers []Policy) (*policy, error) {
 			for _, pat := range list.patterns {
 				trimmed := strings.TrimSpace(pat)
 				if trimmed == "" || strings.HasPrefix(trimmed, "#") || trimmed == "!" || strings.ContainsRune(pat, 0) {
-					return nil, errorf(backend.InvalidArgument, "policy", "layer %d: %s pattern %q matches nothing", i, list.what, pat)
+					return nil, errorf(grove.InvalidArgument, "policy", "layer %d: %s pattern %q matches nothing", i, list.what, pat)
 				}
 				if list.what == "allow" && strings.HasPrefix(trimmed, "!") {
-					return nil, errorf(backend.InvalidArgument, "policy", "layer %d: allow pattern %q: take paths away with Deny, not with a negated Allow", i, pat)
+					return nil, errorf(grove.InvalidArgument, "policy", "layer %d: allow pattern %q: take paths away with Deny, not with a negated Allow", i, pat)
 				}
 				*list.into = append(*list.into, gitignore.ParsePattern(pat, nil))
 			}
@@ -123,7 +122,7 @@ func matches(patterns []gitignore.Pattern, name string, isDir bool) bool {
 // says which rule refused it, in words a model can act on.
 func (p *policy) check(op, name string, isDir, write bool) error {
 	deny := func(format string, args ...any) error {
-		return &backend.Error{Code: backend.PermissionDenied, Op: "engine: " + op, Path: name, Err: fmt.Errorf(format, args...)}
+		return &grove.Error{Code: grove.PermissionDenied, Op: "engine: " + op, Path: name, Err: fmt.Errorf(format, args...)}
 	}
 	if isGitDir(name) {
 		return deny("the git directory is never reachable")
@@ -210,7 +209,7 @@ func (s *Session) Hidden() ([]string, error) {
 				return nil // (a directory fails only a deny: everything below it is denied)
 			}
 			if hidden = append(hidden, p); len(hidden) > maxHidden {
-				return errorf(backend.InvalidArgument, "run", "the session's policy hides more than %d paths: deny directories rather than files one by one", maxHidden)
+				return errorf(grove.InvalidArgument, "run", "the session's policy hides more than %d paths: deny directories rather than files one by one", maxHidden)
 			}
 			return skipDir(d)
 		})

@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/workspace"
 )
 
 func denied(t *testing.T, err error, what string) {
 	t.Helper()
-	assert.Equal(t, backend.PermissionDenied, workspace.CodeOf(err), "%s: %v", what, err)
+	assert.Equal(t, grove.PermissionDenied, grove.CodeOf(err), "%s: %v", what, err)
 }
 
 // A session's policy holds on its FS, by name, through symlinks, and in
@@ -23,7 +23,7 @@ func denied(t *testing.T, err error, what string) {
 func TestAPolicyHoldsOnTheSessionsFS(t *testing.T) {
 	ctx := context.Background()
 	b, p := memSetup(t)
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{b}, Placement: p})
 	s, err := e.NewSession(ctx, &engine.SessionOptions{Policy: []engine.Policy{{Deny: []string{"secrets/", "*.env"}}}})
 	require.NoError(t, err)
 	defer s.Close()
@@ -79,7 +79,7 @@ func TestAPolicyHoldsOnTheSessionsFS(t *testing.T) {
 func TestPolicyLayersOnlyNarrow(t *testing.T) {
 	ctx := context.Background()
 	b, p := memSetup(t)
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{b}, Placement: p})
 	s, err := e.NewSession(ctx, &engine.SessionOptions{Policy: []engine.Policy{
 		{Allow: []string{"src/"}},
 		{Allow: []string{"src/", "README.md"}, ReadOnly: true}, // README is not given back
@@ -97,7 +97,7 @@ func TestPolicyLayersOnlyNarrow(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = e.NewSession(ctx, &engine.SessionOptions{Policy: []engine.Policy{{Deny: []string{"  "}}}})
-	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "a pattern that matches nothing: %v", err)
+	assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "a pattern that matches nothing: %v", err)
 }
 
 // The policy is part of the session's configuration: recorded, given back
@@ -105,7 +105,7 @@ func TestPolicyLayersOnlyNarrow(t *testing.T) {
 func TestThePolicyIsConfiguration(t *testing.T) {
 	ctx := context.Background()
 	b, p := memSetup(t)
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{b}, Placement: p})
 	pol := []engine.Policy{{Deny: []string{"*.env"}}}
 	s, err := e.NewSession(ctx, &engine.SessionOptions{Policy: pol})
 	require.NoError(t, err)
@@ -136,7 +136,7 @@ func TestThePolicyIsConfiguration(t *testing.T) {
 func TestPolicyAttacksThroughLinksAndRenames(t *testing.T) {
 	ctx := context.Background()
 	b, p := memSetup(t)
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{b}, Placement: p})
 	s, err := e.NewSession(ctx, &engine.SessionOptions{Policy: []engine.Policy{{Deny: []string{"secret.txt", "secrets/", "/vault/creds.json", "private/*"}}}})
 	require.NoError(t, err)
 	defer s.Close()
@@ -156,7 +156,7 @@ func TestPolicyAttacksThroughLinksAndRenames(t *testing.T) {
 	fsys := s.FS()
 	for _, name := range []string{"link", "hook", "dang"} {
 		denied(t, fsys.WriteFile(name, []byte("PWNED"), 0o644), "a write through "+name)
-		denied(t, fsys.WriteFileIf(name, []byte("PWNED"), 0o644, workspace.Digest{}), "a compare-and-set write through "+name)
+		denied(t, fsys.WriteFileIf(name, []byte("PWNED"), 0o644, grove.Digest{}), "a compare-and-set write through "+name)
 	}
 	data, err := raw.ReadFile("secret.txt")
 	require.NoError(t, err)
@@ -174,5 +174,5 @@ func TestPolicyAttacksThroughLinksAndRenames(t *testing.T) {
 	denied(t, err, "Lstat through a link")
 
 	_, err = e.NewSession(ctx, &engine.SessionOptions{Policy: []engine.Policy{{Allow: []string{"*", "!*.env"}}}})
-	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "a negated Allow: %v", err)
+	assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "a negated Allow: %v", err)
 }

@@ -8,17 +8,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groveworks/grove/backend"
-	"github.com/groveworks/grove/workspace"
+	"github.com/groveworks/grove"
 )
 
-// policyFS is a workspace.FS under a session's policy. Every name is
+// policyFS is a grove.FS under a session's policy. Every name is
 // checked as given and as it resolves through the symlinks of the FS (a
 // link may not carry a read or a write to a path the policy denies);
 // listings show only what may be reached. The FS below keeps its own rules
 // (containment, the head's .git): the policy only narrows them.
 type policyFS struct {
-	fs     workspace.FS
+	fs     grove.FS
 	pol    *policy
 	prefix string // where the FS's names sit in the policy's namespace: "" for the head, "roots/<name>" for a root
 
@@ -74,7 +73,7 @@ func (p *policyFS) at(name string) string {
 	return path.Join(p.prefix, name)
 }
 
-var _ workspace.FS = (*policyFS)(nil)
+var _ grove.FS = (*policyFS)(nil)
 
 // resolved is name with the symlinks of its existing elements followed
 // inside the FS, as far as they lead; a link that leaves the FS is left
@@ -277,9 +276,9 @@ func (p *policyFS) ReadFile(name string) ([]byte, error) {
 	return p.fs.ReadFile(name)
 }
 
-func (p *policyFS) ReadFileDigest(name string) ([]byte, backend.Digest, error) {
+func (p *policyFS) ReadFileDigest(name string) ([]byte, grove.Digest, error) {
 	if err := p.checkFile("readfile", name); err != nil {
-		return nil, backend.Digest{}, err
+		return nil, grove.Digest{}, err
 	}
 	return p.fs.ReadFileDigest(name)
 }
@@ -292,7 +291,7 @@ func (p *policyFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	return p.fs.WriteFile(name, data, perm)
 }
 
-func (p *policyFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect backend.Digest) error {
+func (p *policyFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect grove.Digest) error {
 	defer p.forgetDirs()
 	if err := p.checkWrite("writefileif", name, false); err != nil {
 		return err
@@ -333,7 +332,7 @@ func (p *policyFS) Rename(oldname, newname string) error {
 		// A directory carries whatever is below it, which the patterns
 		// judge by its path: moving it could take a denied file out of
 		// the rule that denies it.
-		return &backend.Error{Code: backend.PermissionDenied, Op: "engine: rename", Path: oldname,
+		return &grove.Error{Code: grove.PermissionDenied, Op: "engine: rename", Path: oldname,
 			Err: errors.New("a directory is not renamed under a path policy with patterns; move its files one by one")}
 	}
 	if err := p.checkWrite("rename", newname, isDir); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/internal/githarness"
@@ -36,9 +37,9 @@ func newFleetHost(t *testing.T, ctx context.Context, root, name, remote, db stri
 		Path: db, LeaseDir: filepath.Join(root, name, "leases"),
 		Placement: engine.Placement{PerSession: &engine.PerSession{
 			Backend: b, Root: clone, HeadsDir: filepath.Join(root, name, "heads"),
-			Remote: &workspace.Remote{URL: remote},
+			Remote: &grove.Remote{URL: remote},
 			// Marks, beside each head it prepares, that it ran.
-			Setup: &workspace.Hook{Command: `echo ran > "$GROVE_HEAD_DIR.setup"`},
+			Setup: &grove.Hook{Command: `echo ran > "$GROVE_HEAD_DIR.setup"`},
 		}},
 		Snapshot: engine.SnapshotPolicy{Trigger: engine.Manual},
 	})
@@ -147,7 +148,7 @@ func TestResumeOnAnotherHostWithRelocate(t *testing.T) {
 	_, err = c.e.Resume(ctx, id, &engine.ResumeOptions{AsRecorded: true, Relocate: true})
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, engine.HeadUnavailable, re.Kind)
-	assert.Equal(t, workspace.Destroyed, workspace.CodeOf(err), "%v", err)
+	assert.Equal(t, grove.Destroyed, grove.CodeOf(err), "%v", err)
 	_, err = os.Stat(filepath.Join(root, "c", "heads"))
 	assert.True(t, os.IsNotExist(err), "nothing was built on host c")
 }

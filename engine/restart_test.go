@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
@@ -59,7 +59,7 @@ func TestHelperProcess(t *testing.T) {
 	res := result{}
 	err := func() error {
 		gb := gitbackend.New(gitbackend.Options{})
-		e, err := engine.Open(ctx, engine.Options{Path: j.DB, Backends: []backend.Backend{gb}})
+		e, err := engine.Open(ctx, engine.Options{Path: j.DB, Backends: []workspace.Backend{gb}})
 		if err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func TestHelperProcess(t *testing.T) {
 		return nil
 	}()
 	if err != nil {
-		res.Code, res.Error = workspace.CodeOf(err).String(), err.Error()
+		res.Code, res.Error = grove.CodeOf(err).String(), err.Error()
 	}
 	data, _ := json.Marshal(res)
 	if werr := os.WriteFile(j.Result+".tmp", data, 0o644); werr != nil || os.Rename(j.Result+".tmp", j.Result) != nil {
@@ -160,7 +160,7 @@ func (r restartEnv) runNew(t *testing.T, config string) result {
 	return res
 }
 
-func (r restartEnv) engine(t *testing.T, backends ...backend.Backend) *engine.Engine {
+func (r restartEnv) engine(t *testing.T, backends ...workspace.Backend) *engine.Engine {
 	t.Helper()
 	return openEngine(t, engine.Options{Path: r.db, Backends: backends})
 }
@@ -188,7 +188,7 @@ func TestResumeInANewProcessReopensTheSameHead(t *testing.T) {
 }
 
 func TestResumeFailuresAreTypedAndNeverSubstituteAHead(t *testing.T) {
-	gb := func() backend.Backend { return gitbackend.New(gitbackend.Options{}) }
+	gb := func() workspace.Backend { return gitbackend.New(gitbackend.Options{}) }
 	openWS := func(t *testing.T, repo string) *workspace.Workspace {
 		ws, err := workspace.Open(context.Background(), gb(), repo, nil)
 		require.NoError(t, err)
@@ -201,33 +201,33 @@ func TestResumeFailuresAreTypedAndNeverSubstituteAHead(t *testing.T) {
 		backends bool
 		config   string
 		kind     engine.ResumeKind
-		why      workspace.Reason
-		code     backend.Code
+		why      grove.Reason
+		code     grove.Code
 	}{
-		{name: "destroyed", kind: engine.HeadUnavailable, code: backend.Destroyed, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+		{name: "destroyed", kind: engine.HeadUnavailable, code: grove.Destroyed, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
 			h, err := openWS(t, r.repo).OpenHead(context.Background(), "session-"+was.Session, nil)
 			require.NoError(t, err)
 			_, err = h.Destroy(context.Background(), &workspace.DestroyOptions{Discard: true})
 			require.NoError(t, err)
 		}},
-		{name: "archived", kind: engine.HeadUnavailable, code: backend.Archived, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+		{name: "archived", kind: engine.HeadUnavailable, code: grove.Archived, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
 			require.NoError(t, openWS(t, r.repo).SetArchived(context.Background(), "session-"+was.Session, true))
 		}},
-		{name: "worktree deleted", kind: engine.HeadUnavailable, why: workspace.ReasonMissing, code: backend.NotFound, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+		{name: "worktree deleted", kind: engine.HeadUnavailable, why: grove.ReasonMissing, code: grove.NotFound, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
 			require.NoError(t, os.RemoveAll(was.Dir))
 		}},
-		{name: "repository moved", kind: engine.HeadUnavailable, why: workspace.ReasonMoved, code: backend.NotFound, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+		{name: "repository moved", kind: engine.HeadUnavailable, why: grove.ReasonMoved, code: grove.NotFound, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
 			require.NoError(t, os.Rename(r.repo, r.repo+"-moved"))
 		}},
-		{name: "backend not registered", kind: engine.BackendUnavailable, code: backend.BackendUnavailable},
-		{name: "binding row corrupted", kind: engine.BindingCorrupt, code: backend.BindingCorrupt, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+		{name: "backend not registered", kind: engine.BackendUnavailable, code: grove.BackendUnavailable},
+		{name: "binding row corrupted", kind: engine.BindingCorrupt, code: grove.BindingCorrupt, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
 			db, err := sql.Open("sqlite3", r.db)
 			require.NoError(t, err)
 			defer db.Close()
 			_, err = db.Exec(`UPDATE bindings SET binding = ? WHERE session_id = ?`, []byte(`{"version":1,"backend":"git"`), was.Session)
 			require.NoError(t, err)
 		}},
-		{name: "configuration changed", kind: engine.ConfigDrift, code: backend.FailedPrecondition, backends: true, config: "model=b"},
+		{name: "configuration changed", kind: engine.ConfigDrift, code: grove.FailedPrecondition, backends: true, config: "model=b"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -302,7 +302,7 @@ func TestTwoProcessesRaceForOneIsolatedHeadAndOneWins(t *testing.T) {
 				switch res.Code {
 				case "":
 					wins++
-				case backend.AlreadyBound.String():
+				case grove.AlreadyBound.String():
 				default:
 					t.Errorf("a loser failed with %s: %s", res.Code, res.Error)
 				}
@@ -330,7 +330,7 @@ func TestADeadSessionsClaimIsTakenOverOnlyWhenAsked(t *testing.T) {
 	e := r.engine(t, gb)
 	ex := engine.Placement{Exclusive: &engine.ExistingHead{Backend: gb, Root: r.repo, Head: "target"}}
 	_, err = e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
-	assert.Equal(t, backend.AlreadyBound, workspace.CodeOf(err), "the dead session's claim was released silently: %v", err)
+	assert.Equal(t, grove.AlreadyBound, grove.CodeOf(err), "the dead session's claim was released silently: %v", err)
 	s, err := e.NewSession(ctx, &engine.SessionOptions{Placement: ex, TakeOver: true})
 	require.NoError(t, err)
 	defer s.Close()
@@ -354,7 +354,7 @@ func TestResumeReportsCommitsGainedBehindTheSessionAndDriftOnRequest(t *testing.
 	s, err := e.Resume(ctx, was.Session, &engine.ResumeOptions{Snapshot: manual})
 	require.NoError(t, err)
 	defer s.Close()
-	assert.Equal(t, []backend.CheckpointID{backend.CheckpointID(behind)}, s.Resumed().Gained)
+	assert.Equal(t, []grove.CheckpointID{grove.CheckpointID(behind)}, s.Resumed().Gained)
 	drift, err := s.Drift(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"dirty.txt", "user.txt"}, drift)
@@ -367,7 +367,7 @@ func TestResumeReportsCommitsGainedBehindTheSessionAndDriftOnRequest(t *testing.
 func TestArchiveAndDestroyAreJournaled(t *testing.T) {
 	ctx := context.Background()
 	b, p := memSetup(t)
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{b}, Placement: p})
 	s, err := e.NewSession(ctx, &engine.SessionOptions{})
 	require.NoError(t, err)
 	require.NoError(t, s.Archive(ctx))
@@ -386,7 +386,7 @@ func TestArchiveAndDestroyAreJournaled(t *testing.T) {
 	var re *engine.ResumeError
 	require.True(t, errors.As(err, &re))
 	assert.Equal(t, engine.HeadUnavailable, re.Kind)
-	checkCode(t, err, backend.Destroyed)
+	checkCode(t, err, grove.Destroyed)
 }
 
 func userGit(t *testing.T, dir string, args ...string) string {
@@ -410,7 +410,7 @@ func TestResumeWithRecreateRebuildsADeletedHead(t *testing.T) {
 	var re *engine.ResumeError
 	require.True(t, errors.As(err, &re), "error %v is not a *ResumeError", err)
 	assert.Equal(t, engine.HeadUnavailable, re.Kind)
-	assert.Equal(t, workspace.ReasonMissing, re.Why)
+	assert.Equal(t, grove.ReasonMissing, re.Why)
 	assert.NoDirExists(t, was.Dir, "a resume without Recreate rebuilds nothing")
 
 	s, err := e.Resume(ctx, was.Session, &engine.ResumeOptions{Config: []byte("model=a"), Snapshot: manual, Recreate: true})
@@ -466,7 +466,7 @@ func TestCloseSessionEndsASessionWhoseHeadIsGone(t *testing.T) {
 	assert.Equal(t, engine.EventClosed, evs[len(evs)-1].Kind)
 	require.NoError(t, e.CloseSession(ctx, was.Session), "closing a closed session changes nothing")
 
-	assert.Equal(t, backend.NotFound, workspace.CodeOf(e.CloseSession(ctx, "not-a-session")))
+	assert.Equal(t, grove.NotFound, grove.CodeOf(e.CloseSession(ctx, "not-a-session")))
 }
 
 func TestCloseSessionRefusesALiveSession(t *testing.T) {
@@ -506,16 +506,16 @@ func TestJournalCheckpointsListWhatOpenSessionsName(t *testing.T) {
 	cp, err := s.Checkpoint(ctx, nil)
 	require.NoError(t, err)
 	require.NoError(t, s.FS().WriteFile("dirty.txt", []byte("dirty\n"), 0o644))
-	res, err := s.Restore(ctx, workspace.Rev(was.Checkpoint), nil)
+	res, err := s.Restore(ctx, grove.Rev(was.Checkpoint), nil)
 	require.NoError(t, err)
 	require.NotNil(t, res.Safety)
 
 	keep, err := e.JournalCheckpoints(ctx)
 	require.NoError(t, err)
-	for _, id := range []workspace.CheckpointID{workspace.CheckpointID(was.Checkpoint), cp.ID, res.Safety.ID} {
+	for _, id := range []grove.CheckpointID{grove.CheckpointID(was.Checkpoint), cp.ID, res.Safety.ID} {
 		assert.Contains(t, keep, id)
 	}
-	assert.NotContains(t, keep, workspace.CheckpointID(closed.Checkpoint), "a closed session keeps nothing")
+	assert.NotContains(t, keep, grove.CheckpointID(closed.Checkpoint), "a closed session keeps nothing")
 }
 
 // The workspace's hooks ride with the placement: setup runs in a
@@ -523,9 +523,9 @@ func TestJournalCheckpointsListWhatOpenSessionsName(t *testing.T) {
 func TestPlacementHooksRunInSessionHeadsAndForks(t *testing.T) {
 	repo := gitRepo(t)
 	ctx := context.Background()
-	setup := &workspace.Hook{Command: `printf '%s' "$GROVE_HEAD" > .setup-ran`}
+	setup := &grove.Hook{Command: `printf '%s' "$GROVE_HEAD" > .setup-ran`}
 	gb := gitbackend.New(gitbackend.Options{})
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{gb}})
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{gb}})
 	s, err := e.NewSession(ctx, &engine.SessionOptions{Placement: engine.Placement{PerSession: &engine.PerSession{
 		Backend: gb, Root: repo, Setup: setup}}, Snapshot: manual})
 	require.NoError(t, err)

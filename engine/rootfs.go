@@ -14,10 +14,9 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend/backendutil"
 	"github.com/groveworks/grove/internal/lock"
-	"github.com/groveworks/grove/workspace"
 )
 
 // rootFS is an extra root's directory on the host, through an os.Root:
@@ -37,7 +36,7 @@ type rootFS struct {
 	release  func()      // gives mu back (see rootLocks)
 }
 
-var _ workspace.FS = (*rootFS)(nil)
+var _ grove.FS = (*rootFS)(nil)
 
 // rootLocks holds one mutex per root lock file, shared in the process
 // while a session has the root open.
@@ -63,7 +62,7 @@ func (r *rootFS) fail(op, name string, err error) error {
 }
 
 func (r *rootFS) check(op, name string) error {
-	if err := backend.CheckPath("engine: root "+op, name); err != nil {
+	if err := grove.CheckPath("engine: root "+op, name); err != nil {
 		return err
 	}
 	return nil
@@ -74,7 +73,7 @@ func (r *rootFS) writable(op, name string) error {
 		return err
 	}
 	if r.readOnly {
-		return &backend.Error{Code: backend.PermissionDenied, Op: "engine: root " + op, Path: name,
+		return &grove.Error{Code: grove.PermissionDenied, Op: "engine: root " + op, Path: name,
 			Err: fmt.Errorf("root %q is mounted read-only", r.name)}
 	}
 	return nil
@@ -97,7 +96,7 @@ func (r *rootFS) Open(name string) (fs.File, error) {
 	}
 	if !fi.Mode().IsRegular() && !fi.IsDir() {
 		_ = f.Close()
-		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: "engine: root open", Path: name, Err: errors.New("not a regular file")}
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: "engine: root open", Path: name, Err: errors.New("not a regular file")}
 	}
 	return f, nil
 }
@@ -134,7 +133,7 @@ func (r *rootFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	defer f.Close()
 	d, ok := f.(fs.ReadDirFile)
 	if !ok {
-		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: "engine: root readdir", Path: name, Err: errors.New("not a directory")}
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: "engine: root readdir", Path: name, Err: errors.New("not a directory")}
 	}
 	ents, err := d.ReadDir(-1)
 	if err != nil {
@@ -148,20 +147,20 @@ func (r *rootFS) ReadFile(name string) ([]byte, error) {
 	return data, err
 }
 
-func (r *rootFS) ReadFileDigest(name string) ([]byte, backend.Digest, error) {
+func (r *rootFS) ReadFileDigest(name string) ([]byte, grove.Digest, error) {
 	f, err := r.Open(name)
 	if err != nil {
-		return nil, backend.Digest{}, err
+		return nil, grove.Digest{}, err
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		return nil, backend.Digest{}, &backend.Error{Code: backend.FailedPrecondition, Op: "engine: root readfile", Path: name, Err: errors.New("is a directory")}
+		return nil, grove.Digest{}, &grove.Error{Code: grove.FailedPrecondition, Op: "engine: root readfile", Path: name, Err: errors.New("is a directory")}
 	}
 	data, err := io.ReadAll(f)
 	if err != nil {
-		return nil, backend.Digest{}, r.fail("readfile", name, err)
+		return nil, grove.Digest{}, r.fail("readfile", name, err)
 	}
-	return data, backend.DigestOf(data), nil
+	return data, grove.DigestOf(data), nil
 }
 
 func (r *rootFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
@@ -171,7 +170,7 @@ func (r *rootFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	return r.write("writefile", name, data, perm)
 }
 
-func (r *rootFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect backend.Digest) error {
+func (r *rootFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect grove.Digest) error {
 	const op = "writefileif"
 	if err := r.writable(op, name); err != nil {
 		return err
@@ -183,16 +182,16 @@ func (r *rootFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect 
 		return err
 	}
 	defer l.Unlock()
-	var cur backend.Digest
+	var cur grove.Digest
 	old, _, err := r.ReadFileDigest(name)
 	switch {
 	case err == nil:
-		cur = backend.DigestOf(old)
-	case backend.CodeOf(err) != backend.NotFound:
+		cur = grove.DigestOf(old)
+	case grove.CodeOf(err) != grove.NotFound:
 		return err
 	}
 	if cur != expect {
-		return &backend.Error{Code: backend.Conflict, Op: "engine: root " + op, Path: name, Current: &cur,
+		return &grove.Error{Code: grove.Conflict, Op: "engine: root " + op, Path: name, Current: &cur,
 			Err: fmt.Errorf("content is %s, the caller expected %s", cur, expect)}
 	}
 	return r.write(op, name, data, perm)
@@ -206,9 +205,9 @@ func (r *rootFS) write(op, name string, data []byte, perm fs.FileMode) error {
 		case fi.Mode()&fs.ModeSymlink != 0:
 			// A write would replace the link, where a read follows it:
 			// write the file it names instead.
-			return &backend.Error{Code: backend.FailedPrecondition, Op: "engine: root " + op, Path: name, Err: errors.New("is a symbolic link; write the file it names")}
+			return &grove.Error{Code: grove.FailedPrecondition, Op: "engine: root " + op, Path: name, Err: errors.New("is a symbolic link; write the file it names")}
 		case fi.IsDir():
-			return &backend.Error{Code: backend.FailedPrecondition, Op: "engine: root " + op, Path: name, Err: errors.New("is a directory")}
+			return &grove.Error{Code: grove.FailedPrecondition, Op: "engine: root " + op, Path: name, Err: errors.New("is a directory")}
 		case fi.Mode().IsRegular():
 			mode = fi.Mode() & 0o777
 		}
@@ -262,10 +261,10 @@ func (r *rootFS) Symlink(target, name string) error {
 		return err
 	}
 	if to := path.Join(path.Dir(name), target); path.IsAbs(target) || to == ".." || strings.HasPrefix(to, "../") {
-		return &backend.Error{Code: backend.PathEscape, Op: "engine: root symlink", Path: name, Err: fmt.Errorf("the target %q leads out of the root", target)}
+		return &grove.Error{Code: grove.PathEscape, Op: "engine: root symlink", Path: name, Err: fmt.Errorf("the target %q leads out of the root", target)}
 	}
 	if _, err := r.root.Lstat(name); err == nil {
-		return &backend.Error{Code: backend.AlreadyExists, Op: "engine: root symlink", Path: name, Err: fs.ErrExist}
+		return &grove.Error{Code: grove.AlreadyExists, Op: "engine: root symlink", Path: name, Err: fs.ErrExist}
 	}
 	return r.fail("symlink", name, r.root.Symlink(target, name))
 }

@@ -10,8 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/groveworks/grove/backend"
-	"github.com/groveworks/grove/workspace"
+	"github.com/groveworks/grove"
 )
 
 // Root is an extra directory a session mounts beside its head — a shared
@@ -41,7 +40,7 @@ var rootName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 // dir). Every refusal is InvalidArgument, naming the root.
 func (e *Engine) checkRoots(roots []Root, headDir, repo string) ([]Root, error) {
 	fail := func(r Root, format string, args ...any) error {
-		return &backend.Error{Code: backend.InvalidArgument, Op: "engine: roots", Path: r.Dir,
+		return &grove.Error{Code: grove.InvalidArgument, Op: "engine: roots", Path: r.Dir,
 			Err: fmt.Errorf("root %q: %s", r.Name, fmt.Sprintf(format, args...))}
 	}
 	within := func(a, b string) bool { return a == b || strings.HasPrefix(a, b+string(filepath.Separator)) }
@@ -123,11 +122,11 @@ func (s *Session) Roots() []Root { return slices.Clone(s.roots) }
 // RootFS returns the file system of the session's root called name, under
 // the session's permission and policy (a ReadOnly session, or a ReadOnly
 // root, refuses every write). An unknown name is NotFound.
-func (s *Session) RootFS(name string) (workspace.FS, error) {
+func (s *Session) RootFS(name string) (grove.FS, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, errorf(backend.FailedPrecondition, "root", "session %s is closed", s.id)
+		return nil, errorf(grove.FailedPrecondition, "root", "session %s is closed", s.id)
 	}
 	for _, r := range s.roots {
 		if r.Name != name {
@@ -142,15 +141,15 @@ func (s *Session) RootFS(name string) (workspace.FS, error) {
 				r.ReadOnly = true
 			}
 			if err := os.MkdirAll(filepath.Dir(s.e.rootLock(r.Dir)), 0o755); err != nil {
-				return nil, errorf(backend.Internal, "root", "%v", err)
+				return nil, errorf(grove.Internal, "root", "%v", err)
 			}
 			var err error
 			if fsys, err = openRootFS(r, s.e.rootLock(r.Dir)); err != nil {
-				return nil, &backend.Error{Code: backend.NotFound, Op: "engine: root", Path: r.Dir, Err: err}
+				return nil, &grove.Error{Code: grove.NotFound, Op: "engine: root", Path: r.Dir, Err: err}
 			}
 			s.rootFS[name] = fsys
 		}
 		return &policyFS{fs: fsys, pol: s.pol, prefix: "roots/" + name}, nil
 	}
-	return nil, errorf(backend.NotFound, "root", "the session has no root %q", name)
+	return nil, errorf(grove.NotFound, "root", "the session has no root %q", name)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
@@ -23,7 +23,7 @@ func TestExtraRoots(t *testing.T) {
 	gb := gitbackend.New(gitbackend.Options{})
 	repo := gitRepo(t)
 	state := t.TempDir()
-	e := openEngine(t, engine.Options{Path: filepath.Join(state, "grove.db"), Backends: []backend.Backend{gb},
+	e := openEngine(t, engine.Options{Path: filepath.Join(state, "grove.db"), Backends: []workspace.Backend{gb},
 		Placement: engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: repo}}})
 	docs, cache, outside := t.TempDir(), t.TempDir(), t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(docs, "guide.md"), []byte("guide\n"), 0o644))
@@ -47,7 +47,7 @@ func TestExtraRoots(t *testing.T) {
 	denied(t, d.WriteFile("new.md", []byte("x"), 0o644), "a write to a read-only root")
 	for _, name := range []string{"abs-link", "rel-link", "../x"} {
 		_, err := d.ReadFile(name)
-		assert.Equal(t, backend.PathEscape, workspace.CodeOf(err), "%s: %v", name, err)
+		assert.Equal(t, grove.PathEscape, grove.CodeOf(err), "%s: %v", name, err)
 	}
 
 	c, err := s.RootFS("cache")
@@ -58,17 +58,17 @@ func TestExtraRoots(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.WriteFileIf("deps/a", []byte("2"), 0o644, dg))
 	err = c.WriteFileIf("deps/a", []byte("3"), 0o644, dg)
-	assert.Equal(t, backend.Conflict, workspace.CodeOf(err), "a stale compare-and-set: %v", err)
+	assert.Equal(t, grove.Conflict, grove.CodeOf(err), "a stale compare-and-set: %v", err)
 	denied(t, c.MkdirAll("private", 0o755), "a path the policy denies in a root")
 	_, err = c.ReadDir(".git")
 	denied(t, err, "a root's .git")
-	assert.Equal(t, backend.PathEscape, workspace.CodeOf(c.Symlink("../../etc", "out")), "a link out of a root is refused")
+	assert.Equal(t, grove.PathEscape, grove.CodeOf(c.Symlink("../../etc", "out")), "a link out of a root is refused")
 	got, err := os.ReadFile(filepath.Join(cache, "deps", "a"))
 	require.NoError(t, err)
 	assert.Equal(t, "2", string(got), "the write landed in the root's directory")
 
 	_, err = s.RootFS("nope")
-	assert.Equal(t, backend.NotFound, workspace.CodeOf(err))
+	assert.Equal(t, grove.NotFound, grove.CodeOf(err))
 
 	// A root is configuration: recorded, resumed as recorded, drift when
 	// it changes, inherited by a fork.
@@ -96,7 +96,7 @@ func TestRootsThatOverlapAreRefused(t *testing.T) {
 	gb := gitbackend.New(gitbackend.Options{})
 	repo := gitRepo(t)
 	state := t.TempDir()
-	e := openEngine(t, engine.Options{Path: filepath.Join(state, "grove.db"), Backends: []backend.Backend{gb},
+	e := openEngine(t, engine.Options{Path: filepath.Join(state, "grove.db"), Backends: []workspace.Backend{gb},
 		Placement: engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: repo}}})
 	s, err := e.NewSession(ctx, nil)
 	require.NoError(t, err)
@@ -117,11 +117,11 @@ func TestRootsThatOverlapAreRefused(t *testing.T) {
 		"a directory above heads": {{Name: "a", Dir: filepath.Dir(filepath.Dir(head))}},
 	} {
 		_, err := e.NewSession(ctx, &engine.SessionOptions{Roots: roots})
-		assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "%s: %v", what, err)
+		assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "%s: %v", what, err)
 	}
 	ex := engine.Placement{Exclusive: &engine.ExistingHead{Backend: gb, Root: repo, Head: s.Head().Info().Name}}
 	_, err = e.NewSession(ctx, &engine.SessionOptions{Placement: ex, Roots: []engine.Root{{Name: "h", Dir: head}}})
-	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "the head itself: %v", err)
+	assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "the head itself: %v", err)
 }
 
 // Fixes from a review: a failed resume leaves no lease behind; a root over
@@ -131,10 +131,10 @@ func TestRootAndResumeFixesFromReview(t *testing.T) {
 	ctx := context.Background()
 	gb := gitbackend.New(gitbackend.Options{})
 	repo := gitRepo(t)
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{gb},
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{gb},
 		Placement: engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: repo}}})
 	_, err := e.NewSession(ctx, &engine.SessionOptions{Roots: []engine.Root{{Name: "git", Dir: filepath.Join(repo, ".git")}}})
-	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "a root over the git directory: %v", err)
+	assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "a root over the git directory: %v", err)
 
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "target.md"), []byte("t"), 0o644))
@@ -143,14 +143,14 @@ func TestRootAndResumeFixesFromReview(t *testing.T) {
 	require.NoError(t, err)
 	r, err := s.RootFS("r")
 	require.NoError(t, err)
-	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(r.WriteFile("link.md", []byte("x"), 0o644)))
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(r.WriteFile("link.md", []byte("x"), 0o644)))
 	fi, err := os.Lstat(filepath.Join(dir, "link.md"))
 	require.NoError(t, err)
 	assert.NotZero(t, fi.Mode()&os.ModeSymlink, "the link is still a link")
 
 	require.NoError(t, s.Detach())
 	_, err = e.Resume(ctx, s.ID(), &engine.ResumeOptions{Roots: s.Roots(), Policy: []engine.Policy{{Deny: []string{" "}}}})
-	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err))
+	assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err))
 	again, err := e.Resume(ctx, s.ID(), &engine.ResumeOptions{Roots: s.Roots()})
 	require.NoError(t, err, "a failed resume left the session's lease held")
 	require.NoError(t, again.Close())

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -42,8 +42,8 @@ type Session struct {
 	view     *workspace.Head      // what callers get: head, or for ReadOnly its read-only view
 	ownsHead bool                 // a failed start destroys head (one it created, or a fork's)
 
-	setup, teardown *workspace.Hook   // the workspace's hooks, for the heads the session forks
-	remote          *workspace.Remote // the workspace's remote, for them too
+	setup, teardown *grove.Hook   // the workspace's hooks, for the heads the session forks
+	remote          *grove.Remote // the workspace's remote, for them too
 
 	resumed    bool
 	report     ResumeReport
@@ -102,7 +102,7 @@ func (s *Session) journalTampering(ctx context.Context, end bool) {
 	if !s.watching {
 		return
 	}
-	var changes []workspace.Tamper
+	var changes []grove.Tamper
 	var err error
 	if end {
 		changes, err = s.head.EndWatch(ctx)
@@ -112,7 +112,7 @@ func (s *Session) journalTampering(ctx context.Context, end bool) {
 	if err != nil {
 		return
 	}
-	var fresh []workspace.Tamper
+	var fresh []grove.Tamper
 	s.mu.Lock()
 	for _, c := range changes {
 		k := c.Kind + "\x00" + c.Name + "\x00" + c.Now
@@ -152,7 +152,7 @@ func (s *Session) Resumed() ResumeReport { return s.report }
 // refuses, are PermissionDenied; the git directory (.git, at any depth, in
 // any case) is never reachable. It is nil for a headless session. (The
 // head's own FS, Head().FS(), has only the head's rules.)
-func (s *Session) FS() workspace.FS {
+func (s *Session) FS() grove.FS {
 	if s.view == nil {
 		return nil
 	}
@@ -204,8 +204,8 @@ func (s *Session) bindHead(ctx context.Context, p Placement) error {
 		if s.head, err = s.ws.OpenHead(ctx, eh.Head, nil); err != nil {
 			return err
 		}
-		if shared && s.head.Info().Access != backend.Shared {
-			return errorf(backend.InvalidArgument, "new session", "head %q is %s; a shared placement needs a shared head", eh.Head, s.head.Info().Access)
+		if shared && s.head.Info().Access != grove.Shared {
+			return errorf(grove.InvalidArgument, "new session", "head %q is %s; a shared placement needs a shared head", eh.Head, s.head.Info().Access)
 		}
 		return nil
 	}
@@ -239,10 +239,10 @@ func (s *Session) release(ctx context.Context, destroy bool) {
 // Checkpoint checkpoints the head and journals it. A headless session
 // answers WorkspaceNotConfigured and journals nothing; a ReadOnly one
 // PermissionDenied.
-func (s *Session) Checkpoint(ctx context.Context, opts *workspace.CheckpointOptions) (workspace.CheckpointResult, error) {
+func (s *Session) Checkpoint(ctx context.Context, opts *workspace.CheckpointOptions) (grove.CheckpointResult, error) {
 	ctx, done, err := s.enter(ctx, "checkpoint", true, true)
 	if err != nil {
-		return workspace.CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
 	defer done()
 	cp, err := s.head.Checkpoint(ctx, opts)
@@ -253,7 +253,7 @@ func (s *Session) Checkpoint(ctx context.Context, opts *workspace.CheckpointOpti
 }
 
 // recordCheckpoint journals a checkpoint and makes it the session's last.
-func (s *Session) recordCheckpoint(ctx context.Context, cp workspace.CheckpointResult, kind EventKind) error {
+func (s *Session) recordCheckpoint(ctx context.Context, cp grove.CheckpointResult, kind EventKind) error {
 	err := s.e.st.setLast(ctx, s.id, cp.ID, kind, map[string]any{"checkpoint": cp.ID, "new": cp.New, "skipped": len(cp.Skipped)})
 	if err == nil {
 		s.mu.Lock()
@@ -268,7 +268,7 @@ func (s *Session) recordCheckpoint(ctx context.Context, cp workspace.CheckpointR
 // allows, so a session whose policy is read-only answers PermissionDenied.
 // It is an idle-time operation: while a turn runs it is FailedPrecondition.
 // A ReadOnly session answers PermissionDenied.
-func (s *Session) Restore(ctx context.Context, to workspace.Rev, opts *workspace.RestoreOptions) (workspace.RestoreResult, error) {
+func (s *Session) Restore(ctx context.Context, to grove.Rev, opts *workspace.RestoreOptions) (workspace.RestoreResult, error) {
 	ctx, done, err := s.enter(ctx, "restore", true, true)
 	if err != nil {
 		return workspace.RestoreResult{}, err
@@ -280,7 +280,7 @@ func (s *Session) Restore(ctx context.Context, to workspace.Rev, opts *workspace
 	}
 	defer end()
 	if s.pol.readOnly() {
-		return workspace.RestoreResult{}, errorf(backend.PermissionDenied, "restore", "the session's policy is read-only: a restore rewrites files")
+		return workspace.RestoreResult{}, errorf(grove.PermissionDenied, "restore", "the session's policy is read-only: a restore rewrites files")
 	}
 	res, err := s.head.Restore(ctx, to, opts)
 	if err != nil {
@@ -307,7 +307,7 @@ func (s *Session) idleOp(op string) (end func(), err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.turn {
-		return nil, errorf(backend.FailedPrecondition, op, "a turn is running")
+		return nil, errorf(grove.FailedPrecondition, op, "a turn is running")
 	}
 	s.idleOps++
 	return func() {
@@ -343,7 +343,7 @@ type ForkOptions struct {
 	Roots []Root
 	// From forks from this checkpoint (or revision) instead of from a
 	// checkpoint of the head now.
-	From workspace.Rev
+	From grove.Rev
 	// Checkpoint configures the checkpoint of the head when From is empty.
 	Checkpoint workspace.CheckpointOptions
 	// ByAgent marks a fork the session's agent asked for (the fork tool):
@@ -380,8 +380,8 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 		o = *opts
 	}
 	sb := s.head.Workspace().Sandbox() // the session's workspace's, as it was opened or resumed
-	if o.ByAgent && s.setup != nil && sb.Kind == workspace.SandboxNone {
-		return nil, errorf(backend.PermissionDenied, op, "the workspace's setup hook (%q) would run outside any sandbox on files the agent wrote: fork from the command line, or give the engine a sandbox", s.setup.Command)
+	if o.ByAgent && s.setup != nil && sb.Kind == grove.SandboxNone {
+		return nil, errorf(grove.PermissionDenied, op, "the workspace's setup hook (%q) would run outside any sandbox on files the agent wrote: fork from the command line, or give the engine a sandbox", s.setup.Command)
 	}
 	if o.Agent == "" {
 		o.Agent = s.agent
@@ -429,7 +429,7 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 			_ = cws.Close()
 			return nil, err
 		}
-		from = workspace.Rev(cp.ID)
+		from = grove.Rev(cp.ID)
 	}
 	h, err := cws.NewHead(name).From(from).Create(ctx)
 	if err != nil {
@@ -485,7 +485,7 @@ func (s *Session) Destroy(ctx context.Context, opts *workspace.DestroyOptions) (
 	err = s.e.st.journal(jctx, s.id, EventDestroyed, payload)
 	cancel()
 	done()
-	if cerr := s.Close(); err == nil && backend.CodeOf(cerr) != backend.FailedPrecondition {
+	if cerr := s.Close(); err == nil && grove.CodeOf(cerr) != grove.FailedPrecondition {
 		err = cerr // FailedPrecondition: a concurrent Close got there first
 	}
 	return res, err
@@ -510,11 +510,11 @@ func (s *Session) Turn(ctx context.Context, f func(ctx context.Context) error) e
 	s.mu.Lock()
 	if s.turn {
 		s.mu.Unlock()
-		return errorf(backend.FailedPrecondition, "turn", "a turn is already running")
+		return errorf(grove.FailedPrecondition, "turn", "a turn is already running")
 	}
 	if s.idleOps > 0 {
 		s.mu.Unlock()
-		return errorf(backend.FailedPrecondition, "turn", "a restore or destroy of the head is running")
+		return errorf(grove.FailedPrecondition, "turn", "a restore or destroy of the head is running")
 	}
 	s.turn = true
 	s.turns++
@@ -575,7 +575,7 @@ func (s *Session) autoCheckpoint(ctx context.Context, message string) error {
 	if err == nil {
 		return s.recordCheckpoint(ctx, cp, EventCheckpointed)
 	}
-	if s.life.Err() != nil && workspace.CodeOf(err) == workspace.Canceled {
+	if s.life.Err() != nil && grove.CodeOf(err) == grove.Canceled {
 		return err // Close cancelled it: not a failure worth a journal entry
 	}
 	jctx, cancel := detached(ctx)
@@ -622,7 +622,7 @@ func (s *Session) Drift(ctx context.Context) ([]string, error) {
 	if last == "" {
 		last = string(s.head.Info().Base)
 	}
-	d, err := s.head.Diff(ctx, workspace.Rev(last), workspace.Live)
+	d, err := s.head.Diff(ctx, grove.Rev(last), grove.Live)
 	if err != nil {
 		return nil, err
 	}
@@ -674,7 +674,7 @@ func (s *Session) finish(op string, detach bool) error {
 	if s.closed {
 		s.mu.Unlock()
 		<-s.closedCh
-		return &backend.Error{Code: backend.FailedPrecondition, Op: "engine: " + op, Err: fmt.Errorf("session %s: %w", s.id, errAlreadyClosed)}
+		return &grove.Error{Code: grove.FailedPrecondition, Op: "engine: " + op, Err: fmt.Errorf("session %s: %w", s.id, errAlreadyClosed)}
 	}
 	s.closed = true
 	if s.idle != nil {
@@ -719,7 +719,7 @@ func (s *Session) abandon(ctx context.Context, created bool) {
 type Env struct {
 	SessionID string
 	Head      *workspace.Head // the session's head under its permission; nil for a headless session
-	FS        workspace.FS    // the session's FS, permission enforced; nil for a headless session
+	FS        grove.FS        // the session's FS, permission enforced; nil for a headless session
 }
 
 // Extension adds a value to a session's environment, keyed by its dynamic
@@ -729,22 +729,22 @@ type Extension struct {
 }
 
 // buildExtensions builds s.exts for the session's environment. A
-// constructor's error is returned as a *workspace.Error of its code
+// constructor's error is returned as a *grove.Error of its code
 // (Internal when it is not grove's).
 func (s *Session) buildExtensions() error {
 	s.built, s.builtOrder = map[reflect.Type]any{}, nil
 	env := Env{SessionID: s.id, Head: s.view, FS: s.FS()}
 	for _, x := range s.exts {
 		if x.New == nil {
-			return errorf(backend.InvalidArgument, "extension", "an extension without a constructor")
+			return errorf(grove.InvalidArgument, "extension", "an extension without a constructor")
 		}
 		v, err := x.New(env)
 		if err != nil {
-			return &backend.Error{Code: backend.CodeOf(err), Op: "engine: extension", Err: err}
+			return &grove.Error{Code: grove.CodeOf(err), Op: "engine: extension", Err: err}
 		}
 		t := reflect.TypeOf(v)
 		if _, dup := s.built[t]; dup {
-			return errorf(backend.InvalidArgument, "extension", "two extensions of type %v", t)
+			return errorf(grove.InvalidArgument, "extension", "two extensions of type %v", t)
 		}
 		s.built[t] = v
 		s.builtOrder = append(s.builtOrder, v)
@@ -847,11 +847,11 @@ type Event struct {
 // a *StoreError.
 func (e *Engine) Events(ctx context.Context, id string) ([]Event, error) {
 	if !validSessionID(id) {
-		return nil, errorf(backend.NotFound, "events", "%q is not a session ID", id)
+		return nil, errorf(grove.NotFound, "events", "%q is not a session ID", id)
 	}
 	evs, err := e.st.events(ctx, id)
 	if err == nil && len(evs) == 0 { // every session has at least "bound"
-		err = errorf(backend.NotFound, "events", "no session %s", id)
+		err = errorf(grove.NotFound, "events", "no session %s", id)
 	}
 	return evs, err
 }

@@ -8,8 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/groveworks/grove/backend"
-	"github.com/groveworks/grove/workspace"
+	"github.com/groveworks/grove"
 )
 
 // SessionInfo is a session as the engine's database records it: what a
@@ -36,7 +35,7 @@ type SessionInfo struct {
 	Root, Head string
 	// LastCheckpoint is the last checkpoint the journal recorded (the
 	// head's base before any).
-	LastCheckpoint workspace.CheckpointID
+	LastCheckpoint grove.CheckpointID
 	// Permission, Snapshot, Config, Policy and Roots are the
 	// configuration the session was bound with: give them to ResumeOptions to resume it without
 	// drift. They are zero for a session recorded by a grove older than
@@ -54,7 +53,7 @@ type SessionInfo struct {
 // Sessions lists the sessions in the engine's database, oldest first,
 // open and closed. A database that cannot be read is a *StoreError.
 func (e *Engine) Sessions(ctx context.Context) ([]SessionInfo, error) {
-	if err := backend.ContextError(ctx, "engine: sessions"); err != nil {
+	if err := grove.ContextError(ctx, "engine: sessions"); err != nil {
 		return nil, err
 	}
 	return e.st.sessions(ctx, "")
@@ -65,15 +64,15 @@ func (e *Engine) Sessions(ctx context.Context) ([]SessionInfo, error) {
 // that cannot be read is a *StoreError.
 func (e *Engine) SessionInfo(ctx context.Context, id string) (SessionInfo, error) {
 	const op = "session info"
-	if err := backend.ContextError(ctx, "engine: "+op); err != nil {
+	if err := grove.ContextError(ctx, "engine: "+op); err != nil {
 		return SessionInfo{}, err
 	}
 	if !validSessionID(id) {
-		return SessionInfo{}, errorf(backend.NotFound, op, "%q is not a session ID", id)
+		return SessionInfo{}, errorf(grove.NotFound, op, "%q is not a session ID", id)
 	}
 	infos, err := e.st.sessions(ctx, id)
 	if errors.Is(err, errNoSession) {
-		return SessionInfo{}, errorf(backend.NotFound, op, "no session %s", id)
+		return SessionInfo{}, errorf(grove.NotFound, op, "no session %s", id)
 	}
 	if err != nil {
 		return SessionInfo{}, err
@@ -94,11 +93,11 @@ func (e *Engine) CloseSession(ctx context.Context, id string) error {
 		return err
 	}
 	defer done()
-	if err := backend.ContextError(ctx, "engine: "+op); err != nil {
+	if err := grove.ContextError(ctx, "engine: "+op); err != nil {
 		return err
 	}
 	if !validSessionID(id) {
-		return errorf(backend.NotFound, op, "%q is not a session ID", id)
+		return errorf(grove.NotFound, op, "%q is not a session ID", id)
 	}
 	si, err := e.SessionInfo(ctx, id)
 	if err != nil {
@@ -108,7 +107,7 @@ func (e *Engine) CloseSession(ctx context.Context, id string) error {
 		return nil
 	}
 	release, err := e.st.lease(ctx, id, "close session "+id)
-	if backend.CodeOf(err) == backend.Busy {
+	if grove.CodeOf(err) == grove.Busy {
 		return &ResumeError{Kind: SessionBusy, SessionID: id, Err: err}
 	}
 	if err != nil {
@@ -125,18 +124,18 @@ func (e *Engine) CloseSession(ctx context.Context, id string) error {
 // keep so that no open session's record points at a deleted checkpoint
 // (pass it as workspace.RetentionPolicy.Keep). A database that cannot be
 // read is a *StoreError.
-func (e *Engine) JournalCheckpoints(ctx context.Context) ([]workspace.CheckpointID, error) {
-	if err := backend.ContextError(ctx, "engine: journal checkpoints"); err != nil {
+func (e *Engine) JournalCheckpoints(ctx context.Context) ([]grove.CheckpointID, error) {
+	if err := grove.ContextError(ctx, "engine: journal checkpoints"); err != nil {
 		return nil, err
 	}
 	lasts, payloads, err := e.st.openJournals(ctx)
 	if err != nil {
 		return nil, err
 	}
-	seen := map[workspace.CheckpointID]bool{}
+	seen := map[grove.CheckpointID]bool{}
 	for _, last := range lasts {
 		if last != "" {
-			seen[workspace.CheckpointID(last)] = true
+			seen[grove.CheckpointID(last)] = true
 		}
 	}
 	for _, p := range payloads {
@@ -146,7 +145,7 @@ func (e *Engine) JournalCheckpoints(ctx context.Context) ([]workspace.Checkpoint
 		}
 		for _, field := range []string{"checkpoint", "commit", "to", "safety", "final", "from"} {
 			if v, ok := obj[field].(string); ok && isObjectName(v) {
-				seen[workspace.CheckpointID(v)] = true
+				seen[grove.CheckpointID(v)] = true
 			}
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/workspace"
 )
@@ -24,7 +24,7 @@ func TestSessionInfoRecordsTheConfigurationToResumeWith(t *testing.T) {
 	ctx := context.Background()
 	b, p := memSetup(t)
 	path := filepath.Join(t.TempDir(), "grove.db")
-	e := openEngine(t, engine.Options{Path: path, Backends: []backend.Backend{b}, Placement: p})
+	e := openEngine(t, engine.Options{Path: path, Backends: []workspace.Backend{b}, Placement: p})
 	snap := &engine.SnapshotPolicy{Trigger: engine.OnTurnDone, Mode: engine.Required}
 	s, err := e.NewSession(ctx, &engine.SessionOptions{Agent: "claude", Config: []byte(`{"model":"m"}`), Snapshot: snap})
 	require.NoError(t, err)
@@ -82,17 +82,17 @@ func TestSessionInfoRecordsTheConfigurationToResumeWith(t *testing.T) {
 	_, err = e.Resume(ctx, s.ID(), nil)
 	assert.Equal(t, engine.ConfigDrift, resumeKindOf(err), "without the recorded configuration it is drift: %v", err)
 	_, err = e.Resume(ctx, s.ID(), &engine.ResumeOptions{AsRecorded: true, Config: []byte("x")})
-	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "AsRecorded with a Config: %v", err)
+	assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "AsRecorded with a Config: %v", err)
 
 	_, err = e.Events(ctx, "0b8f5a2e-3c1d-4f6a-9b7e-2d4c6a8e0f13")
-	assert.Equal(t, backend.NotFound, workspace.CodeOf(err), "events of an unknown session: %v", err)
+	assert.Equal(t, grove.NotFound, grove.CodeOf(err), "events of an unknown session: %v", err)
 	_, err = e.Events(ctx, "../x")
-	assert.Equal(t, backend.NotFound, workspace.CodeOf(err), "events of a malformed ID: %v", err)
+	assert.Equal(t, grove.NotFound, grove.CodeOf(err), "events of a malformed ID: %v", err)
 
 	_, err = e.SessionInfo(ctx, "0b8f5a2e-3c1d-4f6a-9b7e-2d4c6a8e0f13")
-	assert.Equal(t, backend.NotFound, workspace.CodeOf(err), "error: %v", err)
+	assert.Equal(t, grove.NotFound, grove.CodeOf(err), "error: %v", err)
 	_, err = e.SessionInfo(ctx, "../../x")
-	assert.Equal(t, backend.NotFound, workspace.CodeOf(err), "error: %v", err)
+	assert.Equal(t, grove.NotFound, grove.CodeOf(err), "error: %v", err)
 }
 
 // Detach leaves the session open with its claim: no other session takes
@@ -105,13 +105,13 @@ func TestDetachLeavesTheSessionOpenAndItsClaimHeld(t *testing.T) {
 	h, err := ws.NewHead("solo").Create(ctx)
 	require.NoError(t, err)
 	require.NoError(t, h.Close())
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{b}, Placement: p})
 	ex := engine.Placement{Exclusive: &engine.ExistingHead{Backend: b, Root: "demo", Head: "solo"}}
 	s, err := e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
 	require.NoError(t, err)
 	require.NoError(t, s.Detach())
-	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(s.Detach()), "a second Detach")
-	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(s.Close()), "a Close after Detach")
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(s.Detach()), "a second Detach")
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(s.Close()), "a Close after Detach")
 	_, err = s.Checkpoint(ctx, nil)
 	assert.Error(t, err, "a detached session's handle is over")
 
@@ -121,7 +121,7 @@ func TestDetachLeavesTheSessionOpenAndItsClaimHeld(t *testing.T) {
 	assert.False(t, si.Live, "the lease is released")
 	assert.True(t, si.Claims, "the claim is kept")
 	_, err = e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
-	assert.Equal(t, backend.AlreadyBound, workspace.CodeOf(err), "error: %v", err)
+	assert.Equal(t, grove.AlreadyBound, grove.CodeOf(err), "error: %v", err)
 
 	r, err := e.Resume(ctx, s.ID(), nil)
 	require.NoError(t, err)
@@ -179,7 +179,7 @@ func TestASessionOnAnExistingHeadStartsFromItsCommitNow(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, h.Close())
 
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{b}, Placement: p})
 	ex := engine.Placement{Exclusive: &engine.ExistingHead{Backend: b, Root: "demo", Head: "old"}}
 	s, err := e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
 	require.NoError(t, err)
@@ -211,7 +211,7 @@ func TestADatabaseThatCannotBeCreatedIsInaccessible(t *testing.T) {
 	var se *engine.StoreError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, engine.StoreInaccessible, se.Kind)
-	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err))
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err))
 }
 
 type greeter interface{ greet() string }
@@ -223,7 +223,7 @@ func (english) greet() string { return "hello" }
 func TestExtensionOfAnInterface(t *testing.T) {
 	ctx := context.Background()
 	b, p := memSetup(t)
-	e := openEngine(t, engine.Options{Backends: []backend.Backend{b}, Placement: p})
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{b}, Placement: p})
 	s, err := e.NewSession(ctx, &engine.SessionOptions{Extensions: []engine.Extension{
 		{New: func(engine.Env) (any, error) { return 42, nil }},
 		{New: func(engine.Env) (any, error) { return english{}, nil }},

@@ -8,8 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/groveworks/grove/backend"
-	"github.com/groveworks/grove/workspace"
+	"github.com/groveworks/grove"
 )
 
 // sqlStore is the store on a SQL database: the embedded SQLite file
@@ -58,7 +57,7 @@ func (s *sqlStore) exec(ctx context.Context, tx *sql.Tx, query string, args ...a
 }
 
 // tx runs f in an immediate transaction, committing if it returns nil.
-// An error of f that is a *workspace.Error (AlreadyBound, a corrupt claim)
+// An error of f that is a *grove.Error (AlreadyBound, a corrupt claim)
 // is returned as it is; anything else is the store's failure.
 func (s *sqlStore) tx(ctx context.Context, f func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -67,7 +66,7 @@ func (s *sqlStore) tx(ctx context.Context, f func(tx *sql.Tx) error) error {
 	}
 	if err := f(tx); err != nil {
 		_ = tx.Rollback()
-		var be *backend.Error
+		var be *grove.Error
 		var se *StoreError
 		if errors.As(err, &be) || errors.As(err, &se) {
 			return err
@@ -94,7 +93,7 @@ func (s *sqlStore) failCtx(ctx context.Context, err error) error {
 
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
-func (s *sqlStore) create(ctx context.Context, rec sessionRecord, bind backend.Binding, claim, takeOver bool) error {
+func (s *sqlStore) create(ctx context.Context, rec sessionRecord, bind grove.Binding, claim, takeOver bool) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		t := now()
 		snap, err := json.Marshal(rec.snap)
@@ -159,7 +158,7 @@ func (s *sqlStore) load(ctx context.Context, id string) (sessionRecord, []byte, 
 	if err != nil {
 		return rec, nil, s.fail(err)
 	}
-	rec.lastCheckpoint = workspace.CheckpointID(last)
+	rec.lastCheckpoint = grove.CheckpointID(last)
 	rec.perm = Permission(perm)
 	pr, err := decodePlacement(rec.placement)
 	if err == nil {
@@ -187,7 +186,7 @@ func (s *sqlStore) load(ctx context.Context, id string) (sessionRecord, []byte, 
 	return rec, data, nil
 }
 
-func (s *sqlStore) claim(ctx context.Context, id string, bind backend.Binding) error {
+func (s *sqlStore) claim(ctx context.Context, id string, bind grove.Binding) error {
 	return s.tx(ctx, func(tx *sql.Tx) error { return s.claimTx(ctx, tx, id, bind, false) })
 }
 
@@ -195,7 +194,7 @@ func (s *sqlStore) claim(ctx context.Context, id string, bind backend.Binding) e
 // claim held by another session is AlreadyBound, unless takeOver and that
 // session is not live, when the claim passes to id and the loser's journal
 // says so.
-func (s *sqlStore) claimTx(ctx context.Context, tx *sql.Tx, id string, bind backend.Binding, takeOver bool) error {
+func (s *sqlStore) claimTx(ctx context.Context, tx *sql.Tx, id string, bind grove.Binding, takeOver bool) error {
 	if err := s.serialize(ctx, tx, "claim "+string(bind.Backend)+" "+string(bind.Workspace)+" "+string(bind.Head)); err != nil {
 		return err
 	}
@@ -218,7 +217,7 @@ func (s *sqlStore) claimTx(ctx context.Context, tx *sql.Tx, id string, bind back
 			return err
 		}
 	default:
-		return &backend.Error{Code: backend.AlreadyBound, Op: "engine: claim", Head: string(bind.Head),
+		return &grove.Error{Code: grove.AlreadyBound, Op: "engine: claim", Head: string(bind.Head),
 			Err: fmt.Errorf("the head is claimed by session %s", holder)}
 	}
 	err = s.exec(ctx, tx, `INSERT INTO claims (backend, workspace, head, session_id, claimed_at) VALUES (?, ?, ?, ?, ?)`,
@@ -238,7 +237,7 @@ func (s *sqlStore) reopen(ctx context.Context, id string, kind EventKind, payloa
 	})
 }
 
-func (s *sqlStore) setLast(ctx context.Context, id string, commit workspace.CheckpointID, kind EventKind, payload any) error {
+func (s *sqlStore) setLast(ctx context.Context, id string, commit grove.CheckpointID, kind EventKind, payload any) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		if err := s.fence(ctx, tx, id); err != nil {
 			return err
@@ -250,7 +249,7 @@ func (s *sqlStore) setLast(ctx context.Context, id string, commit workspace.Chec
 	})
 }
 
-func (s *sqlStore) rebind(ctx context.Context, id string, bind backend.Binding, commit workspace.CheckpointID, kind EventKind, payload any) error {
+func (s *sqlStore) rebind(ctx context.Context, id string, bind grove.Binding, commit grove.CheckpointID, kind EventKind, payload any) error {
 	data, err := bind.Encode()
 	if err != nil {
 		return s.fail(err)
@@ -383,7 +382,7 @@ func (s *sqlStore) sessions(ctx context.Context, id string) ([]SessionInfo, erro
 			if pr.Kind == "per-session" {
 				si.Head = "session-" + si.ID
 			}
-			si.LastCheckpoint = workspace.CheckpointID(last)
+			si.LastCheckpoint = grove.CheckpointID(last)
 			si.Permission = Permission(perm)
 			if si.Created, err = decodeTime("creation", created); err == nil {
 				if si.Updated, err = decodeTime("update", updated); err == nil {

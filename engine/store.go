@@ -18,9 +18,8 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // the SQLite driver
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/lock"
-	"github.com/groveworks/grove/workspace"
 )
 
 // migrations are the schema's numbered steps; migration i (from 1) takes
@@ -276,18 +275,18 @@ func schema(ctx context.Context, db *sql.DB) (string, error) {
 // is the contract both pass.
 //
 // A failure of the store itself is a *StoreError (or Canceled when ctx
-// ended); an AlreadyBound *workspace.Error from create or claim means the
+// ended); an AlreadyBound *grove.Error from create or claim means the
 // head is claimed by a live session, or by a dead one without takeOver.
 type store interface {
 	// create persists a new session, its binding (none for a headless
 	// session), its claim when claim is set, its "bound" event and, for a
 	// fork (rec.parent set), the parent's "forked" event.
-	create(ctx context.Context, rec sessionRecord, bind backend.Binding, claim, takeOver bool) error
+	create(ctx context.Context, rec sessionRecord, bind grove.Binding, claim, takeOver bool) error
 	// load reads a session and its stored binding (nil for a headless
 	// session); an unknown ID is errNoSession.
 	load(ctx context.Context, id string) (sessionRecord, []byte, error)
 	// claim records that session id holds the head bind names.
-	claim(ctx context.Context, id string, bind backend.Binding) error
+	claim(ctx context.Context, id string, bind grove.Binding) error
 	// The writes of a live session's own record — reopen, setLast,
 	// rebind, journal, closeSession — are fenced: they fail with
 	// FailedPrecondition unless this process still holds
@@ -297,10 +296,10 @@ type store interface {
 	reopen(ctx context.Context, id string, kind EventKind, payload any) error
 	// setLast makes commit the session's last checkpoint and journals
 	// kind with payload.
-	setLast(ctx context.Context, id string, commit workspace.CheckpointID, kind EventKind, payload any) error
+	setLast(ctx context.Context, id string, commit grove.CheckpointID, kind EventKind, payload any) error
 	// rebind replaces the session's binding with bind, makes commit its
 	// last checkpoint and journals kind with payload: a head that moved.
-	rebind(ctx context.Context, id string, bind backend.Binding, commit workspace.CheckpointID, kind EventKind, payload any) error
+	rebind(ctx context.Context, id string, bind grove.Binding, commit grove.CheckpointID, kind EventKind, payload any) error
 	// journal appends one event.
 	journal(ctx context.Context, id string, kind EventKind, payload any) error
 	// closeSession releases the session's claims, marks it closed and
@@ -329,7 +328,7 @@ var errNoSession = errors.New("no such session")
 type sessionRecord struct {
 	id, agent, placement, digest string
 	kind                         string // the placement's kind, decoded (see decodePlacement)
-	lastCheckpoint               workspace.CheckpointID
+	lastCheckpoint               grove.CheckpointID
 	state                        string // open or closed
 	parent                       string // for a new fork: the session it was forked from
 	perm                         Permission

@@ -10,9 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/memorybackend"
-	"github.com/groveworks/grove/workspace"
 )
 
 // failingClaims is a store whose claims fail as a full or broken disk
@@ -20,7 +19,7 @@ import (
 // the tests run as root.
 type failingClaims struct{ store }
 
-func (f failingClaims) claim(context.Context, string, backend.Binding) error {
+func (f failingClaims) claim(context.Context, string, grove.Binding) error {
 	return &StoreError{Kind: StoreFailed, Path: "grove.db", Err: errors.New("disk I/O error")}
 }
 
@@ -51,7 +50,7 @@ func TestAClaimTheStoreFailsIsNotSessionBusy(t *testing.T) {
 	assert.False(t, errors.As(err, &re), "a store failure was reported as a resume failure: %v", err)
 	var se *StoreError
 	require.ErrorAs(t, err, &se)
-	assert.Equal(t, workspace.Internal, workspace.CodeOf(err))
+	assert.Equal(t, grove.Internal, grove.CodeOf(err))
 
 	e.st = real
 	s, err = e.Resume(ctx, id, nil)

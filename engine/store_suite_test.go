@@ -16,9 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/pgtest"
-	"github.com/groveworks/grove/workspace"
 )
 
 // One private PostgreSQL cluster serves this test binary: started by the
@@ -117,9 +116,9 @@ func testRecord(agent string) sessionRecord {
 	}
 }
 
-func testBinding(head string) backend.Binding {
-	return backend.Binding{Version: backend.BindingVersion, Backend: "git", Workspace: "ws-1", Head: backend.HeadID(head),
-		Access: backend.Isolated, Payload: json.RawMessage(`{"dir":"/x"}`)}
+func testBinding(head string) grove.Binding {
+	return grove.Binding{Version: grove.BindingVersion, Backend: "git", Workspace: "ws-1", Head: grove.HeadID(head),
+		Access: grove.Isolated, Payload: json.RawMessage(`{"dir":"/x"}`)}
 }
 
 func kinds(evs []Event) []EventKind {
@@ -153,13 +152,13 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		assert.Equal(t, rec.config, got.config)
 		assert.Equal(t, rec.policy, got.policy)
 		assert.Equal(t, rec.roots, got.roots)
-		back, err := backend.DecodeBinding(data)
+		back, err := grove.DecodeBinding(data)
 		require.NoError(t, err)
 		assert.True(t, back.Equal(bind))
 
 		headless := testRecord("beta")
 		headless.config = nil
-		require.NoError(t, st.create(ctx, headless, backend.Binding{}, false, false))
+		require.NoError(t, st.create(ctx, headless, grove.Binding{}, false, false))
 		_, data, err = st.load(ctx, headless.id)
 		require.NoError(t, err)
 		assert.Nil(t, data, "a headless session has no binding")
@@ -181,7 +180,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		require.NoError(t, st.setLast(ctx, rec.id, "beef", EventCheckpointed, map[string]any{"checkpoint": "beef"}))
 		got, _, err = st.load(ctx, rec.id)
 		require.NoError(t, err)
-		assert.Equal(t, workspace.CheckpointID("beef"), got.lastCheckpoint)
+		assert.Equal(t, grove.CheckpointID("beef"), got.lastCheckpoint)
 
 		// A head that moved: a new binding, a new last checkpoint, one event.
 		moved := bind
@@ -189,8 +188,8 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		require.NoError(t, st.rebind(ctx, rec.id, moved, "cafe", EventRelocated, map[string]any{"commit": "cafe"}))
 		got, data, err = st.load(ctx, rec.id)
 		require.NoError(t, err)
-		assert.Equal(t, workspace.CheckpointID("cafe"), got.lastCheckpoint)
-		back, err = backend.DecodeBinding(data)
+		assert.Equal(t, grove.CheckpointID("cafe"), got.lastCheckpoint)
+		back, err = grove.DecodeBinding(data)
 		require.NoError(t, err)
 		assert.True(t, back.Equal(moved))
 		require.NoError(t, st.setLast(ctx, rec.id, "beef", EventCheckpointed, map[string]any{"checkpoint": "beef"}))
@@ -214,7 +213,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		// Claimed by a live session: AlreadyBound, take-over or not,
 		// and the loser is not made.
 		err = st.create(ctx, second, bind, true, true)
-		assert.Equal(t, backend.AlreadyBound, backend.CodeOf(err), "%v", err)
+		assert.Equal(t, grove.AlreadyBound, grove.CodeOf(err), "%v", err)
 		_, _, err = st.load(ctx, second.id)
 		assert.ErrorIs(t, err, errNoSession)
 		require.NoError(t, release())
@@ -223,7 +222,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		require.NoError(t, err)
 		defer release2()
 		err = st.create(ctx, second, bind, true, false)
-		assert.Equal(t, backend.AlreadyBound, backend.CodeOf(err), "%v", err)
+		assert.Equal(t, grove.AlreadyBound, grove.CodeOf(err), "%v", err)
 		// ... and the claim passes with it; the loser's journal says so.
 		require.NoError(t, st.create(ctx, second, bind, true, true))
 		evs, err := st.events(ctx, first.id)
@@ -231,7 +230,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		assert.Equal(t, []EventKind{EventBound, EventTakenOver}, kinds(evs))
 		// The claim is the winner's: the first session cannot claim back.
 		err = st.claim(ctx, first.id, bind)
-		assert.Equal(t, backend.AlreadyBound, backend.CodeOf(err))
+		assert.Equal(t, grove.AlreadyBound, grove.CodeOf(err))
 		require.NoError(t, st.claim(ctx, second.id, bind), "claiming one's own head again is a no-op")
 		// Closing releases the claim and journals "closed".
 		require.NoError(t, st.closeSession(ctx, second.id))
@@ -254,7 +253,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		release, err := st.lease(ctx, rec.id, "test")
 		require.NoError(t, err)
 		defer release()
-		require.NoError(t, st.create(ctx, rec, backend.Binding{}, false, false))
+		require.NoError(t, st.create(ctx, rec, grove.Binding{}, false, false))
 		for i := range 5 {
 			require.NoError(t, st.journal(ctx, rec.id, EventTurnStarted, map[string]any{"turn": i}))
 		}
@@ -335,10 +334,10 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 					err := stores[i%hosts].create(ctx, testRecord(fmt.Sprint(i)), bind, true, takeOver)
 					mu.Lock()
 					defer mu.Unlock()
-					switch backend.CodeOf(err) {
-					case backend.OK:
+					switch grove.CodeOf(err) {
+					case grove.OK:
 						won++
-					case backend.AlreadyBound:
+					case grove.AlreadyBound:
 						bound++
 					default:
 						t.Errorf("session %d (take-over %v): %v", i, takeOver, err)
@@ -370,7 +369,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		release, err := stores[0].lease(ctx, rec.id, "test")
 		require.NoError(t, err)
 		defer release()
-		require.NoError(t, stores[0].create(ctx, rec, backend.Binding{}, false, false))
+		require.NoError(t, stores[0].create(ctx, rec, grove.Binding{}, false, false))
 		var wg sync.WaitGroup
 		for i := range hosts * perHost {
 			wg.Go(func() {
@@ -380,7 +379,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		wg.Wait()
 		if _, ok := stores[1].dialect.(*pgDialect); ok {
 			err := stores[1].journal(ctx, rec.id, EventTurnStarted, nil)
-			assert.Equal(t, backend.FailedPrecondition, backend.CodeOf(err), "%v", err)
+			assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
 		}
 		evs, err := stores[0].events(ctx, rec.id)
 		require.NoError(t, err)
@@ -410,7 +409,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		require.NoError(t, err)
 		require.Equal(t, "held\n", line)
 		_, err = st.lease(ctx, id, "test")
-		assert.Equal(t, backend.Busy, backend.CodeOf(err), "%v", err)
+		assert.Equal(t, grove.Busy, grove.CodeOf(err), "%v", err)
 		infos, err := st.sessions(ctx, id)
 		require.NoError(t, err)
 		assert.True(t, infos[0].Live)
@@ -419,7 +418,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		release, err := st.lease(ctx, other, "test")
 		require.NoError(t, err)
 		_, err = st.lease(ctx, other, "test")
-		assert.Equal(t, backend.Busy, backend.CodeOf(err))
+		assert.Equal(t, grove.Busy, grove.CodeOf(err))
 		require.NoError(t, release())
 		release, err = st.lease(ctx, other, "test")
 		require.NoError(t, err)
@@ -460,7 +459,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 			defer release()
 			rec := testRecord("kept")
 			rec.id = "3c0e8b5a-6f1d-4d2e-9a7b-1c2d3e4f5a6b"
-			require.NoError(t, a.create(ctx, rec, backend.Binding{}, false, false))
+			require.NoError(t, a.create(ctx, rec, grove.Binding{}, false, false))
 			require.NoError(t, a.journal(ctx, rec.id, EventTurnStarted, nil))
 			return
 		}
@@ -468,7 +467,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		releaseA, err := a.lease(ctx, rec.id, "test")
 		require.NoError(t, err)
 		defer releaseA()
-		require.NoError(t, a.create(ctx, rec, backend.Binding{}, false, false))
+		require.NoError(t, a.create(ctx, rec, grove.Binding{}, false, false))
 		require.NoError(t, a.journal(ctx, rec.id, EventTurnStarted, nil))
 		// The server ends a's lease connection (a restart, a timeout, an
 		// administrator): a lives on, its lease is gone, and b takes it.
@@ -489,7 +488,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 			func() error { return a.closeSession(ctx, rec.id) },
 		} {
 			err := write()
-			assert.Equal(t, backend.FailedPrecondition, backend.CodeOf(err), "%v", err)
+			assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
 		}
 		require.NoError(t, b.journal(ctx, rec.id, EventResumed, nil))
 		evs, err := b.events(ctx, rec.id)

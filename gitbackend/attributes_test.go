@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -74,10 +74,10 @@ func TestRestoreAndMaterializeOfOneCheckpointGiveTheSameBytes(t *testing.T) {
 
 	_, err = h.Restore(f.ctx, "main", &workspace.RestoreOptions{Discard: true})
 	require.NoError(t, err)
-	_, err = h.Restore(f.ctx, workspace.Rev(cp.ID), nil)
+	_, err = h.Restore(f.ctx, grove.Rev(cp.ID), nil)
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "out")
-	require.NoError(t, f.ws.Materialize(f.ctx, workspace.Rev(cp.ID), out))
+	require.NoError(t, f.ws.Materialize(f.ctx, grove.Rev(cp.ID), out))
 	restored, materialized := readTree(t, root), readTree(t, out)
 	assert.Equal(t, materialized, restored, "restore and materialize of one checkpoint differ")
 	assert.Equal(t, "symlink a.id", restored["link"])
@@ -89,9 +89,9 @@ func TestRestoreAndMaterializeOfOneCheckpointGiveTheSameBytes(t *testing.T) {
 	f.write(h, "x.bad", "text\n")
 	_, err = h.Checkpoint(f.ctx, nil)
 	require.Error(t, err)
-	var be *backend.Error
+	var be *grove.Error
 	require.ErrorAs(t, err, &be)
-	assert.Equal(t, backend.FailedPrecondition, be.Code, "%v", err)
+	assert.Equal(t, grove.FailedPrecondition, be.Code, "%v", err)
 	assert.Equal(t, "x.bad", be.Path, "%v", err)
 	log, err := h.Log(f.ctx, nil)
 	require.NoError(t, err)
@@ -107,7 +107,7 @@ func TestRestoreAndMaterializeOfOneCheckpointGiveTheSameBytes(t *testing.T) {
 		f.write(h, "x.bad", c.data)
 		_, err = h.Checkpoint(f.ctx, nil)
 		require.ErrorAs(t, err, &be, "%q", c.attr)
-		assert.Equal(t, backend.FailedPrecondition, be.Code, "%v", err)
+		assert.Equal(t, grove.FailedPrecondition, be.Code, "%v", err)
 		assert.Equal(t, "x.bad", be.Path, "%v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -68,8 +69,8 @@ func casIncrement(t *testing.T, spec string) {
 		v, err := strconv.Atoi(string(data))
 		require.NoError(t, err, "the counter reads %q", data)
 		err = h.FS().WriteFileIf("counter", []byte(strconv.Itoa(v+1)), 0o644, digest)
-		var we *workspace.Error
-		if errors.As(err, &we) && we.Code == workspace.Conflict {
+		var we *grove.Error
+		if errors.As(err, &we) && we.Code == grove.Conflict {
 			continue // another process won: read again
 		}
 		require.NoError(t, err)

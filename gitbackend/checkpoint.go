@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
 )
@@ -24,12 +25,12 @@ import (
 // temporary files are never seen.
 //
 // seeded, when not nil, is priv's content as the caller copied it there.
-func (h *head) capture(ctx context.Context, mf manifest, priv string, seeded []byte, opts *backend.CheckpointOptions) ([]backend.Skipped, error) {
+func (h *head) capture(ctx context.Context, mf manifest, priv string, seeded []byte, opts *backend.CheckpointOptions) ([]grove.Skipped, error) {
 	h.fs.writes.Lock()
 	defer h.fs.writes.Unlock()
 	capSize := opts.MaxNewFileSize
 	if capSize == 0 {
-		capSize = backend.DefaultMaxNewFileSize
+		capSize = grove.DefaultMaxNewFileSize
 	}
 	env := []string{"GIT_INDEX_FILE=" + priv}
 	if err := h.unmark(ctx, priv, seeded); err != nil {
@@ -39,7 +40,7 @@ func (h *head) capture(ctx context.Context, mf manifest, priv string, seeded []b
 	if err != nil {
 		return nil, err
 	}
-	var skipped []backend.Skipped
+	var skipped []grove.Skipped
 	var big, walked []string
 	var nested nestedRepos
 	sizes := map[string]int64{}
@@ -82,7 +83,7 @@ func (h *head) capture(ctx context.Context, mf manifest, priv string, seeded []b
 	specs := []string{"."}
 	tooBig := map[string]bool{}
 	for _, p := range big {
-		skipped = append(skipped, backend.Skipped{Path: p, Reason: backend.SkipTooLarge, Size: sizes[p]})
+		skipped = append(skipped, grove.Skipped{Path: p, Reason: grove.SkipTooLarge, Size: sizes[p]})
 		specs = append(specs, ":(exclude,literal)"+p)
 		tooBig[p] = true
 	}
@@ -114,7 +115,7 @@ func (h *head) capture(ctx context.Context, mf manifest, priv string, seeded []b
 		var drop []string
 		for _, g := range m {
 			drop = append(drop, g[1])
-			skipped = append(skipped, backend.Skipped{Path: g[1], Reason: backend.SkipIrregular})
+			skipped = append(skipped, grove.Skipped{Path: g[1], Reason: grove.SkipIrregular})
 			specs = append(specs, ":(exclude,literal)"+g[1])
 		}
 		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(drop, "\x00") + "\x00"),
@@ -129,8 +130,8 @@ func (h *head) capture(ctx context.Context, mf manifest, priv string, seeded []b
 	}
 	var include []string
 	for _, p := range opts.Include {
-		if backend.CheckPath("include", p) != nil {
-			return nil, h.fail(backend.InvalidArgument, "checkpoint", "include path %q is not a valid name", p)
+		if grove.CheckPath("include", p) != nil {
+			return nil, h.fail(grove.InvalidArgument, "checkpoint", "include path %q is not a valid name", p)
 		}
 		if _, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(p))); err == nil {
 			include = append(include, ":(literal)"+p)
@@ -142,7 +143,7 @@ func (h *head) capture(ctx context.Context, mf manifest, priv string, seeded []b
 			return nil, err
 		}
 	}
-	slices.SortFunc(skipped, func(a, b backend.Skipped) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(skipped, func(a, b grove.Skipped) int { return strings.Compare(a.Path, b.Path) })
 	return skipped, nil
 }
 
@@ -163,8 +164,8 @@ type nestedRepos struct {
 // returns the files over the cap (which may still be ignored), and
 // collects the nested repositories it finds with their files. A ".git"
 // entry is never walked into or collected, at any depth.
-func walkUntracked(root, dir string, capSize int64, sizes map[string]int64, nested *nestedRepos) ([]backend.Skipped, []string) {
-	var skipped []backend.Skipped
+func walkUntracked(root, dir string, capSize int64, sizes map[string]int64, nested *nestedRepos) ([]grove.Skipped, []string) {
+	var skipped []grove.Skipped
 	var big []string
 	var walk func(rel string, inNested bool)
 	walk = func(rel string, inNested bool) {
@@ -177,7 +178,7 @@ func walkUntracked(root, dir string, capSize int64, sizes map[string]int64, nest
 			return // vanished meanwhile: nothing to report
 		}
 		if len(ents) == 0 {
-			skipped = append(skipped, backend.Skipped{Path: rel, Reason: backend.SkipEmptyDirectory})
+			skipped = append(skipped, grove.Skipped{Path: rel, Reason: grove.SkipEmptyDirectory})
 			return
 		}
 		if !inNested && slices.ContainsFunc(ents, func(e fs.DirEntry) bool { return e.Name() == ".git" }) {
@@ -205,7 +206,7 @@ func walkUntracked(root, dir string, capSize int64, sizes map[string]int64, nest
 					nested.files = append(nested.files, p)
 				}
 			default:
-				skipped = append(skipped, backend.Skipped{Path: p, Reason: backend.SkipIrregular})
+				skipped = append(skipped, grove.Skipped{Path: p, Reason: grove.SkipIrregular})
 			}
 		}
 	}
@@ -241,15 +242,15 @@ func (h *head) addNested(ctx context.Context, env []string, files []string, tooB
 	return err
 }
 
-func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (backend.CheckpointResult, error) {
+func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (grove.CheckpointResult, error) {
 	const op = "checkpoint"
 	mf, err := h.enterTree(ctx, "Checkpoint")
 	if err != nil {
-		return backend.CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
 	l, err := h.lock(ctx, mf, op)
 	if err != nil {
-		return backend.CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
 	res, err := h.checkpoint(ctx, mf, opts)
 	_ = l.Unlock()
@@ -281,21 +282,21 @@ func (w *workspace) maintain() {
 }
 
 // checkpoint commits the head's state; callers hold the head lock.
-func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.CheckpointOptions) (backend.CheckpointResult, error) {
+func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.CheckpointOptions) (grove.CheckpointResult, error) {
 	const op = "checkpoint"
 	if err := h.sealImport(ctx, mf); err != nil {
-		return backend.CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
 	st, err := h.state(ctx, mf, op)
 	if err != nil {
-		return backend.CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
 	priv, seeded, err := h.seedIndex(ctx, mf, privateIndex, st.commit)
 	if err != nil {
-		return backend.CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
 	defer os.Remove(priv)
-	var skipped []backend.Skipped
+	var skipped []grove.Skipped
 	var tree string
 	err = h.retryOnIndex(ctx, priv, st.commit, func() error {
 		var err error
@@ -321,30 +322,30 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 		return err
 	})
 	if err != nil {
-		return backend.CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
 	current, currentTree, last, err := h.current(ctx, mf, st)
 	if err != nil {
-		return backend.CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
 	if tree == currentTree {
 		if st.onOwn {
 			// Nothing to commit, but the refreshed index keeps git's
 			// stat cache warm and heals an index a crash left stale.
 			if err := h.swapIndex(ctx, mf, priv); err != nil {
-				return backend.CheckpointResult{}, err
+				return grove.CheckpointResult{}, err
 			}
 		}
 		cp, err := h.w.repo.commitInfo(ctx, current)
 		if err != nil {
-			return backend.CheckpointResult{}, err
+			return grove.CheckpointResult{}, err
 		}
-		return backend.CheckpointResult{Checkpoint: cp, Skipped: skipped}, nil
+		return grove.CheckpointResult{Checkpoint: cp, Skipped: skipped}, nil
 	}
 	cp := newCheckpoint(opts, st.commit)
 	commit, err := h.writeCommit(ctx, tree, &cp)
 	if err != nil {
-		return backend.CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
 	crashPoint("checkpoint:committed")
 	// For a head on its own branch, take the index lock before any ref
@@ -353,24 +354,24 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 	var swap *indexSwap
 	if st.onOwn {
 		if swap, err = h.lockIndex(ctx, mf, priv); err != nil {
-			return backend.CheckpointResult{}, err
+			return grove.CheckpointResult{}, err
 		}
 	}
 	if err := h.recordCheckpoint(ctx, mf, st, commit, last); err != nil {
 		if swap != nil {
 			swap.abort()
 		}
-		return backend.CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
 	crashPoint("checkpoint:recorded")
 	if swap != nil {
 		if err := swap.commit(priv); err != nil {
-			return backend.CheckpointResult{}, err
+			return grove.CheckpointResult{}, err
 		}
 	}
-	cp.ID = backend.CheckpointID(commit)
+	cp.ID = grove.CheckpointID(commit)
 	cp.Message = strings.TrimRight(cp.Message, "\n")
-	return backend.CheckpointResult{Checkpoint: cp, New: true, Skipped: skipped}, nil
+	return grove.CheckpointResult{Checkpoint: cp, New: true, Skipped: skipped}, nil
 }
 
 // current is a head's current checkpoint and its tree: HEAD for a head on
@@ -399,20 +400,20 @@ func (h *head) current(ctx context.Context, mf manifest, st headState) (commit, 
 
 // newCheckpoint is the checkpoint opts ask for on top of parent, made now,
 // without its ID.
-func newCheckpoint(opts *backend.CheckpointOptions, parent string) backend.Checkpoint {
-	cp := backend.Checkpoint{Parent: backend.CheckpointID(parent), Message: opts.Message, Author: opts.Author, Time: time.Now().Truncate(time.Second)}
+func newCheckpoint(opts *backend.CheckpointOptions, parent string) grove.Checkpoint {
+	cp := grove.Checkpoint{Parent: grove.CheckpointID(parent), Message: opts.Message, Author: opts.Author, Time: time.Now().Truncate(time.Second)}
 	if cp.Message == "" {
 		cp.Message = "grove checkpoint"
 	}
-	if cp.Author == (backend.Signature{}) {
-		cp.Author = backend.DefaultAuthor
+	if cp.Author == (grove.Signature{}) {
+		cp.Author = grove.DefaultAuthor
 	}
 	return cp
 }
 
 // writeCommit writes cp's commit of tree and returns its ID: by grove's
 // own writer where it can, else by git commit-tree.
-func (h *head) writeCommit(ctx context.Context, tree string, cp *backend.Checkpoint) (string, error) {
+func (h *head) writeCommit(ctx context.Context, tree string, cp *grove.Checkpoint) (string, error) {
 	if commit, ok := h.w.repo.writeCommit(tree, string(cp.Parent), cp.Author, cp.Author, cp.Time, cp.Message); ok {
 		return commit, nil
 	}
@@ -456,18 +457,18 @@ func (h *head) recordCheckpoint(ctx context.Context, mf manifest, st headState, 
 	defer rl.Unlock()
 	// Past this point the checkpoint is recorded whole, whatever ctx says
 	// (a git killed inside the transaction would leave its ref locks).
-	if err := backend.ContextError(ctx, "gitbackend: checkpoint"); err != nil {
+	if err := grove.ContextError(ctx, "gitbackend: checkpoint"); err != nil {
 		return err
 	}
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	if err := h.w.repo.updateRefs(ctx, ops); err != nil {
-		if c := backend.CodeOf(err); c == backend.Canceled || c == backend.Busy {
+		if c := grove.CodeOf(err); c == grove.Canceled || c == grove.Busy {
 			return err
 		}
 		if msg := gitcmd.Stderr(err); strings.Contains(msg, "but expected") || strings.Contains(msg, "already exists") ||
 			strings.Contains(msg, "cannot lock ref") {
-			return &backend.Error{Code: backend.Conflict, Op: "gitbackend: checkpoint", Head: mf.Name,
+			return &grove.Error{Code: grove.Conflict, Op: "gitbackend: checkpoint", Head: mf.Name,
 				Err: fmt.Errorf("the branch moved during the checkpoint (a git command outside grove?): %w", err)}
 		}
 		return err

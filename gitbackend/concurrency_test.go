@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -128,7 +129,7 @@ func TestStatusPollsRunDuringWritesOfTheSameHead(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i == 5 {
-			if _, err := h.Restore(f.ctx, workspace.Rev(first.ID), nil); err != nil {
+			if _, err := h.Restore(f.ctx, grove.Rev(first.ID), nil); err != nil {
 				t.Fatal(err)
 			}
 		}

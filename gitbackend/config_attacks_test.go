@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 	"github.com/stretchr/testify/assert"
@@ -22,7 +23,7 @@ import (
 // nothing worse than a typed error.
 func filterAttack(t *testing.T, driver string, plant func(f *fixture, h *workspace.Head, script string)) {
 	ran, err := filterAttack2(t, driver, plant)
-	assert.NotEqual(t, workspace.Internal, workspace.CodeOf(err), "checkpoint: %v", err)
+	assert.NotEqual(t, grove.Internal, grove.CodeOf(err), "checkpoint: %v", err)
 	assert.False(t, ran, "grove's checkpoint ran the agent's filter driver")
 }
 
@@ -141,7 +142,7 @@ func TestAnIncludeRelativeToGitsInstallationIsRefused(t *testing.T) {
 		appendFile(t, filepath.Join(commonOf(f), "config"), "[include]\n\tpath = %(prefix)/../../../../../../.."+cfg+"\n")
 	})
 	assert.False(t, ran, "grove's checkpoint ran the driver included through %%(prefix)/")
-	assert.Equal(t, workspace.FailedPrecondition, workspace.CodeOf(err), "checkpoint: %v", err)
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "checkpoint: %v", err)
 }
 
 // TestAnIncludeThroughASymlinkAndDotDotIsFollowedAsGitFollowsIt: git hands

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
@@ -127,13 +128,13 @@ func TestNoConfiguredCommandRunsInAnyOperation(t *testing.T) {
 		{"status", func() error { _, err := h.Status(f.ctx); return err }},
 		{"diff live", func() error {
 			f.write(h, "f.a", "again\n")
-			_, err := h.Diff(f.ctx, workspace.Rev(base), workspace.Live)
+			_, err := h.Diff(f.ctx, grove.Rev(base), grove.Live)
 			return err
 		}},
-		{"diff revisions", func() error { _, err := h.Diff(f.ctx, "main", workspace.Rev(base)); return err }},
+		{"diff revisions", func() error { _, err := h.Diff(f.ctx, "main", grove.Rev(base)); return err }},
 		{"log", func() error { _, err := h.Log(f.ctx, nil); return err }},
 		{"commits", func() error { _, err := h.Commits(f.ctx, "main"); return err }},
-		{"restore", func() error { _, err := h.Restore(f.ctx, workspace.Rev(base), nil); return err }},
+		{"restore", func() error { _, err := h.Restore(f.ctx, grove.Rev(base), nil); return err }},
 		{"fork", func() error {
 			fk, err := h.Fork(f.ctx, "fork", nil)
 			if err == nil {
@@ -142,14 +143,14 @@ func TestNoConfiguredCommandRunsInAnyOperation(t *testing.T) {
 			return err
 		}},
 		{"create", func() error {
-			c, err := f.ws.NewHead("created").From(workspace.Rev(base)).Create(f.ctx)
+			c, err := f.ws.NewHead("created").From(grove.Rev(base)).Create(f.ctx)
 			if err == nil {
 				err = c.Close()
 			}
 			return err
 		}},
 		{"materialize", func() error {
-			return f.ws.Materialize(f.ctx, workspace.Rev(base), filepath.Join(t.TempDir(), "out"))
+			return f.ws.Materialize(f.ctx, grove.Rev(base), filepath.Join(t.TempDir(), "out"))
 		}},
 		{"archive", func() error {
 			c, err := f.ws.OpenHead(f.ctx, "created", nil)
@@ -255,7 +256,7 @@ func TestACoreWorktreeTheAgentConfiguresNeverRedirectsGrove(t *testing.T) {
 			st, err := h.Status(f.ctx)
 			require.NoError(t, err)
 			assert.False(t, st.Dirty, "status looked outside the head: %+v", st.Changes)
-			_, err = h.Restore(f.ctx, workspace.Rev(base.ID), nil)
+			_, err = h.Restore(f.ctx, grove.Rev(base.ID), nil)
 			require.NoError(t, err)
 			unchanged()
 			_, err = os.Stat(filepath.Join(h.Info().Root, "mine.txt"))
@@ -293,7 +294,7 @@ func TestARewrittenDotGitFileStopsEveryOperation(t *testing.T) {
 	ops := map[string]func() error{
 		"checkpoint": func() error { _, err := h.Checkpoint(f.ctx, nil); return err },
 		"status":     func() error { _, err := h.Status(f.ctx); return err },
-		"diff":       func() error { _, err := h.Diff(f.ctx, "main", workspace.Live); return err },
+		"diff":       func() error { _, err := h.Diff(f.ctx, "main", grove.Live); return err },
 		"restore":    func() error { _, err := h.Restore(f.ctx, "main", &workspace.RestoreOptions{Discard: true}); return err },
 		"commits":    func() error { _, err := h.Commits(f.ctx, "main"); return err },
 		"fork":       func() error { _, err := h.Fork(f.ctx, "fork", nil); return err },
@@ -305,8 +306,8 @@ func TestARewrittenDotGitFileStopsEveryOperation(t *testing.T) {
 	for name, op := range ops {
 		err := op()
 		require.Error(t, err, name)
-		code := workspace.CodeOf(err)
-		assert.Contains(t, []workspace.Code{workspace.NotFound, workspace.IdentityMismatch, workspace.AlreadyBound}, code, "%s: %v", name, err)
+		code := grove.CodeOf(err)
+		assert.Contains(t, []grove.Code{grove.NotFound, grove.IdentityMismatch, grove.AlreadyBound}, code, "%s: %v", name, err)
 		assert.Empty(t, markersIn(t, markers), "%s ran the filter", name)
 		unchanged()
 	}
@@ -329,10 +330,10 @@ func TestHeadIDsFromABindingAreNeverPathParts(t *testing.T) {
 	require.NoError(t, os.WriteFile(planted, []byte(`{"version":1,"id":"../../x","name":"agent"}`), 0o644))
 	for _, id := range []string{"../../x", "../heads/" + string(b.Head), "a/b", "", ".", "not-a-uuid", strings.ToUpper(string(b.Head))} {
 		bad := b
-		bad.Head = backend.HeadID(id)
+		bad.Head = grove.HeadID(id)
 		err := reopen(f, bad)
 		require.Error(t, err, "head ID %q", id)
-		assert.Contains(t, []workspace.Code{workspace.BindingCorrupt, workspace.IdentityMismatch}, workspace.CodeOf(err), "head ID %q: %v", id, err)
+		assert.Contains(t, []grove.Code{grove.BindingCorrupt, grove.IdentityMismatch}, grove.CodeOf(err), "head ID %q: %v", id, err)
 	}
 	require.NoError(t, reopen(f, b), "the real binding still reopens")
 	// The driver's SetArchived takes IDs: it must refuse these too.
@@ -340,8 +341,8 @@ func TestHeadIDsFromABindingAreNeverPathParts(t *testing.T) {
 	require.NoError(t, err)
 	defer dw.Close()
 	for _, id := range []string{"../../x", "a/b"} {
-		err := dw.SetArchived(f.ctx, backend.HeadID(id), true)
-		assert.Equal(t, workspace.NotFound, workspace.CodeOf(err), "SetArchived(%q): %v", id, err)
+		err := dw.SetArchived(f.ctx, grove.HeadID(id), true)
+		assert.Equal(t, grove.NotFound, grove.CodeOf(err), "SetArchived(%q): %v", id, err)
 	}
 }
 
@@ -373,7 +374,7 @@ func TestAHeadDirectoryReplacedByASymlinkIsNeverFollowed(t *testing.T) {
 	} {
 		err := op()
 		require.Error(t, err, name)
-		assert.NotEqual(t, workspace.Internal, workspace.CodeOf(err), "%s: %v", name, err)
+		assert.NotEqual(t, grove.Internal, grove.CodeOf(err), "%s: %v", name, err)
 		extra()
 	}
 	_, err = h.Destroy(f.ctx, &workspace.DestroyOptions{Discard: true})

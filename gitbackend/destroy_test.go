@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -16,7 +16,7 @@ import (
 // assertDestroyedClean checks what a finished destroy leaves: no
 // directory, no registration, the branch and checkpoints kept, nothing
 // in the trash once deletions end, and git fsck and worktree list clean.
-func assertDestroyedClean(t *testing.T, f *fixture, b *gitbackend.Backend, name, dir, branch string, cp workspace.CheckpointID) {
+func assertDestroyedClean(t *testing.T, f *fixture, b *gitbackend.Backend, name, dir, branch string, cp grove.CheckpointID) {
 	t.Helper()
 	require.NoError(t, b.WaitDeletions(f.ctx))
 	assert.NoDirExists(t, dir)
@@ -48,7 +48,7 @@ func TestDestroyMovesTheHeadAsideAndDeletesItInTheBackground(t *testing.T) {
 	assertDestroyedClean(t, f, b, "agent", info.Root, info.Branch, cp.ID)
 
 	_, err = workspace.Reopen(f.ctx, b, h.Binding(), nil)
-	assert.Equal(t, backend.Destroyed, workspace.CodeOf(err))
+	assert.Equal(t, grove.Destroyed, grove.CodeOf(err))
 	// The name is free again, at the same directory.
 	h2, err := ws.NewHead("agent").From("main").Create(f.ctx)
 	require.NoError(t, err)
@@ -87,7 +87,7 @@ func TestKillDuringDestroyIsFinishedByTheNextOpen(t *testing.T) {
 				require.NoError(t, h.Close())
 				return
 			}
-			require.Equal(t, backend.Destroyed, workspace.CodeOf(err), "reopening: %v", err)
+			require.Equal(t, grove.Destroyed, grove.CodeOf(err), "reopening: %v", err)
 			assertDestroyedClean(t, f, b, "agent", info.Root, info.Branch, cp.ID)
 		})
 	}

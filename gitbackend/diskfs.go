@@ -15,7 +15,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend/backendutil"
 	"github.com/groveworks/grove/internal/lock"
 )
@@ -67,16 +67,16 @@ type diskFS struct {
 	release func()        // gives the shared mutexes back (see headFSLocks)
 }
 
-var _ backend.FS = (*diskFS)(nil)
+var _ grove.FS = (*diskFS)(nil)
 
 // headFSLocks are the mutexes every handle of one head in this process
 // shares, kept while a handle is open.
-var headFSLocks lock.Shared[backend.HeadID, struct {
+var headFSLocks lock.Shared[grove.HeadID, struct {
 	cas    sync.Mutex
 	writes sync.RWMutex
 }]
 
-func newDiskFS(dir string, id backend.HeadID, casLock string) (*diskFS, error) {
+func newDiskFS(dir string, id grove.HeadID, casLock string) (*diskFS, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
@@ -109,8 +109,8 @@ type gitDirError struct{}
 
 func (gitDirError) Error() string        { return "the git directory is not reachable through the FS" }
 func (gitDirError) Is(target error) bool { return target == fs.ErrPermission }
-func gitDenied(op, name string) *backend.Error {
-	return &backend.Error{Code: backend.PermissionDenied, Op: "gitbackend: " + op, Path: name, Err: gitDirError{}}
+func gitDenied(op, name string) *grove.Error {
+	return &grove.Error{Code: grove.PermissionDenied, Op: "gitbackend: " + op, Path: name, Err: gitDirError{}}
 }
 
 // fsError maps an os error to the FS's typed errors.
@@ -119,8 +119,8 @@ func fsError(op, name string, err error) error {
 }
 
 func checkPath(op, name string) error {
-	if err := backend.CheckPath(op, name); err != nil {
-		err.(*backend.Error).Op = "gitbackend: " + op
+	if err := grove.CheckPath(op, name); err != nil {
+		err.(*grove.Error).Op = "gitbackend: " + op
 		return err
 	}
 	return nil
@@ -136,7 +136,7 @@ func retry[T any](op, name string, f func() (T, error)) (T, error) {
 		}
 		if try == maxRetries {
 			var zero T
-			return zero, &backend.Error{Code: backend.Busy, Op: "gitbackend: " + op, Path: name,
+			return zero, &grove.Error{Code: grove.Busy, Op: "gitbackend: " + op, Path: name,
 				Err: errors.New("the path kept changing while it was resolved")}
 		}
 	}
@@ -223,7 +223,7 @@ func (d *diskFS) resolveParts(op, name string, parts []string, mode int, perm fs
 			continue
 		case "..":
 			if i == 0 {
-				return fail(&backend.Error{Code: backend.PathEscape, Op: "gitbackend: " + op, Path: name,
+				return fail(&grove.Error{Code: grove.PathEscape, Op: "gitbackend: " + op, Path: name,
 					Err: errors.New("a symlink leads outside the head")})
 			}
 			parts = slices.Delete(parts, i-1, i+1)
@@ -256,7 +256,7 @@ func (d *diskFS) resolveParts(op, name string, parts []string, mode int, perm fs
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 && (!last || mode&followLast != 0) {
 			if links++; links > maxLinks {
-				return fail(&backend.Error{Code: backend.InvalidArgument, Op: "gitbackend: " + op, Path: name,
+				return fail(&grove.Error{Code: grove.InvalidArgument, Op: "gitbackend: " + op, Path: name,
 					Err: errors.New("too many levels of symbolic links")})
 			}
 			target, err := dir.Readlink(c)
@@ -267,7 +267,7 @@ func (d *diskFS) resolveParts(op, name string, parts []string, mode int, perm fs
 				return fail(fsError(op, name, err))
 			}
 			if target == "" || path.IsAbs(target) {
-				return fail(&backend.Error{Code: backend.PathEscape, Op: "gitbackend: " + op, Path: name,
+				return fail(&grove.Error{Code: grove.PathEscape, Op: "gitbackend: " + op, Path: name,
 					Err: fmt.Errorf("symlink to %q leads outside the head", target)})
 			}
 			parts = slices.Concat(parts[:i], strings.Split(target, "/"), parts[i+1:])
@@ -324,7 +324,7 @@ func (d *diskFS) open(op, name string, s *spot, flag int) (*os.File, fs.FileInfo
 		return nil, nil, fsError(op, name, fs.ErrNotExist)
 	}
 	if !s.fi.Mode().IsRegular() && !s.fi.IsDir() {
-		return nil, nil, &backend.Error{Code: backend.InvalidArgument, Op: "gitbackend: " + op, Path: name,
+		return nil, nil, &grove.Error{Code: grove.InvalidArgument, Op: "gitbackend: " + op, Path: name,
 			Err: fmt.Errorf("%s is not a regular file or a directory (%v)", name, s.fi.Mode().Type())}
 	}
 	flag |= syscall.O_NONBLOCK
@@ -480,7 +480,7 @@ func (d *diskFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	defer f.Close()
 	dir, ok := f.(*diskDir)
 	if !ok {
-		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: readdir", Path: name, Err: errors.New("not a directory")}
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: readdir", Path: name, Err: errors.New("not a directory")}
 	}
 	ents, err := dir.ReadDir(-1)
 	if err != nil {
@@ -495,11 +495,11 @@ func (d *diskFS) ReadFile(name string) ([]byte, error) {
 	return data, err
 }
 
-func (d *diskFS) ReadFileDigest(name string) ([]byte, backend.Digest, error) {
+func (d *diskFS) ReadFileDigest(name string) ([]byte, grove.Digest, error) {
 	return d.readFile("readfile", name)
 }
 
-func (d *diskFS) readFile(op, name string) ([]byte, backend.Digest, error) {
+func (d *diskFS) readFile(op, name string) ([]byte, grove.Digest, error) {
 	data, err := retry(op, name, func() ([]byte, error) {
 		s, err := d.resolve(op, name, followLast, 0)
 		if err != nil {
@@ -509,9 +509,9 @@ func (d *diskFS) readFile(op, name string) ([]byte, backend.Digest, error) {
 		return d.read(op, name, s)
 	})
 	if err != nil {
-		return nil, backend.Digest{}, err
+		return nil, grove.Digest{}, err
 	}
-	return data, backend.DigestOf(data), nil
+	return data, grove.DigestOf(data), nil
 }
 
 // read reads the whole element at s.
@@ -522,7 +522,7 @@ func (d *diskFS) read(op, name string, s *spot) ([]byte, error) {
 	}
 	defer f.Close()
 	if st.IsDir() {
-		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: " + op, Path: name, Err: errors.New("is a directory")}
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: " + op, Path: name, Err: errors.New("is a directory")}
 	}
 	data, err := io.ReadAll(f)
 	if err != nil {
@@ -539,7 +539,7 @@ func (d *diskFS) ReadLink(name string) (string, error) {
 		}
 		defer s.release()
 		if s.isRoot() || s.fi.Mode()&fs.ModeSymlink == 0 {
-			return "", &backend.Error{Code: backend.InvalidArgument, Op: "gitbackend: readlink", Path: name, Err: errors.New("not a symbolic link")}
+			return "", &grove.Error{Code: grove.InvalidArgument, Op: "gitbackend: readlink", Path: name, Err: errors.New("not a symbolic link")}
 		}
 		t, err := s.dir.Readlink(s.base) // one element: never followed
 		if errors.Is(err, syscall.EINVAL) || errors.Is(err, fs.ErrNotExist) {
@@ -558,7 +558,7 @@ func (d *diskFS) writable(op, name string) (*spot, error) {
 	}
 	if s.isRoot() || s.fi != nil && s.fi.IsDir() {
 		s.release()
-		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: " + op, Path: name, Err: errors.New("is a directory")}
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: " + op, Path: name, Err: errors.New("is a directory")}
 	}
 	return s, nil
 }
@@ -576,7 +576,7 @@ func (d *diskFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	return err
 }
 
-func (d *diskFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect backend.Digest) error {
+func (d *diskFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect grove.Digest) error {
 	const op = "writefileif"
 	if err := checkPath(op, name); err != nil {
 		return err
@@ -587,7 +587,7 @@ func (d *diskFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect 
 	// is a live write (the kernel releases a dead one's lock).
 	l, err := lock.Acquire(context.Background(), d.casLock, "compare-and-set write")
 	if err != nil {
-		return &backend.Error{Code: backend.CodeOf(err), Op: "gitbackend: " + op, Path: name, Err: err}
+		return &grove.Error{Code: grove.CodeOf(err), Op: "gitbackend: " + op, Path: name, Err: err}
 	}
 	defer l.Unlock()
 	_, err = retry(op, name, func() (struct{}, error) {
@@ -596,16 +596,16 @@ func (d *diskFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect 
 			return struct{}{}, err
 		}
 		defer s.release()
-		var cur backend.Digest
+		var cur grove.Digest
 		if s.fi != nil {
 			old, err := d.read(op, name, s)
 			if err != nil {
 				return struct{}{}, err
 			}
-			cur = backend.DigestOf(old)
+			cur = grove.DigestOf(old)
 		}
 		if cur != expect {
-			return struct{}{}, &backend.Error{Code: backend.Conflict, Op: "gitbackend: " + op, Path: name, Current: &cur,
+			return struct{}{}, &grove.Error{Code: grove.Conflict, Op: "gitbackend: " + op, Path: name, Current: &cur,
 				Err: fmt.Errorf("content is %s, the caller expected %s", cur, expect)}
 		}
 		return struct{}{}, d.write(op, name, s, data, perm)
@@ -653,14 +653,14 @@ func (d *diskFS) MkdirAll(name string, perm fs.FileMode) error {
 	_, err := retry(op, name, func() (struct{}, error) {
 		s, err := d.resolve(op, name, followLast|makeDirs, perm)
 		if err != nil {
-			if backend.CodeOf(err) == backend.NotFound && d.fileOnPath(name) {
-				return struct{}{}, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: " + op, Path: name, Err: syscall.ENOTDIR}
+			if grove.CodeOf(err) == grove.NotFound && d.fileOnPath(name) {
+				return struct{}{}, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: " + op, Path: name, Err: syscall.ENOTDIR}
 			}
 			return struct{}{}, err
 		}
 		s.release()
 		if !s.fi.IsDir() {
-			return struct{}{}, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: " + op, Path: name, Err: syscall.ENOTDIR}
+			return struct{}{}, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: " + op, Path: name, Err: syscall.ENOTDIR}
 		}
 		return struct{}{}, nil
 	})
@@ -687,7 +687,7 @@ func (d *diskFS) Remove(name string) error {
 		}
 		defer s.release()
 		if s.isRoot() {
-			return struct{}{}, &backend.Error{Code: backend.InvalidArgument, Op: "gitbackend: remove", Path: name, Err: errors.New("cannot remove the head's root")}
+			return struct{}{}, &grove.Error{Code: grove.InvalidArgument, Op: "gitbackend: remove", Path: name, Err: errors.New("cannot remove the head's root")}
 		}
 		return struct{}{}, fsError(op, name, s.dir.Remove(s.base)) // one element: never followed
 	})
@@ -714,15 +714,15 @@ func (d *diskFS) Rename(oldname, newname string) error {
 		}
 		defer to.release()
 		if from.isRoot() || to.isRoot() {
-			return struct{}{}, &backend.Error{Code: backend.InvalidArgument, Op: "gitbackend: rename", Path: oldname, Err: errors.New("cannot rename the head's root")}
+			return struct{}{}, &grove.Error{Code: grove.InvalidArgument, Op: "gitbackend: rename", Path: oldname, Err: errors.New("cannot rename the head's root")}
 		}
 		switch {
 		case to.fi != nil && to.fi.IsDir():
-			return struct{}{}, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: rename", Path: newname, Err: syscall.EISDIR}
+			return struct{}{}, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: rename", Path: newname, Err: syscall.EISDIR}
 		case to.fi != nil && from.fi.IsDir():
-			return struct{}{}, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: rename", Path: newname, Err: syscall.ENOTDIR}
+			return struct{}{}, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: rename", Path: newname, Err: syscall.ENOTDIR}
 		case from.fi.IsDir() && strings.HasPrefix(path.Join(to.path, to.base)+"/", path.Join(from.path, from.base)+"/"):
-			return struct{}{}, &backend.Error{Code: backend.InvalidArgument, Op: "gitbackend: rename", Path: newname, Err: errors.New("cannot move a directory into itself")}
+			return struct{}{}, &grove.Error{Code: grove.InvalidArgument, Op: "gitbackend: rename", Path: newname, Err: errors.New("cannot move a directory into itself")}
 		}
 		if from.dir == to.dir {
 			return struct{}{}, fsError(op, oldname, from.dir.Rename(from.base, to.base))
@@ -784,7 +784,7 @@ func (d *diskFS) Symlink(target, name string) error {
 		return err
 	}
 	if target == "" || path.IsAbs(target) {
-		return &backend.Error{Code: backend.PathEscape, Op: "gitbackend: " + op, Path: name, Err: fmt.Errorf("symlink target %q leads outside the head", target)}
+		return &grove.Error{Code: grove.PathEscape, Op: "gitbackend: " + op, Path: name, Err: fmt.Errorf("symlink target %q leads outside the head", target)}
 	}
 	_, err := retry(op, name, func() (struct{}, error) {
 		s, err := d.resolve(op, name, mayMiss, 0)
@@ -794,7 +794,7 @@ func (d *diskFS) Symlink(target, name string) error {
 		defer s.release()
 		if s.isRoot() || s.fi != nil {
 			// A link never replaces what is there: the name is taken.
-			return struct{}{}, &backend.Error{Code: backend.AlreadyExists, Op: "gitbackend: " + op, Path: name, Err: fs.ErrExist}
+			return struct{}{}, &grove.Error{Code: grove.AlreadyExists, Op: "gitbackend: " + op, Path: name, Err: fs.ErrExist}
 		}
 		// Where the link would lead now. A dangling link is fine; one
 		// leading out of the head or to .git is not. (Whatever it leads
@@ -810,12 +810,12 @@ func (d *diskFS) Symlink(target, name string) error {
 			t.release()
 		case errors.Is(err, errChanged):
 			return struct{}{}, err
-		case errors.Is(err, gitDirError{}), backend.CodeOf(err) == backend.PathEscape:
+		case errors.Is(err, gitDirError{}), grove.CodeOf(err) == grove.PathEscape:
 			return struct{}{}, err
 		}
 		err = fsError(op, name, s.dir.Symlink(target, s.base))
 		if errors.Is(err, fs.ErrExist) {
-			err.(*backend.Error).Code = backend.AlreadyExists // made meanwhile
+			err.(*grove.Error).Code = grove.AlreadyExists // made meanwhile
 		}
 		return struct{}{}, err
 	})
@@ -839,7 +839,7 @@ func (d *diskFS) Chmod(name string, mode fs.FileMode) error {
 			_ = f.Close()
 			return struct{}{}, fsError(op, name, err)
 		}
-		if backend.CodeOf(err) != backend.PermissionDenied || errors.Is(err, gitDirError{}) {
+		if grove.CodeOf(err) != grove.PermissionDenied || errors.Is(err, gitDirError{}) {
 			return struct{}{}, err
 		}
 		// Not readable: chmod by name. Below the root no symlink swapped

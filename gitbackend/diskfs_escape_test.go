@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -76,7 +76,7 @@ func gitSnapshot(t *testing.T, root string) string {
 // .git holds.
 type attackBench struct {
 	t       *testing.T
-	fsys    workspace.FS
+	fsys    grove.FS
 	root    string
 	snap    string
 	secrets [][]byte // content of .git files no read may ever return
@@ -124,10 +124,10 @@ func (b *attackBench) intact(what string) {
 // denied checks that err is PermissionDenied and .git is intact.
 func (b *attackBench) denied(what string, err error) {
 	b.t.Helper()
-	if code := backend.CodeOf(err); code != backend.PermissionDenied {
+	if code := grove.CodeOf(err); code != grove.PermissionDenied {
 		b.t.Errorf("%s: code %v (err %v), want PermissionDenied", what, code, err)
 	}
-	if err != nil && !errors.Is(err, fs.ErrPermission) && !errors.Is(err, backend.ErrPermissionDenied) {
+	if err != nil && !errors.Is(err, fs.ErrPermission) && !errors.Is(err, grove.ErrPermissionDenied) {
 		b.t.Errorf("%s: error %v matches neither fs.ErrPermission nor ErrPermissionDenied", what, err)
 	}
 	b.intact(what)
@@ -169,9 +169,9 @@ func (b *attackBench) reach(name string) {
 	}
 	b.denied("ReadDir "+name, err)
 	b.denied("WriteFile "+name, fsys.WriteFile(name, []byte("gitdir: /tmp/evil\n"), 0o644))
-	b.denied("WriteFileIf(none) "+name, fsys.WriteFileIf(name, []byte("gitdir: /tmp/evil\n"), 0o644, backend.Digest{}))
+	b.denied("WriteFileIf(none) "+name, fsys.WriteFileIf(name, []byte("gitdir: /tmp/evil\n"), 0o644, grove.Digest{}))
 	for _, s := range b.secrets[:min(2, len(b.secrets))] {
-		b.denied("WriteFileIf(digest of .git) "+name, fsys.WriteFileIf(name, []byte("gitdir: /tmp/evil\n"), 0o644, backend.DigestOf(s)))
+		b.denied("WriteFileIf(digest of .git) "+name, fsys.WriteFileIf(name, []byte("gitdir: /tmp/evil\n"), 0o644, grove.DigestOf(s)))
 	}
 	b.denied("Chmod "+name, fsys.Chmod(name, 0))
 	b.denied("MkdirAll "+name, fsys.MkdirAll(name, 0o755))

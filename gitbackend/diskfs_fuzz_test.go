@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/internal/githarness"
 	"github.com/groveworks/grove/workspace"
@@ -59,7 +59,7 @@ type fuzzWorld struct {
 	top      string // the temporary directory holding the repository and the heads
 	repo     string
 	head     string // the head's directory
-	fsys     workspace.FS
+	fsys     grove.FS
 	plantAt  *os.Root // the head's directory, for planting symlinks
 	git      []byte   // the head's .git
 	gitMode  fs.FileMode
@@ -257,7 +257,7 @@ func (w *fuzzWorld) do(t *testing.T, line string) {
 	case "symlink":
 		_ = fsys.Symlink(name, arg(2))
 	case "plant":
-		if n := arg(2); n != "" && backend.CheckPath("plant", n) == nil && n != "." {
+		if n := arg(2); n != "" && grove.CheckPath("plant", n) == nil && n != "." {
 			_ = w.plantAt.Symlink(name, n)
 		}
 	case "mkdir":
@@ -265,9 +265,9 @@ func (w *fuzzWorld) do(t *testing.T, line string) {
 	case "write":
 		_ = fsys.WriteFile(name, []byte(strings.Join(fields[2:], " ")), 0o644)
 	case "writeif":
-		_ = fsys.WriteFileIf(name, []byte("x"), 0o644, backend.Digest{})
+		_ = fsys.WriteFileIf(name, []byte("x"), 0o644, grove.Digest{})
 	case "writegit":
-		_ = fsys.WriteFileIf(name, []byte("gitdir: /tmp/evil\n"), 0o644, backend.DigestOf(w.git))
+		_ = fsys.WriteFileIf(name, []byte("gitdir: /tmp/evil\n"), 0o644, grove.DigestOf(w.git))
 	case "rename":
 		_ = fsys.Rename(name, arg(2))
 	case "remove":

@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/stretchr/testify/require"
-
-	"github.com/groveworks/grove/backend"
 )
 
 // swapper flips the head's entry name between the entries a and b (made
@@ -139,7 +138,7 @@ func TestFSGitUnreachableWhileAFileIsSwappedForALinkToGit(t *testing.T) {
 			t.Errorf("ReadFile x = %q", data)
 		}
 		_ = b.fsys.WriteFile("x", []byte("plain\n"), 0o644)
-		_ = b.fsys.WriteFileIf("x", []byte("plain\n"), 0o644, backend.DigestOf([]byte("plain\n")))
+		_ = b.fsys.WriteFileIf("x", []byte("plain\n"), 0o644, grove.DigestOf([]byte("plain\n")))
 		_ = b.fsys.Chmod("x", 0o600)
 		_ = b.fsys.Chmod("x", 0o644)
 		b.intact("racing x between a file and a link to .git")

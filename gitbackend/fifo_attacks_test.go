@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,7 +36,7 @@ func TestATrackedFileReplacedByAFIFOIsSkippedNotAFailure(t *testing.T) {
 
 			cp, err := h.Checkpoint(f.ctx, nil)
 			require.NoError(t, err)
-			assert.Contains(t, cp.Skipped, workspace.Skipped{Path: "README.md", Reason: backend.SkipIrregular})
+			assert.Contains(t, cp.Skipped, grove.Skipped{Path: "README.md", Reason: grove.SkipIrregular})
 			assert.Equal(t, "unsaved work", f.git(f.repo, "show", string(cp.ID)+":"+work))
 			_, err = h.Destroy(f.ctx, nil)
 			require.NoError(t, err)
@@ -75,7 +75,7 @@ func TestAnFSReadOfAFIFONeverBlocks(t *testing.T) {
 		go func() { done <- call.fn() }()
 		select {
 		case err := <-done:
-			assert.Equal(t, workspace.InvalidArgument, workspace.CodeOf(err), "%s of a FIFO: %v", call.name, err)
+			assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "%s of a FIFO: %v", call.name, err)
 		case <-time.After(5 * time.Second):
 			t.Errorf("%s of a FIFO is still blocked after 5 s", call.name)
 			// Unblock it, so the goroutine ends.
@@ -133,7 +133,7 @@ func TestAFIFOInTheHeadsGitDirNeverBlocks(t *testing.T) {
 				return err
 			})
 			assert.Less(t, took, 3*time.Second, "the checkpoint blocked past its context")
-			assert.NotContains(t, []workspace.Code{workspace.Internal, workspace.Canceled}, workspace.CodeOf(err), "checkpoint: %v", err)
+			assert.NotContains(t, []grove.Code{grove.Internal, grove.Canceled}, grove.CodeOf(err), "checkpoint: %v", err)
 		})
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/regfile"
 )
@@ -207,7 +207,7 @@ func clearDir(ctx context.Context, dir string) error {
 }
 
 // ctxErr is nil, or the cancellation of ctx as a create reports it.
-func ctxErr(ctx context.Context) error { return backend.ContextError(ctx, "gitbackend: create head") }
+func ctxErr(ctx context.Context) error { return grove.ContextError(ctx, "gitbackend: create head") }
 
 // headAtTree returns the directory of a live head of the workspace other
 // than mf whose HEAD is a commit of tree and whose index records tree as

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -53,7 +54,7 @@ func TestForkCopiesTheSourceHeadsFiles(t *testing.T) {
 	ws, err := workspace.Open(f.ctx, gb, f.repo, nil)
 	require.NoError(t, err)
 	defer ws.Close()
-	e, err := ws.NewHead("e").From(workspace.Rev(cp.ID)).Create(f.ctx)
+	e, err := ws.NewHead("e").From(grove.Rev(cp.ID)).Create(f.ctx)
 	require.NoError(t, err)
 	defer e.Close()
 	cmds := strings.Join(log.take(), "\n")
@@ -92,7 +93,7 @@ func TestAttackFromDiskStatLies(t *testing.T) {
 	require.Equal(t, "", f.git(a.Info().Root, "diff-files", "--name-only"), "the stat data no longer tells")
 
 	before := gitbackend.DiskCopies()
-	b, err := f.ws.NewHead("b").From(workspace.Rev(cp.ID)).Create(f.ctx)
+	b, err := f.ws.NewHead("b").From(grove.Rev(cp.ID)).Create(f.ctx)
 	require.NoError(t, err)
 	defer b.Close()
 	require.Greater(t, gitbackend.DiskCopies()-before, int64(50))
@@ -129,7 +130,7 @@ func TestAttackFromDiskLinksAndFIFOs(t *testing.T) {
 	var b *workspace.Head
 	go func() {
 		var err error
-		b, err = f.ws.NewHead("b").From(workspace.Rev(cp.ID)).Create(f.ctx)
+		b, err = f.ws.NewHead("b").From(grove.Rev(cp.ID)).Create(f.ctx)
 		done <- err
 	}()
 	select {
@@ -201,7 +202,7 @@ func TestFromDiskCheckFindsAChangedCopy(t *testing.T) {
 				change.edit(filepath.Join(dir, "tree", "d07", "f0007.txt"))
 			})()
 			before := gitbackend.DiskCopies()
-			b, err := f.ws.NewHead("b" + strings.ReplaceAll(change.name, " ", "-")).From(workspace.Rev(cp.ID)).Create(f.ctx)
+			b, err := f.ws.NewHead("b" + strings.ReplaceAll(change.name, " ", "-")).From(grove.Rev(cp.ID)).Create(f.ctx)
 			require.NoError(t, err)
 			defer b.Close()
 			require.True(t, called, "not every file was copied")
@@ -227,7 +228,7 @@ func TestFromDiskCopiesKeepTheirSourcesTimes(t *testing.T) {
 	old := time.Now().Add(-time.Hour).Truncate(time.Second)
 	require.NoError(t, os.Chtimes(src, old, old))
 	before := gitbackend.DiskCopies()
-	b, err := f.ws.NewHead("b").From(workspace.Rev(cp.ID)).Create(f.ctx)
+	b, err := f.ws.NewHead("b").From(grove.Rev(cp.ID)).Create(f.ctx)
 	require.NoError(t, err)
 	defer b.Close()
 	require.Greater(t, gitbackend.DiskCopies()-before, int64(60))

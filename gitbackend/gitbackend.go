@@ -12,12 +12,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
 )
 
 // BackendID is the Git backend's persistent ID.
-const BackendID backend.ID = "git"
+const BackendID grove.ID = "git"
 
 // Options configure a Backend. The zero value is ready to use.
 type Options struct {
@@ -95,13 +96,13 @@ var _ backend.Backend = (*Backend)(nil)
 func New(opts Options) *Backend { return &Backend{opts: opts} }
 
 // ID returns "git".
-func (b *Backend) ID() backend.ID { return BackendID }
+func (b *Backend) ID() grove.ID { return BackendID }
 
 // Capabilities: everything — attach, shared compare-and-set (within a
 // process), host directories, isolation across processes, persistence,
 // symlinks and file modes.
-func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{
+func (b *Backend) Capabilities() grove.Capabilities {
+	return grove.Capabilities{
 		Attach: true, SharedCAS: true, HostRoot: true, CrossProcessIsolation: true,
 		Persistent: true, Symlinks: true, FileModes: true, Recreate: true, Remote: true,
 	}
@@ -125,7 +126,7 @@ func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return backend.Errorf(backend.FailedPrecondition, "gitbackend: close", "backend is already closed")
+		return grove.Errorf(grove.FailedPrecondition, "gitbackend: close", "backend is already closed")
 	}
 	b.closed = true
 	b.mu.Unlock()
@@ -142,9 +143,9 @@ func (b *Backend) enter(ctx context.Context, op string) (*gitcmd.Runner, error) 
 	closed, r := b.closed, b.runner
 	b.mu.Unlock()
 	if closed {
-		return nil, backend.Errorf(backend.FailedPrecondition, "gitbackend: "+op, "backend is closed")
+		return nil, grove.Errorf(grove.FailedPrecondition, "gitbackend: "+op, "backend is closed")
 	}
-	if err := backend.ContextError(ctx, "gitbackend: "+op); err != nil {
+	if err := grove.ContextError(ctx, "gitbackend: "+op); err != nil {
 		return nil, err
 	}
 	if r != nil {
@@ -190,16 +191,16 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 		headsDir = repo.defaultHeadsDir()
 	}
 	if headsDir, err = canonical(headsDir); err != nil {
-		return nil, backend.Errorf(backend.InvalidArgument, op, "heads directory: %w", err)
+		return nil, grove.Errorf(grove.InvalidArgument, op, "heads directory: %w", err)
 	}
 	if repo.main != "" && within(headsDir, repo.main) {
-		return nil, &backend.Error{Code: backend.InvalidArgument, Op: op, Path: headsDir,
+		return nil, &grove.Error{Code: grove.InvalidArgument, Op: op, Path: headsDir,
 			Err: fmt.Errorf("the heads directory lies inside the repository's working tree %s", repo.main)}
 	}
 	m := metaOf(common)
 	id, ok, err := m.readWorkspaceID()
 	if err != nil {
-		return nil, backend.Errorf(backend.Internal, op, "%w", err)
+		return nil, grove.Errorf(grove.Internal, op, "%w", err)
 	}
 	w := &workspace{b: b, repo: repo, meta: m, headsDir: headsDir}
 	if opts != nil {
@@ -216,19 +217,19 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	switch {
 	case w.remote != nil:
 		if _, err := m.initWorkspace(); err != nil { // the metadata directories
-			return nil, backend.Errorf(backend.Internal, op, "recording the workspace: %w", err)
+			return nil, grove.Errorf(grove.Internal, op, "recording the workspace: %w", err)
 		}
 		if id, err = w.shareIdentity(ctx, op); err != nil {
 			return nil, err
 		}
 	case !ok:
 		if id, err = m.initWorkspace(); err != nil {
-			return nil, backend.Errorf(backend.Internal, op, "recording the workspace: %w", err)
+			return nil, grove.Errorf(grove.Internal, op, "recording the workspace: %w", err)
 		}
 	}
 	w.id = id
 	if w.clone, err = m.cloneID(true); err != nil {
-		return nil, backend.Errorf(backend.Internal, op, "recording the clone: %w", err)
+		return nil, grove.Errorf(grove.Internal, op, "recording the clone: %w", err)
 	}
 	if err := w.recoverCreates(ctx); err != nil {
 		return nil, err
@@ -247,14 +248,14 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 // shape grove does not drive.
 func (b *Backend) locate(ctx context.Context, op string, r *gitcmd.Runner, locator string) (*repo, error) {
 	if locator == "" {
-		return nil, backend.Errorf(backend.InvalidArgument, op, "empty locator")
+		return nil, grove.Errorf(grove.InvalidArgument, op, "empty locator")
 	}
 	abs, err := filepath.Abs(locator)
 	if err != nil {
-		return nil, backend.Errorf(backend.InvalidArgument, op, "%w", err)
+		return nil, grove.Errorf(grove.InvalidArgument, op, "%w", err)
 	}
 	if _, err := os.Stat(abs); err != nil {
-		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: err}
+		return nil, &grove.Error{Code: grove.NotFound, Op: op, Path: locator, Err: err}
 	}
 	// Inside a head grove recorded, the record says which repository,
 	// whatever the head's files (its .git) say now.
@@ -265,7 +266,7 @@ func (b *Backend) locate(ctx context.Context, op string, r *gitcmd.Runner, locat
 	}
 	out, err := r.Output(ctx, gitcmd.Cmd{Dir: abs, Discover: true, Args: []string{"rev-parse", "--path-format=absolute", "--git-common-dir", "--is-bare-repository"}})
 	if err != nil {
-		if backend.CodeOf(err) == backend.Canceled {
+		if grove.CodeOf(err) == grove.Canceled {
 			return nil, err
 		}
 		// git's own words say why (not a repository, dubious ownership,
@@ -273,25 +274,25 @@ func (b *Backend) locate(ctx context.Context, op string, r *gitcmd.Runner, locat
 		why := strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(gitcmd.Stderr(err)), "fatal: ", "")), " ")
 		switch {
 		case why == "":
-			return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: fmt.Errorf("not inside a git repository: %w", err)}
+			return nil, &grove.Error{Code: grove.NotFound, Op: op, Path: locator, Err: fmt.Errorf("not inside a git repository: %w", err)}
 		case strings.HasPrefix(why, "not a git repository"):
-			return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: errors.New(why)}
+			return nil, &grove.Error{Code: grove.NotFound, Op: op, Path: locator, Err: errors.New(why)}
 		}
 		// A repository git will not open (an unknown extension, dubious
 		// ownership): git's whole message says why.
-		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: locator, Err: errors.New(why)}
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: locator, Err: errors.New(why)}
 	}
 	lines := strings.Split(out, "\n")
 	if len(lines) != 2 {
-		return nil, backend.Errorf(backend.Internal, op, "unexpected rev-parse output %q", out)
+		return nil, grove.Errorf(grove.Internal, op, "unexpected rev-parse output %q", out)
 	}
 	common, err := filepath.EvalSymlinks(lines[0])
 	if err != nil {
-		return nil, backend.Errorf(backend.Internal, op, "%w", err)
+		return nil, grove.Errorf(grove.Internal, op, "%w", err)
 	}
 	realAbs, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Err: err}
+		return nil, &grove.Error{Code: grove.NotFound, Op: op, Path: locator, Err: err}
 	}
 	top, direct, err := checkLocator(op, realAbs, common, lines[1] == "true")
 	if err != nil {
@@ -337,7 +338,7 @@ type payload struct {
 	Clone  string `json:"clone,omitempty"` // the clone of the workspace the head lives in (heads made before clones had IDs: none)
 }
 
-func decodePayload(b backend.Binding) (payload, error) {
+func decodePayload(b grove.Binding) (payload, error) {
 	var p payload
 	dec := json.NewDecoder(strings.NewReader(string(b.Payload)))
 	dec.DisallowUnknownFields()
@@ -349,7 +350,7 @@ func decodePayload(b backend.Binding) (payload, error) {
 		err = errors.New("missing or relative fields")
 	}
 	if err != nil {
-		return p, &backend.Error{Code: backend.BindingCorrupt, Op: "gitbackend: reopen", Head: string(b.Head),
+		return p, &grove.Error{Code: grove.BindingCorrupt, Op: "gitbackend: reopen", Head: string(b.Head),
 			Err: fmt.Errorf("payload is not a git head's (%v): %.200s", err, b.Payload)}
 	}
 	return p, nil
@@ -366,7 +367,7 @@ func decodePayload(b backend.Binding) (payload, error) {
 // registration in this repository (NotFound, unregistered), the head ID
 // stamped in its git dir (IdentityMismatch, head-id), the branch ref
 // (NotFound, branch), archived and isolation.
-func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
+func (b *Backend) Reopen(ctx context.Context, bind grove.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
 	const op = "gitbackend: reopen"
 	r, err := b.enter(ctx, "Reopen")
 	if err != nil {
@@ -377,52 +378,52 @@ func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backen
 		return nil, nil, err
 	}
 	if !validHeadID(bind.Head) {
-		return nil, nil, &backend.Error{Code: backend.BindingCorrupt, Op: op, Head: p.Name,
+		return nil, nil, &grove.Error{Code: grove.BindingCorrupt, Op: op, Head: p.Name,
 			Err: fmt.Errorf("head ID %q is not a UUID", bind.Head)}
 	}
-	fail := func(code backend.Code, reason backend.Reason, format string, args ...any) error {
-		return &backend.Error{Code: code, Op: op, Head: p.Name, Reason: reason, Err: fmt.Errorf(format, args...)}
+	fail := func(code grove.Code, reason grove.Reason, format string, args ...any) error {
+		return &grove.Error{Code: code, Op: op, Head: p.Name, Reason: reason, Err: fmt.Errorf(format, args...)}
 	}
 	if st, err := os.Stat(p.Repo); err != nil || !st.IsDir() {
-		return nil, nil, fail(backend.NotFound, backend.ReasonMoved, "no repository at %s: it was moved or deleted", p.Repo)
+		return nil, nil, fail(grove.NotFound, grove.ReasonMoved, "no repository at %s: it was moved or deleted", p.Repo)
 	}
 	m := metaOf(p.Repo)
 	id, ok, err := m.readWorkspaceID()
 	switch {
 	case err != nil:
-		return nil, nil, fail(backend.IdentityMismatch, backend.ReasonWorkspaceID, "%v", err)
+		return nil, nil, fail(grove.IdentityMismatch, grove.ReasonWorkspaceID, "%v", err)
 	case !ok:
-		return nil, nil, fail(backend.IdentityMismatch, backend.ReasonWorkspaceID, "the repository at %s holds no grove workspace", p.Repo)
+		return nil, nil, fail(grove.IdentityMismatch, grove.ReasonWorkspaceID, "the repository at %s holds no grove workspace", p.Repo)
 	case id != bind.Workspace:
-		return nil, nil, fail(backend.IdentityMismatch, backend.ReasonWorkspaceID, "the repository at %s is workspace %s, not %s", p.Repo, id, bind.Workspace)
+		return nil, nil, fail(grove.IdentityMismatch, grove.ReasonWorkspaceID, "the repository at %s is workspace %s, not %s", p.Repo, id, bind.Workspace)
 	}
 	mf, err := m.readManifest(bind.Head)
 	if err != nil || mf.Creating {
 		if named, _ := m.byName(p.Name); named != nil {
-			return nil, nil, fail(backend.IdentityMismatch, backend.ReasonHeadID, "head %q is %s, not %s", p.Name, named.ID, bind.Head)
+			return nil, nil, fail(grove.IdentityMismatch, grove.ReasonHeadID, "head %q is %s, not %s", p.Name, named.ID, bind.Head)
 		}
-		return nil, nil, fail(backend.NotFound, backend.ReasonMissing, "the repository has no head %s", bind.Head)
+		return nil, nil, fail(grove.NotFound, grove.ReasonMissing, "the repository has no head %s", bind.Head)
 	}
 	switch {
-	case mf.State == backend.StateDestroyed:
-		return nil, nil, fail(backend.Destroyed, "", "head %q was destroyed", mf.Name)
+	case mf.State == grove.StateDestroyed:
+		return nil, nil, fail(grove.Destroyed, "", "head %q was destroyed", mf.Name)
 	case mf.Access != bind.Access:
-		return nil, nil, fail(backend.IdentityMismatch, backend.ReasonAccess, "the head is %s, the binding says %s", mf.Access, bind.Access)
+		return nil, nil, fail(grove.IdentityMismatch, grove.ReasonAccess, "the head is %s, the binding says %s", mf.Access, bind.Access)
 	case mf.Name != p.Name:
-		return nil, nil, fail(backend.IdentityMismatch, backend.ReasonHeadID, "head %s is named %q, the binding says %q", bind.Head, mf.Name, p.Name)
+		return nil, nil, fail(grove.IdentityMismatch, grove.ReasonHeadID, "head %s is named %q, the binding says %q", bind.Head, mf.Name, p.Name)
 	case mf.Branch != p.Branch:
-		return nil, nil, fail(backend.IdentityMismatch, backend.ReasonBranch, "the head's branch is %q, the binding says %q", mf.Branch, p.Branch)
+		return nil, nil, fail(grove.IdentityMismatch, grove.ReasonBranch, "the head's branch is %q, the binding says %q", mf.Branch, p.Branch)
 	case mf.Dir != p.Dir:
-		return nil, nil, fail(backend.NotFound, backend.ReasonMoved, "the head's directory is recorded as %s, the binding says %s", mf.Dir, p.Dir)
+		return nil, nil, fail(grove.NotFound, grove.ReasonMoved, "the head's directory is recorded as %s, the binding says %s", mf.Dir, p.Dir)
 	case mf.Clone != p.Clone:
-		return nil, nil, fail(backend.NotFound, backend.ReasonMoved, "the head lives in another clone of the workspace (%s) than this one's copy of it (%s): relocate it", p.Clone, mf.Clone)
+		return nil, nil, fail(grove.NotFound, grove.ReasonMoved, "the head lives in another clone of the workspace (%s) than this one's copy of it (%s): relocate it", p.Clone, mf.Clone)
 	}
 	rp := &repo{r: r, common: p.Repo, main: b.anchors().mainOf(p.Repo, "", false)}
 	// Forks from a resumed head land beside it (an attached head's, in the
 	// default heads directory).
 	w := &workspace{b: b, repo: rp, meta: m, id: id, headsDir: filepath.Dir(mf.Dir)}
 	if w.clone, err = m.cloneID(false); err != nil {
-		return nil, nil, fail(backend.Internal, "", "reading the clone's ID: %v", err)
+		return nil, nil, fail(grove.Internal, "", "reading the clone's ID: %v", err)
 	}
 	if opts != nil {
 		w.setup, w.teardown, w.sandbox = opts.Setup, opts.Teardown, opts.Sandbox
@@ -488,7 +489,7 @@ func within(path, dir string) bool {
 // directory, or a .git file naming the common dir: a main checkout).
 func checkLocator(op, dir, common string, bare bool) (top string, direct bool, err error) {
 	refuse := func(path, format string, args ...any) error {
-		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: path,
+		return &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: path,
 			Err: fmt.Errorf("%s; open the repository from its main checkout instead", fmt.Sprintf(format, args...))}
 	}
 	place := common // where the repository is: a bare one, or one found from inside its git dir
@@ -622,7 +623,7 @@ func checkNotAHead(op, main string) error {
 		}
 		for _, mf := range all {
 			if mf.live() && mf.Dir == main {
-				return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: main,
+				return &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: main,
 					Err: fmt.Errorf("this is head %q of the repository %s, whose .git was replaced; open that repository instead", mf.Name, owner)}
 			}
 		}

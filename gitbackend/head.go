@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/lock"
@@ -22,7 +23,7 @@ import (
 // isolation lock until Close or Destroy.
 type head struct {
 	w       *workspace
-	binding backend.Binding
+	binding grove.Binding
 	fs      *diskFS
 
 	mu     sync.Mutex
@@ -39,7 +40,7 @@ func (w *workspace) newHead(mf *manifest, bl *lock.Lock) (*head, error) {
 		if bl != nil {
 			_ = bl.Unlock()
 		}
-		return nil, &backend.Error{Code: backend.NotFound, Op: "gitbackend: open head", Head: mf.Name, Reason: backend.ReasonMissing, Err: err}
+		return nil, &grove.Error{Code: grove.NotFound, Op: "gitbackend: open head", Head: mf.Name, Reason: grove.ReasonMissing, Err: err}
 	}
 	if !mf.Attached {
 		// Best effort: without the record, a grove command run in the head
@@ -49,8 +50,8 @@ func (w *workspace) newHead(mf *manifest, bl *lock.Lock) (*head, error) {
 	p, _ := json.Marshal(payload{Repo: w.repo.common, Dir: mf.Dir, Name: mf.Name, Branch: mf.Branch, Clone: mf.Clone})
 	return &head{
 		w: w, fs: fsys, mf: *mf, bind: bl,
-		binding: backend.Binding{
-			Version: backend.BindingVersion, Backend: BackendID, Workspace: w.id,
+		binding: grove.Binding{
+			Version: grove.BindingVersion, Backend: BackendID, Workspace: w.id,
 			Head: mf.ID, Access: mf.Access, Payload: p,
 		},
 	}, nil
@@ -62,21 +63,21 @@ func (h *head) manifest() manifest {
 	return h.mf
 }
 
-func (h *head) Info() backend.HeadInfo {
+func (h *head) Info() grove.HeadInfo {
 	mf := h.manifest()
 	return mf.info()
 }
 
-func (h *head) Binding() backend.Binding {
+func (h *head) Binding() grove.Binding {
 	b := h.binding
 	b.Payload = slices.Clone(b.Payload)
 	return b
 }
 
-func (h *head) FS() backend.FS { return h.fs }
+func (h *head) FS() grove.FS { return h.fs }
 
-func (h *head) fail(code backend.Code, op string, format string, args ...any) error {
-	return &backend.Error{Code: code, Op: "gitbackend: " + op, Head: h.mf.Name, Err: fmt.Errorf(format, args...)}
+func (h *head) fail(code grove.Code, op string, format string, args ...any) error {
+	return &grove.Error{Code: code, Op: "gitbackend: " + op, Head: h.mf.Name, Err: fmt.Errorf(format, args...)}
 }
 
 // wrap gives a git failure the head's operation, keeping Canceled.
@@ -84,11 +85,11 @@ func (h *head) wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var be *backend.Error
-	if errors.As(err, &be) && be.Code != backend.Internal {
+	var be *grove.Error
+	if errors.As(err, &be) && be.Code != grove.Internal {
 		return err
 	}
-	return &backend.Error{Code: backend.Internal, Op: "gitbackend: " + op, Head: h.mf.Name, Err: err}
+	return &grove.Error{Code: grove.Internal, Op: "gitbackend: " + op, Head: h.mf.Name, Err: err}
 }
 
 // enter runs the checks every call starts with: the handle and the backend
@@ -99,17 +100,17 @@ func (h *head) enter(ctx context.Context, op string) (manifest, error) {
 	closed := h.closed
 	h.mu.Unlock()
 	if closed {
-		return manifest{}, h.fail(backend.FailedPrecondition, op, "head is closed")
+		return manifest{}, h.fail(grove.FailedPrecondition, op, "head is closed")
 	}
 	if _, err := h.w.b.enter(ctx, op); err != nil {
 		return manifest{}, err
 	}
 	mf, err := h.w.meta.readManifest(h.binding.Head)
 	if err != nil {
-		return manifest{}, h.fail(backend.NotFound, op, "the head's manifest is gone: %v", err)
+		return manifest{}, h.fail(grove.NotFound, op, "the head's manifest is gone: %v", err)
 	}
-	if mf.State == backend.StateDestroyed {
-		return manifest{}, h.fail(backend.Destroyed, op, "head was destroyed")
+	if mf.State == grove.StateDestroyed {
+		return manifest{}, h.fail(grove.Destroyed, op, "head was destroyed")
 	}
 	h.mu.Lock()
 	h.mf.State = mf.State
@@ -129,8 +130,8 @@ func (h *head) enterTree(ctx context.Context, op string) (manifest, error) {
 	if err != nil {
 		return mf, err
 	}
-	fail := func(code backend.Code, reason backend.Reason, format string, args ...any) error {
-		return &backend.Error{Code: code, Op: "gitbackend: " + op, Head: mf.Name, Reason: reason, Err: fmt.Errorf(format, args...)}
+	fail := func(code grove.Code, reason grove.Reason, format string, args ...any) error {
+		return &grove.Error{Code: code, Op: "gitbackend: " + op, Head: mf.Name, Reason: reason, Err: fmt.Errorf(format, args...)}
 	}
 	return mf, h.w.verify(&mf, fail)
 }
@@ -203,10 +204,10 @@ func (h *head) mark(mf manifest) (done func(), err error) {
 
 // headState is what a head's git dir says now.
 type headState struct {
-	commit string            // HEAD's commit
-	tree   string            // its tree
-	onOwn  bool              // HEAD is the head's own branch (a grove-owned head)
-	op     backend.Operation // a merge-like operation in progress
+	commit string          // HEAD's commit
+	tree   string          // its tree
+	onOwn  bool            // HEAD is the head's own branch (a grove-owned head)
+	op     grove.Operation // a merge-like operation in progress
 }
 
 // state reads the head's HEAD and any operation in progress.
@@ -217,21 +218,21 @@ func (h *head) state(ctx context.Context, mf manifest, op string) (headState, er
 	var st headState
 	out, err := h.git(ctx, gitcmd.Cmd{Args: []string{"rev-parse", "-q", "HEAD^{commit}", "HEAD^{tree}"}})
 	if err != nil {
-		if backend.CodeOf(err) != backend.Internal {
+		if grove.CodeOf(err) != grove.Internal {
 			return st, err
 		}
 		if _, serr := os.Stat(mf.Dir); serr != nil {
-			return st, &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Head: mf.Name, Reason: backend.ReasonMissing, Err: serr}
+			return st, &grove.Error{Code: grove.NotFound, Op: "gitbackend: " + op, Head: mf.Name, Reason: grove.ReasonMissing, Err: serr}
 		}
 		if mf.Branch == "" || !h.w.repo.refExists("refs/heads/"+mf.Branch) {
-			return st, &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Head: mf.Name, Reason: backend.ReasonBranch,
+			return st, &grove.Error{Code: grove.NotFound, Op: "gitbackend: " + op, Head: mf.Name, Reason: grove.ReasonBranch,
 				Err: fmt.Errorf("the head's HEAD does not resolve (branch %q gone?)", mf.Branch)}
 		}
 		return st, err // the branch is there: git failed for another reason
 	}
 	st.commit, st.tree, _ = strings.Cut(out, "\n")
 	st.op = inProgress(mf.Admin)
-	if !mf.Attached && st.op == backend.OpNone {
+	if !mf.Attached && st.op == grove.OpNone {
 		data, err := regfile.Read(filepath.Join(mf.Admin, "HEAD"), maxSmallFile)
 		st.onOwn = err == nil && gitLine(data) == "ref: refs/heads/"+mf.Branch
 	}
@@ -252,7 +253,7 @@ func (h *head) stateFast(mf manifest) (headState, bool) {
 		return st, false
 	}
 	st.op = inProgress(mf.Admin)
-	st.onOwn = st.onOwn && st.op == backend.OpNone
+	st.onOwn = st.onOwn && st.op == grove.OpNone
 	return st, true
 }
 
@@ -274,26 +275,26 @@ func (rp *repo) headCommit(admin string) (commit, ref string, ok bool) {
 
 // inProgress names the merge-like operation whose state files are in a
 // worktree's git dir.
-func inProgress(admin string) backend.Operation {
+func inProgress(admin string) grove.Operation {
 	exists := func(name string) bool { _, err := os.Stat(filepath.Join(admin, name)); return err == nil }
 	switch {
 	case exists("rebase-merge"), exists("rebase-apply/rebasing"):
-		return backend.OpRebase
+		return grove.OpRebase
 	case exists("rebase-apply"):
-		return backend.OpApplyMailbox
+		return grove.OpApplyMailbox
 	case exists("MERGE_HEAD"):
-		return backend.OpMerge
+		return grove.OpMerge
 	case exists("CHERRY_PICK_HEAD"), exists("sequencer/todo"):
-		return backend.OpCherryPick
+		return grove.OpCherryPick
 	case exists("REVERT_HEAD"):
-		return backend.OpRevert
+		return grove.OpRevert
 	case exists("BISECT_LOG"):
-		return backend.OpBisect
+		return grove.OpBisect
 	}
-	return backend.OpNone
+	return grove.OpNone
 }
 
-func (h *head) Log(ctx context.Context, opts *backend.LogOptions) ([]backend.Checkpoint, error) {
+func (h *head) Log(ctx context.Context, opts *backend.LogOptions) ([]grove.Checkpoint, error) {
 	mf, err := h.enter(ctx, "Log")
 	if err != nil {
 		return nil, err
@@ -302,14 +303,14 @@ func (h *head) Log(ctx context.Context, opts *backend.LogOptions) ([]backend.Che
 	if err != nil {
 		return nil, h.wrap("log", err)
 	}
-	out := make([]backend.Checkpoint, len(refs))
+	out := make([]grove.Checkpoint, len(refs))
 	for i, r := range refs {
 		out[i] = r.Checkpoint
 	}
 	return out, nil
 }
 
-func (h *head) Commits(ctx context.Context, since backend.Rev) ([]backend.CheckpointID, error) {
+func (h *head) Commits(ctx context.Context, since grove.Rev) ([]grove.CheckpointID, error) {
 	const op = "commits"
 	mf, err := h.enterTree(ctx, "Commits")
 	if err != nil {
@@ -327,9 +328,9 @@ func (h *head) Commits(ctx context.Context, since backend.Rev) ([]backend.Checkp
 	if err != nil {
 		return nil, h.wrap(op, err)
 	}
-	var ids []backend.CheckpointID
+	var ids []grove.CheckpointID
 	for _, l := range strings.Fields(out) {
-		ids = append(ids, backend.CheckpointID(l))
+		ids = append(ids, grove.CheckpointID(l))
 	}
 	return ids, nil
 }
@@ -339,11 +340,11 @@ func (h *head) Commits(ctx context.Context, since backend.Rev) ([]backend.Checkp
 // command nor writes the head's index. Dirty counts every change git
 // reports except new files over the default size cap, which a checkpoint
 // would skip.
-func (h *head) Status(ctx context.Context) (backend.Status, error) {
+func (h *head) Status(ctx context.Context) (grove.Status, error) {
 	const op = "status"
 	mf, err := h.enterTree(ctx, "Status")
 	if err != nil {
-		return backend.Status{}, err
+		return grove.Status{}, err
 	}
 	// --ignore-submodules=all: git would run git status inside every
 	// gitlink's repository, reading its configuration.
@@ -357,7 +358,7 @@ func (h *head) Status(ctx context.Context) (backend.Status, error) {
 		}
 	}
 	out, err := h.git(ctx, cmd)
-	if err != nil && backend.CodeOf(err) == backend.Internal && !mf.Attached {
+	if err != nil && grove.CodeOf(err) == grove.Internal && !mf.Attached {
 		// The head's index may be damaged: answer from an index read from
 		// HEAD instead (the next checkpoint or restore repairs the head's).
 		// Status takes no lock, so concurrent polls each need their own
@@ -374,41 +375,41 @@ func (h *head) Status(ctx context.Context) (backend.Status, error) {
 	}
 	if err != nil {
 		if _, serr := os.Stat(mf.Dir); serr != nil {
-			return backend.Status{}, &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Head: mf.Name, Reason: backend.ReasonMissing, Err: serr}
+			return grove.Status{}, &grove.Error{Code: grove.NotFound, Op: "gitbackend: " + op, Head: mf.Name, Reason: grove.ReasonMissing, Err: serr}
 		}
-		return backend.Status{}, h.wrap(op, err)
+		return grove.Status{}, h.wrap(op, err)
 	}
-	st := backend.Status{InProgress: inProgress(mf.Admin), Archived: mf.State == backend.StateArchived}
+	st := grove.Status{InProgress: inProgress(mf.Admin), Archived: mf.State == grove.StateArchived}
 	for _, rec := range strings.Split(out, "\x00") {
 		switch {
 		case strings.HasPrefix(rec, "# branch.oid "):
-			st.Commit = backend.CheckpointID(strings.TrimPrefix(rec, "# branch.oid "))
+			st.Commit = grove.CheckpointID(strings.TrimPrefix(rec, "# branch.oid "))
 		case strings.HasPrefix(rec, "1 "):
 			f := strings.SplitN(rec, " ", 9)
 			if len(f) != 9 {
 				continue
 			}
-			kind := backend.ChangeModified
+			kind := grove.ChangeModified
 			switch {
 			case f[1][0] == 'A' && f[1][1] == 'D':
 				continue // added, then deleted: nothing to capture
 			case f[1][0] == 'A':
-				kind = backend.ChangeAdded
+				kind = grove.ChangeAdded
 			case f[1][0] == 'D' || f[1][1] == 'D':
-				kind = backend.ChangeDeleted
+				kind = grove.ChangeDeleted
 			}
-			st.Changes = append(st.Changes, backend.Change{Path: f[8], Kind: kind})
+			st.Changes = append(st.Changes, grove.Change{Path: f[8], Kind: kind})
 			st.Dirty = true
 		case strings.HasPrefix(rec, "u "):
 			f := strings.SplitN(rec, " ", 11)
 			if len(f) == 11 {
 				st.Conflicts = append(st.Conflicts, f[10])
-				st.Changes = append(st.Changes, backend.Change{Path: f[10], Kind: backend.ChangeModified})
+				st.Changes = append(st.Changes, grove.Change{Path: f[10], Kind: grove.ChangeModified})
 				st.Dirty = true
 			}
 		case strings.HasPrefix(rec, "? "):
 			p := strings.TrimPrefix(rec, "? ")
-			st.Changes = append(st.Changes, backend.Change{Path: p, Kind: backend.ChangeUntracked})
+			st.Changes = append(st.Changes, grove.Change{Path: p, Kind: grove.ChangeUntracked})
 			full := filepath.Join(mf.Dir, filepath.FromSlash(p))
 			if strings.HasSuffix(p, "/") {
 				// A nested repository (git shows it as one entry): a
@@ -416,7 +417,7 @@ func (h *head) Status(ctx context.Context) (backend.Status, error) {
 				if holdsFiles(full) {
 					st.Dirty = true
 				}
-			} else if fi, err := os.Lstat(full); err != nil || fi.Size() <= backend.DefaultMaxNewFileSize || !fi.Mode().IsRegular() {
+			} else if fi, err := os.Lstat(full); err != nil || fi.Size() <= grove.DefaultMaxNewFileSize || !fi.Mode().IsRegular() {
 				st.Dirty = true
 			}
 		}
@@ -424,11 +425,11 @@ func (h *head) Status(ctx context.Context) (backend.Status, error) {
 	if st.Commit == "(initial)" {
 		st.Commit = ""
 	}
-	slices.SortFunc(st.Changes, func(a, b backend.Change) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(st.Changes, func(a, b grove.Change) int { return strings.Compare(a.Path, b.Path) })
 	slices.Sort(st.Conflicts)
 	last, err := h.w.repo.checkpoints(ctx, mf.ID, 1)
 	if err != nil {
-		return backend.Status{}, h.wrap(op, err)
+		return grove.Status{}, h.wrap(op, err)
 	}
 	if len(last) == 1 {
 		st.LastCheckpoint = last[0].ID
@@ -461,25 +462,25 @@ func holdsFiles(dir string) bool {
 // the live working tree, the head's state is first staged into a
 // throwaway index (as a checkpoint would capture it, untracked files
 // included), so the diff shows what a checkpoint now would record.
-func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, error) {
+func (h *head) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error) {
 	const op = "diff"
 	mf, err := h.enterTree(ctx, "Diff")
 	if err != nil {
-		return backend.Diff{}, err
+		return grove.Diff{}, err
 	}
 	a, err := h.w.repo.resolve(ctx, op, from)
 	if err != nil {
-		return backend.Diff{}, err
+		return grove.Diff{}, err
 	}
 	// The prefixes are pinned: diff.noprefix or diff.mnemonicPrefix in the
 	// repository's config (which an agent can set) would change the patch's
 	// headers, which callers read.
 	args := []string{"diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-color", "--ignore-submodules=all", "--src-prefix=a/", "--dst-prefix=b/", a}
 	var env []string
-	if to == backend.Live {
+	if to == grove.Live {
 		f, err := os.CreateTemp(mf.Admin, "grove-diff-index-*")
 		if err != nil {
-			return backend.Diff{}, h.wrap(op, err)
+			return grove.Diff{}, h.wrap(op, err)
 		}
 		_ = f.Close()
 		tmp := f.Name()
@@ -500,7 +501,7 @@ func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, er
 			})
 		}
 		if err != nil {
-			return backend.Diff{}, h.wrap(op, err)
+			return grove.Diff{}, h.wrap(op, err)
 		}
 		defer os.Remove(tmp + ".lock")
 		env = []string{"GIT_INDEX_FILE=" + tmp}
@@ -508,19 +509,19 @@ func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, er
 	} else {
 		b, err := h.w.repo.resolve(ctx, op, to)
 		if err != nil {
-			return backend.Diff{}, err
+			return grove.Diff{}, err
 		}
 		args = append(args, b)
 	}
 	patch, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append(slices.Clone(args), "-p", "--")})
 	if err != nil {
-		return backend.Diff{}, h.wrap(op, err)
+		return grove.Diff{}, h.wrap(op, err)
 	}
 	stats, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append(slices.Clone(args), "--numstat", "-z", "--")})
 	if err != nil {
-		return backend.Diff{}, h.wrap(op, err)
+		return grove.Diff{}, h.wrap(op, err)
 	}
-	d := backend.Diff{Patch: patch}
+	d := grove.Diff{Patch: patch}
 	if d.Patch != "" {
 		d.Patch += "\n"
 	}
@@ -531,9 +532,9 @@ func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, er
 		}
 		added, _ := strconv.Atoi(f[0]) // "-" for binary files: 0
 		deleted, _ := strconv.Atoi(f[1])
-		d.Files = append(d.Files, backend.FileStat{Path: f[2], Added: added, Deleted: deleted})
+		d.Files = append(d.Files, grove.FileStat{Path: f[2], Added: added, Deleted: deleted})
 	}
-	slices.SortFunc(d.Files, func(a, b backend.FileStat) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(d.Files, func(a, b grove.FileStat) int { return strings.Compare(a.Path, b.Path) })
 	return d, nil
 }
 
@@ -545,9 +546,9 @@ func (h *head) SetArchived(ctx context.Context, archived bool) error {
 		return err
 	}
 	h.mu.Lock()
-	h.mf.State = backend.StateActive
+	h.mf.State = grove.StateActive
 	if archived {
-		h.mf.State = backend.StateArchived
+		h.mf.State = grove.StateArchived
 	}
 	h.mu.Unlock()
 	return nil
@@ -570,7 +571,7 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 	defer l.Unlock()
 	if !mf.Attached && !opts.SkipTeardown {
 		if fi, err := os.Lstat(mf.Dir); err == nil && fi.IsDir() {
-			if err := h.w.runHook(ctx, "gitbackend: destroy", backend.HookTeardown, h.w.teardown, &mf); err != nil {
+			if err := h.w.runHook(ctx, "gitbackend: destroy", grove.HookTeardown, h.w.teardown, &mf); err != nil {
 				return err
 			}
 		}
@@ -590,7 +591,7 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 	if err != nil {
 		tomb = &mf
 	}
-	tomb.State = backend.StateDestroyed
+	tomb.State = grove.StateDestroyed
 	tomb.Destroying = false
 	if err := h.w.meta.writeManifest(tomb); err != nil {
 		return h.wrap(op, err)
@@ -603,7 +604,7 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 	_ = os.RemoveAll(h.w.sealOf(mf.ID).dir)
 	h.w.b.anchors().drop(mf.Dir)
 	h.mu.Lock()
-	h.mf.State = backend.StateDestroyed
+	h.mf.State = grove.StateDestroyed
 	h.mu.Unlock()
 	_ = h.Close()
 	return nil
@@ -638,7 +639,7 @@ func (h *head) removeWorktree(mf manifest) (string, error) {
 			registered = true // nothing in it to lose
 		}
 		if !registered {
-			return "", &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: destroy", Head: mf.Name, Path: mf.Dir,
+			return "", &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: destroy", Head: mf.Name, Path: mf.Dir,
 				Err: fmt.Errorf("%s is no longer registered as the head's worktree; left in place", mf.Dir)}
 		}
 		mark := mf
@@ -667,7 +668,7 @@ func (h *head) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: close head", Head: h.mf.Name, Err: errors.New("head is already closed")}
+		return &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: close head", Head: h.mf.Name, Err: errors.New("head is already closed")}
 	}
 	h.closed = true
 	h.fs.close()

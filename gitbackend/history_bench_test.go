@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/internal/githarness"
 	"github.com/groveworks/grove/workspace"
@@ -139,7 +140,7 @@ func TestHistoryCostsNothingOnTheLiveHeadsPath(t *testing.T) {
 	assert.FileExists(t, tomb)
 	assert.NoFileExists(t, filepath.Join(heads, string(bind.Head)+".json"))
 	_, err = workspace.Reopen(f.ctx, gitbackend.New(gitbackend.Options{}), bind, nil)
-	assert.Equal(t, workspace.Destroyed, workspace.CodeOf(err), "%v", err)
+	assert.Equal(t, grove.Destroyed, grove.CodeOf(err), "%v", err)
 
 	require.NoError(t, os.Rename(tomb, filepath.Join(heads, string(bind.Head)+".json")))
 	_, err = f.ws.Heads(f.ctx)

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -62,7 +62,7 @@ func TestNoHookOrFsmonitorRunsDuringAnyOperation(t *testing.T) {
 	f.write(h, "a.txt", "b\n")
 	_, err = h.Status(f.ctx)
 	require.NoError(t, err)
-	_, err = h.Diff(f.ctx, backend.Rev(cp.ID), workspace.Live)
+	_, err = h.Diff(f.ctx, grove.Rev(cp.ID), grove.Live)
 	require.NoError(t, err)
 	_, err = h.Restore(f.ctx, "main", nil) // with a safety checkpoint
 	require.NoError(t, err)
@@ -76,13 +76,13 @@ func TestNoHookOrFsmonitorRunsDuringAnyOperation(t *testing.T) {
 	require.NoError(t, fork.Unarchive(f.ctx))
 	_, err = fork.Destroy(f.ctx, nil)
 	require.NoError(t, err)
-	require.NoError(t, ws.Materialize(f.ctx, backend.Rev(cp.ID), filepath.Join(t.TempDir(), "out")))
+	require.NoError(t, ws.Materialize(f.ctx, grove.Rev(cp.ID), filepath.Join(t.TempDir(), "out")))
 	att, err := ws.Attach(f.ctx, "mine", f.repo)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(f.repo, "mine.txt"), []byte("m\n"), 0o644))
 	acp, err := att.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
-	_, err = att.Restore(f.ctx, backend.Rev(acp.ID), &workspace.RestoreOptions{Discard: true})
+	_, err = att.Restore(f.ctx, grove.Rev(acp.ID), &workspace.RestoreOptions{Discard: true})
 	require.NoError(t, err)
 	_, err = att.Destroy(f.ctx, nil)
 	require.NoError(t, err)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 )
 
@@ -244,7 +244,7 @@ func (c *copier) copyFile(p string, perm fs.FileMode) error {
 		err = cerr
 	}
 	if err != nil {
-		return &backend.Error{Code: backend.Internal, Op: "gitbackend: copy " + includeFile, Path: p, Err: err}
+		return &grove.Error{Code: grove.Internal, Op: "gitbackend: copy " + includeFile, Path: p, Err: err}
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/regfile"
 )
@@ -340,7 +340,7 @@ func (h *head) rebuildIndex(ctx context.Context, priv, commit string) error {
 // failure is reported by the second run.
 func (h *head) retryOnIndex(ctx context.Context, priv, commit string, fn func() error) error {
 	err := fn()
-	if err == nil || backend.CodeOf(err) != backend.Internal || commit == "" {
+	if err == nil || grove.CodeOf(err) != grove.Internal || commit == "" {
 		return err
 	}
 	if rerr := h.rebuildIndex(ctx, priv, commit); rerr != nil {
@@ -531,11 +531,11 @@ func (h *head) lockIndex(ctx context.Context, mf manifest, priv string) (*indexS
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, &backend.Error{Code: backend.Canceled, Op: "gitbackend: index lock", Head: mf.Name, Path: s.lockPath,
+			return nil, &grove.Error{Code: grove.Canceled, Op: "gitbackend: index lock", Head: mf.Name, Path: s.lockPath,
 				Err: fmt.Errorf("waiting for %s, held by a git command: %w", s.lockPath, ctx.Err())}
 		case <-deadline.C:
 			t.Stop()
-			return nil, &backend.Error{Code: backend.Busy, Op: "gitbackend: index lock", Head: mf.Name, Path: s.lockPath,
+			return nil, &grove.Error{Code: grove.Busy, Op: "gitbackend: index lock", Head: mf.Name, Path: s.lockPath,
 				Err: fmt.Errorf("%s is held by a git command outside grove (waited %s); it is removed by that command when it ends, or by hand if that command died", s.lockPath, wait)}
 		case <-t.C:
 		}

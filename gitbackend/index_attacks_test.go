@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 	"github.com/stretchr/testify/assert"
@@ -255,7 +255,7 @@ func TestAttackPlantedIndexDoesNotReachAnotherHead(t *testing.T) {
 
 	f.write(b, "kept.txt", "changed\n")
 	f.write(b, "new.txt", "new\n")
-	_, err = b.Restore(f.ctx, workspace.Rev(base.ID), &workspace.RestoreOptions{Discard: true})
+	_, err = b.Restore(f.ctx, grove.Rev(base.ID), &workspace.RestoreOptions{Discard: true})
 	require.NoError(t, err)
 	require.Equal(t, want, readTree(t, b.Info().Root))
 	again, err := b.Checkpoint(f.ctx, nil)
@@ -321,7 +321,7 @@ func TestAttackForgedIndexNeverShapesACopiedHead(t *testing.T) {
 			forgeCacheTree(t, f, root, f.git(f.repo, "rev-parse", string(cp.ID)+"^{tree}"))
 
 			before := gitbackend.DiskCopies()
-			b, err := f.ws.NewHead("b").From(workspace.Rev(cp.ID)).Create(f.ctx)
+			b, err := f.ws.NewHead("b").From(grove.Rev(cp.ID)).Create(f.ctx)
 			require.NoError(t, err)
 			defer b.Close()
 			require.Greater(t, gitbackend.DiskCopies()-before, int64(50), "the forged index was taken as the list to copy")
@@ -347,7 +347,7 @@ func TestAttackSourceTimesNeverHideAnEdit(t *testing.T) {
 	require.NoError(t, os.Chtimes(filepath.Join(a.Info().Root, "tree", "d08", "f0008.txt"), epoch, epoch))
 
 	before := gitbackend.DiskCopies()
-	b, err := f.ws.NewHead("b").From(workspace.Rev(cp.ID)).Create(f.ctx)
+	b, err := f.ws.NewHead("b").From(grove.Rev(cp.ID)).Create(f.ctx)
 	require.NoError(t, err)
 	defer b.Close()
 	require.Greater(t, gitbackend.DiskCopies()-before, int64(60))
@@ -360,9 +360,9 @@ func TestAttackSourceTimesNeverHideAnEdit(t *testing.T) {
 	f.write(b, "tree/d08/f0008.txt", "file Y\n")
 	st, err = b.Status(f.ctx)
 	require.NoError(t, err)
-	require.ElementsMatch(t, []backend.Change{
-		{Path: "tree/d07/f0007.txt", Kind: backend.ChangeModified},
-		{Path: "tree/d08/f0008.txt", Kind: backend.ChangeModified},
+	require.ElementsMatch(t, []grove.Change{
+		{Path: "tree/d07/f0007.txt", Kind: grove.ChangeModified},
+		{Path: "tree/d08/f0008.txt", Kind: grove.ChangeModified},
 	}, st.Changes)
 	got, err := b.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)

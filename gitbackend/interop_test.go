@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -51,16 +51,16 @@ func TestGitStatusIsCleanAfterACheckpoint(t *testing.T) {
 func TestEveryCheckpointIsACommitAndFsckIsClean(t *testing.T) {
 	f := newFixture(t)
 	h := f.head("agent")
-	var ids []backend.CheckpointID
+	var ids []grove.CheckpointID
 	for i, content := range []string{"one\n", "two\n", "three\n"} {
 		f.write(h, "n.txt", content)
 		cp, err := h.Checkpoint(f.ctx, &workspace.CheckpointOptions{Message: "step " + string(rune('a'+i))})
 		require.NoError(t, err)
 		ids = append(ids, cp.ID)
 	}
-	_, err := h.Restore(f.ctx, backend.Rev(ids[0]), nil)
+	_, err := h.Restore(f.ctx, grove.Rev(ids[0]), nil)
 	require.NoError(t, err)
-	fork, err := h.Fork(f.ctx, "experiment", &workspace.ForkOptions{From: backend.Rev(ids[1])})
+	fork, err := h.Fork(f.ctx, "experiment", &workspace.ForkOptions{From: grove.Rev(ids[1])})
 	require.NoError(t, err)
 	f.write(fork, "fork.txt", "f\n")
 	fcp, err := fork.Checkpoint(f.ctx, nil)
@@ -160,7 +160,7 @@ func TestCheckpointWithAMergeInProgressLeavesIndexAndBranch(t *testing.T) {
 
 	st, err := h.Status(f.ctx)
 	require.NoError(t, err)
-	assert.Equal(t, backend.OpMerge, st.InProgress)
+	assert.Equal(t, grove.OpMerge, st.InProgress)
 	assert.Equal(t, []string{"README.md"}, st.Conflicts)
 
 	cp, err := h.Checkpoint(f.ctx, nil)
@@ -213,6 +213,6 @@ func TestCheckpointLosesCleanlyWhenTheBranchMoves(t *testing.T) {
 	})
 	defer gitbackend.SetCrashHook(nil)
 	_, err = h.Checkpoint(f.ctx, nil)
-	assert.Equal(t, backend.Conflict, workspace.CodeOf(err), "error: %v", err)
+	assert.Equal(t, grove.Conflict, grove.CodeOf(err), "error: %v", err)
 	assert.Equal(t, other, f.git(f.repo, "rev-parse", "grove/agent"), "the racer's commit was overwritten")
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -82,7 +82,7 @@ func TestHelperProcess(t *testing.T) {
 			ready()
 			return torture(ctx, job.Repo, job.Name, job.Rounds)
 		}
-		bind, err := workspace.DecodeBinding(job.Binding)
+		bind, err := grove.DecodeBinding(job.Binding)
 		if err != nil {
 			return err
 		}
@@ -97,7 +97,7 @@ func TestHelperProcess(t *testing.T) {
 		case "checkpoint":
 			_, err = h.Checkpoint(ctx, nil)
 		case "restore":
-			_, err = h.Restore(ctx, backend.Rev(job.Target), nil)
+			_, err = h.Restore(ctx, grove.Rev(job.Target), nil)
 		case "hold":
 			select {}
 		case "destroy":
@@ -187,7 +187,7 @@ func TestKillDuringCreateLeavesAHeadOrNothing(t *testing.T) {
 				require.NoError(t, h.Close())
 				return
 			}
-			require.Equal(t, backend.NotFound, workspace.CodeOf(err), "opening the head: %v", err)
+			require.Equal(t, grove.NotFound, grove.CodeOf(err), "opening the head: %v", err)
 			assertNothingLeft(t, f, "agent")
 			assert.NoDirExists(t, filepath.Join(filepath.Dir(f.repo), "repo.grove", "agent"))
 			// The name is free again and a create succeeds at once.
@@ -279,7 +279,7 @@ func TestKillDuringRestoreLeavesARecoverableHead(t *testing.T) {
 			// Running the restore again converges on the target.
 			ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
 			defer cancel()
-			_, err = h.Restore(ctx, backend.Rev(target.ID), &workspace.RestoreOptions{Discard: true})
+			_, err = h.Restore(ctx, grove.Rev(target.ID), &workspace.RestoreOptions{Discard: true})
 			require.NoError(t, err)
 			assert.Empty(t, f.git(h.Info().Root, "status", "--porcelain"))
 			assert.Equal(t, string(target.ID), f.git(h.Info().Root, "rev-parse", "HEAD"))
@@ -296,7 +296,7 @@ func TestIsolationHoldsAcrossProcessesAndDiesWithTheHolder(t *testing.T) {
 	require.NoError(t, err)
 	cmd := startHelper(t, helperJob{Op: "hold", Binding: data})
 	_, err = workspace.Reopen(f.ctx, f.ws.Backend(), bind, nil)
-	assert.Equal(t, backend.AlreadyBound, workspace.CodeOf(err), "a second holder in another process: %v", err)
+	assert.Equal(t, grove.AlreadyBound, grove.CodeOf(err), "a second holder in another process: %v", err)
 	kill(t, cmd, 0)
 	h = reopenAfterKill(t, f, bind)
 	require.NoError(t, h.Close())
@@ -304,7 +304,7 @@ func TestIsolationHoldsAcrossProcessesAndDiesWithTheHolder(t *testing.T) {
 
 // reopenAfterKill reopens the head through a new backend, as a restarted
 // harness would; no lock may make it wait.
-func reopenAfterKill(t *testing.T, f *fixture, bind backend.Binding) *workspace.Head {
+func reopenAfterKill(t *testing.T, f *fixture, bind grove.Binding) *workspace.Head {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
 	defer cancel()
@@ -316,7 +316,7 @@ func reopenAfterKill(t *testing.T, f *fixture, bind backend.Binding) *workspace.
 
 // checkpointAfterKill takes a checkpoint that must succeed at once and
 // leave git status clean.
-func checkpointAfterKill(t *testing.T, f *fixture, h *workspace.Head) workspace.CheckpointResult {
+func checkpointAfterKill(t *testing.T, f *fixture, h *workspace.Head) grove.CheckpointResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/regfile"
@@ -27,70 +28,70 @@ var mergeTreeVersion = gitcmd.Version{Major: 2, Minor: 38}
 // each commit as a three-way merge whose base is the commit's parent
 // (through stand-in commits, since --merge-base is newer than git 2.38).
 // Only then is one ref written, with a compare-and-swap on its old value.
-func (h *head) Land(ctx context.Context, opts *backend.LandOptions) (backend.LandResult, error) {
+func (h *head) Land(ctx context.Context, opts *backend.LandOptions) (grove.LandResult, error) {
 	const op = "land"
 	mf, err := h.enter(ctx, "Land")
 	if err != nil {
-		return backend.LandResult{}, err
+		return grove.LandResult{}, err
 	}
 	if mf.Attached || mf.Branch == "" {
-		return backend.LandResult{}, h.fail(backend.FailedPrecondition, op, "an attached head's work is on the user's own branch: land it with git")
+		return grove.LandResult{}, h.fail(grove.FailedPrecondition, op, "an attached head's work is on the user's own branch: land it with git")
 	}
 	if v := h.w.repo.r.Version(); v.Less(mergeTreeVersion) {
-		return backend.LandResult{}, h.fail(backend.FailedPrecondition, op, "landing needs git %s or later (git merge-tree --write-tree); this git is %s", mergeTreeVersion, v)
+		return grove.LandResult{}, h.fail(grove.FailedPrecondition, op, "landing needs git %s or later (git merge-tree --write-tree); this git is %s", mergeTreeVersion, v)
 	}
 	onto := opts.Onto
 	if onto == "" {
 		full, err := h.w.repo.git(ctx, "symbolic-ref", "-q", "HEAD")
 		name, ok := strings.CutPrefix(full, "refs/heads/")
 		if err != nil || !ok || name == "" {
-			return backend.LandResult{}, h.fail(backend.FailedPrecondition, op, "the repository's HEAD names no branch: say which branch to land on")
+			return grove.LandResult{}, h.fail(grove.FailedPrecondition, op, "the repository's HEAD names no branch: say which branch to land on")
 		}
 		onto = name
 	}
 	if err := h.checkBranchName(ctx, op, onto); err != nil {
-		return backend.LandResult{}, err
+		return grove.LandResult{}, err
 	}
-	base, err := h.w.repo.resolve(ctx, op, backend.Rev("refs/heads/"+onto))
+	base, err := h.w.repo.resolve(ctx, op, grove.Rev("refs/heads/"+onto))
 	if err != nil {
-		return backend.LandResult{}, &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Head: mf.Name, Path: onto, Err: fmt.Errorf("no branch %q", onto)}
+		return grove.LandResult{}, &grove.Error{Code: grove.NotFound, Op: "gitbackend: " + op, Head: mf.Name, Path: onto, Err: fmt.Errorf("no branch %q", onto)}
 	}
-	tip, err := h.w.repo.resolve(ctx, op, backend.Rev("refs/heads/"+mf.Branch))
+	tip, err := h.w.repo.resolve(ctx, op, grove.Rev("refs/heads/"+mf.Branch))
 	if err != nil {
-		return backend.LandResult{}, err
+		return grove.LandResult{}, err
 	}
 	target := onto
 	if opts.Branch != "" {
 		if err := h.checkBranchName(ctx, op, opts.Branch); err != nil {
-			return backend.LandResult{}, err
+			return grove.LandResult{}, err
 		}
 		if h.w.repo.refExists("refs/heads/" + opts.Branch) {
-			return backend.LandResult{}, &backend.Error{Code: backend.AlreadyExists, Op: "gitbackend: " + op, Head: mf.Name, Path: opts.Branch, Err: fmt.Errorf("branch %q exists", opts.Branch)}
+			return grove.LandResult{}, &grove.Error{Code: grove.AlreadyExists, Op: "gitbackend: " + op, Head: mf.Name, Path: opts.Branch, Err: fmt.Errorf("branch %q exists", opts.Branch)}
 		}
 		target = opts.Branch
 	}
 	fork, err := h.w.repo.git(ctx, "merge-base", base, tip)
 	if err != nil {
-		if backend.CodeOf(err) == backend.Canceled {
-			return backend.LandResult{}, err
+		if grove.CodeOf(err) == grove.Canceled {
+			return grove.LandResult{}, err
 		}
-		return backend.LandResult{}, h.fail(backend.FailedPrecondition, op, "branch %q and the head share no history", onto)
+		return grove.LandResult{}, h.fail(grove.FailedPrecondition, op, "branch %q and the head share no history", onto)
 	}
-	res := backend.LandResult{Onto: onto, Branch: target, Base: backend.CheckpointID(base), Commit: backend.CheckpointID(base), DryRun: opts.DryRun}
+	res := grove.LandResult{Onto: onto, Branch: target, Base: grove.CheckpointID(base), Commit: grove.CheckpointID(base), DryRun: opts.DryRun}
 	if fork != tip { // something to land
 		msg := opts.Message
 		if msg == "" {
 			if msg, err = h.landMessage(ctx, mf, fork, tip); err != nil {
-				return backend.LandResult{}, err
+				return grove.LandResult{}, err
 			}
 		}
 		var commits []string
 		switch opts.Strategy {
-		case backend.LandRebase:
+		case grove.LandRebase:
 			commits, err = h.rebase(ctx, op, base, fork, tip, opts.Author)
 		default:
 			var tree, baseTree string
-			if tree, err = h.merge(ctx, op, base, tip); err == nil && opts.Strategy == backend.LandSquash {
+			if tree, err = h.merge(ctx, op, base, tip); err == nil && opts.Strategy == grove.LandSquash {
 				// Work the branch has already: nothing to commit, as
 				// after git merge --squash.
 				if baseTree, err = h.w.repo.git(ctx, "rev-parse", base+"^{tree}"); err == nil && baseTree == tree {
@@ -99,7 +100,7 @@ func (h *head) Land(ctx context.Context, opts *backend.LandOptions) (backend.Lan
 			}
 			if err == nil {
 				parents := []string{base}
-				if opts.Strategy == backend.LandMerge {
+				if opts.Strategy == grove.LandMerge {
 					parents = append(parents, tip)
 				}
 				var c string
@@ -108,13 +109,13 @@ func (h *head) Land(ctx context.Context, opts *backend.LandOptions) (backend.Lan
 			}
 		}
 		if err != nil {
-			return backend.LandResult{}, err
+			return grove.LandResult{}, err
 		}
 		for _, c := range commits {
-			res.Commits = append(res.Commits, backend.CheckpointID(c))
+			res.Commits = append(res.Commits, grove.CheckpointID(c))
 		}
 		if len(commits) > 0 {
-			res.Commit = backend.CheckpointID(commits[len(commits)-1])
+			res.Commit = grove.CheckpointID(commits[len(commits)-1])
 		}
 	}
 	if opts.DryRun {
@@ -134,10 +135,10 @@ func (h *head) Land(ctx context.Context, opts *backend.LandOptions) (backend.Lan
 // checkBranchName refuses a name git refuses for a branch.
 func (h *head) checkBranchName(ctx context.Context, op, name string) error {
 	if err := h.w.repo.checkBranchName(ctx, name); err != nil {
-		if backend.CodeOf(err) == backend.Canceled {
+		if grove.CodeOf(err) == grove.Canceled {
 			return err
 		}
-		return h.fail(backend.InvalidArgument, op, "%q is not a valid branch name", name)
+		return h.fail(grove.InvalidArgument, op, "%q is not a valid branch name", name)
 	}
 	return nil
 }
@@ -172,7 +173,7 @@ func (h *head) mergeTree(ctx context.Context, ours, theirs string) (string, []st
 
 // conflict is Land's error for paths that do not merge.
 func (h *head) conflict(op string, paths []string, where string) error {
-	return &backend.Error{Code: backend.Conflict, Op: "gitbackend: " + op, Head: h.name(), Path: where, Err: &backend.LandConflict{Paths: paths}}
+	return &grove.Error{Code: grove.Conflict, Op: "gitbackend: " + op, Head: h.name(), Path: where, Err: &grove.LandConflict{Paths: paths}}
 }
 
 func (h *head) name() string {
@@ -198,7 +199,7 @@ func (h *head) merge(ctx context.Context, op, base, tip string) (string, error) 
 // merge of the commit into the replayed history with the commit's parent
 // as base: merge-tree of two stand-in commits whose common parent has the
 // parent's tree. A commit that changes nothing there is dropped.
-func (h *head) rebase(ctx context.Context, op, base, fork, tip string, committer backend.Signature) ([]string, error) {
+func (h *head) rebase(ctx context.Context, op, base, fork, tip string, committer grove.Signature) ([]string, error) {
 	list, err := h.w.repo.git(ctx, "rev-list", "--reverse", "--no-merges", fork+".."+tip)
 	if err != nil {
 		return nil, err
@@ -266,9 +267,9 @@ const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 // commitTree writes a commit of tree with parents, msg and who as author
 // and committer (env may override the author), and returns it.
-func (h *head) commitTree(ctx context.Context, tree string, parents []string, msg string, who backend.Signature, env []string) (string, error) {
-	if who == (backend.Signature{}) {
-		who = backend.DefaultAuthor
+func (h *head) commitTree(ctx context.Context, tree string, parents []string, msg string, who grove.Signature, env []string) (string, error) {
+	if who == (grove.Signature{}) {
+		who = grove.DefaultAuthor
 	}
 	args := []string{"commit-tree", tree}
 	for _, p := range parents {
@@ -327,10 +328,10 @@ func (h *head) writeBranch(ctx context.Context, op, update string) error {
 	}
 	defer rl.Unlock()
 	if err := h.w.repo.updateRefs(ctx, []string{update}); err != nil {
-		if c := backend.CodeOf(err); c == backend.Canceled || c == backend.Busy {
+		if c := grove.CodeOf(err); c == grove.Canceled || c == grove.Busy {
 			return err
 		}
-		return &backend.Error{Code: backend.Conflict, Op: "gitbackend: " + op, Head: h.name(),
+		return &grove.Error{Code: grove.Conflict, Op: "gitbackend: " + op, Head: h.name(),
 			Err: fmt.Errorf("the branch moved while landing; nothing was written: %w", err)}
 	}
 	return nil
@@ -399,7 +400,7 @@ func (h *head) moveCheckedOut(ctx context.Context, op, branch, old, next string)
 	}
 	dir := cos[0].dir
 	refuse := func(format string, args ...any) error {
-		return &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: " + op, Head: h.name(), Path: dir,
+		return &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: " + op, Head: h.name(), Path: dir,
 			Err: fmt.Errorf("branch %q is checked out at %s, which %s; land onto a new branch (Branch) instead, or clean it", branch, dir, fmt.Sprintf(format, args...))}
 	}
 	if len(cos) > 1 {
@@ -424,7 +425,7 @@ func (h *head) moveCheckedOut(ctx context.Context, op, branch, old, next string)
 	if p, why, err := h.inTheWay(ctx, c, dir, old, next); err != nil {
 		return "", err
 	} else if p != "" {
-		return "", &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: " + op, Head: h.name(), Path: p,
+		return "", &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: " + op, Head: h.name(), Path: p,
 			Err: fmt.Errorf("branch %q is checked out at %s, where %s %s, and the land would overwrite or delete it; land onto a new branch (Branch) instead, or clean it", branch, dir, p, why)}
 	}
 	c.NoOptionalLocks = false
@@ -433,7 +434,7 @@ func (h *head) moveCheckedOut(ctx context.Context, op, branch, old, next string)
 		return "", err
 	}
 	defer rl.Unlock()
-	if err := backend.ContextError(ctx, "gitbackend: "+op); err != nil {
+	if err := grove.ContextError(ctx, "gitbackend: "+op); err != nil {
 		return "", err
 	}
 	wctx, cancel := cleanupContext(ctx)
@@ -447,10 +448,10 @@ func (h *head) moveCheckedOut(ctx context.Context, op, branch, old, next string)
 		// The branch moved meanwhile: the worktree goes back.
 		c.Args = []string{"read-tree", "-m", "-u", next, old}
 		_, _ = h.w.repo.run(wctx, c)
-		if cd := backend.CodeOf(err); cd == backend.Busy {
+		if cd := grove.CodeOf(err); cd == grove.Busy {
 			return "", err
 		}
-		return "", &backend.Error{Code: backend.Conflict, Op: "gitbackend: " + op, Head: h.name(),
+		return "", &grove.Error{Code: grove.Conflict, Op: "gitbackend: " + op, Head: h.name(),
 			Err: fmt.Errorf("branch %q moved while landing; nothing was written: %w", branch, err)}
 	}
 	return dir, nil
@@ -568,20 +569,20 @@ func (rp *repo) hashBlob(ctx context.Context, data []byte) (string, error) {
 
 // Patch implements backend.Lander with git format-patch (prefixes, diff
 // drivers and signatures pinned, as for Diff).
-func (h *head) Patch(ctx context.Context, from, to backend.Rev, opts *backend.PatchOptions) ([]byte, error) {
+func (h *head) Patch(ctx context.Context, from, to grove.Rev, opts *backend.PatchOptions) ([]byte, error) {
 	const op = "patch"
 	mf, err := h.enter(ctx, "Patch")
 	if err != nil {
 		return nil, err
 	}
 	if from == "" {
-		from = backend.Rev(mf.Base)
+		from = grove.Rev(mf.Base)
 	}
 	if to == "" {
 		if mf.Branch == "" {
-			return nil, h.fail(backend.FailedPrecondition, op, "the head has no branch: name the revision to end at")
+			return nil, h.fail(grove.FailedPrecondition, op, "the head has no branch: name the revision to end at")
 		}
-		to = backend.Rev("refs/heads/" + mf.Branch)
+		to = grove.Rev("refs/heads/" + mf.Branch)
 	}
 	a, err := h.w.repo.resolve(ctx, op, from)
 	if err != nil {
@@ -597,7 +598,7 @@ func (h *head) Patch(ctx context.Context, from, to backend.Rev, opts *backend.Pa
 		if err != nil {
 			return nil, err
 		}
-		one, err := h.commitTree(ctx, b+"^{tree}", []string{a}, msg, backend.DefaultAuthor, nil)
+		one, err := h.commitTree(ctx, b+"^{tree}", []string{a}, msg, grove.DefaultAuthor, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -53,7 +53,7 @@ func TestAttackLandDoesNotOverwriteAnIgnoredFile(t *testing.T) {
 	f.byHand(h.Info().Root, "commit", "-qm", "agent adds secrets.log")
 	before := f.git(f.repo, "rev-parse", "main")
 	_, err := h.Land(f.ctx, nil)
-	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err))
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err))
 	assert.Contains(t, err.Error(), "secrets.log")
 	data, err := os.ReadFile(filepath.Join(f.repo, "secrets.log"))
 	require.NoError(t, err)
@@ -94,7 +94,7 @@ func TestAttackPatchIgnoresFormatConfiguration(t *testing.T) {
 func TestLandRebaseKeepsCommitsThatStartEmpty(t *testing.T) {
 	f, h := landFixture(t)
 	f.byHand(h.Info().Root, "commit", "-q", "--allow-empty", "-m", "empty one")
-	res, err := h.Land(f.ctx, &workspace.LandOptions{Strategy: workspace.LandRebase, Branch: "r"})
+	res, err := h.Land(f.ctx, &workspace.LandOptions{Strategy: grove.LandRebase, Branch: "r"})
 	require.NoError(t, err)
 	s := f.scratch(f.git(f.repo, "rev-parse", h.Info().Branch))
 	f.byHand(s, "rebase", "-q", "main")

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -95,7 +95,7 @@ func TestLandRebaseEqualsGitRebase(t *testing.T) {
 	f, h := landFixture(t)
 	before := f.git(f.repo, "rev-parse", "main")
 	tip := f.git(f.repo, "rev-parse", h.Info().Branch)
-	res, err := h.Land(f.ctx, &workspace.LandOptions{Strategy: workspace.LandRebase, Branch: "review/agent"})
+	res, err := h.Land(f.ctx, &workspace.LandOptions{Strategy: grove.LandRebase, Branch: "review/agent"})
 	require.NoError(t, err)
 	assert.Equal(t, before, f.git(f.repo, "rev-parse", "main"), "with Branch, main does not move")
 	assert.Empty(t, res.Worktree)
@@ -116,7 +116,7 @@ func TestLandMergeEqualsGitMergeNoFF(t *testing.T) {
 	f, h := landFixture(t)
 	before := f.git(f.repo, "rev-parse", "main")
 	tip := f.git(f.repo, "rev-parse", h.Info().Branch)
-	res, err := h.Land(f.ctx, &workspace.LandOptions{Strategy: workspace.LandMerge, Message: "merge the agent's work\n"})
+	res, err := h.Land(f.ctx, &workspace.LandOptions{Strategy: grove.LandMerge, Message: "merge the agent's work\n"})
 	require.NoError(t, err)
 	s := f.scratch(before)
 	f.byHand(s, "merge", "--no-ff", "-q", "-m", "x", tip)
@@ -130,7 +130,7 @@ func TestLandMergeEqualsGitMergeNoFF(t *testing.T) {
 // A conflict is found before anything is written: nothing changes, and
 // the error lists the paths.
 func TestLandConflictChangesNothingAndListsThePaths(t *testing.T) {
-	for _, strategy := range []workspace.LandStrategy{workspace.LandSquash, workspace.LandRebase, workspace.LandMerge} {
+	for _, strategy := range []grove.LandStrategy{grove.LandSquash, grove.LandRebase, grove.LandMerge} {
 		t.Run(string(strategy), func(t *testing.T) {
 			f, h := landFixture(t)
 			require.NoError(t, os.WriteFile(filepath.Join(f.repo, "work.txt"), []byte("main's own\n"), 0o644))
@@ -141,8 +141,8 @@ func TestLandConflictChangesNothingAndListsThePaths(t *testing.T) {
 
 			_, err := h.Land(f.ctx, &workspace.LandOptions{Strategy: strategy})
 			require.Error(t, err)
-			assert.Equal(t, backend.Conflict, workspace.CodeOf(err))
-			var lc *workspace.LandConflict
+			assert.Equal(t, grove.Conflict, grove.CodeOf(err))
+			var lc *grove.LandConflict
 			require.True(t, errors.As(err, &lc), "%v", err)
 			assert.Equal(t, []string{"work.txt"}, lc.Paths)
 			assert.Contains(t, err.Error(), "work.txt")
@@ -162,7 +162,7 @@ func TestLandOntoACheckedOutBranchWithChangesRefuses(t *testing.T) {
 	before := f.git(f.repo, "rev-parse", "main")
 	require.NoError(t, os.WriteFile(filepath.Join(f.repo, "README.md"), []byte("the user's edit\n"), 0o644))
 	_, err := h.Land(f.ctx, nil)
-	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err))
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err))
 	assert.Contains(t, err.Error(), f.repo)
 	assert.Equal(t, before, f.git(f.repo, "rev-parse", "main"))
 	data, err := os.ReadFile(filepath.Join(f.repo, "README.md"))
@@ -180,11 +180,11 @@ func TestLandOntoACheckedOutBranchWithChangesRefuses(t *testing.T) {
 	assert.Equal(t, string(res.Commit), f.git(f.repo, "rev-parse", "review/agent"))
 	assert.Equal(t, before, f.git(f.repo, "rev-parse", "main"))
 	_, err = h.Land(f.ctx, &workspace.LandOptions{Branch: "review/agent"})
-	assert.Equal(t, backend.AlreadyExists, workspace.CodeOf(err))
+	assert.Equal(t, grove.AlreadyExists, grove.CodeOf(err))
 	_, err = h.Land(f.ctx, &workspace.LandOptions{Onto: "nope"})
-	assert.Equal(t, backend.NotFound, workspace.CodeOf(err))
+	assert.Equal(t, grove.NotFound, grove.CodeOf(err))
 	_, err = h.Land(f.ctx, &workspace.LandOptions{Strategy: "octopus"})
-	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err))
+	assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err))
 }
 
 // Uncommitted work is checkpointed and landed; a head with nothing new
@@ -252,7 +252,7 @@ func TestLandOnAnOlderGitNamesTheVersion(t *testing.T) {
 	require.NoError(t, err)
 	defer oh.Close()
 	_, err = oh.Land(f.ctx, &workspace.LandOptions{DryRun: true})
-	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err))
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err))
 	assert.Contains(t, err.Error(), "2.37.1")
 	assert.Contains(t, err.Error(), "2.38")
 	assert.Equal(t, before, f.git(f.repo, "rev-parse", "main"))
@@ -299,7 +299,7 @@ func TestLandNeverDeletesAUsersFileTheIndexLiesAbout(t *testing.T) {
 
 	_, err := h.Land(f.ctx, nil)
 	require.Error(t, err)
-	assert.Equal(t, workspace.FailedPrecondition, workspace.CodeOf(err), "%v", err)
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
 	assert.Contains(t, err.Error(), "notes.txt")
 	data, rerr := os.ReadFile(notes)
 	require.NoError(t, rerr, "the user's file is gone")

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -113,7 +113,7 @@ func TestSetupRunsInEveryNewHead(t *testing.T) {
 	f := newFixture(t)
 	require.NoError(t, os.WriteFile(filepath.Join(f.repo, ".worktreeinclude"), []byte("*.log\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(f.repo, "app.log"), []byte("x\n"), 0o644))
-	ws := f.openWith(&workspace.OpenOptions{Setup: &workspace.Hook{
+	ws := f.openWith(&workspace.OpenOptions{Setup: &grove.Hook{
 		// The copies are in place when setup runs.
 		Command: `test -f app.log && printf '%s %s' "$GROVE_HEAD" "$EXTRA" > .setup-ran && echo "set up $GROVE_HEAD"`,
 		Env:     []string{"EXTRA=x"},
@@ -156,14 +156,14 @@ func assertNoTrace(t *testing.T, f *fixture, ws *workspace.Workspace, name, dir 
 
 func TestAFailingSetupLeavesNothingBehind(t *testing.T) {
 	f := newFixture(t)
-	ws := f.openWith(&workspace.OpenOptions{Setup: &workspace.Hook{
+	ws := f.openWith(&workspace.OpenOptions{Setup: &grove.Hook{
 		Command: `touch made-by-setup; echo "installing"; echo "npm ERR! no network" >&2; test "$GROVE_HEAD" = ok`,
 	}})
 	dir := filepath.Join(filepath.Dir(f.repo), "repo.grove", "agent")
 	_, err := ws.NewHead("agent").From("main").Create(f.ctx)
 	require.Error(t, err)
-	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err))
-	var he *workspace.HookError
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err))
+	var he *grove.HookError
 	require.True(t, errors.As(err, &he), "%v is not a *HookError", err)
 	assert.Equal(t, "setup", he.Hook)
 	assert.Equal(t, 1, he.ExitCode)
@@ -177,10 +177,10 @@ func TestAFailingSetupLeavesNothingBehind(t *testing.T) {
 	require.NoError(t, err)
 	defer ok.Close()
 	_, err = ok.Fork(f.ctx, "forked", nil)
-	require.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "%v", err)
+	require.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
 	assertNoTrace(t, f, ws, "forked", filepath.Join(filepath.Dir(f.repo), "repo.grove", "forked"))
 	// The name is free: with a working setup the create succeeds.
-	good := f.openWith(&workspace.OpenOptions{Setup: &workspace.Hook{Command: "true"}})
+	good := f.openWith(&workspace.OpenOptions{Setup: &grove.Hook{Command: "true"}})
 	h, err := good.NewHead("agent").From("main").Create(f.ctx)
 	require.NoError(t, err)
 	require.NoError(t, h.Close())
@@ -188,9 +188,9 @@ func TestAFailingSetupLeavesNothingBehind(t *testing.T) {
 
 func TestASetupThatHangsIsKilledAtItsTimeout(t *testing.T) {
 	f := newFixture(t)
-	ws := f.openWith(&workspace.OpenOptions{Setup: &workspace.Hook{Command: "echo started; sleep 60 & sleep 60", Timeout: 300 * time.Millisecond}})
+	ws := f.openWith(&workspace.OpenOptions{Setup: &grove.Hook{Command: "echo started; sleep 60 & sleep 60", Timeout: 300 * time.Millisecond}})
 	_, err := ws.NewHead("agent").From("main").Create(f.ctx)
-	var he *workspace.HookError
+	var he *grove.HookError
 	require.True(t, errors.As(err, &he), "%v is not a *HookError", err)
 	assert.Equal(t, -1, he.ExitCode)
 	assert.Contains(t, he.Error(), "timed out")
@@ -201,13 +201,13 @@ func TestASetupThatHangsIsKilledAtItsTimeout(t *testing.T) {
 func TestTeardownRunsBeforeDestroyAndAFailureRefusesIt(t *testing.T) {
 	f := newFixture(t)
 	mark := filepath.Join(t.TempDir(), "torn-down")
-	bad := f.openWith(&workspace.OpenOptions{Teardown: &workspace.Hook{Command: "echo cannot stop; exit 4"}})
+	bad := f.openWith(&workspace.OpenOptions{Teardown: &grove.Hook{Command: "echo cannot stop; exit 4"}})
 	h, err := bad.NewHead("agent").From("main").Create(f.ctx)
 	require.NoError(t, err)
 	root := h.Info().Root
 	_, err = h.Destroy(f.ctx, nil)
-	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err))
-	var he *workspace.HookError
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err))
+	var he *grove.HookError
 	require.True(t, errors.As(err, &he), "%v", err)
 	assert.Equal(t, "teardown", he.Hook)
 	assert.Equal(t, 4, he.ExitCode)
@@ -216,7 +216,7 @@ func TestTeardownRunsBeforeDestroyAndAFailureRefusesIt(t *testing.T) {
 	require.NoError(t, err)
 	assert.NoDirExists(t, root)
 
-	good := f.openWith(&workspace.OpenOptions{Teardown: &workspace.Hook{Command: `test -f README.md && echo "$GROVE_HEAD_ID" > "$MARK"`, Env: []string{"MARK=" + mark}}})
+	good := f.openWith(&workspace.OpenOptions{Teardown: &grove.Hook{Command: `test -f README.md && echo "$GROVE_HEAD_ID" > "$MARK"`, Env: []string{"MARK=" + mark}}})
 	h, err = good.NewHead("other").From("main").Create(f.ctx)
 	require.NoError(t, err)
 	id := h.Info().ID
@@ -235,7 +235,7 @@ func TestRecreateRebuildsADeletedHead(t *testing.T) {
 			f := newFixture(t)
 			require.NoError(t, os.WriteFile(filepath.Join(f.repo, ".worktreeinclude"), []byte("*.log\n"), 0o644))
 			require.NoError(t, os.WriteFile(filepath.Join(f.repo, "app.log"), []byte("log\n"), 0o644))
-			opts := &workspace.OpenOptions{Setup: &workspace.Hook{Command: "touch .setup-ran"}}
+			opts := &workspace.OpenOptions{Setup: &grove.Hook{Command: "touch .setup-ran"}}
 			ws := f.openWith(opts)
 			h, err := ws.NewHead("agent").From("main").Create(f.ctx)
 			require.NoError(t, err)
@@ -255,10 +255,10 @@ func TestRecreateRebuildsADeletedHead(t *testing.T) {
 				f.git(f.repo, "worktree", "prune")
 			}
 			_, err = ws.OpenHead(f.ctx, "agent", nil)
-			require.Equal(t, backend.NotFound, workspace.CodeOf(err))
-			var be *backend.Error
+			require.Equal(t, grove.NotFound, grove.CodeOf(err))
+			var be *grove.Error
 			require.True(t, errors.As(err, &be))
-			assert.Equal(t, backend.ReasonMissing, be.Reason)
+			assert.Equal(t, grove.ReasonMissing, be.Reason)
 			assert.NoDirExists(t, info.Root, "nothing is rebuilt without Recreate")
 
 			r, err := workspace.Reopen(f.ctx, ws.Backend(), bind, &workspace.ReopenOptions{Recreate: true, Setup: opts.Setup})
@@ -307,11 +307,11 @@ func TestRecreateRefusesWhatIsNotAMissingHead(t *testing.T) {
 	assert.FileExists(t, filepath.Join(info.Root, "user-file"))
 	require.NoError(t, os.RemoveAll(info.Root))
 
-	_, err = workspace.Reopen(f.ctx, f.ws.Backend(), bind, &workspace.ReopenOptions{Recreate: true, Setup: &workspace.Hook{Command: "exit 7"}})
-	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "%v", err)
+	_, err = workspace.Reopen(f.ctx, f.ws.Backend(), bind, &workspace.ReopenOptions{Recreate: true, Setup: &grove.Hook{Command: "exit 7"}})
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
 	assert.NoDirExists(t, info.Root)
 	_, err = workspace.Reopen(f.ctx, f.ws.Backend(), bind, nil)
-	assert.Equal(t, backend.NotFound, workspace.CodeOf(err))
+	assert.Equal(t, grove.NotFound, grove.CodeOf(err))
 	r, err := workspace.Reopen(f.ctx, f.ws.Backend(), bind, &workspace.ReopenOptions{Recreate: true})
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
@@ -365,7 +365,7 @@ func TestWorktreeIncludeCopiesOnlyWhatTheNewHeadIgnores(t *testing.T) {
 	defer now.Close()
 	assert.FileExists(t, filepath.Join(now.Info().Root, "secret.env"))
 
-	older, err := f.ws.NewHead("older").From(workspace.Rev(old)).Create(f.ctx)
+	older, err := f.ws.NewHead("older").From(grove.Rev(old)).Create(f.ctx)
 	require.NoError(t, err)
 	defer older.Close()
 	assert.NoFileExists(t, filepath.Join(older.Info().Root, "secret.env"), "the older head does not ignore it")

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -87,7 +87,7 @@ func TestALocatorInAHeadIsNotRedirectedByItsGitFile(t *testing.T) {
 				assert.Equal(t, f.ws.Info().ID, ws.Info().ID, "the workspace opened from the head is not the real one")
 				return
 			}
-			assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "error: %v", err)
+			assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "error: %v", err)
 			assert.Contains(t, err.Error(), ".git")
 		})
 	}
@@ -109,7 +109,7 @@ func TestALocatorInAHeadIsNotRedirectedByItsGitFile(t *testing.T) {
 			if err == nil {
 				_ = ws.Close()
 			}
-			assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "error: %v", err)
+			assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "error: %v", err)
 		})
 	}
 
@@ -133,7 +133,7 @@ func TestMaterializeThroughASymlinkInAHeadIsRefused(t *testing.T) {
 	require.NoError(t, os.Symlink(filepath.Dir(out), filepath.Join(h.Info().Root, "par")))
 	for _, dir := range []string{filepath.Join(h.Info().Root, "snap"), filepath.Join(h.Info().Root, "par", "x")} {
 		err := f.ws.Materialize(f.ctx, "main", dir)
-		assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "%s: %v", dir, err)
+		assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%s: %v", dir, err)
 	}
 	entries, err := os.ReadDir(out)
 	require.NoError(t, err)
@@ -166,7 +166,7 @@ func TestCoreBareSetByAnAgentDoesNotMoveTheHeads(t *testing.T) {
 	f.git(h.Info().Root, "config", "core.bare", "true")
 	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, nil)
 	if err != nil {
-		assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "error: %v", err)
+		assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "error: %v", err)
 		return
 	}
 	defer ws.Close()
@@ -206,7 +206,7 @@ func TestAReplacedHeadOfABareOrSeparateRepositoryIsRecognized(t *testing.T) {
 			require.NoError(t, os.Remove(filepath.Join(root, ".git")))
 			f.git(root, "init", "-q")
 			_, err = workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), root, nil)
-			assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "error: %v", err)
+			assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "error: %v", err)
 		})
 	}
 }
@@ -219,9 +219,9 @@ func TestARepositoryGitRefusesSaysWhy(t *testing.T) {
 	f.git(f.repo, "config", "core.repositoryformatversion", "1")
 	f.git(f.repo, "config", "extensions.evil", "x")
 	_, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, nil)
-	assert.Equal(t, backend.FailedPrecondition, workspace.CodeOf(err), "error: %v", err)
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "error: %v", err)
 	assert.Contains(t, err.Error(), "evil")
 	_, err = workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), t.TempDir(), nil)
-	assert.Equal(t, backend.NotFound, workspace.CodeOf(err), "error: %v", err)
+	assert.Equal(t, grove.NotFound, grove.CodeOf(err), "error: %v", err)
 	assert.Contains(t, err.Error(), "not a git repository")
 }

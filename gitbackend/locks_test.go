@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -30,12 +30,12 @@ func TestStatusPollsWhileGitHoldsTheIndexLock(t *testing.T) {
 
 	st, err := h.Status(f.ctx)
 	require.NoError(t, err, "status while index.lock is held")
-	assert.Equal(t, []backend.Change{{Path: "README.md", Kind: backend.ChangeModified}}, st.Changes)
+	assert.Equal(t, []grove.Change{{Path: "README.md", Kind: grove.ChangeModified}}, st.Changes)
 
 	ctx, cancel := context.WithTimeout(f.ctx, 300*time.Millisecond)
 	defer cancel()
 	_, err = h.Checkpoint(ctx, nil)
-	assert.Equal(t, backend.Canceled, workspace.CodeOf(err), "a checkpoint while git holds index.lock: %v", err)
+	assert.Equal(t, grove.Canceled, grove.CodeOf(err), "a checkpoint while git holds index.lock: %v", err)
 	data, err := os.ReadFile(lockPath)
 	require.NoError(t, err, "grove removed a lock it did not take")
 	assert.Empty(t, data)
@@ -107,9 +107,9 @@ func TestAForeignIndexLockIsBusyAfterABoundedWaitAndNothingChanged(t *testing.T)
 	}
 
 	start := time.Now()
-	_, err = h.Restore(f.ctx, workspace.Rev(first.ID), &workspace.RestoreOptions{Discard: true})
-	assert.Equal(t, backend.Busy, workspace.CodeOf(err), "restore: %v", err)
-	var be *backend.Error
+	_, err = h.Restore(f.ctx, grove.Rev(first.ID), &workspace.RestoreOptions{Discard: true})
+	assert.Equal(t, grove.Busy, grove.CodeOf(err), "restore: %v", err)
+	var be *grove.Error
 	require.ErrorAs(t, err, &be)
 	assert.Equal(t, lockPath, be.Path, "Busy names the lock file")
 	assert.Less(t, time.Since(start), 30*time.Second, "the wait is bounded")
@@ -117,20 +117,20 @@ func TestAForeignIndexLockIsBusyAfterABoundedWaitAndNothingChanged(t *testing.T)
 
 	ctx, cancel := context.WithTimeout(f.ctx, 50*time.Millisecond)
 	defer cancel()
-	_, err = h.Restore(ctx, workspace.Rev(first.ID), &workspace.RestoreOptions{Discard: true})
-	assert.Equal(t, backend.Canceled, workspace.CodeOf(err), "cancelled restore: %v", err)
+	_, err = h.Restore(ctx, grove.Rev(first.ID), &workspace.RestoreOptions{Discard: true})
+	assert.Equal(t, grove.Canceled, grove.CodeOf(err), "cancelled restore: %v", err)
 	unchanged("a cancelled restore")
 
 	f.write(h, "README.md", "third\n")
 	_, err = h.Checkpoint(f.ctx, nil)
-	assert.Equal(t, backend.Busy, workspace.CodeOf(err), "checkpoint: %v", err)
+	assert.Equal(t, grove.Busy, grove.CodeOf(err), "checkpoint: %v", err)
 	n, err := h.Log(f.ctx, nil)
 	require.NoError(t, err)
 	assert.Len(t, n, 2, "a checkpoint that gave up recorded a checkpoint")
 	f.write(h, "README.md", "second\n")
 
 	require.NoError(t, os.Remove(lockPath))
-	_, err = h.Restore(f.ctx, workspace.Rev(first.ID), &workspace.RestoreOptions{Discard: true})
+	_, err = h.Restore(f.ctx, grove.Rev(first.ID), &workspace.RestoreOptions{Discard: true})
 	require.NoError(t, err)
 	assert.Empty(t, f.git(root, "status", "--porcelain"))
 	assert.Equal(t, string(first.ID), f.git(root, "rev-parse", "HEAD"))
@@ -167,8 +167,8 @@ func TestADamagedIndexIsRepairedNotADeadEnd(t *testing.T) {
 			st, err := h.Status(f.ctx)
 			require.NoError(t, err, "status")
 			assert.True(t, st.Dirty)
-			assert.Contains(t, st.Changes, backend.Change{Path: "new.txt", Kind: backend.ChangeUntracked})
-			_, err = h.Diff(f.ctx, "main", workspace.Live)
+			assert.Contains(t, st.Changes, grove.Change{Path: "new.txt", Kind: grove.ChangeUntracked})
+			_, err = h.Diff(f.ctx, "main", grove.Live)
 			require.NoError(t, err, "diff")
 			cp, err := h.Checkpoint(f.ctx, nil)
 			require.NoError(t, err, "checkpoint")
@@ -198,9 +198,9 @@ func TestAForeignRefLockIsBusyNamingIt(t *testing.T) {
 	require.NoError(t, os.WriteFile(lockPath, nil, 0o644))
 	f.write(h, "a.txt", "a\n")
 	_, err := h.Checkpoint(f.ctx, nil)
-	var be *backend.Error
+	var be *grove.Error
 	require.ErrorAs(t, err, &be)
-	assert.Equal(t, backend.Busy, be.Code, "%v", err)
+	assert.Equal(t, grove.Busy, be.Code, "%v", err)
 	assert.Equal(t, lockPath, be.Path)
 	log, err := h.Log(f.ctx, nil)
 	require.NoError(t, err)

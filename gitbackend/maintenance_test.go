@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/workspace"
 )
@@ -78,16 +78,16 @@ func TestOperationsSurviveConcurrentMaintenance(t *testing.T) {
 
 	var (
 		mu       sync.Mutex
-		reported []workspace.CheckpointID
+		reported []grove.CheckpointID
 		counts   = map[string]int{}
 	)
 	record := func(what string, err error) {
 		mu.Lock()
 		defer mu.Unlock()
-		switch code := workspace.CodeOf(err); code {
-		case backend.OK:
+		switch code := grove.CodeOf(err); code {
+		case grove.OK:
 			counts[what]++
-		case backend.Busy:
+		case grove.Busy:
 			counts[what+" busy"]++
 		default:
 			counts[what+" failed"]++
@@ -101,7 +101,7 @@ func TestOperationsSurviveConcurrentMaintenance(t *testing.T) {
 		work.Add(1)
 		go func() {
 			defer work.Done()
-			var mine []workspace.CheckpointID
+			var mine []grove.CheckpointID
 			for n := 0; time.Now().Before(deadline); n++ {
 				for k := range 5 {
 					p := filepath.Join(h.Info().Root, "work", fmt.Sprintf("f%d.txt", k))
@@ -118,7 +118,7 @@ func TestOperationsSurviveConcurrentMaintenance(t *testing.T) {
 				}
 				switch {
 				case n%4 == 3 && len(mine) > 2:
-					_, err := h.Restore(ctx, workspace.Rev(mine[len(mine)-3]), &workspace.RestoreOptions{Discard: true})
+					_, err := h.Restore(ctx, grove.Rev(mine[len(mine)-3]), &workspace.RestoreOptions{Discard: true})
 					record("restore", err)
 				case n%6 == 5:
 					fork, err := h.Fork(ctx, fmt.Sprintf("fork-%d-%d", i, n), nil)

@@ -3,10 +3,9 @@ package gitbackend_test
 import (
 	"testing"
 
+	"github.com/groveworks/grove"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/groveworks/grove/workspace"
 )
 
 // Errors read like fs.PathError's: the operation, then each field once
@@ -17,9 +16,9 @@ func TestErrorMessagesNameEachFieldOnce(t *testing.T) {
 	_, err := f.ws.NewHead("x").From("nope").Create(f.ctx)
 	require.Error(t, err)
 	assert.Equal(t, `workspace: create head "x" revision "nope": not found: does not name a commit`, err.Error())
-	var e *workspace.Error
+	var e *grove.Error
 	require.ErrorAs(t, err, &e)
-	assert.Equal(t, workspace.Rev("nope"), e.Rev, "errors.As sees the revision")
+	assert.Equal(t, grove.Rev("nope"), e.Rev, "errors.As sees the revision")
 
 	h := f.head("y")
 	_, err = h.Restore(f.ctx, "nope", nil)
@@ -31,5 +30,5 @@ func TestErrorMessagesNameEachFieldOnce(t *testing.T) {
 	require.NoError(t, h.Close())
 	_, err = h.Status(f.ctx)
 	assert.Equal(t, `workspace: status head "y": failed precondition: head is closed`, err.Error())
-	assert.Equal(t, workspace.FailedPrecondition, workspace.CodeOf(err))
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err))
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/regfile"
 )
 
@@ -36,17 +36,17 @@ const manifestVersion = 1
 
 // manifest is what grove records of one head.
 type manifest struct {
-	Version  int                  `json:"version"`
-	ID       backend.HeadID       `json:"id"`
-	Name     string               `json:"name"`
-	Access   backend.Access       `json:"access"`
-	Attached bool                 `json:"attached,omitempty"`
-	Branch   string               `json:"branch,omitempty"`
-	Dir      string               `json:"dir"`
-	Admin    string               `json:"admin"` // the worktree's git dir (for the main worktree, the common dir)
-	Base     backend.CheckpointID `json:"base"`
-	State    backend.HeadState    `json:"state"`
-	Creating bool                 `json:"creating,omitempty"` // a create has not finished
+	Version  int                `json:"version"`
+	ID       grove.HeadID       `json:"id"`
+	Name     string             `json:"name"`
+	Access   grove.Access       `json:"access"`
+	Attached bool               `json:"attached,omitempty"`
+	Branch   string             `json:"branch,omitempty"`
+	Dir      string             `json:"dir"`
+	Admin    string             `json:"admin"` // the worktree's git dir (for the main worktree, the common dir)
+	Base     grove.CheckpointID `json:"base"`
+	State    grove.HeadState    `json:"state"`
+	Creating bool               `json:"creating,omitempty"` // a create has not finished
 	// Destroying is set while a destroy moves the directory to the trash:
 	// a destroy interrupted then is finished by the next open (see trash.go).
 	Destroying bool `json:"destroying,omitempty"`
@@ -60,8 +60,8 @@ type manifest struct {
 	Clone string `json:"clone,omitempty"`
 }
 
-func (m *manifest) info() backend.HeadInfo {
-	return backend.HeadInfo{
+func (m *manifest) info() grove.HeadInfo {
+	return grove.HeadInfo{
 		ID: m.ID, Name: m.Name, Access: m.Access, Attached: m.Attached,
 		Branch: m.Branch, Root: m.Dir, Base: m.Base, State: m.State,
 	}
@@ -69,7 +69,7 @@ func (m *manifest) info() backend.HeadInfo {
 
 // live reports whether m names a head that holds its name: created,
 // not destroyed.
-func (m *manifest) live() bool { return !m.Creating && m.State != backend.StateDestroyed }
+func (m *manifest) live() bool { return !m.Creating && m.State != grove.StateDestroyed }
 
 // meta is the metadata directory of one repository.
 type meta struct{ dir string }
@@ -79,31 +79,31 @@ func metaOf(common string) meta { return meta{dir: filepath.Join(common, "grove"
 func (m meta) workspaceFile() string { return filepath.Join(m.dir, "workspace.json") }
 func (m meta) cloneFile() string     { return filepath.Join(m.dir, "clone") }
 func (m meta) remoteFile() string    { return filepath.Join(m.dir, "remote.json") }
-func (m meta) pushedFile(id backend.HeadID) string {
+func (m meta) pushedFile(id grove.HeadID) string {
 	return filepath.Join(m.dir, "heads", string(id)+".pushed")
 }
 func (m meta) headsDir() string { return filepath.Join(m.dir, "heads") }
-func (m meta) manifestFile(id backend.HeadID) string {
+func (m meta) manifestFile(id grove.HeadID) string {
 	return filepath.Join(m.dir, "heads", string(id)+".json")
 }
 func (m meta) tombstonesDir() string { return filepath.Join(m.dir, "heads", "destroyed") }
-func (m meta) tombstoneFile(id backend.HeadID) string {
+func (m meta) tombstoneFile(id grove.HeadID) string {
 	return filepath.Join(m.tombstonesDir(), string(id)+".json")
 }
-func (m meta) opMarker(id backend.HeadID) string {
+func (m meta) opMarker(id grove.HeadID) string {
 	return filepath.Join(m.dir, "heads", string(id)+".op")
 }
 func (m meta) repoLock() string { return filepath.Join(m.dir, "locks", "repo.lock") }
-func (m meta) headLock(id backend.HeadID) string {
+func (m meta) headLock(id grove.HeadID) string {
 	return filepath.Join(m.dir, "locks", string(id)+".lock")
 }
-func (m meta) bindLock(id backend.HeadID) string {
+func (m meta) bindLock(id grove.HeadID) string {
 	return filepath.Join(m.dir, "locks", string(id)+".bind")
 }
-func (m meta) pushLock(id backend.HeadID) string {
+func (m meta) pushLock(id grove.HeadID) string {
 	return filepath.Join(m.dir, "locks", string(id)+".push")
 }
-func (m meta) casLock(id backend.HeadID) string {
+func (m meta) casLock(id grove.HeadID) string {
 	return filepath.Join(m.dir, "locks", string(id)+".cas")
 }
 
@@ -112,14 +112,14 @@ func (m meta) casLock(id backend.HeadID) string {
 const tempPrefix = ".grove-tmp-"
 
 type workspaceRecord struct {
-	Version int                 `json:"version"`
-	ID      backend.WorkspaceID `json:"id"`
-	Created time.Time           `json:"created"`
+	Version int               `json:"version"`
+	ID      grove.WorkspaceID `json:"id"`
+	Created time.Time         `json:"created"`
 }
 
 // readWorkspaceID returns the recorded workspace ID; ok is false when the
 // repository has none yet.
-func (m meta) readWorkspaceID() (backend.WorkspaceID, bool, error) {
+func (m meta) readWorkspaceID() (grove.WorkspaceID, bool, error) {
 	data, err := regfile.Read(m.workspaceFile(), maxSmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
@@ -136,7 +136,7 @@ func (m meta) readWorkspaceID() (backend.WorkspaceID, bool, error) {
 
 // initWorkspace records a new workspace ID unless one exists; callers hold
 // the repository lock.
-func (m meta) initWorkspace() (backend.WorkspaceID, error) {
+func (m meta) initWorkspace() (grove.WorkspaceID, error) {
 	for _, d := range []string{m.headsDir(), filepath.Dir(m.repoLock())} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return "", err
@@ -146,7 +146,7 @@ func (m meta) initWorkspace() (backend.WorkspaceID, error) {
 	if err != nil || ok {
 		return id, err
 	}
-	rec := workspaceRecord{Version: 1, ID: backend.WorkspaceID(uuid.NewString()), Created: time.Now().UTC()}
+	rec := workspaceRecord{Version: 1, ID: grove.WorkspaceID(uuid.NewString()), Created: time.Now().UTC()}
 	data, _ := json.MarshalIndent(rec, "", "  ")
 	if err := writeFileAtomic(m.workspaceFile(), append(data, '\n')); err != nil {
 		return "", err
@@ -176,7 +176,7 @@ func (m meta) cloneID(init bool) (string, error) {
 
 // setWorkspaceID records id as the workspace's, replacing what was there;
 // callers hold the repository lock.
-func (m meta) setWorkspaceID(id backend.WorkspaceID) error {
+func (m meta) setWorkspaceID(id grove.WorkspaceID) error {
 	rec := workspaceRecord{Version: 1, ID: id, Created: time.Now().UTC()}
 	data, _ := json.MarshalIndent(rec, "", "  ")
 	return writeFileAtomic(m.workspaceFile(), append(data, '\n'))
@@ -185,7 +185,7 @@ func (m meta) setWorkspaceID(id backend.WorkspaceID) error {
 // validHeadID reports whether id is a head ID grove makes: a UUID in its
 // canonical lowercase form. Only such an ID becomes part of a path or a
 // ref name.
-func validHeadID(id backend.HeadID) bool {
+func validHeadID(id grove.HeadID) bool {
 	u, err := uuid.Parse(string(id))
 	return err == nil && u.String() == string(id)
 }
@@ -193,7 +193,7 @@ func validHeadID(id backend.HeadID) bool {
 // readManifest reads the manifest of head id, or its tombstone; an id that
 // is not a head ID grove makes is refused before it becomes part of a
 // path.
-func (m meta) readManifest(id backend.HeadID) (*manifest, error) {
+func (m meta) readManifest(id grove.HeadID) (*manifest, error) {
 	if !validHeadID(id) {
 		return nil, fmt.Errorf("%q is not a head ID", id)
 	}
@@ -219,7 +219,7 @@ func (m meta) writeManifest(mf *manifest) error {
 	mf.Version = manifestVersion
 	data, _ := json.MarshalIndent(mf, "", "  ")
 	data = append(data, '\n')
-	if mf.State != backend.StateDestroyed || mf.Destroying {
+	if mf.State != grove.StateDestroyed || mf.Destroying {
 		return writeFileAtomic(m.manifestFile(mf.ID), data)
 	}
 	if err := os.MkdirAll(m.tombstonesDir(), 0o755); err != nil {
@@ -246,7 +246,7 @@ func (m meta) manifests() ([]*manifest, error) {
 	}
 	live := out[:0]
 	for _, mf := range out {
-		if mf.State == backend.StateDestroyed && !mf.Destroying {
+		if mf.State == grove.StateDestroyed && !mf.Destroying {
 			_ = m.writeManifest(mf)
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -74,7 +75,7 @@ func TestNamesOtherFileSystemsTakeForDotGitAreCaptured(t *testing.T) {
 	}
 	_, err = h.Restore(f.ctx, "main", nil)
 	require.NoError(t, err)
-	_, err = h.Restore(f.ctx, workspace.Rev(cp.ID), nil)
+	_, err = h.Restore(f.ctx, grove.Rev(cp.ID), nil)
 	require.NoError(t, err)
 	for _, n := range names {
 		data, err := h.FS().ReadFile(n)
@@ -132,7 +133,7 @@ func TestAForgedManifestNeverLeadsGroveOutOfTheRepository(t *testing.T) {
 
 	_, err = f.ws.OpenHead(f.ctx, "agent", nil)
 	require.Error(t, err)
-	assert.NotEqual(t, workspace.Internal, workspace.CodeOf(err), "%v", err)
+	assert.NotEqual(t, grove.Internal, grove.CodeOf(err), "%v", err)
 	data, err = os.ReadFile(filepath.Join(victim, "untracked.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "precious\n", string(data))

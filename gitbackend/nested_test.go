@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/groveworks/grove/workspace"
 )
 
 // Scaffolding tools run git init in a subdirectory: a nested repository's
@@ -72,7 +71,7 @@ func TestNestedRepositoriesAreCapturedAsFiles(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist)
 	_, err = os.Stat(filepath.Join(root, "app", ".git", "HEAD"))
 	assert.NoError(t, err, "restore removed a nested repository's git dir")
-	_, err = h.Restore(f.ctx, workspace.Rev(cp2.ID), nil)
+	_, err = h.Restore(f.ctx, grove.Rev(cp2.ID), nil)
 	require.NoError(t, err)
 	data, err := os.ReadFile(filepath.Join(root, "app", "new.go"))
 	require.NoError(t, err)
@@ -156,7 +155,7 @@ func TestStatusNeverRunsGitInANestedRepository(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, markersIn(t, markers), "grove's status ran a filter named in the nested repository's config")
 	stale()
-	_, err = h.Diff(f.ctx, "main", workspace.Live)
+	_, err = h.Diff(f.ctx, "main", grove.Live)
 	require.NoError(t, err)
 	assert.Empty(t, markersIn(t, markers), "grove's diff ran a filter named in the nested repository's config")
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -30,8 +31,8 @@ func TestAnIgnoredFileWithANewlineInItsNameIsAConflictNotOverwritten(t *testing.
 	f.write(h, "b.log", "tracked\n")
 	f.write(h, name, "the agent's ignored file\n")
 
-	_, err = h.Restore(f.ctx, workspace.Rev(cp.ID), nil)
-	assert.Equal(t, workspace.Conflict, workspace.CodeOf(err), "restore over an ignored file with a newline in its name: %v", err)
+	_, err = h.Restore(f.ctx, grove.Rev(cp.ID), nil)
+	assert.Equal(t, grove.Conflict, grove.CodeOf(err), "restore over an ignored file with a newline in its name: %v", err)
 	data, err := os.ReadFile(filepath.Join(root, name))
 	require.NoError(t, err)
 	assert.Equal(t, "the agent's ignored file\n", string(data), "the ignored file was overwritten")
@@ -51,7 +52,7 @@ func TestIgnoredFilesWithAnyNameSurviveARestoreThatUnignoresThem(t *testing.T) {
 		f.write(h, n, "kept "+n)
 	}
 	f.write(h, "plain.txt", "an untracked file the clean may remove after the safety checkpoint\n")
-	_, err = h.Restore(f.ctx, workspace.Rev(base.ID), nil)
+	_, err = h.Restore(f.ctx, grove.Rev(base.ID), nil)
 	require.NoError(t, err)
 	for _, n := range names {
 		data, err := os.ReadFile(filepath.Join(h.Info().Root, filepath.FromSlash(n)))

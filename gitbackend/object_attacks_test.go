@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,7 +33,7 @@ func TestAttackAlternatesLoopAndMissingHead(t *testing.T) {
 	defer cancel()
 	_, err := h.Checkpoint(ctx, nil)
 	require.Error(t, err)
-	require.NotEqual(t, backend.Canceled, workspace.CodeOf(err), "answered, not timed out: %v", err)
+	require.NotEqual(t, grove.Canceled, grove.CodeOf(err), "answered, not timed out: %v", err)
 	require.NoError(t, os.WriteFile(filepath.Join(admin, "HEAD"), []byte("ref: refs/heads/"+h.Info().Branch+"\n"), 0o644))
 	_, err = h.Checkpoint(ctx, nil)
 	require.NoError(t, err, "with its HEAD back, the head checkpoints again")
@@ -104,8 +104,8 @@ func TestAPromisorRemoteNeverRunsItsUploadPack(t *testing.T) {
 
 	f.write(h, "work.txt", "work\n")
 	_, err := h.Checkpoint(f.ctx, nil)
-	assert.NotEqual(t, workspace.Internal, workspace.CodeOf(err), "checkpoint: %v", err)
-	_, _ = h.Diff(f.ctx, "main", workspace.Live)
+	assert.NotEqual(t, grove.Internal, grove.CodeOf(err), "checkpoint: %v", err)
+	_, _ = h.Diff(f.ctx, "main", grove.Live)
 	_, _ = h.Restore(f.ctx, "main", &workspace.RestoreOptions{Discard: true})
 	assert.Empty(t, markersIn(t, markers), "grove ran remote.evil.uploadpack")
 }

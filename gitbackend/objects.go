@@ -21,7 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/regfile"
 )
 
@@ -238,15 +238,15 @@ func (rp *repo) commitTree(id string) (string, bool) {
 
 // checkpointOf is commit c as a checkpoint, as parseCheckpoint reads it
 // from git log.
-func checkpointOf(c *object.Commit) backend.Checkpoint {
-	cp := backend.Checkpoint{
-		ID:      backend.CheckpointID(c.Hash.String()),
-		Author:  backend.Signature{Name: c.Author.Name, Email: c.Author.Email},
+func checkpointOf(c *object.Commit) grove.Checkpoint {
+	cp := grove.Checkpoint{
+		ID:      grove.CheckpointID(c.Hash.String()),
+		Author:  grove.Signature{Name: c.Author.Name, Email: c.Author.Email},
 		Time:    time.Unix(c.Author.When.Unix(), 0),
 		Message: strings.TrimRight(c.Message, "\n"),
 	}
 	if len(c.ParentHashes) > 0 {
-		cp.Parent = backend.CheckpointID(c.ParentHashes[0].String())
+		cp.Parent = grove.CheckpointID(c.ParentHashes[0].String())
 	}
 	return cp
 }
@@ -420,7 +420,7 @@ func (rp *repo) packedRefs() (*packed, bool) {
 // commit. ok is false when git must answer instead: a name that is not a
 // sequence number, a directory among the refs, a ref or commit that does
 // not read.
-func (rp *repo) lastCheckpoint(id backend.HeadID) ([]checkpointRef, bool) {
+func (rp *repo) lastCheckpoint(id grove.HeadID) ([]checkpointRef, bool) {
 	prefix := refPrefix(id)
 	if !plainRefName(prefix+"0") || !rp.filesRefs() {
 		return nil, false
@@ -516,7 +516,7 @@ func isCrud(c byte) bool {
 // noncharacter), a SHA-256 repository, an object directory that is not
 // there yet or cannot be written. (The runner fixes i18n.commitEncoding
 // to UTF-8, so git writes no encoding header either.)
-func (rp *repo) writeCommit(tree, parent string, author, committer backend.Signature, when time.Time, msg string) (string, bool) {
+func (rp *repo) writeCommit(tree, parent string, author, committer grove.Signature, when time.Time, msg string) (string, bool) {
 	if !isSHA1(tree) || !isSHA1(parent) || strings.IndexByte(msg, 0) >= 0 || !gitUTF8(msg) ||
 		!plainIdent(author.Name) || !plainIdent(author.Email) || !plainIdent(committer.Name) || !plainIdent(committer.Email) {
 		return "", false

@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 )
 
@@ -60,7 +60,7 @@ func TestWriteCommitIsGitCommitTree(t *testing.T) {
 		{"x", "y", ""},
 		{"agent (run 7)", "agent@h", "crlf\r\nmessage\r\n"},
 	} {
-		sig := backend.Signature{Name: tc.name, Email: tc.email}
+		sig := grove.Signature{Name: tc.name, Email: tc.email}
 		got, ok := rp.writeCommit(tree, parent, sig, sig, when, tc.msg)
 		require.True(t, ok, "%+v", tc)
 		date := strconv.FormatInt(when.Unix(), 10) + " +0000"
@@ -78,7 +78,7 @@ func TestWriteCommitIsGitCommitTree(t *testing.T) {
 		// What git's commit-tree re-encodes: invalid UTF-8, noncharacters.
 		{"Jos\xe9", "e", "m"}, {"n", "e", "bad \xff byte"}, {"n", "e", "nonchar \uFFFF"}, {"n", "e", "\uFDD0"},
 	} {
-		sig := backend.Signature{Name: tc.name, Email: tc.email}
+		sig := grove.Signature{Name: tc.name, Email: tc.email}
 		_, ok := rp.writeCommit(tree, parent, sig, sig, when, tc.msg)
 		require.False(t, ok, "%q", tc)
 	}
@@ -90,8 +90,8 @@ func TestWriteCommitIsGitCommitTree(t *testing.T) {
 func TestLastCheckpointIsForEachRef(t *testing.T) {
 	rp, dir := testRepo(t)
 	ctx := context.Background()
-	id := backend.HeadID("0b1c2d3e-0000-4000-8000-000000000001")
-	other := backend.HeadID("0b1c2d3e-0000-4000-8000-000000000002")
+	id := grove.HeadID("0b1c2d3e-0000-4000-8000-000000000001")
+	other := grove.HeadID("0b1c2d3e-0000-4000-8000-000000000002")
 	viaGit := func() []checkpointRef {
 		t.Helper()
 		out, err := rp.checkpoints(ctx, id, 2) // limit 2: always git
@@ -111,7 +111,7 @@ func TestLastCheckpointIsForEachRef(t *testing.T) {
 	tree := plainGit(t, dir, nil, "", "rev-parse", "HEAD^{tree}")
 	prev := plainGit(t, dir, nil, "", "rev-parse", "HEAD")
 	for seq := 1; seq <= 12; seq++ {
-		c, ok := rp.writeCommit(tree, prev, backend.DefaultAuthor, backend.DefaultAuthor, time.Unix(int64(1700000000+seq), 0), fmt.Sprintf("cp %d\n", seq))
+		c, ok := rp.writeCommit(tree, prev, grove.DefaultAuthor, grove.DefaultAuthor, time.Unix(int64(1700000000+seq), 0), fmt.Sprintf("cp %d\n", seq))
 		require.True(t, ok)
 		plainGit(t, dir, nil, "", "update-ref", refName(id, seq), c)
 		plainGit(t, dir, nil, "", "update-ref", refName(other, seq+100), c)
@@ -207,7 +207,7 @@ func TestWriteLooseRefusesPlantedPaths(t *testing.T) {
 	tree := plainGit(t, dir, nil, "", "rev-parse", "HEAD^{tree}")
 	parent := plainGit(t, dir, nil, "", "rev-parse", "HEAD")
 	when := time.Unix(1700000000, 0)
-	sig := backend.Signature{Name: "grove", Email: "grove@localhost"}
+	sig := grove.Signature{Name: "grove", Email: "grove@localhost"}
 	other, _ := testRepo(t)
 	id, ok := other.writeCommit(tree, parent, sig, sig, when, "planted")
 	require.True(t, ok)
@@ -272,7 +272,7 @@ func TestReadCommitDeclinesOddShapes(t *testing.T) {
 // symbolic ref to git, not a directory: the reader declines.
 func TestLastCheckpointRefusesSymlinkedRefs(t *testing.T) {
 	rp, dir := testRepo(t)
-	id := backend.HeadID("0b1c2d3e-0000-4000-8000-000000000003")
+	id := grove.HeadID("0b1c2d3e-0000-4000-8000-000000000003")
 	head := plainGit(t, dir, nil, "", "rev-parse", "HEAD")
 	forged := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(forged, "00000009"), []byte(head+"\n"), 0o644))
@@ -298,7 +298,7 @@ func TestRefReadersDeclineWhatTheyDoNotRead(t *testing.T) {
 	require.NoError(t, os.Mkdir(filepath.Join(rp.common, "reftable"), 0o755))
 	_, ok = rp.readRef("refs/heads/main")
 	require.False(t, ok, "a reftable repository")
-	_, ok = rp.lastCheckpoint(backend.HeadID("0b1c2d3e-0000-4000-8000-000000000004"))
+	_, ok = rp.lastCheckpoint(grove.HeadID("0b1c2d3e-0000-4000-8000-000000000004"))
 	require.False(t, ok)
 }
 
@@ -363,12 +363,12 @@ func TestBranchCommitIsRevParse(t *testing.T) {
 			require.Equal(t, viaGit(rev), got, "%s: %q", what, rev)
 		}
 		// And resolve, whichever way it goes, says what git says.
-		id, err := rp.resolve(ctx, "test", backend.Rev(rev))
+		id, err := rp.resolve(ctx, "test", grove.Rev(rev))
 		if w := viaGit(rev); w != "" {
 			require.NoError(t, err, what)
 			require.Equal(t, w, id, "%s: %q", what, rev)
 		} else {
-			require.Equal(t, backend.NotFound, backend.CodeOf(err), what)
+			require.Equal(t, grove.NotFound, grove.CodeOf(err), what)
 		}
 	}
 	agrees("a loose branch", "main", true)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/internal/githarness"
 	"github.com/groveworks/grove/workspace"
@@ -96,7 +96,7 @@ func TestProcessCounts(t *testing.T) {
 	pin("a checkpoint with no change", 2, checkpoint)
 	f.write(h, "README.md", "one\n")
 	f.write(h, "new.txt", "new\n")
-	var first backend.CheckpointID
+	var first grove.CheckpointID
 	pin("a checkpoint with changes", 4, func() error {
 		cp, err := h.Checkpoint(ctx, nil)
 		first = cp.ID
@@ -106,7 +106,7 @@ func TestProcessCounts(t *testing.T) {
 	f.write(h, "src/main.go", "package changed\n")
 	pin("a second checkpoint with changes", 3, checkpoint)
 	pin("a restore that drops no file", 2, func() error {
-		_, err := h.Restore(ctx, backend.Rev(first), &workspace.RestoreOptions{Discard: true})
+		_, err := h.Restore(ctx, grove.Rev(first), &workspace.RestoreOptions{Discard: true})
 		return err
 	})
 	pin("status", 1, func() error { _, err := h.Status(ctx); return err })
@@ -130,5 +130,5 @@ func TestProcessCounts(t *testing.T) {
 	st, err := h.Status(ctx)
 	require.NoError(t, err)
 	require.Equal(t, first, st.Commit)
-	require.Equal(t, []backend.Change{{Path: "untracked.txt", Kind: backend.ChangeUntracked}}, st.Changes)
+	require.Equal(t, []grove.Change{{Path: "untracked.txt", Kind: grove.ChangeUntracked}}, st.Changes)
 }

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // maxProjectFile bounds what ProjectFile reads.
@@ -35,7 +35,7 @@ func (b *Backend) ProjectFile(ctx context.Context, locator, path string) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	if err := backend.CheckPath(op, path); err != nil {
+	if err := grove.CheckPath(op, path); err != nil {
 		return nil, err
 	}
 	rp, err := b.locate(ctx, op, r, locator)
@@ -43,32 +43,32 @@ func (b *Backend) ProjectFile(ctx context.Context, locator, path string) ([]byte
 		return nil, err
 	}
 	if rp.main == "" {
-		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: path, Err: errors.New("the repository has no main working tree")}
+		return nil, &grove.Error{Code: grove.NotFound, Op: op, Path: path, Err: errors.New("the repository has no main working tree")}
 	}
 	root, err := os.OpenRoot(rp.main)
 	if err != nil {
-		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: rp.main, Err: err}
+		return nil, &grove.Error{Code: grove.NotFound, Op: op, Path: rp.main, Err: err}
 	}
 	defer root.Close()
 	name := filepath.FromSlash(path)
 	fi, err := root.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: path, Err: err}
+		return nil, &grove.Error{Code: grove.NotFound, Op: op, Path: path, Err: err}
 	}
 	if err != nil {
-		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: path, Err: err}
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: path, Err: err}
 	}
 	if !fi.Mode().IsRegular() || fi.Size() > maxProjectFile {
-		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: path,
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: path,
 			Err: fmt.Errorf("%s in %s is not a regular file of at most %d bytes", path, rp.main, maxProjectFile)}
 	}
 	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: path, Err: err}
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: path, Err: err}
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: path, Err: fmt.Errorf("%s is not a regular file", path)}
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: path, Err: fmt.Errorf("%s is not a regular file", path)}
 	}
 	return io.ReadAll(io.LimitReader(f, maxProjectFile))
 }

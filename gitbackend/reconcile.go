@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/lock"
@@ -22,32 +23,32 @@ var _ backend.Maintainer = (*workspace)(nil)
 // Reconcile implements backend.Maintainer: it compares grove's manifests,
 // git's worktree registrations, the heads' directories, the trash and the
 // lock files, reports every mismatch, and with opts.Fix repairs each as
-// its backend.FindingKind says. A head another process is working on (its
+// its grove.FindingKind says. A head another process is working on (its
 // head lock is held) is left alone. Nothing that could hold a file no
 // checkpoint has is ever deleted: a missing head is rebuilt, an
 // unregistered one registered again around its files, a stray directory
 // only reported.
-func (w *workspace) Reconcile(ctx context.Context, opts *backend.ReconcileOptions) (backend.ReconcileReport, error) {
+func (w *workspace) Reconcile(ctx context.Context, opts *backend.ReconcileOptions) (grove.ReconcileReport, error) {
 	const op = "gitbackend: reconcile"
 	if err := w.enter(ctx, "Reconcile"); err != nil {
-		return backend.ReconcileReport{}, err
+		return grove.ReconcileReport{}, err
 	}
 	var o backend.ReconcileOptions
 	if opts != nil {
 		o = *opts
 	}
 	if o.StaleLockAge <= 0 {
-		o.StaleLockAge = backend.DefaultStaleLockAge
+		o.StaleLockAge = grove.DefaultStaleLockAge
 	}
 	r := &reconciler{w: w, ctx: ctx, o: o, regs: filepath.Join(w.repo.common, "worktrees")}
 	all, err := w.meta.allManifests()
 	if err != nil {
-		return backend.ReconcileReport{}, backend.Errorf(backend.Internal, op, "%w", err)
+		return grove.ReconcileReport{}, grove.Errorf(grove.Internal, op, "%w", err)
 	}
 	owned := map[string]bool{} // registrations that are live heads'
 	for _, mf := range all {
 		if err := ctx.Err(); err != nil {
-			return r.rep, backend.ContextError(ctx, op)
+			return r.rep, grove.ContextError(ctx, op)
 		}
 		switch {
 		case mf.Creating:
@@ -60,7 +61,7 @@ func (w *workspace) Reconcile(ctx context.Context, opts *backend.ReconcileOption
 		}
 	}
 	for _, p := range w.trashed() {
-		r.add(backend.Finding{Kind: backend.FindingInterruptedDestroy, Path: p,
+		r.add(grove.Finding{Kind: grove.FindingInterruptedDestroy, Path: p,
 			Detail: "a destroyed head's files are still in the trash"}, func() error {
 			err := os.RemoveAll(p)
 			_ = os.Remove(filepath.Dir(p))
@@ -72,7 +73,7 @@ func (w *workspace) Reconcile(ctx context.Context, opts *backend.ReconcileOption
 	r.deadHolders(all)
 	r.watches(all)
 	if err := ctx.Err(); err != nil {
-		return r.rep, backend.ContextError(ctx, op)
+		return r.rep, grove.ContextError(ctx, op)
 	}
 	return r.rep, nil
 }
@@ -83,11 +84,11 @@ type reconciler struct {
 	ctx  context.Context
 	o    backend.ReconcileOptions
 	regs string // <common>/worktrees
-	rep  backend.ReconcileReport
+	rep  grove.ReconcileReport
 }
 
 // add reports f, first running fix when fixing.
-func (r *reconciler) add(f backend.Finding, fix func() error) {
+func (r *reconciler) add(f grove.Finding, fix func() error) {
 	if r.o.Fix && fix != nil {
 		if err := fix(); err != nil {
 			f.FixError = err.Error()
@@ -101,14 +102,14 @@ func (r *reconciler) add(f backend.Finding, fix func() error) {
 }
 
 // notFixed says why a finding of a kind is never fixed.
-var notFixed = map[backend.FindingKind]string{
-	backend.FindingUncaptured:     "it is work no checkpoint holds yet; checkpoint it, or destroy the head with Discard",
-	backend.FindingStrayDirectory: "it may hold files no checkpoint has; move or delete it yourself",
+var notFixed = map[grove.FindingKind]string{
+	grove.FindingUncaptured:     "it is work no checkpoint holds yet; checkpoint it, or destroy the head with Discard",
+	grove.FindingStrayDirectory: "it may hold files no checkpoint has; move or delete it yourself",
 }
 
 // withHeadLock runs f holding head id's lock and the repository lock, or
 // reports that the head is busy.
-func (r *reconciler) withHeadLock(id backend.HeadID, f func() error) error {
+func (r *reconciler) withHeadLock(id grove.HeadID, f func() error) error {
 	hl, err := lock.TryLock(r.w.meta.headLock(id), "reconcile")
 	if err != nil {
 		return fmt.Errorf("another process is working on the head: %w", err)
@@ -123,7 +124,7 @@ func (r *reconciler) withHeadLock(id backend.HeadID, f func() error) error {
 }
 
 // busy reports whether a process holds head id's lock.
-func (r *reconciler) busy(id backend.HeadID) bool {
+func (r *reconciler) busy(id grove.HeadID) bool {
 	hl, err := lock.TryLock(r.w.meta.headLock(id), "reconcile")
 	if err != nil {
 		return true
@@ -136,7 +137,7 @@ func (r *reconciler) interruptedCreate(mf *manifest) {
 	if r.busy(mf.ID) {
 		return // being created now
 	}
-	r.add(backend.Finding{Kind: backend.FindingInterruptedCreate, Head: mf.Name, HeadID: mf.ID, Path: mf.Dir,
+	r.add(grove.Finding{Kind: grove.FindingInterruptedCreate, Head: mf.Name, HeadID: mf.ID, Path: mf.Dir,
 		Detail: "a create that never finished"}, func() error {
 		return r.withHeadLock(mf.ID, func() error {
 			if now, err := r.w.meta.readManifest(mf.ID); err != nil || !now.Creating {
@@ -151,7 +152,7 @@ func (r *reconciler) interruptedDestroy(mf *manifest) {
 	if r.busy(mf.ID) {
 		return
 	}
-	r.add(backend.Finding{Kind: backend.FindingInterruptedDestroy, Head: mf.Name, HeadID: mf.ID, Path: mf.Dir,
+	r.add(grove.Finding{Kind: grove.FindingInterruptedDestroy, Head: mf.Name, HeadID: mf.ID, Path: mf.Dir,
 		Detail: "a destroy that never finished"}, func() error {
 		return r.withHeadLock(mf.ID, func() error { return r.w.finishDestroy(mf.ID) })
 	})
@@ -163,8 +164,8 @@ func (r *reconciler) head(mf *manifest) {
 	if r.busy(mf.ID) {
 		return
 	}
-	find := func(kind backend.FindingKind, path, format string, args ...any) backend.Finding {
-		return backend.Finding{Kind: kind, Head: mf.Name, HeadID: mf.ID, Path: path, Detail: fmt.Sprintf(format, args...)}
+	find := func(kind grove.FindingKind, path, format string, args ...any) grove.Finding {
+		return grove.Finding{Kind: kind, Head: mf.Name, HeadID: mf.ID, Path: path, Detail: fmt.Sprintf(format, args...)}
 	}
 	if filepath.Dir(mf.Admin) != r.regs {
 		cand := filepath.Join(r.regs, filepath.Base(mf.Admin))
@@ -174,39 +175,39 @@ func (r *reconciler) head(mf *manifest) {
 		old, gerr := readGitFile(mf.Dir)
 		if id, err := regfile.Read(filepath.Join(cand, headIDFile), maxSmallFile); err == nil && strings.TrimSpace(string(id)) == string(mf.ID) &&
 			gerr == nil && old == mf.Admin {
-			r.add(find(backend.FindingMovedRepository, mf.Dir, "the head is registered at %s, where the repository was before it moved", mf.Admin), func() error {
+			r.add(find(grove.FindingMovedRepository, mf.Dir, "the head is registered at %s, where the repository was before it moved", mf.Admin), func() error {
 				return r.withHeadLock(mf.ID, func() error { return r.w.relink(mf, cand) })
 			})
 			return
 		}
-		r.add(find(backend.FindingUnregistered, mf.Dir, "the head's recorded git dir %s is not this repository's", mf.Admin), nil)
+		r.add(find(grove.FindingUnregistered, mf.Dir, "the head's recorded git dir %s is not this repository's", mf.Admin), nil)
 		return
 	}
 	fi, err := os.Lstat(mf.Dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || mf.Rebuilding:
-		r.add(find(backend.FindingMissingHead, mf.Dir, "the head's directory is gone; fixing rebuilds it from branch %s", mf.Branch), func() error {
+		r.add(find(grove.FindingMissingHead, mf.Dir, "the head's directory is gone; fixing rebuilds it from branch %s", mf.Branch), func() error {
 			return r.w.recreate(r.ctx, "gitbackend: reconcile", mf.ID)
 		})
 		return
 	case err != nil:
-		r.add(find(backend.FindingMissingHead, mf.Dir, "%v", err), nil)
+		r.add(find(grove.FindingMissingHead, mf.Dir, "%v", err), nil)
 		return
 	case !fi.IsDir():
-		r.add(find(backend.FindingStrayDirectory, mf.Dir, "something that is not a directory took the head's place"), nil)
+		r.add(find(grove.FindingStrayDirectory, mf.Dir, "something that is not a directory took the head's place"), nil)
 		return
 	}
 	vouched := r.w.vouchedDir(mf)
 	outside := fmt.Errorf("%s lies outside the heads directory %s: not repaired on the word of grove's records alone", mf.Dir, r.w.headsDir)
 	if _, err := os.Stat(filepath.Join(mf.Admin, "HEAD")); err != nil {
-		r.add(find(backend.FindingUnregistered, mf.Dir, "git no longer registers the head's directory (its registration %s is gone)", mf.Admin), func() error {
+		r.add(find(grove.FindingUnregistered, mf.Dir, "git no longer registers the head's directory (its registration %s is gone)", mf.Admin), func() error {
 			if !vouched {
 				return outside
 			}
 			return r.withHeadLock(mf.ID, func() error { return r.w.reregister(r.ctx, mf) })
 		})
 	} else if admin, err := readGitFile(mf.Dir); err != nil || admin != mf.Admin {
-		r.add(find(backend.FindingUnregistered, mf.Dir, "the head's .git file no longer names its registration %s", mf.Admin), func() error {
+		r.add(find(grove.FindingUnregistered, mf.Dir, "the head's .git file no longer names its registration %s", mf.Admin), func() error {
 			if !vouched {
 				return outside
 			}
@@ -221,7 +222,7 @@ func (r *reconciler) head(mf *manifest) {
 	st, err := h.Status(r.ctx)
 	_ = h.Close()
 	if err == nil && st.Dirty {
-		r.add(find(backend.FindingUncaptured, mf.Dir, "%d path(s) differ from the head's last checkpoint", len(st.Changes)), nil)
+		r.add(find(grove.FindingUncaptured, mf.Dir, "%d path(s) differ from the head's last checkpoint", len(st.Changes)), nil)
 	}
 }
 
@@ -229,8 +230,8 @@ func (r *reconciler) head(mf *manifest) {
 // of a grove operation that was interrupted, and git lock files older
 // than StaleLockAge (git has no owner to ask: age is its own test).
 func (r *reconciler) locks(mf *manifest) {
-	find := func(path, detail string) backend.Finding {
-		return backend.Finding{Kind: backend.FindingStaleLock, Head: mf.Name, HeadID: mf.ID, Path: path, Detail: detail}
+	find := func(path, detail string) grove.Finding {
+		return grove.Finding{Kind: grove.FindingStaleLock, Head: mf.Name, HeadID: mf.ID, Path: path, Detail: detail}
 	}
 	remove := func(path string) func() error {
 		return func() error {
@@ -287,10 +288,10 @@ func (r *reconciler) deadHolders(all []*manifest) {
 			continue
 		}
 		id := strings.TrimSuffix(e.Name(), filepath.Ext(e.Name()))
-		f := backend.Finding{Kind: backend.FindingStaleLock, Path: p,
+		f := grove.Finding{Kind: grove.FindingStaleLock, Path: p,
 			Detail: fmt.Sprintf("left by %s, which died holding it (the lock is free; only its record is left)", o)}
 		if name, ok := names[id]; ok {
-			f.Head, f.HeadID = name, backend.HeadID(id)
+			f.Head, f.HeadID = name, grove.HeadID(id)
 		}
 		r.add(f, func() error { return lock.Clear(p) })
 	}
@@ -309,7 +310,7 @@ func (r *reconciler) registrations(owned map[string]bool) {
 			continue
 		}
 		if e.Type()&fs.ModeSymlink != 0 {
-			r.add(backend.Finding{Kind: backend.FindingStaleRegistration, Path: admin, Detail: "a symlink among git's worktree registrations (git never makes one)"},
+			r.add(grove.Finding{Kind: grove.FindingStaleRegistration, Path: admin, Detail: "a symlink among git's worktree registrations (git never makes one)"},
 				func() error { return r.w.removeAdmin(admin) })
 			continue
 		}
@@ -324,7 +325,7 @@ func (r *reconciler) registrations(owned map[string]bool) {
 		if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		r.add(backend.Finding{Kind: backend.FindingStaleRegistration, Path: admin,
+		r.add(grove.Finding{Kind: grove.FindingStaleRegistration, Path: admin,
 			Detail: fmt.Sprintf("git registers a worktree at %s, which is gone", dir)}, func() error {
 			rl, err := r.w.lockRepo(r.ctx, "reconcile")
 			if err != nil {
@@ -342,7 +343,7 @@ func (r *reconciler) registrations(owned map[string]bool) {
 func (r *reconciler) strays(all []*manifest) {
 	known := map[string]bool{}
 	for _, mf := range all {
-		if mf.State != backend.StateDestroyed || mf.Destroying {
+		if mf.State != grove.StateDestroyed || mf.Destroying {
 			known[mf.Dir] = true
 		}
 	}
@@ -362,7 +363,7 @@ func (r *reconciler) strays(all []*manifest) {
 		if data, err := regfile.Read(filepath.Join(admin, "gitdir"), maxSmallFile); err == nil && filepath.Dir(gitLine(data)) == dir {
 			continue // a worktree someone registered by hand: not grove's to judge
 		}
-		r.add(backend.Finding{Kind: backend.FindingStrayDirectory, Path: dir,
+		r.add(grove.Finding{Kind: grove.FindingStrayDirectory, Path: dir,
 			Detail: "a worktree directory of this repository that no head owns and git does not register"}, nil)
 	}
 }
@@ -428,20 +429,20 @@ func (w *workspace) relink(mf *manifest, admin string) error {
 // forgets a baseline whose watch ended. A watch that saw nothing is left
 // alone.
 func (r *reconciler) watches(all []*manifest) {
-	names := map[backend.HeadID]string{}
+	names := map[grove.HeadID]string{}
 	for _, mf := range all {
 		names[mf.ID] = mf.Name
 	}
 	files, _ := filepath.Glob(filepath.Join(filepath.Dir(r.w.meta.watchFile("x")), "*.json"))
 	for _, p := range files {
-		id := backend.HeadID(strings.TrimSuffix(filepath.Base(p), ".json"))
+		id := grove.HeadID(strings.TrimSuffix(filepath.Base(p), ".json"))
 		rec, err := r.w.meta.readWatch(id)
 		if err != nil {
 			continue
 		}
 		changes, err := r.w.tampered(r.ctx, id)
 		if err != nil {
-			r.add(backend.Finding{Kind: backend.FindingTampered, Head: names[id], HeadID: id, Path: p,
+			r.add(grove.Finding{Kind: grove.FindingTampered, Head: names[id], HeadID: id, Path: p,
 				Detail: fmt.Sprintf("head %q's watch cannot tell what changed: %v", names[id], err)}, nil)
 			continue
 		}
@@ -459,7 +460,7 @@ func (r *reconciler) watches(all []*manifest) {
 			return ferr
 		}
 		for _, c := range changes {
-			r.add(backend.Finding{Kind: backend.FindingTampered, Head: names[id], HeadID: id, Path: c.Kind + " " + c.Name,
+			r.add(grove.Finding{Kind: grove.FindingTampered, Head: names[id], HeadID: id, Path: c.Kind + " " + c.Name,
 				Detail: fmt.Sprintf("changed while head %q was watched: was %q, now %q", names[id], c.Was, c.Now)}, revert)
 		}
 	}

@@ -10,14 +10,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
 
 // kinds maps each finding's kind to the findings of that kind.
-func kinds(rep workspace.ReconcileReport) map[workspace.FindingKind][]workspace.Finding {
-	out := map[workspace.FindingKind][]workspace.Finding{}
+func kinds(rep grove.ReconcileReport) map[grove.FindingKind][]grove.Finding {
+	out := map[grove.FindingKind][]grove.Finding{}
 	for _, f := range rep.Findings {
 		out[f.Kind] = append(out[f.Kind], f)
 	}
@@ -76,7 +76,7 @@ func TestReconcileFindsAndFixesEachOrphanKind(t *testing.T) {
 	rep, err := ws.Reconcile(ctx, nil)
 	require.NoError(t, err)
 	found := kinds(rep)
-	names := func(k workspace.FindingKind) []string {
+	names := func(k grove.FindingKind) []string {
 		var out []string
 		for _, fd := range found[k] {
 			out = append(out, fd.Head+fd.Path)
@@ -84,14 +84,14 @@ func TestReconcileFindsAndFixesEachOrphanKind(t *testing.T) {
 		}
 		return out
 	}
-	assert.Len(t, found[backend.FindingMissingHead], 1, "%v", rep)
-	assert.Equal(t, "deleted", found[backend.FindingMissingHead][0].Head)
-	require.Len(t, found[backend.FindingUnregistered], 2, "%v", names(backend.FindingUnregistered))
-	require.Len(t, found[backend.FindingStaleRegistration], 1)
-	assert.Contains(t, found[backend.FindingStaleRegistration][0].Detail, userWT)
-	assert.Len(t, found[backend.FindingStaleLock], 2, "%v", names(backend.FindingStaleLock))
-	require.Len(t, found[backend.FindingStrayDirectory], 1)
-	assert.Equal(t, stray, found[backend.FindingStrayDirectory][0].Path)
+	assert.Len(t, found[grove.FindingMissingHead], 1, "%v", rep)
+	assert.Equal(t, "deleted", found[grove.FindingMissingHead][0].Head)
+	require.Len(t, found[grove.FindingUnregistered], 2, "%v", names(grove.FindingUnregistered))
+	require.Len(t, found[grove.FindingStaleRegistration], 1)
+	assert.Contains(t, found[grove.FindingStaleRegistration][0].Detail, userWT)
+	assert.Len(t, found[grove.FindingStaleLock], 2, "%v", names(grove.FindingStaleLock))
+	require.Len(t, found[grove.FindingStrayDirectory], 1)
+	assert.Equal(t, stray, found[grove.FindingStrayDirectory][0].Path)
 	assert.NoDirExists(t, deleted.Info().Root, "reporting rebuilds nothing")
 	assert.Contains(t, f.git(f.repo, "worktree", "list", "--porcelain"), "prunable")
 
@@ -99,7 +99,7 @@ func TestReconcileFindsAndFixesEachOrphanKind(t *testing.T) {
 	require.NoError(t, err)
 	for _, fd := range rep.Findings {
 		switch fd.Kind {
-		case backend.FindingStrayDirectory, backend.FindingUncaptured:
+		case grove.FindingStrayDirectory, grove.FindingUncaptured:
 			assert.False(t, fd.Fixed, "%+v", fd)
 			assert.NotEmpty(t, fd.FixError)
 		default:
@@ -144,8 +144,8 @@ func TestReconcileFindsAndFixesEachOrphanKind(t *testing.T) {
 	require.NoError(t, err)
 	found = kinds(rep)
 	assert.Len(t, found, 2, "%+v", rep.Findings)
-	assert.Len(t, found[backend.FindingUncaptured], 1)
-	assert.Len(t, found[backend.FindingStrayDirectory], 1)
+	assert.Len(t, found[grove.FindingUncaptured], 1)
+	assert.Len(t, found[grove.FindingStrayDirectory], 1)
 }
 
 // Creates and destroys killed while the workspace is open are found and
@@ -169,17 +169,17 @@ func TestReconcileFinishesInterruptedCreatesAndDestroys(t *testing.T) {
 	rep, err := ws.Reconcile(f.ctx, &workspace.ReconcileOptions{Fix: true})
 	require.NoError(t, err)
 	found := kinds(rep)
-	require.Len(t, found[backend.FindingInterruptedCreate], 1, "%+v", rep.Findings)
-	assert.Equal(t, "half", found[backend.FindingInterruptedCreate][0].Head)
-	assert.GreaterOrEqual(t, len(found[backend.FindingInterruptedDestroy]), 1, "%+v", rep.Findings)
+	require.Len(t, found[grove.FindingInterruptedCreate], 1, "%+v", rep.Findings)
+	assert.Equal(t, "half", found[grove.FindingInterruptedCreate][0].Head)
+	assert.GreaterOrEqual(t, len(found[grove.FindingInterruptedDestroy]), 1, "%+v", rep.Findings)
 	for _, fd := range rep.Findings {
 		assert.True(t, fd.Fixed, "%+v", fd)
 	}
 	assertNothingLeftOf(t, f, "half")
 	_, err = ws.OpenHead(f.ctx, "doomed", nil)
-	assert.Equal(t, backend.NotFound, workspace.CodeOf(err))
+	assert.Equal(t, grove.NotFound, grove.CodeOf(err))
 	_, err = workspace.Reopen(f.ctx, b, bind, nil)
-	assert.Equal(t, backend.Destroyed, workspace.CodeOf(err))
+	assert.Equal(t, grove.Destroyed, grove.CodeOf(err))
 	assert.NoDirExists(t, root)
 	ents, _ := os.ReadDir(filepath.Join(filepath.Dir(root), ".grove-trash"))
 	assert.Empty(t, ents)
@@ -216,8 +216,8 @@ func TestReconcileRelinksHeadsOfAMovedRepository(t *testing.T) {
 	rep, err := ws.Reconcile(f.ctx, &workspace.ReconcileOptions{Fix: true})
 	require.NoError(t, err)
 	found := kinds(rep)
-	require.Len(t, found[backend.FindingMovedRepository], 1, "%+v", rep.Findings)
-	assert.True(t, found[backend.FindingMovedRepository][0].Fixed, "%+v", found[backend.FindingMovedRepository][0])
+	require.Len(t, found[grove.FindingMovedRepository], 1, "%+v", rep.Findings)
+	assert.True(t, found[grove.FindingMovedRepository][0].Fixed, "%+v", found[grove.FindingMovedRepository][0])
 	h, err = ws.OpenHead(f.ctx, "agent", nil)
 	require.NoError(t, err)
 	defer h.Close()
@@ -232,9 +232,9 @@ func TestReconcileRelinksHeadsOfAMovedRepository(t *testing.T) {
 
 // plantManifest writes, as an agent that can write the common git dir
 // can, a manifest naming dir as the directory of a head on branch.
-func plantManifest(t *testing.T, f *fixture, name, branch, dir string) backend.HeadID {
+func plantManifest(t *testing.T, f *fixture, name, branch, dir string) grove.HeadID {
 	t.Helper()
-	id := backend.HeadID("00000000-0000-4000-8000-00000000beef")
+	id := grove.HeadID("00000000-0000-4000-8000-00000000beef")
 	common := filepath.Join(f.repo, ".git")
 	mf := fmt.Sprintf(`{"version":1,"id":%q,"name":%q,"access":"isolated","branch":%q,"dir":%q,"admin":%q,"base":"","state":"active","created":"2026-01-01T00:00:00Z"}`,
 		id, name, branch, dir, filepath.Join(common, "worktrees", name))
@@ -292,7 +292,7 @@ func TestReconcileReportsLocksOfKilledHolders(t *testing.T) {
 	kill(t, startHelper(t, helperJob{Op: "hold", Repo: f.repo, Binding: data}), 0)
 	rep, err = f.ws.Reconcile(f.ctx, nil)
 	require.NoError(t, err)
-	found := kinds(rep)[backend.FindingStaleLock]
+	found := kinds(rep)[grove.FindingStaleLock]
 	require.NotEmpty(t, found, "%+v", rep.Findings)
 	assert.Equal(t, "agent", found[0].Head)
 	assert.Contains(t, found[0].Detail, "died")

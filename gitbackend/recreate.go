@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
@@ -26,7 +26,7 @@ import (
 // never opened half-made: it stays missing until a Recreate finishes it.
 // A failure removes what the rebuild made and leaves the head missing,
 // as it was.
-func (w *workspace) recreate(ctx context.Context, op string, id backend.HeadID) error {
+func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) error {
 	hl, err := lock.Acquire(ctx, w.meta.headLock(id), "recreate")
 	if err != nil {
 		return err
@@ -34,23 +34,23 @@ func (w *workspace) recreate(ctx context.Context, op string, id backend.HeadID) 
 	defer hl.Unlock()
 	mf, err := w.meta.readManifest(id)
 	if err != nil {
-		return &backend.Error{Code: backend.Internal, Op: op, Head: string(id), Err: err}
+		return &grove.Error{Code: grove.Internal, Op: op, Head: string(id), Err: err}
 	}
-	fail := func(code backend.Code, err error) error {
-		if backend.CodeOf(err) == backend.Canceled {
+	fail := func(code grove.Code, err error) error {
+		if grove.CodeOf(err) == grove.Canceled {
 			return err
 		}
-		return &backend.Error{Code: code, Op: op, Head: mf.Name, Path: mf.Dir, Err: fmt.Errorf("recreate: %w", err)}
+		return &grove.Error{Code: code, Op: op, Head: mf.Name, Path: mf.Dir, Err: fmt.Errorf("recreate: %w", err)}
 	}
 	if !mf.live() || mf.Attached || mf.Branch == "" {
-		return fail(backend.FailedPrecondition, errors.New("only a live head grove made can be recreated"))
+		return fail(grove.FailedPrecondition, errors.New("only a live head grove made can be recreated"))
 	}
 	if !w.vouchedDir(mf) {
-		return fail(backend.FailedPrecondition, fmt.Errorf("%s lies outside the heads directory %s: reopen the head through its binding, which records its directory, with Recreate", mf.Dir, w.headsDir))
+		return fail(grove.FailedPrecondition, fmt.Errorf("%s lies outside the heads directory %s: reopen the head through its binding, which records its directory, with Recreate", mf.Dir, w.headsDir))
 	}
 	regs := filepath.Join(w.repo.common, "worktrees")
 	if filepath.Dir(mf.Admin) != regs {
-		return fail(backend.FailedPrecondition, fmt.Errorf("the head's recorded git dir %s is not one of %s", mf.Admin, regs))
+		return fail(grove.FailedPrecondition, fmt.Errorf("the head's recorded git dir %s is not one of %s", mf.Admin, regs))
 	}
 	rl, err := w.lockRepo(ctx, "recreate "+mf.Name)
 	if err != nil {
@@ -71,27 +71,27 @@ func (w *workspace) recreate(ctx context.Context, op string, id backend.HeadID) 
 		}
 		if err != nil {
 			_ = rl.Unlock()
-			return fail(backend.FailedPrecondition, fmt.Errorf("what an interrupted rebuild left is not removed: %w", err))
+			return fail(grove.FailedPrecondition, fmt.Errorf("what an interrupted rebuild left is not removed: %w", err))
 		}
 	} else if _, err := os.Lstat(mf.Dir); err == nil {
 		_ = rl.Unlock()
-		return fail(backend.FailedPrecondition, fmt.Errorf("%s exists: only a head whose directory is gone is recreated", mf.Dir))
+		return fail(grove.FailedPrecondition, fmt.Errorf("%s exists: only a head whose directory is gone is recreated", mf.Dir))
 	}
 	old := mf.Admin
 	if err := w.removeHeadAdmin(old, mf); err != nil {
 		_ = rl.Unlock()
-		return fail(backend.Internal, err)
+		return fail(grove.Internal, err)
 	}
 	mf.Rebuilding = true
 	if err := w.meta.writeManifest(mf); err != nil {
 		_ = rl.Unlock()
-		return fail(backend.Internal, err)
+		return fail(grove.Internal, err)
 	}
 	err = func() error {
 		if err := os.MkdirAll(filepath.Dir(mf.Dir), 0o755); err != nil {
 			return err
 		}
-		if err := backend.ContextError(ctx, op); err != nil {
+		if err := grove.ContextError(ctx, op); err != nil {
 			return err
 		}
 		addCtx, cancel := cleanupContext(ctx)
@@ -125,14 +125,14 @@ func (w *workspace) recreate(ctx context.Context, op string, id backend.HeadID) 
 	if err != nil {
 		undo()
 		_ = rl.Unlock()
-		return fail(backend.Internal, err)
+		return fail(grove.Internal, err)
 	}
 	_ = rl.Unlock()
 	crashPoint("recreate:registered")
 	if _, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir,
 		Args: []string{"read-tree", "--reset", "-u", "HEAD"}, Parallel: w.repo.manyFiles(filepath.Join(mf.Admin, "index"))}); err != nil {
 		undo()
-		return fail(backend.Internal, err)
+		return fail(grove.Internal, err)
 	}
 	if err := w.prepare(ctx, op, mf); err != nil {
 		undo()
@@ -141,7 +141,7 @@ func (w *workspace) recreate(ctx context.Context, op string, id backend.HeadID) 
 	mf.Rebuilding = false
 	if err := w.meta.writeManifest(mf); err != nil {
 		undo()
-		return fail(backend.Internal, err)
+		return fail(grove.Internal, err)
 	}
 	return nil
 }
@@ -208,7 +208,7 @@ func (w *workspace) leftover(ctx context.Context, mf *manifest) error {
 		return err
 	}
 	for _, o := range all {
-		if o.ID != mf.ID && o.State != backend.StateDestroyed && (within(o.Dir, mf.Dir) || within(mf.Dir, o.Dir)) {
+		if o.ID != mf.ID && o.State != grove.StateDestroyed && (within(o.Dir, mf.Dir) || within(mf.Dir, o.Dir)) {
 			return fmt.Errorf("head %q claims %s", o.Name, o.Dir)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 )
 
@@ -64,7 +64,7 @@ func (rp *repo) updateRefs(ctx context.Context, ops []string) error {
 			if strings.Join(lines, "\n") != "start: ok\nprepare: ok\ncommit: ok" {
 				_ = u.p.Close()
 				u.p = nil
-				return &backend.Error{Code: backend.Internal, Op: "gitbackend: update refs", Err: fmt.Errorf("git update-ref answered %q", lines)}
+				return &grove.Error{Code: grove.Internal, Op: "gitbackend: update refs", Err: fmt.Errorf("git update-ref answered %q", lines)}
 			}
 			if u.idle == nil {
 				u.idle = time.AfterFunc(refIdle, rp.stopRefs)
@@ -78,7 +78,7 @@ func (rp *repo) updateRefs(ctx context.Context, ops []string) error {
 		// A process that exited while it waited (killed, or ended with
 		// grove's thread) never read this transaction: nothing was done,
 		// and a new one can do it.
-		if len(lines) == 0 && !fresh && backend.CodeOf(err) != backend.Canceled && ctx.Err() == nil {
+		if len(lines) == 0 && !fresh && grove.CodeOf(err) != grove.Canceled && ctx.Err() == nil {
 			continue
 		}
 		return err

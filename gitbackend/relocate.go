@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
@@ -30,14 +31,14 @@ var _ backend.Relocator = (*workspace)(nil)
 // moved aside, files untouched, and reported — only once the remote says
 // this clone holds the head: a failed fetch or take-over changes nothing
 // here.
-func (w *workspace) Relocate(ctx context.Context, bind backend.Binding, opts *backend.ReopenOptions) (backend.Head, backend.RelocateResult, error) {
+func (w *workspace) Relocate(ctx context.Context, bind grove.Binding, opts *backend.ReopenOptions) (backend.Head, grove.RelocateResult, error) {
 	const op = "gitbackend: relocate"
-	var none backend.RelocateResult
+	var none grove.RelocateResult
 	if err := w.enter(ctx, "Relocate"); err != nil {
 		return nil, none, err
 	}
 	if bind.Backend != BackendID {
-		return nil, none, &backend.Error{Code: backend.IdentityMismatch, Op: op, Head: string(bind.Head), Reason: backend.ReasonBackend,
+		return nil, none, &grove.Error{Code: grove.IdentityMismatch, Op: op, Head: string(bind.Head), Reason: grove.ReasonBackend,
 			Err: fmt.Errorf("the binding is for backend %q", bind.Backend)}
 	}
 	if err := bind.Validate(); err != nil {
@@ -47,18 +48,18 @@ func (w *workspace) Relocate(ctx context.Context, bind backend.Binding, opts *ba
 	if err != nil {
 		return nil, none, err
 	}
-	fail := func(code backend.Code, reason backend.Reason, format string, args ...any) error {
-		return &backend.Error{Code: code, Op: op, Head: p.Name, Reason: reason, Err: fmt.Errorf(format, args...)}
+	fail := func(code grove.Code, reason grove.Reason, format string, args ...any) error {
+		return &grove.Error{Code: code, Op: op, Head: p.Name, Reason: reason, Err: fmt.Errorf(format, args...)}
 	}
 	switch {
 	case !validHeadID(bind.Head):
-		return nil, none, fail(backend.BindingCorrupt, "", "head ID %q is not a UUID", bind.Head)
+		return nil, none, fail(grove.BindingCorrupt, "", "head ID %q is not a UUID", bind.Head)
 	case p.Branch == "" || strings.HasPrefix(p.Branch, "-") || !plainName(p.Name):
-		return nil, none, fail(backend.BindingCorrupt, "", "the binding names no branch or an invalid head name")
+		return nil, none, fail(grove.BindingCorrupt, "", "the binding names no branch or an invalid head name")
 	case bind.Workspace != w.id:
-		return nil, none, fail(backend.IdentityMismatch, backend.ReasonWorkspaceID, "the binding is of workspace %s; this clone's is %s", bind.Workspace, w.id)
+		return nil, none, fail(grove.IdentityMismatch, grove.ReasonWorkspaceID, "the binding is of workspace %s; this clone's is %s", bind.Workspace, w.id)
 	case w.remote == nil:
-		return nil, none, fail(backend.FailedPrecondition, "", "the workspace was opened without a remote to relocate from")
+		return nil, none, fail(grove.FailedPrecondition, "", "the workspace was opened without a remote to relocate from")
 	}
 	// A head of this clone (a binding made here, or one made before clones
 	// had IDs, of this repository) is opened as Reopen opens it.
@@ -70,12 +71,12 @@ func (w *workspace) Relocate(ctx context.Context, bind backend.Binding, opts *ba
 	if here {
 		switch {
 		case err != nil || mf.Creating || mf.Branch != p.Branch || mf.Name != p.Name || mf.Access != bind.Access:
-			return nil, none, fail(backend.NotFound, backend.ReasonMissing, "this clone has no head %s as the binding records it", bind.Head)
+			return nil, none, fail(grove.NotFound, grove.ReasonMissing, "this clone has no head %s as the binding records it", bind.Head)
 		case mf.Dir != p.Dir || p.Repo != w.repo.common:
-			return nil, none, fail(backend.NotFound, backend.ReasonMoved, "the head is this clone's, recorded at %s, not at %s as the binding says (a moved repository: see Reconcile)", mf.Dir, p.Dir)
+			return nil, none, fail(grove.NotFound, grove.ReasonMoved, "the head is this clone's, recorded at %s, not at %s as the binding says (a moved repository: see Reconcile)", mf.Dir, p.Dir)
 		}
-		if mf.State == backend.StateDestroyed {
-			return nil, none, fail(backend.Destroyed, "", "head %q was destroyed", mf.Name)
+		if mf.State == grove.StateDestroyed {
+			return nil, none, fail(grove.Destroyed, "", "head %q was destroyed", mf.Name)
 		}
 		h, err := w.open(ctx, op, mf, opts)
 		if err != nil {
@@ -84,10 +85,10 @@ func (w *workspace) Relocate(ctx context.Context, bind backend.Binding, opts *ba
 		return h, none, nil
 	}
 	if err := w.repo.checkBranchName(ctx, p.Branch); err != nil {
-		if backend.CodeOf(err) == backend.Canceled {
+		if grove.CodeOf(err) == grove.Canceled {
 			return nil, none, err
 		}
-		return nil, none, fail(backend.BindingCorrupt, "", "the binding's branch %q is not a valid branch name", p.Branch)
+		return nil, none, fail(grove.BindingCorrupt, "", "the binding's branch %q is not a valid branch name", p.Branch)
 	}
 	hl, err := lock.Acquire(ctx, w.meta.headLock(bind.Head), "relocate")
 	if err != nil {
@@ -103,7 +104,7 @@ func (w *workspace) Relocate(ctx context.Context, bind backend.Binding, opts *ba
 	}
 	mf, err = w.meta.readManifest(bind.Head)
 	if err != nil {
-		return nil, none, backend.Errorf(backend.Internal, op, "%w", err)
+		return nil, none, grove.Errorf(grove.Internal, op, "%w", err)
 	}
 	h, err := w.open(ctx, op, mf, opts)
 	if err != nil {
@@ -133,28 +134,28 @@ func plainName(name string) bool {
 // and records it in this clone, for recreate to build; callers hold its
 // head lock. Nothing changes here until the remote says this clone holds
 // the head: a failed fetch or take-over leaves this clone as it was.
-func (w *workspace) relocate(ctx context.Context, op string, bind backend.Binding, p payload,
-	fail func(backend.Code, backend.Reason, string, ...any) error) (backend.RelocateResult, error) {
-	res := backend.RelocateResult{Relocated: true}
+func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding, p payload,
+	fail func(grove.Code, grove.Reason, string, ...any) error) (grove.RelocateResult, error) {
+	res := grove.RelocateResult{Relocated: true}
 	id := bind.Head
 	old, err := w.meta.readManifest(id)
 	if err != nil {
 		old = nil
 	}
 	if named, _ := w.meta.byName(p.Name); named != nil && named.ID != id {
-		return res, fail(backend.AlreadyExists, "", "this clone has another head named %q (%s)", p.Name, named.ID)
+		return res, fail(grove.AlreadyExists, "", "this clone has another head named %q (%s)", p.Name, named.ID)
 	}
 	// The branch: absent here, or this head's own from an earlier stint.
 	branchRef := "refs/heads/" + p.Branch
 	if w.repo.refExists(branchRef) && (old == nil || old.Branch != p.Branch || old.Clone != w.clone) {
-		return res, fail(backend.AlreadyExists, "", "this clone has a branch %q that is not this head's", p.Branch)
+		return res, fail(grove.AlreadyExists, "", "this clone has a branch %q that is not this head's", p.Branch)
 	}
 	// A copy of the head from an earlier stint here, proven by its
 	// directory's own records (a manifest alone is the agent's to write).
 	stale := old != nil && old.live() && !old.Rebuilding && old.Clone == w.clone && w.vouchedDir(old) && w.holdsHead(old.Dir, id) != ""
 	if stale {
 		if l, err := lock.TryLock(w.meta.bindLock(id), "relocate "+old.Name); err != nil {
-			return res, fail(backend.AlreadyBound, "", "this clone's copy of head %q is held: %v", old.Name, err)
+			return res, fail(grove.AlreadyBound, "", "this clone's copy of head %q is held: %v", old.Name, err)
 		} else {
 			_ = l.Unlock()
 		}
@@ -171,14 +172,14 @@ func (w *workspace) relocate(ctx context.Context, op string, bind backend.Bindin
 	}
 	tip, prevOwner, ops, seq, err := fetchedRefs(ctx, t, id)
 	if err != nil {
-		return res, backend.Errorf(backend.Internal, op, "%w", err)
+		return res, grove.Errorf(grove.Internal, op, "%w", err)
 	}
 	if tip == "" {
-		return res, fail(backend.NotFound, backend.ReasonMissing, "the remote holds nothing of head %s: it was never pushed", id)
+		return res, fail(grove.NotFound, grove.ReasonMissing, "the remote holds nothing of head %s: it was never pushed", id)
 	}
-	res.Commit = backend.CheckpointID(tip)
+	res.Commit = grove.CheckpointID(tip)
 	if err := t.importObjects(); err != nil {
-		return res, backend.Errorf(backend.Internal, op, "moving the fetched objects into the repository: %w", err)
+		return res, grove.Errorf(grove.Internal, op, "moving the fetched objects into the repository: %w", err)
 	}
 	if err := w.repo.checkTree(ctx, "relocate", tip); err != nil {
 		return res, err
@@ -186,11 +187,11 @@ func (w *workspace) relocate(ctx context.Context, op string, bind backend.Bindin
 	// Take the head over: from now on only this clone's pushes of it land.
 	owner, err := w.ownerCommit(ctx, id)
 	if err != nil {
-		return res, backend.Errorf(backend.Internal, op, "%w", err)
+		return res, grove.Errorf(grove.Internal, op, "%w", err)
 	}
 	if _, err := t.git(ctx, true, "push", "--force-with-lease="+remoteOwner(id)+":"+prevOwner, "--", w.remote.url, owner+":"+remoteOwner(id)); err != nil {
 		if rejected(err) {
-			return res, fail(backend.Conflict, "", "another clone took head %s over meanwhile: %v", id, err)
+			return res, fail(grove.Conflict, "", "another clone took head %s over meanwhile: %v", id, err)
 		}
 		return res, w.unreachable(op, err)
 	}
@@ -205,7 +206,7 @@ func (w *workspace) relocate(ctx context.Context, op string, bind backend.Bindin
 		admin := w.holdsHead(old.Dir, id)
 		res.Stale = old.Dir + ".stale-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 		if err := os.Rename(old.Dir, res.Stale); err != nil {
-			return res, fail(backend.Internal, "", "moving this clone's copy of the head aside: %v", err)
+			return res, fail(grove.Internal, "", "moving this clone's copy of the head aside: %v", err)
 		}
 		_ = w.removeAdmin(admin) // its registration: it names the branch the head is rebuilt on
 	}
@@ -222,16 +223,16 @@ func (w *workspace) relocate(ctx context.Context, op string, bind backend.Bindin
 		// A registration name nothing has: recreate removes the one a
 		// manifest names, and git picks the new one.
 		Admin: filepath.Join(w.repo.common, "worktrees", tempPrefix+"relocate-"+strconv.FormatInt(time.Now().UnixNano(), 36)),
-		Base:  backend.CheckpointID(tip), State: backend.StateActive, Created: time.Now().UTC(), Clone: w.clone,
+		Base:  grove.CheckpointID(tip), State: grove.StateActive, Created: time.Now().UTC(), Clone: w.clone,
 	}
 	if _, err := os.Lstat(mf.Dir); err == nil {
 		mf.Dir = filepath.Join(w.headsDir, p.Name+"-"+string(id)[:8])
 	}
 	if err := w.meta.writeManifest(mf); err != nil {
-		return res, backend.Errorf(backend.Internal, op, "recording the head: %w", err)
+		return res, grove.Errorf(grove.Internal, op, "recording the head: %w", err)
 	}
 	if err := w.repo.updateRefs(ctx, ops); err != nil {
-		return res, backend.Errorf(backend.Internal, op, "setting the head's refs: %w", err)
+		return res, grove.Errorf(grove.Internal, op, "setting the head's refs: %w", err)
 	}
 	return res, nil
 }
@@ -239,7 +240,7 @@ func (w *workspace) relocate(ctx context.Context, op string, bind backend.Bindin
 // holdsHead returns the registration (git dir) of the worktree at dir when
 // it is head id's, as the registration's own head-ID file says, and "" for
 // anything else.
-func (w *workspace) holdsHead(dir string, id backend.HeadID) string {
+func (w *workspace) holdsHead(dir string, id grove.HeadID) string {
 	admin, err := readGitFile(dir)
 	if err != nil || filepath.Dir(admin) != filepath.Join(w.repo.common, "worktrees") {
 		return ""
@@ -254,7 +255,7 @@ func (w *workspace) holdsHead(dir string, id backend.HeadID) string {
 // fetchedRefs reads what a fetch brought of head id: its remote tip, the
 // commit naming its owner, and the update-ref lines that set its
 // checkpoint refs with the highest sequence number among them.
-func fetchedRefs(ctx context.Context, t *transfer, id backend.HeadID) (tip, owner string, ops []string, seq int, err error) {
+func fetchedRefs(ctx context.Context, t *transfer, id grove.HeadID) (tip, owner string, ops []string, seq int, err error) {
 	out, err := t.git(ctx, false, "for-each-ref", "--format=%(refname) %(objectname)", refPrefix(id))
 	if err != nil {
 		return "", "", nil, 0, err
@@ -281,7 +282,7 @@ func fetchedRefs(ctx context.Context, t *transfer, id backend.HeadID) (tip, owne
 // keepStale adds to ops what moves head id's branch to tip and keeps,
 // under refs/grove-stale/<id>/<time>/, what this clone had of the head and
 // the fetch replaces: its branch's commit and its own checkpoints.
-func (w *workspace) keepStale(ctx context.Context, id backend.HeadID, branchRef, tip string, ops []string, seq int) ([]string, error) {
+func (w *workspace) keepStale(ctx context.Context, id grove.HeadID, branchRef, tip string, ops []string, seq int) ([]string, error) {
 	local, err := w.repo.git(ctx, "for-each-ref", "--format=%(refname) %(objectname)", branchRef, refPrefix(id))
 	if err != nil {
 		return nil, err

@@ -19,7 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
@@ -35,14 +35,14 @@ import (
 // grove's alone. The repository's own configuration, which an agent can
 // write (url.*.insteadOf, protocol.*.allow, remote.*, http.proxy,
 // core.gitProxy), is never read by a transfer; only the caller's
-// backend.Remote decides where git connects and how. Fetched objects are
+// grove.Remote decides where git connects and how. Fetched objects are
 // checked (fetch.fsckObjects) and then moved into the repository.
 
 // workspaceRef is the ref on the remote that records the workspace's ID,
 // in its commit's message.
 const workspaceRef = "refs/grove/workspace"
 
-// remote is a validated backend.Remote.
+// remote is a validated grove.Remote.
 type remote struct {
 	url    string // as the caller gave it, less the credentials of an http(s) URL (see auth)
 	scheme string // the one transport git may use: file, git, ssh, http, https
@@ -72,12 +72,12 @@ var scpLike = regexp.MustCompile(`^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._-]+:.`)
 
 // parseRemote checks r: a URL of a transport grove allows, and
 // configuration entries of the form key=value.
-func parseRemote(op string, r *backend.Remote) (*remote, error) {
+func parseRemote(op string, r *grove.Remote) (*remote, error) {
 	if r == nil {
 		return nil, nil
 	}
 	bad := func(format string, args ...any) error {
-		return backend.Errorf(backend.InvalidArgument, op, "remote: "+format, args...)
+		return grove.Errorf(grove.InvalidArgument, op, "remote: "+format, args...)
 	}
 	u := r.URL
 	rm := &remote{url: u}
@@ -157,17 +157,17 @@ func (w *workspace) newTransfer(ctx context.Context) (*transfer, error) {
 	// found there would be taken on trust: such a repository does not
 	// transfer.
 	if data, err := regfile.Read(filepath.Join(w.repo.common, "objects", "info", "alternates"), maxSmallFile); err == nil && strings.TrimSpace(string(data)) != "" {
-		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: transfer", Path: w.repo.common,
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: transfer", Path: w.repo.common,
 			Err: errors.New("the repository borrows objects from others (objects/info/alternates); grove does not push or fetch from such a repository")}
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: transfer", Path: w.repo.common, Err: err}
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: transfer", Path: w.repo.common, Err: err}
 	}
 	format, err := w.repo.objectFormat(ctx)
 	if err != nil {
 		return nil, err
 	}
 	internal := func(err error) error {
-		return &backend.Error{Code: backend.Internal, Op: "gitbackend: transfer", Err: fmt.Errorf("making a transfer directory: %w", err)}
+		return &grove.Error{Code: grove.Internal, Op: "gitbackend: transfer", Err: fmt.Errorf("making a transfer directory: %w", err)}
 	}
 	dir, err := os.MkdirTemp("", "grove-transfer-")
 	if err != nil {
@@ -219,10 +219,10 @@ func (t *transfer) git(ctx context.Context, transport bool, args ...string) (str
 // remote: Unavailable, wrapping git's failure; a context that ended stays
 // Canceled.
 func (w *workspace) unreachable(op string, err error) error {
-	if backend.CodeOf(err) == backend.Canceled {
+	if grove.CodeOf(err) == grove.Canceled {
 		return err
 	}
-	return &backend.Error{Code: backend.Unavailable, Op: op, Path: w.remote.url, Err: fmt.Errorf("the remote cannot be reached or refused the transfer: %w", err)}
+	return &grove.Error{Code: grove.Unavailable, Op: op, Path: w.remote.url, Err: fmt.Errorf("the remote cannot be reached or refused the transfer: %w", err)}
 }
 
 // fetch fetches refspecs from the remote into the transfer directory;
@@ -328,18 +328,18 @@ func copyInto(src, dst string) error {
 // remoteRecord is remote.json: the remote this clone's workspace ID was
 // last confirmed with, so that later opens need not ask it again.
 type remoteRecord struct {
-	URL string              `json:"url"`
-	ID  backend.WorkspaceID `json:"id"`
+	URL string            `json:"url"`
+	ID  grove.WorkspaceID `json:"id"`
 }
 
 // shareIdentity makes the workspace's ID the one the remote records, or
 // records this clone's there when the remote has none, and returns it.
 // A clone that already made heads under another ID is IdentityMismatch:
 // its bindings name that ID. Callers hold the repository lock.
-func (w *workspace) shareIdentity(ctx context.Context, op string) (backend.WorkspaceID, error) {
+func (w *workspace) shareIdentity(ctx context.Context, op string) (grove.WorkspaceID, error) {
 	local, hasLocal, err := w.meta.readWorkspaceID()
 	if err != nil {
-		return "", backend.Errorf(backend.Internal, op, "%w", err)
+		return "", grove.Errorf(grove.Internal, op, "%w", err)
 	}
 	if data, err := regfile.Read(w.meta.remoteFile(), maxSmallFile); err == nil && hasLocal {
 		var rec remoteRecord
@@ -357,21 +357,21 @@ func (w *workspace) shareIdentity(ctx context.Context, op string) (backend.Works
 		if err != nil {
 			return "", w.unreachable(op, err)
 		}
-		var id backend.WorkspaceID
+		var id grove.WorkspaceID
 		if !missing {
 			msg, err := t.git(ctx, false, "cat-file", "commit", workspaceRef)
 			if err != nil {
-				return "", backend.Errorf(backend.Internal, op, "%w", err)
+				return "", grove.Errorf(grove.Internal, op, "%w", err)
 			}
 			if id = parseWorkspaceCommit(msg); id == "" {
-				return "", &backend.Error{Code: backend.IdentityMismatch, Op: op, Reason: backend.ReasonWorkspaceID, Path: w.remote.url,
+				return "", &grove.Error{Code: grove.IdentityMismatch, Op: op, Reason: grove.ReasonWorkspaceID, Path: w.remote.url,
 					Err: fmt.Errorf("the remote's %s does not record a grove workspace ID", workspaceRef)}
 			}
 		} else {
 			// The remote has no workspace yet: this clone's becomes it,
 			// unless another clone records its own first.
 			if id = local; !hasLocal {
-				id = backend.WorkspaceID(uuid.NewString())
+				id = grove.WorkspaceID(uuid.NewString())
 			}
 			tree, err := t.git(ctx, false, "mktree")
 			if err == nil {
@@ -389,13 +389,13 @@ func (w *workspace) shareIdentity(ctx context.Context, op string) (backend.Works
 		}
 		if hasLocal && id != local {
 			if all, _ := w.meta.manifests(); len(all) > 0 || w.meta.hasTombstones() {
-				return "", &backend.Error{Code: backend.IdentityMismatch, Op: op, Reason: backend.ReasonWorkspaceID, Path: w.remote.url,
+				return "", &grove.Error{Code: grove.IdentityMismatch, Op: op, Reason: grove.ReasonWorkspaceID, Path: w.remote.url,
 					Err: fmt.Errorf("this clone's workspace is %s and has heads; the remote's is %s (another project, or a clone that used grove before it used the remote)", local, id)}
 			}
 		}
 		if !hasLocal || id != local {
 			if err := w.meta.setWorkspaceID(id); err != nil {
-				return "", backend.Errorf(backend.Internal, op, "recording the workspace: %w", err)
+				return "", grove.Errorf(grove.Internal, op, "recording the workspace: %w", err)
 			}
 		}
 		data, _ := json.Marshal(remoteRecord{URL: w.remote.url, ID: id})
@@ -406,11 +406,11 @@ func (w *workspace) shareIdentity(ctx context.Context, op string) (backend.Works
 
 // parseWorkspaceCommit returns the workspace ID a workspace commit's
 // message records, or "".
-func parseWorkspaceCommit(commit string) backend.WorkspaceID {
+func parseWorkspaceCommit(commit string) grove.WorkspaceID {
 	for _, line := range strings.Split(commit, "\n") {
 		if v, ok := strings.CutPrefix(line, "grove-workspace: "); ok {
 			if u, err := uuid.Parse(v); err == nil && u.String() == v {
-				return backend.WorkspaceID(v)
+				return grove.WorkspaceID(v)
 			}
 		}
 	}
@@ -444,7 +444,7 @@ type pushRecord struct {
 	Lost bool `json:"lost,omitempty"`
 }
 
-func (m meta) readPushed(id backend.HeadID, url string) pushRecord {
+func (m meta) readPushed(id grove.HeadID, url string) pushRecord {
 	data, err := regfile.Read(m.pushedFile(id), maxSmallFile)
 	var rec pushRecord
 	if err != nil || json.Unmarshal(data, &rec) != nil || rec.URL != url {
@@ -453,7 +453,7 @@ func (m meta) readPushed(id backend.HeadID, url string) pushRecord {
 	return rec
 }
 
-func (m meta) writePushed(id backend.HeadID, rec pushRecord) error {
+func (m meta) writePushed(id grove.HeadID, rec pushRecord) error {
 	rec.At = time.Now().UTC()
 	data, _ := json.MarshalIndent(rec, "", "  ")
 	return writeFileAtomic(m.pushedFile(id), append(data, '\n'))
@@ -552,14 +552,14 @@ func (p *pushes) slot(ctx context.Context) (chan struct{}, error) {
 // WaitPushes waits until no background push runs, or ctx ends.
 func (b *Backend) WaitPushes(ctx context.Context) error {
 	if err := b.pushes.tasks.wait(ctx); err != nil {
-		return backend.ContextError(ctx, "gitbackend: wait for pushes")
+		return grove.ContextError(ctx, "gitbackend: wait for pushes")
 	}
 	return nil
 }
 
 // PushFailure is a background push that gave up (Backend.PushFailures).
 type PushFailure struct {
-	Head backend.HeadID
+	Head grove.HeadID
 	Name string // the head's name
 	URL  string // the remote
 	// Lost is set when the push was refused because another clone took
@@ -592,7 +592,7 @@ func (w *workspace) pushFailed(mf manifest, lost bool, err error) {
 type PushState struct {
 	// Commit is the head's branch on the remote as this clone last pushed
 	// it (or fetched it, for a relocated head); "" when nothing was.
-	Commit backend.CheckpointID
+	Commit grove.CheckpointID
 	// At is when that was recorded.
 	At time.Time
 	// Error is why the last pushes gave up, if they did.
@@ -604,7 +604,7 @@ type PushState struct {
 
 // Pushed reports what the clone of the repository at locator (a path in
 // it) last pushed of head id to url.
-func (b *Backend) Pushed(ctx context.Context, locator string, id backend.HeadID, url string) (PushState, error) {
+func (b *Backend) Pushed(ctx context.Context, locator string, id grove.HeadID, url string) (PushState, error) {
 	r, err := b.enter(ctx, "Pushed")
 	if err != nil {
 		return PushState{}, err
@@ -614,13 +614,13 @@ func (b *Backend) Pushed(ctx context.Context, locator string, id backend.HeadID,
 		return PushState{}, err
 	}
 	if !validHeadID(id) {
-		return PushState{}, backend.Errorf(backend.InvalidArgument, "gitbackend: pushed", "%q is not a head ID", id)
+		return PushState{}, grove.Errorf(grove.InvalidArgument, "gitbackend: pushed", "%q is not a head ID", id)
 	}
 	if u, _ := splitCredentials(url); u != url {
 		url = u // recorded without its credentials
 	}
 	rec := metaOf(rp.common).readPushed(id, url)
-	return PushState{Commit: backend.CheckpointID(rec.Commit), At: rec.At, Error: rec.Error, Lost: rec.Lost}, nil
+	return PushState{Commit: grove.CheckpointID(rec.Commit), At: rec.At, Error: rec.Error, Lost: rec.Lost}, nil
 }
 
 // pushHead pushes head mf's branch and new checkpoint refs, retrying,
@@ -681,7 +681,7 @@ func (w *workspace) pushHead(ctx context.Context, mf manifest) {
 // for a head not yet pushed, on its absence): once another clone took the
 // head over (Relocate writes a new owner), this clone's pushes of it are
 // refused, whatever they carry.
-func remoteHead(id backend.HeadID) string { return refPrefix(id) + "head" }
+func remoteHead(id grove.HeadID) string { return refPrefix(id) + "head" }
 
 // mirrored reports whether a head's branch is also pushed as that branch,
 // for people browsing the remote: only a branch in grove's own namespace
@@ -691,16 +691,16 @@ func remoteHead(id backend.HeadID) string { return refPrefix(id) + "head" }
 func mirrored(branch string) bool {
 	return strings.HasPrefix(branch, "grove/") && !strings.Contains(branch, "..")
 }
-func remoteOwner(id backend.HeadID) string { return refPrefix(id) + "owner" }
+func remoteOwner(id grove.HeadID) string { return refPrefix(id) + "owner" }
 
 // localOwner is the local ref that keeps the owner commit this clone
 // pushed (later pushes name it, so it must stay in the repository). It
 // lies outside refs/grove/<id>/, whose names are checkpoint numbers.
-func localOwner(id backend.HeadID) string { return "refs/grove-owner/" + string(id) }
+func localOwner(id grove.HeadID) string { return "refs/grove-owner/" + string(id) }
 
 // ownerCommit writes a commit saying that this clone holds head id, and
 // keeps it under localOwner.
-func (w *workspace) ownerCommit(ctx context.Context, id backend.HeadID) (string, error) {
+func (w *workspace) ownerCommit(ctx context.Context, id grove.HeadID) (string, error) {
 	tree, err := w.repo.git(ctx, "mktree")
 	if err != nil {
 		return "", err

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/internal/githarness"
 	"github.com/groveworks/grove/workspace"
@@ -69,7 +69,7 @@ func (h *host) open() *workspace.Workspace {
 }
 
 func (h *host) opts() *workspace.OpenOptions {
-	return &workspace.OpenOptions{HeadsDir: filepath.Join(filepath.Dir(h.clone), "heads"), Remote: &workspace.Remote{URL: h.f.remote}}
+	return &workspace.OpenOptions{HeadsDir: filepath.Join(filepath.Dir(h.clone), "heads"), Remote: &grove.Remote{URL: h.f.remote}}
 }
 
 func (h *host) wait() {
@@ -114,7 +114,7 @@ func TestClonesOfOneRemoteShareTheWorkspaceID(t *testing.T) {
 	// Clones that open together against an empty remote agree too.
 	g := newFleet(t)
 	var wg sync.WaitGroup
-	ids := make([]workspace.WorkspaceID, 4)
+	ids := make([]grove.WorkspaceID, 4)
 	clones := make([]string, len(ids))
 	for i := range clones {
 		clones[i] = filepath.Join(g.root, "c"+string(rune('0'+i)))
@@ -123,7 +123,7 @@ func TestClonesOfOneRemoteShareTheWorkspaceID(t *testing.T) {
 	}
 	for i := range ids {
 		wg.Go(func() {
-			ws, err := workspace.Open(g.ctx, gitbackend.New(gitbackend.Options{}), clones[i], &workspace.OpenOptions{Remote: &workspace.Remote{URL: g.remote}})
+			ws, err := workspace.Open(g.ctx, gitbackend.New(gitbackend.Options{}), clones[i], &workspace.OpenOptions{Remote: &grove.Remote{URL: g.remote}})
 			if assert.NoError(t, err) {
 				ids[i] = ws.Info().ID
 				_ = ws.Close()
@@ -151,8 +151,8 @@ func TestACloneWithHeadsOfAnotherWorkspaceIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, h.Close())
 	require.NoError(t, ws.Close())
-	_, err = workspace.Open(f.ctx, b, clone, &workspace.OpenOptions{Remote: &workspace.Remote{URL: f.remote}})
-	assert.Equal(t, workspace.IdentityMismatch, workspace.CodeOf(err), "%v", err)
+	_, err = workspace.Open(f.ctx, b, clone, &workspace.OpenOptions{Remote: &grove.Remote{URL: f.remote}})
+	assert.Equal(t, grove.IdentityMismatch, grove.CodeOf(err), "%v", err)
 }
 
 func TestCheckpointsArePushedAndTheHeadRelocates(t *testing.T) {
@@ -282,30 +282,30 @@ func TestRelocateRefusals(t *testing.T) {
 	h, err := quiet.NewHead("never-pushed").From("main").Create(f.ctx)
 	require.NoError(t, err)
 	_, _, err = b.ws.Relocate(f.ctx, h.Binding(), nil)
-	assert.Equal(t, workspace.NotFound, workspace.CodeOf(err), "%v", err)
+	assert.Equal(t, grove.NotFound, grove.CodeOf(err), "%v", err)
 
 	other := h.Binding()
 	other.Workspace = "another-workspace"
 	_, _, err = b.ws.Relocate(f.ctx, other, nil)
-	assert.Equal(t, workspace.IdentityMismatch, workspace.CodeOf(err), "%v", err)
+	assert.Equal(t, grove.IdentityMismatch, grove.CodeOf(err), "%v", err)
 
 	// A binding naming a path outside the heads directory as its name.
 	evil := h.Binding()
 	evil.Payload = []byte(strings.Replace(string(evil.Payload), `"name":"never-pushed"`, `"name":"../../escape"`, 1))
 	_, _, err = b.ws.Relocate(f.ctx, evil, nil)
-	assert.Equal(t, workspace.BindingCorrupt, workspace.CodeOf(err), "%v", err)
+	assert.Equal(t, grove.BindingCorrupt, grove.CodeOf(err), "%v", err)
 
 	// A workspace opened without a remote cannot relocate.
 	plain, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), b.clone, nil)
 	require.NoError(t, err)
 	defer plain.Close()
 	_, _, err = plain.Relocate(f.ctx, h.Binding(), nil)
-	assert.Equal(t, workspace.FailedPrecondition, workspace.CodeOf(err), "%v", err)
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
 
 	// An unreachable remote is Unavailable.
 	require.NoError(t, os.Rename(f.remote, f.remote+".away"))
 	_, _, err = b.ws.Relocate(f.ctx, h.Binding(), nil)
-	assert.Equal(t, workspace.Unavailable, workspace.CodeOf(err), "%v", err)
+	assert.Equal(t, grove.Unavailable, grove.CodeOf(err), "%v", err)
 	require.NoError(t, os.Rename(f.remote+".away", f.remote))
 }
 
@@ -315,8 +315,8 @@ func TestARemoteOfAnotherTransportIsRefused(t *testing.T) {
 	_, err := githarness.Git(f.ctx, f.root, "clone", "-q", f.remote, clone)
 	require.NoError(t, err)
 	for _, u := range []string{"ext::sh -c touch% /tmp/pwned", "fd::3", "relative/path", "-oProxyCommand=x", "", "foo::bar"} {
-		_, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), clone, &workspace.OpenOptions{Remote: &workspace.Remote{URL: u}})
-		assert.Equal(t, workspace.InvalidArgument, workspace.CodeOf(err), "%q: %v", u, err)
+		_, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), clone, &workspace.OpenOptions{Remote: &grove.Remote{URL: u}})
+		assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "%q: %v", u, err)
 	}
 }
 
@@ -411,7 +411,7 @@ func TestTheCallersConfigCarriesTheTransfer(t *testing.T) {
 	_, err := githarness.Git(f.ctx, f.root, "clone", "-q", f.remote, clone)
 	require.NoError(t, err)
 	b := gitbackend.New(gitbackend.Options{})
-	rm := &workspace.Remote{URL: "fleet.example:" + f.remote, Config: []string{"core.sshCommand=" + script}}
+	rm := &grove.Remote{URL: "fleet.example:" + f.remote, Config: []string{"core.sshCommand=" + script}}
 	ws, err := workspace.Open(f.ctx, b, clone, &workspace.OpenOptions{Remote: rm})
 	require.NoError(t, err)
 	defer ws.Close()
@@ -427,8 +427,8 @@ func TestTheCallersConfigCarriesTheTransfer(t *testing.T) {
 	other := filepath.Join(f.root, "d")
 	_, err = githarness.Git(f.ctx, f.root, "clone", "-q", f.remote, other)
 	require.NoError(t, err)
-	_, err = workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), other, &workspace.OpenOptions{Remote: &workspace.Remote{URL: rm.URL}})
-	assert.Equal(t, backend.Unavailable, workspace.CodeOf(err), "%v", err)
+	_, err = workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), other, &workspace.OpenOptions{Remote: &grove.Remote{URL: rm.URL}})
+	assert.Equal(t, grove.Unavailable, grove.CodeOf(err), "%v", err)
 }
 
 // A head made before clones had IDs (no clone in its manifest or its
@@ -485,7 +485,7 @@ func TestAttackAForgedManifestCannotPushTheRemotesBranches(t *testing.T) {
 	require.NoError(t, err)
 
 	b := gitbackend.New(gitbackend.Options{PushAttempts: 1})
-	ws, err := workspace.Open(f.ctx, b, a.clone, &workspace.OpenOptions{Remote: &workspace.Remote{URL: f.remote}})
+	ws, err := workspace.Open(f.ctx, b, a.clone, &workspace.OpenOptions{Remote: &grove.Remote{URL: f.remote}})
 	require.NoError(t, err)
 	defer ws.Close()
 	require.NoError(t, b.WaitPushes(f.ctx))
@@ -541,7 +541,7 @@ func TestRelocateLeavesTheUsersThingsAlone(t *testing.T) {
 	require.NoError(t, err)
 	userTip := strings.TrimSpace(mustGit(t, f, b.clone, "rev-parse", ha.Info().Branch))
 	_, _, err = b.ws.Relocate(f.ctx, bind, nil)
-	assert.Equal(t, workspace.AlreadyExists, workspace.CodeOf(err), "%v", err)
+	assert.Equal(t, grove.AlreadyExists, grove.CodeOf(err), "%v", err)
 	assert.Equal(t, userTip, strings.TrimSpace(mustGit(t, f, b.clone, "rev-parse", ha.Info().Branch)))
 	_, err = githarness.Git(f.ctx, b.clone, "branch", "-D", ha.Info().Branch)
 	require.NoError(t, err)

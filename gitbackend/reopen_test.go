@@ -11,29 +11,29 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
 
-func wantReason(t *testing.T, err error, code backend.Code, reason backend.Reason) {
+func wantReason(t *testing.T, err error, code grove.Code, reason grove.Reason) {
 	t.Helper()
 	require.Error(t, err)
-	var be *backend.Error
+	var be *grove.Error
 	require.ErrorAs(t, err, &be)
 	assert.Equal(t, code, be.Code, "error: %v", err)
 	assert.Equal(t, reason, be.Reason, "error: %v", err)
 }
 
 // closedHead makes a head and closes it, returning its binding.
-func closedHead(t *testing.T, f *fixture, name string) (backend.Binding, string) {
+func closedHead(t *testing.T, f *fixture, name string) (grove.Binding, string) {
 	t.Helper()
 	h := f.head(name)
 	require.NoError(t, h.Close())
 	return h.Binding(), h.Info().Root
 }
 
-func reopen(f *fixture, b backend.Binding) error {
+func reopen(f *fixture, b grove.Binding) error {
 	h, err := workspace.Reopen(f.ctx, gitbackend.New(gitbackend.Options{}), b, nil)
 	if err == nil {
 		_ = h.Close()
@@ -45,14 +45,14 @@ func TestReopenOfAWorktreeGitMovedSaysMoved(t *testing.T) {
 	f := newFixture(t)
 	b, root := closedHead(t, f, "agent")
 	f.git(f.repo, "worktree", "move", root, filepath.Join(filepath.Dir(root), "elsewhere"))
-	wantReason(t, reopen(f, b), backend.NotFound, backend.ReasonMoved)
+	wantReason(t, reopen(f, b), grove.NotFound, grove.ReasonMoved)
 }
 
 func TestReopenOfAMovedRepositorySaysMoved(t *testing.T) {
 	f := newFixture(t)
 	b, _ := closedHead(t, f, "agent")
 	require.NoError(t, os.Rename(f.repo, f.repo+"-moved"))
-	wantReason(t, reopen(f, b), backend.NotFound, backend.ReasonMoved)
+	wantReason(t, reopen(f, b), grove.NotFound, grove.ReasonMoved)
 }
 
 func TestReopenOfAnUnregisteredWorktreeSaysUnregistered(t *testing.T) {
@@ -60,7 +60,7 @@ func TestReopenOfAnUnregisteredWorktreeSaysUnregistered(t *testing.T) {
 	b, root := closedHead(t, f, "agent")
 	admin := f.git(root, "rev-parse", "--absolute-git-dir")
 	require.NoError(t, os.RemoveAll(admin))
-	wantReason(t, reopen(f, b), backend.NotFound, backend.ReasonUnregistered)
+	wantReason(t, reopen(f, b), grove.NotFound, grove.ReasonUnregistered)
 }
 
 func TestReopenOfAWorktreeCarryingAnotherHeadIDSaysHeadID(t *testing.T) {
@@ -68,7 +68,7 @@ func TestReopenOfAWorktreeCarryingAnotherHeadIDSaysHeadID(t *testing.T) {
 	b, root := closedHead(t, f, "agent")
 	admin := f.git(root, "rev-parse", "--absolute-git-dir")
 	require.NoError(t, os.WriteFile(filepath.Join(admin, "grove-head-id"), []byte("someone-else\n"), 0o644))
-	wantReason(t, reopen(f, b), backend.IdentityMismatch, backend.ReasonHeadID)
+	wantReason(t, reopen(f, b), grove.IdentityMismatch, grove.ReasonHeadID)
 }
 
 func TestReopenOfAHeadWhoseBranchWasSwitchedStillFindsIt(t *testing.T) {
@@ -101,7 +101,7 @@ func TestHeadsDirectoryInsideTheRepositoryIsRefused(t *testing.T) {
 	f := newFixture(t)
 	_, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo,
 		&workspace.OpenOptions{HeadsDir: filepath.Join(f.repo, "heads")})
-	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "error: %v", err)
+	assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "error: %v", err)
 }
 
 func TestOpenFromInsideALinkedWorktreeFindsTheSameWorkspace(t *testing.T) {
@@ -112,7 +112,7 @@ func TestOpenFromInsideALinkedWorktreeFindsTheSameWorkspace(t *testing.T) {
 	defer ws.Close()
 	assert.Equal(t, f.ws.Info().ID, ws.Info().ID)
 	_, err = workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), t.TempDir(), nil)
-	assert.Equal(t, backend.NotFound, workspace.CodeOf(err))
+	assert.Equal(t, grove.NotFound, grove.CodeOf(err))
 }
 
 func TestHeadFSIsContained(t *testing.T) {
@@ -127,14 +127,14 @@ func TestHeadFSIsContained(t *testing.T) {
 
 	for _, name := range []string{"abs-link", "rel-link", "../x", "/etc/passwd"} {
 		_, err := fsys.ReadFile(name)
-		assert.Equal(t, backend.PathEscape, workspace.CodeOf(err), "ReadFile(%q): %v", name, err)
+		assert.Equal(t, grove.PathEscape, grove.CodeOf(err), "ReadFile(%q): %v", name, err)
 	}
-	assert.Equal(t, backend.PathEscape, workspace.CodeOf(fsys.WriteFile("abs-link", []byte("x"), 0o644)))
-	assert.Equal(t, backend.PathEscape, workspace.CodeOf(fsys.Symlink("../../outside", "up")))
-	assert.Equal(t, backend.PathEscape, workspace.CodeOf(fsys.Symlink("/etc", "abs")))
-	assert.Equal(t, backend.PermissionDenied, workspace.CodeOf(fsys.Symlink(".git", "git-link")))
+	assert.Equal(t, grove.PathEscape, grove.CodeOf(fsys.WriteFile("abs-link", []byte("x"), 0o644)))
+	assert.Equal(t, grove.PathEscape, grove.CodeOf(fsys.Symlink("../../outside", "up")))
+	assert.Equal(t, grove.PathEscape, grove.CodeOf(fsys.Symlink("/etc", "abs")))
+	assert.Equal(t, grove.PermissionDenied, grove.CodeOf(fsys.Symlink(".git", "git-link")))
 	_, err := fsys.ReadFile(".git")
-	assert.Equal(t, backend.PermissionDenied, workspace.CodeOf(err))
+	assert.Equal(t, grove.PermissionDenied, grove.CodeOf(err))
 	data, err := os.ReadFile(outside)
 	require.NoError(t, err)
 	assert.Equal(t, "secret", string(data), "a write escaped the head")
@@ -216,5 +216,5 @@ func TestARepositoryWithItsGitDirElsewhereWorks(t *testing.T) {
 	defer h.Close()
 	assert.Equal(t, filepath.Join(filepath.Dir(work), "work.grove", "agent"), h.Info().Root)
 	_, err = ws.NewHead("inside").Dir(filepath.Join(work, "sub")).Create(f.ctx)
-	assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err), "a head inside the main worktree: %v", err)
+	assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "a head inside the main worktree: %v", err)
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/regfile"
 )
@@ -81,9 +81,9 @@ func (rp *repo) git(ctx context.Context, args ...string) (string, error) {
 
 // resolve returns the commit rev names; a revision that does not resolve to
 // a commit is NotFound.
-func (rp *repo) resolve(ctx context.Context, op string, rev backend.Rev) (string, error) {
+func (rp *repo) resolve(ctx context.Context, op string, rev grove.Rev) (string, error) {
 	if rev == "" || strings.HasPrefix(string(rev), "-") || strings.ContainsAny(string(rev), "\x00\n") {
-		return "", &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Rev: rev, Err: errors.New("bad revision")}
+		return "", &grove.Error{Code: grove.NotFound, Op: "gitbackend: " + op, Rev: rev, Err: errors.New("bad revision")}
 	}
 	if isSHA1(string(rev)) {
 		if _, ok := rp.readCommit(string(rev)); ok {
@@ -94,10 +94,10 @@ func (rp *repo) resolve(ctx context.Context, op string, rev backend.Rev) (string
 	}
 	out, err := rp.git(ctx, "rev-parse", "--verify", "-q", "--end-of-options", string(rev)+"^{commit}")
 	if err != nil {
-		if backend.CodeOf(err) == backend.Canceled {
+		if grove.CodeOf(err) == grove.Canceled {
 			return "", err
 		}
-		return "", &backend.Error{Code: backend.NotFound, Op: "gitbackend: " + op, Rev: rev, Err: errors.New("does not name a commit")}
+		return "", &grove.Error{Code: grove.NotFound, Op: "gitbackend: " + op, Rev: rev, Err: errors.New("does not name a commit")}
 	}
 	return out, nil
 }
@@ -146,7 +146,7 @@ func (rp *repo) checkShape(ctx context.Context) error {
 			feature = "filter drivers such as Git LFS's (" + key + ")"
 		}
 		if feature != "" {
-			return &backend.Error{Code: backend.Unimplemented, Op: "gitbackend: open", Path: rp.common,
+			return &grove.Error{Code: grove.Unimplemented, Op: "gitbackend: open", Path: rp.common,
 				Err: fmt.Errorf("the repository uses %s, which grove does not drive", feature)}
 		}
 	}
@@ -237,7 +237,7 @@ func (rp *repo) checkTree(ctx context.Context, op, commit string) error {
 			}
 		}
 		if feature != "" {
-			return &backend.Error{Code: backend.Unimplemented, Op: "gitbackend: " + op, Path: name,
+			return &grove.Error{Code: grove.Unimplemented, Op: "gitbackend: " + op, Path: name,
 				Err: fmt.Errorf("commit %.12s uses %s, which grove does not drive", commit, feature)}
 		}
 	}
@@ -287,32 +287,32 @@ const (
 	refFormat = "%(refname)%00%(objectname)%00%(parent)%00%(authorname)%00%(authoremail:trim)%00%(authordate:unix)%00%(contents)%1e"
 )
 
-func parseCheckpoint(fields []string) (backend.Checkpoint, error) {
+func parseCheckpoint(fields []string) (grove.Checkpoint, error) {
 	if len(fields) != 6 {
-		return backend.Checkpoint{}, fmt.Errorf("unexpected commit record %q", fields)
+		return grove.Checkpoint{}, fmt.Errorf("unexpected commit record %q", fields)
 	}
 	secs, err := strconv.ParseInt(fields[4], 10, 64)
 	if err != nil {
-		return backend.Checkpoint{}, fmt.Errorf("unexpected commit time %q", fields[4])
+		return grove.Checkpoint{}, fmt.Errorf("unexpected commit time %q", fields[4])
 	}
 	parent, _, _ := strings.Cut(fields[1], " ")
-	return backend.Checkpoint{
-		ID:      backend.CheckpointID(fields[0]),
-		Parent:  backend.CheckpointID(parent),
-		Author:  backend.Signature{Name: fields[2], Email: fields[3]},
+	return grove.Checkpoint{
+		ID:      grove.CheckpointID(fields[0]),
+		Parent:  grove.CheckpointID(parent),
+		Author:  grove.Signature{Name: fields[2], Email: fields[3]},
 		Time:    time.Unix(secs, 0),
 		Message: strings.TrimRight(fields[5], "\n"),
 	}, nil
 }
 
 // commitInfo reads one commit.
-func (rp *repo) commitInfo(ctx context.Context, commit string) (backend.Checkpoint, error) {
+func (rp *repo) commitInfo(ctx context.Context, commit string) (grove.Checkpoint, error) {
 	if c, ok := rp.readCommit(commit); ok {
 		return checkpointOf(c), nil
 	}
 	out, err := rp.git(ctx, "log", "-1", "--no-walk", "--format="+logFormat, commit, "--")
 	if err != nil {
-		return backend.Checkpoint{}, err
+		return grove.Checkpoint{}, err
 	}
 	rec, _, _ := strings.Cut(out, "\x1e")
 	return parseCheckpoint(strings.Split(rec, "\x00"))
@@ -322,15 +322,15 @@ func (rp *repo) commitInfo(ctx context.Context, commit string) (backend.Checkpoi
 type checkpointRef struct {
 	ref string
 	seq int
-	backend.Checkpoint
+	grove.Checkpoint
 }
 
-func refPrefix(id backend.HeadID) string { return "refs/grove/" + string(id) + "/" }
+func refPrefix(id grove.HeadID) string { return "refs/grove/" + string(id) + "/" }
 
-func refName(id backend.HeadID, seq int) string { return fmt.Sprintf("%s%08d", refPrefix(id), seq) }
+func refName(id grove.HeadID, seq int) string { return fmt.Sprintf("%s%08d", refPrefix(id), seq) }
 
 // checkpoints lists a head's private refs, newest first; limit 0 means all.
-func (rp *repo) checkpoints(ctx context.Context, id backend.HeadID, limit int) ([]checkpointRef, error) {
+func (rp *repo) checkpoints(ctx context.Context, id grove.HeadID, limit int) ([]checkpointRef, error) {
 	if limit == 1 {
 		if last, ok := rp.lastCheckpoint(id); ok {
 			return last, nil

@@ -13,19 +13,20 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/regfile"
 )
 
-func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
+func (h *head) Restore(ctx context.Context, to grove.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
 	const op = "restore"
 	mf, err := h.enterTree(ctx, "Restore")
 	if err != nil {
 		return backend.RestoreResult{}, err
 	}
 	if to == "" {
-		return backend.RestoreResult{}, h.fail(backend.InvalidArgument, op, "empty revision")
+		return backend.RestoreResult{}, h.fail(grove.InvalidArgument, op, "empty revision")
 	}
 	target, err := h.w.repo.resolve(ctx, op, to)
 	if err != nil {
@@ -39,14 +40,14 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 	// Retention keeps every restore target: recorded before anything
 	// changes, so a restore that happened is never unrecorded.
 	if err := h.w.meta.pinRestore(mf.ID, target); err != nil {
-		return backend.RestoreResult{}, h.fail(backend.Internal, op, "recording the restore target: %v", err)
+		return backend.RestoreResult{}, h.fail(grove.Internal, op, "recording the restore target: %v", err)
 	}
 	err = h.restore(ctx, mf, target)
 	if err != nil {
 		return backend.RestoreResult{}, h.wrap(op, err)
 	}
 	h.w.schedulePush(mf)
-	return backend.RestoreResult{Commit: backend.CheckpointID(target)}, nil
+	return backend.RestoreResult{Commit: grove.CheckpointID(target)}, nil
 }
 
 // restore makes the head's files equal target's; callers hold the head
@@ -70,8 +71,8 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	if err != nil {
 		return err
 	}
-	if !mf.Attached && (st.op == backend.OpRebase || st.op == backend.OpApplyMailbox || st.op == backend.OpBisect) {
-		return h.fail(backend.FailedPrecondition, op, "a %s is in progress in the head; finish or abort it first", st.op)
+	if !mf.Attached && (st.op == grove.OpRebase || st.op == grove.OpApplyMailbox || st.op == grove.OpBisect) {
+		return h.fail(grove.FailedPrecondition, op, "a %s is in progress in the head; finish or abort it first", st.op)
 	}
 	priv, data, err := h.seedIndex(ctx, mf, privateIndex, st.commit)
 	defer putIndexBuf(data)
@@ -349,7 +350,7 @@ func (h *head) keepIgnored(ctx context.Context, mf manifest, env []string) ([]st
 		}
 		pat := literalPattern(p)
 		if size += len(pat) + 4; size > maxKeepArgs {
-			return nil, &backend.Error{Code: backend.FailedPrecondition, Op: "gitbackend: restore", Head: mf.Name,
+			return nil, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: restore", Head: mf.Name,
 				Err: fmt.Errorf("the head holds more ignored paths than a restore can keep out of its clean (over %d bytes of names); ignore whole directories instead", maxKeepArgs)}
 		}
 		args = append(args, "-e", pat)
@@ -442,7 +443,7 @@ func (h *head) checkIgnoredCollisions(ctx context.Context, mf manifest, priv, ta
 		return set, nil
 	}
 	conflict := func(p string) error {
-		return &backend.Error{Code: backend.Conflict, Op: "gitbackend: restore", Head: mf.Name, Path: p,
+		return &grove.Error{Code: grove.Conflict, Op: "gitbackend: restore", Head: mf.Name, Path: p,
 			Err: fmt.Errorf("the target tracks %s, where the head has an ignored file with other content; move it away or include it in a checkpoint", p)}
 	}
 	if len(blockers) > 0 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,7 +32,7 @@ func TestARestoreNeverDeletesAFileIgnoredBeforeIt(t *testing.T) {
 	_, err = h.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
 	f.write(h, "notes.txt", "unsaved notes\n") // ignored now: no checkpoint holds it
-	_, err = h.Restore(f.ctx, workspace.Rev(old.ID), nil)
+	_, err = h.Restore(f.ctx, grove.Rev(old.ID), nil)
 	require.NoError(t, err)
 	data, err := os.ReadFile(filepath.Join(root, "notes.txt"))
 	require.NoError(t, err, "the restore deleted an ignored file no checkpoint holds")
@@ -58,7 +59,7 @@ func TestANegationInTheTargetsGitignoreNeverDeletesAFileIgnoredBefore(t *testing
 	require.NoError(t, err, "local.log is ignored before the restore")
 	require.Equal(t, "local.log", out)
 
-	_, err = h.Restore(f.ctx, workspace.Rev(target.Checkpoint.ID), nil)
+	_, err = h.Restore(f.ctx, grove.Rev(target.Checkpoint.ID), nil)
 	require.NoError(t, err)
 	data, err := os.ReadFile(filepath.Join(root, "local.log"))
 	require.NoError(t, err, "the restore deleted a file that was ignored before it")
@@ -127,7 +128,7 @@ func TestAttackTheRestoreRecordIsNotWrittenThrough(t *testing.T) {
 	require.NoError(t, os.WriteFile(victim, []byte("export PATH=/usr/bin\n"), 0o644))
 	restores := filepath.Join(f.repo, ".git", "grove", "heads", string(h.Info().ID)+".restores")
 	require.NoError(t, os.Symlink(victim, restores))
-	_, err = h.Restore(f.ctx, workspace.Rev(cp.ID), nil)
+	_, err = h.Restore(f.ctx, grove.Rev(cp.ID), nil)
 	require.NoError(t, err)
 	data, err := os.ReadFile(victim)
 	require.NoError(t, err)
@@ -191,7 +192,7 @@ func TestAttackTheRestoresScratchGitDirIsMadeNew(t *testing.T) {
 				require.NoError(t, os.WriteFile(filepath.Join(scratch, "HEAD.lock"), []byte(head), 0o644))
 			}
 
-			_, err = h.Restore(f.ctx, workspace.Rev(target.ID), &workspace.RestoreOptions{Discard: true})
+			_, err = h.Restore(f.ctx, grove.Rev(target.ID), &workspace.RestoreOptions{Discard: true})
 			require.NoError(t, err)
 			data, err := os.ReadFile(filepath.Join(h.Info().Root, "a.txt"))
 			require.NoError(t, err)
@@ -232,7 +233,7 @@ func TestAttackTheCleanIndexNameIsTakenBack(t *testing.T) {
 				require.NoError(t, os.Symlink(outside, name))
 			}
 
-			_, err := h.Restore(f.ctx, workspace.Rev(target.ID), &workspace.RestoreOptions{Discard: true})
+			_, err := h.Restore(f.ctx, grove.Rev(target.ID), &workspace.RestoreOptions{Discard: true})
 			require.NoError(t, err)
 			data, err := os.ReadFile(filepath.Join(h.Info().Root, "a.txt"))
 			require.NoError(t, err)
@@ -250,7 +251,7 @@ func TestAttackTheCleanIndexNameIsTakenBack(t *testing.T) {
 
 // restoreFixture makes a head whose a.txt says "target" in checkpoint
 // target and "later" in its files.
-func restoreFixture(t *testing.T) (*fixture, *workspace.Head, workspace.CheckpointResult) {
+func restoreFixture(t *testing.T) (*fixture, *workspace.Head, grove.CheckpointResult) {
 	t.Helper()
 	f := newFixture(t)
 	h := f.head("agent")
@@ -278,7 +279,7 @@ func TestARestoreNeverWaitsOnTheRepositoryLockAfterWriting(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
 	defer cancel()
-	_, err = h.Restore(ctx, workspace.Rev(base.ID), nil)
+	_, err = h.Restore(ctx, grove.Rev(base.ID), nil)
 	require.NoError(t, err, "restore while the repository lock is held")
 	assert.Equal(t, string(base.ID), f.git(h.Info().Root, "rev-parse", "HEAD"))
 	assert.Empty(t, f.git(h.Info().Root, "status", "--porcelain"))

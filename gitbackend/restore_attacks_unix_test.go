@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/stretchr/testify/require"
-
-	"github.com/groveworks/grove/workspace"
 )
 
 // A FIFO where the record of restore targets goes does not hang a restore.
@@ -26,7 +25,7 @@ func TestAttackAFIFOForTheRestoreRecordDoesNotHangARestore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { _, err := h.Restore(ctx, workspace.Rev(cp.ID), nil); done <- err }()
+	go func() { _, err := h.Restore(ctx, grove.Rev(cp.ID), nil); done <- err }()
 	select {
 	case err := <-done:
 		require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/regfile"
 )
@@ -18,7 +19,7 @@ import (
 // restoresFile records, one full hash per line, every revision a head was
 // restored to: retention always keeps them. It lies beside the head's
 // manifest; what it says only ever makes retention keep more.
-func (m meta) restoresFile(id backend.HeadID) string {
+func (m meta) restoresFile(id grove.HeadID) string {
 	return filepath.Join(m.headsDir(), string(id)+".restores")
 }
 
@@ -26,7 +27,7 @@ func (m meta) restoresFile(id backend.HeadID) string {
 // rewritten whole (temporary file and rename), never opened for writing
 // where it is: whatever an agent put at its path (a symlink, a FIFO) is
 // replaced, not written through or waited on.
-func (m meta) pinRestore(id backend.HeadID, commit string) error {
+func (m meta) pinRestore(id grove.HeadID, commit string) error {
 	pins, _ := m.restoreTargets(id) // an unreadable record starts again
 	if pins[commit] {
 		return nil
@@ -46,7 +47,7 @@ const maxRestoresFile = 1 << 20
 // restoreTargets reads what pinRestore recorded for head id (lines that
 // are not full hashes are skipped). Something else than a regular file
 // there, or one over maxRestoresFile, is an error.
-func (m meta) restoreTargets(id backend.HeadID) (map[string]bool, error) {
+func (m meta) restoreTargets(id grove.HeadID) (map[string]bool, error) {
 	out := map[string]bool{}
 	data, err := regfile.Read(m.restoresFile(id), maxRestoresFile)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -80,13 +81,13 @@ func isFullHash(s string) bool {
 // are deleted in one transaction per head, each only if it still points
 // where it was read (a checkpoint taken meanwhile is never deleted), then
 // git gc --auto runs (without pruning worktrees).
-func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (backend.RetentionReport, error) {
+func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (grove.RetentionReport, error) {
 	const op = "gitbackend: retain"
 	if err := w.enter(ctx, "Retain"); err != nil {
-		return backend.RetentionReport{}, err
+		return grove.RetentionReport{}, err
 	}
 	if p == nil || p.KeepLast < 0 || p.KeepWithin < 0 || (p.KeepLast == 0 && p.KeepWithin == 0) {
-		return backend.RetentionReport{}, backend.Errorf(backend.InvalidArgument, op, "a retention policy needs KeepLast or KeepWithin, neither negative")
+		return grove.RetentionReport{}, grove.Errorf(grove.InvalidArgument, op, "a retention policy needs KeepLast or KeepWithin, neither negative")
 	}
 	keep := map[string]bool{}
 	for _, id := range p.Keep {
@@ -94,17 +95,17 @@ func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (bac
 	}
 	tips, err := w.repo.git(ctx, "for-each-ref", "--format=%(objectname)", "refs/heads/", "refs/tags/")
 	if err != nil {
-		return backend.RetentionReport{}, err
+		return grove.RetentionReport{}, err
 	}
 	for _, t := range strings.Fields(tips) {
 		keep[t] = true
 	}
 	all, err := w.meta.allManifests()
 	if err != nil {
-		return backend.RetentionReport{}, backend.Errorf(backend.Internal, op, "%w", err)
+		return grove.RetentionReport{}, grove.Errorf(grove.Internal, op, "%w", err)
 	}
 	now := time.Now()
-	rep := backend.RetentionReport{DryRun: p.DryRun}
+	rep := grove.RetentionReport{DryRun: p.DryRun}
 	for _, mf := range all {
 		if mf.Creating {
 			continue
@@ -116,7 +117,7 @@ func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (bac
 		if len(cps) == 0 {
 			continue
 		}
-		hr := backend.HeadRetention{Head: mf.Name, HeadID: mf.ID}
+		hr := grove.HeadRetention{Head: mf.Name, HeadID: mf.ID}
 		pinned, err := w.meta.restoreTargets(mf.ID)
 		if err != nil {
 			// Which revisions the head was restored to is unknown (its
@@ -161,10 +162,10 @@ func (w *workspace) deleteRefs(ctx context.Context, head string, ops []string) e
 	}
 	defer rl.Unlock()
 	if err := w.repo.updateRefs(ctx, ops); err != nil {
-		if c := backend.CodeOf(err); c == backend.Canceled || c == backend.Busy {
+		if c := grove.CodeOf(err); c == grove.Canceled || c == grove.Busy {
 			return err
 		}
-		return &backend.Error{Code: backend.Conflict, Op: "gitbackend: retain", Head: head,
+		return &grove.Error{Code: grove.Conflict, Op: "gitbackend: retain", Head: head,
 			Err: fmt.Errorf("a checkpoint ref moved while retention ran; nothing of this head was deleted: %w", err)}
 	}
 	return nil

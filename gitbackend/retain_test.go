@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -20,7 +20,7 @@ func TestRetentionKeepsExactlyWhatThePolicySays(t *testing.T) {
 	f := newFixture(t)
 	h := f.head("agent")
 	const n = 1000
-	cps := make([]workspace.CheckpointID, 0, n+1)
+	cps := make([]grove.CheckpointID, 0, n+1)
 	for i := range n {
 		f.write(h, "count.txt", fmt.Sprintf("%d\n", i))
 		cp, err := h.Checkpoint(f.ctx, nil)
@@ -28,7 +28,7 @@ func TestRetentionKeepsExactlyWhatThePolicySays(t *testing.T) {
 		require.True(t, cp.New)
 		cps = append(cps, cp.ID)
 	}
-	_, err := h.Restore(f.ctx, backend.Rev(cps[99]), nil)
+	_, err := h.Restore(f.ctx, grove.Rev(cps[99]), nil)
 	require.NoError(t, err)
 	f.write(h, "after.txt", "after the restore\n")
 	last, err := h.Checkpoint(f.ctx, nil)
@@ -36,12 +36,12 @@ func TestRetentionKeepsExactlyWhatThePolicySays(t *testing.T) {
 	cps = append(cps, last.ID)
 	f.git(f.repo, "branch", "keep-me", string(cps[499]))
 
-	want := map[workspace.CheckpointID]bool{cps[99]: true, cps[499]: true, cps[299]: true}
+	want := map[grove.CheckpointID]bool{cps[99]: true, cps[499]: true, cps[299]: true}
 	for _, id := range cps[len(cps)-10:] {
 		want[id] = true
 	}
-	policy := &workspace.RetentionPolicy{KeepLast: 10, Keep: []workspace.CheckpointID{cps[299]}, DryRun: true}
-	check := func(rep workspace.RetentionReport) {
+	policy := &workspace.RetentionPolicy{KeepLast: 10, Keep: []grove.CheckpointID{cps[299]}, DryRun: true}
+	check := func(rep grove.RetentionReport) {
 		t.Helper()
 		require.Len(t, rep.Heads, 1)
 		hr := rep.Heads[0]
@@ -78,7 +78,7 @@ func TestRetentionKeepsExactlyWhatThePolicySays(t *testing.T) {
 
 	// The head goes on: its restore target still restores, and the next
 	// checkpoint is its newest.
-	_, err = h.Restore(f.ctx, backend.Rev(cps[99]), nil)
+	_, err = h.Restore(f.ctx, grove.Rev(cps[99]), nil)
 	require.NoError(t, err)
 	f.write(h, "later.txt", "later\n")
 	next, err := h.Checkpoint(f.ctx, nil)
@@ -93,7 +93,7 @@ func TestRetentionKeepsExactlyWhatThePolicySays(t *testing.T) {
 func TestRetentionByAge(t *testing.T) {
 	f := newFixture(t)
 	h := f.head("agent")
-	var old []workspace.CheckpointID
+	var old []grove.CheckpointID
 	for i := range 3 {
 		f.write(h, "n.txt", fmt.Sprint(i))
 		cp, err := h.Checkpoint(f.ctx, nil)
@@ -107,15 +107,15 @@ func TestRetentionByAge(t *testing.T) {
 	rep, err := f.ws.Retain(f.ctx, &workspace.RetentionPolicy{KeepWithin: time.Second})
 	require.NoError(t, err)
 	require.Len(t, rep.Heads, 1)
-	assert.Equal(t, []workspace.CheckpointID{fresh.ID}, rep.Heads[0].Kept)
-	assert.Equal(t, []workspace.CheckpointID{old[2], old[1], old[0]}, rep.Heads[0].Deleted)
+	assert.Equal(t, []grove.CheckpointID{fresh.ID}, rep.Heads[0].Kept)
+	assert.Equal(t, []grove.CheckpointID{old[2], old[1], old[0]}, rep.Heads[0].Deleted)
 
 	rep, err = f.ws.Retain(f.ctx, &workspace.RetentionPolicy{KeepWithin: time.Second})
 	require.NoError(t, err)
-	assert.Equal(t, []workspace.CheckpointID{fresh.ID}, rep.Heads[0].Kept, "the newest is kept, however old")
+	assert.Equal(t, []grove.CheckpointID{fresh.ID}, rep.Heads[0].Kept, "the newest is kept, however old")
 
 	for _, p := range []*workspace.RetentionPolicy{nil, {}, {KeepLast: -1}} {
 		_, err := f.ws.Retain(f.ctx, p)
-		assert.Equal(t, backend.InvalidArgument, workspace.CodeOf(err))
+		assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/regfile"
@@ -47,7 +48,7 @@ import (
 // tags (read-only copies), its info/exclude and info/attributes.
 
 // sealedDir is the directory of a head's sealed state.
-func (m meta) sealedDir(id backend.HeadID) string { return filepath.Join(m.dir, "sealed", string(id)) }
+func (m meta) sealedDir(id grove.HeadID) string { return filepath.Join(m.dir, "sealed", string(id)) }
 
 // seal is one head's sealed state.
 type seal struct {
@@ -56,7 +57,7 @@ type seal struct {
 	synced string // the record of what was last given
 }
 
-func (w *workspace) sealOf(id backend.HeadID) seal {
+func (w *workspace) sealOf(id grove.HeadID) seal {
 	dir := w.meta.sealedDir(id)
 	return seal{dir: dir, git: filepath.Join(dir, "git"), synced: filepath.Join(dir, "synced")}
 }
@@ -99,7 +100,7 @@ func (h *head) SandboxView(ctx context.Context) (backend.SandboxView, error) {
 	// Commits that cannot be brought in are dropped by sealImport; the
 	// next checkpoint would have said so, this command starts without
 	// them.
-	if err := h.sealImport(ctx, mf); backend.CodeOf(err) == backend.Canceled {
+	if err := h.sealImport(ctx, mf); grove.CodeOf(err) == grove.Canceled {
 		return backend.SandboxView{}, err
 	}
 	if err := h.w.sealSync(ctx, mf); err != nil {
@@ -114,19 +115,19 @@ func (h *head) SandboxView(ctx context.Context) (backend.SandboxView, error) {
 // repository's object directories read-only.
 func (w *workspace) sealView(mf manifest) (backend.SandboxView, error) {
 	s := w.sealOf(mf.ID)
-	v := backend.SandboxView{Dir: mf.Dir, Mounts: []backend.Mount{{Source: mf.Dir, Writable: true}}}
+	v := backend.SandboxView{Dir: mf.Dir, Mounts: []grove.Mount{{Source: mf.Dir, Writable: true}}}
 	dotGit := filepath.Join(mf.Dir, ".git")
 	if mf.Admin == w.repo.common {
-		v.Mounts = append(v.Mounts, backend.Mount{Source: s.git, Target: dotGit, Writable: true})
+		v.Mounts = append(v.Mounts, grove.Mount{Source: s.git, Target: dotGit, Writable: true})
 	} else {
-		v.Mounts = append(v.Mounts, backend.Mount{Source: dotGit}, backend.Mount{Source: s.git, Target: mf.Admin, Writable: true})
+		v.Mounts = append(v.Mounts, grove.Mount{Source: dotGit}, grove.Mount{Source: s.git, Target: mf.Admin, Writable: true})
 	}
 	objs, err := w.repo.objectDirs()
 	if err != nil {
 		return backend.SandboxView{}, err
 	}
 	for _, d := range objs {
-		v.Mounts = append(v.Mounts, backend.Mount{Source: d})
+		v.Mounts = append(v.Mounts, grove.Mount{Source: d})
 	}
 	return v, nil
 }
@@ -195,7 +196,7 @@ func (h *head) sealImport(ctx context.Context, mf manifest) error {
 		return nil // grove (or git outside it) moved the branch since
 	}
 	if err := h.w.repo.fetchPrivate(ctx, root, s.dir, tip, cur); err != nil {
-		if backend.CodeOf(err) == backend.Canceled {
+		if grove.CodeOf(err) == grove.Canceled {
 			return err
 		}
 		// What cannot be brought in is dropped, so that it is not tried
@@ -208,7 +209,7 @@ func (h *head) sealImport(ctx context.Context, mf manifest) error {
 				return rerr
 			}
 		}
-		return &backend.Error{Code: backend.Conflict, Op: "gitbackend: checkpoint", Head: mf.Name,
+		return &grove.Error{Code: grove.Conflict, Op: "gitbackend: checkpoint", Head: mf.Name,
 			Err: fmt.Errorf("the commits made in the sandbox could not be brought in, and were dropped (the files they held are still in the head: checkpoint again to keep them): %w", err)}
 	}
 	rl, err := h.w.lockRepo(ctx, "bring in sandbox commits "+mf.Name)
@@ -217,7 +218,7 @@ func (h *head) sealImport(ctx context.Context, mf manifest) error {
 	}
 	defer rl.Unlock()
 	if err := h.w.repo.updateRefs(ctx, []string{fmt.Sprintf("update refs/heads/%s %s %s", mf.Branch, tip, cur)}); err != nil {
-		if c := backend.CodeOf(err); c == backend.Canceled || c == backend.Busy {
+		if c := grove.CodeOf(err); c == grove.Canceled || c == grove.Busy {
 			return err
 		}
 		return nil // the branch moved meanwhile: the sandbox's commits are no longer the head's
@@ -618,7 +619,7 @@ func (rp *repo) makePrivate(s seal, format string) error {
 		version, ext = "1", "[extensions]\n\tobjectformat = sha256\n"
 	}
 	config := "[core]\n\trepositoryformatversion = " + version + "\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n" + ext +
-		"[user]\n\tname = " + backend.DefaultAuthor.Name + "\n\temail = " + backend.DefaultAuthor.Email + "\n[gc]\n\tauto = 0\n"
+		"[user]\n\tname = " + grove.DefaultAuthor.Name + "\n\temail = " + grove.DefaultAuthor.Email + "\n[gc]\n\tauto = 0\n"
 	for _, d := range []string{"refs/heads", "refs/tags", "objects/info", "objects/pack", "info"} {
 		if err := os.MkdirAll(filepath.Join(tmp, d), 0o755); err != nil {
 			return err

@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/stretchr/testify/require"
-
-	"github.com/groveworks/grove/workspace"
 )
 
 // The sandbox makes refs/heads/grove (the directory of its branch's loose
@@ -32,7 +31,7 @@ echo planted`)
 		if i > 0 {
 			require.NoError(t, err, "checkpoint #%d of the head still fails: the sandbox wedged it", i+1)
 		} else if err != nil {
-			require.Equal(t, workspace.Conflict, workspace.CodeOf(err), "%v", err)
+			require.Equal(t, grove.Conflict, grove.CodeOf(err), "%v", err)
 		}
 	}
 	out, code = sh(t, f.ctx, h, "git status --porcelain && echo still-works")

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/internal/githarness"
 	"github.com/groveworks/grove/workspace"
@@ -19,7 +20,7 @@ import (
 //
 //	go test ./gitbackend -run '^$' -bench SealedCheckpoint -benchtime 50x
 func BenchmarkSealedCheckpoint(b *testing.B) {
-	for _, sb := range []*workspace.Sandbox{nil, {Kind: workspace.SandboxBwrap}} {
+	for _, sb := range []*grove.Sandbox{nil, {Kind: grove.SandboxBwrap}} {
 		name := "open"
 		if sb != nil {
 			name = "sealed"

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -21,7 +22,7 @@ import (
 func sealedFixture(t *testing.T) (*fixture, *workspace.Head) {
 	t.Helper()
 	f := newFixture(t)
-	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, &workspace.OpenOptions{Sandbox: &workspace.Sandbox{Kind: workspace.SandboxBwrap}})
+	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, &workspace.OpenOptions{Sandbox: &grove.Sandbox{Kind: grove.SandboxBwrap}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
 	f.ws = ws
@@ -197,7 +198,7 @@ func TestAHostilePrivateGitDirBringsNothingAndWedgesNothing(t *testing.T) {
 			defer cancel()
 			_, err := h.Checkpoint(ctx, nil)
 			if err != nil {
-				assert.Equal(t, workspace.Conflict, workspace.CodeOf(err), "%v", err)
+				assert.Equal(t, grove.Conflict, grove.CodeOf(err), "%v", err)
 			}
 			assert.NoError(t, ctx.Err(), "the checkpoint hung")
 			assert.Equal(t, branch, f.git(f.repo, "rev-parse", "grove/agent"), "the branch moved to what the sandbox named")
@@ -229,12 +230,12 @@ func TestSetupAndTeardownRunInTheSandbox(t *testing.T) {
 	config := filepath.Join(commonOf(f), "config")
 	before, err := os.ReadFile(config)
 	require.NoError(t, err)
-	setup := &workspace.Hook{Command: `cat "$HOME/secret" > seen 2>&1; env > env.txt; git status --porcelain >> status.txt && echo ok >> status.txt; echo '[core]
+	setup := &grove.Hook{Command: `cat "$HOME/secret" > seen 2>&1; env > env.txt; git status --porcelain >> status.txt && echo ok >> status.txt; echo '[core]
 	fsmonitor = touch /tmp/pwned' >> ` + config + `; true`}
 	// The teardown succeeds only where it cannot read the secret.
-	teardown := &workspace.Hook{Command: `! cat "$HOME/secret"`}
+	teardown := &grove.Hook{Command: `! cat "$HOME/secret"`}
 	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, &workspace.OpenOptions{
-		Setup: setup, Teardown: teardown, Sandbox: &workspace.Sandbox{Kind: workspace.SandboxBwrap}})
+		Setup: setup, Teardown: teardown, Sandbox: &grove.Sandbox{Kind: grove.SandboxBwrap}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
 	h, err := ws.NewHead("agent").Create(f.ctx)
@@ -261,5 +262,5 @@ func TestSetupAndTeardownRunInTheSandbox(t *testing.T) {
 	require.NoError(t, err)
 	defer h2.Close()
 	_, err = h2.Destroy(f.ctx, &workspace.DestroyOptions{Discard: true})
-	assert.Equal(t, workspace.FailedPrecondition, workspace.CodeOf(err), "%v", err)
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -19,7 +19,7 @@ import (
 func wantUnimplemented(t *testing.T, err error, feature string) {
 	t.Helper()
 	require.Error(t, err)
-	assert.Equal(t, backend.Unimplemented, workspace.CodeOf(err), "error: %v", err)
+	assert.Equal(t, grove.Unimplemented, grove.CodeOf(err), "error: %v", err)
 	assert.Contains(t, err.Error(), feature)
 }
 

@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/groveworks/grove/backend"
 )
 
 // TestWhatTheAgentPlantsAsStatusIndexIsNotRead: the name of Status's own
@@ -52,7 +51,7 @@ func TestWhatTheAgentPlantsAsStatusIndexIsNotRead(t *testing.T) {
 			f.write(h, "README.md", "edited\n")
 			status, err = h.Status(ctx)
 			require.NoError(t, err)
-			assert.Equal(t, []backend.Change{{Path: "README.md", Kind: backend.ChangeModified}}, status.Changes)
+			assert.Equal(t, []grove.Change{{Path: "README.md", Kind: grove.ChangeModified}}, status.Changes)
 		})
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -37,7 +37,7 @@ func TestStatusFollowsEveryWriteOfTheHeadsIndex(t *testing.T) {
 	h := f.head("agent")
 	root := h.Info().Root
 	gitDir := f.git(root, "rev-parse", "--absolute-git-dir")
-	status := func() []backend.Change {
+	status := func() []grove.Change {
 		t.Helper()
 		st, err := h.Status(f.ctx)
 		require.NoError(t, err)
@@ -46,28 +46,28 @@ func TestStatusFollowsEveryWriteOfTheHeadsIndex(t *testing.T) {
 	assert.Empty(t, status())
 
 	f.write(h, "new.txt", "new\n")
-	assert.Equal(t, []backend.Change{{Path: "new.txt", Kind: backend.ChangeUntracked}}, status())
+	assert.Equal(t, []grove.Change{{Path: "new.txt", Kind: grove.ChangeUntracked}}, status())
 	f.git(root, "add", "new.txt")
-	assert.Equal(t, []backend.Change{{Path: "new.txt", Kind: backend.ChangeAdded}}, status())
+	assert.Equal(t, []grove.Change{{Path: "new.txt", Kind: grove.ChangeAdded}}, status())
 	f.git(root, "rm", "-q", "--cached", "new.txt")
-	assert.Equal(t, []backend.Change{{Path: "new.txt", Kind: backend.ChangeUntracked}}, status())
+	assert.Equal(t, []grove.Change{{Path: "new.txt", Kind: grove.ChangeUntracked}}, status())
 	f.git(root, "add", "new.txt")
-	assert.Equal(t, []backend.Change{{Path: "new.txt", Kind: backend.ChangeAdded}}, status())
+	assert.Equal(t, []grove.Change{{Path: "new.txt", Kind: grove.ChangeAdded}}, status())
 
 	cp, err := h.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
 	assert.Empty(t, status())
 	f.write(h, "README.md", "edited\n")
 	f.git(root, "add", "README.md")
-	assert.Equal(t, []backend.Change{{Path: "README.md", Kind: backend.ChangeModified}}, status())
+	assert.Equal(t, []grove.Change{{Path: "README.md", Kind: grove.ChangeModified}}, status())
 	_, err = h.Restore(f.ctx, "main", &workspace.RestoreOptions{Discard: true})
 	require.NoError(t, err)
 	assert.Empty(t, status())
-	_, err = h.Restore(f.ctx, workspace.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
+	_, err = h.Restore(f.ctx, grove.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
 	require.NoError(t, err)
 	assert.Empty(t, status())
 	f.git(root, "rm", "-q", "--cached", "new.txt")
-	assert.Equal(t, []backend.Change{{Path: "new.txt", Kind: backend.ChangeDeleted}, {Path: "new.txt", Kind: backend.ChangeUntracked}}, status())
+	assert.Equal(t, []grove.Change{{Path: "new.txt", Kind: grove.ChangeDeleted}, {Path: "new.txt", Kind: grove.ChangeUntracked}}, status())
 
 	assert.Len(t, polledIndexes(t, gitDir), 1, "the polled indexes of earlier index files are dropped")
 }
@@ -103,7 +103,7 @@ func TestStatusWritesItsOwnIndexNotTheHeads(t *testing.T) {
 	for range 2 {
 		st, err := h.Status(f.ctx)
 		require.NoError(t, err)
-		assert.Equal(t, []backend.Change{{Path: "racy.txt", Kind: backend.ChangeAdded}}, st.Changes)
+		assert.Equal(t, []grove.Change{{Path: "racy.txt", Kind: grove.ChangeAdded}}, st.Changes)
 	}
 	after, err := os.Stat(index)
 	require.NoError(t, err)

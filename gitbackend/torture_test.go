@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -103,14 +104,14 @@ func torture(ctx context.Context, repo, stateDir string, seed int) error {
 	}
 	open := func(slot int) (*workspace.Head, error) {
 		if data, err := os.ReadFile(st.binding(slot)); err == nil {
-			if bind, err := workspace.DecodeBinding(data); err == nil {
+			if bind, err := grove.DecodeBinding(data); err == nil {
 				h, err := workspace.Reopen(ctx, b, bind, nil)
 				if err == nil {
 					_ = st.log("O %s slot=%d", h.Info().ID, slot)
 					return h, nil
 				}
-				_ = st.log("o %s slot=%d %v", bind.Head, slot, workspace.CodeOf(err))
-				if workspace.CodeOf(err) == workspace.Internal {
+				_ = st.log("o %s slot=%d %v", bind.Head, slot, grove.CodeOf(err))
+				if grove.CodeOf(err) == grove.Internal {
 					return nil, fmt.Errorf("reopen: %w", err)
 				}
 			}
@@ -130,7 +131,7 @@ func torture(ctx context.Context, repo, stateDir string, seed int) error {
 		return h, st.storeBinding(slot, enc)
 	}
 	typed := func(what string, err error) error {
-		if err == nil || workspace.CodeOf(err) != workspace.Internal {
+		if err == nil || grove.CodeOf(err) != grove.Internal {
 			return nil // a typed refusal is an answer; the harness checks the state
 		}
 		return fmt.Errorf("%s: %w", what, err)
@@ -139,7 +140,7 @@ func torture(ctx context.Context, repo, stateDir string, seed int) error {
 		slot := rng.IntN(tortureSlots)
 		h, err := open(slot)
 		if err != nil {
-			if workspace.CodeOf(err) != workspace.Internal {
+			if grove.CodeOf(err) != grove.Internal {
 				continue
 			}
 			return err
@@ -173,7 +174,7 @@ func torture(ctx context.Context, repo, stateDir string, seed int) error {
 				if err == nil {
 					err = st.log("C %s %s new=%v", id, cp.ID, cp.New)
 				} else {
-					_ = st.log("c %s err=%v", id, workspace.CodeOf(err))
+					_ = st.log("c %s err=%v", id, grove.CodeOf(err))
 				}
 				if err := typed("checkpoint", err); err != nil {
 					return err
@@ -184,11 +185,11 @@ func torture(ctx context.Context, repo, stateDir string, seed int) error {
 					to := log[rng.IntN(len(log))].ID
 					_ = st.log("R %s to=%s", id, to)
 					var res workspace.RestoreResult
-					res, err = h.Restore(ctx, workspace.Rev(to), nil)
+					res, err = h.Restore(ctx, grove.Rev(to), nil)
 					if res.Safety != nil {
 						_ = st.log("r %s safety=%s new=%v", id, res.Safety.ID, res.Safety.New)
 					}
-					_ = st.log("r %s done err=%v", id, workspace.CodeOf(err))
+					_ = st.log("r %s done err=%v", id, grove.CodeOf(err))
 				}
 				if err := typed("restore", err); err != nil {
 					return err
@@ -208,7 +209,7 @@ func torture(ctx context.Context, repo, stateDir string, seed int) error {
 				if res.Final != nil {
 					_ = st.log("x %s final=%s", id, res.Final.ID)
 				}
-				_ = st.log("x %s done err=%v", id, workspace.CodeOf(err))
+				_ = st.log("x %s done err=%v", id, grove.CodeOf(err))
 				if err := typed("destroy", err); err != nil {
 					return err
 				}
@@ -218,7 +219,7 @@ func torture(ctx context.Context, repo, stateDir string, seed int) error {
 					}
 				}
 			}
-			if h.Info().State == workspace.StateDestroyed {
+			if h.Info().State == grove.StateDestroyed {
 				break
 			}
 		}
@@ -268,7 +269,7 @@ func corruptOne(t *testing.T, f *fixture, st tortureState, rng *rand.Rand) strin
 	if err != nil {
 		return "none (empty slot)"
 	}
-	bind, err := workspace.DecodeBinding(data)
+	bind, err := grove.DecodeBinding(data)
 	if err != nil {
 		return "none (binding already damaged)"
 	}
@@ -345,9 +346,9 @@ func checkAfterKill(t *testing.T, f *fixture, st tortureState, round int, damage
 		if err != nil {
 			continue
 		}
-		bind, err := workspace.DecodeBinding(data)
+		bind, err := grove.DecodeBinding(data)
 		if err != nil {
-			if workspace.CodeOf(err) != workspace.BindingCorrupt {
+			if grove.CodeOf(err) != grove.BindingCorrupt {
 				fail("slot %d: a damaged binding: %v", slot, err)
 			}
 			continue
@@ -356,7 +357,7 @@ func checkAfterKill(t *testing.T, f *fixture, st tortureState, round int, damage
 		h, err := workspace.Reopen(ctx, b, bind, nil)
 		if err != nil {
 			cancel()
-			if c := workspace.CodeOf(err); c == workspace.Internal || c == workspace.Canceled {
+			if c := grove.CodeOf(err); c == grove.Internal || c == grove.Canceled {
 				fail("slot %d: reopen answered %v: %v", slot, c, err)
 			}
 			continue
@@ -364,10 +365,10 @@ func checkAfterKill(t *testing.T, f *fixture, st tortureState, round int, damage
 		// The next operation is never blocked past its bounded wait, and
 		// never Internal.
 		_, err = h.Checkpoint(ctx, nil)
-		if c := workspace.CodeOf(err); err != nil && (c == workspace.Internal || c == workspace.Canceled) {
+		if c := grove.CodeOf(err); err != nil && (c == grove.Internal || c == grove.Canceled) {
 			fail("slot %d: checkpoint after the kill answered %v: %v", slot, c, err)
 		}
-		if _, err := h.Status(ctx); err != nil && workspace.CodeOf(err) == workspace.Internal {
+		if _, err := h.Status(ctx); err != nil && grove.CodeOf(err) == grove.Internal {
 			fail("slot %d: status after the kill: %v", slot, err)
 		}
 		_ = h.Close()

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/regfile"
 )
 
@@ -36,13 +36,13 @@ const trashName = ".grove-trash"
 func trashDir(dir string) string { return filepath.Join(filepath.Dir(dir), trashName) }
 
 // trashEntry is a fresh name for a destroyed head's directory in the trash.
-func trashEntry(dir string, id backend.HeadID) string {
+func trashEntry(dir string, id grove.HeadID) string {
 	return filepath.Join(trashDir(dir), string(id)+"."+strconv.FormatInt(time.Now().UnixNano(), 10))
 }
 
 // ownTrashEntry reports whether name, an entry of a trash directory, is
 // one that destroying head id makes.
-func ownTrashEntry(name string, id backend.HeadID) bool {
+func ownTrashEntry(name string, id grove.HeadID) bool {
 	rest, ok := strings.CutPrefix(name, string(id)+".")
 	if !ok || rest == "" {
 		return false
@@ -57,7 +57,7 @@ func ownTrashEntry(name string, id backend.HeadID) bool {
 // recorded first (see trashDirs), so that the next open finds what a
 // deletion left there without reading a tombstone. Callers hold the
 // repository lock.
-func (m meta) moveToTrash(dir string, id backend.HeadID) (string, error) {
+func (m meta) moveToTrash(dir string, id grove.HeadID) (string, error) {
 	td := trashDir(dir)
 	if err := m.addTrashDir(td); err != nil {
 		return "", err
@@ -189,11 +189,11 @@ func (w *workspace) trashed() []string {
 		}
 		for _, e := range ents {
 			id, _, ok := strings.Cut(e.Name(), ".")
-			if !e.IsDir() || !ok || !validHeadID(backend.HeadID(id)) || !ownTrashEntry(e.Name(), backend.HeadID(id)) {
+			if !e.IsDir() || !ok || !validHeadID(grove.HeadID(id)) || !ownTrashEntry(e.Name(), grove.HeadID(id)) {
 				continue
 			}
-			mf, err := w.meta.readManifest(backend.HeadID(id))
-			if err != nil || !(mf.State == backend.StateDestroyed || mf.Destroying) || trashDir(mf.Dir) != td {
+			mf, err := w.meta.readManifest(grove.HeadID(id))
+			if err != nil || !(mf.State == grove.StateDestroyed || mf.Destroying) || trashDir(mf.Dir) != td {
 				continue
 			}
 			out = append(out, filepath.Join(td, e.Name()))
@@ -221,7 +221,7 @@ func (w *workspace) finishDestroys() error {
 
 // finishDestroy ends the interrupted destroy of head id; callers hold its
 // head lock and the repository lock.
-func (w *workspace) finishDestroy(id backend.HeadID) error {
+func (w *workspace) finishDestroy(id grove.HeadID) error {
 	mf, err := w.meta.readManifest(id)
 	if err != nil || !mf.Destroying {
 		return nil // finished meanwhile
@@ -230,13 +230,13 @@ func (w *workspace) finishDestroy(id backend.HeadID) error {
 		mf.Destroying = false // never moved: the head is whole
 	} else {
 		if err := w.removeAdmin(mf.Admin); err != nil {
-			return &backend.Error{Code: backend.Internal, Op: "gitbackend: finish destroy", Head: mf.Name, Err: err}
+			return &grove.Error{Code: grove.Internal, Op: "gitbackend: finish destroy", Head: mf.Name, Err: err}
 		}
 		mf.Destroying = false
-		mf.State = backend.StateDestroyed
+		mf.State = grove.StateDestroyed
 	}
 	if err := w.meta.writeManifest(mf); err != nil {
-		return &backend.Error{Code: backend.Internal, Op: "gitbackend: finish destroy", Head: mf.Name, Err: err}
+		return &grove.Error{Code: grove.Internal, Op: "gitbackend: finish destroy", Head: mf.Name, Err: err}
 	}
 	return nil
 }

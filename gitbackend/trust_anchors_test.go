@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/internal/githarness"
 	"github.com/groveworks/grove/workspace"
@@ -37,7 +38,7 @@ func TestCoreWorktreeNeverChoosesTheProjectFile(t *testing.T) {
 		for _, anchors := range []string{"", t.TempDir()} {
 			b := gitbackend.New(gitbackend.Options{Anchors: anchors})
 			_, err := b.ProjectFile(f.ctx, bare, ".grove.toml")
-			assert.Equal(t, workspace.NotFound, workspace.CodeOf(err), "anchors %q: %v", anchors, err)
+			assert.Equal(t, grove.NotFound, grove.CodeOf(err), "anchors %q: %v", anchors, err)
 		}
 	})
 
@@ -61,7 +62,7 @@ func TestCoreWorktreeNeverChoosesTheProjectFile(t *testing.T) {
 		}
 		// Without a record, from the git dir, there is no main checkout.
 		_, err = gitbackend.New(gitbackend.Options{}).ProjectFile(f.ctx, gitDir, ".grove.toml")
-		assert.Equal(t, workspace.NotFound, workspace.CodeOf(err), "%v", err)
+		assert.Equal(t, grove.NotFound, grove.CodeOf(err), "%v", err)
 	})
 }
 
@@ -104,11 +105,11 @@ func TestAGroveCommandInAHeadOpensTheHeadsRepository(t *testing.T) {
 	require.Len(t, heads, 1)
 	assert.Equal(t, "agent", heads[0].Name)
 	_, err = b.ProjectFile(f.ctx, root, ".grove.toml")
-	assert.Equal(t, workspace.NotFound, workspace.CodeOf(err), "%v", err)
+	assert.Equal(t, grove.NotFound, grove.CodeOf(err), "%v", err)
 
 	// Without one: refused, never the agent's repository.
 	_, err = workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), root, nil)
-	assert.Equal(t, workspace.FailedPrecondition, workspace.CodeOf(err), "%v", err)
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
 	_, err = gitbackend.New(gitbackend.Options{}).ProjectFile(f.ctx, root, ".grove.toml")
-	assert.Equal(t, workspace.FailedPrecondition, workspace.CodeOf(err), "%v", err)
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
 }

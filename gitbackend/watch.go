@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/regfile"
@@ -86,7 +87,7 @@ type watchRecord struct {
 	Ended bool `json:"ended,omitempty"`
 }
 
-func (m meta) watchFile(id backend.HeadID) string {
+func (m meta) watchFile(id grove.HeadID) string {
 	return filepath.Join(m.dir, "watch", string(id)+".json")
 }
 
@@ -278,8 +279,8 @@ func watchDir(root *os.Root, out map[string]*watchEntry, kind, dir string, skip 
 }
 
 // diffWatched lists what differs between a baseline and now.
-func diffWatched(was, now map[string]*watchEntry) []backend.Tamper {
-	var out []backend.Tamper
+func diffWatched(was, now map[string]*watchEntry) []grove.Tamper {
+	var out []grove.Tamper
 	unknown := unreadable(now) // what could not be read now is not gone
 	for _, k := range slices.Sorted(mapKeys(was, now)) {
 		a, b := was[k], now[k]
@@ -292,7 +293,7 @@ func diffWatched(was, now map[string]*watchEntry) []backend.Tamper {
 		if a != nil && b != nil && a.Kind == "file" && a.Name != "commondir" && a.Link == b.Link {
 			continue // a configuration file's content: its entries say what changed
 		}
-		t := backend.Tamper{Was: a.summary(), Now: b.summary()}
+		t := grove.Tamper{Was: a.summary(), Now: b.summary()}
 		if a != nil {
 			t.Kind, t.Name = a.Kind, a.Name
 		} else {
@@ -330,7 +331,7 @@ func mapKeys(ms ...map[string]*watchEntry) func(func(string) bool) {
 	}
 }
 
-func (m meta) readWatch(id backend.HeadID) (*watchRecord, error) {
+func (m meta) readWatch(id grove.HeadID) (*watchRecord, error) {
 	data, err := regfile.Read(m.watchFile(id), 64<<20)
 	if err != nil {
 		return nil, err
@@ -366,7 +367,7 @@ func (h *head) Watch(ctx context.Context) error {
 }
 
 // Tampered implements backend.Watcher.
-func (h *head) Tampered(ctx context.Context) ([]backend.Tamper, error) {
+func (h *head) Tampered(ctx context.Context) ([]grove.Tamper, error) {
 	mf, err := h.enter(ctx, "Tampered")
 	if err != nil {
 		return nil, err
@@ -374,13 +375,13 @@ func (h *head) Tampered(ctx context.Context) ([]backend.Tamper, error) {
 	return h.w.tampered(ctx, mf.ID)
 }
 
-func (w *workspace) tampered(ctx context.Context, id backend.HeadID) ([]backend.Tamper, error) {
+func (w *workspace) tampered(ctx context.Context, id grove.HeadID) ([]grove.Tamper, error) {
 	rec, err := w.meta.readWatch(id)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, &backend.Error{Code: backend.Internal, Op: "gitbackend: tampered", Err: err}
+		return nil, &grove.Error{Code: grove.Internal, Op: "gitbackend: tampered", Err: err}
 	}
 	now, err := w.watched(ctx)
 	if err != nil {
@@ -390,7 +391,7 @@ func (w *workspace) tampered(ctx context.Context, id backend.HeadID) ([]backend.
 }
 
 // EndWatch implements backend.Watcher.
-func (h *head) EndWatch(ctx context.Context) ([]backend.Tamper, error) {
+func (h *head) EndWatch(ctx context.Context) ([]grove.Tamper, error) {
 	mf, err := h.enter(ctx, "EndWatch")
 	if err != nil {
 		return nil, err

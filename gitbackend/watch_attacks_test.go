@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -170,7 +171,7 @@ func TestAttackWatchBlindedByAnOversizedInclude(t *testing.T) {
 	require.NoError(t, err)
 	tampered := 0
 	for _, fd := range rep.Findings {
-		if fd.Kind == workspace.FindingTampered {
+		if fd.Kind == grove.FindingTampered {
 			tampered++
 			assert.True(t, fd.Fixed, "%+v", fd)
 		}

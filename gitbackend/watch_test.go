@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/internal/githarness"
 	"github.com/groveworks/grove/workspace"
@@ -71,7 +72,7 @@ func TestAWatchSeesWhatAnAgentPlantsAndReconcilePutsItBack(t *testing.T) {
 	require.NoError(t, err)
 	tampered := 0
 	for _, fd := range rep.Findings {
-		if fd.Kind == workspace.FindingTampered {
+		if fd.Kind == grove.FindingTampered {
 			tampered++
 			assert.True(t, fd.Fixed, "%+v", fd)
 		}

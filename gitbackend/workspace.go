@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/destdir"
 	"github.com/groveworks/grove/internal/gitcmd"
@@ -28,13 +29,13 @@ type workspace struct {
 	b        *Backend
 	repo     *repo
 	meta     meta
-	id       backend.WorkspaceID
+	id       grove.WorkspaceID
 	headsDir string // where new heads go: OpenOptions.HeadsDir, or beside a reopened head
 	clone    string // this clone's ID (see meta.cloneID)
 	remote   *remote
 
-	setup, teardown *backend.Hook    // OpenOptions' (or ReopenOptions')
-	sandbox         *backend.Sandbox // where they run; nil: the host
+	setup, teardown *grove.Hook    // OpenOptions' (or ReopenOptions')
+	sandbox         *grove.Sandbox // where they run; nil: the host
 
 	mu     sync.Mutex
 	closed bool
@@ -47,14 +48,14 @@ func (w *workspace) enter(ctx context.Context, op string) error {
 	closed := w.closed
 	w.mu.Unlock()
 	if closed {
-		return backend.Errorf(backend.FailedPrecondition, "gitbackend: "+op, "workspace is closed")
+		return grove.Errorf(grove.FailedPrecondition, "gitbackend: "+op, "workspace is closed")
 	}
 	_, err := w.b.enter(ctx, op)
 	return err
 }
 
-func (w *workspace) Info() backend.WorkspaceInfo {
-	return backend.WorkspaceInfo{ID: w.id, Backend: BackendID, Locator: w.repo.common}
+func (w *workspace) Info() grove.WorkspaceInfo {
+	return grove.WorkspaceInfo{ID: w.id, Backend: BackendID, Locator: w.repo.common}
 }
 
 // lockRepo takes the short per-repository lock.
@@ -84,7 +85,7 @@ func (w *workspace) recoverCreates(ctx context.Context) error {
 func (w *workspace) recoverInterrupted(purpose string, interrupted func(*manifest) bool, finish func(*manifest) error) error {
 	all, err := w.meta.manifests()
 	if err != nil {
-		return backend.Errorf(backend.Internal, "gitbackend: recover", "%w", err)
+		return grove.Errorf(grove.Internal, "gitbackend: recover", "%w", err)
 	}
 	for _, mf := range all {
 		if !interrupted(mf) {
@@ -154,7 +155,7 @@ func (w *workspace) undo(ctx context.Context, mf *manifest, recovered bool) erro
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return &backend.Error{Code: backend.Internal, Op: "gitbackend: undo create", Head: mf.Name, Err: err}
+		return &grove.Error{Code: grove.Internal, Op: "gitbackend: undo create", Head: mf.Name, Err: err}
 	}
 	return nil
 }
@@ -255,8 +256,8 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	if err := w.enter(ctx, "CreateHead"); err != nil {
 		return nil, err
 	}
-	fail := func(code backend.Code, path string, format string, args ...any) error {
-		return &backend.Error{Code: code, Op: "gitbackend: " + op, Head: spec.Name, Path: path, Err: fmt.Errorf(format, args...)}
+	fail := func(code grove.Code, path string, format string, args ...any) error {
+		return &grove.Error{Code: code, Op: "gitbackend: " + op, Head: spec.Name, Path: path, Err: fmt.Errorf(format, args...)}
 	}
 	if spec.Attach != "" {
 		return w.attach(ctx, spec)
@@ -277,7 +278,7 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	if all, err := w.meta.manifests(); err == nil {
 		for _, mf := range all {
 			if mf.Name == spec.Name && mf.live() {
-				return nil, fail(backend.AlreadyExists, "", "a head named %q exists", spec.Name)
+				return nil, fail(grove.AlreadyExists, "", "a head named %q exists", spec.Name)
 			}
 		}
 	}
@@ -286,15 +287,15 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 		dir = filepath.Join(w.headsDir, spec.Name)
 	}
 	if dir, err = canonical(dir); err != nil {
-		return nil, fail(backend.InvalidArgument, spec.Dir, "%v", err)
+		return nil, fail(grove.InvalidArgument, spec.Dir, "%v", err)
 	}
 	if w.repo.main != "" && within(dir, w.repo.main) {
-		return nil, fail(backend.InvalidArgument, dir, "a head's directory cannot lie inside the repository's working tree %s", w.repo.main)
+		return nil, fail(grove.InvalidArgument, dir, "a head's directory cannot lie inside the repository's working tree %s", w.repo.main)
 	}
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-		return nil, fail(backend.AlreadyExists, dir, "directory %s exists and is not empty", dir)
+		return nil, fail(grove.AlreadyExists, dir, "directory %s exists and is not empty", dir)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fail(backend.FailedPrecondition, dir, "%v", err)
+		return nil, fail(grove.FailedPrecondition, dir, "%v", err)
 	}
 
 	var mf *manifest
@@ -347,22 +348,22 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 // worktree add leaves, which recovery undoes the same way (see leftover).
 func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit, dir string) (*manifest, *lock.Lock, *lock.Lock, func() error, error) {
 	const op = "gitbackend: create head"
-	fail := func(code backend.Code, path string, format string, args ...any) error {
-		return &backend.Error{Code: code, Op: op, Head: spec.Name, Path: path, Err: fmt.Errorf(format, args...)}
+	fail := func(code grove.Code, path string, format string, args ...any) error {
+		return &grove.Error{Code: code, Op: op, Head: spec.Name, Path: path, Err: fmt.Errorf(format, args...)}
 	}
 	if err := w.recoverCreates(ctx); err != nil {
 		return nil, nil, nil, nil, err
 	}
 	all, err := w.meta.manifests()
 	if err != nil {
-		return nil, nil, nil, nil, fail(backend.Internal, "", "%v", err)
+		return nil, nil, nil, nil, fail(grove.Internal, "", "%v", err)
 	}
 	for _, mf := range all {
 		switch {
 		case mf.Name == spec.Name && mf.live():
-			return nil, nil, nil, nil, fail(backend.AlreadyExists, "", "a head named %q exists", spec.Name)
+			return nil, nil, nil, nil, fail(grove.AlreadyExists, "", "a head named %q exists", spec.Name)
 		case mf.live() && (within(dir, mf.Dir) || within(mf.Dir, dir)):
-			return nil, nil, nil, nil, fail(backend.InvalidArgument, dir, "directory %s overlaps head %q at %s", dir, mf.Name, mf.Dir)
+			return nil, nil, nil, nil, fail(grove.InvalidArgument, dir, "directory %s overlaps head %q at %s", dir, mf.Name, mf.Dir)
 		}
 	}
 	branch := spec.Branch
@@ -372,17 +373,17 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 			branch = "grove/" + spec.Name + "-" + strconv.Itoa(n)
 		}
 	} else if w.repo.refExists("refs/heads/" + branch) {
-		return nil, nil, nil, nil, fail(backend.AlreadyExists, branch, "branch %q exists", branch)
+		return nil, nil, nil, nil, fail(grove.AlreadyExists, branch, "branch %q exists", branch)
 	}
 	if err := w.repo.checkBranchName(ctx, branch); err != nil {
-		if backend.CodeOf(err) == backend.Canceled {
+		if grove.CodeOf(err) == grove.Canceled {
 			return nil, nil, nil, nil, err
 		}
-		return nil, nil, nil, nil, fail(backend.InvalidArgument, branch, "%q is not a valid branch name", branch)
+		return nil, nil, nil, nil, fail(grove.InvalidArgument, branch, "%q is not a valid branch name", branch)
 	}
 	mf := &manifest{
-		ID: backend.HeadID(uuid.NewString()), Name: spec.Name, Access: spec.Access, Branch: branch,
-		Dir: dir, Base: backend.CheckpointID(commit), State: backend.StateActive, Creating: true,
+		ID: grove.HeadID(uuid.NewString()), Name: spec.Name, Access: spec.Access, Branch: branch,
+		Dir: dir, Base: grove.CheckpointID(commit), State: grove.StateActive, Creating: true,
 		Created: time.Now().UTC(), Clone: w.clone,
 	}
 	hl, err := lock.TryLock(w.meta.headLock(mf.ID), "create")
@@ -390,7 +391,7 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 		return nil, nil, nil, nil, err
 	}
 	var bl *lock.Lock
-	if spec.Access == backend.Isolated {
+	if spec.Access == grove.Isolated {
 		if bl, err = lock.TryLock(w.meta.bindLock(mf.ID), "isolated head "+spec.Name); err != nil {
 			_ = hl.Unlock()
 			return nil, nil, nil, nil, err
@@ -405,15 +406,15 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 		return nil, nil, nil, nil, err
 	}
 	if err := w.meta.writeManifest(mf); err != nil {
-		return undo(fail(backend.Internal, "", "writing the manifest: %v", err))
+		return undo(fail(grove.Internal, "", "writing the manifest: %v", err))
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return undo(fail(backend.Internal, dir, "%v", err))
+		return undo(fail(grove.Internal, dir, "%v", err))
 	}
 	// git worktree add is not interrupted: a git killed inside it leaves
 	// the new branch's ref lock behind, which would hold the name. It
 	// writes no file of the head (--no-checkout), so it is short.
-	if err := backend.ContextError(ctx, op); err != nil {
+	if err := grove.ContextError(ctx, op); err != nil {
 		return undo(err)
 	}
 	addCtx, cancel := cleanupContext(ctx)
@@ -421,18 +422,18 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 	cancel()
 	if err != nil {
 		switch {
-		case backend.CodeOf(err) == backend.Canceled:
+		case grove.CodeOf(err) == grove.Canceled:
 		case pruneRace.MatchString(gitcmd.Stderr(err)):
-			err = &backend.Error{Code: backend.Busy, Op: op, Head: spec.Name, Path: dir, Err: fmt.Errorf(
+			err = &grove.Error{Code: grove.Busy, Op: op, Head: spec.Name, Path: dir, Err: fmt.Errorf(
 				"a git worktree prune beside git worktree add took its registration; try again: %w", errPruneRace)}
 		default:
-			err = fail(backend.Internal, dir, "git worktree add: %v", err)
+			err = fail(grove.Internal, dir, "git worktree add: %v", err)
 		}
 		return undo(err)
 	}
 	admin, err := readGitFile(dir)
 	if err != nil {
-		return undo(fail(backend.Internal, dir, "%v", err))
+		return undo(fail(grove.Internal, dir, "%v", err))
 	}
 	mf.Admin = admin
 	m := *mf
@@ -479,20 +480,20 @@ func (w *workspace) populate(ctx context.Context, mf *manifest, recorded func() 
 			Parallel: w.repo.manyFiles(filepath.Join(mf.Admin, "index"))})
 	}
 	if err != nil {
-		if backend.CodeOf(err) == backend.Canceled {
+		if grove.CodeOf(err) == grove.Canceled {
 			return err
 		}
-		return &backend.Error{Code: backend.Internal, Op: "gitbackend: create head", Head: mf.Name, Path: mf.Dir, Err: err}
+		return &grove.Error{Code: grove.Internal, Op: "gitbackend: create head", Head: mf.Name, Path: mf.Dir, Err: err}
 	}
 	if err := recorded(); err != nil {
-		return &backend.Error{Code: backend.Internal, Op: "gitbackend: create head", Head: mf.Name, Path: mf.Dir, Err: fmt.Errorf("recording the head: %w", err)}
+		return &grove.Error{Code: grove.Internal, Op: "gitbackend: create head", Head: mf.Name, Path: mf.Dir, Err: fmt.Errorf("recording the head: %w", err)}
 	}
 	if err := w.prepare(ctx, "gitbackend: create head", mf); err != nil {
 		return err
 	}
 	mf.Creating = false
 	if err := w.meta.writeManifest(mf); err != nil {
-		return &backend.Error{Code: backend.Internal, Op: "gitbackend: create head", Head: mf.Name, Err: err}
+		return &grove.Error{Code: grove.Internal, Op: "gitbackend: create head", Head: mf.Name, Err: err}
 	}
 	return nil
 }
@@ -501,20 +502,20 @@ func (w *workspace) populate(ctx context.Context, mf *manifest, recorded func() 
 // configured: copies of what .worktreeinclude names, then the Setup hook.
 func (w *workspace) prepare(ctx context.Context, op string, mf *manifest) error {
 	if err := w.copyIncludes(ctx, mf); err != nil {
-		if backend.CodeOf(err) == backend.Canceled || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return backend.ContextError(ctx, op)
+		if grove.CodeOf(err) == grove.Canceled || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return grove.ContextError(ctx, op)
 		}
-		return &backend.Error{Code: backend.Internal, Op: op, Head: mf.Name, Path: mf.Dir, Err: fmt.Errorf("copying what %s names: %w", includeFile, err)}
+		return &grove.Error{Code: grove.Internal, Op: op, Head: mf.Name, Path: mf.Dir, Err: fmt.Errorf("copying what %s names: %w", includeFile, err)}
 	}
 	crashPoint("create:setup")
-	return w.runHook(ctx, op, backend.HookSetup, w.setup, mf)
+	return w.runHook(ctx, op, grove.HookSetup, w.setup, mf)
 }
 
 // runHook runs h (when set) in the head's directory, where the
 // workspace's sandbox says (under one, through the head's private git
 // dir, as an agent's commands run): its failure is FailedPrecondition
-// wrapping the *backend.HookError, or Canceled when ctx ended.
-func (w *workspace) runHook(ctx context.Context, op, kind string, h *backend.Hook, mf *manifest) error {
+// wrapping the *grove.HookError, or Canceled when ctx ended.
+func (w *workspace) runHook(ctx context.Context, op, kind string, h *grove.Hook, mf *manifest) error {
 	if h == nil {
 		return nil
 	}
@@ -524,12 +525,12 @@ func (w *workspace) runHook(ctx context.Context, op, kind string, h *backend.Hoo
 	}
 	timeout := h.Timeout
 	if timeout <= 0 {
-		timeout = backend.DefaultHookTimeout
+		timeout = grove.DefaultHookTimeout
 	}
 	out := &tail{}
 	c := &sandbox.Command{Argv: sandbox.Shell(h.Command), Dir: mf.Dir, Stdout: out, Stderr: out, Network: h.Network, Timeout: timeout,
 		Env: append([]string{"GROVE_HEAD=" + mf.Name, "GROVE_HEAD_ID=" + string(mf.ID), "GROVE_HEAD_DIR=" + mf.Dir, "GROVE_REPO=" + repo}, h.Env...)}
-	if w.sandbox != nil && w.sandbox.Kind != backend.SandboxNone {
+	if w.sandbox != nil && w.sandbox.Kind != grove.SandboxNone {
 		if err := w.sealSync(ctx, *mf); err != nil {
 			return err
 		}
@@ -543,17 +544,17 @@ func (w *workspace) runHook(ctx context.Context, op, kind string, h *backend.Hoo
 	if err == nil && res.ExitCode == 0 {
 		return nil
 	}
-	he := &backend.HookError{Hook: kind, Command: h.Command, Output: out.String(), ExitCode: res.ExitCode, Err: err}
-	code := backend.FailedPrecondition
+	he := &grove.HookError{Hook: kind, Command: h.Command, Output: out.String(), ExitCode: res.ExitCode, Err: err}
+	code := grove.FailedPrecondition
 	switch {
 	case ctx.Err() != nil:
-		he.Err, code = ctx.Err(), backend.Canceled
+		he.Err, code = ctx.Err(), grove.Canceled
 	case res.TimedOut:
 		he.Err = errors.New("timed out after " + timeout.String())
 	case err == nil:
 		he.Err = fmt.Errorf("exit status %d", res.ExitCode)
 	}
-	return &backend.Error{Code: code, Op: op, Head: mf.Name, Path: mf.Dir, Err: he}
+	return &grove.Error{Code: code, Op: op, Head: mf.Name, Path: mf.Dir, Err: he}
 }
 
 // maxHookOutput is how much of a hook's output is kept: the end of it,
@@ -644,36 +645,36 @@ func sameDir(a, b string) bool {
 // attach makes a shared head over an existing checkout of this repository.
 func (w *workspace) attach(ctx context.Context, spec *backend.HeadSpec) (backend.Head, error) {
 	const op = "gitbackend: attach"
-	fail := func(code backend.Code, format string, args ...any) error {
-		return &backend.Error{Code: code, Op: op, Head: spec.Name, Path: spec.Attach, Err: fmt.Errorf(format, args...)}
+	fail := func(code grove.Code, format string, args ...any) error {
+		return &grove.Error{Code: code, Op: op, Head: spec.Name, Path: spec.Attach, Err: fmt.Errorf(format, args...)}
 	}
 	abs, err := filepath.Abs(spec.Attach)
 	if err != nil {
-		return nil, fail(backend.InvalidArgument, "%v", err)
+		return nil, fail(grove.InvalidArgument, "%v", err)
 	}
 	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-		return nil, fail(backend.NotFound, "no directory at %s", abs)
+		return nil, fail(grove.NotFound, "no directory at %s", abs)
 	}
 	out, err := w.repo.run(ctx, gitcmd.Cmd{Dir: abs, Discover: true, Args: []string{"rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel", "--git-dir"}})
 	if err != nil {
-		if backend.CodeOf(err) == backend.Canceled {
+		if grove.CodeOf(err) == grove.Canceled {
 			return nil, err
 		}
-		return nil, fail(backend.InvalidArgument, "%s is not a git checkout: %v", abs, err)
+		return nil, fail(grove.InvalidArgument, "%s is not a git checkout: %v", abs, err)
 	}
 	lines := strings.Split(out, "\n")
 	if len(lines) != 3 {
-		return nil, fail(backend.InvalidArgument, "%s is not a checkout with a working tree", abs)
+		return nil, fail(grove.InvalidArgument, "%s is not a checkout with a working tree", abs)
 	}
 	common, _ := filepath.EvalSymlinks(lines[0])
 	if common != w.repo.common {
-		return nil, fail(backend.InvalidArgument, "%s is a checkout of %s, not of this workspace's %s", abs, common, w.repo.common)
+		return nil, fail(grove.InvalidArgument, "%s is a checkout of %s, not of this workspace's %s", abs, common, w.repo.common)
 	}
 	dir, _ := filepath.EvalSymlinks(lines[1])
 	admin, _ := filepath.EvalSymlinks(lines[2])
 	head, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: admin, CommonDir: common, WorkTree: dir, Dir: dir, Args: []string{"rev-parse", "--verify", "-q", "HEAD^{commit}"}})
 	if err != nil {
-		return nil, fail(backend.FailedPrecondition, "the checkout has no commit yet")
+		return nil, fail(grove.FailedPrecondition, "the checkout has no commit yet")
 	}
 	branch, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: admin, CommonDir: common, WorkTree: dir, Dir: dir, Args: []string{"symbolic-ref", "-q", "--short", "HEAD"}})
 	if err != nil {
@@ -686,23 +687,23 @@ func (w *workspace) attach(ctx context.Context, spec *backend.HeadSpec) (backend
 	defer rl.Unlock()
 	all, err := w.meta.manifests()
 	if err != nil {
-		return nil, fail(backend.Internal, "%v", err)
+		return nil, fail(grove.Internal, "%v", err)
 	}
 	for _, mf := range all {
 		switch {
 		case mf.Name == spec.Name && mf.live():
-			return nil, fail(backend.AlreadyExists, "a head named %q exists", spec.Name)
+			return nil, fail(grove.AlreadyExists, "a head named %q exists", spec.Name)
 		case mf.live() && !mf.Attached && (within(dir, mf.Dir) || within(mf.Dir, dir)):
-			return nil, fail(backend.InvalidArgument, "%s overlaps head %q at %s", dir, mf.Name, mf.Dir)
+			return nil, fail(grove.InvalidArgument, "%s overlaps head %q at %s", dir, mf.Name, mf.Dir)
 		}
 	}
 	mf := &manifest{
-		ID: backend.HeadID(uuid.NewString()), Name: spec.Name, Access: backend.Shared, Attached: true,
-		Branch: branch, Dir: dir, Admin: admin, Base: backend.CheckpointID(head), State: backend.StateActive,
+		ID: grove.HeadID(uuid.NewString()), Name: spec.Name, Access: grove.Shared, Attached: true,
+		Branch: branch, Dir: dir, Admin: admin, Base: grove.CheckpointID(head), State: grove.StateActive,
 		Created: time.Now().UTC(),
 	}
 	if err := w.meta.writeManifest(mf); err != nil {
-		return nil, fail(backend.Internal, "writing the manifest: %v", err)
+		return nil, fail(grove.Internal, "writing the manifest: %v", err)
 	}
 	return w.newHead(mf, nil)
 }
@@ -714,10 +715,10 @@ func (w *workspace) OpenHead(ctx context.Context, name string, opts *backend.Reo
 	}
 	mf, err := w.meta.byName(name)
 	if err != nil {
-		return nil, backend.Errorf(backend.Internal, op, "%w", err)
+		return nil, grove.Errorf(grove.Internal, op, "%w", err)
 	}
 	if mf == nil {
-		return nil, &backend.Error{Code: backend.NotFound, Op: op, Head: name, Reason: backend.ReasonMissing, Err: fmt.Errorf("no head named %q", name)}
+		return nil, &grove.Error{Code: grove.NotFound, Op: op, Head: name, Reason: grove.ReasonMissing, Err: fmt.Errorf("no head named %q", name)}
 	}
 	return w.open(ctx, op, mf, opts)
 }
@@ -725,17 +726,17 @@ func (w *workspace) OpenHead(ctx context.Context, name string, opts *backend.Reo
 // open verifies a head's directory, registration, identity and branch, and
 // binds a handle to it.
 func (w *workspace) open(ctx context.Context, op string, mf *manifest, opts *backend.ReopenOptions) (*head, error) {
-	fail := func(code backend.Code, reason backend.Reason, format string, args ...any) error {
-		return &backend.Error{Code: code, Op: op, Head: mf.Name, Reason: reason, Err: fmt.Errorf(format, args...)}
+	fail := func(code grove.Code, reason grove.Reason, format string, args ...any) error {
+		return &grove.Error{Code: code, Op: op, Head: mf.Name, Reason: reason, Err: fmt.Errorf(format, args...)}
 	}
 	err := w.verify(mf, fail)
 	if err != nil && opts != nil && opts.Recreate && !opts.ReadOnly && !mf.Attached {
-		if be := (*backend.Error)(nil); errors.As(err, &be) && be.Reason == backend.ReasonMissing {
+		if be := (*grove.Error)(nil); errors.As(err, &be) && be.Reason == grove.ReasonMissing {
 			if err := w.recreate(ctx, op, mf.ID); err != nil {
 				return nil, err
 			}
 			if mf, err = w.meta.readManifest(mf.ID); err != nil {
-				return nil, backend.Errorf(backend.Internal, op, "%w", err)
+				return nil, grove.Errorf(grove.Internal, op, "%w", err)
 			}
 			err = w.verify(mf, fail)
 		}
@@ -744,50 +745,50 @@ func (w *workspace) open(ctx context.Context, op string, mf *manifest, opts *bac
 		return nil, err
 	}
 	observe := opts != nil && opts.ReadOnly
-	if mf.State == backend.StateArchived && !observe && (opts == nil || !opts.AllowArchived) {
-		return nil, fail(backend.Archived, "", "head %q is archived", mf.Name)
+	if mf.State == grove.StateArchived && !observe && (opts == nil || !opts.AllowArchived) {
+		return nil, fail(grove.Archived, "", "head %q is archived", mf.Name)
 	}
 	if observe {
 		return w.newHead(mf, nil)
 	}
 	var bl *lock.Lock
-	if mf.Access == backend.Isolated {
+	if mf.Access == grove.Isolated {
 		l, err := lock.TryLock(w.meta.bindLock(mf.ID), "isolated head "+mf.Name)
-		if backend.CodeOf(err) == backend.Busy {
-			return nil, fail(backend.AlreadyBound, "", "isolated head %q is held: %v", mf.Name, err)
+		if grove.CodeOf(err) == grove.Busy {
+			return nil, fail(grove.AlreadyBound, "", "isolated head %q is held: %v", mf.Name, err)
 		}
 		if err != nil {
 			return nil, err
 		}
 		bl = l
 	}
-	if mf.State == backend.StateArchived {
+	if mf.State == grove.StateArchived {
 		if err := w.setState(ctx, mf.ID, false); err != nil {
 			if bl != nil {
 				_ = bl.Unlock()
 			}
 			return nil, err
 		}
-		mf.State = backend.StateActive
+		mf.State = grove.StateActive
 	}
 	return w.newHead(mf, bl)
 }
 
 // verify runs the checks that need no git process: the directory, its
 // registration in this repository, the head ID it carries and its branch.
-func (w *workspace) verify(mf *manifest, fail func(backend.Code, backend.Reason, string, ...any) error) error {
+func (w *workspace) verify(mf *manifest, fail func(grove.Code, grove.Reason, string, ...any) error) error {
 	// A manifest is grove's, but it lies where anyone who can write the
 	// common git dir can rewrite it: its git dir must be this
 	// repository's (a registration, or the repository itself for an
 	// attached main checkout), whatever else it says.
 	if regs := filepath.Join(w.repo.common, "worktrees"); filepath.Dir(mf.Admin) != regs && !(mf.Attached && mf.Admin == w.repo.common) {
-		return fail(backend.IdentityMismatch, backend.ReasonUnregistered, "the head's recorded git dir %s is not one of %s", mf.Admin, w.repo.common)
+		return fail(grove.IdentityMismatch, grove.ReasonUnregistered, "the head's recorded git dir %s is not one of %s", mf.Admin, w.repo.common)
 	}
 	if mf.Rebuilding {
-		return fail(backend.NotFound, backend.ReasonMissing, "a Recreate of the head at %s did not finish; reopen with Recreate to finish it", mf.Dir)
+		return fail(grove.NotFound, grove.ReasonMissing, "a Recreate of the head at %s did not finish; reopen with Recreate to finish it", mf.Dir)
 	}
 	if st, err := os.Lstat(mf.Dir); err == nil && !st.IsDir() {
-		return fail(backend.NotFound, backend.ReasonUnregistered, "%s is no longer a directory (a symlink or a file took its place)", mf.Dir)
+		return fail(grove.NotFound, grove.ReasonUnregistered, "%s is no longer a directory (a symlink or a file took its place)", mf.Dir)
 	}
 	st, err := os.Stat(mf.Dir)
 	if err != nil || !st.IsDir() {
@@ -796,58 +797,58 @@ func (w *workspace) verify(mf *manifest, fail func(backend.Code, backend.Reason,
 		if data, err := regfile.Read(filepath.Join(mf.Admin, "gitdir"), maxSmallFile); err == nil && !mf.Attached {
 			if at := filepath.Dir(gitLine(data)); at != mf.Dir {
 				if _, err := os.Stat(at); err == nil {
-					return fail(backend.NotFound, backend.ReasonMoved, "the head's directory moved from %s to %s", mf.Dir, at)
+					return fail(grove.NotFound, grove.ReasonMoved, "the head's directory moved from %s to %s", mf.Dir, at)
 				}
 			}
 		}
-		return fail(backend.NotFound, backend.ReasonMissing, "the head's directory %s is gone", mf.Dir)
+		return fail(grove.NotFound, grove.ReasonMissing, "the head's directory %s is gone", mf.Dir)
 	}
 	admin, err := readGitFile(mf.Dir)
 	if err != nil {
-		return fail(backend.NotFound, backend.ReasonUnregistered, "%s is not a git worktree: %v", mf.Dir, err)
+		return fail(grove.NotFound, grove.ReasonUnregistered, "%s is not a git worktree: %v", mf.Dir, err)
 	}
 	if admin != mf.Admin {
 		if _, err := os.Stat(admin); err != nil {
-			return fail(backend.NotFound, backend.ReasonMoved, "the worktree's git dir %s is gone: the repository moved", admin)
+			return fail(grove.NotFound, grove.ReasonMoved, "the worktree's git dir %s is gone: the repository moved", admin)
 		}
-		return fail(backend.NotFound, backend.ReasonUnregistered, "%s belongs to git dir %s, not %s", mf.Dir, admin, mf.Admin)
+		return fail(grove.NotFound, grove.ReasonUnregistered, "%s belongs to git dir %s, not %s", mf.Dir, admin, mf.Admin)
 	}
 	if !mf.Attached {
 		back, err := regfile.Read(filepath.Join(admin, "gitdir"), maxSmallFile)
 		if err != nil {
-			return fail(backend.NotFound, backend.ReasonUnregistered, "the repository no longer registers %s", mf.Dir)
+			return fail(grove.NotFound, grove.ReasonUnregistered, "the repository no longer registers %s", mf.Dir)
 		}
 		if recorded := filepath.Dir(gitLine(back)); recorded != mf.Dir {
-			return fail(backend.NotFound, backend.ReasonMoved, "the repository records the worktree at %s, not %s", recorded, mf.Dir)
+			return fail(grove.NotFound, grove.ReasonMoved, "the repository records the worktree at %s, not %s", recorded, mf.Dir)
 		}
 		if common, err := regfile.Read(filepath.Join(admin, "commondir"), maxSmallFile); err != nil ||
 			!sameDir(resolveFrom(admin, gitLine(common)), w.repo.common) {
-			return fail(backend.NotFound, backend.ReasonUnregistered, "the worktree's git dir %s no longer belongs to %s", admin, w.repo.common)
+			return fail(grove.NotFound, grove.ReasonUnregistered, "the worktree's git dir %s no longer belongs to %s", admin, w.repo.common)
 		}
 		// Git reads HEAD before anything: a FIFO there would block it.
 		if fi, err := os.Lstat(filepath.Join(admin, "HEAD")); err != nil || !fi.Mode().IsRegular() {
-			return fail(backend.NotFound, backend.ReasonUnregistered, "the worktree's git dir %s has no HEAD file", admin)
+			return fail(grove.NotFound, grove.ReasonUnregistered, "the worktree's git dir %s has no HEAD file", admin)
 		}
 		id, err := regfile.Read(filepath.Join(admin, headIDFile), maxSmallFile)
 		if err != nil || strings.TrimSpace(string(id)) != string(mf.ID) {
-			return fail(backend.IdentityMismatch, backend.ReasonHeadID, "the worktree at %s is not head %s", mf.Dir, mf.ID)
+			return fail(grove.IdentityMismatch, grove.ReasonHeadID, "the worktree at %s is not head %s", mf.Dir, mf.ID)
 		}
 	}
 	if mf.Branch != "" && !w.repo.refExists("refs/heads/"+mf.Branch) {
-		return fail(backend.NotFound, backend.ReasonBranch, "branch %q is gone", mf.Branch)
+		return fail(grove.NotFound, grove.ReasonBranch, "branch %q is gone", mf.Branch)
 	}
 	return nil
 }
 
-func (w *workspace) Heads(ctx context.Context) ([]backend.HeadInfo, error) {
+func (w *workspace) Heads(ctx context.Context) ([]grove.HeadInfo, error) {
 	if err := w.enter(ctx, "Heads"); err != nil {
 		return nil, err
 	}
 	all, err := w.meta.manifests()
 	if err != nil {
-		return nil, backend.Errorf(backend.Internal, "gitbackend: heads", "%w", err)
+		return nil, grove.Errorf(grove.Internal, "gitbackend: heads", "%w", err)
 	}
-	var out []backend.HeadInfo
+	var out []grove.HeadInfo
 	for _, mf := range all {
 		if mf.live() {
 			out = append(out, mf.info())
@@ -856,7 +857,7 @@ func (w *workspace) Heads(ctx context.Context) ([]backend.HeadInfo, error) {
 	return out, nil
 }
 
-func (w *workspace) SetArchived(ctx context.Context, id backend.HeadID, archived bool) error {
+func (w *workspace) SetArchived(ctx context.Context, id grove.HeadID, archived bool) error {
 	if err := w.enter(ctx, "SetArchived"); err != nil {
 		return err
 	}
@@ -865,7 +866,7 @@ func (w *workspace) SetArchived(ctx context.Context, id backend.HeadID, archived
 
 // setState archives or unarchives a head's manifest under the repository
 // lock.
-func (w *workspace) setState(ctx context.Context, id backend.HeadID, archived bool) error {
+func (w *workspace) setState(ctx context.Context, id grove.HeadID, archived bool) error {
 	const op = "gitbackend: set archived"
 	rl, err := w.lockRepo(ctx, "set archived")
 	if err != nil {
@@ -875,23 +876,23 @@ func (w *workspace) setState(ctx context.Context, id backend.HeadID, archived bo
 	mf, err := w.meta.readManifest(id)
 	switch {
 	case err != nil || mf.Creating:
-		return &backend.Error{Code: backend.NotFound, Op: op, Head: string(id), Err: fmt.Errorf("no head %s", id)}
-	case mf.State == backend.StateDestroyed:
-		return &backend.Error{Code: backend.Destroyed, Op: op, Head: mf.Name, Err: fmt.Errorf("head %q was destroyed", mf.Name)}
+		return &grove.Error{Code: grove.NotFound, Op: op, Head: string(id), Err: fmt.Errorf("no head %s", id)}
+	case mf.State == grove.StateDestroyed:
+		return &grove.Error{Code: grove.Destroyed, Op: op, Head: mf.Name, Err: fmt.Errorf("head %q was destroyed", mf.Name)}
 	}
-	mf.State = backend.StateActive
+	mf.State = grove.StateActive
 	if archived {
-		mf.State = backend.StateArchived
+		mf.State = grove.StateArchived
 	}
 	if err := w.meta.writeManifest(mf); err != nil {
-		return &backend.Error{Code: backend.Internal, Op: op, Head: mf.Name, Err: err}
+		return &grove.Error{Code: grove.Internal, Op: op, Head: mf.Name, Err: err}
 	}
 	return nil
 }
 
 // Materialize checks the tree of at out into dir through a temporary
 // index, without registering a worktree.
-func (w *workspace) Materialize(ctx context.Context, at backend.Rev, dir string) error {
+func (w *workspace) Materialize(ctx context.Context, at grove.Rev, dir string) error {
 	const op = "gitbackend: materialize"
 	if err := w.enter(ctx, "Materialize"); err != nil {
 		return err
@@ -904,18 +905,18 @@ func (w *workspace) Materialize(ctx context.Context, at backend.Rev, dir string)
 	// planted in its head must not carry the write out of it.
 	given, err := filepath.Abs(dir)
 	if err != nil {
-		return &backend.Error{Code: backend.InvalidArgument, Op: op, Path: dir, Err: err}
+		return &grove.Error{Code: grove.InvalidArgument, Op: op, Path: dir, Err: err}
 	}
 	dir, err = canonical(dir)
 	if err != nil {
-		return &backend.Error{Code: backend.InvalidArgument, Op: op, Path: dir, Err: err}
+		return &grove.Error{Code: grove.InvalidArgument, Op: op, Path: dir, Err: err}
 	}
 	for _, p := range []string{given, dir} {
 		if mf, err := w.insideHead(p); err != nil || mf != nil {
-			return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: p, Err: fmt.Errorf("%s lies inside a head", p)}
+			return &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: p, Err: fmt.Errorf("%s lies inside a head", p)}
 		}
 		if w.repo.main != "" && within(p, w.repo.main) {
-			return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: p, Err: fmt.Errorf("%s lies inside the repository's working tree", p)}
+			return &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: p, Err: fmt.Errorf("%s lies inside the repository's working tree", p)}
 		}
 	}
 	undo, err := destdir.Prepare(op, dir)
@@ -934,10 +935,10 @@ func (w *workspace) Materialize(ctx context.Context, at backend.Rev, dir string)
 	}
 	if err != nil {
 		undo()
-		if backend.CodeOf(err) == backend.Canceled {
+		if grove.CodeOf(err) == grove.Canceled {
 			return err
 		}
-		return &backend.Error{Code: backend.Internal, Op: op, Path: dir, Err: err}
+		return &grove.Error{Code: grove.Internal, Op: op, Path: dir, Err: err}
 	}
 	return nil
 }
@@ -946,7 +947,7 @@ func (w *workspace) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return backend.Errorf(backend.FailedPrecondition, "gitbackend: close workspace", "workspace is already closed")
+		return grove.Errorf(grove.FailedPrecondition, "gitbackend: close workspace", "workspace is already closed")
 	}
 	w.closed = true
 	w.repo.stopRefs()

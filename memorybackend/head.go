@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 )
 
@@ -24,7 +25,7 @@ import (
 type head struct {
 	w       *workspace
 	hs      *headState
-	binding backend.Binding
+	binding grove.Binding
 
 	// observing is set for a handle opened ReadOnly: it holds no
 	// isolation, so its Close releases none.
@@ -38,8 +39,8 @@ var _ backend.Head = (*head)(nil)
 
 func newHead(w *workspace, hs *headState) *head {
 	p, _ := json.Marshal(payload{Locator: w.ws.locator, Name: hs.info.Name, Branch: hs.info.Branch})
-	return &head{w: w, hs: hs, binding: backend.Binding{
-		Version:   backend.BindingVersion,
+	return &head{w: w, hs: hs, binding: grove.Binding{
+		Version:   grove.BindingVersion,
 		Backend:   BackendID,
 		Workspace: w.ws.id,
 		Head:      hs.info.ID,
@@ -55,37 +56,37 @@ func (h *head) enter(ctx context.Context, op string) error {
 	closed := h.closed
 	h.mu.Unlock()
 	if closed {
-		return &backend.Error{Code: backend.FailedPrecondition, Op: "memorybackend: " + op, Head: h.hs.info.Name, Err: fmt.Errorf("head is closed")}
+		return &grove.Error{Code: grove.FailedPrecondition, Op: "memorybackend: " + op, Head: h.hs.info.Name, Err: fmt.Errorf("head is closed")}
 	}
 	if err := h.w.b.enter(ctx, op); err != nil {
 		return err
 	}
 	h.w.ws.mu.Lock()
-	destroyed := h.hs.info.State == backend.StateDestroyed
+	destroyed := h.hs.info.State == grove.StateDestroyed
 	h.w.ws.mu.Unlock()
 	if destroyed {
-		return &backend.Error{Code: backend.Destroyed, Op: "memorybackend: " + op, Head: h.hs.info.Name, Err: fmt.Errorf("head was destroyed")}
+		return &grove.Error{Code: grove.Destroyed, Op: "memorybackend: " + op, Head: h.hs.info.Name, Err: fmt.Errorf("head was destroyed")}
 	}
 	return nil
 }
 
-func (h *head) errorf(code backend.Code, op, format string, args ...any) error {
-	return &backend.Error{Code: code, Op: "memorybackend: " + op, Head: h.hs.info.Name, Err: fmt.Errorf(format, args...)}
+func (h *head) errorf(code grove.Code, op, format string, args ...any) error {
+	return &grove.Error{Code: code, Op: "memorybackend: " + op, Head: h.hs.info.Name, Err: fmt.Errorf(format, args...)}
 }
 
-func (h *head) Info() backend.HeadInfo {
+func (h *head) Info() grove.HeadInfo {
 	h.w.ws.mu.Lock()
 	defer h.w.ws.mu.Unlock()
 	return h.hs.info
 }
 
-func (h *head) Binding() backend.Binding {
+func (h *head) Binding() grove.Binding {
 	b := h.binding
 	b.Payload = slices.Clone(b.Payload)
 	return b
 }
 
-func (h *head) FS() backend.FS { return h.hs.fs }
+func (h *head) FS() grove.FS { return h.hs.fs }
 
 func (h *head) branchRef() plumbing.ReferenceName {
 	return plumbing.NewBranchReferenceName(h.hs.info.Branch)
@@ -96,8 +97,8 @@ func (h *head) branchRef() plumbing.ReferenceName {
 func (h *head) current(ctx context.Context, op string) (plumbing.Hash, map[string]entry, error) {
 	c, ok := h.w.ws.ref(h.branchRef())
 	if !ok {
-		return plumbing.ZeroHash, nil, &backend.Error{Code: backend.NotFound, Op: "memorybackend: " + op, Head: h.hs.info.Name,
-			Reason: backend.ReasonBranch, Err: fmt.Errorf("branch %q is gone", h.hs.info.Branch)}
+		return plumbing.ZeroHash, nil, &grove.Error{Code: grove.NotFound, Op: "memorybackend: " + op, Head: h.hs.info.Name,
+			Reason: grove.ReasonBranch, Err: fmt.Errorf("branch %q is gone", h.hs.info.Branch)}
 	}
 	tree, _, err := h.w.ws.st.readTree(ctx, c)
 	if err != nil {
@@ -107,27 +108,27 @@ func (h *head) current(ctx context.Context, op string) (plumbing.Hash, map[strin
 }
 
 func (h *head) internal(op string, err error) error {
-	if backend.CodeOf(err) == backend.Canceled {
-		return &backend.Error{Code: backend.Canceled, Op: "memorybackend: " + op, Head: h.hs.info.Name, Err: err}
+	if grove.CodeOf(err) == grove.Canceled {
+		return &grove.Error{Code: grove.Canceled, Op: "memorybackend: " + op, Head: h.hs.info.Name, Err: err}
 	}
-	return &backend.Error{Code: backend.Internal, Op: "memorybackend: " + op, Head: h.hs.info.Name, Err: err}
+	return &grove.Error{Code: grove.Internal, Op: "memorybackend: " + op, Head: h.hs.info.Name, Err: err}
 }
 
-func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (backend.CheckpointResult, error) {
+func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (grove.CheckpointResult, error) {
 	const op = "checkpoint"
 	if err := h.enter(ctx, "Checkpoint"); err != nil {
-		return backend.CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
 	nodes, err := h.hs.fs.snapshot()
 	if err != nil {
-		return backend.CheckpointResult{}, h.errorf(backend.NotFound, op, "%v", err)
+		return grove.CheckpointResult{}, h.errorf(grove.NotFound, op, "%v", err)
 	}
 	ws := h.w.ws
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	parent, tracked, err := h.current(ctx, op)
 	if err != nil {
-		return backend.CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
 	c := captureTree(nodes, tracked, opts)
 	for p, e := range c.files {
@@ -135,50 +136,50 @@ func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) 
 			continue // the commit already holds this blob
 		}
 		if _, err := ws.st.writeBlob(c.data[p]); err != nil {
-			return backend.CheckpointResult{}, h.internal(op, err)
+			return grove.CheckpointResult{}, h.internal(op, err)
 		}
 	}
 	tree, err := ws.st.writeTree(c.files)
 	if err != nil {
-		return backend.CheckpointResult{}, h.internal(op, err)
+		return grove.CheckpointResult{}, h.internal(op, err)
 	}
 	pc, err := ws.st.repo.CommitObject(parent)
 	if err != nil {
-		return backend.CheckpointResult{}, h.internal(op, err)
+		return grove.CheckpointResult{}, h.internal(op, err)
 	}
 	if pc.TreeHash == tree {
 		cp, err := ws.st.checkpointOf(parent)
 		if err != nil {
-			return backend.CheckpointResult{}, h.internal(op, err)
+			return grove.CheckpointResult{}, h.internal(op, err)
 		}
-		return backend.CheckpointResult{Checkpoint: cp, Skipped: c.skipped}, nil
+		return grove.CheckpointResult{Checkpoint: cp, Skipped: c.skipped}, nil
 	}
-	if err := backend.ContextError(ctx, "memorybackend: "+op); err != nil {
-		return backend.CheckpointResult{}, err
+	if err := grove.ContextError(ctx, "memorybackend: "+op); err != nil {
+		return grove.CheckpointResult{}, err
 	}
 	commit, err := ws.st.writeCommit(tree, parent, opts, time.Now())
 	if err != nil {
-		return backend.CheckpointResult{}, h.internal(op, err)
+		return grove.CheckpointResult{}, h.internal(op, err)
 	}
 	// Compare-and-swap the branch from the parent we read.
 	newRef := plumbing.NewHashReference(h.branchRef(), commit)
 	oldRef := plumbing.NewHashReference(h.branchRef(), parent)
 	if err := ws.st.repo.Storer.CheckAndSetReference(newRef, oldRef); err != nil {
-		return backend.CheckpointResult{}, h.errorf(backend.Conflict, op, "branch moved during the checkpoint: %v", err)
+		return grove.CheckpointResult{}, h.errorf(grove.Conflict, op, "branch moved during the checkpoint: %v", err)
 	}
 	h.hs.seq++
 	ref := plumbing.ReferenceName(fmt.Sprintf("%s%08d", checkpointRefPrefix(h.hs.info.ID), h.hs.seq))
 	if err := ws.setRef(ref, commit); err != nil {
-		return backend.CheckpointResult{}, h.internal(op, err)
+		return grove.CheckpointResult{}, h.internal(op, err)
 	}
 	cp, err := ws.st.checkpointOf(commit)
 	if err != nil {
-		return backend.CheckpointResult{}, h.internal(op, err)
+		return grove.CheckpointResult{}, h.internal(op, err)
 	}
-	return backend.CheckpointResult{Checkpoint: cp, New: true, Skipped: c.skipped}, nil
+	return grove.CheckpointResult{Checkpoint: cp, New: true, Skipped: c.skipped}, nil
 }
 
-func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
+func (h *head) Restore(ctx context.Context, to grove.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
 	const op = "restore"
 	if err := h.enter(ctx, "Restore"); err != nil {
 		return backend.RestoreResult{}, err
@@ -198,7 +199,7 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 	if err != nil {
 		return backend.RestoreResult{}, err
 	}
-	if err := backend.ContextError(ctx, "memorybackend: "+op); err != nil {
+	if err := grove.ContextError(ctx, "memorybackend: "+op); err != nil {
 		return backend.RestoreResult{}, err
 	}
 
@@ -206,7 +207,7 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.gone {
-		return backend.RestoreResult{}, h.errorf(backend.NotFound, op, "%v", errGone)
+		return backend.RestoreResult{}, h.errorf(grove.NotFound, op, "%v", errGone)
 	}
 	nodes := m.nodes
 	// Which files are ignored is decided by the rules in force now, before
@@ -256,11 +257,11 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 		return backend.RestoreResult{}, h.internal(op, err)
 	}
 	m.nodes = next
-	return backend.RestoreResult{Commit: backend.CheckpointID(target.String())}, nil
+	return backend.RestoreResult{Commit: grove.CheckpointID(target.String())}, nil
 }
 
 func (h *head) conflict(op, p string) error {
-	return &backend.Error{Code: backend.Conflict, Op: "memorybackend: " + op, Head: h.hs.info.Name, Path: p,
+	return &grove.Error{Code: grove.Conflict, Op: "memorybackend: " + op, Head: h.hs.info.Name, Path: p,
 		Err: fmt.Errorf("the target tracks %q, which is an ignored file in the head; restore will not overwrite it", p)}
 }
 
@@ -299,7 +300,7 @@ func (h *head) checkpoints() ([]plumbing.Hash, error) {
 	return out, nil
 }
 
-func (h *head) Log(ctx context.Context, opts *backend.LogOptions) ([]backend.Checkpoint, error) {
+func (h *head) Log(ctx context.Context, opts *backend.LogOptions) ([]grove.Checkpoint, error) {
 	const op = "log"
 	if err := h.enter(ctx, "Log"); err != nil {
 		return nil, err
@@ -313,7 +314,7 @@ func (h *head) Log(ctx context.Context, opts *backend.LogOptions) ([]backend.Che
 	if opts != nil && opts.Limit > 0 && len(hashes) > opts.Limit {
 		hashes = hashes[:opts.Limit]
 	}
-	out := make([]backend.Checkpoint, 0, len(hashes))
+	out := make([]grove.Checkpoint, 0, len(hashes))
 	for _, c := range hashes {
 		cp, err := h.w.ws.st.checkpointOf(c)
 		if err != nil {
@@ -324,7 +325,7 @@ func (h *head) Log(ctx context.Context, opts *backend.LogOptions) ([]backend.Che
 	return out, nil
 }
 
-func (h *head) Commits(ctx context.Context, since backend.Rev) ([]backend.CheckpointID, error) {
+func (h *head) Commits(ctx context.Context, since grove.Rev) ([]grove.CheckpointID, error) {
 	const op = "commits"
 	if err := h.enter(ctx, "Commits"); err != nil {
 		return nil, err
@@ -338,7 +339,7 @@ func (h *head) Commits(ctx context.Context, since backend.Rev) ([]backend.Checkp
 	}
 	tip, ok := ws.ref(h.branchRef())
 	if !ok {
-		return nil, h.errorf(backend.NotFound, op, "branch %q is gone", h.hs.info.Branch)
+		return nil, h.errorf(grove.NotFound, op, "branch %q is gone", h.hs.info.Branch)
 	}
 	seen := map[plumbing.Hash]bool{}
 	// walk visits the ancestors of start not seen yet, collecting them into
@@ -371,61 +372,61 @@ func (h *head) Commits(ctx context.Context, since backend.Rev) ([]backend.Checkp
 		return nil, h.internal(op, err)
 	}
 	sort.SliceStable(gained, func(i, j int) bool { return gained[i].Committer.When.After(gained[j].Committer.When) })
-	out := make([]backend.CheckpointID, len(gained))
+	out := make([]grove.CheckpointID, len(gained))
 	for i, c := range gained {
-		out[i] = backend.CheckpointID(c.Hash.String())
+		out[i] = grove.CheckpointID(c.Hash.String())
 	}
 	return out, nil
 }
 
-func (h *head) Status(ctx context.Context) (backend.Status, error) {
+func (h *head) Status(ctx context.Context) (grove.Status, error) {
 	const op = "status"
 	if err := h.enter(ctx, "Status"); err != nil {
-		return backend.Status{}, err
+		return grove.Status{}, err
 	}
 	nodes, err := h.hs.fs.snapshot()
 	if err != nil {
-		return backend.Status{}, h.errorf(backend.NotFound, op, "%v", err)
+		return grove.Status{}, h.errorf(grove.NotFound, op, "%v", err)
 	}
 	ws := h.w.ws
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	commit, tracked, err := h.current(ctx, op)
 	if err != nil {
-		return backend.Status{}, err
+		return grove.Status{}, err
 	}
-	st := backend.Status{
+	st := grove.Status{
 		Changes:  changes(captureTree(nodes, tracked, &backend.CheckpointOptions{}), tracked),
-		Commit:   backend.CheckpointID(commit.String()),
-		Archived: h.hs.info.State == backend.StateArchived,
+		Commit:   grove.CheckpointID(commit.String()),
+		Archived: h.hs.info.State == grove.StateArchived,
 	}
 	st.Dirty = len(st.Changes) > 0
 	cps, err := h.checkpoints()
 	if err != nil {
-		return backend.Status{}, h.internal(op, err)
+		return grove.Status{}, h.internal(op, err)
 	}
 	if len(cps) > 0 {
-		st.LastCheckpoint = backend.CheckpointID(cps[0].String())
+		st.LastCheckpoint = grove.CheckpointID(cps[0].String())
 	}
 	return st, nil
 }
 
-func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, error) {
+func (h *head) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error) {
 	const op = "diff"
 	if err := h.enter(ctx, "Diff"); err != nil {
-		return backend.Diff{}, err
+		return grove.Diff{}, err
 	}
 	var nodes map[string]*node
-	if to == backend.Live {
+	if to == grove.Live {
 		var err error
 		if nodes, err = h.hs.fs.snapshot(); err != nil {
-			return backend.Diff{}, h.errorf(backend.NotFound, op, "%v", err)
+			return grove.Diff{}, h.errorf(grove.NotFound, op, "%v", err)
 		}
 	}
 	ws := h.w.ws
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	treeOf := func(rev backend.Rev) (*object.Tree, error) {
+	treeOf := func(rev grove.Rev) (*object.Tree, error) {
 		c, err := ws.st.resolve(op, rev)
 		if err != nil {
 			return nil, err
@@ -442,13 +443,13 @@ func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, er
 	}
 	a, err := treeOf(from)
 	if err != nil {
-		return backend.Diff{}, err
+		return grove.Diff{}, err
 	}
 	var b *object.Tree
-	if to == backend.Live {
+	if to == grove.Live {
 		_, tracked, err := h.current(ctx, op)
 		if err != nil {
-			return backend.Diff{}, err
+			return grove.Diff{}, err
 		}
 		c := captureTree(nodes, tracked, &backend.CheckpointOptions{})
 		for p, e := range c.files {
@@ -456,40 +457,40 @@ func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, er
 				continue // the commit already holds this blob
 			}
 			if _, err := ws.st.writeBlob(c.data[p]); err != nil {
-				return backend.Diff{}, h.internal(op, err)
+				return grove.Diff{}, h.internal(op, err)
 			}
 		}
 		th, err := ws.st.writeTree(c.files)
 		if err != nil {
-			return backend.Diff{}, h.internal(op, err)
+			return grove.Diff{}, h.internal(op, err)
 		}
 		if b, err = ws.st.repo.TreeObject(th); err != nil {
-			return backend.Diff{}, h.internal(op, err)
+			return grove.Diff{}, h.internal(op, err)
 		}
 	} else if b, err = treeOf(to); err != nil {
-		return backend.Diff{}, err
+		return grove.Diff{}, err
 	}
 	// go-git reports a context that ended during the diff as its own
 	// object.ErrCanceled: answer the context's error instead.
 	chs, err := object.DiffTreeWithOptions(ctx, a, b, object.DefaultDiffTreeOptions)
 	if err != nil {
-		if cerr := backend.ContextError(ctx, "memorybackend: "+op); cerr != nil {
-			return backend.Diff{}, cerr
+		if cerr := grove.ContextError(ctx, "memorybackend: "+op); cerr != nil {
+			return grove.Diff{}, cerr
 		}
-		return backend.Diff{}, h.internal(op, err)
+		return grove.Diff{}, h.internal(op, err)
 	}
 	patch, err := chs.PatchContext(ctx)
 	if err != nil {
-		if cerr := backend.ContextError(ctx, "memorybackend: "+op); cerr != nil {
-			return backend.Diff{}, cerr
+		if cerr := grove.ContextError(ctx, "memorybackend: "+op); cerr != nil {
+			return grove.Diff{}, cerr
 		}
-		return backend.Diff{}, h.internal(op, err)
+		return grove.Diff{}, h.internal(op, err)
 	}
-	d := backend.Diff{Patch: patch.String()}
+	d := grove.Diff{Patch: patch.String()}
 	for _, s := range patch.Stats() {
-		d.Files = append(d.Files, backend.FileStat{Path: s.Name, Added: s.Addition, Deleted: s.Deletion})
+		d.Files = append(d.Files, grove.FileStat{Path: s.Name, Added: s.Addition, Deleted: s.Deletion})
 	}
-	slices.SortFunc(d.Files, func(a, b backend.FileStat) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(d.Files, func(a, b grove.FileStat) int { return strings.Compare(a.Path, b.Path) })
 	return d, nil
 }
 
@@ -507,7 +508,7 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 		return err
 	}
 	h.w.ws.mu.Lock()
-	h.hs.info.State = backend.StateDestroyed
+	h.hs.info.State = grove.StateDestroyed
 	h.hs.held = false
 	h.w.ws.mu.Unlock()
 	m := h.hs.fs
@@ -524,10 +525,10 @@ func (h *head) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return h.errorf(backend.FailedPrecondition, "close", "head is already closed")
+		return h.errorf(grove.FailedPrecondition, "close", "head is already closed")
 	}
 	h.closed = true
-	if h.hs.info.Access == backend.Isolated && !h.observing {
+	if h.hs.info.Access == grove.Isolated && !h.observing {
 		h.w.ws.mu.Lock()
 		h.hs.held = false
 		h.w.ws.mu.Unlock()

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // node is one entry of an in-memory tree: a directory, a regular file or a
@@ -33,7 +33,7 @@ type memFS struct {
 	gone  bool // the head was destroyed or its files deleted
 }
 
-var _ backend.FS = (*memFS)(nil)
+var _ grove.FS = (*memFS)(nil)
 
 const maxSymlinkHops = 40
 
@@ -56,11 +56,11 @@ func joinPath(dir, name string) string {
 	return dir + "/" + name
 }
 
-func fsErr(code backend.Code, op, name string, err error) error {
-	return &backend.Error{Code: code, Op: "memorybackend: " + op, Path: name, Err: err}
+func fsErr(code grove.Code, op, name string, err error) error {
+	return &grove.Error{Code: code, Op: "memorybackend: " + op, Path: name, Err: err}
 }
 
-func notExist(op, name string) error { return fsErr(backend.NotFound, op, name, fs.ErrNotExist) }
+func notExist(op, name string) error { return fsErr(grove.NotFound, op, name, fs.ErrNotExist) }
 
 // resolve finds the node name refers to, following symlinks in every
 // element but the last, and in the last too when follow is set. It returns
@@ -68,11 +68,11 @@ func notExist(op, name string) error { return fsErr(backend.NotFound, op, name, 
 // path it would have, with a NotFound error (an empty path when an earlier
 // element is missing). Callers hold m.mu.
 func (m *memFS) resolve(op, name string, follow bool) (string, *node, error) {
-	if err := backend.CheckPath(op, name); err != nil {
+	if err := grove.CheckPath(op, name); err != nil {
 		return "", nil, fsErrFrom(err)
 	}
 	if m.gone {
-		return "", nil, fsErr(backend.NotFound, op, name, errGone)
+		return "", nil, fsErr(grove.NotFound, op, name, errGone)
 	}
 	var parts []string
 	if name != "." {
@@ -100,14 +100,14 @@ func (m *memFS) walk(op, name string, parts []string, follow, mkdir bool, perm f
 			continue
 		case "..":
 			if i == 0 {
-				return "", nil, fsErr(backend.PathEscape, op, name, textError("a symlink leads outside the head"))
+				return "", nil, fsErr(grove.PathEscape, op, name, textError("a symlink leads outside the head"))
 			}
 			parts = slices.Delete(parts, i-1, i+1)
 			i--
 			continue
 		}
 		if i == 0 && c == ".git" {
-			return "", nil, fsErr(backend.PermissionDenied, op, name, errGitDir)
+			return "", nil, fsErr(grove.PermissionDenied, op, name, errGitDir)
 		}
 		p := joinPath(pathOf(parts[:i]), c)
 		n := m.nodes[p]
@@ -125,11 +125,11 @@ func (m *memFS) walk(op, name string, parts []string, follow, mkdir bool, perm f
 		if n.isSymlink() && (!last || follow) {
 			hops++
 			if hops > maxSymlinkHops {
-				return "", nil, fsErr(backend.InvalidArgument, op, name, errLoop)
+				return "", nil, fsErr(grove.InvalidArgument, op, name, errLoop)
 			}
 			target := string(n.data)
 			if target == "" || path.IsAbs(target) {
-				return "", nil, fsErr(backend.PathEscape, op, name, textError("symlink target "+target+" leads outside the head"))
+				return "", nil, fsErr(grove.PathEscape, op, name, textError("symlink target "+target+" leads outside the head"))
 			}
 			parts = slices.Concat(parts[:i], strings.Split(target, "/"), parts[i+1:])
 			continue
@@ -139,7 +139,7 @@ func (m *memFS) walk(op, name string, parts []string, follow, mkdir bool, perm f
 		}
 		if !n.isDir() {
 			if mkdir {
-				return "", nil, fsErr(backend.FailedPrecondition, op, name, syscall.ENOTDIR)
+				return "", nil, fsErr(grove.FailedPrecondition, op, name, syscall.ENOTDIR)
 			}
 			return "", nil, notExist(op, name)
 		}
@@ -159,7 +159,7 @@ func pathOf(parts []string) string {
 
 // fsErrFrom gives a CheckPath error the package's prefix.
 func fsErrFrom(err error) error {
-	if e, ok := err.(*backend.Error); ok {
+	if e, ok := err.(*grove.Error); ok {
 		e.Op = "memorybackend: " + e.Op
 	}
 	return err
@@ -172,11 +172,11 @@ func (m *memFS) target(op, name string) (string, *node, error) {
 	p, n, err := m.resolve(op, name, true)
 	if err == nil {
 		if n.isDir() {
-			return "", nil, fsErr(backend.FailedPrecondition, op, name, errIsDir)
+			return "", nil, fsErr(grove.FailedPrecondition, op, name, errIsDir)
 		}
 		return p, n, nil
 	}
-	if backend.CodeOf(err) != backend.NotFound || p == "" {
+	if grove.CodeOf(err) != grove.NotFound || p == "" {
 		return "", nil, err
 	}
 	return p, nil, nil
@@ -244,7 +244,7 @@ func (m *memFS) ReadDir(name string) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	if !n.isDir() {
-		return nil, fsErr(backend.FailedPrecondition, "readdir", name, errNotDir)
+		return nil, fsErr(grove.FailedPrecondition, "readdir", name, errNotDir)
 	}
 	return m.entries(p), nil
 }
@@ -254,21 +254,21 @@ func (m *memFS) ReadFile(name string) ([]byte, error) {
 	return data, err
 }
 
-func (m *memFS) ReadFileDigest(name string) ([]byte, backend.Digest, error) {
+func (m *memFS) ReadFileDigest(name string) ([]byte, grove.Digest, error) {
 	return m.readFile("readfile", name)
 }
 
-func (m *memFS) readFile(op, name string) ([]byte, backend.Digest, error) {
+func (m *memFS) readFile(op, name string) ([]byte, grove.Digest, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	_, n, err := m.resolve(op, name, true)
 	if err != nil {
-		return nil, backend.Digest{}, err
+		return nil, grove.Digest{}, err
 	}
 	if n.isDir() {
-		return nil, backend.Digest{}, fsErr(backend.FailedPrecondition, op, name, errIsDir)
+		return nil, grove.Digest{}, fsErr(grove.FailedPrecondition, op, name, errIsDir)
 	}
-	return slices.Clone(n.data), backend.DigestOf(n.data), nil
+	return slices.Clone(n.data), grove.DigestOf(n.data), nil
 }
 
 func (m *memFS) ReadLink(name string) (string, error) {
@@ -279,7 +279,7 @@ func (m *memFS) ReadLink(name string) (string, error) {
 		return "", err
 	}
 	if !n.isSymlink() {
-		return "", fsErr(backend.InvalidArgument, "readlink", name, errNotLink)
+		return "", fsErr(grove.InvalidArgument, "readlink", name, errNotLink)
 	}
 	return string(n.data), nil
 }
@@ -290,7 +290,7 @@ func (m *memFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	return m.write("writefile", name, data, perm)
 }
 
-func (m *memFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect backend.Digest) error {
+func (m *memFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect grove.Digest) error {
 	const op = "writefile"
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -298,12 +298,12 @@ func (m *memFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect b
 	if err != nil {
 		return err
 	}
-	var cur backend.Digest
+	var cur grove.Digest
 	if n != nil {
-		cur = backend.DigestOf(n.data)
+		cur = grove.DigestOf(n.data)
 	}
 	if cur != expect {
-		e := fsErr(backend.Conflict, op, name, errStale).(*backend.Error)
+		e := fsErr(grove.Conflict, op, name, errStale).(*grove.Error)
 		e.Current = &cur
 		return e
 	}
@@ -328,11 +328,11 @@ func (m *memFS) MkdirAll(name string, perm fs.FileMode) error {
 	const op = "mkdir"
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := backend.CheckPath(op, name); err != nil {
+	if err := grove.CheckPath(op, name); err != nil {
 		return fsErrFrom(err)
 	}
 	if m.gone {
-		return fsErr(backend.NotFound, op, name, errGone)
+		return fsErr(grove.NotFound, op, name, errGone)
 	}
 	var parts []string
 	if name != "." {
@@ -343,7 +343,7 @@ func (m *memFS) MkdirAll(name string, perm fs.FileMode) error {
 		return err
 	}
 	if !n.isDir() {
-		return fsErr(backend.FailedPrecondition, op, name, syscall.ENOTDIR)
+		return fsErr(grove.FailedPrecondition, op, name, syscall.ENOTDIR)
 	}
 	return nil
 }
@@ -357,10 +357,10 @@ func (m *memFS) Remove(name string) error {
 		return err
 	}
 	if p == "." {
-		return fsErr(backend.InvalidArgument, op, name, fs.ErrInvalid)
+		return fsErr(grove.InvalidArgument, op, name, fs.ErrInvalid)
 	}
 	if n.isDir() && len(m.entries(p)) > 0 {
-		return fsErr(backend.FailedPrecondition, op, name, errNotEmpty)
+		return fsErr(grove.FailedPrecondition, op, name, errNotEmpty)
 	}
 	delete(m.nodes, p)
 	return nil
@@ -375,26 +375,26 @@ func (m *memFS) Rename(oldname, newname string) error {
 		return err
 	}
 	if oldp == "." {
-		return fsErr(backend.InvalidArgument, op, oldname, fs.ErrInvalid)
+		return fsErr(grove.InvalidArgument, op, oldname, fs.ErrInvalid)
 	}
-	if err := backend.CheckPath(op, newname); err != nil {
+	if err := grove.CheckPath(op, newname); err != nil {
 		return fsErrFrom(err)
 	}
 	np, nn, err := m.resolve(op, newname, false)
 	switch {
 	case err == nil && nn.isDir():
-		return fsErr(backend.FailedPrecondition, op, newname, syscall.EISDIR)
+		return fsErr(grove.FailedPrecondition, op, newname, syscall.EISDIR)
 	case err == nil && n.isDir():
-		return fsErr(backend.FailedPrecondition, op, newname, syscall.ENOTDIR)
+		return fsErr(grove.FailedPrecondition, op, newname, syscall.ENOTDIR)
 	case err == nil:
-	case backend.CodeOf(err) != backend.NotFound || np == "":
+	case grove.CodeOf(err) != grove.NotFound || np == "":
 		return err
 	}
 	if np == oldp {
 		return nil
 	}
 	if n.isDir() && strings.HasPrefix(np, oldp+"/") {
-		return fsErr(backend.InvalidArgument, op, newname, textError("cannot move a directory into itself"))
+		return fsErr(grove.InvalidArgument, op, newname, textError("cannot move a directory into itself"))
 	}
 	moved := map[string]*node{np: n}
 	for k, v := range m.nodes {
@@ -417,13 +417,13 @@ func (m *memFS) Symlink(target, name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if target == "" || path.IsAbs(target) {
-		return fsErr(backend.PathEscape, op, name, textError("symlink target "+target+" leads outside the head"))
+		return fsErr(grove.PathEscape, op, name, textError("symlink target "+target+" leads outside the head"))
 	}
 	p, _, err := m.resolve(op, name, false)
 	switch {
 	case err == nil:
-		return fsErr(backend.AlreadyExists, op, name, fs.ErrExist)
-	case backend.CodeOf(err) != backend.NotFound || p == "" || m.gone:
+		return fsErr(grove.AlreadyExists, op, name, fs.ErrExist)
+	case grove.CodeOf(err) != grove.NotFound || p == "" || m.gone:
 		return err
 	}
 	var parts []string
@@ -432,7 +432,7 @@ func (m *memFS) Symlink(target, name string) error {
 	}
 	parts = append(parts, strings.Split(target, "/")...)
 	if _, _, err := m.walk(op, name, parts, true, false, 0); err != nil {
-		if c := backend.CodeOf(err); c == backend.PathEscape || c == backend.PermissionDenied {
+		if c := grove.CodeOf(err); c == grove.PathEscape || c == grove.PermissionDenied {
 			return err
 		}
 	}
@@ -460,7 +460,7 @@ func (m *memFS) snapshot() (map[string]*node, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.gone {
-		return nil, fsErr(backend.NotFound, "snapshot", ".", errGone)
+		return nil, fsErr(grove.NotFound, "snapshot", ".", errGone)
 	}
 	return cloneNodes(m.nodes), nil
 }

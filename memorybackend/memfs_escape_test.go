@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // The memory backend's heads have no .git, but the FS rule is the same as
@@ -38,7 +38,7 @@ func plant(m *memFS, target, name string) {
 
 func denied(t *testing.T, m *memFS, what string, err error) {
 	t.Helper()
-	if code := backend.CodeOf(err); code != backend.PermissionDenied {
+	if code := grove.CodeOf(err); code != grove.PermissionDenied {
 		t.Errorf("%s: code %v (err %v), want PermissionDenied", what, code, err)
 	} else if !errors.Is(err, fs.ErrPermission) {
 		t.Errorf("%s: %v does not match fs.ErrPermission", what, err)
@@ -64,7 +64,7 @@ func reach(t *testing.T, m *memFS, name string) {
 	_, err = m.ReadDir(name)
 	denied(t, m, "ReadDir "+name, err)
 	denied(t, m, "WriteFile "+name, m.WriteFile(name, []byte("x"), 0o644))
-	denied(t, m, "WriteFileIf "+name, m.WriteFileIf(name, []byte("x"), 0o644, backend.Digest{}))
+	denied(t, m, "WriteFileIf "+name, m.WriteFileIf(name, []byte("x"), 0o644, grove.Digest{}))
 	denied(t, m, "Chmod "+name, m.Chmod(name, 0))
 	denied(t, m, "MkdirAll "+name, m.MkdirAll(name, 0o755))
 	denied(t, m, "MkdirAll "+name+"/x", m.MkdirAll(name+"/x", 0o755))

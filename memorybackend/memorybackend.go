@@ -20,12 +20,13 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/google/uuid"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/destdir"
 )
 
 // BackendID is the ID of this backend in bindings.
-const BackendID backend.ID = "memory"
+const BackendID grove.ID = "memory"
 
 // DefaultBranch is the branch Store.Init commits to and that heads start
 // from when HeadSpec.From is empty.
@@ -47,23 +48,23 @@ func NewStore() *Store { return &Store{workspaces: map[string]*wsState{}} }
 // symlinks, which fsys reports through fs.ReadLinkFS; directories that end
 // up empty are not kept, as in git). It returns that commit. A locator in
 // use is AlreadyExists.
-func (s *Store) Init(locator string, fsys fs.FS) (backend.CheckpointID, error) {
+func (s *Store) Init(locator string, fsys fs.FS) (grove.CheckpointID, error) {
 	const op = "memorybackend: init"
 	if locator == "" {
-		return "", backend.Errorf(backend.InvalidArgument, op, "empty locator")
+		return "", grove.Errorf(grove.InvalidArgument, op, "empty locator")
 	}
 	if fsys == nil {
-		return "", backend.Errorf(backend.InvalidArgument, op, "nil fs.FS")
+		return "", grove.Errorf(grove.InvalidArgument, op, "nil fs.FS")
 	}
 	repo, err := git.Init(memory.NewStorage(), nil)
 	if err != nil {
-		return "", backend.Errorf(backend.Internal, op, "%w", err)
+		return "", grove.Errorf(grove.Internal, op, "%w", err)
 	}
 	ws := &wsState{
-		id:      backend.WorkspaceID(uuid.NewString()),
+		id:      grove.WorkspaceID(uuid.NewString()),
 		locator: locator,
 		st:      store{repo},
-		heads:   map[backend.HeadID]*headState{},
+		heads:   map[grove.HeadID]*headState{},
 	}
 	files := map[string]entry{}
 	err = fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
@@ -94,35 +95,35 @@ func (s *Store) Init(locator string, fsys fs.FS) (backend.CheckpointID, error) {
 		return err
 	})
 	if err != nil {
-		return "", backend.Errorf(backend.InvalidArgument, op, "reading the files: %w", err)
+		return "", grove.Errorf(grove.InvalidArgument, op, "reading the files: %w", err)
 	}
 	tree, err := ws.st.writeTree(files)
 	if err != nil {
-		return "", backend.Errorf(backend.Internal, op, "%w", err)
+		return "", grove.Errorf(grove.Internal, op, "%w", err)
 	}
 	c, err := ws.st.writeCommit(tree, plumbing.ZeroHash, &backend.CheckpointOptions{Message: "initial"}, time.Now())
 	if err != nil {
-		return "", backend.Errorf(backend.Internal, op, "%w", err)
+		return "", grove.Errorf(grove.Internal, op, "%w", err)
 	}
 	if err := ws.setRef(plumbing.NewBranchReferenceName(DefaultBranch), c); err != nil {
-		return "", backend.Errorf(backend.Internal, op, "%w", err)
+		return "", grove.Errorf(grove.Internal, op, "%w", err)
 	}
 	head := plumbing.NewSymbolicReference(plumbing.HEAD, plumbing.NewBranchReferenceName(DefaultBranch))
 	if err := repo.Storer.SetReference(head); err != nil {
-		return "", backend.Errorf(backend.Internal, op, "%w", err)
+		return "", grove.Errorf(grove.Internal, op, "%w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.workspaces[locator] != nil {
-		return "", backend.Errorf(backend.AlreadyExists, op, "locator %q is in use", locator)
+		return "", grove.Errorf(grove.AlreadyExists, op, "locator %q is in use", locator)
 	}
 	s.workspaces[locator] = ws
-	return backend.CheckpointID(c.String()), nil
+	return grove.CheckpointID(c.String()), nil
 }
 
 // Commit returns the commit a revision of the workspace at locator resolves
 // to, for tests and tools that prepare state.
-func (s *Store) Commit(locator string, rev backend.Rev) (backend.CheckpointID, error) {
+func (s *Store) Commit(locator string, rev grove.Rev) (grove.CheckpointID, error) {
 	ws, err := s.lookup("memorybackend: commit", locator)
 	if err != nil {
 		return "", err
@@ -130,13 +131,13 @@ func (s *Store) Commit(locator string, rev backend.Rev) (backend.CheckpointID, e
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	h, err := ws.st.resolve("commit", rev)
-	return backend.CheckpointID(h.String()), err
+	return grove.CheckpointID(h.String()), err
 }
 
 // SetBranch points branch of the workspace at locator to commit, or deletes
 // it when commit is empty: a change made behind grove's back, as a user's
 // git command would make it.
-func (s *Store) SetBranch(locator, branch string, commit backend.CheckpointID) error {
+func (s *Store) SetBranch(locator, branch string, commit grove.CheckpointID) error {
 	ws, err := s.lookup("memorybackend: set branch", locator)
 	if err != nil {
 		return err
@@ -152,7 +153,7 @@ func (s *Store) SetBranch(locator, branch string, commit backend.CheckpointID) e
 
 // DeleteHeadFiles drops the working tree of the head with ID id, as if its
 // directory had been deleted behind grove's back.
-func (s *Store) DeleteHeadFiles(locator string, id backend.HeadID) error {
+func (s *Store) DeleteHeadFiles(locator string, id grove.HeadID) error {
 	ws, err := s.lookup("memorybackend: delete head files", locator)
 	if err != nil {
 		return err
@@ -161,7 +162,7 @@ func (s *Store) DeleteHeadFiles(locator string, id backend.HeadID) error {
 	hs := ws.heads[id]
 	ws.mu.Unlock()
 	if hs == nil {
-		return backend.Errorf(backend.NotFound, "memorybackend: delete head files", "no head %s", id)
+		return grove.Errorf(grove.NotFound, "memorybackend: delete head files", "no head %s", id)
 	}
 	hs.fs.mu.Lock()
 	hs.fs.gone = true
@@ -175,7 +176,7 @@ func (s *Store) lookup(op, locator string) (*wsState, error) {
 	defer s.mu.Unlock()
 	ws := s.workspaces[locator]
 	if ws == nil {
-		return nil, &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Reason: backend.ReasonMissing,
+		return nil, &grove.Error{Code: grove.NotFound, Op: op, Path: locator, Reason: grove.ReasonMissing,
 			Err: fmt.Errorf("no workspace at %q", locator)}
 	}
 	return ws, nil
@@ -210,12 +211,12 @@ func New(opts Options) *Backend {
 func (b *Backend) Store() *Store { return b.store }
 
 // ID returns "memory".
-func (b *Backend) ID() backend.ID { return BackendID }
+func (b *Backend) ID() grove.ID { return BackendID }
 
 // Capabilities: shared compare-and-set, symlinks and file modes; no attach,
 // no host directories, no cross-process isolation, no persistence.
-func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{SharedCAS: true, Symlinks: true, FileModes: true, Recreate: true}
+func (b *Backend) Capabilities() grove.Capabilities {
+	return grove.Capabilities{SharedCAS: true, Symlinks: true, FileModes: true, Recreate: true}
 }
 
 // As supports *Store.
@@ -233,7 +234,7 @@ func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return backend.Errorf(backend.FailedPrecondition, "memorybackend: close", "backend is already closed")
+		return grove.Errorf(grove.FailedPrecondition, "memorybackend: close", "backend is already closed")
 	}
 	b.closed = true
 	return nil
@@ -245,9 +246,9 @@ func (b *Backend) enter(ctx context.Context, op string) error {
 	closed := b.closed
 	b.mu.Unlock()
 	if closed {
-		return backend.Errorf(backend.FailedPrecondition, "memorybackend: "+op, "backend is closed")
+		return grove.Errorf(grove.FailedPrecondition, "memorybackend: "+op, "backend is closed")
 	}
-	return backend.ContextError(ctx, "memorybackend: "+op)
+	return grove.ContextError(ctx, "memorybackend: "+op)
 }
 
 // OpenWorkspace opens the workspace Store.Init made at locator; any other
@@ -258,10 +259,10 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 		return nil, err
 	}
 	if opts != nil && opts.HeadsDir != "" {
-		return nil, backend.Errorf(backend.Unimplemented, "memorybackend: open", "memory heads have no directory (HeadsDir)")
+		return nil, grove.Errorf(grove.Unimplemented, "memorybackend: open", "memory heads have no directory (HeadsDir)")
 	}
 	if opts != nil && (opts.Setup != nil || opts.Teardown != nil) {
-		return nil, backend.Errorf(backend.Unimplemented, "memorybackend: open", "memory heads have no directory to run a Setup or Teardown hook in")
+		return nil, grove.Errorf(grove.Unimplemented, "memorybackend: open", "memory heads have no directory to run a Setup or Teardown hook in")
 	}
 	ws, err := b.store.lookup("memorybackend: open", locator)
 	if err != nil {
@@ -283,7 +284,7 @@ type payload struct {
 // head has its name), its access (IdentityMismatch, access), its branch
 // (IdentityMismatch or NotFound, branch), its files (NotFound, missing),
 // archived (Archived) and isolation (AlreadyBound).
-func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
+func (b *Backend) Reopen(ctx context.Context, bind grove.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
 	const op = "memorybackend: reopen"
 	if err := b.enter(ctx, "Reopen"); err != nil {
 		return nil, nil, err
@@ -292,22 +293,22 @@ func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backen
 	dec := json.NewDecoder(strings.NewReader(string(bind.Payload)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil || p.Locator == "" || p.Name == "" || p.Branch == "" {
-		return nil, nil, &backend.Error{Code: backend.BindingCorrupt, Op: op, Head: string(bind.Head),
+		return nil, nil, &grove.Error{Code: grove.BindingCorrupt, Op: op, Head: string(bind.Head),
 			Err: fmt.Errorf("payload is not a memory head's: %s", bind.Payload)}
 	}
 	ws, err := b.store.lookup(op, p.Locator)
 	if err != nil {
 		return nil, nil, err
 	}
-	mismatch := func(code backend.Code, r backend.Reason, format string, args ...any) error {
-		return &backend.Error{Code: code, Op: op, Head: string(bind.Head), Reason: r, Err: fmt.Errorf(format, args...)}
+	mismatch := func(code grove.Code, r grove.Reason, format string, args ...any) error {
+		return &grove.Error{Code: code, Op: op, Head: string(bind.Head), Reason: r, Err: fmt.Errorf(format, args...)}
 	}
 	if ws.id != bind.Workspace {
-		return nil, nil, mismatch(backend.IdentityMismatch, backend.ReasonWorkspaceID,
+		return nil, nil, mismatch(grove.IdentityMismatch, grove.ReasonWorkspaceID,
 			"workspace at %q is %s, not %s", p.Locator, ws.id, bind.Workspace)
 	}
 	if opts != nil && (opts.Setup != nil || opts.Teardown != nil) {
-		return nil, nil, backend.Errorf(backend.Unimplemented, op, "memory heads have no directory to run a Setup or Teardown hook in")
+		return nil, nil, grove.Errorf(grove.Unimplemented, op, "memory heads have no directory to run a Setup or Teardown hook in")
 	}
 	w := &workspace{b: b, ws: ws}
 	ws.mu.Lock()
@@ -315,20 +316,20 @@ func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backen
 	hs, named := ws.heads[bind.Head], ws.byName(p.Name)
 	switch {
 	case hs == nil && named != nil:
-		return nil, nil, mismatch(backend.IdentityMismatch, backend.ReasonHeadID,
+		return nil, nil, mismatch(grove.IdentityMismatch, grove.ReasonHeadID,
 			"head %q is %s, not %s", p.Name, named.info.ID, bind.Head)
 	case hs == nil:
-		return nil, nil, mismatch(backend.NotFound, backend.ReasonMissing, "no head %s", bind.Head)
-	case hs.info.State == backend.StateDestroyed:
-		return nil, nil, mismatch(backend.Destroyed, "", "head %q was destroyed", hs.info.Name)
+		return nil, nil, mismatch(grove.NotFound, grove.ReasonMissing, "no head %s", bind.Head)
+	case hs.info.State == grove.StateDestroyed:
+		return nil, nil, mismatch(grove.Destroyed, "", "head %q was destroyed", hs.info.Name)
 	case hs.info.Access != bind.Access:
-		return nil, nil, mismatch(backend.IdentityMismatch, backend.ReasonAccess,
+		return nil, nil, mismatch(grove.IdentityMismatch, grove.ReasonAccess,
 			"head is %s, the binding says %s", hs.info.Access, bind.Access)
 	case hs.info.Branch != p.Branch:
-		return nil, nil, mismatch(backend.IdentityMismatch, backend.ReasonBranch,
+		return nil, nil, mismatch(grove.IdentityMismatch, grove.ReasonBranch,
 			"head's branch is %q, the binding says %q", hs.info.Branch, p.Branch)
 	case hs.info.Name != p.Name:
-		return nil, nil, mismatch(backend.IdentityMismatch, backend.ReasonHeadID,
+		return nil, nil, mismatch(grove.IdentityMismatch, grove.ReasonHeadID,
 			"head %s is named %q, the binding says %q", bind.Head, hs.info.Name, p.Name)
 	}
 	h, err := w.open(op, hs, opts)
@@ -340,16 +341,16 @@ func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backen
 
 // wsState is one workspace's state, shared by every backend of its Store.
 type wsState struct {
-	id      backend.WorkspaceID
+	id      grove.WorkspaceID
 	locator string
 
 	mu    sync.Mutex // guards st's refs and heads
 	st    store
-	heads map[backend.HeadID]*headState
+	heads map[grove.HeadID]*headState
 }
 
 type headState struct {
-	info backend.HeadInfo
+	info grove.HeadInfo
 	fs   *memFS
 	held bool // an isolated head's lock is taken
 	seq  int  // number of the last checkpoint ref
@@ -357,7 +358,7 @@ type headState struct {
 
 func (ws *wsState) byName(name string) *headState {
 	for _, hs := range ws.heads {
-		if hs.info.Name == name && hs.info.State != backend.StateDestroyed {
+		if hs.info.Name == name && hs.info.State != grove.StateDestroyed {
 			return hs
 		}
 	}
@@ -382,7 +383,7 @@ func (ws *wsState) branchExists(branch string) bool {
 }
 
 // checkpointRefPrefix is where a head's checkpoints are kept reachable.
-func checkpointRefPrefix(id backend.HeadID) string { return "refs/grove/" + string(id) + "/" }
+func checkpointRefPrefix(id grove.HeadID) string { return "refs/grove/" + string(id) + "/" }
 
 type workspace struct {
 	b  *Backend
@@ -399,13 +400,13 @@ func (w *workspace) enter(ctx context.Context, op string) error {
 	closed := w.closed
 	w.mu.Unlock()
 	if closed {
-		return backend.Errorf(backend.FailedPrecondition, "memorybackend: "+op, "workspace is closed")
+		return grove.Errorf(grove.FailedPrecondition, "memorybackend: "+op, "workspace is closed")
 	}
 	return w.b.enter(ctx, op)
 }
 
-func (w *workspace) Info() backend.WorkspaceInfo {
-	return backend.WorkspaceInfo{ID: w.ws.id, Backend: BackendID, Locator: w.ws.locator}
+func (w *workspace) Info() grove.WorkspaceInfo {
+	return grove.WorkspaceInfo{ID: w.ws.id, Backend: BackendID, Locator: w.ws.locator}
 }
 
 func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (backend.Head, error) {
@@ -414,20 +415,20 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 		return nil, err
 	}
 	if spec.Attach != "" {
-		return nil, backend.Errorf(backend.Unimplemented, op, "the memory backend cannot attach to a checkout")
+		return nil, grove.Errorf(grove.Unimplemented, op, "the memory backend cannot attach to a checkout")
 	}
 	if spec.Dir != "" {
-		return nil, backend.Errorf(backend.Unimplemented, op, "memory heads have no directory (Dir)")
+		return nil, grove.Errorf(grove.Unimplemented, op, "memory heads have no directory (Dir)")
 	}
 	ws := w.ws
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ws.byName(spec.Name) != nil {
-		return nil, &backend.Error{Code: backend.AlreadyExists, Op: op, Head: spec.Name, Err: fmt.Errorf("a head named %q exists", spec.Name)}
+		return nil, &grove.Error{Code: grove.AlreadyExists, Op: op, Head: spec.Name, Err: fmt.Errorf("a head named %q exists", spec.Name)}
 	}
 	from := spec.From
 	if from == "" {
-		from = backend.Rev(plumbing.HEAD)
+		from = grove.Rev(plumbing.HEAD)
 	}
 	base, err := ws.st.resolve("create head", from)
 	if err != nil {
@@ -440,7 +441,7 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 			branch = "grove/" + spec.Name + "-" + strconv.Itoa(n)
 		}
 	} else if ws.branchExists(branch) {
-		return nil, &backend.Error{Code: backend.AlreadyExists, Op: op, Head: spec.Name, Path: branch, Err: fmt.Errorf("branch %q exists", branch)}
+		return nil, &grove.Error{Code: grove.AlreadyExists, Op: op, Head: spec.Name, Path: branch, Err: fmt.Errorf("branch %q exists", branch)}
 	}
 	tree, _, err := ws.st.readTree(ctx, base)
 	if err != nil {
@@ -450,23 +451,23 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	if err := populate(files, ws.st, tree); err != nil {
 		return nil, failure(op, "", err)
 	}
-	if err := backend.ContextError(ctx, op); err != nil {
+	if err := grove.ContextError(ctx, op); err != nil {
 		return nil, err
 	}
 	if err := ws.setRef(plumbing.NewBranchReferenceName(branch), base); err != nil {
-		return nil, backend.Errorf(backend.Internal, op, "%w", err)
+		return nil, grove.Errorf(grove.Internal, op, "%w", err)
 	}
 	hs := &headState{
-		info: backend.HeadInfo{
-			ID:     backend.HeadID(uuid.NewString()),
+		info: grove.HeadInfo{
+			ID:     grove.HeadID(uuid.NewString()),
 			Name:   spec.Name,
 			Access: spec.Access,
 			Branch: branch,
-			Base:   backend.CheckpointID(base.String()),
-			State:  backend.StateActive,
+			Base:   grove.CheckpointID(base.String()),
+			State:  grove.StateActive,
 		},
 		fs:   files,
-		held: spec.Access == backend.Isolated,
+		held: spec.Access == grove.Isolated,
 	}
 	ws.heads[hs.info.ID] = hs
 	return newHead(w, hs), nil
@@ -519,7 +520,7 @@ func (w *workspace) OpenHead(ctx context.Context, name string, opts *backend.Reo
 	defer w.ws.mu.Unlock()
 	hs := w.ws.byName(name)
 	if hs == nil {
-		return nil, &backend.Error{Code: backend.NotFound, Op: op, Head: name, Reason: backend.ReasonMissing, Err: fmt.Errorf("no head named %q", name)}
+		return nil, &grove.Error{Code: grove.NotFound, Op: op, Head: name, Reason: grove.ReasonMissing, Err: fmt.Errorf("no head named %q", name)}
 	}
 	return w.open(op, hs, opts)
 }
@@ -530,15 +531,15 @@ func (w *workspace) open(op string, hs *headState, opts *backend.ReopenOptions) 
 	gone := hs.fs.gone
 	hs.fs.mu.RUnlock()
 	if gone && (opts == nil || !opts.Recreate || opts.ReadOnly || !w.ws.branchExists(hs.info.Branch)) {
-		return nil, &backend.Error{Code: backend.NotFound, Op: op, Head: hs.info.Name, Reason: backend.ReasonMissing, Err: errGone}
+		return nil, &grove.Error{Code: grove.NotFound, Op: op, Head: hs.info.Name, Reason: grove.ReasonMissing, Err: errGone}
 	}
 	if gone {
 		if err := w.recreate(hs); err != nil {
-			return nil, &backend.Error{Code: backend.Internal, Op: op, Head: hs.info.Name, Err: err}
+			return nil, &grove.Error{Code: grove.Internal, Op: op, Head: hs.info.Name, Err: err}
 		}
 	}
 	if !w.ws.branchExists(hs.info.Branch) {
-		return nil, &backend.Error{Code: backend.NotFound, Op: op, Head: hs.info.Name, Reason: backend.ReasonBranch,
+		return nil, &grove.Error{Code: grove.NotFound, Op: op, Head: hs.info.Name, Reason: grove.ReasonBranch,
 			Err: fmt.Errorf("branch %q is gone", hs.info.Branch)}
 	}
 	if opts != nil && opts.ReadOnly {
@@ -546,40 +547,40 @@ func (w *workspace) open(op string, hs *headState, opts *backend.ReopenOptions) 
 		h.observing = true
 		return h, nil
 	}
-	if hs.info.State == backend.StateArchived {
+	if hs.info.State == grove.StateArchived {
 		if opts == nil || !opts.AllowArchived {
-			return nil, &backend.Error{Code: backend.Archived, Op: op, Head: hs.info.Name, Err: fmt.Errorf("head %q is archived", hs.info.Name)}
+			return nil, &grove.Error{Code: grove.Archived, Op: op, Head: hs.info.Name, Err: fmt.Errorf("head %q is archived", hs.info.Name)}
 		}
 	}
-	if hs.info.Access == backend.Isolated {
+	if hs.info.Access == grove.Isolated {
 		if hs.held {
-			return nil, &backend.Error{Code: backend.AlreadyBound, Op: op, Head: hs.info.Name, Err: fmt.Errorf("isolated head %q is held", hs.info.Name)}
+			return nil, &grove.Error{Code: grove.AlreadyBound, Op: op, Head: hs.info.Name, Err: fmt.Errorf("isolated head %q is held", hs.info.Name)}
 		}
 		hs.held = true
 	}
-	if hs.info.State == backend.StateArchived {
-		hs.info.State = backend.StateActive
+	if hs.info.State == grove.StateArchived {
+		hs.info.State = grove.StateActive
 	}
 	return newHead(w, hs), nil
 }
 
-func (w *workspace) Heads(ctx context.Context) ([]backend.HeadInfo, error) {
+func (w *workspace) Heads(ctx context.Context) ([]grove.HeadInfo, error) {
 	if err := w.enter(ctx, "Heads"); err != nil {
 		return nil, err
 	}
 	w.ws.mu.Lock()
 	defer w.ws.mu.Unlock()
-	var out []backend.HeadInfo
+	var out []grove.HeadInfo
 	for _, hs := range w.ws.heads {
-		if hs.info.State != backend.StateDestroyed {
+		if hs.info.State != grove.StateDestroyed {
 			out = append(out, hs.info)
 		}
 	}
-	slices.SortFunc(out, func(a, b backend.HeadInfo) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b grove.HeadInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-func (w *workspace) SetArchived(ctx context.Context, id backend.HeadID, archived bool) error {
+func (w *workspace) SetArchived(ctx context.Context, id grove.HeadID, archived bool) error {
 	if err := w.enter(ctx, "SetArchived"); err != nil {
 		return err
 	}
@@ -593,18 +594,18 @@ func setArchived(hs *headState, name string, archived bool) error {
 	const op = "memorybackend: set archived"
 	switch {
 	case hs == nil:
-		return &backend.Error{Code: backend.NotFound, Op: op, Head: name, Err: fmt.Errorf("no head %s", name)}
-	case hs.info.State == backend.StateDestroyed:
-		return &backend.Error{Code: backend.Destroyed, Op: op, Head: name, Err: fmt.Errorf("head %q was destroyed", hs.info.Name)}
+		return &grove.Error{Code: grove.NotFound, Op: op, Head: name, Err: fmt.Errorf("no head %s", name)}
+	case hs.info.State == grove.StateDestroyed:
+		return &grove.Error{Code: grove.Destroyed, Op: op, Head: name, Err: fmt.Errorf("head %q was destroyed", hs.info.Name)}
 	case archived:
-		hs.info.State = backend.StateArchived
+		hs.info.State = grove.StateArchived
 	default:
-		hs.info.State = backend.StateActive
+		hs.info.State = grove.StateActive
 	}
 	return nil
 }
 
-func (w *workspace) Materialize(ctx context.Context, at backend.Rev, dir string) error {
+func (w *workspace) Materialize(ctx context.Context, at grove.Rev, dir string) error {
 	const op = "memorybackend: materialize"
 	if err := w.enter(ctx, "Materialize"); err != nil {
 		return err
@@ -624,7 +625,7 @@ func (w *workspace) Materialize(ctx context.Context, at backend.Rev, dir string)
 	}
 	w.ws.mu.Unlock()
 	if err != nil {
-		if backend.CodeOf(err) == backend.NotFound {
+		if grove.CodeOf(err) == grove.NotFound {
 			return err
 		}
 		return failure(op, "", err)
@@ -641,7 +642,7 @@ func materialize(ctx context.Context, op, dir string, tree map[string]entry, blo
 	}
 	write := func() error {
 		for p, e := range tree {
-			if err := backend.ContextError(ctx, op); err != nil {
+			if err := grove.ContextError(ctx, op); err != nil {
 				return err
 			}
 			full := filepath.Join(dir, filepath.FromSlash(p))
@@ -666,7 +667,7 @@ func materialize(ctx context.Context, op, dir string, tree map[string]entry, blo
 	}
 	if err := write(); err != nil {
 		undo()
-		if backend.CodeOf(err) == backend.Canceled {
+		if grove.CodeOf(err) == grove.Canceled {
 			return err
 		}
 		return failure(op, dir, err)
@@ -678,7 +679,7 @@ func (w *workspace) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return backend.Errorf(backend.FailedPrecondition, "memorybackend: close workspace", "workspace is already closed")
+		return grove.Errorf(grove.FailedPrecondition, "memorybackend: close workspace", "workspace is already closed")
 	}
 	w.closed = true
 	return nil
@@ -688,9 +689,9 @@ func (w *workspace) Close() error {
 // context ended (go-git and the store report that as a plain error
 // wrapping the context's), Internal otherwise.
 func failure(op, path string, err error) error {
-	code := backend.Internal
+	code := grove.Internal
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		code = backend.Canceled
+		code = grove.Canceled
 	}
-	return &backend.Error{Code: code, Op: op, Path: path, Err: err}
+	return &grove.Error{Code: code, Op: op, Path: path, Err: err}
 }

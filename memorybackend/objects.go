@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/backend/backendutil"
 )
@@ -112,8 +113,8 @@ func (s store) readTree(ctx context.Context, commit plumbing.Hash) (map[string]e
 
 func (s store) writeCommit(tree, parent plumbing.Hash, opts *backend.CheckpointOptions, when time.Time) (plumbing.Hash, error) {
 	author := opts.Author
-	if author == (backend.Signature{}) {
-		author = backend.DefaultAuthor
+	if author == (grove.Signature{}) {
+		author = grove.DefaultAuthor
 	}
 	msg := opts.Message
 	if msg == "" {
@@ -133,8 +134,8 @@ func (s store) writeCommit(tree, parent plumbing.Hash, opts *backend.CheckpointO
 
 // resolve turns a revision into a commit hash: a full or abbreviated hash,
 // a branch, a tag, or anything go-git's revision parser takes.
-func (s store) resolve(op string, rev backend.Rev) (plumbing.Hash, error) {
-	notFound := &backend.Error{Code: backend.NotFound, Op: "memorybackend: " + op, Rev: rev,
+func (s store) resolve(op string, rev grove.Rev) (plumbing.Hash, error) {
+	notFound := &grove.Error{Code: grove.NotFound, Op: "memorybackend: " + op, Rev: rev,
 		Err: errors.New("does not resolve to a commit")}
 	if rev == "" || strings.HasPrefix(string(rev), "-") {
 		return plumbing.ZeroHash, notFound
@@ -149,19 +150,19 @@ func (s store) resolve(op string, rev backend.Rev) (plumbing.Hash, error) {
 	return *h, nil
 }
 
-func (s store) checkpointOf(h plumbing.Hash) (backend.Checkpoint, error) {
+func (s store) checkpointOf(h plumbing.Hash) (grove.Checkpoint, error) {
 	c, err := s.repo.CommitObject(h)
 	if err != nil {
-		return backend.Checkpoint{}, err
+		return grove.Checkpoint{}, err
 	}
-	cp := backend.Checkpoint{
-		ID:      backend.CheckpointID(h.String()),
+	cp := grove.Checkpoint{
+		ID:      grove.CheckpointID(h.String()),
 		Message: c.Message,
-		Author:  backend.Signature{Name: c.Author.Name, Email: c.Author.Email},
+		Author:  grove.Signature{Name: c.Author.Name, Email: c.Author.Email},
 		Time:    c.Author.When,
 	}
 	if len(c.ParentHashes) > 0 {
-		cp.Parent = backend.CheckpointID(c.ParentHashes[0].String())
+		cp.Parent = grove.CheckpointID(c.ParentHashes[0].String())
 	}
 	return cp, nil
 }
@@ -216,7 +217,7 @@ func (ig ignorer) ignored(p string, isDir bool) bool {
 type capture struct {
 	files   map[string]entry
 	data    map[string][]byte // content of files, for writing blobs
-	skipped []backend.Skipped
+	skipped []grove.Skipped
 }
 
 // captureTree decides, for every node of a working tree, whether a
@@ -226,7 +227,7 @@ type capture struct {
 func captureTree(nodes map[string]*node, tracked map[string]entry, opts *backend.CheckpointOptions) capture {
 	limit := opts.MaxNewFileSize
 	if limit == 0 {
-		limit = backend.DefaultMaxNewFileSize
+		limit = grove.DefaultMaxNewFileSize
 	}
 	ig := newIgnorer(nodes)
 	included := func(p string) bool {
@@ -251,7 +252,7 @@ func captureTree(nodes map[string]*node, tracked map[string]entry, opts *backend
 				continue
 			}
 			if n.mode.IsRegular() && limit > 0 && int64(len(n.data)) > limit {
-				c.skipped = append(c.skipped, backend.Skipped{Path: p, Reason: backend.SkipTooLarge, Size: int64(len(n.data))})
+				c.skipped = append(c.skipped, grove.Skipped{Path: p, Reason: grove.SkipTooLarge, Size: int64(len(n.data))})
 				continue
 			}
 		}
@@ -268,31 +269,31 @@ func captureTree(nodes map[string]*node, tracked map[string]entry, opts *backend
 	}
 	for p, n := range nodes {
 		if p != "." && n.isDir() && !nonEmpty[p] && !ig.ignored(p, true) {
-			c.skipped = append(c.skipped, backend.Skipped{Path: p, Reason: backend.SkipEmptyDirectory})
+			c.skipped = append(c.skipped, grove.Skipped{Path: p, Reason: grove.SkipEmptyDirectory})
 		}
 	}
-	slices.SortFunc(c.skipped, func(a, b backend.Skipped) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(c.skipped, func(a, b grove.Skipped) int { return strings.Compare(a.Path, b.Path) })
 	return c
 }
 
 // changes compares a capture with the tracked files of the current commit.
-func changes(c capture, tracked map[string]entry) []backend.Change {
-	var out []backend.Change
+func changes(c capture, tracked map[string]entry) []grove.Change {
+	var out []grove.Change
 	for p, e := range c.files {
 		t, ok := tracked[p]
 		switch {
 		case !ok:
-			out = append(out, backend.Change{Path: p, Kind: backend.ChangeUntracked})
+			out = append(out, grove.Change{Path: p, Kind: grove.ChangeUntracked})
 		case t != e:
-			out = append(out, backend.Change{Path: p, Kind: backend.ChangeModified})
+			out = append(out, grove.Change{Path: p, Kind: grove.ChangeModified})
 		}
 	}
 	for p := range tracked {
 		if _, ok := c.files[p]; !ok {
-			out = append(out, backend.Change{Path: p, Kind: backend.ChangeDeleted})
+			out = append(out, grove.Change{Path: p, Kind: grove.ChangeDeleted})
 		}
 	}
-	slices.SortFunc(out, func(a, b backend.Change) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(out, func(a, b grove.Change) int { return strings.Compare(a.Path, b.Path) })
 	return out
 }
 

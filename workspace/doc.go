@@ -5,9 +5,11 @@
 // binding reopens exactly the same head after a restart — or fails with a
 // typed error, never a different or an empty head.
 //
-// A program imports this package, one backend package (gitbackend, or
-// memorybackend in tests) and, for durable sessions, engine; never package
-// backend, which is the contract backends implement.
+// A program imports this package, package grove (the nouns: IDs, Rev,
+// Binding, Checkpoint, Status, errors and their codes), one backend
+// package (gitbackend, or memorybackend in tests) and, for durable
+// sessions, engine; never package backend, which is the contract backends
+// implement.
 //
 // # Open a workspace, make a head
 //
@@ -28,7 +30,7 @@
 //	err = h.FS().WriteFile("main.go", code, 0o644) // paths are slash paths inside the head
 //	cp, err := h.Checkpoint(ctx, nil)             // a commit of the whole tree, untracked files included
 //	st, err := h.Status(ctx)                      // dirty? what changed? never waits for a writer
-//	res, err := h.Restore(ctx, workspace.Rev(cp.ID), nil) // dirty work kept in res.Safety
+//	res, err := h.Restore(ctx, grove.Rev(cp.ID), nil) // dirty work kept in res.Safety
 //	exp, err := h.Fork(ctx, "experiment", nil)     // a new isolated head, uncommitted work included
 //	_, err = h.Destroy(ctx, nil)                  // a final checkpoint first; branch and checkpoints stay
 //
@@ -42,7 +44,7 @@
 //
 //	saved, err := h.Binding().Encode() // persist before the agent runs
 //	...
-//	b, err := workspace.DecodeBinding(saved)
+//	b, err := grove.DecodeBinding(saved)
 //	h, err := workspace.Reopen(ctx, gitbackend.New(gitbackend.Options{}), b, nil)
 //
 // Reopen checks identity only (it never walks the files) and answers
@@ -88,14 +90,16 @@
 //
 // # Errors
 //
-// Every error is, or wraps, an *Error with a Code from a closed list.
-// Match with CodeOf(err), errors.Is(err, ErrNotFound) and friends, or
-// errors.As(err, &e) for its Op, Head, Path, Rev and Reason. An error
+// Every error is, or wraps, a *grove.Error with a grove.Code from a closed
+// list. Match with grove.CodeOf(err), errors.Is(err, grove.ErrNotFound)
+// and friends, or errors.As(err, &e) for its Op, Head, Path, Rev and
+// Reason. An error
 // reads like an fs.PathError, each field once and labelled:
 //
 //	workspace: create head "x" revision "nope": not found: does not name a commit
 //
 // The data nouns (IDs, HeadInfo, Checkpoint, Status, Diff, Binding, Error,
-// Code, FS, Backend, ...) are defined once in package backend and aliased
-// here, so values pass between the layers unconverted.
+// Code, FS, ...) are package grove's, defined once and shared with the
+// drivers, so values pass between the layers unconverted. Backend here is
+// backend.Backend as a program names it.
 package workspace

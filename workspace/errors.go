@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 const opPrefix = "workspace: "
@@ -18,8 +18,8 @@ func wrap(op, head string, err error) error {
 	if err == nil {
 		return nil
 	}
-	e := &backend.Error{Code: backend.CodeOf(err), Op: opPrefix + op, Head: head, Err: err}
-	var inner *backend.Error
+	e := &grove.Error{Code: grove.CodeOf(err), Op: opPrefix + op, Head: head, Err: err}
+	var inner *grove.Error
 	if errors.As(err, &inner) {
 		e.Path, e.Rev, e.Reason, e.Current = inner.Path, inner.Rev, inner.Reason, inner.Current
 	}
@@ -27,17 +27,17 @@ func wrap(op, head string, err error) error {
 }
 
 // fail makes an error of the workspace layer's own, not caused by a backend.
-func fail(code backend.Code, op, head, format string, args ...any) error {
-	return &backend.Error{Code: code, Op: opPrefix + op, Head: head, Err: fmt.Errorf(format, args...)}
+func fail(code grove.Code, op, head, format string, args ...any) error {
+	return &grove.Error{Code: code, Op: opPrefix + op, Head: head, Err: fmt.Errorf(format, args...)}
 }
 
 // ctxErr returns the Canceled error of an ended context, or nil.
 func ctxErr(ctx context.Context, op, head string) error {
 	if ctx == nil {
-		return fail(backend.InvalidArgument, op, head, "nil context")
+		return fail(grove.InvalidArgument, op, head, "nil context")
 	}
 	if err := ctx.Err(); err != nil {
-		return &backend.Error{Code: backend.Canceled, Op: opPrefix + op, Head: head, Err: err}
+		return &grove.Error{Code: grove.Canceled, Op: opPrefix + op, Head: head, Err: err}
 	}
 	return nil
 }

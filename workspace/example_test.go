@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing/fstest"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/memorybackend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -51,7 +52,7 @@ func ExampleHead_Restore() {
 	_ = h.FS().MkdirAll("node_modules", 0o755)
 	_ = h.FS().WriteFile("node_modules/dep.js", []byte("dep"), 0o644)
 
-	res, _ := h.Restore(ctx, workspace.Rev(good.ID), nil)
+	res, _ := h.Restore(ctx, grove.Rev(good.ID), nil)
 	main, _ := h.FS().ReadFile("main.go")
 	dep, _ := h.FS().ReadFile("node_modules/dep.js")
 	fmt.Printf("main.go: %q\n", main)
@@ -90,7 +91,7 @@ func ExampleReopen() {
 	_ = h.Close()
 
 	// Later, holding only the bytes:
-	binding, err := workspace.DecodeBinding(saved)
+	binding, err := grove.DecodeBinding(saved)
 	if err != nil {
 		panic(err)
 	}
@@ -102,11 +103,11 @@ func ExampleReopen() {
 
 	// A second holder of an isolated head is refused.
 	_, err = workspace.Reopen(ctx, b, binding, nil)
-	fmt.Println(workspace.CodeOf(err))
+	fmt.Println(grove.CodeOf(err))
 
 	// Damaged bytes are a typed error, never a different head.
-	_, err = workspace.DecodeBinding(saved[:10])
-	fmt.Println(workspace.CodeOf(err))
+	_, err = grove.DecodeBinding(saved[:10])
+	fmt.Println(grove.CodeOf(err))
 	// Output:
 	// same head: true
 	// already bound

@@ -3,21 +3,21 @@ package workspace
 import (
 	"io/fs"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // headFS is a head's FS as one view of the head reaches it: every call
 // fails once the head is closed, and every write on a read-only view. It
-// implements each method of backend.FS itself, embedding nothing, so a
+// implements each method of grove.FS itself, embedding nothing, so a
 // method added to the interface cannot reach the driver's FS unchecked.
 // Errors are the backend's own *Error values, which already carry the FS
 // operation and path, as io/fs errors do.
 type headFS struct {
 	h  *Head
-	fs backend.FS
+	fs grove.FS
 }
 
-var _ backend.FS = (*headFS)(nil)
+var _ grove.FS = (*headFS)(nil)
 
 // check fails when the head is closed or, for a write, read-only.
 func (f *headFS) check(op, name string, write bool) error {
@@ -26,7 +26,7 @@ func (f *headFS) check(op, name string, write bool) error {
 		err = f.h.writable("fs " + op)
 	}
 	if err != nil {
-		e := err.(*backend.Error)
+		e := err.(*grove.Error)
 		e.Path = name
 		return e
 	}
@@ -75,9 +75,9 @@ func (f *headFS) ReadLink(name string) (string, error) {
 	return f.fs.ReadLink(name)
 }
 
-func (f *headFS) ReadFileDigest(name string) ([]byte, Digest, error) {
+func (f *headFS) ReadFileDigest(name string) ([]byte, grove.Digest, error) {
 	if err := f.check("readfile", name, false); err != nil {
-		return nil, Digest{}, err
+		return nil, grove.Digest{}, err
 	}
 	return f.fs.ReadFileDigest(name)
 }
@@ -89,7 +89,7 @@ func (f *headFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	return f.fs.WriteFile(name, data, perm)
 }
 
-func (f *headFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect Digest) error {
+func (f *headFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect grove.Digest) error {
 	if err := f.check("writefile", name, true); err != nil {
 		return err
 	}

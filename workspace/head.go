@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 )
 
@@ -71,7 +72,7 @@ func (h *Head) IsReadOnly() bool { return h.readOnly }
 // writable fails with PermissionDenied on a read-only view.
 func (h *Head) writable(op string) error {
 	if h.readOnly {
-		return fail(backend.PermissionDenied, op, h.name, "the head was opened read-only")
+		return fail(grove.PermissionDenied, op, h.name, "the head was opened read-only")
 	}
 	return nil
 }
@@ -92,7 +93,7 @@ func (h *Head) begin(ctx context.Context, op string, write bool) (func(), error)
 	}
 	unlock, err := lockHead(ctx, h.key)
 	if err != nil {
-		return nil, &backend.Error{Code: backend.Canceled, Op: opPrefix + op, Head: h.name, Err: err}
+		return nil, &grove.Error{Code: grove.Canceled, Op: opPrefix + op, Head: h.name, Err: err}
 	}
 	// Close or Destroy may have run while we waited.
 	if err := h.checkOpen(op); err != nil {
@@ -106,19 +107,19 @@ func (c *headCore) checkOpen(op string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return fail(backend.FailedPrecondition, op, c.name, "head is closed")
+		return fail(grove.FailedPrecondition, op, c.name, "head is closed")
 	}
 	return nil
 }
 
 // Info describes the head: ID, name, access, branch, root directory, base
 // commit and state. It works after Close.
-func (h *Head) Info() HeadInfo { return h.h.Info() }
+func (h *Head) Info() grove.HeadInfo { return h.h.Info() }
 
 // Binding returns the binding that reopens exactly this head, to be
 // persisted before a session uses the head. It is constant for the head's
 // life and works after Close.
-func (h *Head) Binding() Binding { return h.h.Binding() }
+func (h *Head) Binding() grove.Binding { return h.h.Binding() }
 
 // Workspace returns the workspace the head belongs to; for a read-only
 // view, a read-only view of it.
@@ -127,22 +128,22 @@ func (h *Head) Workspace() *Workspace { return h.w }
 // FS returns the head's working tree. After Close every call on it fails
 // with FailedPrecondition; on a read-only view every write fails with
 // PermissionDenied.
-func (h *Head) FS() FS { return h.fs }
+func (h *Head) FS() grove.FS { return h.fs }
 
 // Checkpoint commits the head's whole state — tracked files and untracked
 // files that are not ignored, with modes and symlinks — as
 // backend.Head.Checkpoint describes. opts may be nil; an empty Message is
 // "grove checkpoint" and a zero Author is DefaultAuthor. Include entries
 // must be valid FS names.
-func (h *Head) Checkpoint(ctx context.Context, opts *CheckpointOptions) (CheckpointResult, error) {
+func (h *Head) Checkpoint(ctx context.Context, opts *CheckpointOptions) (grove.CheckpointResult, error) {
 	const op = "checkpoint"
 	o, err := driverCheckpoint(op, opts, "grove checkpoint")
 	if err != nil {
-		return CheckpointResult{}, wrap(op, h.name, err)
+		return grove.CheckpointResult{}, wrap(op, h.name, err)
 	}
 	unlock, err := h.begin(ctx, op, true)
 	if err != nil {
-		return CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
 	defer unlock()
 	res, err := h.h.Checkpoint(ctx, o)
@@ -159,10 +160,10 @@ func (h *Head) Checkpoint(ctx context.Context, opts *CheckpointOptions) (Checkpo
 // changes no file. A revision that does not resolve is NotFound and changes
 // nothing: it is resolved before the safety checkpoint is taken. opts may
 // be nil.
-func (h *Head) Restore(ctx context.Context, to Rev, opts *RestoreOptions) (RestoreResult, error) {
+func (h *Head) Restore(ctx context.Context, to grove.Rev, opts *RestoreOptions) (RestoreResult, error) {
 	const op = "restore"
 	if to == "" {
-		return RestoreResult{}, fail(backend.InvalidArgument, op, h.name, "empty revision")
+		return RestoreResult{}, fail(grove.InvalidArgument, op, h.name, "empty revision")
 	}
 	var o RestoreOptions
 	if opts != nil {
@@ -214,7 +215,7 @@ func (h *Head) Fork(ctx context.Context, name string, opts *ForkOptions) (*Head,
 		o = *opts
 	}
 	if err := validName(name); err != nil {
-		return nil, fail(backend.InvalidArgument, op, h.name, "%v", err)
+		return nil, fail(grove.InvalidArgument, op, h.name, "%v", err)
 	}
 	if err := h.writable(op); err != nil {
 		return nil, err
@@ -232,7 +233,7 @@ func (h *Head) Fork(ctx context.Context, name string, opts *ForkOptions) (*Head,
 		}
 		for _, hi := range heads {
 			if hi.Name == name {
-				return nil, &backend.Error{Code: backend.AlreadyExists, Op: opPrefix + op, Head: name, Err: errorf("a head named %q exists", name)}
+				return nil, &grove.Error{Code: grove.AlreadyExists, Op: opPrefix + op, Head: name, Err: errorf("a head named %q exists", name)}
 			}
 		}
 		cpo, err := driverCheckpoint(op, &o.Checkpoint, "grove: checkpoint before fork to "+name)
@@ -248,11 +249,11 @@ func (h *Head) Fork(ctx context.Context, name string, opts *ForkOptions) (*Head,
 		if err != nil {
 			return nil, wrap(op, h.name, err)
 		}
-		from = Rev(cp.ID)
+		from = grove.Rev(cp.ID)
 	} else if err := h.checkOpen(op); err != nil {
 		return nil, err
 	}
-	nh, err := h.ws.ws.CreateHead(ctx, &HeadSpec{Name: name, Access: Isolated, From: from})
+	nh, err := h.ws.ws.CreateHead(ctx, &backend.HeadSpec{Name: name, Access: grove.Isolated, From: from})
 	if err != nil {
 		return nil, wrap(op, h.name, err)
 	}
@@ -261,10 +262,10 @@ func (h *Head) Fork(ctx context.Context, name string, opts *ForkOptions) (*Head,
 
 // Log lists the head's checkpoints, newest first, including checkpoints
 // newer than the one the head was restored to. opts may be nil.
-func (h *Head) Log(ctx context.Context, opts *LogOptions) ([]Checkpoint, error) {
+func (h *Head) Log(ctx context.Context, opts *LogOptions) ([]grove.Checkpoint, error) {
 	const op = "log"
 	if opts != nil && opts.Limit < 0 {
-		return nil, fail(backend.InvalidArgument, op, h.name, "negative limit %d", opts.Limit)
+		return nil, fail(grove.InvalidArgument, op, h.name, "negative limit %d", opts.Limit)
 	}
 	unlock, err := h.begin(ctx, op, false)
 	if err != nil {
@@ -277,10 +278,10 @@ func (h *Head) Log(ctx context.Context, opts *LogOptions) ([]Checkpoint, error) 
 
 // Commits lists the commits on the head's branch that are not reachable
 // from since, newest first: what the head gained behind grove's back.
-func (h *Head) Commits(ctx context.Context, since Rev) ([]CheckpointID, error) {
+func (h *Head) Commits(ctx context.Context, since grove.Rev) ([]grove.CheckpointID, error) {
 	const op = "commits"
 	if since == "" {
-		return nil, fail(backend.InvalidArgument, op, h.name, "empty revision")
+		return nil, fail(grove.InvalidArgument, op, h.name, "empty revision")
 	}
 	unlock, err := h.begin(ctx, op, false)
 	if err != nil {
@@ -295,13 +296,13 @@ func (h *Head) Commits(ctx context.Context, since Rev) ([]CheckpointID, error) {
 // current commit, the last checkpoint, an operation in progress, and
 // whether it is archived. It never waits for another call on the head: a
 // poll during a long checkpoint answers at once, from the head as it is.
-func (h *Head) Status(ctx context.Context) (Status, error) {
+func (h *Head) Status(ctx context.Context) (grove.Status, error) {
 	const op = "status"
 	if err := ctxErr(ctx, op, h.name); err != nil {
-		return Status{}, err
+		return grove.Status{}, err
 	}
 	if err := h.checkOpen(op); err != nil {
-		return Status{}, err
+		return grove.Status{}, err
 	}
 	st, err := h.h.Status(ctx)
 	return st, wrap(op, h.name, err)
@@ -309,14 +310,14 @@ func (h *Head) Status(ctx context.Context) (Status, error) {
 
 // Diff compares revision from with revision to, or with the working tree
 // when to is Live.
-func (h *Head) Diff(ctx context.Context, from, to Rev) (Diff, error) {
+func (h *Head) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error) {
 	const op = "diff"
 	if from == "" {
-		return Diff{}, fail(backend.InvalidArgument, op, h.name, "empty revision")
+		return grove.Diff{}, fail(grove.InvalidArgument, op, h.name, "empty revision")
 	}
 	unlock, err := h.begin(ctx, op, false)
 	if err != nil {
-		return Diff{}, err
+		return grove.Diff{}, err
 	}
 	defer unlock()
 	d, err := h.h.Diff(ctx, from, to)
@@ -381,12 +382,12 @@ func (h *Head) Destroy(ctx context.Context, opts *DestroyOptions) (DestroyResult
 		}
 		var lost []string
 		for _, s := range cp.Skipped {
-			if s.Reason == backend.SkipTooLarge {
+			if s.Reason == grove.SkipTooLarge {
 				lost = append(lost, s.Path)
 			}
 		}
 		if len(lost) > 0 {
-			return res, fail(backend.FailedPrecondition, op, h.name,
+			return res, fail(grove.FailedPrecondition, op, h.name,
 				"%d file(s) no checkpoint can hold would be lost (over the size cap: %s); include them in a checkpoint, move them away, or destroy with Discard",
 				len(lost), strings.Join(lost, ", "))
 		}
@@ -414,7 +415,7 @@ func (h *Head) Close() error {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return fail(backend.FailedPrecondition, op, h.name, "head is already closed")
+		return fail(grove.FailedPrecondition, op, h.name, "head is already closed")
 	}
 	h.closed = true
 	h.mu.Unlock()

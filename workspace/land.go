@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 )
 
@@ -15,7 +16,7 @@ type LandOptions struct {
 	Onto string
 	// Strategy is LandSquash (the default), LandRebase or LandMerge; any
 	// other value is InvalidArgument.
-	Strategy LandStrategy
+	Strategy grove.LandStrategy
 	// Message is the squash or merge commit's message; empty means the
 	// head's name and the messages of the checkpoints landed (grove's own
 	// "grove checkpoint" left out). A rebase keeps each commit's message.
@@ -29,7 +30,7 @@ type LandOptions struct {
 	DryRun bool
 	// Author is the author and committer of the commits Land makes (a
 	// rebase keeps each commit's author); zero means DefaultAuthor.
-	Author Signature
+	Author grove.Signature
 	// Checkpoint configures the checkpoint of uncommitted work taken
 	// first; an empty Message says it is before a land.
 	Checkpoint CheckpointOptions
@@ -45,25 +46,25 @@ type PatchOptions struct {
 
 // driverLand is the driver's form of o (nil: the defaults).
 func driverLand(op, head string, o *LandOptions) (*backend.LandOptions, error) {
-	d := &backend.LandOptions{Strategy: backend.LandSquash, Author: DefaultAuthor}
+	d := &backend.LandOptions{Strategy: grove.LandSquash, Author: grove.DefaultAuthor}
 	if o == nil {
 		return d, nil
 	}
 	if o.Strategy != "" {
 		if !o.Strategy.Valid() {
-			return nil, fail(backend.InvalidArgument, op, head, "unknown land strategy %q (squash, rebase or merge)", o.Strategy)
+			return nil, fail(grove.InvalidArgument, op, head, "unknown land strategy %q (squash, rebase or merge)", o.Strategy)
 		}
 		d.Strategy = o.Strategy
 	}
 	for _, b := range []string{o.Onto, o.Branch} {
 		if b != "" {
 			if err := validBranch(b); err != nil {
-				return nil, fail(backend.InvalidArgument, op, head, "%v", err)
+				return nil, fail(grove.InvalidArgument, op, head, "%v", err)
 			}
 		}
 	}
 	d.Onto, d.Message, d.Branch, d.DryRun = o.Onto, o.Message, o.Branch, o.DryRun
-	if o.Author != (Signature{}) {
+	if o.Author != (grove.Signature{}) {
 		d.Author = o.Author
 	}
 	return d, nil
@@ -95,22 +96,22 @@ func driverLand(op, head string, o *LandOptions) (*backend.LandOptions, error) {
 // The head's branch and its checkpoints are never rewritten. A backend
 // that cannot land answers Unimplemented; a read-only view,
 // PermissionDenied. opts may be nil.
-func (h *Head) Land(ctx context.Context, opts *LandOptions) (LandResult, error) {
+func (h *Head) Land(ctx context.Context, opts *LandOptions) (grove.LandResult, error) {
 	const op = "land"
 	d, err := driverLand(op, h.name, opts)
 	if err != nil {
-		return LandResult{}, err
+		return grove.LandResult{}, err
 	}
 	l, ok := h.h.(backend.Lander)
 	if !ok {
-		return LandResult{}, fail(backend.Unimplemented, op, h.name, "this backend cannot land a head's work")
+		return grove.LandResult{}, fail(grove.Unimplemented, op, h.name, "this backend cannot land a head's work")
 	}
 	unlock, err := h.begin(ctx, op, true)
 	if err != nil {
-		return LandResult{}, err
+		return grove.LandResult{}, err
 	}
 	defer unlock()
-	var taken *CheckpointResult
+	var taken *grove.CheckpointResult
 	if !d.DryRun {
 		var cpo *CheckpointOptions
 		if opts != nil {
@@ -118,11 +119,11 @@ func (h *Head) Land(ctx context.Context, opts *LandOptions) (LandResult, error) 
 		}
 		dcp, err := driverCheckpoint(op, cpo, "grove: checkpoint before landing")
 		if err != nil {
-			return LandResult{}, wrap(op, h.name, err)
+			return grove.LandResult{}, wrap(op, h.name, err)
 		}
 		cp, err := h.h.Checkpoint(ctx, dcp)
 		if err != nil {
-			return LandResult{}, wrap(op, h.name, err)
+			return grove.LandResult{}, wrap(op, h.name, err)
 		}
 		if cp.New {
 			taken = &cp
@@ -141,11 +142,11 @@ func (h *Head) Land(ctx context.Context, opts *LandOptions) (LandResult, error) 
 // checkpoint the head is at); uncommitted work is not in it. Unlike Land,
 // it does not follow a branch that moved on: apply it where from is. A backend that cannot
 // answers Unimplemented. opts may be nil.
-func (h *Head) Patch(ctx context.Context, from, to Rev, opts *PatchOptions) ([]byte, error) {
+func (h *Head) Patch(ctx context.Context, from, to grove.Rev, opts *PatchOptions) ([]byte, error) {
 	const op = "patch"
 	l, ok := h.h.(backend.Lander)
 	if !ok {
-		return nil, fail(backend.Unimplemented, op, h.name, "this backend cannot make patches")
+		return nil, fail(grove.Unimplemented, op, h.name, "this backend cannot make patches")
 	}
 	unlock, err := h.begin(ctx, op, false)
 	if err != nil {

@@ -4,14 +4,14 @@ import (
 	"context"
 	"sync"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // headKey names one head process-wide.
 type headKey struct {
-	backend   backend.ID
-	workspace backend.WorkspaceID
-	head      backend.HeadID
+	backend   grove.ID
+	workspace grove.WorkspaceID
+	head      grove.HeadID
 }
 
 // headLocks serializes the calls on one head across every *Head value of

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/memorybackend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -34,9 +35,9 @@ func TestAFailedRestoreOrForkTakesNoCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = h.Restore(ctx, "no-such-revision", nil)
-	assert.Equal(t, workspace.NotFound, workspace.CodeOf(err), "error: %v", err)
+	assert.Equal(t, grove.NotFound, grove.CodeOf(err), "error: %v", err)
 	_, err = h.Fork(ctx, "taken", nil)
-	assert.Equal(t, workspace.AlreadyExists, workspace.CodeOf(err), "error: %v", err)
+	assert.Equal(t, grove.AlreadyExists, grove.CodeOf(err), "error: %v", err)
 
 	log, err := h.Log(ctx, nil)
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 )
 
@@ -27,7 +28,7 @@ type OpenOptions struct {
 	// out undoes that create completely (no branch, directory,
 	// registration or record is left) and the error, FailedPrecondition,
 	// wraps a *HookError with the command's output.
-	Setup *Hook
+	Setup *grove.Hook
 	// Teardown runs in a head's directory before Head.Destroy removes it
 	// (after its final checkpoint): one that fails refuses the destroy,
 	// FailedPrecondition wrapping a *HookError, with nothing removed
@@ -40,7 +41,7 @@ type OpenOptions struct {
 	// written: a command that runs what the head holds (a Makefile target,
 	// a package.json script) runs the agent's code. A backend whose heads
 	// are not host directories answers either with Unimplemented.
-	Teardown *Hook
+	Teardown *grove.Hook
 	// Remote, when set, is the Git remote the workspace's checkpoints
 	// travel to, and through which clones of the project on other hosts
 	// share its workspace ID (see Remote and Workspace.Relocate). A
@@ -48,7 +49,7 @@ type OpenOptions struct {
 	// with it is Unavailable; later, a push that fails is retried in the
 	// background and never fails a checkpoint. A backend without
 	// Capabilities.Remote answers it with Unimplemented.
-	Remote *Remote
+	Remote *grove.Remote
 	// Sandbox is where every command on a head's content runs: the
 	// Setup and Teardown hooks and Head.Run's commands (an agent's). Nil
 	// runs them on the host with the caller's rights, and the environment
@@ -56,7 +57,7 @@ type OpenOptions struct {
 	// host directories (Unimplemented otherwise); a Sandbox it cannot
 	// honour (an unknown kind, a relative path, a GROVE_ or GIT_ variable
 	// to pass) is InvalidArgument.
-	Sandbox *Sandbox
+	Sandbox *grove.Sandbox
 }
 
 // ReopenOptions configure Reopen and Workspace.OpenHead. The zero value (or
@@ -84,22 +85,22 @@ type ReopenOptions struct {
 	Recreate bool
 	// Setup and Teardown configure the workspace Reopen opens, as
 	// OpenOptions' do; OpenHead uses its workspace's and ignores these.
-	Setup, Teardown *Hook
+	Setup, Teardown *grove.Hook
 	// Remote is the remote of the workspace Reopen opens, as OpenOptions'
 	// is; OpenHead uses its workspace's and ignores it.
-	Remote *Remote
+	Remote *grove.Remote
 	// Sandbox is the sandbox of the workspace Reopen opens, as
 	// OpenOptions' is; OpenHead uses its workspace's and ignores it.
-	Sandbox *Sandbox
+	Sandbox *grove.Sandbox
 }
 
 // check refuses options that contradict each other.
 func (o *ReopenOptions) check(op, head string) error {
 	if o != nil && o.ReadOnly && o.AllowArchived {
-		return fail(backend.InvalidArgument, op, head, "ReadOnly with AllowArchived: a read-only open changes nothing")
+		return fail(grove.InvalidArgument, op, head, "ReadOnly with AllowArchived: a read-only open changes nothing")
 	}
 	if o != nil && o.ReadOnly && o.Recreate {
-		return fail(backend.InvalidArgument, op, head, "ReadOnly with Recreate: a read-only open changes nothing")
+		return fail(grove.InvalidArgument, op, head, "ReadOnly with Recreate: a read-only open changes nothing")
 	}
 	return nil
 }
@@ -113,7 +114,7 @@ type CheckpointOptions struct {
 	Message string
 	// Author is the commit's author and committer; zero means
 	// DefaultAuthor, so that checkpoints work where no user.name is set.
-	Author Signature
+	Author grove.Signature
 	// MaxNewFileSize caps the size of new untracked files a checkpoint
 	// captures: 0 means DefaultMaxNewFileSize, negative means no cap.
 	// Larger files are listed in CheckpointResult.Skipped.
@@ -159,7 +160,7 @@ type ForkOptions struct {
 	// From forks from this checkpoint (or any revision) without taking a
 	// checkpoint of the source. Empty forks from the source's state now,
 	// uncommitted work included, by checkpointing it first.
-	From Rev
+	From grove.Rev
 	// Checkpoint configures the checkpoint of the source when From is
 	// empty; an empty Message names the fork.
 	Checkpoint CheckpointOptions
@@ -169,30 +170,30 @@ type ForkOptions struct {
 type RestoreResult struct {
 	// Safety is the checkpoint taken of the dirty head before restoring,
 	// or nil when the head was clean or the caller discarded.
-	Safety *CheckpointResult
+	Safety *grove.CheckpointResult
 	// Commit is the commit the head's tree now equals.
-	Commit CheckpointID
+	Commit grove.CheckpointID
 }
 
 // DestroyResult is what Head.Destroy returns.
 type DestroyResult struct {
 	// Final is the checkpoint taken of the dirty head before destroying
 	// it, or nil when it was clean or the caller discarded.
-	Final *CheckpointResult
+	Final *grove.CheckpointResult
 }
 
 // driverOpen is the driver's form of o (nil: the defaults).
 func driverOpen(o *OpenOptions) *backend.OpenOptions {
 	if o == nil {
-		return &backend.OpenOptions{Sandbox: &Sandbox{}}
+		return &backend.OpenOptions{Sandbox: &grove.Sandbox{}}
 	}
 	return &backend.OpenOptions{HeadsDir: o.HeadsDir, Setup: o.Setup, Teardown: o.Teardown, Remote: o.Remote, Sandbox: sandboxOf(o.Sandbox)}
 }
 
 // sandboxOf is a copy of sb, the host's for nil.
-func sandboxOf(sb *Sandbox) *Sandbox {
+func sandboxOf(sb *grove.Sandbox) *grove.Sandbox {
 	if sb == nil {
-		return &Sandbox{}
+		return &grove.Sandbox{}
 	}
 	c := *sb
 	c.ReadOnly, c.Env = slices.Clone(sb.ReadOnly), slices.Clone(sb.Env)
@@ -202,7 +203,7 @@ func sandboxOf(sb *Sandbox) *Sandbox {
 // driverReopen is the driver's form of o (nil: the defaults).
 func driverReopen(o *ReopenOptions) *backend.ReopenOptions {
 	if o == nil {
-		return &backend.ReopenOptions{Sandbox: &Sandbox{}}
+		return &backend.ReopenOptions{Sandbox: &grove.Sandbox{}}
 	}
 	return &backend.ReopenOptions{AllowArchived: o.AllowArchived, ReadOnly: o.ReadOnly, Recreate: o.Recreate, Setup: o.Setup, Teardown: o.Teardown, Remote: o.Remote, Sandbox: sandboxOf(o.Sandbox)}
 }
@@ -210,14 +211,14 @@ func driverReopen(o *ReopenOptions) *backend.ReopenOptions {
 // driverCheckpoint is the driver's form of o (nil: the defaults), with
 // message used when o names none. Include entries must be valid FS names.
 func driverCheckpoint(op string, o *CheckpointOptions, message string) (*backend.CheckpointOptions, error) {
-	d := &backend.CheckpointOptions{Message: message, Author: DefaultAuthor, MaxNewFileSize: DefaultMaxNewFileSize}
+	d := &backend.CheckpointOptions{Message: message, Author: grove.DefaultAuthor, MaxNewFileSize: grove.DefaultMaxNewFileSize}
 	if o == nil {
 		return d, nil
 	}
 	if o.Message != "" {
 		d.Message = o.Message
 	}
-	if o.Author != (Signature{}) {
+	if o.Author != (grove.Signature{}) {
 		d.Author = o.Author
 	}
 	switch {
@@ -227,7 +228,7 @@ func driverCheckpoint(op string, o *CheckpointOptions, message string) (*backend
 		d.MaxNewFileSize = -1
 	}
 	for _, p := range o.Include {
-		if err := backend.CheckPath(op, p); err != nil {
+		if err := grove.CheckPath(op, p); err != nil {
 			return nil, err
 		}
 	}
@@ -287,7 +288,7 @@ type RetentionPolicy struct {
 	// Keep lists checkpoints kept whatever their age: pass
 	// engine.Engine.JournalCheckpoints, what the open sessions' journals
 	// name, as the grove command does.
-	Keep []CheckpointID
+	Keep []grove.CheckpointID
 	// DryRun deletes nothing and reports what would be deleted.
 	DryRun bool
 }
@@ -295,11 +296,11 @@ type RetentionPolicy struct {
 // driverReconcile is the driver's form of o (nil: the defaults).
 func driverReconcile(o *ReconcileOptions) *backend.ReconcileOptions {
 	if o == nil {
-		return &backend.ReconcileOptions{StaleLockAge: backend.DefaultStaleLockAge}
+		return &backend.ReconcileOptions{StaleLockAge: grove.DefaultStaleLockAge}
 	}
 	d := &backend.ReconcileOptions{Fix: o.Fix, StaleLockAge: o.StaleLockAge}
 	if d.StaleLockAge <= 0 {
-		d.StaleLockAge = backend.DefaultStaleLockAge
+		d.StaleLockAge = grove.DefaultStaleLockAge
 	}
 	return d
 }
@@ -307,7 +308,7 @@ func driverReconcile(o *ReconcileOptions) *backend.ReconcileOptions {
 // driverRetain is the driver's form of p, validated.
 func driverRetain(op string, p *RetentionPolicy) (*backend.RetentionPolicy, error) {
 	if p == nil || p.KeepLast < 0 || p.KeepWithin < 0 || (p.KeepLast == 0 && p.KeepWithin == 0) {
-		return nil, fail(backend.InvalidArgument, op, "", "a retention policy needs KeepLast or KeepWithin, neither negative")
+		return nil, fail(grove.InvalidArgument, op, "", "a retention policy needs KeepLast or KeepWithin, neither negative")
 	}
-	return &backend.RetentionPolicy{KeepLast: p.KeepLast, KeepWithin: p.KeepWithin, Keep: append([]CheckpointID(nil), p.Keep...), DryRun: p.DryRun}, nil
+	return &backend.RetentionPolicy{KeepLast: p.KeepLast, KeepWithin: p.KeepWithin, Keep: append([]grove.CheckpointID(nil), p.Keep...), DryRun: p.DryRun}, nil
 }

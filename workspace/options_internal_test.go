@@ -4,10 +4,9 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/groveworks/grove"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/groveworks/grove/backend"
 )
 
 // consumed are the user options the workspace layer acts on itself; they
@@ -40,8 +39,8 @@ func nonZero(t *testing.T, v any) {
 			f.Set(reflect.New(f.Type().Elem()))
 			nonZero(t, f.Interface())
 		case reflect.Struct:
-			if f.Type() == reflect.TypeFor[Signature]() {
-				f.Set(reflect.ValueOf(Signature{Name: "n", Email: "e"}))
+			if f.Type() == reflect.TypeFor[grove.Signature]() {
+				f.Set(reflect.ValueOf(grove.Signature{Name: "n", Email: "e"}))
 				continue
 			}
 			nonZero(t, f.Addr().Interface())
@@ -118,21 +117,21 @@ func TestDriverOptionsAreNormalized(t *testing.T) {
 	d, err := driverCheckpoint("checkpoint", nil, "grove checkpoint")
 	require.NoError(t, err)
 	assert.Equal(t, "grove checkpoint", d.Message)
-	assert.Equal(t, DefaultAuthor, d.Author)
-	assert.Equal(t, int64(DefaultMaxNewFileSize), d.MaxNewFileSize)
+	assert.Equal(t, grove.DefaultAuthor, d.Author)
+	assert.Equal(t, int64(grove.DefaultMaxNewFileSize), d.MaxNewFileSize)
 	d, err = driverCheckpoint("checkpoint", &CheckpointOptions{MaxNewFileSize: -7}, "m")
 	require.NoError(t, err)
 	assert.Equal(t, int64(-1), d.MaxNewFileSize, "any negative cap is no cap")
 	_, err = driverCheckpoint("checkpoint", &CheckpointOptions{Include: []string{"../out"}}, "m")
-	assert.Equal(t, PathEscape, CodeOf(err))
+	assert.Equal(t, grove.PathEscape, grove.CodeOf(err))
 	assert.NotNil(t, driverOpen(nil))
 	assert.NotNil(t, driverReopen(nil))
 	assert.NotNil(t, driverLog(nil))
 	assert.NotNil(t, driverRestore(nil))
 	assert.NotNil(t, driverDestroy(nil))
-	assert.Equal(t, backend.DefaultStaleLockAge, driverReconcile(nil).StaleLockAge)
-	for _, p := range []*RetentionPolicy{nil, {}, {KeepLast: -1}, {KeepWithin: -1}, {Keep: []CheckpointID{"x"}}} {
+	assert.Equal(t, grove.DefaultStaleLockAge, driverReconcile(nil).StaleLockAge)
+	for _, p := range []*RetentionPolicy{nil, {}, {KeepLast: -1}, {KeepWithin: -1}, {Keep: []grove.CheckpointID{"x"}}} {
 		_, err := driverRetain("retain", p)
-		assert.Equal(t, InvalidArgument, CodeOf(err), "%+v", p)
+		assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "%+v", p)
 	}
 }

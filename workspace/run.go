@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/sandbox"
 )
@@ -21,7 +22,7 @@ type Command struct {
 	// Mounts are more host directories the command reaches (a session's
 	// roots). Under a sandbox nothing else of the host is there besides
 	// the head and a read-only system.
-	Mounts []Mount
+	Mounts []grove.Mount
 	// Mask are host paths a sandbox hides (a path policy's denied files
 	// and directories).
 	Mask []string
@@ -74,20 +75,20 @@ func (h *Head) Run(ctx context.Context, c *Command) (RunResult, error) {
 		return RunResult{ExitCode: -1}, err
 	}
 	if c == nil || len(c.Argv) == 0 {
-		return RunResult{ExitCode: -1}, fail(backend.InvalidArgument, op, h.name, "no command")
+		return RunResult{ExitCode: -1}, fail(grove.InvalidArgument, op, h.name, "no command")
 	}
 	info := h.h.Info()
 	if info.Root == "" {
-		return RunResult{ExitCode: -1}, fail(backend.Unimplemented, op, h.name, "the head has no directory on the host to run commands in")
+		return RunResult{ExitCode: -1}, fail(grove.Unimplemented, op, h.name, "the head has no directory on the host to run commands in")
 	}
 	sb := h.ws.sandbox
 	sc := &sandbox.Command{Argv: c.Argv, Dir: info.Root, Mask: c.Mask,
 		Env:   append([]string{"GROVE_HEAD=" + info.Name, "GROVE_HEAD_ID=" + string(info.ID), "GROVE_HEAD_DIR=" + info.Root}, c.Env...),
 		Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr, Terminal: c.Terminal, Timeout: c.Timeout, Grace: c.Grace}
-	if sb.Kind != SandboxNone {
+	if sb.Kind != grove.SandboxNone {
 		s, ok := h.h.(backend.Sealer)
 		if !ok {
-			return RunResult{ExitCode: -1}, fail(backend.Unimplemented, op, h.name, "backend %s cannot show a head to a sandbox", h.ws.b.ID())
+			return RunResult{ExitCode: -1}, fail(grove.Unimplemented, op, h.name, "backend %s cannot show a head to a sandbox", h.ws.b.ID())
 		}
 		view, err := s.SandboxView(ctx)
 		if err != nil {
@@ -101,19 +102,19 @@ func (h *Head) Run(ctx context.Context, c *Command) (RunResult, error) {
 
 // Sandbox is the sandbox the workspace runs commands on head content in
 // (the zero Sandbox: the host).
-func (w *Workspace) Sandbox() Sandbox {
+func (w *Workspace) Sandbox() grove.Sandbox {
 	sb := w.sandbox
 	sb.ReadOnly, sb.Env = slices.Clone(sb.ReadOnly), slices.Clone(sb.Env)
 	return sb
 }
 
 // checkSandbox refuses a sandbox the backend cannot honour.
-func checkSandbox(b Backend, op, head string, sb *Sandbox) error {
+func checkSandbox(b Backend, op, head string, sb *grove.Sandbox) error {
 	if err := sandbox.Check(sb); err != nil {
 		return wrap(op, head, err)
 	}
-	if sb.Kind != SandboxNone && !b.Capabilities().HostRoot {
-		return fail(backend.Unimplemented, op, head, "backend %s has no host directories to sandbox", b.ID())
+	if sb.Kind != grove.SandboxNone && !b.Capabilities().HostRoot {
+		return fail(grove.Unimplemented, op, head, "backend %s has no host directories to sandbox", b.ID())
 	}
 	return nil
 }

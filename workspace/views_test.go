@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -27,7 +28,7 @@ func TestAReopenedHeadClosesAfterItsWorkspace(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, r.Workspace().Close())
 	assert.NoError(t, r.Close(), "closing a reopened head after its workspace")
-	assert.Equal(t, workspace.FailedPrecondition, workspace.CodeOf(r.Close()), "a second Close")
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(r.Close()), "a second Close")
 }
 
 // A read-only view reads as the head does, changes nothing, and so does the
@@ -48,7 +49,7 @@ func TestAReadOnlyViewChangesNothing(t *testing.T) {
 
 	denied := func(what string, err error) {
 		t.Helper()
-		assert.Equal(t, workspace.PermissionDenied, workspace.CodeOf(err), "%s: %v", what, err)
+		assert.Equal(t, grove.PermissionDenied, grove.CodeOf(err), "%s: %v", what, err)
 	}
 	_, err = v.Checkpoint(ctx, nil)
 	denied("Checkpoint", err)
@@ -61,7 +62,7 @@ func TestAReadOnlyViewChangesNothing(t *testing.T) {
 	denied("Destroy", err)
 	for op, err := range map[string]error{
 		"WriteFile":   v.FS().WriteFile("main.go", []byte("x"), 0o644),
-		"WriteFileIf": v.FS().WriteFileIf("main.go", []byte("x"), 0o644, workspace.Digest{}),
+		"WriteFileIf": v.FS().WriteFileIf("main.go", []byte("x"), 0o644, grove.Digest{}),
 		"MkdirAll":    v.FS().MkdirAll("d", 0o755),
 		"Remove":      v.FS().Remove("main.go"),
 		"Rename":      v.FS().Rename("main.go", "moved.go"),
@@ -106,10 +107,10 @@ func TestSetArchivedTakesAName(t *testing.T) {
 	require.NoError(t, h.Close())
 	require.NoError(t, ws.SetArchived(ctx, "a", true))
 	_, err = ws.OpenHead(ctx, "a", nil)
-	assert.Equal(t, workspace.Archived, workspace.CodeOf(err))
+	assert.Equal(t, grove.Archived, grove.CodeOf(err))
 	require.NoError(t, ws.SetArchived(ctx, "a", false))
-	assert.Equal(t, workspace.NotFound, workspace.CodeOf(ws.SetArchived(ctx, "nobody", true)))
-	assert.Equal(t, workspace.InvalidArgument, workspace.CodeOf(ws.SetArchived(ctx, "../x", true)))
+	assert.Equal(t, grove.NotFound, grove.CodeOf(ws.SetArchived(ctx, "nobody", true)))
+	assert.Equal(t, grove.InvalidArgument, grove.CodeOf(ws.SetArchived(ctx, "../x", true)))
 }
 
 // The options of the safety checkpoint reach it: its message and author
@@ -123,7 +124,7 @@ func TestRestoreTakesTheSafetyCheckpointWithTheCallersOptions(t *testing.T) {
 	require.NoError(t, err)
 	defer h.Close()
 	require.NoError(t, h.FS().WriteFile("main.go", []byte("package main // dirty\n"), 0o644))
-	who := workspace.Signature{Name: "Ada", Email: "ada@example.com"}
+	who := grove.Signature{Name: "Ada", Email: "ada@example.com"}
 	res, err := h.Restore(ctx, "main", &workspace.RestoreOptions{Checkpoint: workspace.CheckpointOptions{Message: "before the experiment", Author: who}})
 	require.NoError(t, err)
 	require.NotNil(t, res.Safety)
@@ -141,5 +142,5 @@ func TestHeadNamesUpTo100BytesAreValid(t *testing.T) {
 	require.NoError(t, err, "a 100-byte name")
 	require.NoError(t, h.Close())
 	_, err = ws.NewHead("a" + strings.Repeat("b", 100)).Create(ctx)
-	assert.Equal(t, workspace.InvalidArgument, workspace.CodeOf(err), "a 101-byte name")
+	assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "a 101-byte name")
 }

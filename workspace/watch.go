@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 )
 
@@ -23,7 +24,7 @@ func (h *Head) Watch(ctx context.Context) error {
 
 // Tampered lists what differs from the head's baseline (nothing without
 // one), as Watch says.
-func (h *Head) Tampered(ctx context.Context) ([]Tamper, error) {
+func (h *Head) Tampered(ctx context.Context) ([]grove.Tamper, error) {
 	const op = "tampered"
 	w, err := h.watcher(ctx, op)
 	if err != nil {
@@ -37,7 +38,7 @@ func (h *Head) Tampered(ctx context.Context) ([]Tamper, error) {
 // baseline: a baseline nothing differs from is forgotten; one something
 // differs from is kept for Workspace.Reconcile, which reports each change
 // (FindingTampered) and, with Fix, puts back what the baseline held.
-func (h *Head) EndWatch(ctx context.Context) ([]Tamper, error) {
+func (h *Head) EndWatch(ctx context.Context) ([]grove.Tamper, error) {
 	const op = "end watch"
 	w, err := h.watcher(ctx, op)
 	if err != nil {
@@ -59,7 +60,7 @@ func (h *Head) watcher(ctx context.Context, op string) (backend.Watcher, error) 
 	}
 	w, ok := h.h.(backend.Watcher)
 	if !ok {
-		return nil, fail(backend.Unimplemented, op, h.name, "backend %s does not watch its repository", h.ws.b.ID())
+		return nil, fail(grove.Unimplemented, op, h.name, "backend %s does not watch its repository", h.ws.b.ID())
 	}
 	return w, nil
 }

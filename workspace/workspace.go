@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 )
 
@@ -28,7 +29,7 @@ type Workspace struct {
 type wsCore struct {
 	b       backend.Backend
 	ws      backend.Workspace
-	sandbox Sandbox // where commands on head content run
+	sandbox grove.Sandbox // where commands on head content run
 
 	mu     sync.Mutex
 	closed bool
@@ -43,13 +44,13 @@ func Open(ctx context.Context, b Backend, locator string, opts *OpenOptions) (*W
 		return nil, err
 	}
 	if b == nil {
-		return nil, fail(backend.InvalidArgument, op, "", "nil backend")
+		return nil, fail(grove.InvalidArgument, op, "", "nil backend")
 	}
 	if locator == "" {
-		return nil, fail(backend.InvalidArgument, op, "", "empty locator")
+		return nil, fail(grove.InvalidArgument, op, "", "empty locator")
 	}
 	if opts != nil && opts.Remote != nil && !b.Capabilities().Remote {
-		return nil, fail(backend.Unimplemented, op, "", "backend %s does not push to a remote", b.ID())
+		return nil, fail(grove.Unimplemented, op, "", "backend %s does not push to a remote", b.ID())
 	}
 	d := driverOpen(opts)
 	if err := checkSandbox(b, op, "", d.Sandbox); err != nil {
@@ -63,7 +64,7 @@ func Open(ctx context.Context, b Backend, locator string, opts *OpenOptions) (*W
 }
 
 // Info returns the workspace's identity. It works after Close.
-func (w *Workspace) Info() WorkspaceInfo { return w.ws.Info() }
+func (w *Workspace) Info() grove.WorkspaceInfo { return w.ws.Info() }
 
 // Backend returns the backend the workspace was opened with, or nil for
 // a read-only view: through the backend any head could be reopened
@@ -81,7 +82,7 @@ func (w *Workspace) IsReadOnly() bool { return w.readOnly }
 // writable fails with PermissionDenied on a read-only view.
 func (w *Workspace) writable(op, head string) error {
 	if w.readOnly {
-		return fail(backend.PermissionDenied, op, head, "the workspace was reached through a read-only head")
+		return fail(grove.PermissionDenied, op, head, "the workspace was reached through a read-only head")
 	}
 	return nil
 }
@@ -94,7 +95,7 @@ func (w *Workspace) check(ctx context.Context, op string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return fail(backend.FailedPrecondition, op, "", "workspace is closed")
+		return fail(grove.FailedPrecondition, op, "", "workspace is closed")
 	}
 	return nil
 }
@@ -103,7 +104,7 @@ func (w *Workspace) check(ctx context.Context, op string) error {
 // default the head is isolated, starts from the workspace's current HEAD,
 // and gets the branch grove/<name>.
 func (w *Workspace) NewHead(name string) *HeadBuilder {
-	return &HeadBuilder{w: w, spec: HeadSpec{Name: name}}
+	return &HeadBuilder{w: w, spec: backend.HeadSpec{Name: name}}
 }
 
 // Attach creates a shared head over dir, an existing checkout of the
@@ -128,7 +129,7 @@ func (w *Workspace) OpenHead(ctx context.Context, name string, opts *ReopenOptio
 		return nil, err
 	}
 	if err := validName(name); err != nil {
-		return nil, fail(backend.InvalidArgument, op, name, "%v", err)
+		return nil, fail(grove.InvalidArgument, op, name, "%v", err)
 	}
 	if err := opts.check(op, name); err != nil {
 		return nil, err
@@ -159,30 +160,30 @@ func (w *Workspace) OpenHead(ctx context.Context, name string, opts *ReopenOptio
 // ReadOnly is InvalidArgument; its Setup and Teardown are ignored (the
 // workspace's run). A backend without Capabilities.Remote is
 // Unimplemented; the other errors are Relocator's.
-func (w *Workspace) Relocate(ctx context.Context, b Binding, opts *ReopenOptions) (*Head, RelocateResult, error) {
+func (w *Workspace) Relocate(ctx context.Context, b grove.Binding, opts *ReopenOptions) (*Head, grove.RelocateResult, error) {
 	const op = "relocate"
 	if err := w.check(ctx, op); err != nil {
-		return nil, RelocateResult{}, err
+		return nil, grove.RelocateResult{}, err
 	}
 	if err := w.writable(op, ""); err != nil {
-		return nil, RelocateResult{}, err
+		return nil, grove.RelocateResult{}, err
 	}
 	if opts != nil && opts.ReadOnly {
-		return nil, RelocateResult{}, fail(backend.InvalidArgument, op, "", "a relocated head is opened to be written: ReadOnly is not an option")
+		return nil, grove.RelocateResult{}, fail(grove.InvalidArgument, op, "", "a relocated head is opened to be written: ReadOnly is not an option")
 	}
 	rl, ok := w.ws.(backend.Relocator)
 	if !ok {
-		return nil, RelocateResult{}, fail(backend.Unimplemented, op, "", "backend %s does not relocate heads", w.b.ID())
+		return nil, grove.RelocateResult{}, fail(grove.Unimplemented, op, "", "backend %s does not relocate heads", w.b.ID())
 	}
 	h, res, err := rl.Relocate(ctx, b, driverReopen(opts))
 	if err != nil {
-		return nil, RelocateResult{}, wrap(op, "", err)
+		return nil, grove.RelocateResult{}, wrap(op, "", err)
 	}
 	return newHead(w, h, false), res, nil
 }
 
 // Heads lists the workspace's live and archived heads, ordered by name.
-func (w *Workspace) Heads(ctx context.Context) ([]HeadInfo, error) {
+func (w *Workspace) Heads(ctx context.Context) ([]grove.HeadInfo, error) {
 	const op = "heads"
 	if err := w.check(ctx, op); err != nil {
 		return nil, err
@@ -201,7 +202,7 @@ func (w *Workspace) SetArchived(ctx context.Context, name string, archived bool)
 		return err
 	}
 	if err := validName(name); err != nil {
-		return fail(backend.InvalidArgument, op, name, "%v", err)
+		return fail(grove.InvalidArgument, op, name, "%v", err)
 	}
 	if err := w.writable(op, name); err != nil {
 		return err
@@ -215,23 +216,23 @@ func (w *Workspace) SetArchived(ctx context.Context, name string, archived bool)
 			return wrap(op, name, w.ws.SetArchived(ctx, hi.ID, archived))
 		}
 	}
-	return fail(backend.NotFound, op, name, "no live or archived head has that name")
+	return fail(grove.NotFound, op, name, "no live or archived head has that name")
 }
 
 // Materialize writes the tree of revision at into dir, which must be empty
 // or absent and not inside a head. The files are byte-identical to the
 // checkpoint, modes and symlinks included. A non-empty dir is
 // FailedPrecondition and is left untouched.
-func (w *Workspace) Materialize(ctx context.Context, at Rev, dir string) error {
+func (w *Workspace) Materialize(ctx context.Context, at grove.Rev, dir string) error {
 	const op = "materialize"
 	if err := w.check(ctx, op); err != nil {
 		return err
 	}
 	if at == "" {
-		return fail(backend.InvalidArgument, op, "", "empty revision")
+		return fail(grove.InvalidArgument, op, "", "empty revision")
 	}
 	if dir == "" {
-		return fail(backend.InvalidArgument, op, "", "empty directory")
+		return fail(grove.InvalidArgument, op, "", "empty directory")
 	}
 	return wrap(op, "", w.ws.Materialize(ctx, at, dir))
 }
@@ -245,7 +246,7 @@ func (w *Workspace) Close() error {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		return fail(backend.FailedPrecondition, op, "", "workspace is already closed")
+		return fail(grove.FailedPrecondition, op, "", "workspace is already closed")
 	}
 	w.closed = true
 	w.mu.Unlock()
@@ -274,19 +275,19 @@ func (c *wsCore) closeOnce() error {
 // reported on its Finding). A head another process is working on is left
 // alone. opts may be nil. Backends with nothing to reconcile answer
 // Unimplemented; a read-only view answers PermissionDenied with Fix.
-func (w *Workspace) Reconcile(ctx context.Context, opts *ReconcileOptions) (ReconcileReport, error) {
+func (w *Workspace) Reconcile(ctx context.Context, opts *ReconcileOptions) (grove.ReconcileReport, error) {
 	const op = "reconcile"
 	if err := w.check(ctx, op); err != nil {
-		return ReconcileReport{}, err
+		return grove.ReconcileReport{}, err
 	}
 	if opts != nil && opts.Fix {
 		if err := w.writable(op, ""); err != nil {
-			return ReconcileReport{}, err
+			return grove.ReconcileReport{}, err
 		}
 	}
 	m, ok := w.ws.(backend.Maintainer)
 	if !ok {
-		return ReconcileReport{}, fail(backend.Unimplemented, op, "", "backend %s has nothing to reconcile", w.b.ID())
+		return grove.ReconcileReport{}, fail(grove.Unimplemented, op, "", "backend %s has nothing to reconcile", w.b.ID())
 	}
 	rep, err := m.Reconcile(ctx, driverReconcile(opts))
 	return rep, wrap(op, "", err)
@@ -297,23 +298,23 @@ func (w *Workspace) Reconcile(ctx context.Context, opts *ReconcileOptions) (Reco
 // kept and deleted per head; with p.DryRun it deletes nothing. A restore
 // target is never deleted. Backends that cannot delete checkpoints answer
 // Unimplemented; a read-only view answers PermissionDenied unless DryRun.
-func (w *Workspace) Retain(ctx context.Context, p *RetentionPolicy) (RetentionReport, error) {
+func (w *Workspace) Retain(ctx context.Context, p *RetentionPolicy) (grove.RetentionReport, error) {
 	const op = "retain"
 	if err := w.check(ctx, op); err != nil {
-		return RetentionReport{}, err
+		return grove.RetentionReport{}, err
 	}
 	dp, err := driverRetain(op, p)
 	if err != nil {
-		return RetentionReport{}, err
+		return grove.RetentionReport{}, err
 	}
 	if !dp.DryRun {
 		if err := w.writable(op, ""); err != nil {
-			return RetentionReport{}, err
+			return grove.RetentionReport{}, err
 		}
 	}
 	m, ok := w.ws.(backend.Maintainer)
 	if !ok {
-		return RetentionReport{}, fail(backend.Unimplemented, op, "", "backend %s cannot delete checkpoints", w.b.ID())
+		return grove.RetentionReport{}, fail(grove.Unimplemented, op, "", "backend %s cannot delete checkpoints", w.b.ID())
 	}
 	rep, err := m.Retain(ctx, dp)
 	return rep, wrap(op, "", err)
@@ -323,19 +324,23 @@ func (w *Workspace) Retain(ctx context.Context, p *RetentionPolicy) (RetentionRe
 // that calls chain: ws.NewHead("agent-1").From("v1.2").Create(ctx).
 type HeadBuilder struct {
 	w        *Workspace
-	spec     HeadSpec
+	spec     backend.HeadSpec
 	isolated bool // Isolated was asked for explicitly
 }
 
 // From starts the head from rev, a branch, tag, commit or checkpoint.
-func (b *HeadBuilder) From(rev Rev) *HeadBuilder { b.spec.From = rev; return b }
+func (b *HeadBuilder) From(rev grove.Rev) *HeadBuilder { b.spec.From = rev; return b }
 
 // Shared makes the head shared: many holders, compare-and-set writes.
-func (b *HeadBuilder) Shared() *HeadBuilder { b.spec.Access = Shared; b.isolated = false; return b }
+func (b *HeadBuilder) Shared() *HeadBuilder {
+	b.spec.Access = grove.Shared
+	b.isolated = false
+	return b
+}
 
 // Isolated makes the head isolated (the default): one holder at a time.
 func (b *HeadBuilder) Isolated() *HeadBuilder {
-	b.spec.Access = Isolated
+	b.spec.Access = grove.Isolated
 	b.isolated = true
 	return b
 }
@@ -358,7 +363,7 @@ func (b *HeadBuilder) Dir(dir string) *HeadBuilder { b.spec.Dir = dir; return b 
 func (b *HeadBuilder) Attach(dir string) *HeadBuilder { b.spec.Attach = dir; return b }
 
 // Spec returns the HeadSpec the builder describes so far.
-func (b *HeadBuilder) Spec() HeadSpec { return b.spec }
+func (b *HeadBuilder) Spec() backend.HeadSpec { return b.spec }
 
 // Create creates the head. A duplicate name or branch is AlreadyExists, a
 // From that does not resolve is NotFound, a malformed name or branch is
@@ -374,27 +379,27 @@ func (b *HeadBuilder) Create(ctx context.Context) (*Head, error) {
 		return nil, err
 	}
 	if err := validName(spec.Name); err != nil {
-		return nil, fail(backend.InvalidArgument, op, spec.Name, "%v", err)
+		return nil, fail(grove.InvalidArgument, op, spec.Name, "%v", err)
 	}
 	if spec.Branch != "" {
 		if err := validBranch(spec.Branch); err != nil {
-			return nil, fail(backend.InvalidArgument, op, spec.Name, "%v", err)
+			return nil, fail(grove.InvalidArgument, op, spec.Name, "%v", err)
 		}
 	}
 	if spec.Attach != "" {
 		if b.isolated {
-			return nil, fail(backend.InvalidArgument, op, spec.Name, "an attached head is always shared, not isolated")
+			return nil, fail(grove.InvalidArgument, op, spec.Name, "an attached head is always shared, not isolated")
 		}
 		if spec.From != "" {
-			return nil, fail(backend.InvalidArgument, op, spec.Name, "an attached head has no From revision")
+			return nil, fail(grove.InvalidArgument, op, spec.Name, "an attached head has no From revision")
 		}
 		if spec.Branch != "" || spec.Dir != "" {
-			return nil, fail(backend.InvalidArgument, op, spec.Name, "an attached head keeps its checkout's branch and directory")
+			return nil, fail(grove.InvalidArgument, op, spec.Name, "an attached head keeps its checkout's branch and directory")
 		}
-		spec.Access = Shared
+		spec.Access = grove.Shared
 	}
 	if spec.Access == "" {
-		spec.Access = Isolated
+		spec.Access = grove.Isolated
 	}
 	h, err := b.w.ws.CreateHead(ctx, &spec)
 	if err != nil {
@@ -407,12 +412,12 @@ func (b *HeadBuilder) Create(ctx context.Context) (*Head, error) {
 // from a backend without Capabilities.Recreate, into Unimplemented when
 // the head was missing: the option was not honoured, and says so.
 func noRecreate(b Backend, opts *ReopenOptions, err error) error {
-	var be *backend.Error
+	var be *grove.Error
 	if opts == nil || !opts.Recreate || b.Capabilities().Recreate || !errors.As(err, &be) ||
-		be.Code != backend.NotFound || be.Reason != backend.ReasonMissing {
+		be.Code != grove.NotFound || be.Reason != grove.ReasonMissing {
 		return err
 	}
-	return &backend.Error{Code: backend.Unimplemented, Op: be.Op, Head: be.Head, Path: be.Path, Reason: be.Reason,
+	return &grove.Error{Code: grove.Unimplemented, Op: be.Op, Head: be.Head, Path: be.Path, Reason: be.Reason,
 		Err: fmt.Errorf("backend %s cannot recreate a missing head: %w", b.ID(), be.Err)}
 }
 
@@ -424,26 +429,26 @@ func noRecreate(b Backend, opts *ReopenOptions, err error) error {
 // head. The head owns the workspace it was found in: Head.Workspace returns
 // it, and closing the head closes it. With opts.ReadOnly it takes no lock
 // and returns a read-only view. opts may be nil.
-func Reopen(ctx context.Context, b Backend, binding Binding, opts *ReopenOptions) (*Head, error) {
+func Reopen(ctx context.Context, b Backend, binding grove.Binding, opts *ReopenOptions) (*Head, error) {
 	const op = "reopen"
 	if err := ctxErr(ctx, op, string(binding.Head)); err != nil {
 		return nil, err
 	}
 	if b == nil {
-		return nil, fail(backend.InvalidArgument, op, string(binding.Head), "nil backend")
+		return nil, fail(grove.InvalidArgument, op, string(binding.Head), "nil backend")
 	}
 	if err := binding.Validate(); err != nil {
 		return nil, wrap(op, string(binding.Head), err)
 	}
 	if binding.Backend != b.ID() {
-		return nil, &backend.Error{Code: backend.IdentityMismatch, Op: opPrefix + op, Head: string(binding.Head),
-			Reason: backend.ReasonBackend, Err: errorf("binding is for backend %q, not %q", binding.Backend, b.ID())}
+		return nil, &grove.Error{Code: grove.IdentityMismatch, Op: opPrefix + op, Head: string(binding.Head),
+			Reason: grove.ReasonBackend, Err: errorf("binding is for backend %q, not %q", binding.Backend, b.ID())}
 	}
 	if err := opts.check(op, string(binding.Head)); err != nil {
 		return nil, err
 	}
 	if opts != nil && opts.Remote != nil && !b.Capabilities().Remote {
-		return nil, fail(backend.Unimplemented, op, string(binding.Head), "backend %s does not push to a remote", b.ID())
+		return nil, fail(grove.Unimplemented, op, string(binding.Head), "backend %s does not push to a remote", b.ID())
 	}
 	d := driverReopen(opts)
 	if err := checkSandbox(b, op, string(binding.Head), d.Sandbox); err != nil {
@@ -456,8 +461,8 @@ func Reopen(ctx context.Context, b Backend, binding Binding, opts *ReopenOptions
 	if got := h.Binding(); !got.Equal(binding) {
 		_ = h.Close()
 		_ = ws.Close()
-		return nil, &backend.Error{Code: backend.IdentityMismatch, Op: opPrefix + op, Head: string(binding.Head),
-			Reason: backend.ReasonHeadID, Err: errorf("backend reopened a head whose binding differs")}
+		return nil, &grove.Error{Code: grove.IdentityMismatch, Op: opPrefix + op, Head: string(binding.Head),
+			Reason: grove.ReasonHeadID, Err: errorf("backend reopened a head whose binding differs")}
 	}
 	hd := newHead(&Workspace{wsCore: &wsCore{b: b, ws: ws, sandbox: *d.Sandbox}}, h, true)
 	if opts != nil && opts.ReadOnly {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -23,7 +24,7 @@ type fake struct {
 	calls []string
 	fail  map[string]error
 	// rebind, if set, is the binding Reopen's head claims to have.
-	rebind *backend.Binding
+	rebind *grove.Binding
 }
 
 func (f *fake) call(op string) error {
@@ -45,10 +46,10 @@ func (f *fake) reset() {
 	f.calls = nil
 }
 
-func (f *fake) ID() backend.ID                     { return "fake" }
-func (f *fake) Capabilities() backend.Capabilities { return backend.Capabilities{} }
-func (f *fake) As(any) bool                        { return false }
-func (f *fake) Close() error                       { return f.call("Backend.Close") }
+func (f *fake) ID() grove.ID                     { return "fake" }
+func (f *fake) Capabilities() grove.Capabilities { return grove.Capabilities{} }
+func (f *fake) As(any) bool                      { return false }
+func (f *fake) Close() error                     { return f.call("Backend.Close") }
 
 func (f *fake) OpenWorkspace(ctx context.Context, locator string, opts *backend.OpenOptions) (backend.Workspace, error) {
 	if err := f.call("OpenWorkspace"); err != nil {
@@ -57,7 +58,7 @@ func (f *fake) OpenWorkspace(ctx context.Context, locator string, opts *backend.
 	return &fakeWS{f: f}, nil
 }
 
-func (f *fake) Reopen(ctx context.Context, b backend.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
+func (f *fake) Reopen(ctx context.Context, b grove.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
 	if err := f.call("Reopen"); err != nil {
 		return nil, nil, err
 	}
@@ -70,8 +71,8 @@ func (f *fake) Reopen(ctx context.Context, b backend.Binding, opts *backend.Reop
 
 type fakeWS struct{ f *fake }
 
-func (w *fakeWS) Info() backend.WorkspaceInfo {
-	return backend.WorkspaceInfo{ID: "ws", Backend: "fake", Locator: "loc"}
+func (w *fakeWS) Info() grove.WorkspaceInfo {
+	return grove.WorkspaceInfo{ID: "ws", Backend: "fake", Locator: "loc"}
 }
 func (w *fakeWS) CreateHead(ctx context.Context, spec *backend.HeadSpec) (backend.Head, error) {
 	if err := w.f.call("CreateHead"); err != nil {
@@ -85,16 +86,16 @@ func (w *fakeWS) OpenHead(ctx context.Context, name string, opts *backend.Reopen
 	}
 	return &fakeHead{f: w.f, name: name}, nil
 }
-func (w *fakeWS) Heads(ctx context.Context) ([]backend.HeadInfo, error) {
+func (w *fakeWS) Heads(ctx context.Context) ([]grove.HeadInfo, error) {
 	if err := w.f.call("Heads"); err != nil {
 		return nil, err
 	}
-	return []backend.HeadInfo{{ID: "id-h", Name: "h"}}, nil
+	return []grove.HeadInfo{{ID: "id-h", Name: "h"}}, nil
 }
-func (w *fakeWS) SetArchived(ctx context.Context, id backend.HeadID, archived bool) error {
+func (w *fakeWS) SetArchived(ctx context.Context, id grove.HeadID, archived bool) error {
 	return w.f.call("Workspace.SetArchived")
 }
-func (w *fakeWS) Materialize(ctx context.Context, at backend.Rev, dir string) error {
+func (w *fakeWS) Materialize(ctx context.Context, at grove.Rev, dir string) error {
 	return w.f.call("Materialize")
 }
 func (w *fakeWS) Close() error { return w.f.call("Workspace.Close") }
@@ -102,39 +103,39 @@ func (w *fakeWS) Close() error { return w.f.call("Workspace.Close") }
 type fakeHead struct {
 	f       *fake
 	name    string
-	from    backend.Rev
-	binding backend.Binding
+	from    grove.Rev
+	binding grove.Binding
 }
 
-func (h *fakeHead) Info() backend.HeadInfo {
-	id := backend.HeadID("id-" + h.name)
+func (h *fakeHead) Info() grove.HeadInfo {
+	id := grove.HeadID("id-" + h.name)
 	if h.binding.Head != "" {
 		id = h.binding.Head
 	}
-	return backend.HeadInfo{ID: id, Name: h.name, Base: backend.CheckpointID(h.from)}
+	return grove.HeadInfo{ID: id, Name: h.name, Base: grove.CheckpointID(h.from)}
 }
-func (h *fakeHead) Binding() backend.Binding { return h.binding }
-func (h *fakeHead) FS() backend.FS           { return nil }
-func (h *fakeHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (backend.CheckpointResult, error) {
+func (h *fakeHead) Binding() grove.Binding { return h.binding }
+func (h *fakeHead) FS() grove.FS           { return nil }
+func (h *fakeHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (grove.CheckpointResult, error) {
 	if err := h.f.call("Checkpoint:" + opts.Message); err != nil {
-		return backend.CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
-	return backend.CheckpointResult{Checkpoint: backend.Checkpoint{ID: "cp1"}, New: true}, nil
+	return grove.CheckpointResult{Checkpoint: grove.Checkpoint{ID: "cp1"}, New: true}, nil
 }
-func (h *fakeHead) Restore(ctx context.Context, to backend.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
+func (h *fakeHead) Restore(ctx context.Context, to grove.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
 	return backend.RestoreResult{}, h.f.call("Restore")
 }
-func (h *fakeHead) Log(ctx context.Context, opts *backend.LogOptions) ([]backend.Checkpoint, error) {
+func (h *fakeHead) Log(ctx context.Context, opts *backend.LogOptions) ([]grove.Checkpoint, error) {
 	return nil, h.f.call("Log")
 }
-func (h *fakeHead) Commits(ctx context.Context, since backend.Rev) ([]backend.CheckpointID, error) {
+func (h *fakeHead) Commits(ctx context.Context, since grove.Rev) ([]grove.CheckpointID, error) {
 	return nil, h.f.call("Commits")
 }
-func (h *fakeHead) Status(ctx context.Context) (backend.Status, error) {
-	return backend.Status{}, h.f.call("Status")
+func (h *fakeHead) Status(ctx context.Context) (grove.Status, error) {
+	return grove.Status{}, h.f.call("Status")
 }
-func (h *fakeHead) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, error) {
-	return backend.Diff{}, h.f.call("Diff")
+func (h *fakeHead) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error) {
+	return grove.Diff{}, h.f.call("Diff")
 }
 func (h *fakeHead) SetArchived(ctx context.Context, archived bool) error {
 	return h.f.call("Head.SetArchived")
@@ -160,7 +161,7 @@ var headCalls = []struct {
 	{"Log", func(h *workspace.Head) error { _, err := h.Log(ctx, nil); return err }},
 	{"Commits", func(h *workspace.Head) error { _, err := h.Commits(ctx, "main"); return err }},
 	{"Status", func(h *workspace.Head) error { _, err := h.Status(ctx); return err }},
-	{"Diff", func(h *workspace.Head) error { _, err := h.Diff(ctx, "main", workspace.Live); return err }},
+	{"Diff", func(h *workspace.Head) error { _, err := h.Diff(ctx, "main", grove.Live); return err }},
 	{"Head.SetArchived", func(h *workspace.Head) error { return h.Archive(ctx) }},
 	{"Destroy", func(h *workspace.Head) error {
 		_, err := h.Destroy(ctx, &workspace.DestroyOptions{Discard: true})
@@ -199,17 +200,17 @@ func openFake(t *testing.T) (*fake, *workspace.Workspace) {
 func checkWrappedOnce(t *testing.T, err, driverErr error, head string) {
 	t.Helper()
 	require.Error(t, err)
-	var outer *backend.Error
-	require.True(t, errors.As(err, &outer), "error is not a *backend.Error: %v", err)
+	var outer *grove.Error
+	require.True(t, errors.As(err, &outer), "error is not a *grove.Error: %v", err)
 	assert.True(t, strings.HasPrefix(outer.Op, "workspace: "), "Op %q lacks the workspace prefix", outer.Op)
 	assert.Same(t, driverErr, outer.Err, "the driver's error is not wrapped exactly once: %v", err)
 	assert.Equal(t, head, outer.Head)
-	assert.Equal(t, backend.CodeOf(driverErr), outer.Code)
+	assert.Equal(t, grove.CodeOf(driverErr), outer.Code)
 	assert.ErrorIs(t, err, driverErr)
 }
 
 func TestErrorsAreWrappedOnce(t *testing.T) {
-	driverErr := &backend.Error{Code: backend.NotFound, Op: "fake: op", Path: "a/b", Reason: backend.ReasonMissing, Err: errors.New("cause")}
+	driverErr := &grove.Error{Code: grove.NotFound, Op: "fake: op", Path: "a/b", Reason: grove.ReasonMissing, Err: errors.New("cause")}
 	foreign := errors.New("not grove's")
 	for _, de := range []error{driverErr, foreign} {
 		for _, c := range headCalls {
@@ -221,14 +222,14 @@ func TestErrorsAreWrappedOnce(t *testing.T) {
 				err = c.call(h)
 				checkWrappedOnce(t, err, de, "h")
 				if de == driverErr {
-					var e *backend.Error
+					var e *grove.Error
 					require.ErrorAs(t, err, &e)
 					assert.Equal(t, "a/b", e.Path, "Path is carried up")
-					assert.Equal(t, backend.ReasonMissing, e.Reason, "Reason is carried up")
-					assert.ErrorIs(t, err, workspace.ErrNotFound)
+					assert.Equal(t, grove.ReasonMissing, e.Reason, "Reason is carried up")
+					assert.ErrorIs(t, err, grove.ErrNotFound)
 					assert.Equal(t, `workspace: `+opName(e.Op)+` head "h" path "a/b": not found (missing): cause`, err.Error())
 				} else {
-					assert.Equal(t, workspace.Internal, workspace.CodeOf(err))
+					assert.Equal(t, grove.Internal, grove.CodeOf(err))
 				}
 			})
 		}
@@ -237,10 +238,10 @@ func TestErrorsAreWrappedOnce(t *testing.T) {
 				f, w := openFake(t)
 				f.fail[c.driver] = de
 				err := c.call(w)
-				var outer *backend.Error
+				var outer *grove.Error
 				require.ErrorAs(t, err, &outer)
 				assert.Same(t, de, outer.Err)
-				assert.Equal(t, backend.CodeOf(de), outer.Code)
+				assert.Equal(t, grove.CodeOf(de), outer.Code)
 			})
 		}
 	}
@@ -257,7 +258,7 @@ func TestHeadIsClosed(t *testing.T) {
 			require.NoError(t, h.Close())
 			f.reset()
 			err = c.call(h)
-			assert.Equal(t, workspace.FailedPrecondition, workspace.CodeOf(err), "%v", err)
+			assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
 			assert.Empty(t, f.recorded(), "a call after Close reached the backend")
 		})
 	}
@@ -270,7 +271,7 @@ func TestWorkspaceIsClosed(t *testing.T) {
 			require.NoError(t, w.Close())
 			f.reset()
 			err := c.call(w)
-			assert.Equal(t, workspace.FailedPrecondition, workspace.CodeOf(err), "%v", err)
+			assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
 			assert.Empty(t, f.recorded(), "a call after Close reached the backend")
 		})
 	}
@@ -288,7 +289,7 @@ func TestInvalidArgumentsNeverReachTheBackend(t *testing.T) {
 		"attach as isolated":  func() error { _, err := w.NewHead("ok").Attach("/x").Isolated().Create(ctx); return err },
 		"attach with From":    func() error { _, err := w.NewHead("ok").Attach("/x").From("main").Create(ctx); return err },
 		"empty restore rev":   func() error { _, err := h.Restore(ctx, "", nil); return err },
-		"empty diff rev":      func() error { _, err := h.Diff(ctx, "", workspace.Live); return err },
+		"empty diff rev":      func() error { _, err := h.Diff(ctx, "", grove.Live); return err },
 		"empty commits rev":   func() error { _, err := h.Commits(ctx, ""); return err },
 		"negative log limit":  func() error { _, err := h.Log(ctx, &workspace.LogOptions{Limit: -1}); return err },
 		"fork bad name":       func() error { _, err := h.Fork(ctx, "../x", nil); return err },
@@ -301,10 +302,10 @@ func TestInvalidArgumentsNeverReachTheBackend(t *testing.T) {
 		},
 	} {
 		err := call()
-		assert.Equal(t, workspace.InvalidArgument, workspace.CodeOf(err), "%s: %v", name, err)
+		assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "%s: %v", name, err)
 	}
 	_, err = h.Checkpoint(ctx, &workspace.CheckpointOptions{Include: []string{"../secret"}})
-	assert.Equal(t, workspace.PathEscape, workspace.CodeOf(err))
+	assert.Equal(t, grove.PathEscape, grove.CodeOf(err))
 	assert.Empty(t, f.recorded(), "invalid input reached the backend")
 }
 
@@ -326,7 +327,7 @@ func TestRestoreTakesTheSafetyCheckpointBeforeRestoring(t *testing.T) {
 	assert.Equal(t, []string{"Restore"}, f.recorded())
 
 	f.reset()
-	f.fail["Checkpoint:grove: safety checkpoint before restore to main"] = backend.Errorf(backend.Internal, "fake", "disk full")
+	f.fail["Checkpoint:grove: safety checkpoint before restore to main"] = grove.Errorf(grove.Internal, "fake", "disk full")
 	_, err = h.Restore(ctx, "main", nil)
 	require.Error(t, err)
 	assert.NotContains(t, f.recorded(), "Restore", "restore ran although its safety checkpoint failed")
@@ -342,7 +343,7 @@ func TestDestroyTakesTheFinalCheckpointFirst(t *testing.T) {
 	require.NotNil(t, res.Final)
 	assert.Equal(t, []string{"Checkpoint:grove: final checkpoint before destroy", "Destroy"}, f.recorded())
 	_, err = h.Status(ctx)
-	assert.Equal(t, workspace.FailedPrecondition, workspace.CodeOf(err), "a destroyed head is closed")
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "a destroyed head is closed")
 }
 
 func TestForkCheckpointsTheSourceThenCreatesFromIt(t *testing.T) {
@@ -354,7 +355,7 @@ func TestForkCheckpointsTheSourceThenCreatesFromIt(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"Heads", "Checkpoint:grove: checkpoint before fork to child", "CreateHead"}, f.recorded(),
 		"the name is checked (by Heads) before the checkpoint")
-	assert.Equal(t, workspace.CheckpointID("cp1"), n.Info().Base, "the fork starts from the checkpoint")
+	assert.Equal(t, grove.CheckpointID("cp1"), n.Info().Base, "the fork starts from the checkpoint")
 
 	f.reset()
 	_, err = h.Fork(ctx, "child2", &workspace.ForkOptions{From: "older"})
@@ -364,20 +365,20 @@ func TestForkCheckpointsTheSourceThenCreatesFromIt(t *testing.T) {
 
 func TestReopenRefusesBindingsOfOtherBackendsAndSubstitutedHeads(t *testing.T) {
 	f := &fake{fail: map[string]error{}}
-	good := backend.Binding{Version: 1, Backend: "fake", Workspace: "ws", Head: "id-1", Access: backend.Isolated, Payload: json.RawMessage(`{}`)}
+	good := grove.Binding{Version: 1, Backend: "fake", Workspace: "ws", Head: "id-1", Access: grove.Isolated, Payload: json.RawMessage(`{}`)}
 
 	other := good
 	other.Backend = "memory"
 	_, err := workspace.Reopen(ctx, f, other, nil)
-	var e *backend.Error
+	var e *grove.Error
 	require.ErrorAs(t, err, &e)
-	assert.Equal(t, backend.IdentityMismatch, e.Code)
-	assert.Equal(t, backend.ReasonBackend, e.Reason)
+	assert.Equal(t, grove.IdentityMismatch, e.Code)
+	assert.Equal(t, grove.ReasonBackend, e.Reason)
 
 	bad := good
 	bad.Access = "exclusive"
 	_, err = workspace.Reopen(ctx, f, bad, nil)
-	assert.ErrorIs(t, err, workspace.ErrBindingCorrupt)
+	assert.ErrorIs(t, err, grove.ErrBindingCorrupt)
 	assert.Empty(t, f.recorded(), "a refused binding reached the backend")
 
 	substituted := good
@@ -385,7 +386,7 @@ func TestReopenRefusesBindingsOfOtherBackendsAndSubstitutedHeads(t *testing.T) {
 	f.rebind = &substituted
 	_, err = workspace.Reopen(ctx, f, good, nil)
 	require.ErrorAs(t, err, &e)
-	assert.Equal(t, backend.IdentityMismatch, e.Code)
+	assert.Equal(t, grove.IdentityMismatch, e.Code)
 	assert.Contains(t, f.recorded(), "Head.Close", "the substituted head was not closed")
 
 	f.rebind = nil
@@ -401,11 +402,11 @@ func TestCodeOfContextErrorsIsCanceled(t *testing.T) {
 	f, w := openFake(t)
 	_ = f
 	_, err := w.Heads(c)
-	assert.Equal(t, workspace.Canceled, workspace.CodeOf(err))
+	assert.Equal(t, grove.Canceled, grove.CodeOf(err))
 	assert.ErrorIs(t, err, context.Canceled)
-	assert.ErrorIs(t, err, workspace.ErrCanceled)
-	assert.Equal(t, workspace.Canceled, workspace.CodeOf(context.DeadlineExceeded))
-	assert.Equal(t, workspace.OK, workspace.CodeOf(nil))
+	assert.ErrorIs(t, err, grove.ErrCanceled)
+	assert.Equal(t, grove.Canceled, grove.CodeOf(context.DeadlineExceeded))
+	assert.Equal(t, grove.OK, grove.CodeOf(nil))
 }
 
 func TestBranchNamesGitRefusesAreInvalidArgumentAndNeverReachTheBackend(t *testing.T) {
@@ -431,7 +432,7 @@ func TestBranchNamesGitRefusesAreInvalidArgumentAndNeverReachTheBackend(t *testi
 			f, w := openFake(t)
 			f.reset()
 			_, err := w.NewHead("ok").Branch(c.branch).Create(ctx)
-			assert.Equal(t, workspace.InvalidArgument, workspace.CodeOf(err), "branch %q: %v", c.branch, err)
+			assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "branch %q: %v", c.branch, err)
 			assert.Empty(t, f.recorded(), "branch %q reached the backend", c.branch)
 		})
 	}

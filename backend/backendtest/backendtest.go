@@ -55,7 +55,7 @@
 // returns, in its own pass-through wrapper. A case can make the wrapper
 // park the next call of one driver method (such as Checkpoint) until the
 // call's context ends; the call then reaches the driver with that ended
-// context, and must fail with a Canceled *backend.Error for which
+// context, and must fail with a Canceled *grove.Error for which
 // errors.Is(err, context.Canceled) holds. A backend needs no test hook for
 // this, and a harness takes no part in it; backendutil.CallBlocker is the
 // same parking helper, for a backend's own tests.
@@ -75,6 +75,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -101,15 +102,15 @@ type Harness interface {
 
 	// DeleteHeadFiles deletes the head's files behind grove's back, as a
 	// user's rm -rf of its directory would.
-	DeleteHeadFiles(ctx context.Context, b backend.Binding) error
+	DeleteHeadFiles(ctx context.Context, b grove.Binding) error
 
 	// MoveBranch points the head's branch at commit behind grove's back, as
 	// a user's git command would; an empty commit deletes the branch.
-	MoveBranch(ctx context.Context, b backend.Binding, commit backend.CheckpointID) error
+	MoveBranch(ctx context.Context, b grove.Binding, commit grove.CheckpointID) error
 
 	// CorruptBinding returns b with its payload damaged in a way its
 	// backend must answer with BindingCorrupt.
-	CorruptBinding(b backend.Binding) backend.Binding
+	CorruptBinding(b grove.Binding) grove.Binding
 
 	// Close releases the harness's state.
 	Close() error
@@ -120,7 +121,7 @@ type Fixture struct {
 	// Locator opens the workspace.
 	Locator string
 	// Base is a revision (such as a branch name) holding the files given.
-	Base backend.Rev
+	Base grove.Rev
 	// Checkout is a directory with an existing checkout of the workspace
 	// that an attached head can be made over; empty for backends without
 	// Capabilities.Attach.
@@ -179,11 +180,11 @@ type env struct {
 	ctx    context.Context
 	h      Harness
 	b      backend.Backend
-	caps   backend.Capabilities
+	caps   grove.Capabilities
 	fx     Fixture
 	blocks blocker // parks the driver calls a case names; see makeBackend
 	ws     *workspace.Workspace
-	base   backend.CheckpointID // the commit fx.Base resolves to
+	base   grove.CheckpointID // the commit fx.Base resolves to
 	clause string
 	names  atomic.Int64
 	top    string // the name of the test that runs the suite, for child processes
@@ -363,25 +364,25 @@ func (e *env) must(err error, what string) {
 
 // wantCode checks that err has code want (and is also reachable by
 // errors.Is with want's sentinel and by errors.As).
-func (e *env) wantCode(err error, want backend.Code, what string) *backend.Error {
+func (e *env) wantCode(err error, want grove.Code, what string) *grove.Error {
 	e.t.Helper()
 	if err == nil {
 		e.fail("%s: succeeded, want an error with code %q", what, want)
 	}
-	if got := workspace.CodeOf(err); got != want {
+	if got := grove.CodeOf(err); got != want {
 		e.fail("%s: code %q, want %q (error: %v)", what, got, want, err)
 	}
 	if !errors.Is(err, want.Sentinel()) {
 		e.fail("%s: errors.Is(err, sentinel of %q) is false (error: %v)", what, want, err)
 	}
-	var be *backend.Error
+	var be *grove.Error
 	if !errors.As(err, &be) {
-		e.fail("%s: errors.As(err, *backend.Error) is false (error: %v)", what, err)
+		e.fail("%s: errors.As(err, *grove.Error) is false (error: %v)", what, err)
 	}
 	return be
 }
 
-func (e *env) wantReason(err error, code backend.Code, reason backend.Reason, what string) {
+func (e *env) wantReason(err error, code grove.Code, reason grove.Reason, what string) {
 	e.t.Helper()
 	be := e.wantCode(err, code, what)
 	if be.Reason != reason {
@@ -416,14 +417,14 @@ func (e *env) destroy(h *workspace.Head) {
 	}
 }
 
-func (e *env) checkpoint(h *workspace.Head, opts *workspace.CheckpointOptions) workspace.CheckpointResult {
+func (e *env) checkpoint(h *workspace.Head, opts *workspace.CheckpointOptions) grove.CheckpointResult {
 	e.t.Helper()
 	cp, err := h.Checkpoint(e.ctx, opts)
 	e.must(err, "Checkpoint")
 	return cp
 }
 
-func (e *env) status(h *workspace.Head) workspace.Status {
+func (e *env) status(h *workspace.Head) grove.Status {
 	e.t.Helper()
 	st, err := h.Status(e.ctx)
 	e.must(err, "Status")
@@ -499,7 +500,7 @@ func (e *env) tree(h *workspace.Head) tree {
 
 // treeAt reads the files of rev through a throwaway shared head made from
 // it.
-func (e *env) treeAt(rev backend.Rev) tree {
+func (e *env) treeAt(rev grove.Rev) tree {
 	e.t.Helper()
 	h := e.create(e.ws.NewHead(e.name("view")).From(rev).Shared())
 	defer e.destroy(h)

@@ -12,6 +12,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/backend/backendtest"
 	"github.com/groveworks/grove/internal/memharness"
@@ -121,9 +122,9 @@ func (b *brokenBackend) OpenWorkspace(ctx context.Context, locator string, opts 
 	return &brokenWorkspace{Workspace: ws, breakage: b.breakage}, nil
 }
 
-func (b *brokenBackend) Reopen(ctx context.Context, bind backend.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
+func (b *brokenBackend) Reopen(ctx context.Context, bind grove.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
 	ws, h, err := b.Backend.Reopen(ctx, bind, opts)
-	if err != nil && b.breakage == "reopen-ignores-head-id" && backend.CodeOf(err) == backend.IdentityMismatch {
+	if err != nil && b.breakage == "reopen-ignores-head-id" && grove.CodeOf(err) == grove.IdentityMismatch {
 		// Broken: fall back to whatever head has the binding's name.
 		var p struct{ Locator, Name string }
 		if json.Unmarshal(bind.Payload, &p) == nil {
@@ -136,9 +137,9 @@ func (b *brokenBackend) Reopen(ctx context.Context, bind backend.Binding, opts *
 		return nil, nil, err
 	}
 	if err != nil && b.breakage == "access-mismatch-is-missing" {
-		var be *backend.Error
-		if errors.As(err, &be) && be.Reason == backend.ReasonAccess {
-			return nil, nil, &backend.Error{Code: backend.NotFound, Op: "broken: reopen", Reason: backend.ReasonMissing, Err: err}
+		var be *grove.Error
+		if errors.As(err, &be) && be.Reason == grove.ReasonAccess {
+			return nil, nil, &grove.Error{Code: grove.NotFound, Op: "broken: reopen", Reason: grove.ReasonMissing, Err: err}
 		}
 	}
 	if err != nil {
@@ -154,13 +155,13 @@ type brokenWorkspace struct {
 
 func (w *brokenWorkspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (backend.Head, error) {
 	h, err := w.Workspace.CreateHead(ctx, spec)
-	if err != nil && w.breakage == "canceled-create-is-internal" && backend.CodeOf(err) == backend.Canceled {
-		return nil, backend.Errorf(backend.Internal, "broken: create", "reading the base: %v", err)
+	if err != nil && w.breakage == "canceled-create-is-internal" && grove.CodeOf(err) == grove.Canceled {
+		return nil, grove.Errorf(grove.Internal, "broken: create", "reading the base: %v", err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if w.breakage == "no-isolation" && spec.Access == backend.Isolated {
+	if w.breakage == "no-isolation" && spec.Access == grove.Isolated {
 		// Broken: forget the lock the create took.
 		name := h.Info().Name
 		_ = h.Close()
@@ -184,11 +185,11 @@ func (w *brokenWorkspace) OpenHead(ctx context.Context, name string, opts *backe
 type brokenHead struct {
 	backend.Head
 	breakage string
-	binding  *backend.Binding // a lie about which head this is
-	released bool             // the real handle is already closed
+	binding  *grove.Binding // a lie about which head this is
+	released bool           // the real handle is already closed
 }
 
-func (h *brokenHead) Binding() backend.Binding {
+func (h *brokenHead) Binding() grove.Binding {
 	if h.binding != nil {
 		return *h.binding
 	}
@@ -215,14 +216,14 @@ func ignoredPaths(fsys fs.FS) []string {
 	return out
 }
 
-func (h *brokenHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (backend.CheckpointResult, error) {
+func (h *brokenHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (grove.CheckpointResult, error) {
 	o := *opts
 	switch h.breakage {
 	case "checkpoint-captures-ignored":
 		o.Include = append(append([]string(nil), o.Include...), ignoredPaths(h.FS())...)
 	case "no-negative-cap":
 		if o.MaxNewFileSize < 0 {
-			o.MaxNewFileSize = backend.DefaultMaxNewFileSize
+			o.MaxNewFileSize = grove.DefaultMaxNewFileSize
 		}
 	case "ignores-nested-gitignore":
 		_ = fs.WalkDir(h.FS(), ".", func(p string, d fs.DirEntry, err error) error {
@@ -241,16 +242,16 @@ func (h *brokenHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOpt
 	}
 	opts = &o
 	res, err := h.Head.Checkpoint(h.uncancelled(ctx), opts)
-	if h.breakage == "cancel-is-internal" && backend.CodeOf(err) == backend.Canceled {
-		err = backend.Errorf(backend.Internal, "broken: checkpoint", "interrupted")
+	if h.breakage == "cancel-is-internal" && grove.CodeOf(err) == grove.Canceled {
+		err = grove.Errorf(grove.Internal, "broken: checkpoint", "interrupted")
 	}
 	if h.breakage == "uppercase-checkpoint-ids" {
-		res.ID = backend.CheckpointID(strings.ToUpper(string(res.ID)))
+		res.ID = grove.CheckpointID(strings.ToUpper(string(res.ID)))
 	}
 	return res, err
 }
 
-func (h *brokenHead) Restore(ctx context.Context, to backend.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
+func (h *brokenHead) Restore(ctx context.Context, to grove.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
 	res, err := h.Head.Restore(h.uncancelled(ctx), to, opts)
 	if err == nil && h.breakage == "restore-deletes-ignored" {
 		for _, p := range ignoredPaths(h.FS()) {
@@ -260,7 +261,7 @@ func (h *brokenHead) Restore(ctx context.Context, to backend.Rev, opts *backend.
 	return res, err
 }
 
-func (h *brokenHead) Status(ctx context.Context) (backend.Status, error) {
+func (h *brokenHead) Status(ctx context.Context) (grove.Status, error) {
 	st, err := h.Head.Status(h.uncancelled(ctx))
 	switch h.breakage {
 	case "status-forgets-last-checkpoint":
@@ -268,7 +269,7 @@ func (h *brokenHead) Status(ctx context.Context) (backend.Status, error) {
 	case "status-dirty-for-skipped":
 		_ = fs.WalkDir(h.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 			if err == nil && !d.IsDir() {
-				if info, err := d.Info(); err == nil && info.Size() > backend.DefaultMaxNewFileSize {
+				if info, err := d.Info(); err == nil && info.Size() > grove.DefaultMaxNewFileSize {
 					st.Dirty = true
 				}
 			}
@@ -323,7 +324,7 @@ func (h modeDroppingHarness) MakeWorkspace(ctx context.Context, files fs.FS) (ba
 
 // Capabilities lies about capabilities the real backend lacks or has, or,
 // for an honest-no-* breakage, drops one truthfully.
-func (b *brokenBackend) Capabilities() backend.Capabilities {
+func (b *brokenBackend) Capabilities() grove.Capabilities {
 	c := b.Backend.Capabilities()
 	switch b.breakage {
 	case "honest-no-cas":
@@ -342,18 +343,18 @@ func (b *brokenBackend) Capabilities() backend.Capabilities {
 	return c
 }
 
-func (w *brokenWorkspace) SetArchived(ctx context.Context, id backend.HeadID, archived bool) error {
+func (w *brokenWorkspace) SetArchived(ctx context.Context, id grove.HeadID, archived bool) error {
 	err := w.Workspace.SetArchived(ctx, id, archived)
-	if w.breakage == "destroyed-is-not-found" && backend.CodeOf(err) == backend.Destroyed {
-		return backend.Errorf(backend.NotFound, "broken: set archived", "no head %s", id)
+	if w.breakage == "destroyed-is-not-found" && grove.CodeOf(err) == grove.Destroyed {
+		return grove.Errorf(grove.NotFound, "broken: set archived", "no head %s", id)
 	}
 	return err
 }
 
-func (h *brokenHead) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, error) {
+func (h *brokenHead) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error) {
 	d, err := h.Head.Diff(ctx, from, to)
 	if err == nil && h.breakage == "diff-drops-mode" {
-		var files []backend.FileStat
+		var files []grove.FileStat
 		for _, f := range d.Files {
 			if f.Added+f.Deleted > 0 {
 				files = append(files, f)
@@ -370,7 +371,7 @@ func (h *brokenHead) Diff(ctx context.Context, from, to backend.Rev) (backend.Di
 	return d, err
 }
 
-func (h *brokenHead) FS() backend.FS {
+func (h *brokenHead) FS() grove.FS {
 	switch h.breakage {
 	case "links-out-are-not-found", "cas-not-atomic", "mkdir-over-file-already-exists",
 		"honest-no-cas", "honest-no-symlinks", "honest-no-filemodes":
@@ -381,15 +382,15 @@ func (h *brokenHead) FS() backend.FS {
 
 // brokenFS passes calls through, except for its breakage.
 type brokenFS struct {
-	backend.FS
+	grove.FS
 	breakage string
 }
 
 // hideEscape turns a PathEscape into a plain not-found, as an FS that
 // followed the link out and found nothing would.
 func (f brokenFS) hideEscape(err error) error {
-	if f.breakage == "links-out-are-not-found" && backend.CodeOf(err) == backend.PathEscape {
-		return &backend.Error{Code: backend.NotFound, Op: "broken", Err: fs.ErrNotExist}
+	if f.breakage == "links-out-are-not-found" && grove.CodeOf(err) == grove.PathEscape {
+		return &grove.Error{Code: grove.NotFound, Op: "broken", Err: fs.ErrNotExist}
 	}
 	return err
 }
@@ -397,8 +398,8 @@ func (f brokenFS) hideEscape(err error) error {
 // MkdirAll, broken: a file in the way is AlreadyExists.
 func (f brokenFS) MkdirAll(name string, perm fs.FileMode) error {
 	err := f.FS.MkdirAll(name, perm)
-	if f.breakage == "mkdir-over-file-already-exists" && backend.CodeOf(err) == backend.FailedPrecondition {
-		return &backend.Error{Code: backend.AlreadyExists, Op: "broken", Path: name, Err: fs.ErrExist}
+	if f.breakage == "mkdir-over-file-already-exists" && grove.CodeOf(err) == grove.FailedPrecondition {
+		return &grove.Error{Code: grove.AlreadyExists, Op: "broken", Path: name, Err: fs.ErrExist}
 	}
 	return err
 }
@@ -425,7 +426,7 @@ func (f brokenFS) ReadDir(name string) ([]fs.DirEntry, error) {
 
 // unimplemented is what a backend lacking a capability answers.
 func unimplemented(op, name string) error {
-	return &backend.Error{Code: backend.Unimplemented, Op: "honest: " + op, Path: name}
+	return &grove.Error{Code: grove.Unimplemented, Op: "honest: " + op, Path: name}
 }
 
 func (f brokenFS) Symlink(target, name string) error {
@@ -443,7 +444,7 @@ func (f brokenFS) Chmod(name string, mode fs.FileMode) error {
 }
 
 // WriteFileIf, broken: compare, then write, with a window between.
-func (f brokenFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect backend.Digest) error {
+func (f brokenFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect grove.Digest) error {
 	if f.breakage == "honest-no-cas" {
 		return unimplemented("writefileif", name)
 	}
@@ -455,7 +456,7 @@ func (f brokenFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect
 		return err
 	}
 	if d != expect {
-		return &backend.Error{Code: backend.Conflict, Op: "broken", Path: name, Current: &d}
+		return &grove.Error{Code: grove.Conflict, Op: "broken", Path: name, Current: &d}
 	}
 	time.Sleep(2 * time.Millisecond)
 	return f.FS.WriteFile(name, data, perm)
@@ -469,10 +470,10 @@ func (b *brokenBackend) Close() error {
 	return b.Backend.Close()
 }
 
-func (h *brokenHead) Log(ctx context.Context, opts *backend.LogOptions) ([]backend.Checkpoint, error) {
+func (h *brokenHead) Log(ctx context.Context, opts *backend.LogOptions) ([]grove.Checkpoint, error) {
 	log, err := h.Head.Log(ctx, opts)
 	if err == nil && len(log) == 0 && h.breakage == "log-of-fresh-head-fails" {
-		return nil, backend.Errorf(backend.NotFound, "broken: log", "no checkpoints")
+		return nil, grove.Errorf(grove.NotFound, "broken: log", "no checkpoints")
 	}
 	return log, err
 }

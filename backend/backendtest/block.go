@@ -3,6 +3,7 @@ package backendtest
 import (
 	"context"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/backend/backendutil"
 )
@@ -20,7 +21,7 @@ type blocker struct{ backendutil.CallBlocker }
 // "Checkpoint"; SetArchived of a workspace and of a head share the name)
 // park until the call's context ends. The call then reaches the driver with
 // that ended context, so the caller gets the driver's own answer: by the
-// Backend contract, a Canceled *backend.Error wrapping the context's error.
+// Backend contract, a Canceled *grove.Error wrapping the context's error.
 // A driver that ignores the cancellation and succeeds is seen to. The
 // returned channel is closed once the call is parked.
 func (b *blocker) blockNextCall(op string) <-chan struct{} { return b.BlockNextCall(op) }
@@ -62,7 +63,7 @@ func (b *blockingBackend) OpenWorkspace(ctx context.Context, locator string, opt
 	return b.blocks.workspace(ws), err
 }
 
-func (b *blockingBackend) Reopen(ctx context.Context, bind backend.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
+func (b *blockingBackend) Reopen(ctx context.Context, bind grove.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
 	b.blocks.park(ctx, "Reopen")
 	ws, h, err := b.Backend.Reopen(ctx, bind, opts)
 	return b.blocks.workspace(ws), b.blocks.head(h), err
@@ -89,17 +90,17 @@ func (w *blockingWorkspace) OpenHead(ctx context.Context, name string, opts *bac
 	return w.blocks.head(h), err
 }
 
-func (w *blockingWorkspace) Heads(ctx context.Context) ([]backend.HeadInfo, error) {
+func (w *blockingWorkspace) Heads(ctx context.Context) ([]grove.HeadInfo, error) {
 	w.blocks.park(ctx, "Heads")
 	return w.Workspace.Heads(ctx)
 }
 
-func (w *blockingWorkspace) SetArchived(ctx context.Context, id backend.HeadID, archived bool) error {
+func (w *blockingWorkspace) SetArchived(ctx context.Context, id grove.HeadID, archived bool) error {
 	w.blocks.park(ctx, "SetArchived")
 	return w.Workspace.SetArchived(ctx, id, archived)
 }
 
-func (w *blockingWorkspace) Materialize(ctx context.Context, at backend.Rev, dir string) error {
+func (w *blockingWorkspace) Materialize(ctx context.Context, at grove.Rev, dir string) error {
 	w.blocks.park(ctx, "Materialize")
 	return w.Workspace.Materialize(ctx, at, dir)
 }
@@ -113,32 +114,32 @@ type blockingHead struct {
 
 var _ backend.Head = (*blockingHead)(nil)
 
-func (h *blockingHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (backend.CheckpointResult, error) {
+func (h *blockingHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (grove.CheckpointResult, error) {
 	h.blocks.park(ctx, "Checkpoint")
 	return h.Head.Checkpoint(ctx, opts)
 }
 
-func (h *blockingHead) Restore(ctx context.Context, to backend.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
+func (h *blockingHead) Restore(ctx context.Context, to grove.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
 	h.blocks.park(ctx, "Restore")
 	return h.Head.Restore(ctx, to, opts)
 }
 
-func (h *blockingHead) Log(ctx context.Context, opts *backend.LogOptions) ([]backend.Checkpoint, error) {
+func (h *blockingHead) Log(ctx context.Context, opts *backend.LogOptions) ([]grove.Checkpoint, error) {
 	h.blocks.park(ctx, "Log")
 	return h.Head.Log(ctx, opts)
 }
 
-func (h *blockingHead) Commits(ctx context.Context, since backend.Rev) ([]backend.CheckpointID, error) {
+func (h *blockingHead) Commits(ctx context.Context, since grove.Rev) ([]grove.CheckpointID, error) {
 	h.blocks.park(ctx, "Commits")
 	return h.Head.Commits(ctx, since)
 }
 
-func (h *blockingHead) Status(ctx context.Context) (backend.Status, error) {
+func (h *blockingHead) Status(ctx context.Context) (grove.Status, error) {
 	h.blocks.park(ctx, "Status")
 	return h.Head.Status(ctx)
 }
 
-func (h *blockingHead) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, error) {
+func (h *blockingHead) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error) {
 	h.blocks.park(ctx, "Diff")
 	return h.Head.Diff(ctx, from, to)
 }

@@ -9,7 +9,7 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -32,10 +32,10 @@ func reopenCases() []testCase {
 				bind := h.Binding()
 				data, err := bind.Encode()
 				e.must(err, "Encode")
-				if len(data) > backend.MaxBindingSize {
-					e.fail("encoded binding is %d bytes, over %d", len(data), backend.MaxBindingSize)
+				if len(data) > grove.MaxBindingSize {
+					e.fail("encoded binding is %d bytes, over %d", len(data), grove.MaxBindingSize)
 				}
-				dec, err := backend.DecodeBinding(data)
+				dec, err := grove.DecodeBinding(data)
 				e.must(err, "DecodeBinding")
 				if !dec.Equal(bind) {
 					e.fail("decoded binding %+v is not Equal to %+v", dec, bind)
@@ -74,18 +74,18 @@ func reopenCases() []testCase {
 				bad := [][]byte{nil, []byte("{"), data[:len(data)/2], data[:len(data)-1], []byte("null"), []byte("[]"),
 					append(append([]byte{}, data...), []byte(`{"x":1}`)...)}
 				for _, b := range bad {
-					_, err := backend.DecodeBinding(b)
-					e.wantCode(err, backend.BindingCorrupt, "decoding "+string(b))
+					_, err := grove.DecodeBinding(b)
+					e.wantCode(err, grove.BindingCorrupt, "decoding "+string(b))
 				}
 				v2 := bind
 				v2.Version = 2
 				_, err = v2.Encode()
-				e.wantCode(err, backend.BindingCorrupt, "encoding a binding of an unknown version")
+				e.wantCode(err, grove.BindingCorrupt, "encoding a binding of an unknown version")
 				_, err = workspace.Reopen(e.ctx, e.b, v2, nil)
-				e.wantCode(err, backend.BindingCorrupt, "reopening a binding of an unknown version")
+				e.wantCode(err, grove.BindingCorrupt, "reopening a binding of an unknown version")
 				e.must(h.Close(), "Close")
 				_, err = workspace.Reopen(e.ctx, e.b, e.h.CorruptBinding(bind), nil)
-				e.wantCode(err, backend.BindingCorrupt, "reopening a binding whose payload the harness corrupted")
+				e.wantCode(err, grove.BindingCorrupt, "reopening a binding whose payload the harness corrupted")
 			},
 		},
 		{
@@ -98,19 +98,19 @@ func reopenCases() []testCase {
 				other := bind
 				other.Head = "00000000-0000-4000-8000-000000000000"
 				_, err := workspace.Reopen(e.ctx, e.b, other, nil)
-				e.wantReason(err, backend.IdentityMismatch, backend.ReasonHeadID, "reopening with an altered head ID")
+				e.wantReason(err, grove.IdentityMismatch, grove.ReasonHeadID, "reopening with an altered head ID")
 				other = bind
 				other.Workspace = "another-workspace"
 				_, err = workspace.Reopen(e.ctx, e.b, other, nil)
-				e.wantReason(err, backend.IdentityMismatch, backend.ReasonWorkspaceID, "reopening with an altered workspace ID")
+				e.wantReason(err, grove.IdentityMismatch, grove.ReasonWorkspaceID, "reopening with an altered workspace ID")
 				other = bind
 				other.Backend = "another-backend"
 				_, err = workspace.Reopen(e.ctx, e.b, other, nil)
-				e.wantReason(err, backend.IdentityMismatch, backend.ReasonBackend, "reopening with another backend's ID")
+				e.wantReason(err, grove.IdentityMismatch, grove.ReasonBackend, "reopening with another backend's ID")
 				other = bind
-				other.Access = backend.Shared
+				other.Access = grove.Shared
 				_, err = workspace.Reopen(e.ctx, e.b, other, nil)
-				e.wantReason(err, backend.IdentityMismatch, backend.ReasonAccess, "reopening an isolated head as shared")
+				e.wantReason(err, grove.IdentityMismatch, grove.ReasonAccess, "reopening an isolated head as shared")
 			},
 		},
 	}
@@ -128,7 +128,7 @@ func missingHeadCases() []testCase {
 				e.must(h.Close(), "Close")
 				e.must(e.h.DeleteHeadFiles(e.ctx, bind), "harness DeleteHeadFiles")
 				_, err := workspace.Reopen(e.ctx, e.b, bind, nil)
-				e.wantReason(err, backend.NotFound, backend.ReasonMissing, "reopening a head whose files were deleted")
+				e.wantReason(err, grove.NotFound, grove.ReasonMissing, "reopening a head whose files were deleted")
 			},
 		},
 		{
@@ -142,11 +142,11 @@ func missingHeadCases() []testCase {
 				e.must(h.Close(), "Close")
 				e.must(e.h.DeleteHeadFiles(e.ctx, bind), "harness DeleteHeadFiles")
 				_, err := workspace.Reopen(e.ctx, e.b, bind, nil)
-				e.wantReason(err, backend.NotFound, backend.ReasonMissing, "reopening without Recreate")
+				e.wantReason(err, grove.NotFound, grove.ReasonMissing, "reopening without Recreate")
 				r, err := workspace.Reopen(e.ctx, e.b, bind, &workspace.ReopenOptions{Recreate: true})
 				if !e.b.Capabilities().Recreate {
 					e.as("Recreate: Reopen and OpenHead with ReopenOptions.Recreate rebuild a head whose files are gone. Without it the workspace layer answers a Recreate that finds the head missing with Unimplemented", func() {
-						e.wantCode(err, backend.Unimplemented, "Reopen with Recreate, without the capability")
+						e.wantCode(err, grove.Unimplemented, "Reopen with Recreate, without the capability")
 					})
 					return
 				}
@@ -155,7 +155,7 @@ func missingHeadCases() []testCase {
 				if !r.Binding().Equal(bind) || r.Info().ID != bind.Head {
 					e.fail("the recreated head's binding differs from the one it was reopened with")
 				}
-				e.sameTree(e.tree(r), e.treeAt(backend.Rev(cp.ID)), "the recreated head's files")
+				e.sameTree(e.tree(r), e.treeAt(grove.Rev(cp.ID)), "the recreated head's files")
 				if st := e.status(r); st.Dirty || st.Commit != cp.ID {
 					e.fail("the recreated head is dirty or at %s, not its last checkpoint %s: %+v", st.Commit, cp.ID, st.Changes)
 				}
@@ -170,7 +170,7 @@ func missingHeadCases() []testCase {
 				e.must(h.Close(), "Close")
 				e.must(e.h.MoveBranch(e.ctx, bind, ""), "harness MoveBranch (delete)")
 				_, err := workspace.Reopen(e.ctx, e.b, bind, nil)
-				e.wantReason(err, backend.NotFound, backend.ReasonBranch, "reopening a head whose branch was deleted")
+				e.wantReason(err, grove.NotFound, grove.ReasonBranch, "reopening a head whose branch was deleted")
 			},
 		},
 	}
@@ -194,7 +194,7 @@ func cancelledCallCases() []testCase {
 				cancel()
 				check := func(err error, what string) {
 					e.t.Helper()
-					e.wantCode(err, backend.Canceled, what)
+					e.wantCode(err, grove.Canceled, what)
 					if !errors.Is(err, context.Canceled) {
 						e.fail("%s: errors.Is(err, context.Canceled) is false: %v", what, err)
 					}
@@ -207,7 +207,7 @@ func cancelledCallCases() []testCase {
 				check(err, "Status")
 				_, err = h.Log(ctx, nil)
 				check(err, "Log")
-				_, err = h.Diff(ctx, e.fx.Base, workspace.Live)
+				_, err = h.Diff(ctx, e.fx.Base, grove.Live)
 				check(err, "Diff")
 				_, err = h.Commits(ctx, e.fx.Base)
 				check(err, "Commits")
@@ -253,7 +253,7 @@ func cancelledCallCases() []testCase {
 						_, err = h.Restore(ctx, e.fx.Base, &workspace.RestoreOptions{Discard: true})
 					}
 					cancel()
-					e.wantCode(err, backend.Canceled, op+" cancelled while the driver runs it")
+					e.wantCode(err, grove.Canceled, op+" cancelled while the driver runs it")
 					if !errors.Is(err, context.Canceled) {
 						e.fail("%s: errors.Is(err, context.Canceled) is false: %v", op, err)
 					}
@@ -287,7 +287,7 @@ func serializedCallCases() []testCase {
 				ctx2, cancel2 := context.WithTimeout(e.ctx, 50*time.Millisecond)
 				defer cancel2()
 				_, err = other.Log(ctx2, nil)
-				e.wantCode(err, backend.Canceled, "Log through a second handle while a checkpoint holds the head")
+				e.wantCode(err, grove.Canceled, "Log through a second handle while a checkpoint holds the head")
 				if !errors.Is(err, context.DeadlineExceeded) {
 					e.fail("waiting for the head's lock did not end with the caller's deadline: %v", err)
 				}
@@ -297,7 +297,7 @@ func serializedCallCases() []testCase {
 					e.fail("Status through a second handle while a checkpoint holds the head: %v, want an answer at once", err)
 				}
 				cancel1()
-				if err := <-done; workspace.CodeOf(err) != backend.Canceled {
+				if err := <-done; grove.CodeOf(err) != grove.Canceled {
 					e.fail("the blocked checkpoint ended with %v, want Canceled", err)
 				}
 				e.status(other)
@@ -310,19 +310,19 @@ func serializedCallCases() []testCase {
 				h := e.head()
 				fsys := h.FS()
 				e.must(h.Close(), "Close")
-				e.wantCode(h.Close(), backend.FailedPrecondition, "second Close of a head")
+				e.wantCode(h.Close(), grove.FailedPrecondition, "second Close of a head")
 				_, err := h.Status(e.ctx)
-				e.wantCode(err, backend.FailedPrecondition, "Status after Close")
+				e.wantCode(err, grove.FailedPrecondition, "Status after Close")
 				_, err = h.Checkpoint(e.ctx, nil)
-				e.wantCode(err, backend.FailedPrecondition, "Checkpoint after Close")
+				e.wantCode(err, grove.FailedPrecondition, "Checkpoint after Close")
 				_, err = fsys.ReadFile("README.md")
-				e.wantCode(err, backend.FailedPrecondition, "FS ReadFile after Close")
+				e.wantCode(err, grove.FailedPrecondition, "FS ReadFile after Close")
 				ws, err := workspace.Open(e.ctx, e.b, e.fx.Locator, nil)
 				e.must(err, "Open")
 				e.must(ws.Close(), "Close")
-				e.wantCode(ws.Close(), backend.FailedPrecondition, "second Close of a workspace")
+				e.wantCode(ws.Close(), grove.FailedPrecondition, "second Close of a workspace")
 				_, err = ws.Heads(e.ctx)
-				e.wantCode(err, backend.FailedPrecondition, "Heads after Close")
+				e.wantCode(err, grove.FailedPrecondition, "Heads after Close")
 				b2, err := e.makeBackend()
 				e.must(err, "MakeBackend")
 				e.must(b2.Close(), "Close")
@@ -330,7 +330,7 @@ func serializedCallCases() []testCase {
 					e.fail("a second Close of a backend succeeded")
 				}
 				_, err = workspace.Open(e.ctx, b2, e.fx.Locator, nil)
-				e.wantCode(err, backend.FailedPrecondition, "Open on a closed backend")
+				e.wantCode(err, grove.FailedPrecondition, "Open on a closed backend")
 			},
 		},
 	}
@@ -373,21 +373,21 @@ func fsContractCases() []testCase {
 				h := e.head()
 				fsys := h.FS()
 				_, err := fsys.Open("no/such/file")
-				e.wantCode(err, backend.NotFound, "opening a missing file")
+				e.wantCode(err, grove.NotFound, "opening a missing file")
 				if !errors.Is(err, fs.ErrNotExist) {
 					e.fail("a missing file's error does not match fs.ErrNotExist: %v", err)
 				}
 				for _, p := range []string{"../outside", "/etc/passwd", "src/../../x"} {
 					_, err := fsys.ReadFile(p)
-					e.wantCode(err, backend.PathEscape, "reading "+p)
-					e.wantCode(fsys.WriteFile(p, []byte("x"), 0o644), backend.PathEscape, "writing "+p)
+					e.wantCode(err, grove.PathEscape, "reading "+p)
+					e.wantCode(fsys.WriteFile(p, []byte("x"), 0o644), grove.PathEscape, "writing "+p)
 				}
 				_, err = fsys.ReadFile(".git/config")
-				e.wantCode(err, backend.PermissionDenied, "reading .git/config")
-				e.wantCode(fsys.WriteFile(".git/x", []byte("x"), 0o644), backend.PermissionDenied, "writing under .git")
+				e.wantCode(err, grove.PermissionDenied, "reading .git/config")
+				e.wantCode(fsys.WriteFile(".git/x", []byte("x"), 0o644), grove.PermissionDenied, "writing under .git")
 				if e.caps.Symlinks {
-					e.wantCode(fsys.Symlink("../../outside", "escape"), backend.PathEscape, "creating a symlink that leads outside")
-					e.wantCode(fsys.Symlink("/etc", "abs"), backend.PathEscape, "creating an absolute symlink")
+					e.wantCode(fsys.Symlink("../../outside", "escape"), grove.PathEscape, "creating a symlink that leads outside")
+					e.wantCode(fsys.Symlink("/etc", "abs"), grove.PathEscape, "creating an absolute symlink")
 				}
 			},
 		},
@@ -411,7 +411,7 @@ func fsWriteCases() []testCase {
 				}
 				data, d, err := fsys.ReadFileDigest("bin/run.sh")
 				e.must(err, "ReadFileDigest")
-				if string(data) != "#!/bin/sh\necho new\n" || d != backend.DigestOf(data) {
+				if string(data) != "#!/bin/sh\necho new\n" || d != grove.DigestOf(data) {
 					e.fail("ReadFileDigest = %q, %s", data, d)
 				}
 				e.must(fsys.Rename("bin/run.sh", "bin/moved.sh"), "Rename")
@@ -429,21 +429,21 @@ func fsWriteCases() []testCase {
 				_, d0, err := fsys.ReadFileDigest("README.md")
 				e.must(err, "ReadFileDigest")
 				if !e.caps.SharedCAS {
-					e.wantCode(fsys.WriteFileIf("README.md", []byte("mine\n"), 0o644, d0), backend.Unimplemented, "WriteFileIf without SharedCAS")
+					e.wantCode(fsys.WriteFileIf("README.md", []byte("mine\n"), 0o644, d0), grove.Unimplemented, "WriteFileIf without SharedCAS")
 					return
 				}
 				e.must(fsys.WriteFileIf("README.md", []byte("mine\n"), 0o644, d0), "WriteFileIf with the current digest")
 				err = fsys.WriteFileIf("README.md", []byte("stale\n"), 0o644, d0)
-				be := e.wantCode(err, backend.Conflict, "WriteFileIf with a stale digest")
-				if be.Current == nil || *be.Current != backend.DigestOf([]byte("mine\n")) {
+				be := e.wantCode(err, grove.Conflict, "WriteFileIf with a stale digest")
+				if be.Current == nil || *be.Current != grove.DigestOf([]byte("mine\n")) {
 					e.fail("Conflict carries current digest %v, want the digest of the content now there", be.Current)
 				}
 				if e.read(h, "README.md") != "mine\n" {
 					e.fail("a lost WriteFileIf wrote")
 				}
-				e.must(fsys.WriteFileIf("fresh.txt", []byte("1"), 0o644, backend.Digest{}), "WriteFileIf must-not-exist on a new file")
-				err = fsys.WriteFileIf("fresh.txt", []byte("2"), 0o644, backend.Digest{})
-				e.wantCode(err, backend.Conflict, "WriteFileIf must-not-exist on an existing file")
+				e.must(fsys.WriteFileIf("fresh.txt", []byte("1"), 0o644, grove.Digest{}), "WriteFileIf must-not-exist on a new file")
+				err = fsys.WriteFileIf("fresh.txt", []byte("2"), 0o644, grove.Digest{})
+				e.wantCode(err, grove.Conflict, "WriteFileIf must-not-exist on an existing file")
 
 				// Racing writers with the same expectation: exactly one wins.
 				_, d1, err := fsys.ReadFileDigest("fresh.txt")
@@ -456,10 +456,10 @@ func fsWriteCases() []testCase {
 				wg.Wait()
 				wins := 0
 				for _, err := range errs {
-					switch workspace.CodeOf(err) {
-					case backend.OK:
+					switch grove.CodeOf(err) {
+					case grove.OK:
 						wins++
-					case backend.Conflict:
+					case grove.Conflict:
 					default:
 						e.fail("a racing WriteFileIf failed with %v", err)
 					}

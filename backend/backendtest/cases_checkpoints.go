@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -34,7 +34,7 @@ func captureCases() []testCase {
 				want := e.expectedBase().without("src/util/util.go").
 					with("README.md", file{data: "hello\nworld\n"}).
 					with("new/deep/file.txt", file{data: "new\n"})
-				e.sameTree(e.treeAt(backend.Rev(cp.ID)), want, "the checkpoint's files and the head's")
+				e.sameTree(e.treeAt(grove.Rev(cp.ID)), want, "the checkpoint's files and the head's")
 				if st := e.status(h); st.Dirty || st.Commit != cp.ID || st.LastCheckpoint != cp.ID {
 					e.fail("status after the checkpoint = %+v, want clean at %s", st, cp.ID)
 				}
@@ -49,12 +49,12 @@ func captureCases() []testCase {
 				e.write(h, "debug.log", "log\n")
 				e.write(h, "kept.txt", "kept\n")
 				cp := e.checkpoint(h, nil)
-				e.sameTree(e.treeAt(backend.Rev(cp.ID)), e.expectedBase().with("kept.txt", file{data: "kept\n"}), "the checkpoint's files and the non-ignored files")
+				e.sameTree(e.treeAt(grove.Rev(cp.ID)), e.expectedBase().with("kept.txt", file{data: "kept\n"}), "the checkpoint's files and the non-ignored files")
 				cp2 := e.checkpoint(h, &workspace.CheckpointOptions{Include: []string{"debug.log"}})
 				if !cp2.New {
 					e.fail("a checkpoint including an ignored file made no commit")
 				}
-				got := e.treeAt(backend.Rev(cp2.ID))
+				got := e.treeAt(grove.Rev(cp2.ID))
 				if got["debug.log"].data != "log\n" {
 					e.fail("the included ignored file debug.log is not in the checkpoint")
 				}
@@ -70,13 +70,13 @@ func captureCases() []testCase {
 				h := e.head()
 				err := h.FS().Chmod("src/main.go", 0o755)
 				if !e.caps.FileModes {
-					e.wantCode(err, backend.Unimplemented, "Chmod without the FileModes capability")
+					e.wantCode(err, grove.Unimplemented, "Chmod without the FileModes capability")
 					return
 				}
 				e.must(err, "Chmod")
 				e.must(h.FS().Chmod("bin/run.sh", 0o644), "Chmod")
 				cp := e.checkpoint(h, nil)
-				got := e.treeAt(backend.Rev(cp.ID))
+				got := e.treeAt(grove.Rev(cp.ID))
 				if !got["src/main.go"].exec || got["bin/run.sh"].exec {
 					e.fail("modes after checkpoint: src/main.go %v, bin/run.sh %v; want executable and not", got["src/main.go"], got["bin/run.sh"])
 				}
@@ -89,12 +89,12 @@ func captureCases() []testCase {
 				h := e.head()
 				err := h.FS().Symlink("README.md", "readme-link")
 				if !e.caps.Symlinks {
-					e.wantCode(err, backend.Unimplemented, "Symlink without the Symlinks capability")
+					e.wantCode(err, grove.Unimplemented, "Symlink without the Symlinks capability")
 					return
 				}
 				e.must(err, "Symlink")
 				cp := e.checkpoint(h, nil)
-				got := e.treeAt(backend.Rev(cp.ID))
+				got := e.treeAt(grove.Rev(cp.ID))
 				if f := got["readme-link"]; !f.link || f.data != "README.md" {
 					e.fail("readme-link in the checkpoint is %v, want a symlink to README.md", f)
 				}
@@ -137,11 +137,11 @@ func checkpointResultCases() []testCase {
 				e.write(h, "big.bin", strings.Repeat("x", 2048))
 				e.write(h, "README.md", strings.Repeat("y", 4096)) // tracked: always captured
 				cp := e.checkpoint(h, &workspace.CheckpointOptions{MaxNewFileSize: 1024})
-				want := workspace.Skipped{Path: "big.bin", Reason: backend.SkipTooLarge, Size: 2048}
+				want := grove.Skipped{Path: "big.bin", Reason: grove.SkipTooLarge, Size: 2048}
 				if !slices.Contains(cp.Skipped, want) {
 					e.fail("Skipped = %+v, want it to list %+v", cp.Skipped, want)
 				}
-				got := e.treeAt(backend.Rev(cp.ID))
+				got := e.treeAt(grove.Rev(cp.ID))
 				if _, ok := got["big.bin"]; ok {
 					e.fail("the file over the cap was captured")
 				}
@@ -149,7 +149,7 @@ func checkpointResultCases() []testCase {
 					e.fail("a tracked file over the cap was not captured")
 				}
 				cp2 := e.checkpoint(h, &workspace.CheckpointOptions{MaxNewFileSize: -1})
-				if _, ok := e.treeAt(backend.Rev(cp2.ID))["big.bin"]; !ok || len(cp2.Skipped) != 0 {
+				if _, ok := e.treeAt(grove.Rev(cp2.ID))["big.bin"]; !ok || len(cp2.Skipped) != 0 {
 					e.fail("with no cap big.bin was not captured (skipped %+v)", cp2.Skipped)
 				}
 			},
@@ -162,7 +162,7 @@ func checkpointResultCases() []testCase {
 				e.must(h.FS().MkdirAll("empty/dir", 0o755), "MkdirAll")
 				e.write(h, "full/file.txt", "x\n")
 				cp := e.checkpoint(h, nil)
-				want := workspace.Skipped{Path: "empty/dir", Reason: backend.SkipEmptyDirectory}
+				want := grove.Skipped{Path: "empty/dir", Reason: grove.SkipEmptyDirectory}
 				if !slices.Contains(cp.Skipped, want) {
 					e.fail("Skipped = %+v, want it to list %+v", cp.Skipped, want)
 				}
@@ -176,13 +176,13 @@ func checkpointResultCases() []testCase {
 				e.write(h, "a.txt", "a\n")
 				e.checkpoint(h, &workspace.CheckpointOptions{Message: "first"})
 				e.write(h, "b.txt", "b\n")
-				me := workspace.Signature{Name: "Agent Smith", Email: "smith@example.com"}
+				me := grove.Signature{Name: "Agent Smith", Email: "smith@example.com"}
 				e.checkpoint(h, &workspace.CheckpointOptions{Message: "second", Author: me})
 				log, err := h.Log(e.ctx, nil)
 				e.must(err, "Log")
-				if len(log) != 2 || log[0].Author != me || log[1].Author != backend.DefaultAuthor ||
+				if len(log) != 2 || log[0].Author != me || log[1].Author != grove.DefaultAuthor ||
 					strings.TrimSpace(log[0].Message) != "second" || strings.TrimSpace(log[1].Message) != "first" {
-					e.fail("Log = %+v, want second by %v then first by %v", log, me, backend.DefaultAuthor)
+					e.fail("Log = %+v, want second by %v then first by %v", log, me, grove.DefaultAuthor)
 				}
 			},
 		},
@@ -191,7 +191,7 @@ func checkpointResultCases() []testCase {
 			clause: "Log lists the head's checkpoints, newest first, from its private refs (not from the branch's history)",
 			run: func(e *env) {
 				h := e.head()
-				var ids []backend.CheckpointID
+				var ids []grove.CheckpointID
 				for i := range 3 {
 					e.write(h, "n.txt", strings.Repeat("n", i+1))
 					ids = append(ids, e.checkpoint(h, nil).ID)
@@ -228,7 +228,7 @@ func restoreSafetyCases() []testCase {
 					e.fail("Restore of a dirty head returned Safety = %+v, want a new checkpoint", res.Safety)
 				}
 				e.sameTree(withoutIgnored(e.tree(h)), e.expectedBase(), "the restored head's files and the target's")
-				_, err = h.Restore(e.ctx, backend.Rev(res.Safety.ID), nil)
+				_, err = h.Restore(e.ctx, grove.Rev(res.Safety.ID), nil)
 				e.must(err, "Restore to the safety checkpoint")
 				if e.read(h, "README.md") != "changed\n" || e.read(h, "untracked.txt") != "u\n" {
 					e.fail("restoring the safety checkpoint did not bring the dirty work back")
@@ -259,7 +259,7 @@ func restoreSafetyCases() []testCase {
 				h := e.head()
 				e.write(h, "keep/a.txt", "a\n")
 				cp := e.checkpoint(h, nil)
-				want := e.treeAt(backend.Rev(cp.ID))
+				want := e.treeAt(grove.Rev(cp.ID))
 				e.write(h, "README.md", "changed\n")
 				e.write(h, "extra/new.txt", "new\n")
 				e.must(h.FS().Remove("src/main.go"), "Remove")
@@ -267,7 +267,7 @@ func restoreSafetyCases() []testCase {
 				if e.caps.FileModes {
 					e.must(h.FS().Chmod("bin/run.sh", 0o644), "Chmod")
 				}
-				res, err := h.Restore(e.ctx, backend.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
+				res, err := h.Restore(e.ctx, grove.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
 				e.must(err, "Restore")
 				if res.Commit != cp.ID {
 					e.fail("RestoreResult.Commit = %s, want %s", res.Commit, cp.ID)
@@ -296,7 +296,7 @@ func restoreRuleCases() []testCase {
 				e.write(h, "build.log", "log\n")
 				e.write(h, "README.md", "changed\n")
 				cp := e.checkpoint(h, nil)
-				for _, to := range []backend.Rev{e.fx.Base, backend.Rev(cp.ID), e.fx.Base} {
+				for _, to := range []grove.Rev{e.fx.Base, grove.Rev(cp.ID), e.fx.Base} {
 					_, err := h.Restore(e.ctx, to, &workspace.RestoreOptions{Discard: true})
 					e.must(err, "Restore")
 					if e.read(h, "ignored/node_modules/pkg.js") != "module\n" || e.read(h, "build.log") != "log\n" {
@@ -316,8 +316,8 @@ func restoreRuleCases() []testCase {
 				e.must(err, "Restore")
 				e.write(h, "ignored/data.txt", "precious\n")
 				e.write(h, "README.md", "dirty\n")
-				_, err = h.Restore(e.ctx, backend.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
-				be := e.wantCode(err, backend.Conflict, "restoring over an ignored file")
+				_, err = h.Restore(e.ctx, grove.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
+				be := e.wantCode(err, grove.Conflict, "restoring over an ignored file")
 				if be.Path != "ignored/data.txt" {
 					e.fail("Conflict names path %q, want ignored/data.txt", be.Path)
 				}
@@ -327,7 +327,7 @@ func restoreRuleCases() []testCase {
 				// With the same content there is nothing to lose: no
 				// Conflict.
 				e.write(h, "ignored/data.txt", "v1\n")
-				_, err = h.Restore(e.ctx, backend.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
+				_, err = h.Restore(e.ctx, grove.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
 				e.must(err, "restoring where the ignored file already holds the target's content")
 			},
 		},
@@ -339,7 +339,7 @@ func restoreRuleCases() []testCase {
 				e.write(h, "README.md", "dirty\n")
 				before := e.tree(h)
 				_, err := h.Restore(e.ctx, "no-such-revision", nil)
-				e.wantCode(err, backend.NotFound, "restoring to no-such-revision")
+				e.wantCode(err, grove.NotFound, "restoring to no-such-revision")
 				e.sameTree(e.tree(h), before, "the files after a failed restore and before it")
 			},
 		},
@@ -353,7 +353,7 @@ func restoreRuleCases() []testCase {
 				e.write(h, "v.txt", "2\n")
 				cp2 := e.checkpoint(h, nil)
 				for range 2 {
-					res, err := h.Restore(e.ctx, backend.Rev(cp1.ID), nil)
+					res, err := h.Restore(e.ctx, grove.Rev(cp1.ID), nil)
 					e.must(err, "Restore")
 					if res.Safety != nil {
 						e.fail("restore of a clean head took a safety checkpoint")
@@ -367,7 +367,7 @@ func restoreRuleCases() []testCase {
 				if len(log) != 2 || log[0].ID != cp2.ID {
 					e.fail("after restoring an older checkpoint Log = %+v, want the newer %s first", log, cp2.ID)
 				}
-				_, err = h.Restore(e.ctx, backend.Rev(cp2.ID), nil)
+				_, err = h.Restore(e.ctx, grove.Rev(cp2.ID), nil)
 				e.must(err, "Restore to the newer checkpoint")
 				if e.read(h, "v.txt") != "2\n" {
 					e.fail("the newer checkpoint did not restore")
@@ -389,7 +389,7 @@ func forkStatusCases() []testCase {
 				f, err := src.Fork(e.ctx, "forked", nil)
 				e.must(err, "Fork")
 				e.t.Cleanup(func() { _ = f.Close() })
-				if f.Info().Access != backend.Isolated || f.Info().Name != "forked" {
+				if f.Info().Access != grove.Isolated || f.Info().Name != "forked" {
 					e.fail("fork info %+v, want an isolated head named forked", f.Info())
 				}
 				if e.read(f, "wip.txt") != "uncommitted\n" {
@@ -415,7 +415,7 @@ func forkStatusCases() []testCase {
 				e.write(src, "v.txt", "2\n")
 				e.checkpoint(src, nil)
 				e.write(src, "v.txt", "3 dirty\n")
-				f, err := src.Fork(e.ctx, "old", &workspace.ForkOptions{From: backend.Rev(cp1.ID)})
+				f, err := src.Fork(e.ctx, "old", &workspace.ForkOptions{From: grove.Rev(cp1.ID)})
 				e.must(err, "Fork")
 				e.t.Cleanup(func() { _ = f.Close() })
 				if e.read(f, "v.txt") != "1\n" {
@@ -440,10 +440,10 @@ func forkStatusCases() []testCase {
 				e.write(h, "new.txt", "n\n")
 				e.write(h, "ignored/x", "ignored\n")
 				st = e.status(h)
-				want := []workspace.Change{
-					{Path: "README.md", Kind: backend.ChangeModified},
-					{Path: "new.txt", Kind: backend.ChangeUntracked},
-					{Path: "src/util/util.go", Kind: backend.ChangeDeleted},
+				want := []grove.Change{
+					{Path: "README.md", Kind: grove.ChangeModified},
+					{Path: "new.txt", Kind: grove.ChangeUntracked},
+					{Path: "src/util/util.go", Kind: grove.ChangeDeleted},
 				}
 				if !st.Dirty || !slices.Equal(st.Changes, want) {
 					e.fail("status changes = %+v (dirty %v), want %+v", st.Changes, st.Dirty, want)
@@ -468,20 +468,20 @@ func readCases() []testCase {
 				h := e.head()
 				e.write(h, "README.md", "hello\nworld\n")
 				cp := e.checkpoint(h, nil)
-				d, err := h.Diff(e.ctx, backend.Rev(e.base), backend.Rev(cp.ID))
+				d, err := h.Diff(e.ctx, grove.Rev(e.base), grove.Rev(cp.ID))
 				e.must(err, "Diff")
-				if !slices.Equal(d.Files, []workspace.FileStat{{Path: "README.md", Added: 1}}) ||
+				if !slices.Equal(d.Files, []grove.FileStat{{Path: "README.md", Added: 1}}) ||
 					!strings.Contains(d.Patch, "+world") || !strings.Contains(d.Patch, "README.md") {
 					e.fail("Diff = %+v, want README.md +1 with a patch adding world", d)
 				}
 				e.write(h, "live.txt", "live\n")
-				d, err = h.Diff(e.ctx, backend.Rev(cp.ID), workspace.Live)
+				d, err = h.Diff(e.ctx, grove.Rev(cp.ID), grove.Live)
 				e.must(err, "Diff to Live")
-				if !slices.Equal(d.Files, []workspace.FileStat{{Path: "live.txt", Added: 1}}) || !strings.Contains(d.Patch, "+live") {
+				if !slices.Equal(d.Files, []grove.FileStat{{Path: "live.txt", Added: 1}}) || !strings.Contains(d.Patch, "+live") {
 					e.fail("Diff to Live = %+v, want live.txt +1", d)
 				}
-				_, err = h.Diff(e.ctx, "no-such-revision", workspace.Live)
-				e.wantCode(err, backend.NotFound, "Diff from no-such-revision")
+				_, err = h.Diff(e.ctx, "no-such-revision", grove.Live)
+				e.wantCode(err, grove.NotFound, "Diff from no-such-revision")
 			},
 		},
 		{
@@ -493,17 +493,17 @@ func readCases() []testCase {
 				cp1 := e.checkpoint(h, nil)
 				e.write(h, "v.txt", "2\n")
 				cp2 := e.checkpoint(h, nil)
-				_, err := h.Restore(e.ctx, backend.Rev(cp1.ID), nil)
+				_, err := h.Restore(e.ctx, grove.Rev(cp1.ID), nil)
 				e.must(err, "Restore")
-				ids, err := h.Commits(e.ctx, backend.Rev(cp1.ID))
+				ids, err := h.Commits(e.ctx, grove.Rev(cp1.ID))
 				e.must(err, "Commits")
 				if len(ids) != 0 {
 					e.fail("Commits since the current commit = %v, want none", ids)
 				}
 				e.must(e.h.MoveBranch(e.ctx, h.Binding(), cp2.ID), "harness MoveBranch")
-				ids, err = h.Commits(e.ctx, backend.Rev(cp1.ID))
+				ids, err = h.Commits(e.ctx, grove.Rev(cp1.ID))
 				e.must(err, "Commits")
-				if !slices.Equal(ids, []backend.CheckpointID{cp2.ID}) {
+				if !slices.Equal(ids, []grove.CheckpointID{cp2.ID}) {
 					e.fail("Commits after the branch moved = %v, want [%s]", ids, cp2.ID)
 				}
 				if st := e.status(h); st.Commit != cp2.ID {
@@ -519,10 +519,10 @@ func readCases() []testCase {
 				e.write(h, "deep/er/file.txt", "deep\n")
 				cp := e.checkpoint(h, nil)
 				dir := filepath.Join(e.t.TempDir(), "out")
-				e.must(e.ws.Materialize(e.ctx, backend.Rev(cp.ID), dir), "Materialize")
+				e.must(e.ws.Materialize(e.ctx, grove.Rev(cp.ID), dir), "Materialize")
 				got, err := diskTree(dir)
 				e.must(err, "reading the materialized tree")
-				e.sameTree(got, e.treeAt(backend.Rev(cp.ID)), "the materialized files and the checkpoint's")
+				e.sameTree(got, e.treeAt(grove.Rev(cp.ID)), "the materialized files and the checkpoint's")
 				empty := e.t.TempDir()
 				e.must(e.ws.Materialize(e.ctx, e.fx.Base, empty), "Materialize into an existing empty directory")
 			},
@@ -535,13 +535,13 @@ func readCases() []testCase {
 				keep := filepath.Join(dir, "keep.txt")
 				e.must(os.WriteFile(keep, []byte("mine\n"), 0o644), "WriteFile")
 				err := e.ws.Materialize(e.ctx, e.fx.Base, dir)
-				e.wantCode(err, backend.FailedPrecondition, "materializing into a non-empty directory")
+				e.wantCode(err, grove.FailedPrecondition, "materializing into a non-empty directory")
 				got, err := diskTree(dir)
 				e.must(err, "reading the destination")
 				e.sameTree(got, tree{"keep.txt": {data: "mine\n"}}, "the destination after a refused materialize and before it")
 				missing := filepath.Join(e.t.TempDir(), "never")
 				err = e.ws.Materialize(e.ctx, "no-such-revision", missing)
-				e.wantCode(err, backend.NotFound, "materializing no-such-revision")
+				e.wantCode(err, grove.NotFound, "materializing no-such-revision")
 				if _, err := os.Stat(missing); !os.IsNotExist(err) {
 					e.fail("a failed materialize left its destination behind")
 				}

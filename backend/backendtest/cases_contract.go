@@ -16,6 +16,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/workspace"
 )
@@ -83,7 +84,7 @@ func cancelledBeforeCases() []testCase {
 				dw, err := e.b.OpenWorkspace(e.ctx, e.fx.Locator, &backend.OpenOptions{})
 				e.must(err, "Backend.OpenWorkspace")
 				defer dw.Close()
-				dh, err := dw.CreateHead(e.ctx, &backend.HeadSpec{Name: e.name("drv"), Access: backend.Shared, From: e.fx.Base})
+				dh, err := dw.CreateHead(e.ctx, &backend.HeadSpec{Name: e.name("drv"), Access: grove.Shared, From: e.fx.Base})
 				e.must(err, "Workspace.CreateHead")
 				defer dh.Close()
 				bind := dh.Binding()
@@ -91,7 +92,7 @@ func cancelledBeforeCases() []testCase {
 				cancel()
 				check := func(method string, err error) {
 					e.t.Helper()
-					if workspace.CodeOf(err) != backend.Canceled || !errors.Is(err, context.Canceled) {
+					if grove.CodeOf(err) != grove.Canceled || !errors.Is(err, context.Canceled) {
 						e.fail("%s called directly with a cancelled context answered %v, want Canceled matching context.Canceled", method, err)
 					}
 				}
@@ -99,7 +100,7 @@ func cancelledBeforeCases() []testCase {
 				check("Backend.OpenWorkspace", err)
 				_, _, err = e.b.Reopen(dead, bind, &backend.ReopenOptions{})
 				check("Backend.Reopen", err)
-				_, err = dw.CreateHead(dead, &backend.HeadSpec{Name: e.name("never"), Access: backend.Isolated, From: e.fx.Base})
+				_, err = dw.CreateHead(dead, &backend.HeadSpec{Name: e.name("never"), Access: grove.Isolated, From: e.fx.Base})
 				check("Workspace.CreateHead", err)
 				_, err = dw.OpenHead(dead, dh.Info().Name, &backend.ReopenOptions{})
 				check("Workspace.OpenHead", err)
@@ -107,7 +108,7 @@ func cancelledBeforeCases() []testCase {
 				check("Workspace.Heads", err)
 				check("Workspace.SetArchived", dw.SetArchived(dead, dh.Info().ID, true))
 				check("Workspace.Materialize", dw.Materialize(dead, e.fx.Base, filepath.Join(e.t.TempDir(), "out")))
-				_, err = dh.Checkpoint(dead, &backend.CheckpointOptions{Message: "m", Author: workspace.DefaultAuthor})
+				_, err = dh.Checkpoint(dead, &backend.CheckpointOptions{Message: "m", Author: grove.DefaultAuthor})
 				check("Head.Checkpoint", err)
 				_, err = dh.Restore(dead, e.fx.Base, &backend.RestoreOptions{})
 				check("Head.Restore", err)
@@ -117,7 +118,7 @@ func cancelledBeforeCases() []testCase {
 				check("Head.Commits", err)
 				_, err = dh.Status(dead)
 				check("Head.Status", err)
-				_, err = dh.Diff(dead, e.fx.Base, backend.Live)
+				_, err = dh.Diff(dead, e.fx.Base, grove.Live)
 				check("Head.Diff", err)
 				check("Head.SetArchived", dh.SetArchived(dead, true))
 				check("Head.Destroy", dh.Destroy(dead, &backend.DestroyOptions{}))
@@ -152,21 +153,21 @@ func cancelledInsideCases() []testCase {
 					ctx, cancel := context.WithTimeout(e.ctx, d)
 					_, err := h.Checkpoint(ctx, nil)
 					cancel()
-					if err != nil && (workspace.CodeOf(err) != backend.Canceled || !errors.Is(err, context.DeadlineExceeded)) {
+					if err != nil && (grove.CodeOf(err) != grove.Canceled || !errors.Is(err, context.DeadlineExceeded)) {
 						e.fail("Checkpoint whose deadline (%v) passed while the driver worked: %v, want success or Canceled matching context.DeadlineExceeded", d, err)
 					}
 					e.status(h)
 				}
 				cp := e.checkpoint(h, nil)
-				e.sameTree(withoutIgnored(e.treeAt(backend.Rev(cp.ID))), withoutIgnored(want), "the checkpoint after cancelled ones and the head")
+				e.sameTree(withoutIgnored(e.treeAt(grove.Rev(cp.ID))), withoutIgnored(want), "the checkpoint after cancelled ones and the head")
 				for _, d := range []time.Duration{50 * time.Microsecond, 500 * time.Microsecond, 2 * time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond} {
 					ctx, cancel := context.WithTimeout(e.ctx, d)
-					_, err := h.Restore(ctx, backend.Rev(e.base), &workspace.RestoreOptions{Discard: true})
+					_, err := h.Restore(ctx, grove.Rev(e.base), &workspace.RestoreOptions{Discard: true})
 					cancel()
-					if err != nil && (workspace.CodeOf(err) != backend.Canceled || !errors.Is(err, context.DeadlineExceeded)) {
+					if err != nil && (grove.CodeOf(err) != grove.Canceled || !errors.Is(err, context.DeadlineExceeded)) {
 						e.fail("Restore whose deadline (%v) passed while the driver worked: %v, want success or Canceled matching context.DeadlineExceeded", d, err)
 					}
-					if _, err := h.Restore(e.ctx, backend.Rev(cp.ID), &workspace.RestoreOptions{Discard: true}); err != nil {
+					if _, err := h.Restore(e.ctx, grove.Rev(cp.ID), &workspace.RestoreOptions{Discard: true}); err != nil {
 						e.fail("the head is not usable after a Restore cancelled at %v: restoring again failed: %v", d, err)
 					}
 				}
@@ -183,32 +184,32 @@ func cancelledInsideCases() []testCase {
 				bind := h.Binding()
 				check := func(method string, n int, err error) {
 					e.t.Helper()
-					if err != nil && (workspace.CodeOf(err) != backend.Canceled || !errors.Is(err, context.Canceled)) {
+					if err != nil && (grove.CodeOf(err) != grove.Canceled || !errors.Is(err, context.Canceled)) {
 						e.fail("%s with a context that ended at its check number %d: %v, want success or Canceled matching context.Canceled", method, n, err)
 					}
 				}
 				for n := 1; n <= 24; n++ {
 					name := e.name("cd")
-					_, err := e.ws.NewHead(name).From(backend.Rev(cp.ID)).Shared().Create(countdown(e.ctx, n))
+					_, err := e.ws.NewHead(name).From(grove.Rev(cp.ID)).Shared().Create(countdown(e.ctx, n))
 					check("CreateHead", n, err)
 					if err != nil {
 						// Nothing was left behind: the name is free.
-						c := e.create(e.ws.NewHead(name).From(backend.Rev(cp.ID)).Shared())
+						c := e.create(e.ws.NewHead(name).From(grove.Rev(cp.ID)).Shared())
 						e.destroy(c)
 					}
 					_, err = h.Checkpoint(countdown(e.ctx, n), nil)
 					check("Checkpoint", n, err)
 					_, err = h.Status(countdown(e.ctx, n))
 					check("Status", n, err)
-					_, err = h.Diff(countdown(e.ctx, n), e.fx.Base, backend.Live)
+					_, err = h.Diff(countdown(e.ctx, n), e.fx.Base, grove.Live)
 					check("Diff", n, err)
 					_, err = h.Log(countdown(e.ctx, n), nil)
 					check("Log", n, err)
 					_, err = h.Commits(countdown(e.ctx, n), e.fx.Base)
 					check("Commits", n, err)
-					_, err = h.Restore(countdown(e.ctx, n), backend.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
+					_, err = h.Restore(countdown(e.ctx, n), grove.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
 					check("Restore", n, err)
-					err = e.ws.Materialize(countdown(e.ctx, n), backend.Rev(cp.ID), filepath.Join(e.t.TempDir(), "m"))
+					err = e.ws.Materialize(countdown(e.ctx, n), grove.Rev(cp.ID), filepath.Join(e.t.TempDir(), "m"))
 					check("Materialize", n, err)
 					r, err := workspace.Reopen(countdown(e.ctx, n), e.b, bind, nil)
 					check("Reopen", n, err)
@@ -217,7 +218,7 @@ func cancelledInsideCases() []testCase {
 					}
 				}
 				// The head answers as before.
-				_, err := h.Restore(e.ctx, backend.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
+				_, err := h.Restore(e.ctx, grove.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
 				e.must(err, "Restore after the cancelled calls")
 				if e.read(h, "dirty.txt") != "d\n" {
 					e.fail("the head lost its files to cancelled calls")
@@ -242,20 +243,20 @@ func identityAndModeCases() []testCase {
 				h := e.head()
 				name := h.Info().Name
 				bad := h.Binding()
-				bad.Head = backend.HeadID(newUUID())
+				bad.Head = grove.HeadID(newUUID())
 				// While the real head is held.
 				_, err := workspace.Reopen(e.ctx, e.b, bad, nil)
-				e.wantReason(err, backend.IdentityMismatch, backend.ReasonHeadID, "Reopen of an unknown head ID while the head of that name is held")
+				e.wantReason(err, grove.IdentityMismatch, grove.ReasonHeadID, "Reopen of an unknown head ID while the head of that name is held")
 				// While it is archived, with AllowArchived: the real head
 				// must stay archived.
 				e.must(h.Close(), "Close")
 				e.must(e.ws.SetArchived(e.ctx, name, true), "SetArchived")
 				_, err = workspace.Reopen(e.ctx, e.b, bad, &workspace.ReopenOptions{AllowArchived: true})
-				e.wantReason(err, backend.IdentityMismatch, backend.ReasonHeadID, "Reopen with AllowArchived of an unknown head ID while the head of that name is archived")
+				e.wantReason(err, grove.IdentityMismatch, grove.ReasonHeadID, "Reopen with AllowArchived of an unknown head ID while the head of that name is archived")
 				hs, err := e.ws.Heads(e.ctx)
 				e.must(err, "Heads")
 				for _, hi := range hs {
-					if hi.Name == name && hi.State != backend.StateArchived {
+					if hi.Name == name && hi.State != grove.StateArchived {
 						e.fail("a refused Reopen of another head ID unarchived %q (state %q)", name, hi.State)
 					}
 				}
@@ -271,7 +272,7 @@ func identityAndModeCases() []testCase {
 				h := e.head()
 				e.must(h.FS().Chmod("README.md", 0o755), "Chmod README.md 0755")
 				cp := e.checkpoint(h, nil)
-				d, err := h.Diff(e.ctx, backend.Rev(e.base), backend.Rev(cp.ID))
+				d, err := h.Diff(e.ctx, grove.Rev(e.base), grove.Rev(cp.ID))
 				e.must(err, "Diff")
 				if len(d.Files) != 1 || d.Files[0].Path != "README.md" {
 					e.fail("a mode-only change: Files %+v, want README.md alone", d.Files)
@@ -291,7 +292,7 @@ func identityAndModeCases() []testCase {
 				h := e.head()
 				e.must(h.FS().Chmod("README.md", 0o755), "Chmod README.md 0755")
 				st := e.status(h)
-				if !st.Dirty || len(st.Changes) != 1 || st.Changes[0] != (backend.Change{Path: "README.md", Kind: backend.ChangeModified}) {
+				if !st.Dirty || len(st.Changes) != 1 || st.Changes[0] != (grove.Change{Path: "README.md", Kind: grove.ChangeModified}) {
 					e.fail("after a chmod alone Status is dirty=%v with changes %+v, want README.md modified", st.Dirty, st.Changes)
 				}
 			},
@@ -307,7 +308,7 @@ func gainedAndStatusCases() []testCase {
 			clause: "Commits lists the commits of the head's branch that are not reachable from since, newest first",
 			run: func(e *env) {
 				h := e.head()
-				var cps []backend.CheckpointID
+				var cps []grove.CheckpointID
 				for i := range 3 {
 					if i > 0 {
 						time.Sleep(1100 * time.Millisecond) // commit times have one-second resolution
@@ -315,13 +316,13 @@ func gainedAndStatusCases() []testCase {
 					e.write(h, "n.txt", fmt.Sprint(i))
 					cps = append(cps, e.checkpoint(h, nil).ID)
 				}
-				got, err := h.Commits(e.ctx, backend.Rev(e.base))
+				got, err := h.Commits(e.ctx, grove.Rev(e.base))
 				e.must(err, "Commits")
 				e.as("A since that does not resolve is NotFound.", func() {
 					_, err := h.Commits(e.ctx, "no-such-revision")
-					e.wantCode(err, backend.NotFound, "Commits since a revision that does not resolve")
+					e.wantCode(err, grove.NotFound, "Commits since a revision that does not resolve")
 				})
-				want := []backend.CheckpointID{cps[2], cps[1], cps[0]}
+				want := []grove.CheckpointID{cps[2], cps[1], cps[0]}
 				if fmt.Sprint(got) != fmt.Sprint(want) {
 					e.fail("Commits since the base = %v, want newest first %v", got, want)
 				}
@@ -342,7 +343,7 @@ func gainedAndStatusCases() []testCase {
 				if st := e.status(h); st.LastCheckpoint != second.ID {
 					e.fail("LastCheckpoint is %q, want the newest checkpoint %q", st.LastCheckpoint, second.ID)
 				}
-				e.must(h.FS().WriteFile("big.bin", bytes.Repeat([]byte{'x'}, backend.DefaultMaxNewFileSize+1), 0o644), "WriteFile big.bin")
+				e.must(h.FS().WriteFile("big.bin", bytes.Repeat([]byte{'x'}, grove.DefaultMaxNewFileSize+1), 0o644), "WriteFile big.bin")
 				e.must(h.FS().MkdirAll("empty/dir", 0o755), "MkdirAll empty/dir")
 				if st := e.status(h); st.Dirty {
 					e.fail("a new file over the size cap and an empty directory made the head dirty, but a checkpoint would skip both: %+v", st.Changes)
@@ -352,7 +353,7 @@ func gainedAndStatusCases() []testCase {
 				}
 				// A restore to an older checkpoint leaves the newest one
 				// the newest in Log.
-				_, err := h.Restore(e.ctx, backend.Rev(e.base), &workspace.RestoreOptions{Discard: true})
+				_, err := h.Restore(e.ctx, grove.Rev(e.base), &workspace.RestoreOptions{Discard: true})
 				e.must(err, "Restore to the base")
 				if st := e.status(h); st.LastCheckpoint != second.ID {
 					e.fail("after a restore to the base LastCheckpoint is %q, want the newest checkpoint %q", st.LastCheckpoint, second.ID)
@@ -379,7 +380,7 @@ func writeAndCaptureCases() []testCase {
 				if info.Mode().Perm()&0o111 == 0 {
 					e.fail("a new file written with perm 0755 has mode %v", info.Mode())
 				}
-				if f := e.treeAt(backend.Rev(e.checkpoint(h, nil).ID))["tool.sh"]; !f.exec {
+				if f := e.treeAt(grove.Rev(e.checkpoint(h, nil).ID))["tool.sh"]; !f.exec {
 					e.fail("the checkpoint lost the executable bit of a file written with perm 0755")
 				}
 			},
@@ -392,7 +393,7 @@ func writeAndCaptureCases() []testCase {
 				e.write(h, "zeta.txt", "z\n")
 				e.write(h, "alpha.txt", "a\n")
 				e.write(h, "src/main.go", "package main // changed\n")
-				d, err := h.Diff(e.ctx, backend.Rev(e.base), backend.Live)
+				d, err := h.Diff(e.ctx, grove.Rev(e.base), grove.Live)
 				e.must(err, "Diff")
 				var got []string
 				for _, f := range d.Files {
@@ -408,7 +409,7 @@ func writeAndCaptureCases() []testCase {
 			clause: "New untracked files larger than opts.MaxNewFileSize (0: 10 MiB; negative: no cap), empty directories and irregular files are not captured and are listed in Skipped.",
 			run: func(e *env) {
 				h := e.head()
-				big := bytes.Repeat([]byte("grove\n"), backend.DefaultMaxNewFileSize/6+1)
+				big := bytes.Repeat([]byte("grove\n"), grove.DefaultMaxNewFileSize/6+1)
 				e.must(h.FS().WriteFile("big.txt", big, 0o644), "WriteFile big.txt")
 				cp := e.checkpoint(h, &workspace.CheckpointOptions{MaxNewFileSize: -1})
 				for _, s := range cp.Skipped {
@@ -416,7 +417,7 @@ func writeAndCaptureCases() []testCase {
 						e.fail("MaxNewFileSize -1 skipped big.txt (%d bytes): a negative cap is no cap", len(big))
 					}
 				}
-				if got := e.treeAt(backend.Rev(cp.ID))["big.txt"]; got.data != string(big) {
+				if got := e.treeAt(grove.Rev(cp.ID))["big.txt"]; got.data != string(big) {
 					e.fail("the checkpoint does not hold big.txt")
 				}
 			},
@@ -429,7 +430,7 @@ func writeAndCaptureCases() []testCase {
 				e.write(h, "ignored/a.txt", "a\n")
 				e.write(h, "ignored/deep/b.txt", "b\n")
 				cp := e.checkpoint(h, &workspace.CheckpointOptions{Include: []string{"ignored"}})
-				at := e.treeAt(backend.Rev(cp.ID))
+				at := e.treeAt(grove.Rev(cp.ID))
 				for _, p := range []string{"ignored/a.txt", "ignored/deep/b.txt"} {
 					if _, ok := at[p]; !ok {
 						e.fail("Include of the ignored directory \"ignored\" did not capture %s", p)
@@ -458,8 +459,8 @@ func archiveEscapeCases() []testCase {
 				dw, err := e.b.OpenWorkspace(e.ctx, e.fx.Locator, &backend.OpenOptions{})
 				e.must(err, "Backend.OpenWorkspace")
 				defer dw.Close()
-				e.wantCode(dw.SetArchived(e.ctx, id, true), backend.Destroyed, "Workspace.SetArchived of a destroyed head")
-				e.wantCode(dw.SetArchived(e.ctx, backend.HeadID(newUUID()), true), backend.NotFound, "Workspace.SetArchived of an unknown head ID")
+				e.wantCode(dw.SetArchived(e.ctx, id, true), grove.Destroyed, "Workspace.SetArchived of a destroyed head")
+				e.wantCode(dw.SetArchived(e.ctx, grove.HeadID(newUUID()), true), grove.NotFound, "Workspace.SetArchived of an unknown head ID")
 			},
 		},
 		{
@@ -482,15 +483,15 @@ func archiveEscapeCases() []testCase {
 				fsys := h.FS()
 				for _, name := range []string{"out", "updir/x", "src/far/etc/passwd"} {
 					_, err := fsys.ReadFile(name)
-					e.wantCode(err, backend.PathEscape, "ReadFile "+name)
+					e.wantCode(err, grove.PathEscape, "ReadFile "+name)
 					_, err = fsys.Open(name)
-					e.wantCode(err, backend.PathEscape, "Open "+name)
+					e.wantCode(err, grove.PathEscape, "Open "+name)
 					_, err = fsys.Stat(name)
-					e.wantCode(err, backend.PathEscape, "Stat "+name)
+					e.wantCode(err, grove.PathEscape, "Stat "+name)
 				}
 				for _, name := range []string{"updir", "src/far"} {
 					_, err := fsys.ReadDir(name)
-					e.wantCode(err, backend.PathEscape, "ReadDir "+name)
+					e.wantCode(err, grove.PathEscape, "ReadDir "+name)
 				}
 				if target, err := fsys.ReadLink("out"); err != nil || target != "../outside.txt" {
 					e.fail("ReadLink out = %q, %v: a link is data and reads as it is", target, err)
@@ -514,7 +515,7 @@ func crossHolderCases() []testCase {
 				_, d, err := h.FS().ReadFileDigest("README.md")
 				e.must(err, "ReadFileDigest")
 				if !e.caps.SharedCAS {
-					e.wantCode(h.FS().WriteFileIf("README.md", []byte("x"), 0o644, d), backend.Unimplemented, "WriteFileIf without SharedCAS")
+					e.wantCode(h.FS().WriteFileIf("README.md", []byte("x"), 0o644, d), grove.Unimplemented, "WriteFileIf without SharedCAS")
 					return
 				}
 				for round := range 20 {
@@ -522,7 +523,7 @@ func crossHolderCases() []testCase {
 					e.must(err, "ReadFileDigest")
 					var wg sync.WaitGroup
 					errs := make([]error, 2)
-					for i, fsys := range []workspace.FS{h.FS(), other.FS()} {
+					for i, fsys := range []grove.FS{h.FS(), other.FS()} {
 						wg.Go(func() {
 							errs[i] = fsys.WriteFileIf("README.md", []byte(fmt.Sprintf("round %d by %d\n", round, i)), 0o644, d)
 						})
@@ -533,7 +534,7 @@ func crossHolderCases() []testCase {
 						switch {
 						case err == nil:
 							won++
-						case workspace.CodeOf(err) != backend.Conflict:
+						case grove.CodeOf(err) != grove.Conflict:
 							e.fail("a racing WriteFileIf failed with %v, want success or Conflict", err)
 						}
 					}
@@ -556,7 +557,7 @@ func crossHolderCases() []testCase {
 				if !e.caps.Persistent {
 					// Nothing of this process reaches another: the binding
 					// finds nothing, never a different head.
-					if res.Code != backend.NotFound.String() {
+					if res.Code != grove.NotFound.String() {
 						e.fail("another process reopening a binding of a backend without Persistent got %q (%s), want NotFound; a backend whose heads reach other processes must declare Persistent", res.Code, res.Error)
 					}
 					return
@@ -588,7 +589,7 @@ func crossHolderCases() []testCase {
 			run: func(e *env) {
 				h := e.head()
 				res := e.child(childReopen, h.Binding())
-				if e.caps.CrossProcessIsolation && res.Code != backend.AlreadyBound.String() {
+				if e.caps.CrossProcessIsolation && res.Code != grove.AlreadyBound.String() {
 					e.fail("a second holder in another process got %q (%s), want AlreadyBound while this process holds the isolated head", res.Code, res.Error)
 				}
 				// Without the capability either outcome is allowed: it
@@ -627,15 +628,15 @@ func closeAndReasonCases() []testCase {
 				e.must(err, "Backend.OpenWorkspace")
 				e.must(b.Close(), "Backend.Close")
 				_, err = b.OpenWorkspace(e.ctx, e.fx.Locator, &backend.OpenOptions{})
-				e.wantCode(err, backend.FailedPrecondition, "Backend.OpenWorkspace after Close")
+				e.wantCode(err, grove.FailedPrecondition, "Backend.OpenWorkspace after Close")
 				_, _, err = b.Reopen(e.ctx, bind, &backend.ReopenOptions{})
-				e.wantCode(err, backend.FailedPrecondition, "Backend.Reopen after Close")
+				e.wantCode(err, grove.FailedPrecondition, "Backend.Reopen after Close")
 				_, err = dw.Heads(e.ctx)
-				e.wantCode(err, backend.FailedPrecondition, "Workspace.Heads after the backend's Close")
+				e.wantCode(err, grove.FailedPrecondition, "Workspace.Heads after the backend's Close")
 				_, err = h.Status(e.ctx)
-				e.wantCode(err, backend.FailedPrecondition, "Head.Status after the backend's Close")
+				e.wantCode(err, grove.FailedPrecondition, "Head.Status after the backend's Close")
 				_, err = h.Checkpoint(e.ctx, nil)
-				e.wantCode(err, backend.FailedPrecondition, "Head.Checkpoint after the backend's Close")
+				e.wantCode(err, grove.FailedPrecondition, "Head.Checkpoint after the backend's Close")
 				if e.read(h, "README.md") != "hello\n" {
 					e.fail("the FS of a head still open stopped serving its files")
 				}
@@ -651,20 +652,20 @@ func closeAndReasonCases() []testCase {
 				h := e.create(e.ws.NewHead(e.name("reasons")).From(e.fx.Base).Shared())
 				bind := h.Binding()
 				other := bind
-				other.Access = backend.Isolated
+				other.Access = grove.Isolated
 				_, err := workspace.Reopen(e.ctx, e.b, other, nil)
-				e.wantReason(err, backend.IdentityMismatch, backend.ReasonAccess, "Reopen of a binding that names another access")
+				e.wantReason(err, grove.IdentityMismatch, grove.ReasonAccess, "Reopen of a binding that names another access")
 				e.as("workspace-id, IdentityMismatch: the workspace found is another", func() {
 					other = bind
-					other.Workspace = backend.WorkspaceID(newUUID())
+					other.Workspace = grove.WorkspaceID(newUUID())
 					_, err = workspace.Reopen(e.ctx, e.b, other, nil)
-					e.wantReason(err, backend.IdentityMismatch, backend.ReasonWorkspaceID, "Reopen of a binding that names another workspace")
+					e.wantReason(err, grove.IdentityMismatch, grove.ReasonWorkspaceID, "Reopen of a binding that names another workspace")
 				})
 				e.as("backend, IdentityMismatch: the binding is another backend's", func() {
 					other = bind
 					other.Backend = "not-" + bind.Backend
 					_, err = workspace.Reopen(e.ctx, e.b, other, nil)
-					e.wantReason(err, backend.IdentityMismatch, backend.ReasonBackend, "Reopen of a binding of another backend")
+					e.wantReason(err, grove.IdentityMismatch, grove.ReasonBackend, "Reopen of a binding of another backend")
 				})
 			},
 		},
@@ -686,7 +687,7 @@ func namesAndCodesCases() []testCase {
 				e.write(h, "sub/deeper/drop.tmp", "x\n")
 				e.write(h, "top.tmp", "x\n")
 				e.write(h, "top.log", "x\n")
-				at := e.treeAt(backend.Rev(e.checkpoint(h, nil).ID))
+				at := e.treeAt(grove.Rev(e.checkpoint(h, nil).ID))
 				for p, want := range map[string]bool{
 					"sub/drop.tmp": false, "sub/deeper/drop.tmp": false, "top.log": false,
 					"sub/keep.tmp": true, "sub/kept.log": true, "top.tmp": true, "sub/.gitignore": true,
@@ -704,12 +705,12 @@ func namesAndCodesCases() []testCase {
 				h := e.head()
 				e.write(h, "a.txt", "a\n")
 				cp := e.checkpoint(h, nil)
-				for _, id := range []backend.CheckpointID{cp.ID, h.Info().Base, e.status(h).Commit} {
+				for _, id := range []grove.CheckpointID{cp.ID, h.Info().Base, e.status(h).Commit} {
 					if len(id) < 40 || strings.Trim(string(id), "0123456789abcdef") != "" {
 						e.fail("checkpoint ID %q is not at least 40 lowercase hexadecimal digits", id)
 					}
 				}
-				v := e.create(e.ws.NewHead(e.name("from-id")).From(backend.Rev(cp.ID)).Shared())
+				v := e.create(e.ws.NewHead(e.name("from-id")).From(grove.Rev(cp.ID)).Shared())
 				if v.Info().Base != cp.ID {
 					e.fail("a head created from checkpoint %s starts at %s", cp.ID, v.Info().Base)
 				}
@@ -721,19 +722,19 @@ func namesAndCodesCases() []testCase {
 			run: func(e *env) {
 				h := e.head()
 				fsys := h.FS()
-				e.wantCode(fsys.MkdirAll("README.md", 0o755), backend.FailedPrecondition, "MkdirAll where a file is")
-				e.wantCode(fsys.MkdirAll("README.md/sub", 0o755), backend.FailedPrecondition, "MkdirAll under a file")
+				e.wantCode(fsys.MkdirAll("README.md", 0o755), grove.FailedPrecondition, "MkdirAll where a file is")
+				e.wantCode(fsys.MkdirAll("README.md/sub", 0o755), grove.FailedPrecondition, "MkdirAll under a file")
 				e.must(fsys.MkdirAll("dir", 0o755), "MkdirAll dir")
 				e.as("Rename moves oldname to newname, replacing a file there. A newname that is a directory is FailedPrecondition, and so is a newname that exists when oldname is a directory; moving a directory into itself is InvalidArgument.", func() {
-					e.wantCode(fsys.Rename("README.md", "dir"), backend.FailedPrecondition, "Rename onto a directory")
-					e.wantCode(fsys.Rename("dir", "README.md"), backend.FailedPrecondition, "Rename of a directory onto a file")
+					e.wantCode(fsys.Rename("README.md", "dir"), grove.FailedPrecondition, "Rename onto a directory")
+					e.wantCode(fsys.Rename("dir", "README.md"), grove.FailedPrecondition, "Rename of a directory onto a file")
 					e.must(fsys.MkdirAll("dir/inner", 0o755), "MkdirAll dir/inner")
-					e.wantCode(fsys.Rename("dir", "dir/inner/moved"), backend.InvalidArgument, "Rename of a directory into itself")
+					e.wantCode(fsys.Rename("dir", "dir/inner/moved"), grove.InvalidArgument, "Rename of a directory into itself")
 				})
 				if e.caps.Symlinks {
 					e.as("A link never replaces anything: a name that exists is AlreadyExists.", func() {
-						e.wantCode(fsys.Symlink("src/main.go", "README.md"), backend.AlreadyExists, "Symlink onto a file")
-						e.wantCode(fsys.Symlink("src/main.go", "dir"), backend.AlreadyExists, "Symlink onto a directory")
+						e.wantCode(fsys.Symlink("src/main.go", "README.md"), grove.AlreadyExists, "Symlink onto a file")
+						e.wantCode(fsys.Symlink("src/main.go", "dir"), grove.AlreadyExists, "Symlink onto a directory")
 					})
 				}
 				if e.read(h, "README.md") != "hello\n" {
@@ -753,8 +754,8 @@ func namesAndCodesCases() []testCase {
 				}
 				e.must(h.FS().MkdirAll("dir", 0o755), "MkdirAll")
 				e.as("The parent directory must exist (NotFound otherwise); a name that is a directory is FailedPrecondition.", func() {
-					e.wantCode(h.FS().WriteFile("dir", []byte("x"), 0o644), backend.FailedPrecondition, "WriteFile onto a directory")
-					e.wantCode(h.FS().WriteFile("no/such/dir/f", []byte("x"), 0o644), backend.NotFound, "WriteFile into a missing directory")
+					e.wantCode(h.FS().WriteFile("dir", []byte("x"), 0o644), grove.FailedPrecondition, "WriteFile onto a directory")
+					e.wantCode(h.FS().WriteFile("no/such/dir/f", []byte("x"), 0o644), grove.NotFound, "WriteFile into a missing directory")
 				})
 				if !e.caps.HostRoot {
 					return
@@ -764,11 +765,11 @@ func namesAndCodesCases() []testCase {
 				e.must(os.WriteFile(filepath.Join(full, "f"), []byte("x"), 0o644), "write")
 				e.as("a Dir that exists and is not empty is AlreadyExists.", func() {
 					_, err = e.ws.NewHead(e.name("dir")).From(e.fx.Base).Dir(full).Create(e.ctx)
-					e.wantCode(err, backend.AlreadyExists, "CreateHead with a Dir that exists and is not empty")
+					e.wantCode(err, grove.AlreadyExists, "CreateHead with a Dir that exists and is not empty")
 				})
 				e.as("A non-empty dir, or a dir inside a head, is FailedPrecondition and is left untouched", func() {
 					err = e.ws.Materialize(e.ctx, e.fx.Base, filepath.Join(h.Info().Root, "inside"))
-					e.wantCode(err, backend.FailedPrecondition, "Materialize into a dir inside a head")
+					e.wantCode(err, grove.FailedPrecondition, "Materialize into a dir inside a head")
 				})
 			},
 		},

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // fsEscapeCases are the cases that try to reach the git directory through
@@ -28,7 +28,7 @@ func fsEscapeCases() []testCase {
 					}
 				}
 				if !e.caps.Symlinks {
-					e.wantCode(fsys.Symlink(".", "s"), backend.Unimplemented, "Symlink without the Symlinks capability")
+					e.wantCode(fsys.Symlink(".", "s"), grove.Unimplemented, "Symlink without the Symlinks capability")
 					return
 				}
 				e.must(fsys.Symlink(".", "s"), "Symlink s -> . (a link to the root is allowed)")
@@ -37,31 +37,31 @@ func fsEscapeCases() []testCase {
 				}
 				for _, name := range []string{"s/.git", "s/s/.git"} {
 					_, err := fsys.ReadFile(name)
-					e.wantCode(err, backend.PermissionDenied, "ReadFile "+name)
+					e.wantCode(err, grove.PermissionDenied, "ReadFile "+name)
 					_, _, err = fsys.ReadFileDigest(name)
-					e.wantCode(err, backend.PermissionDenied, "ReadFileDigest "+name)
+					e.wantCode(err, grove.PermissionDenied, "ReadFileDigest "+name)
 					_, err = fsys.Stat(name)
-					e.wantCode(err, backend.PermissionDenied, "Stat "+name)
+					e.wantCode(err, grove.PermissionDenied, "Stat "+name)
 					_, err = fsys.Lstat(name)
-					e.wantCode(err, backend.PermissionDenied, "Lstat "+name)
+					e.wantCode(err, grove.PermissionDenied, "Lstat "+name)
 					_, err = fsys.ReadLink(name)
-					e.wantCode(err, backend.PermissionDenied, "ReadLink "+name)
+					e.wantCode(err, grove.PermissionDenied, "ReadLink "+name)
 					_, err = fsys.Open(name)
-					e.wantCode(err, backend.PermissionDenied, "Open "+name)
+					e.wantCode(err, grove.PermissionDenied, "Open "+name)
 					_, err = fsys.ReadDir(name)
-					e.wantCode(err, backend.PermissionDenied, "ReadDir "+name)
-					e.wantCode(fsys.WriteFile(name, []byte("gitdir: /tmp/evil\n"), 0o644), backend.PermissionDenied, "WriteFile "+name)
+					e.wantCode(err, grove.PermissionDenied, "ReadDir "+name)
+					e.wantCode(fsys.WriteFile(name, []byte("gitdir: /tmp/evil\n"), 0o644), grove.PermissionDenied, "WriteFile "+name)
 					if e.caps.SharedCAS {
-						e.wantCode(fsys.WriteFileIf(name, []byte("gitdir: /tmp/evil\n"), 0o644, backend.Digest{}), backend.PermissionDenied, "WriteFileIf "+name)
+						e.wantCode(fsys.WriteFileIf(name, []byte("gitdir: /tmp/evil\n"), 0o644, grove.Digest{}), grove.PermissionDenied, "WriteFileIf "+name)
 					} else {
-						e.wantCode(fsys.WriteFileIf(name, []byte("gitdir: /tmp/evil\n"), 0o644, backend.Digest{}), backend.Unimplemented, "WriteFileIf "+name+" without SharedCAS")
+						e.wantCode(fsys.WriteFileIf(name, []byte("gitdir: /tmp/evil\n"), 0o644, grove.Digest{}), grove.Unimplemented, "WriteFileIf "+name+" without SharedCAS")
 					}
-					e.wantCode(fsys.MkdirAll(name+"/x", 0o755), backend.PermissionDenied, "MkdirAll "+name+"/x")
-					e.wantCode(fsys.Remove(name), backend.PermissionDenied, "Remove "+name)
-					e.wantCode(fsys.Rename("README.md", name), backend.PermissionDenied, "Rename README.md onto "+name)
-					e.wantCode(fsys.Rename(name, "stolen"), backend.PermissionDenied, "Rename "+name+" away")
+					e.wantCode(fsys.MkdirAll(name+"/x", 0o755), grove.PermissionDenied, "MkdirAll "+name+"/x")
+					e.wantCode(fsys.Remove(name), grove.PermissionDenied, "Remove "+name)
+					e.wantCode(fsys.Rename("README.md", name), grove.PermissionDenied, "Rename README.md onto "+name)
+					e.wantCode(fsys.Rename(name, "stolen"), grove.PermissionDenied, "Rename "+name+" away")
 					if e.caps.FileModes {
-						e.wantCode(fsys.Chmod(name, 0), backend.PermissionDenied, "Chmod "+name)
+						e.wantCode(fsys.Chmod(name, 0), grove.PermissionDenied, "Chmod "+name)
 					}
 				}
 				for _, name := range []string{".", "s", "s/s"} {
@@ -80,7 +80,7 @@ func fsEscapeCases() []testCase {
 				}
 				e.must(fsys.MkdirAll("deep", 0o755), "MkdirAll deep")
 				for _, c := range [][2]string{{".git", "gitlink"}, {"s/.git", "x"}, {"../.git", "deep/up"}, {"../s/.git", "deep/up2"}} {
-					e.wantCode(fsys.Symlink(c[0], c[1]), backend.PermissionDenied, "Symlink "+c[1]+" -> "+c[0])
+					e.wantCode(fsys.Symlink(c[0], c[1]), grove.PermissionDenied, "Symlink "+c[1]+" -> "+c[0])
 					if _, err := fsys.Lstat(c[1]); !isNotExist(err) {
 						e.fail("a refused Symlink %s -> %s left a link (Lstat: %v)", c[1], c[0], err)
 					}
@@ -90,8 +90,8 @@ func fsEscapeCases() []testCase {
 				e.must(fsys.Symlink("later/.git", "pending"), "Symlink pending -> later/.git (dangling)")
 				e.must(fsys.Symlink(".", "later"), "Symlink later -> .")
 				_, err := fsys.ReadFile("pending")
-				e.wantCode(err, backend.PermissionDenied, "ReadFile through a link that came to resolve to .git")
-				e.wantCode(fsys.WriteFile("pending", []byte("gitdir: /tmp/evil\n"), 0o644), backend.PermissionDenied, "WriteFile through a link that came to resolve to .git")
+				e.wantCode(err, grove.PermissionDenied, "ReadFile through a link that came to resolve to .git")
+				e.wantCode(fsys.WriteFile("pending", []byte("gitdir: /tmp/evil\n"), 0o644), grove.PermissionDenied, "WriteFile through a link that came to resolve to .git")
 				if gitBefore != nil {
 					after, err := os.ReadFile(filepath.Join(h.Info().Root, ".git"))
 					if err != nil || !bytes.Equal(after, gitBefore) {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -25,8 +25,8 @@ func createCases() []testCase {
 			run: func(e *env) {
 				h := e.create(e.ws.NewHead("agent").From(e.fx.Base))
 				info := h.Info()
-				if info.Access != backend.Isolated || info.Branch != "grove/agent" || info.Name != "agent" ||
-					info.State != backend.StateActive || info.Attached || info.ID == "" {
+				if info.Access != grove.Isolated || info.Branch != "grove/agent" || info.Name != "agent" ||
+					info.State != grove.StateActive || info.Attached || info.ID == "" {
 					e.fail("HeadInfo = %+v, want an active isolated head named agent on grove/agent", info)
 				}
 				if info.Base != e.base {
@@ -52,7 +52,7 @@ func createCases() []testCase {
 				src := e.head()
 				e.write(src, "notes/a.txt", "from src\n")
 				cp := e.checkpoint(src, nil)
-				h := e.create(e.ws.NewHead("child").From(backend.Rev(cp.ID)))
+				h := e.create(e.ws.NewHead("child").From(grove.Rev(cp.ID)))
 				if h.Info().Base != cp.ID {
 					e.fail("Base = %s, want the checkpoint %s", h.Info().Base, cp.ID)
 				}
@@ -68,7 +68,7 @@ func createCases() []testCase {
 					e.fail("Branch = %q, want feature/named", h.Info().Branch)
 				}
 				_, err := e.ws.NewHead("other").From(e.fx.Base).Branch("feature/named").Create(e.ctx)
-				e.wantCode(err, backend.AlreadyExists, "creating a head on a taken branch")
+				e.wantCode(err, grove.AlreadyExists, "creating a head on a taken branch")
 			},
 		},
 		{
@@ -77,7 +77,7 @@ func createCases() []testCase {
 			run: func(e *env) {
 				e.create(e.ws.NewHead("dup").From(e.fx.Base))
 				_, err := e.ws.NewHead("dup").From(e.fx.Base).Shared().Create(e.ctx)
-				e.wantCode(err, backend.AlreadyExists, "creating a second head named dup")
+				e.wantCode(err, grove.AlreadyExists, "creating a second head named dup")
 			},
 		},
 		{
@@ -86,7 +86,7 @@ func createCases() []testCase {
 			run: func(e *env) {
 				for _, n := range []string{"", "../up", "a/b", ".hidden", "x.lock", "sp ace", "a..b", strings.Repeat("n", 101)} {
 					_, err := e.ws.NewHead(n).From(e.fx.Base).Create(e.ctx)
-					e.wantCode(err, backend.InvalidArgument, "creating a head named "+n)
+					e.wantCode(err, grove.InvalidArgument, "creating a head named "+n)
 				}
 			},
 		},
@@ -95,7 +95,7 @@ func createCases() []testCase {
 			clause: "A failed create leaves nothing behind: no branch, no directory, no registration.",
 			run: func(e *env) {
 				_, err := e.ws.NewHead("ghost").From("no-such-revision").Create(e.ctx)
-				e.wantCode(err, backend.NotFound, "creating a head from no-such-revision")
+				e.wantCode(err, grove.NotFound, "creating a head from no-such-revision")
 				heads, err := e.ws.Heads(e.ctx)
 				e.must(err, "Heads")
 				for _, hi := range heads {
@@ -125,7 +125,7 @@ func sharedIsolatedCases() []testCase {
 			clause: "Shared heads take many holders; their writes use compare-and-set.",
 			run: func(e *env) {
 				h := e.create(e.ws.NewHead("team").From(e.fx.Base).Shared())
-				if h.Info().Access != backend.Shared {
+				if h.Info().Access != grove.Shared {
 					e.fail("Access = %q, want shared", h.Info().Access)
 				}
 				for i := range 3 {
@@ -145,19 +145,19 @@ func sharedIsolatedCases() []testCase {
 			run: func(e *env) {
 				h := e.create(e.ws.NewHead("solo").From(e.fx.Base))
 				_, err := e.ws.OpenHead(e.ctx, "solo", nil)
-				e.wantCode(err, backend.AlreadyBound, "opening an isolated head its creator holds")
+				e.wantCode(err, grove.AlreadyBound, "opening an isolated head its creator holds")
 				_, err = workspace.Reopen(e.ctx, e.b, h.Binding(), nil)
-				e.wantCode(err, backend.AlreadyBound, "reopening an isolated head its creator holds")
+				e.wantCode(err, grove.AlreadyBound, "reopening an isolated head its creator holds")
 				e.must(h.Close(), "Close")
 				o, err := e.ws.OpenHead(e.ctx, "solo", nil)
 				e.must(err, "opening the isolated head after its holder closed it")
 				_, err = e.ws.OpenHead(e.ctx, "solo", nil)
-				e.wantCode(err, backend.AlreadyBound, "opening an isolated head OpenHead holds")
+				e.wantCode(err, grove.AlreadyBound, "opening an isolated head OpenHead holds")
 				e.must(o.Close(), "Close")
 				r, err := workspace.Reopen(e.ctx, e.b, h.Binding(), nil)
 				e.must(err, "reopening after every holder closed")
 				_, err = e.ws.OpenHead(e.ctx, "solo", nil)
-				e.wantCode(err, backend.AlreadyBound, "opening an isolated head Reopen holds")
+				e.wantCode(err, grove.AlreadyBound, "opening an isolated head Reopen holds")
 				e.must(r.Close(), "Close")
 			},
 		},
@@ -201,12 +201,12 @@ func archivedReadOnlyCases() []testCase {
 				e.checkpoint(h, nil)
 				e.must(h.Close(), "Close")
 				_, err := e.ws.OpenHead(e.ctx, "arch", nil)
-				e.wantCode(err, backend.Archived, "opening an archived head")
+				e.wantCode(err, grove.Archived, "opening an archived head")
 				_, err = workspace.Reopen(e.ctx, e.b, bind, nil)
-				e.wantCode(err, backend.Archived, "reopening an archived head")
+				e.wantCode(err, grove.Archived, "reopening an archived head")
 				r, err := workspace.Reopen(e.ctx, e.b, bind, &workspace.ReopenOptions{AllowArchived: true})
 				e.must(err, "reopening an archived head with AllowArchived")
-				if r.Info().State != backend.StateActive {
+				if r.Info().State != grove.StateActive {
 					e.fail("after a reopen with AllowArchived the state is %q, want active", r.Info().State)
 				}
 				if e.read(r, "still.txt") != "working\n" {
@@ -215,7 +215,7 @@ func archivedReadOnlyCases() []testCase {
 				e.must(r.Close(), "Close")
 				e.must(e.ws.SetArchived(e.ctx, "arch", true), "SetArchived(true)")
 				_, err = e.ws.OpenHead(e.ctx, "arch", nil)
-				e.wantCode(err, backend.Archived, "opening a head archived through the workspace")
+				e.wantCode(err, grove.Archived, "opening a head archived through the workspace")
 				e.must(e.ws.SetArchived(e.ctx, "arch", false), "SetArchived(false)")
 				o, err := e.ws.OpenHead(e.ctx, "arch", nil)
 				e.must(err, "opening an unarchived head")
@@ -237,10 +237,10 @@ func archivedReadOnlyCases() []testCase {
 					e.fail("the read-only handle does not see the holder's work")
 				}
 				_, err = e.ws.OpenHead(e.ctx, "watched", nil)
-				e.wantCode(err, backend.AlreadyBound, "a second holder while a read-only handle is open")
+				e.wantCode(err, grove.AlreadyBound, "a second holder while a read-only handle is open")
 				e.must(ro.Close(), "Close of the read-only handle")
 				_, err = e.ws.OpenHead(e.ctx, "watched", nil)
-				e.wantCode(err, backend.AlreadyBound, "a second holder after the read-only handle closed")
+				e.wantCode(err, grove.AlreadyBound, "a second holder after the read-only handle closed")
 				cp := e.checkpoint(h, nil)
 
 				r, err := workspace.Reopen(e.ctx, e.b, h.Binding(), &workspace.ReopenOptions{ReadOnly: true})
@@ -262,12 +262,12 @@ func archivedReadOnlyCases() []testCase {
 				heads, err := e.ws.Heads(e.ctx)
 				e.must(err, "Heads")
 				for _, hi := range heads {
-					if hi.Name == "watched" && hi.State != backend.StateArchived {
+					if hi.Name == "watched" && hi.State != grove.StateArchived {
 						e.fail("a read-only open unarchived the head: its state is %q", hi.State)
 					}
 				}
 				_, err = e.ws.OpenHead(e.ctx, "watched", &workspace.ReopenOptions{ReadOnly: true, AllowArchived: true})
-				e.wantCode(err, backend.InvalidArgument, "ReadOnly with AllowArchived")
+				e.wantCode(err, grove.InvalidArgument, "ReadOnly with AllowArchived")
 				e.must(h.Unarchive(e.ctx), "Unarchive")
 			},
 		},
@@ -291,8 +291,8 @@ func destroyCases() []testCase {
 					e.fail("Destroy of a dirty head returned Final = %+v, want a new checkpoint", res.Final)
 				}
 				want := e.expectedBase().with("kept.txt", file{data: "v1\n"})
-				e.sameTree(e.treeAt(backend.Rev(res.Final.ID)), want.with("wip.txt", file{data: "unsaved\n"}), "the final checkpoint and the head's last state")
-				e.sameTree(e.treeAt(backend.Rev(cp1.ID)), want, "an older checkpoint after destroy and its content")
+				e.sameTree(e.treeAt(grove.Rev(res.Final.ID)), want.with("wip.txt", file{data: "unsaved\n"}), "the final checkpoint and the head's last state")
+				e.sameTree(e.treeAt(grove.Rev(cp1.ID)), want, "an older checkpoint after destroy and its content")
 			},
 		},
 		{
@@ -300,10 +300,10 @@ func destroyCases() []testCase {
 			clause: "Destroy without Discard never deletes what no checkpoint holds",
 			run: func(e *env) {
 				h := e.head()
-				big := strings.Repeat("x", int(backend.DefaultMaxNewFileSize)+1)
+				big := strings.Repeat("x", int(grove.DefaultMaxNewFileSize)+1)
 				e.write(h, "big.bin", big)
 				_, err := h.Destroy(e.ctx, nil)
-				e.wantCode(err, backend.FailedPrecondition, "Destroy of a head holding a file over the cap")
+				e.wantCode(err, grove.FailedPrecondition, "Destroy of a head holding a file over the cap")
 				data, rerr := h.FS().ReadFile("big.bin")
 				if rerr != nil || string(data) != big {
 					e.fail("the refused Destroy lost big.bin: %v", rerr)
@@ -334,17 +334,17 @@ func destroyCases() []testCase {
 				old := h.Binding()
 				e.destroy(h)
 				_, err := h.Status(e.ctx)
-				e.wantCode(err, backend.FailedPrecondition, "Status on a destroyed head")
+				e.wantCode(err, grove.FailedPrecondition, "Status on a destroyed head")
 				_, err = workspace.Reopen(e.ctx, e.b, old, nil)
-				e.wantCode(err, backend.Destroyed, "reopening a destroyed head")
+				e.wantCode(err, grove.Destroyed, "reopening a destroyed head")
 				_, err = e.ws.OpenHead(e.ctx, "reuse", nil)
-				e.wantCode(err, backend.NotFound, "opening a destroyed head by name")
+				e.wantCode(err, grove.NotFound, "opening a destroyed head by name")
 				n := e.create(e.ws.NewHead("reuse").From(e.fx.Base))
 				if n.Info().Branch != "grove/reuse-2" || n.Info().ID == old.Head {
 					e.fail("the reused name got branch %q and ID %s, want grove/reuse-2 and a new ID", n.Info().Branch, n.Info().ID)
 				}
 				_, err = workspace.Reopen(e.ctx, e.b, old, nil)
-				e.wantCode(err, backend.Destroyed, "reopening the old binding after the name was reused")
+				e.wantCode(err, grove.Destroyed, "reopening the old binding after the name was reused")
 			},
 		},
 	}
@@ -359,17 +359,17 @@ func hostCases() []testCase {
 			run: func(e *env) {
 				if !e.caps.Attach {
 					_, err := e.ws.Attach(e.ctx, "att", e.t.TempDir())
-					e.wantCode(err, backend.Unimplemented, "Attach on a backend without the Attach capability")
+					e.wantCode(err, grove.Unimplemented, "Attach on a backend without the Attach capability")
 					return
 				}
 				_, err := e.ws.NewHead("att").Attach(e.fx.Checkout).Isolated().Create(e.ctx)
-				e.wantCode(err, backend.InvalidArgument, "attaching as isolated")
+				e.wantCode(err, grove.InvalidArgument, "attaching as isolated")
 				_, err = e.ws.NewHead("att").Attach(e.fx.Checkout).From(e.fx.Base).Create(e.ctx)
-				e.wantCode(err, backend.InvalidArgument, "attaching with From")
+				e.wantCode(err, grove.InvalidArgument, "attaching with From")
 				h, err := e.ws.Attach(e.ctx, "att", e.fx.Checkout)
 				e.must(err, "Attach")
 				info := h.Info()
-				if !info.Attached || info.Access != backend.Shared {
+				if !info.Attached || info.Access != grove.Shared {
 					e.fail("attached head info %+v, want Attached and shared", info)
 				}
 				before := e.status(h).Commit
@@ -387,7 +387,7 @@ func hostCases() []testCase {
 					e.fail("Log of the attached head does not start with its checkpoint %s: %+v", cp.ID, log)
 				}
 				e.must(h.FS().Remove("attached.txt"), "Remove")
-				_, err = h.Restore(e.ctx, backend.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
+				_, err = h.Restore(e.ctx, grove.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
 				e.must(err, "Restore of the attached head")
 				if e.read(h, "attached.txt") != "mine\n" {
 					e.fail("restore of the attached head did not write the checkpoint's file")
@@ -410,9 +410,9 @@ func hostCases() []testCase {
 				dir := filepath.Join(e.t.TempDir(), "placed")
 				if !e.caps.HostRoot {
 					_, err := e.ws.NewHead("placed").From(e.fx.Base).Dir(dir).Create(e.ctx)
-					e.wantCode(err, backend.Unimplemented, "HeadSpec.Dir on a backend without HostRoot")
+					e.wantCode(err, grove.Unimplemented, "HeadSpec.Dir on a backend without HostRoot")
 					_, err = workspace.Open(e.ctx, e.b, e.fx.Locator, &workspace.OpenOptions{HeadsDir: dir})
-					e.wantCode(err, backend.Unimplemented, "OpenOptions.HeadsDir on a backend without HostRoot")
+					e.wantCode(err, grove.Unimplemented, "OpenOptions.HeadsDir on a backend without HostRoot")
 					return
 				}
 				h := e.create(e.ws.NewHead("placed").From(e.fx.Base).Dir(dir))

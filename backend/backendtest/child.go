@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -39,7 +39,7 @@ type childResult struct {
 
 // child runs the test binary again as another process doing action with
 // bind, and returns what it reported.
-func (e *env) child(action string, bind backend.Binding) childResult {
+func (e *env) child(action string, bind grove.Binding) childResult {
 	e.t.Helper()
 	data, err := bind.Encode()
 	e.must(err, "Binding.Encode")
@@ -75,7 +75,7 @@ func runChild(t *testing.T, newHarness HarnessMaker, req string) {
 	report := func(err error) {
 		res := childResult{}
 		if err != nil {
-			res = childResult{Code: workspace.CodeOf(err).String(), Error: err.Error()}
+			res = childResult{Code: grove.CodeOf(err).String(), Error: err.Error()}
 		}
 		data, _ := json.Marshal(res)
 		os.Stdout.WriteString(childMarker + string(data) + "\n")
@@ -94,7 +94,7 @@ func runChild(t *testing.T, newHarness HarnessMaker, req string) {
 		t.Fatalf("MakeBackend: %v", err)
 	}
 	defer b.Close()
-	bind, err := backend.DecodeBinding(r.Binding)
+	bind, err := grove.DecodeBinding(r.Binding)
 	if err != nil {
 		t.Fatalf("DecodeBinding: %v", err)
 	}

@@ -12,13 +12,13 @@ import (
 )
 
 // contractDocs returns every doc comment of the contract's packages —
-// backend (the driver contract), backendtest (the harness's) and
-// workspace (what the suite drives through) — with runs of white space
+// grove (the nouns), backend (the driver contract), backendtest (the
+// harness's) and workspace (what the suite drives through) — with runs of white space
 // folded to single spaces.
 func contractDocs(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
-	for _, dir := range []string{"..", ".", filepath.Join("..", "..", "workspace")} {
+	for _, dir := range []string{filepath.Join("..", ".."), "..", ".", filepath.Join("..", "..", "workspace")} {
 		docsOf(t, dir, &b)
 	}
 	return strings.Join(strings.Fields(b.String()), " ")

@@ -34,7 +34,7 @@ func (b *CallBlocker) BlockNextCall(op string) <-chan struct{} {
 // Park returns nil at once unless BlockNextCall armed op. An armed call
 // disarms op, closes the channel BlockNextCall returned, waits until ctx
 // ends and returns ctx.Err(): the caller either returns that error (as a
-// Canceled *backend.Error: see backend.ContextError) or goes on with the
+// Canceled *grove.Error: see grove.ContextError) or goes on with the
 // ended context, to see how the code after the parking point answers it.
 func (b *CallBlocker) Park(ctx context.Context, op string) error {
 	b.mu.Lock()

@@ -13,8 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/memory"
-
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // File is one file of a Tree: its content, or a symlink's target.
@@ -43,46 +42,46 @@ type Tree map[string]File
 //
 // A path that is not valid, or that is both a file and a directory of the
 // same tree, is InvalidArgument. Once ctx ends, Diff returns a Canceled
-// *backend.Error for which errors.Is(err, ctx.Err()) holds. Other errors
+// *grove.Error for which errors.Is(err, ctx.Err()) holds. Other errors
 // are Internal.
-func Diff(ctx context.Context, from, to Tree) (backend.Diff, error) {
+func Diff(ctx context.Context, from, to Tree) (grove.Diff, error) {
 	const op = "backendutil: diff"
-	if err := backend.ContextError(ctx, op); err != nil {
-		return backend.Diff{}, err
+	if err := grove.ContextError(ctx, op); err != nil {
+		return grove.Diff{}, err
 	}
 	st := memory.NewStorage()
 	a, err := storeTree(st, from)
 	if err != nil {
-		return backend.Diff{}, backend.Errorf(backend.InvalidArgument, op, "from: %w", err)
+		return grove.Diff{}, grove.Errorf(grove.InvalidArgument, op, "from: %w", err)
 	}
 	b, err := storeTree(st, to)
 	if err != nil {
-		return backend.Diff{}, backend.Errorf(backend.InvalidArgument, op, "to: %w", err)
+		return grove.Diff{}, grove.Errorf(grove.InvalidArgument, op, "to: %w", err)
 	}
 	// go-git answers a context that ended with its own ErrCanceled: answer
 	// the context's error instead.
 	changes, err := object.DiffTreeWithOptions(ctx, a, b, nil)
 	if err != nil {
-		if cerr := backend.ContextError(ctx, op); cerr != nil {
-			return backend.Diff{}, cerr
+		if cerr := grove.ContextError(ctx, op); cerr != nil {
+			return grove.Diff{}, cerr
 		}
-		return backend.Diff{}, backend.Errorf(backend.Internal, op, "%w", err)
+		return grove.Diff{}, grove.Errorf(grove.Internal, op, "%w", err)
 	}
 	patch, err := changes.PatchContext(ctx)
 	if err != nil {
-		if cerr := backend.ContextError(ctx, op); cerr != nil {
-			return backend.Diff{}, cerr
+		if cerr := grove.ContextError(ctx, op); cerr != nil {
+			return grove.Diff{}, cerr
 		}
-		return backend.Diff{}, backend.Errorf(backend.Internal, op, "%w", err)
+		return grove.Diff{}, grove.Errorf(grove.Internal, op, "%w", err)
 	}
-	var d backend.Diff
+	var d grove.Diff
 	for _, fp := range patch.FilePatches() {
 		d.Files = append(d.Files, statOf(fp))
 	}
 	if len(d.Files) == 0 {
-		return backend.Diff{}, nil
+		return grove.Diff{}, nil
 	}
-	slices.SortFunc(d.Files, func(x, y backend.FileStat) int { return strings.Compare(x.Path, y.Path) })
+	slices.SortFunc(d.Files, func(x, y grove.FileStat) int { return strings.Compare(x.Path, y.Path) })
 	d.Patch = patch.String()
 	return d, nil
 }
@@ -90,9 +89,9 @@ func Diff(ctx context.Context, from, to Tree) (backend.Diff, error) {
 // statOf counts the lines a file patch adds and deletes, as git diff
 // --numstat does; unlike go-git's Patch.Stats, a patch without hunks (a
 // mode-only change, a binary file) is counted too, with zero lines.
-func statOf(fp fdiff.FilePatch) backend.FileStat {
+func statOf(fp fdiff.FilePatch) grove.FileStat {
 	from, to := fp.Files()
-	var s backend.FileStat
+	var s grove.FileStat
 	if to != nil {
 		s.Path = to.Path()
 	} else {

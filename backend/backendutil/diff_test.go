@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend/backendutil"
 )
 
@@ -45,7 +45,7 @@ func without(t backendutil.Tree, p string) backendutil.Tree {
 func TestDiffOfEqualTreesIsEmpty(t *testing.T) {
 	d, err := backendutil.Diff(context.Background(), base(), base())
 	require.NoError(t, err)
-	assert.Equal(t, backend.Diff{}, d)
+	assert.Equal(t, grove.Diff{}, d)
 }
 
 func TestDiffCountsLinesPerFile(t *testing.T) {
@@ -53,7 +53,7 @@ func TestDiffCountsLinesPerFile(t *testing.T) {
 	to = with(to, "src/main.go", backendutil.File{Data: []byte("package main\n"), Mode: 0o644})
 	d, err := backendutil.Diff(context.Background(), base(), to)
 	require.NoError(t, err)
-	assert.Equal(t, []backend.FileStat{
+	assert.Equal(t, []grove.FileStat{
 		{Path: "README.md", Added: 2},
 		{Path: "src/main.go", Deleted: 2},
 	}, d.Files)
@@ -67,7 +67,7 @@ func TestDiffNamesNewAndDeletedFiles(t *testing.T) {
 	to := with(without(base(), "README.md"), "docs/new.txt", backendutil.File{Data: []byte("a\nb\n"), Mode: 0o644})
 	d, err := backendutil.Diff(context.Background(), base(), to)
 	require.NoError(t, err)
-	assert.Equal(t, []backend.FileStat{
+	assert.Equal(t, []grove.FileStat{
 		{Path: "README.md", Deleted: 1},
 		{Path: "docs/new.txt", Added: 2},
 	}, d.Files)
@@ -81,7 +81,7 @@ func TestDiffMarksAModeOnlyChangeAsGitDoes(t *testing.T) {
 	to = with(to, "bin/run.sh", backendutil.File{Data: base()["bin/run.sh"].Data, Mode: 0o644})
 	d, err := backendutil.Diff(context.Background(), base(), to)
 	require.NoError(t, err)
-	assert.Equal(t, []backend.FileStat{{Path: "bin/run.sh"}, {Path: "src/main.go"}}, d.Files,
+	assert.Equal(t, []grove.FileStat{{Path: "bin/run.sh"}, {Path: "src/main.go"}}, d.Files,
 		"a mode-only change is listed, with no lines")
 	assert.Contains(t, d.Patch, "diff --git a/src/main.go b/src/main.go\nold mode 100644\nnew mode 100755\n")
 	assert.Contains(t, d.Patch, "diff --git a/bin/run.sh b/bin/run.sh\nold mode 100755\nnew mode 100644\n")
@@ -92,7 +92,7 @@ func TestDiffOfASymlinkComparesTargets(t *testing.T) {
 	to := with(base(), "link", backendutil.File{Data: []byte("README.md"), Mode: fs.ModeSymlink | 0o777})
 	d, err := backendutil.Diff(context.Background(), base(), to)
 	require.NoError(t, err)
-	assert.Equal(t, []backend.FileStat{{Path: "link", Added: 1, Deleted: 1}}, d.Files)
+	assert.Equal(t, []grove.FileStat{{Path: "link", Added: 1, Deleted: 1}}, d.Files)
 	assert.Contains(t, d.Patch, "-src/main.go\n")
 	assert.Contains(t, d.Patch, "+README.md\n")
 	assert.Contains(t, d.Patch, " 120000\n", "the index line names a symlink's mode")
@@ -103,7 +103,7 @@ func TestDiffOfABinaryFileHasNoLines(t *testing.T) {
 	to := with(base(), "blob.bin", backendutil.File{Data: []byte("a\x00c\n"), Mode: 0o644})
 	d, err := backendutil.Diff(context.Background(), from, to)
 	require.NoError(t, err)
-	assert.Equal(t, []backend.FileStat{{Path: "blob.bin"}}, d.Files)
+	assert.Equal(t, []grove.FileStat{{Path: "blob.bin"}}, d.Files)
 	assert.Contains(t, d.Patch, "Binary files a/blob.bin and b/blob.bin differ")
 }
 
@@ -116,7 +116,7 @@ func TestDiffRefusesAMalformedTree(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := backendutil.Diff(context.Background(), base(), tree)
-			assert.Equal(t, backend.InvalidArgument, backend.CodeOf(err), "%v", err)
+			assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "%v", err)
 		})
 	}
 }
@@ -129,6 +129,6 @@ func TestDiffWithAnEndedContextIsCanceled(t *testing.T) {
 		big[strings.Repeat("d/", i%5)+"f"+string(rune('a'+i%26))+strings.Repeat("x", i)] = backendutil.File{Data: []byte("x\n")}
 	}
 	_, err := backendutil.Diff(ctx, base(), big)
-	assert.Equal(t, backend.Canceled, backend.CodeOf(err))
+	assert.Equal(t, grove.Canceled, grove.CodeOf(err))
 	assert.True(t, errors.Is(err, context.Canceled), "%v", err)
 }

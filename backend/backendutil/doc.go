@@ -5,13 +5,13 @@
 //   - Ignore answers whether a path is ignored, with gitignore semantics
 //     (nested .gitignore files, negation, directory patterns), as
 //     Head.Checkpoint, Status and Restore must decide it.
-//   - Diff compares two trees of files and returns the backend.Diff that
+//   - Diff compares two trees of files and returns the grove.Diff that
 //     Head.Diff answers: a unified patch as git diff --no-renames prints it,
 //     with per-file line counts, mode-only changes included.
 //   - CallBlocker parks the next call of a named operation until the
 //     call's context ends, for tests that cancel a call while it runs.
 //   - OSError types what the os package (os.Root included) answers with
-//     the codes the backend.FS contract gives.
+//     the codes the grove.FS contract gives.
 //
 // Ignore and Diff are built on go-git's gitignore and diff code. The
 // package imports backend and nothing else of grove's.

@@ -7,12 +7,12 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // OSError types an error of the os package — os.Root's included — for the
 // FS operation op (which names the backend, as "mybackend: writefile") on
-// name, with the codes the backend.FS contract gives: NotFound (matching
+// name, with the codes the grove.FS contract gives: NotFound (matching
 // fs.ErrNotExist too) for a missing file or a file where a directory
 // should be on the path; PermissionDenied; FailedPrecondition for
 // something in the way (a file that exists, a directory not empty, a
@@ -20,13 +20,13 @@ import (
 // impossible move; PathEscape for os.Root's refusal of a name or link
 // leading out of its directory; Internal otherwise. The message keeps the
 // operating system's words without the host path (name says where). An
-// error that is already a *backend.Error is returned as it is, and nil as
+// error that is already a *grove.Error is returned as it is, and nil as
 // nil.
 func OSError(op, name string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var be *backend.Error
+	var be *grove.Error
 	if errors.As(err, &be) {
 		return err
 	}
@@ -39,18 +39,18 @@ func OSError(op, name string, err error) error {
 	case errors.As(err, &le):
 		inner = le.Err
 	}
-	code := backend.Internal
+	code := grove.Internal
 	switch {
 	case inner != nil && inner.Error() == "path escapes from parent": // os.Root's refusal
-		code = backend.PathEscape
+		code = grove.PathEscape
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-		return &backend.Error{Code: backend.NotFound, Op: op, Path: name, Err: fmt.Errorf("%w: %v", fs.ErrNotExist, inner)}
+		return &grove.Error{Code: grove.NotFound, Op: op, Path: name, Err: fmt.Errorf("%w: %v", fs.ErrNotExist, inner)}
 	case errors.Is(err, fs.ErrPermission):
-		code = backend.PermissionDenied
+		code = grove.PermissionDenied
 	case errors.Is(err, fs.ErrExist), errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EISDIR):
-		code = backend.FailedPrecondition
+		code = grove.FailedPrecondition
 	case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EINVAL):
-		code = backend.InvalidArgument
+		code = grove.InvalidArgument
 	}
-	return &backend.Error{Code: code, Op: op, Path: name, Err: inner}
+	return &grove.Error{Code: code, Op: op, Path: name, Err: inner}
 }

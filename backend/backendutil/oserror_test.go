@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend/backendutil"
 )
 
@@ -39,22 +39,22 @@ func TestOSError(t *testing.T) {
 	exists := root.Mkdir("file", 0o755)
 	for _, tc := range []struct {
 		err  error
-		want backend.Code
+		want grove.Code
 	}{
-		{missing, backend.NotFound}, {notDir, backend.NotFound}, {escape, backend.PathEscape}, {dotdot, backend.PathEscape},
-		{notEmpty, backend.FailedPrecondition}, {exists, backend.FailedPrecondition},
-		{errors.New("other"), backend.Internal}, {nil, backend.OK},
+		{missing, grove.NotFound}, {notDir, grove.NotFound}, {escape, grove.PathEscape}, {dotdot, grove.PathEscape},
+		{notEmpty, grove.FailedPrecondition}, {exists, grove.FailedPrecondition},
+		{errors.New("other"), grove.Internal}, {nil, grove.OK},
 	} {
 		got := backendutil.OSError("test: op", "name", tc.err)
-		if c := backend.CodeOf(got); c != tc.want {
+		if c := grove.CodeOf(got); c != tc.want {
 			t.Errorf("OSError(%v) = %v (%v), want %v", tc.err, c, got, tc.want)
 		}
-		if tc.want == backend.NotFound && !errors.Is(got, fs.ErrNotExist) {
+		if tc.want == grove.NotFound && !errors.Is(got, fs.ErrNotExist) {
 			t.Errorf("OSError(%v) does not match fs.ErrNotExist", tc.err)
 		}
 	}
-	be := &backend.Error{Code: backend.Conflict}
+	be := &grove.Error{Code: grove.Conflict}
 	if got := backendutil.OSError("op", "n", be); got != error(be) {
-		t.Errorf("a *backend.Error is not returned as it is: %v", got)
+		t.Errorf("a *grove.Error is not returned as it is: %v", got)
 	}
 }

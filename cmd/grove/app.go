@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
@@ -166,7 +167,7 @@ object {"code","op","head","reason","message"} on stderr.`,
 				return &failure{op: opName(cmd), err: errors.New("--wait must not be negative"), usage: true}
 			}
 			switch a.sandboxKind {
-			case "", "none", string(workspace.SandboxBwrap):
+			case "", "none", string(grove.SandboxBwrap):
 			default:
 				return &failure{op: opName(cmd), err: fmt.Errorf("--sandbox must be bwrap or none, not %q", a.sandboxKind), usage: true}
 			}
@@ -307,11 +308,11 @@ func (a *app) workspace() (*workspace.Workspace, error) {
 }
 
 // remoteOpt is --remote as a workspace option (nil without one).
-func (a *app) remoteOpt() *workspace.Remote {
+func (a *app) remoteOpt() *grove.Remote {
 	if a.remote == "" {
 		return nil
 	}
-	return &workspace.Remote{URL: a.remote, Config: a.remoteConfig}
+	return &grove.Remote{URL: a.remote, Config: a.remoteConfig}
 }
 
 // backend is the Git backend every command goes through.
@@ -362,7 +363,7 @@ func (a *app) engine() (*engine.Engine, error) {
 	}
 	// The project's .grove.toml, when grove runs in a repository: one that
 	// cannot be read fails the command (its sandbox would be lost).
-	if _, err := a.workspace(); err != nil && workspace.CodeOf(err) != workspace.NotFound {
+	if _, err := a.workspace(); err != nil && grove.CodeOf(err) != grove.NotFound {
 		return nil, err
 	}
 	opts := engine.Options{Path: a.database, Backends: []workspace.Backend{a.backend()}, Sandbox: a.sandbox()}
@@ -408,7 +409,7 @@ func (a *app) checkHome(home string) error {
 		return dir != "" && (real == dir || strings.HasPrefix(real, dir+string(filepath.Separator)))
 	}
 	refuse := func(what string) error {
-		return &workspace.Error{Code: workspace.InvalidArgument, Path: home,
+		return &grove.Error{Code: grove.InvalidArgument, Path: home,
 			Err: fmt.Errorf("grove's state ($GROVE_HOME) lies inside %s, where a checkpoint or a restore would take it; choose another GROVE_HOME", what)}
 	}
 	if loc := ws.Info().Locator; filepath.Base(loc) == ".git" && inside(filepath.Dir(loc)) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/sandbox"
 	"github.com/groveworks/grove/workspace"
 )
@@ -58,11 +59,11 @@ type sandboxConfig struct {
 }
 
 // sandbox is the workspace sandbox c describes (nil for none).
-func (c *sandboxConfig) sandbox() *workspace.Sandbox {
+func (c *sandboxConfig) sandbox() *grove.Sandbox {
 	if c == nil || c.Kind == "" || c.Kind == "none" {
 		return nil
 	}
-	return &workspace.Sandbox{Kind: workspace.SandboxKind(c.Kind), Home: c.Home, ReadOnly: c.ReadOnly, Env: c.Env}
+	return &grove.Sandbox{Kind: grove.SandboxKind(c.Kind), Home: c.Home, ReadOnly: c.ReadOnly, Env: c.Env}
 }
 
 // parseConfig reads .grove.toml's text: unknown keys, an empty command or
@@ -103,11 +104,11 @@ func parseConfig(data []byte) (projectConfig, error) {
 }
 
 // hook is the workspace hook h describes (nil for none).
-func (h *hookConfig) hook() *workspace.Hook {
+func (h *hookConfig) hook() *grove.Hook {
 	if h == nil {
 		return nil
 	}
-	out := &workspace.Hook{Command: h.Command, Network: h.Network}
+	out := &grove.Hook{Command: h.Command, Network: h.Network}
 	if h.Timeout != "" {
 		out.Timeout, _ = time.ParseDuration(h.Timeout) // checked by parseConfig
 	}
@@ -126,7 +127,7 @@ func (h *hookConfig) hook() *workspace.Hook {
 // one) into the options the workspace is opened with.
 func (a *app) openOptions(dir string) (*workspace.OpenOptions, error) {
 	data, err := a.backend().ProjectFile(a.ctx, dir, configFile)
-	if workspace.CodeOf(err) == workspace.NotFound {
+	if grove.CodeOf(err) == grove.NotFound {
 		return &workspace.OpenOptions{Sandbox: a.sandbox()}, nil
 	}
 	if err != nil {
@@ -142,7 +143,7 @@ func (a *app) openOptions(dir string) (*workspace.OpenOptions, error) {
 
 // sandbox is where commands on head content run: --sandbox, else
 // .grove.toml's [sandbox], else the host (nil).
-func (a *app) sandbox() *workspace.Sandbox {
+func (a *app) sandbox() *grove.Sandbox {
 	switch a.sandboxKind {
 	case "":
 		return a.config.Sandbox.sandbox()
@@ -151,8 +152,8 @@ func (a *app) sandbox() *workspace.Sandbox {
 	}
 	sb := a.config.Sandbox.sandbox()
 	if sb == nil {
-		sb = &workspace.Sandbox{}
+		sb = &grove.Sandbox{}
 	}
-	sb.Kind = workspace.SandboxKind(a.sandboxKind)
+	sb.Kind = grove.SandboxKind(a.sandboxKind)
 	return sb
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
-	"github.com/groveworks/grove/workspace"
 )
 
 // failure is a command's error with the operation it names.
@@ -30,15 +30,15 @@ func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.cod
 // codeNames are the codes as JSON error objects spell them: the names of
 // the workspace package's constants, stable for scripts (a test checks
 // that every code has one).
-var codeNames = map[workspace.Code]string{
-	workspace.OK: "OK", workspace.NotFound: "NotFound", workspace.AlreadyExists: "AlreadyExists",
-	workspace.InvalidArgument: "InvalidArgument", workspace.FailedPrecondition: "FailedPrecondition",
-	workspace.Conflict: "Conflict", workspace.AlreadyBound: "AlreadyBound", workspace.Archived: "Archived",
-	workspace.Destroyed: "Destroyed", workspace.Dirty: "Dirty", workspace.BindingCorrupt: "BindingCorrupt",
-	workspace.BackendUnavailable: "BackendUnavailable", workspace.IdentityMismatch: "IdentityMismatch",
-	workspace.PermissionDenied: "PermissionDenied", workspace.PathEscape: "PathEscape", workspace.Busy: "Busy",
-	workspace.WorkspaceNotConfigured: "WorkspaceNotConfigured", workspace.Unimplemented: "Unimplemented",
-	workspace.Canceled: "Canceled", workspace.Internal: "Internal", workspace.Unavailable: "Unavailable",
+var codeNames = map[grove.Code]string{
+	grove.OK: "OK", grove.NotFound: "NotFound", grove.AlreadyExists: "AlreadyExists",
+	grove.InvalidArgument: "InvalidArgument", grove.FailedPrecondition: "FailedPrecondition",
+	grove.Conflict: "Conflict", grove.AlreadyBound: "AlreadyBound", grove.Archived: "Archived",
+	grove.Destroyed: "Destroyed", grove.Dirty: "Dirty", grove.BindingCorrupt: "BindingCorrupt",
+	grove.BackendUnavailable: "BackendUnavailable", grove.IdentityMismatch: "IdentityMismatch",
+	grove.PermissionDenied: "PermissionDenied", grove.PathEscape: "PathEscape", grove.Busy: "Busy",
+	grove.WorkspaceNotConfigured: "WorkspaceNotConfigured", grove.Unimplemented: "Unimplemented",
+	grove.Canceled: "Canceled", grove.Internal: "Internal", grove.Unavailable: "Unavailable",
 }
 
 // errorObject is a failure as --json prints it on stderr.
@@ -71,9 +71,9 @@ func (a *app) report(f *failure) {
 // reads "head unavailable: destroyed"; a head's error reads like the
 // library's, without the operation the line already names.
 func describe(f *failure) errorObject {
-	code := workspace.CodeOf(f.err)
+	code := grove.CodeOf(f.err)
 	if f.usage {
-		code = workspace.InvalidArgument
+		code = grove.InvalidArgument
 	}
 	obj := errorObject{Code: codeNames[code], Op: f.op, Head: f.head}
 	if obj.Code == "" {
@@ -88,7 +88,7 @@ func describe(f *failure) errorObject {
 		}
 		return obj
 	}
-	var we *workspace.Error
+	var we *grove.Error
 	if errors.As(f.err, &we) {
 		msg, head, reason := errorWords(we)
 		obj.Reason = reason
@@ -105,13 +105,13 @@ func describe(f *failure) errorObject {
 	return obj
 }
 
-// errorWords reads a *workspace.Error (and the chain of errors of the same
+// errorWords reads a *grove.Error (and the chain of errors of the same
 // code inside it) as the library prints it, but without its operation.
-func errorWords(we *workspace.Error) (msg, head, reason string) {
+func errorWords(we *grove.Error) (msg, head, reason string) {
 	var path, rev string
 	var cause error = we
 	for {
-		e, ok := cause.(*workspace.Error)
+		e, ok := cause.(*grove.Error)
 		if !ok || e.Code != we.Code {
 			break
 		}
@@ -150,7 +150,7 @@ func resumeMessage(re *engine.ResumeError) string {
 	case re.Kind == engine.HeadUnavailable, re.Kind == engine.SessionBusy:
 		return fmt.Sprintf("%s: %s", kind, code)
 	}
-	var we *workspace.Error
+	var we *grove.Error
 	if errors.As(re.Err, &we) {
 		msg, _, _ := errorWords(we)
 		// "session not found: not found: no session ..." says it twice.
@@ -164,7 +164,7 @@ func resumeMessage(re *engine.ResumeError) string {
 
 // headOf is the head name an error carries, if any.
 func headOf(err error) string {
-	var we *workspace.Error
+	var we *grove.Error
 	if errors.As(err, &we) {
 		_, head, _ := errorWords(we)
 		return head

@@ -15,39 +15,40 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 )
 
 // headJSON is a head as --json prints it.
 type headJSON struct {
-	Name           string                 `json:"name"`
-	ID             workspace.HeadID       `json:"id"`
-	Access         workspace.Access       `json:"access"`
-	Attached       bool                   `json:"attached"`
-	Branch         string                 `json:"branch"`
-	State          workspace.HeadState    `json:"state"`
-	Dirty          *bool                  `json:"dirty,omitempty"`  // ls: absent when it could not be read
-	Commit         workspace.CheckpointID `json:"commit,omitempty"` // ls: the commit the head is at
-	LastCheckpoint workspace.CheckpointID `json:"last_checkpoint,omitempty"`
-	Error          *errorObject           `json:"error,omitempty"` // ls: why the head could not be read
-	Base           workspace.CheckpointID `json:"base"`
-	Dir            string                 `json:"dir"`
+	Name           string             `json:"name"`
+	ID             grove.HeadID       `json:"id"`
+	Access         grove.Access       `json:"access"`
+	Attached       bool               `json:"attached"`
+	Branch         string             `json:"branch"`
+	State          grove.HeadState    `json:"state"`
+	Dirty          *bool              `json:"dirty,omitempty"`  // ls: absent when it could not be read
+	Commit         grove.CheckpointID `json:"commit,omitempty"` // ls: the commit the head is at
+	LastCheckpoint grove.CheckpointID `json:"last_checkpoint,omitempty"`
+	Error          *errorObject       `json:"error,omitempty"` // ls: why the head could not be read
+	Base           grove.CheckpointID `json:"base"`
+	Dir            string             `json:"dir"`
 }
 
-func headOut(hi workspace.HeadInfo) headJSON {
+func headOut(hi grove.HeadInfo) headJSON {
 	return headJSON{Name: hi.Name, ID: hi.ID, Access: hi.Access, Attached: hi.Attached, Branch: hi.Branch,
 		State: hi.State, Base: hi.Base, Dir: hi.Root}
 }
 
 // checkpointJSON is a checkpoint as --json prints it.
 type checkpointJSON struct {
-	Commit  workspace.CheckpointID `json:"commit"`
-	Parent  workspace.CheckpointID `json:"parent,omitempty"`
-	Message string                 `json:"message"`
-	Author  string                 `json:"author,omitempty"`
-	Time    time.Time              `json:"time"`
-	New     *bool                  `json:"new,omitempty"` // checkpoint: whether it made a commit
-	Skipped []skippedJSON          `json:"skipped,omitempty"`
+	Commit  grove.CheckpointID `json:"commit"`
+	Parent  grove.CheckpointID `json:"parent,omitempty"`
+	Message string             `json:"message"`
+	Author  string             `json:"author,omitempty"`
+	Time    time.Time          `json:"time"`
+	New     *bool              `json:"new,omitempty"` // checkpoint: whether it made a commit
+	Skipped []skippedJSON      `json:"skipped,omitempty"`
 }
 
 type skippedJSON struct {
@@ -56,7 +57,7 @@ type skippedJSON struct {
 	Size   int64  `json:"size,omitempty"`
 }
 
-func checkpointOut(c workspace.Checkpoint) checkpointJSON {
+func checkpointOut(c grove.Checkpoint) checkpointJSON {
 	out := checkpointJSON{Commit: c.ID, Parent: c.Parent, Message: c.Message, Time: c.Time}
 	if c.Author.Name != "" || c.Author.Email != "" {
 		out.Author = fmt.Sprintf("%s <%s>", c.Author.Name, c.Author.Email)
@@ -64,7 +65,7 @@ func checkpointOut(c workspace.Checkpoint) checkpointJSON {
 	return out
 }
 
-func resultOut(r *workspace.CheckpointResult) *checkpointJSON {
+func resultOut(r *grove.CheckpointResult) *checkpointJSON {
 	if r == nil {
 		return nil
 	}
@@ -77,7 +78,7 @@ func resultOut(r *workspace.CheckpointResult) *checkpointJSON {
 }
 
 // idOf is the commit of a checkpoint that may not have been taken ("").
-func idOf(r *workspace.CheckpointResult) string {
+func idOf(r *grove.CheckpointResult) string {
 	if r == nil {
 		return ""
 	}
@@ -134,7 +135,7 @@ func (a *app) retry(try func() error) error {
 	for {
 		err := try()
 		var stop *stopRetry
-		if errors.As(err, &stop) || workspace.CodeOf(err) != workspace.AlreadyBound || time.Now().After(deadline) {
+		if errors.As(err, &stop) || grove.CodeOf(err) != grove.AlreadyBound || time.Now().After(deadline) {
 			return err
 		}
 		select {
@@ -149,14 +150,14 @@ func (a *app) retry(try func() error) error {
 // headInfo finds the live or archived head called name without taking it.
 // A name no such head has gets the library's own answer for it (NotFound,
 // for a destroyed head too: names are reusable).
-func (a *app) headInfo(name string) (workspace.HeadInfo, error) {
+func (a *app) headInfo(name string) (grove.HeadInfo, error) {
 	ws, err := a.workspace()
 	if err != nil {
-		return workspace.HeadInfo{}, err
+		return grove.HeadInfo{}, err
 	}
 	heads, err := ws.Heads(a.ctx)
 	if err != nil {
-		return workspace.HeadInfo{}, err
+		return grove.HeadInfo{}, err
 	}
 	for _, hi := range heads {
 		if hi.Name == name {
@@ -168,7 +169,7 @@ func (a *app) headInfo(name string) (workspace.HeadInfo, error) {
 		defer h.Close()
 		return h.Info(), nil
 	}
-	return workspace.HeadInfo{}, err
+	return grove.HeadInfo{}, err
 }
 
 // headDir resolves --dir for a new head: DIR itself, or DIR/NAME when DIR
@@ -212,7 +213,7 @@ its output is shown.`,
 			if err != nil {
 				return fail(cmd, "", err)
 			}
-			b := ws.NewHead(name).From(workspace.Rev(from))
+			b := ws.NewHead(name).From(grove.Rev(from))
 			if shared {
 				b.Shared()
 			}
@@ -349,7 +350,7 @@ listed while it works.`,
 }
 
 // short is a commit hash as people read it; "-" for none.
-func short(id workspace.CheckpointID) string {
+func short(id grove.CheckpointID) string {
 	switch {
 	case id == "":
 		return "-"
@@ -458,14 +459,14 @@ does not resolve changes nothing.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withHead(cmd, args[0], true, func(h *workspace.Head) error {
 				done := a.startProgress(fmt.Sprintf("restoring head %q", args[0]))
-				res, err := h.Restore(a.ctx, workspace.Rev(args[1]), &workspace.RestoreOptions{Discard: discard})
+				res, err := h.Restore(a.ctx, grove.Rev(args[1]), &workspace.RestoreOptions{Discard: discard})
 				done()
 				if err != nil {
 					return err
 				}
 				out := struct {
-					Commit workspace.CheckpointID `json:"commit"`
-					Safety *checkpointJSON        `json:"safety"`
+					Commit grove.CheckpointID `json:"commit"`
+					Safety *checkpointJSON    `json:"safety"`
 				}{res.Commit, resultOut(res.Safety)}
 				return a.print(out, line(idOf(res.Safety)))
 			})
@@ -490,7 +491,7 @@ and runs the project's setup.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withHead(cmd, args[0], true, func(h *workspace.Head) error {
 				done := a.startProgress(fmt.Sprintf("forking head %q into %q", args[0], args[1]))
-				nh, err := h.Fork(a.ctx, args[1], &workspace.ForkOptions{From: workspace.Rev(at)})
+				nh, err := h.Fork(a.ctx, args[1], &workspace.ForkOptions{From: grove.Rev(at)})
 				done()
 				if err != nil {
 					return err
@@ -524,12 +525,12 @@ unmerged path ("conflict"), and the last checkpoint.`,
 					Kind string `json:"kind"`
 				}
 				out := struct {
-					Dirty          bool                   `json:"dirty"`
-					Changes        []change               `json:"changes"`
-					Conflicts      []string               `json:"conflicts"`
-					Commit         workspace.CheckpointID `json:"commit"`
-					LastCheckpoint workspace.CheckpointID `json:"last_checkpoint"`
-					InProgress     string                 `json:"in_progress,omitempty"`
+					Dirty          bool               `json:"dirty"`
+					Changes        []change           `json:"changes"`
+					Conflicts      []string           `json:"conflicts"`
+					Commit         grove.CheckpointID `json:"commit"`
+					LastCheckpoint grove.CheckpointID `json:"last_checkpoint"`
+					InProgress     string             `json:"in_progress,omitempty"`
 				}{Dirty: st.Dirty, Changes: []change{}, Conflicts: st.Conflicts, Commit: st.Commit,
 					LastCheckpoint: st.LastCheckpoint, InProgress: string(st.InProgress)}
 				if out.Conflicts == nil {
@@ -545,7 +546,7 @@ unmerged path ("conflict"), and the last checkpoint.`,
 					for _, p := range st.Conflicts {
 						fmt.Fprintf(w, "%-9s %s\n", "conflict", quote(p))
 					}
-					if st.InProgress != workspace.OpNone && st.InProgress != "" {
+					if st.InProgress != grove.OpNone && st.InProgress != "" {
 						fmt.Fprintf(w, "in progress: %s\n", st.InProgress)
 					}
 					last := string(st.LastCheckpoint)
@@ -573,18 +574,18 @@ repository's HEAD (its main checkout's), not the head's.`,
 		Args: args(cobra.RangeArgs(1, 3)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withHead(cmd, args[0], false, func(h *workspace.Head) error {
-				var from, to workspace.Rev
+				var from, to grove.Rev
 				if len(args) > 1 {
-					from = workspace.Rev(args[1])
+					from = grove.Rev(args[1])
 				} else {
 					st, err := h.Status(a.ctx)
 					if err != nil {
 						return err
 					}
-					from = workspace.Rev(st.Commit)
+					from = grove.Rev(st.Commit)
 				}
 				if len(args) > 2 {
-					to = workspace.Rev(args[2])
+					to = grove.Rev(args[2])
 				}
 				d, err := h.Diff(a.ctx, from, to)
 				if err != nil {
@@ -672,7 +673,7 @@ must not exist or be empty. DIR is a plain directory, not a head.`,
 				return fail(cmd, "", err)
 			}
 			done := a.startProgress(fmt.Sprintf("writing %s", args[0]))
-			err = ws.Materialize(a.ctx, workspace.Rev(args[0]), dir)
+			err = ws.Materialize(a.ctx, grove.Rev(args[0]), dir)
 			done()
 			return fail(cmd, "", err)
 		},

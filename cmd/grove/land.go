@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -41,7 +42,7 @@ checkpoint (the one taken of uncommitted work).`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n := 0
-			for s, on := range map[workspace.LandStrategy]bool{workspace.LandSquash: squash, workspace.LandRebase: rebase, workspace.LandMerge: merge} {
+			for s, on := range map[grove.LandStrategy]bool{grove.LandSquash: squash, grove.LandRebase: rebase, grove.LandMerge: merge} {
 				if on {
 					o.Strategy = s
 					n++
@@ -94,12 +95,12 @@ whole change, with a message made from the checkpoint messages.`,
   grove patch agent-1 --squash`,
 		Args: args(cobra.RangeArgs(1, 3)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var from, to workspace.Rev
+			var from, to grove.Rev
 			if len(args) > 1 {
-				from = workspace.Rev(args[1])
+				from = grove.Rev(args[1])
 			}
 			if len(args) > 2 {
-				to = workspace.Rev(args[2])
+				to = grove.Rev(args[2])
 			}
 			return a.withHead(cmd, args[0], false, func(h *workspace.Head) error {
 				out, err := h.Patch(a.ctx, from, to, &workspace.PatchOptions{Squash: squash})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/workspace"
 )
@@ -47,7 +48,7 @@ not missing is left as it is; its directory is printed all the same.`,
 
 // findingJSON is one finding as grove doctor prints it.
 type findingJSON struct {
-	workspace.Finding
+	grove.Finding
 	Session string `json:"session,omitempty"`
 }
 
@@ -142,7 +143,7 @@ only reported. The exit status is 1 when something is left unfixed.`,
 // live head of the workspace (destroyed, or its record gone): it can
 // never resume. Fixed by closing it (engine.CloseSession: its claim is
 // released, its journal kept), unless a process runs it.
-const findingSessionWithoutHead workspace.FindingKind = "session-without-head"
+const findingSessionWithoutHead grove.FindingKind = "session-without-head"
 
 // orphanSessions reports the open sessions of this workspace whose head
 // is not one of its live or archived heads. Without a session database
@@ -167,7 +168,7 @@ func (a *app) orphanSessions(ws *workspace.Workspace, fix bool) ([]findingJSON, 
 		if si.State != "open" || si.Head == "" || !ours(si.Root) || live[si.Head] {
 			continue
 		}
-		f := findingJSON{Finding: workspace.Finding{Kind: findingSessionWithoutHead, Head: si.Head,
+		f := findingJSON{Finding: grove.Finding{Kind: findingSessionWithoutHead, Head: si.Head,
 			Detail: "the session is open but its head is gone (destroyed, or its record lost)"}, Session: si.ID}
 		switch {
 		case !fix:
@@ -237,7 +238,7 @@ touched. With --dry-run nothing is deleted and the same report is printed.`,
 
 // journalKeeps is what the open sessions' journals point to (nothing
 // without a session database).
-func (a *app) journalKeeps() ([]workspace.CheckpointID, error) {
+func (a *app) journalKeeps() ([]grove.CheckpointID, error) {
 	eng, _, err := a.existingSessions()
 	if err != nil || eng == nil {
 		return nil, err

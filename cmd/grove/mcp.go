@@ -18,10 +18,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/engine/tools"
 	"github.com/groveworks/grove/engine/tools/toolsmcp"
-	"github.com/groveworks/grove/workspace"
 )
 
 // mcpAgent is the agent name of the sessions grove mcp makes.
@@ -74,9 +74,9 @@ sandbox), and the fork tool refuses to run a setup hook.`,
 			if sessionID != "" && (len(opts.Roots) > 0 || len(opts.Policy) > 0) {
 				return &failure{op: opName(cmd), err: errors.New("--session resumes with the policy and roots the session recorded; give them with --head"), usage: true}
 			}
-			if sb := a.sandbox(); sb != nil && sb.Kind == workspace.SandboxBwrap {
+			if sb := a.sandbox(); sb != nil && sb.Kind == grove.SandboxBwrap {
 				if _, err := exec.LookPath("bwrap"); err != nil {
-					return fail(cmd, head, &workspace.Error{Code: workspace.Unimplemented, Err: errors.New("bwrap is not installed")})
+					return fail(cmd, head, &grove.Error{Code: grove.Unimplemented, Err: errors.New("bwrap is not installed")})
 				}
 			}
 			// Everything that can be wrong with the flags is found before a
@@ -174,10 +174,10 @@ func (a *app) mcpSession(head, id string, shape engine.SessionOptions) (*engine.
 func checkHTTP(addr string) (string, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", &workspace.Error{Code: workspace.InvalidArgument, Err: fmt.Errorf("--http %q: %v", addr, err)}
+		return "", &grove.Error{Code: grove.InvalidArgument, Err: fmt.Errorf("--http %q: %v", addr, err)}
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return "", &workspace.Error{Code: workspace.InvalidArgument, Err: fmt.Errorf("--http %q: grove serves on a loopback address only", addr)}
+		return "", &grove.Error{Code: grove.InvalidArgument, Err: fmt.Errorf("--http %q: grove serves on a loopback address only", addr)}
 	}
 	token := os.Getenv("GROVE_MCP_TOKEN")
 	if token == "" {
@@ -188,7 +188,7 @@ func checkHTTP(addr string) (string, error) {
 		token = hex.EncodeToString(b[:])
 	}
 	if len(token) < 16 {
-		return "", &workspace.Error{Code: workspace.InvalidArgument, Err: fmt.Errorf("$GROVE_MCP_TOKEN: %w", toolsmcp.ErrNoToken)}
+		return "", &grove.Error{Code: grove.InvalidArgument, Err: fmt.Errorf("$GROVE_MCP_TOKEN: %w", toolsmcp.ErrNoToken)}
 	}
 	return token, nil
 }
@@ -198,11 +198,11 @@ func checkHTTP(addr string) (string, error) {
 func (a *app) serveHTTP(server *mcp.Server, addr, token, sessionID string) error {
 	h, err := toolsmcp.HTTPHandler(server, token)
 	if err != nil {
-		return &workspace.Error{Code: workspace.InvalidArgument, Err: err}
+		return &grove.Error{Code: grove.InvalidArgument, Err: err}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return &workspace.Error{Code: workspace.FailedPrecondition, Err: err}
+		return &grove.Error{Code: grove.FailedPrecondition, Err: err}
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)

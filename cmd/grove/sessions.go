@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/workspace"
 )
@@ -41,23 +42,23 @@ const runAgent = "grove run"
 
 // sessionJSON is a session as --json prints it.
 type sessionJSON struct {
-	Session        string                 `json:"session"`
-	Agent          string                 `json:"agent"`
-	Head           string                 `json:"head"`
-	Dir            string                 `json:"dir,omitempty"`  // the head's directory
-	Repo           string                 `json:"repo,omitempty"` // the repository, as the session recorded it
-	State          string                 `json:"state,omitempty"`
-	Live           *bool                  `json:"live,omitempty"`
-	Claims         *bool                  `json:"claims,omitempty"`
-	Snapshot       string                 `json:"snapshot,omitempty"`
-	LastCheckpoint workspace.CheckpointID `json:"last_checkpoint,omitempty"`
-	Gained         []string               `json:"gained,omitempty"`
-	Relocated      bool                   `json:"relocated,omitempty"` // the head was rebuilt here from what was pushed
-	Pushed         workspace.CheckpointID `json:"pushed,omitempty"`    // the commit it was rebuilt from
-	Behind         *int                   `json:"behind,omitempty"`    // journaled checkpoints that never reached the remote; -1: unknown
-	Stale          string                 `json:"stale,omitempty"`     // where this host's earlier copy of the head was moved aside
-	Created        *time.Time             `json:"created,omitempty"`
-	Updated        *time.Time             `json:"updated,omitempty"`
+	Session        string             `json:"session"`
+	Agent          string             `json:"agent"`
+	Head           string             `json:"head"`
+	Dir            string             `json:"dir,omitempty"`  // the head's directory
+	Repo           string             `json:"repo,omitempty"` // the repository, as the session recorded it
+	State          string             `json:"state,omitempty"`
+	Live           *bool              `json:"live,omitempty"`
+	Claims         *bool              `json:"claims,omitempty"`
+	Snapshot       string             `json:"snapshot,omitempty"`
+	LastCheckpoint grove.CheckpointID `json:"last_checkpoint,omitempty"`
+	Gained         []string           `json:"gained,omitempty"`
+	Relocated      bool               `json:"relocated,omitempty"` // the head was rebuilt here from what was pushed
+	Pushed         grove.CheckpointID `json:"pushed,omitempty"`    // the commit it was rebuilt from
+	Behind         *int               `json:"behind,omitempty"`    // journaled checkpoints that never reached the remote; -1: unknown
+	Stale          string             `json:"stale,omitempty"`     // where this host's earlier copy of the head was moved aside
+	Created        *time.Time         `json:"created,omitempty"`
+	Updated        *time.Time         `json:"updated,omitempty"`
 }
 
 func (a *app) sessionCmd() *cobra.Command {
@@ -99,7 +100,7 @@ func (a *app) startSession(name string, opts engine.SessionOptions, takeOver fun
 	// run from (which may be a head, or a subdirectory).
 	eh := &engine.ExistingHead{Backend: a.backend(), Root: ws.Info().Locator, Head: name,
 		Setup: a.config.Setup.hook(), Teardown: a.config.Teardown.hook(), Remote: a.remoteOpt()}
-	if hi.Access == workspace.Shared {
+	if hi.Access == grove.Shared {
 		opts.Placement = engine.Placement{Shared: eh}
 	} else {
 		opts.Placement = engine.Placement{Exclusive: eh}
@@ -107,7 +108,7 @@ func (a *app) startSession(name string, opts engine.SessionOptions, takeOver fun
 	var s *engine.Session
 	err = a.retry(func() error {
 		s, err = eng.NewSession(a.ctx, &opts)
-		if workspace.CodeOf(err) != workspace.AlreadyBound {
+		if grove.CodeOf(err) != grove.AlreadyBound {
 			return err
 		}
 		holder, claimed := a.claimant(eng, ws, name)
@@ -117,11 +118,11 @@ func (a *app) startSession(name string, opts engine.SessionOptions, takeOver fun
 		if !opts.TakeOver && !holder.Live && takeOver != nil && takeOver(holder) {
 			opts.TakeOver = true
 			s, err = eng.NewSession(a.ctx, &opts)
-			if err == nil || workspace.CodeOf(err) != workspace.AlreadyBound {
+			if err == nil || grove.CodeOf(err) != grove.AlreadyBound {
 				return err
 			}
 		}
-		return &stopRetry{&workspace.Error{Code: workspace.AlreadyBound, Head: name, Err: claimMessage(holder)}}
+		return &stopRetry{&grove.Error{Code: grove.AlreadyBound, Head: name, Err: claimMessage(holder)}}
 	})
 	var stop *stopRetry
 	if errors.As(err, &stop) {
@@ -335,7 +336,7 @@ session whose head was destroyed is closed without resuming it.`,
 			if err != nil {
 				// A session whose head was destroyed cannot be resumed:
 				// it is closed without it.
-				if workspace.CodeOf(err) == workspace.Destroyed {
+				if grove.CodeOf(err) == grove.Destroyed {
 					if eng, eerr := a.engine(); eerr == nil {
 						return fail(cmd, head, eng.CloseSession(a.ctx, args[0]))
 					}
@@ -501,7 +502,7 @@ func (a *app) runTurn(cmd *cobra.Command, name, sessionID string, takeOver bool,
 		}
 		defer s.Detach()
 		if got := s.Head().Info().Name; got != name {
-			return fail(cmd, name, &workspace.Error{Code: workspace.InvalidArgument, Head: name,
+			return fail(cmd, name, &grove.Error{Code: grove.InvalidArgument, Head: name,
 				Err: fmt.Errorf("session %s is bound to head %q", sessionID, got)})
 		}
 	} else {
@@ -526,7 +527,7 @@ func (a *app) runTurn(cmd *cobra.Command, name, sessionID string, takeOver bool,
 		switch {
 		case err == nil:
 			status = res.ExitCode
-		case workspace.CodeOf(err) == workspace.Canceled:
+		case grove.CodeOf(err) == grove.Canceled:
 			// Interrupted: CMD's own status when it exited within its
 			// grace, else as if SIGINT ended it.
 			if status = res.ExitCode; status < 0 {
@@ -538,7 +539,7 @@ func (a *app) runTurn(cmd *cobra.Command, name, sessionID string, takeOver bool,
 		// What CMD did is checkpointed inside the turn (so that a snapshot
 		// policy finds nothing left to do), even when grove was
 		// interrupted meanwhile.
-		var cp workspace.CheckpointResult
+		var cp grove.CheckpointResult
 		cp, cerr = s.Checkpoint(context.WithoutCancel(ctx), &workspace.CheckpointOptions{Message: runMessage(argv)})
 		if cerr == nil && isTerminal(a.stderr) {
 			fmt.Fprintf(a.stderr, "grove: run: checkpoint %s\n", cp.ID)

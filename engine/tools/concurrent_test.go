@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/engine/tools"
 	"github.com/groveworks/grove/gitbackend"
@@ -87,10 +88,10 @@ func editIncrements(t *testing.T, spec string) {
 		require.NoError(t, err, out)
 		in, _ := json.Marshal(map[string]any{"path": "counter.txt", "old_string": fmt.Sprintf("count=%d\n", v), "new_string": fmt.Sprintf("count=%d\n", v+1)})
 		_, err = set.Call(ctx, "edit_file", in)
-		switch workspace.CodeOf(err) {
-		case workspace.OK:
+		switch grove.CodeOf(err) {
+		case grove.OK:
 			done++
-		case workspace.Conflict, workspace.NotFound:
+		case grove.Conflict, grove.NotFound:
 			// The other process got there first: read again.
 		default:
 			require.NoError(t, err)

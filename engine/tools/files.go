@@ -12,8 +12,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend/backendutil"
-	"github.com/groveworks/grove/workspace"
 )
 
 func schema(s string) json.RawMessage { return json.RawMessage(s) }
@@ -22,16 +22,16 @@ func schema(s string) json.RawMessage { return json.RawMessage(s) }
 func isBinary(data []byte) bool { return bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0 }
 
 // readLimited reads a file of at most maxFileSize bytes, with its digest.
-func readLimited(pl place) ([]byte, workspace.Digest, error) {
+func readLimited(pl place) ([]byte, grove.Digest, error) {
 	fi, err := pl.fs.Stat(pl.name)
 	if err != nil {
-		return nil, workspace.Digest{}, err
+		return nil, grove.Digest{}, err
 	}
 	if fi.IsDir() {
-		return nil, workspace.Digest{}, &Error{Code: workspace.FailedPrecondition, Message: pl.show(pl.name) + " is a directory; use list_dir"}
+		return nil, grove.Digest{}, &Error{Code: grove.FailedPrecondition, Message: pl.show(pl.name) + " is a directory; use list_dir"}
 	}
 	if fi.Size() > maxFileSize {
-		return nil, workspace.Digest{}, &Error{Code: workspace.FailedPrecondition,
+		return nil, grove.Digest{}, &Error{Code: grove.FailedPrecondition,
 			Message: fmt.Sprintf("%s is %d bytes, more than the %d these tools read; use grep to find what you need in it", pl.show(pl.name), fi.Size(), maxFileSize)}
 	}
 	return pl.fs.ReadFileDigest(pl.name)
@@ -56,7 +56,7 @@ func readFileTool() Tool {
 				return "", err
 			}
 			if in.Offset < 0 || in.Limit < 0 || in.Offset > 1<<30 || in.Limit > 1<<30 {
-				return "", &Error{Code: workspace.InvalidArgument, Message: "offset and limit are positive line counts"}
+				return "", &Error{Code: grove.InvalidArgument, Message: "offset and limit are positive line counts"}
 			}
 			pl, err := t.resolve(in.Path)
 			if err != nil {
@@ -99,19 +99,19 @@ func readFileTool() Tool {
 
 // write writes data at pl, compare-and-set against expect, making the
 // parent directory, and remembers what it wrote.
-func (t *Set) write(pl place, data []byte, expect workspace.Digest) error {
+func (t *Set) write(pl place, data []byte, expect grove.Digest) error {
 	if dir := path.Dir(pl.name); dir != "." {
 		if err := pl.fs.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 	}
 	if err := pl.fs.WriteFileIf(pl.name, data, 0o644, expect); err != nil {
-		if workspace.CodeOf(err) == workspace.Conflict {
+		if grove.CodeOf(err) == grove.Conflict {
 			t.forgetPath(pl.show(pl.name))
 		}
 		return err
 	}
-	t.remember(pl.show(pl.name), workspace.DigestOf(data))
+	t.remember(pl.show(pl.name), grove.DigestOf(data))
 	return nil
 }
 
@@ -132,18 +132,18 @@ func writeFileTool() Tool {
 				return "", err
 			}
 			if in.Path == nil || in.Content == nil {
-				return "", &Error{Code: workspace.InvalidArgument, Message: "path and content are both required"}
+				return "", &Error{Code: grove.InvalidArgument, Message: "path and content are both required"}
 			}
 			pl, err := t.resolve(*in.Path)
 			if err != nil {
 				return "", err
 			}
 			shown := pl.show(pl.name)
-			var expect workspace.Digest // zero: must not exist
+			var expect grove.Digest // zero: must not exist
 			if _, err := pl.fs.Lstat(pl.name); err == nil {
 				d, ok := t.lastRead(shown)
 				if !ok {
-					return "", &Error{Code: workspace.FailedPrecondition, Message: shown + " exists and you have not read it; call read_file first, then write"}
+					return "", &Error{Code: grove.FailedPrecondition, Message: shown + " exists and you have not read it; call read_file first, then write"}
 				}
 				expect = d
 			}
@@ -176,13 +176,13 @@ func editFileTool() Tool {
 				return "", err
 			}
 			if in.Path == nil || in.Old == nil || in.New == nil {
-				return "", &Error{Code: workspace.InvalidArgument, Message: "path, old_string and new_string are required"}
+				return "", &Error{Code: grove.InvalidArgument, Message: "path, old_string and new_string are required"}
 			}
 			if *in.Old == "" {
-				return "", &Error{Code: workspace.InvalidArgument, Message: "old_string is empty; to write a whole file use write_file"}
+				return "", &Error{Code: grove.InvalidArgument, Message: "old_string is empty; to write a whole file use write_file"}
 			}
 			if *in.Old == *in.New {
-				return "", &Error{Code: workspace.InvalidArgument, Message: "old_string and new_string are the same; nothing to change"}
+				return "", &Error{Code: grove.InvalidArgument, Message: "old_string and new_string are the same; nothing to change"}
 			}
 			pl, err := t.resolve(*in.Path)
 			if err != nil {
@@ -197,17 +197,17 @@ func editFileTool() Tool {
 				// The model has not seen this content: it must read it
 				// before writing or editing again.
 				t.forgetPath(shown)
-				return "", &Error{Code: workspace.Conflict, Message: shown + " changed since you last read it; call read_file again, then retry the edit"}
+				return "", &Error{Code: grove.Conflict, Message: shown + " changed since you last read it; call read_file again, then retry the edit"}
 			}
 			if isBinary(data) {
-				return "", &Error{Code: workspace.FailedPrecondition, Message: shown + " is a binary file; edit_file edits text"}
+				return "", &Error{Code: grove.FailedPrecondition, Message: shown + " is a binary file; edit_file edits text"}
 			}
 			n := strings.Count(string(data), *in.Old)
 			switch {
 			case n == 0:
-				return "", &Error{Code: workspace.NotFound, Message: "old_string does not occur in " + shown + "; read the file and copy the text exactly, whitespace included"}
+				return "", &Error{Code: grove.NotFound, Message: "old_string does not occur in " + shown + "; read the file and copy the text exactly, whitespace included"}
 			case n > 1 && !in.ReplaceAll:
-				return "", &Error{Code: workspace.InvalidArgument, Message: fmt.Sprintf("old_string occurs %d times in %s; add surrounding lines to make it unique, or set replace_all", n, shown)}
+				return "", &Error{Code: grove.InvalidArgument, Message: fmt.Sprintf("old_string occurs %d times in %s; add surrounding lines to make it unique, or set replace_all", n, shown)}
 			}
 			out := strings.Replace(string(data), *in.Old, *in.New, map[bool]int{true: -1, false: 1}[in.ReplaceAll])
 			if err := t.write(pl, []byte(out), digest); err != nil {
@@ -247,7 +247,7 @@ func listDirTool() Tool {
 			}
 			if pl.fs != nil {
 				ents, err := pl.fs.ReadDir(pl.name)
-				if err != nil && !(pl.roots && workspace.CodeOf(err) == workspace.NotFound) {
+				if err != nil && !(pl.roots && grove.CodeOf(err) == grove.NotFound) {
 					return "", err
 				}
 				for _, e := range ents {
@@ -335,7 +335,7 @@ func (t *Set) searchBase(p string) (place, error) {
 	}
 	pl, err := t.resolve(p)
 	if err == nil && pl.roots {
-		err = &Error{Code: workspace.InvalidArgument, Message: "search a root by its own path, such as " + Mount + "/roots/<name>"}
+		err = &Error{Code: grove.InvalidArgument, Message: "search a root by its own path, such as " + Mount + "/roots/<name>"}
 	}
 	return pl, err
 }
@@ -402,7 +402,7 @@ func globTool() Tool {
 			}
 			re, err := globRegexp(strings.TrimPrefix(in.Pattern, "/"))
 			if err != nil || in.Pattern == "" {
-				return "", &Error{Code: workspace.InvalidArgument, Message: fmt.Sprintf("pattern %q is not a glob", in.Pattern)}
+				return "", &Error{Code: grove.InvalidArgument, Message: fmt.Sprintf("pattern %q is not a glob", in.Pattern)}
 			}
 			pl, err := t.searchBase(in.Path)
 			if err != nil {
@@ -467,12 +467,12 @@ func grepTool() Tool {
 			}
 			re, err := regexp.Compile(expr)
 			if err != nil || in.Pattern == "" {
-				return "", &Error{Code: workspace.InvalidArgument, Message: fmt.Sprintf("pattern %q is not a regular expression: %v", in.Pattern, err)}
+				return "", &Error{Code: grove.InvalidArgument, Message: fmt.Sprintf("pattern %q is not a regular expression: %v", in.Pattern, err)}
 			}
 			var only *regexp.Regexp
 			if in.Glob != "" {
 				if only, err = globRegexp(in.Glob); err != nil {
-					return "", &Error{Code: workspace.InvalidArgument, Message: fmt.Sprintf("glob %q: %v", in.Glob, err)}
+					return "", &Error{Code: grove.InvalidArgument, Message: fmt.Sprintf("glob %q: %v", in.Glob, err)}
 				}
 			}
 			pl, err := t.searchBase(in.Path)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/workspace"
 )
@@ -73,7 +74,7 @@ func restoreTool() Tool {
 				return "", err
 			}
 			if in.Checkpoint == "" {
-				return "", &Error{Code: workspace.InvalidArgument, Message: "checkpoint is required: an ID from checkpoint or log"}
+				return "", &Error{Code: grove.InvalidArgument, Message: "checkpoint is required: an ID from checkpoint or log"}
 			}
 			rev, err := t.ownRev(ctx, in.Checkpoint)
 			if err != nil {
@@ -117,7 +118,7 @@ func forkTool() Tool {
 			if err := decode(input, &in); err != nil {
 				return "", err
 			}
-			var from workspace.Rev
+			var from grove.Rev
 			if in.From != "" {
 				var err error
 				if from, err = t.ownRev(ctx, in.From); err != nil {
@@ -201,7 +202,7 @@ func diffTool() Tool {
 				return "", err
 			}
 			h := t.s.Head()
-			var from workspace.Rev
+			var from grove.Rev
 			var err error
 			if in.From != "" {
 				if from, err = t.ownRev(ctx, in.From); err != nil {
@@ -212,9 +213,9 @@ func diffTool() Tool {
 				if err != nil {
 					return "", err
 				}
-				from = workspace.Rev(st.Commit)
+				from = grove.Rev(st.Commit)
 			}
-			to := workspace.Rev(in.To)
+			to := grove.Rev(in.To)
 			if to != "" {
 				if to, err = t.ownRev(ctx, in.To); err != nil {
 					return "", err
@@ -248,7 +249,7 @@ func logTool() Tool {
 				return "", err
 			}
 			if in.Limit < 0 || in.Limit > 1000 {
-				return "", &Error{Code: workspace.InvalidArgument, Message: "limit is a count from 1 to 1000"}
+				return "", &Error{Code: grove.InvalidArgument, Message: "limit is a count from 1 to 1000"}
 			}
 			if in.Limit == 0 {
 				in.Limit = 20
@@ -274,7 +275,7 @@ func logTool() Tool {
 // commits: a checkpoint in its log (by its ID or a prefix of at least 7
 // hex digits) or the commit it is at or was made from. Branches, tags and
 // other heads' checkpoints are not a model's to read or restore.
-func (t *Set) ownRev(ctx context.Context, rev string) (workspace.Rev, error) {
+func (t *Set) ownRev(ctx context.Context, rev string) (grove.Rev, error) {
 	h := t.s.Head()
 	log, err := h.Log(ctx, nil)
 	if err != nil {
@@ -284,25 +285,25 @@ func (t *Set) ownRev(ctx context.Context, rev string) (workspace.Rev, error) {
 	if err != nil {
 		return "", err
 	}
-	own := []workspace.CheckpointID{st.Commit, h.Info().Base}
+	own := []grove.CheckpointID{st.Commit, h.Info().Base}
 	for _, c := range log {
 		own = append(own, c.ID)
 	}
 	if len(rev) >= 7 && strings.Trim(strings.ToLower(rev), "0123456789abcdef") == "" {
-		var found workspace.CheckpointID
+		var found grove.CheckpointID
 		for _, id := range own {
 			if strings.HasPrefix(string(id), strings.ToLower(rev)) {
 				if found != "" && found != id {
-					return "", &Error{Code: workspace.InvalidArgument, Message: fmt.Sprintf("%q names more than one checkpoint; give more of its ID", rev)}
+					return "", &Error{Code: grove.InvalidArgument, Message: fmt.Sprintf("%q names more than one checkpoint; give more of its ID", rev)}
 				}
 				found = id
 			}
 		}
 		if found != "" {
-			return workspace.Rev(found), nil
+			return grove.Rev(found), nil
 		}
 	}
-	return "", &Error{Code: workspace.NotFound, Message: fmt.Sprintf("%q is not a checkpoint of this workspace; the log tool lists them", rev)}
+	return "", &Error{Code: grove.NotFound, Message: fmt.Sprintf("%q is not a checkpoint of this workspace; the log tool lists them", rev)}
 }
 
 // filterPatch drops from a git diff the files the session's policy keeps

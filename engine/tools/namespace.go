@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
-	"github.com/groveworks/grove/workspace"
 )
 
 // Mount is where a session's head is in the model's namespace, whatever
@@ -17,7 +17,7 @@ const Mount = "/workspace"
 
 // place is a path of the namespace resolved to the FS that holds it.
 type place struct {
-	fs    workspace.FS
+	fs    grove.FS
 	name  string // the FS's name for it ("." for its top)
 	top   string // the namespace path of the FS's top: /workspace, or /workspace/roots/<name>
 	roots bool   // /workspace/roots itself, whose listing shows the roots
@@ -34,14 +34,14 @@ func (pl place) show(name string) string {
 
 // pathError is a path the namespace refuses, in words a model can act on.
 func pathError(p, why string) error {
-	return &Error{Code: workspace.InvalidArgument, Message: fmt.Sprintf("path %q %s; give a path under %s, such as %s/src/main.go, or one relative to it", p, why, Mount, Mount)}
+	return &Error{Code: grove.InvalidArgument, Message: fmt.Sprintf("path %q %s; give a path under %s, such as %s/src/main.go, or one relative to it", p, why, Mount, Mount)}
 }
 
 // resolve finds where p (absolute under /workspace, or relative to it)
 // is: in the head, or in an extra root.
 func (t *Set) resolve(p string) (place, error) {
 	if p == "" {
-		return place{}, &Error{Code: workspace.InvalidArgument, Message: "a path is required"}
+		return place{}, &Error{Code: grove.InvalidArgument, Message: "a path is required"}
 	}
 	if strings.ContainsRune(p, 0) || strings.Contains(p, "\\") {
 		return place{}, pathError(p, "holds a character paths may not hold")
@@ -89,7 +89,7 @@ func (t *Set) resolve(p string) (place, error) {
 		}
 	}
 	if t.head == nil {
-		return place{}, &Error{Code: workspace.WorkspaceNotConfigured, Message: "this session has no head: only " + Mount + "/roots/... can be reached"}
+		return place{}, &Error{Code: grove.WorkspaceNotConfigured, Message: "this session has no head: only " + Mount + "/roots/... can be reached"}
 	}
 	return place{fs: t.head, name: rel, top: Mount}, nil
 }

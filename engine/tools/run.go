@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -51,34 +52,34 @@ func runTool() Tool {
 				return "", err
 			}
 			if strings.TrimSpace(in.Command) == "" {
-				return "", &Error{Code: workspace.InvalidArgument, Message: "command is required"}
+				return "", &Error{Code: grove.InvalidArgument, Message: "command is required"}
 			}
 			if in.Timeout < 0 || in.Timeout > 600 {
-				return "", &Error{Code: workspace.InvalidArgument, Message: "timeout_seconds is between 1 and 600"}
+				return "", &Error{Code: grove.InvalidArgument, Message: "timeout_seconds is between 1 and 600"}
 			}
 			if in.Timeout == 0 {
 				in.Timeout = 120
 			}
 			dir := t.s.Head().Info().Root
 			if dir == "" {
-				return "", &Error{Code: workspace.Unimplemented, Message: "this workspace has no directory on the host to run commands in"}
+				return "", &Error{Code: grove.Unimplemented, Message: "this workspace has no directory on the host to run commands in"}
 			}
 			if !t.s.Writable() {
-				return "", &Error{Code: workspace.PermissionDenied, Message: "this session is read-only: it runs no commands"}
+				return "", &Error{Code: grove.PermissionDenied, Message: "this session is read-only: it runs no commands"}
 			}
 			hidden, err := t.s.Hidden()
 			if err != nil {
 				return "", err
 			}
-			var mounts []workspace.Mount
+			var mounts []grove.Mount
 			for _, r := range t.s.Roots() {
-				mounts = append(mounts, workspace.Mount{Source: r.Dir, Writable: !r.ReadOnly})
+				mounts = append(mounts, grove.Mount{Source: r.Dir, Writable: !r.ReadOnly})
 			}
 			out := &boundedBuffer{max: max(t.max-200, 1)}
 			res, err := t.s.Head().Run(ctx, &workspace.Command{Argv: workspace.Shell(in.Command), Env: []string{"GROVE_SESSION=" + t.s.ID()},
 				Mounts: mounts, Mask: hidden, Stdout: out, Stderr: out, Timeout: time.Duration(in.Timeout) * time.Second})
 			if err != nil {
-				return "", &Error{Code: workspace.CodeOf(err), Message: "the command could not run: " + t.hideHost(err.Error()), Err: err}
+				return "", &Error{Code: grove.CodeOf(err), Message: "the command could not run: " + t.hideHost(err.Error()), Err: err}
 			}
 			var b strings.Builder
 			switch {

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/engine/tools"
-	"github.com/groveworks/grove/workspace"
 )
 
 func TestRunTool(t *testing.T) {
@@ -44,10 +44,10 @@ func TestRunTool(t *testing.T) {
 func TestAReadOnlySessionsToolsOnlyRead(t *testing.T) {
 	f := newFixture(t, &engine.SessionOptions{Permission: engine.ReadOnly}, nil)
 	assert.Contains(t, f.ok("read_file", `{"path":"README.md"}`), "hello")
-	f.fails("write_file", `{"path":"new.txt","content":"x"}`, workspace.PermissionDenied)
-	f.fails("edit_file", `{"path":"README.md","old_string":"hello","new_string":"x"}`, workspace.PermissionDenied)
-	f.fails("checkpoint", `{}`, workspace.PermissionDenied)
-	f.fails("run", `{"command":"touch x"}`, workspace.PermissionDenied)
+	f.fails("write_file", `{"path":"new.txt","content":"x"}`, grove.PermissionDenied)
+	f.fails("edit_file", `{"path":"README.md","old_string":"hello","new_string":"x"}`, grove.PermissionDenied)
+	f.fails("checkpoint", `{}`, grove.PermissionDenied)
+	f.fails("run", `{"command":"touch x"}`, grove.PermissionDenied)
 	_, err := os.Stat(filepath.Join(f.head, "x"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
@@ -70,7 +70,7 @@ func TestACancelledRunEndsEverythingItStarted(t *testing.T) {
 	cancel()
 	select {
 	case err := <-done:
-		assert.Equal(t, workspace.Canceled, workspace.CodeOf(err), "%v", err)
+		assert.Equal(t, grove.Canceled, grove.CodeOf(err), "%v", err)
 	case <-time.After(20 * time.Second):
 		t.Fatal("the cancelled run did not return")
 	}

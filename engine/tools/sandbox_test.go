@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/internal/githarness"
-	"github.com/groveworks/grove/workspace"
 )
 
 // TestMain lets the test binary serve as a probe inside the sandbox: with
@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 func sandboxed(eopts func(*engine.Options), opts *engine.SessionOptions) func(t *testing.T) *fixture {
 	return func(t *testing.T) *fixture {
 		return newFixtureWith(t, func(o *engine.Options) {
-			o.Sandbox = &workspace.Sandbox{Kind: workspace.SandboxBwrap}
+			o.Sandbox = &grove.Sandbox{Kind: grove.SandboxBwrap}
 			if eopts != nil {
 				eopts(o)
 			}
@@ -159,10 +159,10 @@ func copyFile(t *testing.T, from, to string) {
 
 func TestTheForkToolRunsNoSetupOutsideASandbox(t *testing.T) {
 	setup := func(o *engine.Options) {
-		o.Placement.PerSession.Setup = &workspace.Hook{Command: "touch setup-ran"}
+		o.Placement.PerSession.Setup = &grove.Hook{Command: "touch setup-ran"}
 	}
 	f := newFixtureWith(t, setup, nil, nil)
-	msg := f.fails("fork", `{"name":"child"}`, workspace.PermissionDenied)
+	msg := f.fails("fork", `{"name":"child"}`, grove.PermissionDenied)
 	assert.Contains(t, msg, "sandbox")
 	_, err := os.Stat(filepath.Join(filepath.Dir(f.head), "child"))
 	assert.ErrorIs(t, err, os.ErrNotExist, "the fork made a head")
@@ -187,7 +187,7 @@ func TestAttackADeniedFileCannotBeMovedOutOfItsMask(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(f.head, "private", "k"), []byte("DENIED-KEY"), 0o644))
 
 	// The session's own tools refuse.
-	f.fails("read_file", `{"path":"vault/creds.json"}`, workspace.PermissionDenied)
+	f.fails("read_file", `{"path":"vault/creds.json"}`, grove.PermissionDenied)
 
 	out := f.ok("run", js(map[string]any{"command": "cat vault/creds.json private/k; mv vault v2 && mv private pub && echo moved"}))
 	assert.NotContains(t, out, "DENIED")

@@ -31,7 +31,7 @@
 //
 // # Errors
 //
-// A tool that fails returns an *Error: its Code (a workspace.Code) and a
+// A tool that fails returns an *Error: its Code (a grove.Code) and a
 // Message for the model. Nothing a model sends — malformed JSON, a wrong
 // type, an unknown field, a path outside /workspace — makes a tool panic or
 // reach outside what the session may reach.
@@ -48,8 +48,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
-	"github.com/groveworks/grove/workspace"
 )
 
 // DefaultMaxOutput bounds what one tool call returns, in bytes, when
@@ -84,7 +84,7 @@ type Tool struct {
 // Error is a tool call that failed: what went wrong, for the model.
 type Error struct {
 	Tool    string
-	Code    workspace.Code
+	Code    grove.Code
 	Message string
 	Err     error // the cause, if any
 }
@@ -97,7 +97,7 @@ func (e *Error) Error() string {
 }
 
 // Unwrap returns the cause and the sentinel of Code, so that
-// workspace.CodeOf and errors.Is(err, workspace.ErrNotFound) work on a
+// grove.CodeOf and errors.Is(err, grove.ErrNotFound) work on a
 // tool's error as on any of grove's.
 func (e *Error) Unwrap() []error {
 	var out []error
@@ -124,13 +124,13 @@ type Options struct {
 // Set is the tools of one session. It is safe for concurrent use.
 type Set struct {
 	s     *engine.Session
-	head  workspace.FS // nil for a headless session
+	head  grove.FS // nil for a headless session
 	roots []string
 	max   int
 	tools []Tool
 
 	mu   sync.Mutex
-	read map[string]workspace.Digest // namespace path → digest of the content last read or written
+	read map[string]grove.Digest // namespace path → digest of the content last read or written
 }
 
 // New defines the tools of session s. A tool that needs a head (every
@@ -142,7 +142,7 @@ func New(s *engine.Session, opts *Options) (*Set, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	t := &Set{s: s, head: s.FS(), roots: rootNames(s), max: opts.MaxOutput, read: map[string]workspace.Digest{}}
+	t := &Set{s: s, head: s.FS(), roots: rootNames(s), max: opts.MaxOutput, read: map[string]grove.Digest{}}
 	switch {
 	case t.max == 0:
 		t.max = DefaultMaxOutput
@@ -162,7 +162,7 @@ func New(s *engine.Session, opts *Options) (*Set, error) {
 	for _, name := range want {
 		i := slices.IndexFunc(all, func(d Tool) bool { return d.Name == name })
 		if i < 0 {
-			return nil, &Error{Code: workspace.InvalidArgument, Message: fmt.Sprintf("no tool is called %q", name)}
+			return nil, &Error{Code: grove.InvalidArgument, Message: fmt.Sprintf("no tool is called %q", name)}
 		}
 		if all[i].NeedsHead && t.head == nil {
 			return nil, &engine.PlacementError{Kind: engine.WorkspaceToolWithoutPlacement,
@@ -182,7 +182,7 @@ func (t *Set) Tools() []Tool { return slices.Clone(t.tools) }
 func (t *Set) Call(ctx context.Context, name string, input json.RawMessage) (string, error) {
 	i := slices.IndexFunc(t.tools, func(d Tool) bool { return d.Name == name })
 	if i < 0 {
-		return "", &Error{Tool: name, Code: workspace.NotFound, Message: "no such tool; the tools are " + t.names()}
+		return "", &Error{Tool: name, Code: grove.NotFound, Message: "no such tool; the tools are " + t.names()}
 	}
 	out, err := t.tools[i].call(ctx, t, input)
 	if err != nil {
@@ -222,17 +222,17 @@ func (t *Set) explain(tool string, err error) error {
 		out.Tool = tool
 		return &out
 	}
-	code := workspace.CodeOf(err)
+	code := grove.CodeOf(err)
 	msg := err.Error()
 	switch code {
-	case workspace.NotFound:
+	case grove.NotFound:
 		msg = "not found: " + t.hideHost(msg)
-	case workspace.PermissionDenied:
+	case grove.PermissionDenied:
 		msg = "permission denied: " + t.hideHost(innermost(err).Error())
-	case workspace.PathEscape:
+	case grove.PathEscape:
 		// The backend's words name where the link leads: a host path.
 		msg = "the path leads outside " + Mount + " (through a link, or ..); only paths under " + Mount + " can be reached"
-	case workspace.Conflict:
+	case grove.Conflict:
 		msg = "the file changed since it was read; call read_file again, then retry"
 	default:
 		msg = t.hideHost(msg)
@@ -281,16 +281,16 @@ func decode(input json.RawMessage, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(input))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return &Error{Code: workspace.InvalidArgument, Message: "invalid input: " + err.Error() + "; send one JSON object as the tool's schema describes"}
+		return &Error{Code: grove.InvalidArgument, Message: "invalid input: " + err.Error() + "; send one JSON object as the tool's schema describes"}
 	}
 	if dec.More() {
-		return &Error{Code: workspace.InvalidArgument, Message: "invalid input: more than one JSON value"}
+		return &Error{Code: grove.InvalidArgument, Message: "invalid input: more than one JSON value"}
 	}
 	return nil
 }
 
 // remember records the digest of the content last read or written at p.
-func (t *Set) remember(p string, d workspace.Digest) {
+func (t *Set) remember(p string, d grove.Digest) {
 	t.mu.Lock()
 	t.read[p] = d
 	t.mu.Unlock()
@@ -303,7 +303,7 @@ func (t *Set) forgetPath(p string) {
 	t.mu.Unlock()
 }
 
-func (t *Set) lastRead(p string) (workspace.Digest, bool) {
+func (t *Set) lastRead(p string) (grove.Digest, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	d, ok := t.read[p]

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/engine/tools"
 	"github.com/groveworks/grove/gitbackend"
@@ -80,7 +81,7 @@ func (f *fixture) ok(name, input string) string {
 	return out
 }
 
-func (f *fixture) fails(name, input string, code workspace.Code) string {
+func (f *fixture) fails(name, input string, code grove.Code) string {
 	f.t.Helper()
 	out, err := f.call(name, input)
 	require.Error(f.t, err, "%s %s succeeded: %s", name, input, out)
@@ -121,13 +122,13 @@ func TestReadFile(t *testing.T) {
 	assert.Contains(t, out, "     3\tfunc A() int { return 1 }\n")
 	assert.NotContains(t, out, "package app")
 	assert.Contains(t, f.ok("read_file", `{"path":"src/data.bin"}`), "binary file of 7 bytes")
-	f.fails("read_file", `{"path":"nope.txt"}`, workspace.NotFound)
-	f.fails("read_file", `{"path":"src"}`, workspace.FailedPrecondition)
+	f.fails("read_file", `{"path":"nope.txt"}`, grove.NotFound)
+	f.fails("read_file", `{"path":"src"}`, grove.FailedPrecondition)
 
 	// A huge file is refused; a long one is cut to the output bound.
 	big := strings.Repeat("x", 9<<20)
 	require.NoError(t, os.WriteFile(filepath.Join(f.head, "huge.txt"), []byte(big), 0o644))
-	f.fails("read_file", `{"path":"huge.txt"}`, workspace.FailedPrecondition)
+	f.fails("read_file", `{"path":"huge.txt"}`, grove.FailedPrecondition)
 	long := strings.Repeat("a line of text\n", 20000)
 	require.NoError(t, os.WriteFile(filepath.Join(f.head, "long.txt"), []byte(long), 0o644))
 	out = f.ok("read_file", `{"path":"long.txt"}`)
@@ -153,7 +154,7 @@ func TestMalformedInputIsAnErrorAModelCanFix(t *testing.T) {
 		{"restore", `{}`},
 		{"run", `{"command":"true","timeout_seconds":99999}`},
 	} {
-		msg := f.fails(tc.tool, tc.input, workspace.InvalidArgument)
+		msg := f.fails(tc.tool, tc.input, grove.InvalidArgument)
 		assert.NotEmpty(t, msg)
 	}
 	_, err := f.call("no_such_tool", `{}`)
@@ -188,12 +189,12 @@ func TestEscapesAreRefusedThroughEveryTool(t *testing.T) {
 			if !assert.Error(t, err, "%s %q succeeded: %s", tc.tool, p, out) {
 				continue
 			}
-			code := workspace.CodeOf(err)
+			code := grove.CodeOf(err)
 			var te *tools.Error
 			if assert.ErrorAs(t, err, &te) {
 				code = te.Code
 			}
-			assert.Contains(t, []workspace.Code{workspace.InvalidArgument, workspace.PathEscape, workspace.PermissionDenied, workspace.NotFound},
+			assert.Contains(t, []grove.Code{grove.InvalidArgument, grove.PathEscape, grove.PermissionDenied, grove.NotFound},
 				code, "%s %q: %v", tc.tool, p, err)
 			assert.NotContains(t, err.Error(), "top secret")
 		}
@@ -217,15 +218,15 @@ func TestEscapesAreRefusedThroughEveryTool(t *testing.T) {
 func TestWriteAndEditCompareAndSet(t *testing.T) {
 	f := newFixture(t, nil, nil)
 	assert.Contains(t, f.ok("write_file", `{"path":"notes/new.md","content":"one\n"}`), "wrote /workspace/notes/new.md")
-	msg := f.fails("write_file", `{"path":"README.md","content":"x"}`, workspace.FailedPrecondition)
+	msg := f.fails("write_file", `{"path":"README.md","content":"x"}`, grove.FailedPrecondition)
 	assert.Contains(t, msg, "read_file first")
 	f.ok("read_file", `{"path":"README.md"}`)
 	f.ok("write_file", `{"path":"README.md","content":"# demo\nhello\nhello\n"}`)
 
 	// Non-unique, missing, then unique.
-	msg = f.fails("edit_file", `{"path":"README.md","old_string":"hello","new_string":"bye"}`, workspace.InvalidArgument)
+	msg = f.fails("edit_file", `{"path":"README.md","old_string":"hello","new_string":"bye"}`, grove.InvalidArgument)
 	assert.Contains(t, msg, "occurs 2 times")
-	f.fails("edit_file", `{"path":"README.md","old_string":"absent","new_string":"x"}`, workspace.NotFound)
+	f.fails("edit_file", `{"path":"README.md","old_string":"absent","new_string":"x"}`, grove.NotFound)
 	f.ok("edit_file", `{"path":"README.md","old_string":"hello\nhello","new_string":"hello\nbye"}`)
 	assert.Contains(t, f.ok("edit_file", `{"path":"README.md","old_string":"e","new_string":"E","replace_all":true}`), "3 replacement(s)")
 	data, err := os.ReadFile(filepath.Join(f.head, "README.md"))
@@ -235,15 +236,15 @@ func TestWriteAndEditCompareAndSet(t *testing.T) {
 	// Someone else changes the file: a stale edit or write fails and says
 	// to read again; after reading, it works.
 	require.NoError(t, os.WriteFile(filepath.Join(f.head, "README.md"), []byte("changed\n"), 0o644))
-	msg = f.fails("edit_file", `{"path":"README.md","old_string":"changed","new_string":"mine"}`, workspace.Conflict)
+	msg = f.fails("edit_file", `{"path":"README.md","old_string":"changed","new_string":"mine"}`, grove.Conflict)
 	assert.Contains(t, msg, "read_file again")
 	f.ok("read_file", `{"path":"README.md"}`)
 	require.NoError(t, os.WriteFile(filepath.Join(f.head, "README.md"), []byte("changed again\n"), 0o644))
-	msg = f.fails("write_file", `{"path":"README.md","content":"mine"}`, workspace.Conflict)
+	msg = f.fails("write_file", `{"path":"README.md","content":"mine"}`, grove.Conflict)
 	assert.Contains(t, msg, "read_file again")
 	f.ok("read_file", `{"path":"README.md"}`)
 	f.ok("edit_file", `{"path":"README.md","old_string":"again","new_string":"by me"}`)
-	f.fails("edit_file", `{"path":"src/data.bin","old_string":"bin","new_string":"x"}`, workspace.FailedPrecondition)
+	f.fails("edit_file", `{"path":"src/data.bin","old_string":"bin","new_string":"x"}`, grove.FailedPrecondition)
 }
 
 func TestListGlobGrep(t *testing.T) {
@@ -286,9 +287,9 @@ func TestHeadOperations(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(f.head, "a.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "v1\n", string(data))
-	msg := f.fails("edit_file", `{"path":"a.txt","old_string":"v2","new_string":"v3"}`, workspace.NotFound)
+	msg := f.fails("edit_file", `{"path":"a.txt","old_string":"v2","new_string":"v3"}`, grove.NotFound)
 	assert.Contains(t, msg, "does not occur")
-	f.fails("restore", `{"checkpoint":"nosuch"}`, workspace.NotFound)
+	f.fails("restore", `{"checkpoint":"nosuch"}`, grove.NotFound)
 
 	out = f.ok("fork", `{"name":"experiment"}`)
 	assert.Contains(t, out, `forked head "experiment"`)
@@ -322,7 +323,7 @@ func TestAHeadlessSessionGetsOnlyRootTools(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, "1\tguide")
 	_, err = set.Call(ctx, "read_file", json.RawMessage(`{"path":"/workspace/README.md"}`))
-	assert.Equal(t, workspace.WorkspaceNotConfigured, workspace.CodeOf(err), "%v", err)
+	assert.Equal(t, grove.WorkspaceNotConfigured, grove.CodeOf(err), "%v", err)
 }
 
 func TestRootsThroughTheTools(t *testing.T) {
@@ -334,16 +335,16 @@ func TestRootsThroughTheTools(t *testing.T) {
 	assert.Equal(t, "/workspace/roots:\ncache/\ndocs/\n", out)
 	assert.Contains(t, f.ok("read_file", `{"path":"/workspace/roots/docs/guide.md"}`), "use the cache")
 	assert.Contains(t, f.ok("read_file", `{"path":"roots/docs/guide.md"}`), "use the cache")
-	f.fails("write_file", `{"path":"/workspace/roots/docs/new.md","content":"x"}`, workspace.PermissionDenied)
+	f.fails("write_file", `{"path":"/workspace/roots/docs/new.md","content":"x"}`, grove.PermissionDenied)
 	f.ok("write_file", `{"path":"/workspace/roots/cache/deps/a","content":"1"}`)
 	assert.Equal(t, "/workspace/roots/docs/guide.md:1: use the cache\n", f.ok("grep", `{"pattern":"cache","path":"/workspace/roots/docs"}`))
 	// ".." is read in the namespace: it stays inside /workspace, and leads
 	// where its text says.
 	assert.Contains(t, f.ok("read_file", `{"path":"/workspace/roots/docs/../../README.md"}`), "/workspace/README.md: ")
 	assert.Contains(t, f.ok("read_file", `{"path":"/workspace/roots/docs/../cache/deps/a"}`), "/workspace/roots/cache/deps/a: ")
-	f.fails("read_file", `{"path":"/workspace/roots/docs/../../../README.md"}`, workspace.InvalidArgument)
+	f.fails("read_file", `{"path":"/workspace/roots/docs/../../../README.md"}`, grove.InvalidArgument)
 	_, err := f.call("read_file", `{"path":"docs-link/guide.md"}`)
-	assert.Equal(t, workspace.PathEscape, workspace.CodeOf(err), "a link from the head into a root: %v", err)
+	assert.Equal(t, grove.PathEscape, grove.CodeOf(err), "a link from the head into a root: %v", err)
 	// Links in a root lead nowhere else: not to another root, the head, or /.
 	require.NoError(t, os.Symlink(cache, filepath.Join(docs, "to-cache")))
 	require.NoError(t, os.Symlink("../"+filepath.Base(cache), filepath.Join(docs, "to-cache-rel")))
@@ -352,7 +353,7 @@ func TestRootsThroughTheTools(t *testing.T) {
 	for _, p := range []string{"to-cache/deps/a", "to-cache-rel/deps/a", "to-head/README.md", "to-root/etc/passwd"} {
 		for _, tool := range []string{"read_file", "list_dir"} {
 			_, err := f.call(tool, js(map[string]any{"path": "/workspace/roots/docs/" + p}))
-			assert.Equal(t, workspace.PathEscape, workspace.CodeOf(err), "%s %s: %v", tool, p, err)
+			assert.Equal(t, grove.PathEscape, grove.CodeOf(err), "%s %s: %v", tool, p, err)
 		}
 		_, err := f.call("write_file", js(map[string]any{"path": "/workspace/roots/cache/../docs/" + p, "content": "x"}))
 		assert.Error(t, err, "write through %s", p)
@@ -369,11 +370,11 @@ func TestThePolicyHoldsThroughTheTools(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(f.head, "secrets"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(f.head, "secrets", "key"), []byte("hunter2"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(f.head, "prod.env"), []byte("KEY=hunter2"), 0o644))
-	f.fails("read_file", `{"path":"secrets/key"}`, workspace.PermissionDenied)
-	f.fails("read_file", `{"path":"/workspace/prod.env"}`, workspace.PermissionDenied)
-	f.fails("write_file", `{"path":"secrets/new","content":"x"}`, workspace.PermissionDenied)
-	f.fails("write_file", `{"path":"local.env","content":"x"}`, workspace.PermissionDenied)
-	f.fails("list_dir", `{"path":"secrets"}`, workspace.PermissionDenied)
+	f.fails("read_file", `{"path":"secrets/key"}`, grove.PermissionDenied)
+	f.fails("read_file", `{"path":"/workspace/prod.env"}`, grove.PermissionDenied)
+	f.fails("write_file", `{"path":"secrets/new","content":"x"}`, grove.PermissionDenied)
+	f.fails("write_file", `{"path":"local.env","content":"x"}`, grove.PermissionDenied)
+	f.fails("list_dir", `{"path":"secrets"}`, grove.PermissionDenied)
 	out := f.ok("list_dir", `{}`)
 	assert.NotContains(t, out, "secrets")
 	assert.NotContains(t, out, "prod.env")
@@ -412,18 +413,18 @@ func TestToolAttacksFromReview(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, other.Close())
 	for _, rev := range []string{other.Head().Info().Branch, string(ocp.ID), string(ocp.ID)[:8], "HEAD", "main"} {
-		f.fails("diff", js(map[string]any{"from": rev}), workspace.NotFound)
-		f.fails("diff", js(map[string]any{"to": rev}), workspace.NotFound)
-		f.fails("restore", js(map[string]any{"checkpoint": rev}), workspace.NotFound)
-		f.fails("fork", js(map[string]any{"name": "x" + rev[:3], "from": rev}), workspace.NotFound)
+		f.fails("diff", js(map[string]any{"from": rev}), grove.NotFound)
+		f.fails("diff", js(map[string]any{"to": rev}), grove.NotFound)
+		f.fails("restore", js(map[string]any{"checkpoint": rev}), grove.NotFound)
+		f.fails("fork", js(map[string]any{"name": "x" + rev[:3], "from": rev}), grove.NotFound)
 	}
 
 	// A failed edit does not let a later write overwrite what the model
 	// never read.
 	f.ok("read_file", `{"path":"open.txt"}`)
 	require.NoError(t, os.WriteFile(filepath.Join(f.head, "open.txt"), []byte("someone else's\n"), 0o644))
-	f.fails("edit_file", `{"path":"open.txt","old_string":"fine","new_string":"mine"}`, workspace.Conflict)
-	f.fails("write_file", `{"path":"open.txt","content":"based on the old read\n"}`, workspace.FailedPrecondition)
+	f.fails("edit_file", `{"path":"open.txt","old_string":"fine","new_string":"mine"}`, grove.Conflict)
+	f.fails("write_file", `{"path":"open.txt","content":"based on the old read\n"}`, grove.FailedPrecondition)
 	data, err := os.ReadFile(filepath.Join(f.head, "open.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "someone else's\n", string(data))
@@ -432,7 +433,7 @@ func TestToolAttacksFromReview(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f.fails("read_file", `{"path":"/workspace/roots/r/pipe"}`, workspace.FailedPrecondition)
+		f.fails("read_file", `{"path":"/workspace/roots/r/pipe"}`, grove.FailedPrecondition)
 		f.ok("grep", `{"pattern":"x","path":"/workspace/roots/r"}`)
 	}()
 	select {
@@ -470,8 +471,8 @@ func TestDiffHeadersAnAgentConfiguresDoNotLeak(t *testing.T) {
 	// A read-only policy holds for restore and run too.
 	ro := newFixture(t, &engine.SessionOptions{Policy: []engine.Policy{{ReadOnly: true}}}, nil)
 	cp := strings.Fields(ro.ok("checkpoint", `{}`))[1]
-	ro.fails("restore", js(map[string]any{"checkpoint": cp}), workspace.PermissionDenied)
-	ro.fails("run", `{"command":"touch x"}`, workspace.PermissionDenied)
+	ro.fails("restore", js(map[string]any{"checkpoint": cp}), grove.PermissionDenied)
+	ro.fails("run", `{"command":"touch x"}`, grove.PermissionDenied)
 }
 
 // A head's own roots/<name> is hidden where a root of that name is

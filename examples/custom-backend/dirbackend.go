@@ -19,11 +19,12 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 )
 
 // BackendID is the ID of this backend in bindings.
-const BackendID backend.ID = "dir"
+const BackendID grove.ID = "dir"
 
 // DefaultBranch is the branch Init commits to and that heads start from
 // when HeadSpec.From is empty.
@@ -43,7 +44,7 @@ const prefix = "dirbackend: "
 // Windows keeps no executable bit, and its symlinks need a privilege, so
 // there the backend declares neither. It cannot attach to an existing
 // checkout.
-var capabilities = backend.Capabilities{
+var capabilities = grove.Capabilities{
 	SharedCAS:             true,
 	HostRoot:              true,
 	CrossProcessIsolation: true,
@@ -57,29 +58,29 @@ var capabilities = backend.Capabilities{
 // bit, and symlinks, which files reports through fs.ReadLinkFS. Entries
 // named .git are left out, as git leaves them out. A dir that is already a
 // workspace is AlreadyExists. It returns that commit.
-func Init(dir string, files fs.FS) (backend.CheckpointID, error) {
+func Init(dir string, files fs.FS) (grove.CheckpointID, error) {
 	const op = prefix + "init"
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", &backend.Error{Code: backend.InvalidArgument, Op: op, Path: dir, Err: err}
+		return "", &grove.Error{Code: grove.InvalidArgument, Op: op, Path: dir, Err: err}
 	}
 	p := paths{dir: abs}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return "", &backend.Error{Code: backend.Internal, Op: op, Path: dir, Err: err}
+		return "", &grove.Error{Code: grove.Internal, Op: op, Path: dir, Err: err}
 	}
 	if err := os.Mkdir(p.state(), 0o755); err != nil {
-		code := backend.Internal
+		code := grove.Internal
 		if errors.Is(err, fs.ErrExist) {
-			code = backend.AlreadyExists
+			code = grove.AlreadyExists
 		}
-		return "", &backend.Error{Code: code, Op: op, Path: dir, Err: err}
+		return "", &grove.Error{Code: code, Op: op, Path: dir, Err: err}
 	}
 	c, err := initState(p, files)
 	if err != nil {
 		_ = os.RemoveAll(p.state())
-		return "", &backend.Error{Code: backend.Internal, Op: op, Path: dir, Err: err}
+		return "", &grove.Error{Code: grove.Internal, Op: op, Path: dir, Err: err}
 	}
-	return backend.CheckpointID(c.String()), nil
+	return grove.CheckpointID(c.String()), nil
 }
 
 func initState(p paths, files fs.FS) (plumbing.Hash, error) {
@@ -148,7 +149,7 @@ func initState(p paths, files fs.FS) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	// The ID is written last: a directory without it is no workspace.
-	return c, writeJSON(p.idFile(), wsFile{ID: backend.WorkspaceID(newUUID())})
+	return c, writeJSON(p.idFile(), wsFile{ID: grove.WorkspaceID(newUUID())})
 }
 
 // paths names the files of one workspace.
@@ -164,29 +165,29 @@ func (p paths) locks() string     { return filepath.Join(p.state(), "locks") }
 func (p paths) headsDir() string  { return filepath.Join(p.dir, "heads") }
 
 // manifest, isolation and cas name a head's files; id is validated first.
-func (p paths) manifest(id backend.HeadID) string {
+func (p paths) manifest(id grove.HeadID) string {
 	return filepath.Join(p.manifests(), string(id)+".json")
 }
-func (p paths) isolation(id backend.HeadID) string { return filepath.Join(p.locks(), string(id)) }
-func (p paths) cas(id backend.HeadID) string       { return filepath.Join(p.locks(), string(id)+".cas") }
+func (p paths) isolation(id grove.HeadID) string { return filepath.Join(p.locks(), string(id)) }
+func (p paths) cas(id grove.HeadID) string       { return filepath.Join(p.locks(), string(id)+".cas") }
 
 type wsFile struct {
-	ID backend.WorkspaceID `json:"id"`
+	ID grove.WorkspaceID `json:"id"`
 }
 
 // manifest is a head's record; a destroyed head's stays as its tombstone.
 type manifest struct {
-	ID     backend.HeadID       `json:"id"`
-	Name   string               `json:"name"`
-	Access backend.Access       `json:"access"`
-	Branch string               `json:"branch"`
-	Dir    string               `json:"dir"`
-	Base   backend.CheckpointID `json:"base"`
-	State  backend.HeadState    `json:"state"`
+	ID     grove.HeadID       `json:"id"`
+	Name   string             `json:"name"`
+	Access grove.Access       `json:"access"`
+	Branch string             `json:"branch"`
+	Dir    string             `json:"dir"`
+	Base   grove.CheckpointID `json:"base"`
+	State  grove.HeadState    `json:"state"`
 }
 
-func (m manifest) info() backend.HeadInfo {
-	return backend.HeadInfo{ID: m.ID, Name: m.Name, Access: m.Access, Branch: m.Branch, Root: m.Dir, Base: m.Base, State: m.State}
+func (m manifest) info() grove.HeadInfo {
+	return grove.HeadInfo{ID: m.ID, Name: m.Name, Access: m.Access, Branch: m.Branch, Root: m.Dir, Base: m.Base, State: m.State}
 }
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
@@ -239,10 +240,10 @@ var _ backend.Backend = (*Backend)(nil)
 func New() *Backend { return &Backend{} }
 
 // ID returns "dir".
-func (b *Backend) ID() backend.ID { return BackendID }
+func (b *Backend) ID() grove.ID { return BackendID }
 
 // Capabilities: see the package documentation.
-func (b *Backend) Capabilities() backend.Capabilities { return capabilities }
+func (b *Backend) Capabilities() grove.Capabilities { return capabilities }
 
 // As supports nothing.
 func (b *Backend) As(any) bool { return false }
@@ -253,7 +254,7 @@ func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return backend.Errorf(backend.FailedPrecondition, prefix+"close", "backend is already closed")
+		return grove.Errorf(grove.FailedPrecondition, prefix+"close", "backend is already closed")
 	}
 	b.closed = true
 	return nil
@@ -265,9 +266,9 @@ func (b *Backend) enter(ctx context.Context, op string) error {
 	closed := b.closed
 	b.mu.Unlock()
 	if closed {
-		return backend.Errorf(backend.FailedPrecondition, prefix+op, "backend is closed")
+		return grove.Errorf(grove.FailedPrecondition, prefix+op, "backend is closed")
 	}
-	return backend.ContextError(ctx, prefix+op)
+	return grove.ContextError(ctx, prefix+op)
 }
 
 // OpenWorkspace opens the workspace Init made in the directory locator.
@@ -283,7 +284,7 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	}
 	if opts != nil && opts.HeadsDir != "" {
 		if w.headsDir, err = filepath.Abs(opts.HeadsDir); err != nil {
-			return nil, &backend.Error{Code: backend.InvalidArgument, Op: prefix + "open", Path: opts.HeadsDir, Err: err}
+			return nil, &grove.Error{Code: grove.InvalidArgument, Op: prefix + "open", Path: opts.HeadsDir, Err: err}
 		}
 	}
 	return w, nil
@@ -291,7 +292,7 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 
 func (b *Backend) open(op, locator string) (*workspace, error) {
 	missing := func(err error) error {
-		return &backend.Error{Code: backend.NotFound, Op: op, Path: locator, Reason: backend.ReasonMissing,
+		return &grove.Error{Code: grove.NotFound, Op: op, Path: locator, Reason: grove.ReasonMissing,
 			Err: fmt.Errorf("not a workspace of the dir backend: %w", err)}
 	}
 	dir, err := filepath.Abs(locator)
@@ -326,26 +327,26 @@ type payload struct {
 // (IdentityMismatch, branch) and directory (NotFound, moved) against the
 // head's record, then what OpenHead checks. It reads a few small files and
 // never walks the head's directory.
-func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
+func (b *Backend) Reopen(ctx context.Context, bind grove.Binding, opts *backend.ReopenOptions) (backend.Workspace, backend.Head, error) {
 	const op = prefix + "reopen"
 	if err := b.enter(ctx, "reopen"); err != nil {
 		return nil, nil, err
 	}
-	fail := func(code backend.Code, r backend.Reason, format string, args ...any) error {
-		return &backend.Error{Code: code, Op: op, Head: string(bind.Head), Reason: r, Err: fmt.Errorf(format, args...)}
+	fail := func(code grove.Code, r grove.Reason, format string, args ...any) error {
+		return &grove.Error{Code: code, Op: op, Head: string(bind.Head), Reason: r, Err: fmt.Errorf(format, args...)}
 	}
 	var p payload
 	dec := json.NewDecoder(strings.NewReader(string(bind.Payload)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil || p.Locator == "" || p.Name == "" || p.Branch == "" || p.Dir == "" {
-		return nil, nil, fail(backend.BindingCorrupt, "", "payload is not a dir head's: %s", bind.Payload)
+		return nil, nil, fail(grove.BindingCorrupt, "", "payload is not a dir head's: %s", bind.Payload)
 	}
 	w, err := b.open(op, p.Locator)
 	if err != nil {
 		return nil, nil, err
 	}
 	if w.id != bind.Workspace {
-		return nil, nil, fail(backend.IdentityMismatch, backend.ReasonWorkspaceID, "workspace at %s is %s, not %s", p.Locator, w.id, bind.Workspace)
+		return nil, nil, fail(grove.IdentityMismatch, grove.ReasonWorkspaceID, "workspace at %s is %s, not %s", p.Locator, w.id, bind.Workspace)
 	}
 	m, ok, err := w.manifest(op, bind.Head)
 	if err != nil {
@@ -357,23 +358,23 @@ func (b *Backend) Reopen(ctx context.Context, bind backend.Binding, opts *backen
 			return nil, nil, err
 		}
 		for _, o := range all {
-			if o.State != backend.StateDestroyed && (o.Name == p.Name || o.Dir == p.Dir) {
-				return nil, nil, fail(backend.IdentityMismatch, backend.ReasonHeadID, "head %q is %s, not %s", o.Name, o.ID, bind.Head)
+			if o.State != grove.StateDestroyed && (o.Name == p.Name || o.Dir == p.Dir) {
+				return nil, nil, fail(grove.IdentityMismatch, grove.ReasonHeadID, "head %q is %s, not %s", o.Name, o.ID, bind.Head)
 			}
 		}
-		return nil, nil, fail(backend.NotFound, backend.ReasonMissing, "no head %s in %s", bind.Head, w.p.dir)
+		return nil, nil, fail(grove.NotFound, grove.ReasonMissing, "no head %s in %s", bind.Head, w.p.dir)
 	}
 	switch {
-	case m.State == backend.StateDestroyed:
-		return nil, nil, fail(backend.Destroyed, "", "head %q was destroyed", m.Name)
+	case m.State == grove.StateDestroyed:
+		return nil, nil, fail(grove.Destroyed, "", "head %q was destroyed", m.Name)
 	case m.Access != bind.Access:
-		return nil, nil, fail(backend.IdentityMismatch, backend.ReasonAccess, "head is %s, the binding says %s", m.Access, bind.Access)
+		return nil, nil, fail(grove.IdentityMismatch, grove.ReasonAccess, "head is %s, the binding says %s", m.Access, bind.Access)
 	case m.Name != p.Name:
-		return nil, nil, fail(backend.IdentityMismatch, backend.ReasonHeadID, "head %s is named %q, the binding says %q", m.ID, m.Name, p.Name)
+		return nil, nil, fail(grove.IdentityMismatch, grove.ReasonHeadID, "head %s is named %q, the binding says %q", m.ID, m.Name, p.Name)
 	case m.Branch != p.Branch:
-		return nil, nil, fail(backend.IdentityMismatch, backend.ReasonBranch, "head's branch is %q, the binding says %q", m.Branch, p.Branch)
+		return nil, nil, fail(grove.IdentityMismatch, grove.ReasonBranch, "head's branch is %q, the binding says %q", m.Branch, p.Branch)
 	case m.Dir != p.Dir:
-		return nil, nil, fail(backend.NotFound, backend.ReasonMoved, "head's directory is %s, the binding says %s", m.Dir, p.Dir)
+		return nil, nil, fail(grove.NotFound, grove.ReasonMoved, "head's directory is %s, the binding says %s", m.Dir, p.Dir)
 	}
 	h, err := w.openHead(ctx, op, m, opts)
 	if err != nil {

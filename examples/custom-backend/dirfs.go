@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend/backendutil"
 )
 
@@ -33,20 +33,20 @@ type dirFS struct {
 	cas  string // the lock file that serializes WriteFileIf on the head, across processes
 }
 
-var _ backend.FS = (*dirFS)(nil)
+var _ grove.FS = (*dirFS)(nil)
 
 // maxLinks bounds the symlinks one resolution follows, as the kernel's
 // limit does.
 const maxLinks = 40
 
-func fsErr(code backend.Code, op, name string, err error) *backend.Error {
-	return &backend.Error{Code: code, Op: prefix + op, Path: name, Err: err}
+func fsErr(code grove.Code, op, name string, err error) *grove.Error {
+	return &grove.Error{Code: code, Op: prefix + op, Path: name, Err: err}
 }
 
-func notExist(op, name string) error { return fsErr(backend.NotFound, op, name, fs.ErrNotExist) }
+func notExist(op, name string) error { return fsErr(grove.NotFound, op, name, fs.ErrNotExist) }
 
 // gitDirError is the cause of every refusal to reach .git. It matches
-// fs.ErrPermission, as backend.CheckPath's refusal of the name .git does.
+// fs.ErrPermission, as grove.CheckPath's refusal of the name .git does.
 type gitDirError struct{}
 
 func (gitDirError) Error() string        { return "the git directory is not reachable through the FS" }
@@ -61,8 +61,8 @@ func fsError(op, name string, err error) error { return backendutil.OSError(pref
 // the path it would have with a NotFound error; when an earlier one is,
 // an empty path. With mkdir, missing elements are created as directories.
 func (f *dirFS) resolve(op, name string, follow, mkdir bool, perm fs.FileMode) (string, fs.FileInfo, error) {
-	if err := backend.CheckPath(op, name); err != nil {
-		err.(*backend.Error).Op = prefix + op
+	if err := grove.CheckPath(op, name); err != nil {
+		err.(*grove.Error).Op = prefix + op
 		return "", nil, err
 	}
 	var parts []string
@@ -84,14 +84,14 @@ func (f *dirFS) walk(op, name string, parts []string, follow, mkdir bool, perm f
 			continue
 		case "..":
 			if i == 0 {
-				return "", nil, fsErr(backend.PathEscape, op, name, errors.New("a symlink leads outside the head"))
+				return "", nil, fsErr(grove.PathEscape, op, name, errors.New("a symlink leads outside the head"))
 			}
 			parts = slices.Delete(parts, i-1, i+1)
 			i--
 			continue
 		}
 		if i == 0 && parts[0] == ".git" {
-			return "", nil, fsErr(backend.PermissionDenied, op, name, gitDirError{})
+			return "", nil, fsErr(grove.PermissionDenied, op, name, gitDirError{})
 		}
 		p := strings.Join(parts[:i+1], "/")
 		last := i == len(parts)-1
@@ -113,14 +113,14 @@ func (f *dirFS) walk(op, name string, parts []string, follow, mkdir bool, perm f
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 && (!last || follow) {
 			if links++; links > maxLinks {
-				return "", nil, fsErr(backend.InvalidArgument, op, name, errors.New("too many levels of symbolic links"))
+				return "", nil, fsErr(grove.InvalidArgument, op, name, errors.New("too many levels of symbolic links"))
 			}
 			target, err := f.root.Readlink(p)
 			if err != nil {
 				return "", nil, fsError(op, name, err)
 			}
 			if target == "" || path.IsAbs(target) {
-				return "", nil, fsErr(backend.PathEscape, op, name, fmt.Errorf("symlink to %q leads outside the head", target))
+				return "", nil, fsErr(grove.PathEscape, op, name, fmt.Errorf("symlink to %q leads outside the head", target))
 			}
 			parts = slices.Concat(parts[:i], strings.Split(target, "/"), parts[i+1:])
 			continue
@@ -130,7 +130,7 @@ func (f *dirFS) walk(op, name string, parts []string, follow, mkdir bool, perm f
 		}
 		if !fi.IsDir() {
 			if mkdir {
-				return "", nil, fsErr(backend.FailedPrecondition, op, name, errors.New("a parent is not a directory"))
+				return "", nil, fsErr(grove.FailedPrecondition, op, name, errors.New("a parent is not a directory"))
 			}
 			return "", nil, notExist(op, name)
 		}
@@ -173,7 +173,7 @@ func (f *dirFS) Open(name string) (fs.File, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() && !fi.IsDir() {
-		return nil, fsErr(backend.InvalidArgument, op, name, fmt.Errorf("not a regular file or a directory (%v)", fi.Mode().Type()))
+		return nil, fsErr(grove.InvalidArgument, op, name, fmt.Errorf("not a regular file or a directory (%v)", fi.Mode().Type()))
 	}
 	file, err := f.root.Open(p)
 	if err != nil {
@@ -258,7 +258,7 @@ func (f *dirFS) ReadDir(name string) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	if !fi.IsDir() {
-		return nil, fsErr(backend.FailedPrecondition, op, name, errors.New("not a directory"))
+		return nil, fsErr(grove.FailedPrecondition, op, name, errors.New("not a directory"))
 	}
 	file, err := f.Open(name)
 	if err != nil {
@@ -278,20 +278,20 @@ func (f *dirFS) ReadFile(name string) ([]byte, error) {
 	return data, err
 }
 
-func (f *dirFS) ReadFileDigest(name string) ([]byte, backend.Digest, error) {
+func (f *dirFS) ReadFileDigest(name string) ([]byte, grove.Digest, error) {
 	const op = "readfile"
 	p, fi, err := f.resolve(op, name, true, false, 0)
 	if err != nil {
-		return nil, backend.Digest{}, err
+		return nil, grove.Digest{}, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, backend.Digest{}, fsErr(backend.FailedPrecondition, op, name, fmt.Errorf("not a regular file (%v)", fi.Mode().Type()))
+		return nil, grove.Digest{}, fsErr(grove.FailedPrecondition, op, name, fmt.Errorf("not a regular file (%v)", fi.Mode().Type()))
 	}
 	data, err := f.root.ReadFile(p)
 	if err != nil {
-		return nil, backend.Digest{}, fsError(op, name, err)
+		return nil, grove.Digest{}, fsError(op, name, err)
 	}
-	return data, backend.DigestOf(data), nil
+	return data, grove.DigestOf(data), nil
 }
 
 func (f *dirFS) ReadLink(name string) (string, error) {
@@ -301,7 +301,7 @@ func (f *dirFS) ReadLink(name string) (string, error) {
 		return "", err
 	}
 	if fi.Mode()&fs.ModeSymlink == 0 {
-		return "", fsErr(backend.InvalidArgument, op, name, errors.New("not a symbolic link"))
+		return "", fsErr(grove.InvalidArgument, op, name, errors.New("not a symbolic link"))
 	}
 	t, err := f.root.Readlink(p)
 	return t, fsError(op, name, err)
@@ -311,11 +311,11 @@ func (f *dirFS) ReadLink(name string) (string, error) {
 // would be created (fi nil). A directory is FailedPrecondition.
 func (f *dirFS) writable(op, name string) (string, fs.FileInfo, error) {
 	p, fi, err := f.resolve(op, name, true, false, 0)
-	if err != nil && (backend.CodeOf(err) != backend.NotFound || p == "") {
+	if err != nil && (grove.CodeOf(err) != grove.NotFound || p == "") {
 		return "", nil, err
 	}
 	if p == "." || fi != nil && fi.IsDir() {
-		return "", nil, fsErr(backend.FailedPrecondition, op, name, errors.New("is a directory"))
+		return "", nil, fsErr(grove.FailedPrecondition, op, name, errors.New("is a directory"))
 	}
 	return p, fi, nil
 }
@@ -324,8 +324,8 @@ func (f *dirFS) writable(op, name string) (string, fs.FileInfo, error) {
 // the check and the write of a WriteFileIf.
 func (f *dirFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	const op = "writefile"
-	if err := backend.CheckPath(op, name); err != nil {
-		err.(*backend.Error).Op = prefix + op
+	if err := grove.CheckPath(op, name); err != nil {
+		err.(*grove.Error).Op = prefix + op
 		return err
 	}
 	unlock, err := lockFile(context.Background(), op, f.cas)
@@ -343,10 +343,10 @@ func (f *dirFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 // WriteFileIf holds the head's cas lock file for the check and the write,
 // so it is a compare-and-set against every WriteFile and WriteFileIf of
 // the head, in any process.
-func (f *dirFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect backend.Digest) error {
+func (f *dirFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect grove.Digest) error {
 	const op = "writefileif"
-	if err := backend.CheckPath(op, name); err != nil {
-		err.(*backend.Error).Op = prefix + op
+	if err := grove.CheckPath(op, name); err != nil {
+		err.(*grove.Error).Op = prefix + op
 		return err
 	}
 	unlock, err := lockFile(context.Background(), op, f.cas)
@@ -358,16 +358,16 @@ func (f *dirFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect b
 	if err != nil {
 		return err
 	}
-	var cur backend.Digest
+	var cur grove.Digest
 	if fi != nil {
 		old, err := f.root.ReadFile(p)
 		if err != nil {
 			return fsError(op, name, err)
 		}
-		cur = backend.DigestOf(old)
+		cur = grove.DigestOf(old)
 	}
 	if cur != expect {
-		e := fsErr(backend.Conflict, op, name, fmt.Errorf("content is %s, the caller expected %s", cur, expect))
+		e := fsErr(grove.Conflict, op, name, fmt.Errorf("content is %s, the caller expected %s", cur, expect))
 		e.Current = &cur
 		return e
 	}
@@ -399,7 +399,7 @@ func (f *dirFS) MkdirAll(name string, perm fs.FileMode) error {
 		return err
 	}
 	if !fi.IsDir() {
-		return fsErr(backend.FailedPrecondition, op, name, errors.New("not a directory"))
+		return fsErr(grove.FailedPrecondition, op, name, errors.New("not a directory"))
 	}
 	return nil
 }
@@ -411,7 +411,7 @@ func (f *dirFS) Remove(name string) error {
 		return err
 	}
 	if p == "." {
-		return fsErr(backend.InvalidArgument, op, name, errors.New("cannot remove the head's root"))
+		return fsErr(grove.InvalidArgument, op, name, errors.New("cannot remove the head's root"))
 	}
 	return fsError(op, name, f.root.Remove(p))
 }
@@ -423,18 +423,18 @@ func (f *dirFS) Rename(oldname, newname string) error {
 		return err
 	}
 	to, tfi, err := f.resolve(op, newname, false, false, 0)
-	if err != nil && (backend.CodeOf(err) != backend.NotFound || to == "") {
+	if err != nil && (grove.CodeOf(err) != grove.NotFound || to == "") {
 		return err
 	}
 	switch {
 	case from == "." || to == ".":
-		return fsErr(backend.InvalidArgument, op, oldname, errors.New("cannot rename the head's root"))
+		return fsErr(grove.InvalidArgument, op, oldname, errors.New("cannot rename the head's root"))
 	case tfi != nil && tfi.IsDir():
-		return fsErr(backend.FailedPrecondition, op, newname, errors.New("is a directory"))
+		return fsErr(grove.FailedPrecondition, op, newname, errors.New("is a directory"))
 	case tfi != nil && ffi.IsDir():
-		return fsErr(backend.FailedPrecondition, op, newname, errors.New("not a directory"))
+		return fsErr(grove.FailedPrecondition, op, newname, errors.New("not a directory"))
 	case ffi.IsDir() && strings.HasPrefix(to+"/", from+"/"):
-		return fsErr(backend.InvalidArgument, op, newname, errors.New("cannot move a directory into itself"))
+		return fsErr(grove.InvalidArgument, op, newname, errors.New("cannot move a directory into itself"))
 	}
 	return fsError(op, oldname, f.root.Rename(from, to))
 }
@@ -444,16 +444,16 @@ func (f *dirFS) Rename(oldname, newname string) error {
 func (f *dirFS) Symlink(target, name string) error {
 	const op = "symlink"
 	if !capabilities.Symlinks {
-		return fsErr(backend.Unimplemented, op, name, errors.New("symlinks are not supported on this platform"))
+		return fsErr(grove.Unimplemented, op, name, errors.New("symlinks are not supported on this platform"))
 	}
 	p, _, err := f.resolve(op, name, false, false, 0)
 	switch {
 	case err == nil:
-		return fsErr(backend.AlreadyExists, op, name, fs.ErrExist)
-	case backend.CodeOf(err) != backend.NotFound || p == "":
+		return fsErr(grove.AlreadyExists, op, name, fs.ErrExist)
+	case grove.CodeOf(err) != grove.NotFound || p == "":
 		return err
 	case target == "" || path.IsAbs(target):
-		return fsErr(backend.PathEscape, op, name, fmt.Errorf("symlink target %q leads outside the head", target))
+		return fsErr(grove.PathEscape, op, name, fmt.Errorf("symlink target %q leads outside the head", target))
 	}
 	var parts []string
 	if d := path.Dir(p); d != "." {
@@ -461,7 +461,7 @@ func (f *dirFS) Symlink(target, name string) error {
 	}
 	parts = append(parts, strings.Split(target, "/")...)
 	if _, _, err := f.walk(op, name, parts, true, false, 0); err != nil {
-		if c := backend.CodeOf(err); c == backend.PathEscape || c == backend.PermissionDenied {
+		if c := grove.CodeOf(err); c == grove.PathEscape || c == grove.PermissionDenied {
 			return err
 		}
 	}
@@ -471,7 +471,7 @@ func (f *dirFS) Symlink(target, name string) error {
 func (f *dirFS) Chmod(name string, mode fs.FileMode) error {
 	const op = "chmod"
 	if !capabilities.FileModes {
-		return fsErr(backend.Unimplemented, op, name, errors.New("file modes are not supported on this platform"))
+		return fsErr(grove.Unimplemented, op, name, errors.New("file modes are not supported on this platform"))
 	}
 	p, _, err := f.resolve(op, name, true, false, 0)
 	if err != nil {

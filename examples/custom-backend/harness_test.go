@@ -13,6 +13,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/backend/backendtest"
 )
@@ -48,13 +49,13 @@ func (h *harness) MakeWorkspace(ctx context.Context, files fs.FS) (backendtest.F
 	return backendtest.Fixture{Locator: loc, Base: DefaultBranch}, nil
 }
 
-func decode(b backend.Binding) (payload, error) {
+func decode(b grove.Binding) (payload, error) {
 	var p payload
 	err := json.Unmarshal(b.Payload, &p)
 	return p, err
 }
 
-func (h *harness) DeleteHeadFiles(ctx context.Context, b backend.Binding) error {
+func (h *harness) DeleteHeadFiles(ctx context.Context, b grove.Binding) error {
 	p, err := decode(b)
 	if err != nil {
 		return err
@@ -62,7 +63,7 @@ func (h *harness) DeleteHeadFiles(ctx context.Context, b backend.Binding) error 
 	return os.RemoveAll(p.Dir)
 }
 
-func (h *harness) MoveBranch(ctx context.Context, b backend.Binding, commit backend.CheckpointID) error {
+func (h *harness) MoveBranch(ctx context.Context, b grove.Binding, commit grove.CheckpointID) error {
 	p, err := decode(b)
 	if err != nil {
 		return err
@@ -79,7 +80,7 @@ func (h *harness) MoveBranch(ctx context.Context, b backend.Binding, commit back
 }
 
 // CorruptBinding replaces the payload's locator with a number.
-func (h *harness) CorruptBinding(b backend.Binding) backend.Binding {
+func (h *harness) CorruptBinding(b grove.Binding) grove.Binding {
 	b.Payload = json.RawMessage(`{"locator":42}`)
 	return b
 }

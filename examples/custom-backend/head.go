@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/backend/backendutil"
 )
@@ -28,7 +29,7 @@ import (
 type head struct {
 	w       *workspace
 	m       manifest // as bound; the state is read again from the record
-	binding backend.Binding
+	binding grove.Binding
 	fs      *dirFS
 	iso     *os.File // holds the isolation lock; nil for a shared head
 
@@ -42,22 +43,22 @@ var _ backend.Head = (*head)(nil)
 // if it is isolated (AlreadyBound if another handle, in any process, holds
 // it) unless observe.
 func (w *workspace) newHead(op string, m manifest, observe bool) (*head, error) {
-	fail := func(code backend.Code, err error) error {
-		return &backend.Error{Code: code, Op: prefix + op, Head: m.Name, Err: err}
+	fail := func(code grove.Code, err error) error {
+		return &grove.Error{Code: code, Op: prefix + op, Head: m.Name, Err: err}
 	}
 	var iso *os.File
-	if m.Access == backend.Isolated && !observe {
+	if m.Access == grove.Isolated && !observe {
 		f, err := os.OpenFile(w.p.isolation(m.ID), os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
-			return nil, fail(backend.Internal, err)
+			return nil, fail(grove.Internal, err)
 		}
 		ok, err := tryLock(f)
 		if !ok {
 			_ = f.Close()
 			if err != nil {
-				return nil, fail(backend.Internal, err)
+				return nil, fail(grove.Internal, err)
 			}
-			return nil, fail(backend.AlreadyBound, fmt.Errorf("isolated head %q is held", m.Name))
+			return nil, fail(grove.AlreadyBound, fmt.Errorf("isolated head %q is held", m.Name))
 		}
 		iso = f
 	}
@@ -66,13 +67,13 @@ func (w *workspace) newHead(op string, m manifest, observe bool) (*head, error) 
 		if iso != nil {
 			_ = iso.Close()
 		}
-		return nil, fail(backend.NotFound, err)
+		return nil, fail(grove.NotFound, err)
 	}
 	p, _ := json.Marshal(payload{Locator: w.p.dir, Name: m.Name, Branch: m.Branch, Dir: m.Dir})
 	return &head{
 		w: w, m: m, iso: iso,
 		fs: &dirFS{root: root, cas: w.p.cas(m.ID)},
-		binding: backend.Binding{Version: backend.BindingVersion, Backend: BackendID, Workspace: w.id,
+		binding: grove.Binding{Version: grove.BindingVersion, Backend: BackendID, Workspace: w.id,
 			Head: m.ID, Access: m.Access, Payload: p},
 	}, nil
 }
@@ -84,7 +85,7 @@ func (h *head) enter(ctx context.Context, op string) (manifest, error) {
 	closed := h.closed
 	h.mu.Unlock()
 	if closed {
-		return manifest{}, h.errorf(backend.FailedPrecondition, op, "head is closed")
+		return manifest{}, h.errorf(grove.FailedPrecondition, op, "head is closed")
 	}
 	if err := h.w.b.enter(ctx, op); err != nil {
 		return manifest{}, err
@@ -94,41 +95,41 @@ func (h *head) enter(ctx context.Context, op string) (manifest, error) {
 	case err != nil:
 		return manifest{}, err
 	case !ok:
-		return manifest{}, h.errorf(backend.NotFound, op, "the head's record is gone")
-	case m.State == backend.StateDestroyed:
-		return manifest{}, h.errorf(backend.Destroyed, op, "head was destroyed")
+		return manifest{}, h.errorf(grove.NotFound, op, "the head's record is gone")
+	case m.State == grove.StateDestroyed:
+		return manifest{}, h.errorf(grove.Destroyed, op, "head was destroyed")
 	}
 	return m, nil
 }
 
-func (h *head) errorf(code backend.Code, op, format string, args ...any) error {
-	return &backend.Error{Code: code, Op: prefix + op, Head: h.m.Name, Err: fmt.Errorf(format, args...)}
+func (h *head) errorf(code grove.Code, op, format string, args ...any) error {
+	return &grove.Error{Code: code, Op: prefix + op, Head: h.m.Name, Err: fmt.Errorf(format, args...)}
 }
 
 // internal types an unexpected error, as workspace.internal does.
 func (h *head) internal(ctx context.Context, op string, err error) error {
 	err = h.w.internal(ctx, op, err)
-	var be *backend.Error
+	var be *grove.Error
 	if errors.As(err, &be) && be.Head == "" {
 		be.Head = h.m.Name
 	}
 	return err
 }
 
-func (h *head) Info() backend.HeadInfo {
+func (h *head) Info() grove.HeadInfo {
 	if m, ok, err := h.w.manifest("info", h.m.ID); err == nil && ok {
 		return m.info()
 	}
 	return h.m.info()
 }
 
-func (h *head) Binding() backend.Binding {
+func (h *head) Binding() grove.Binding {
 	b := h.binding
 	b.Payload = slices.Clone(b.Payload)
 	return b
 }
 
-func (h *head) FS() backend.FS { return h.fs }
+func (h *head) FS() grove.FS { return h.fs }
 
 func (h *head) branchRef() plumbing.ReferenceName { return plumbing.NewBranchReferenceName(h.m.Branch) }
 
@@ -145,8 +146,8 @@ func (h *head) current(ctx context.Context, st store, op string) (plumbing.Hash,
 		return plumbing.ZeroHash, nil, plumbing.ZeroHash, h.internal(ctx, op, err)
 	}
 	if !ok {
-		return plumbing.ZeroHash, nil, plumbing.ZeroHash, &backend.Error{Code: backend.NotFound, Op: prefix + op, Head: h.m.Name,
-			Reason: backend.ReasonBranch, Err: fmt.Errorf("branch %q is gone", h.m.Branch)}
+		return plumbing.ZeroHash, nil, plumbing.ZeroHash, &grove.Error{Code: grove.NotFound, Op: prefix + op, Head: h.m.Name,
+			Reason: grove.ReasonBranch, Err: fmt.Errorf("branch %q is gone", h.m.Branch)}
 	}
 	tree, th, err := st.readTree(ctx, c)
 	if err != nil {
@@ -192,18 +193,18 @@ func (h *head) checkpoints(st store) (newest []plumbing.Hash, next int, err erro
 // Checkpoint scans the head's directory without a lock, then, under the
 // workspace's lock, commits what it found if the branch has not moved
 // meanwhile (Conflict if it has).
-func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (backend.CheckpointResult, error) {
+func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (grove.CheckpointResult, error) {
 	const op = "checkpoint"
 	if _, err := h.enter(ctx, op); err != nil {
-		return backend.CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
 	st, err := h.w.store(op)
 	if err != nil {
-		return backend.CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
 	parent, tracked, parentTree, err := h.current(ctx, st, op)
 	if err != nil {
-		return backend.CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
 	sc, err := scanHead(ctx, h.fs.root, tracked, opts, func(p string, e entry, data []byte) error {
 		if tracked[p] == e {
@@ -213,26 +214,26 @@ func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) 
 		return err
 	})
 	if err != nil {
-		return backend.CheckpointResult{}, h.internal(ctx, op, err)
+		return grove.CheckpointResult{}, h.internal(ctx, op, err)
 	}
 	tree, err := st.writeTree(sc.files)
 	if err != nil {
-		return backend.CheckpointResult{}, h.internal(ctx, op, err)
+		return grove.CheckpointResult{}, h.internal(ctx, op, err)
 	}
 	if tree == parentTree {
 		cp, err := st.checkpointOf(parent)
 		if err != nil {
-			return backend.CheckpointResult{}, h.internal(ctx, op, err)
+			return grove.CheckpointResult{}, h.internal(ctx, op, err)
 		}
-		return backend.CheckpointResult{Checkpoint: cp, Skipped: sc.skipped}, nil
+		return grove.CheckpointResult{Checkpoint: cp, Skipped: sc.skipped}, nil
 	}
 	unlock, err := h.w.lock(ctx, op)
 	if err != nil {
-		return backend.CheckpointResult{}, err
+		return grove.CheckpointResult{}, err
 	}
 	defer unlock()
 	if now, _, err := st.ref(h.branchRef()); err != nil || now != parent {
-		return backend.CheckpointResult{}, h.errorf(backend.Conflict, op, "branch %q moved during the checkpoint", h.m.Branch)
+		return grove.CheckpointResult{}, h.errorf(grove.Conflict, op, "branch %q moved during the checkpoint", h.m.Branch)
 	}
 	commit, err := st.writeCommit(tree, parent, opts, time.Now())
 	if err == nil {
@@ -245,14 +246,14 @@ func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) 
 	if err == nil {
 		err = st.setRef(plumbing.ReferenceName(fmt.Sprintf("%s%08d", h.checkpointRefs(), next)), commit)
 	}
-	var cp backend.Checkpoint
+	var cp grove.Checkpoint
 	if err == nil {
 		cp, err = st.checkpointOf(commit)
 	}
 	if err != nil {
-		return backend.CheckpointResult{}, h.internal(ctx, op, err)
+		return grove.CheckpointResult{}, h.internal(ctx, op, err)
 	}
-	return backend.CheckpointResult{Checkpoint: cp, New: true, Skipped: sc.skipped}, nil
+	return grove.CheckpointResult{Checkpoint: cp, New: true, Skipped: sc.skipped}, nil
 }
 
 // Restore checks everything before it changes anything: the target, and
@@ -262,7 +263,7 @@ func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) 
 // are not ignored, removes the directories that left empty, and resets
 // the branch. Once it starts writing it no longer looks at ctx: an
 // interrupted restore is finished by running it again.
-func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
+func (h *head) Restore(ctx context.Context, to grove.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
 	const op = "restore"
 	if _, err := h.enter(ctx, op); err != nil {
 		return backend.RestoreResult{}, err
@@ -289,7 +290,7 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 		return backend.RestoreResult{}, h.internal(ctx, op, err)
 	}
 	conflict := func(p string) error {
-		return &backend.Error{Code: backend.Conflict, Op: prefix + op, Head: h.m.Name, Path: p,
+		return &grove.Error{Code: grove.Conflict, Op: prefix + op, Head: h.m.Name, Path: p,
 			Err: fmt.Errorf("the target tracks %q, which is an ignored file in the head; restore will not overwrite it", p)}
 	}
 	// keep lists the target's paths that hold its content already.
@@ -322,7 +323,7 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 			keep[p] = sc.files[p] == e
 		}
 	}
-	if err := backend.ContextError(ctx, prefix+op); err != nil {
+	if err := grove.ContextError(ctx, prefix+op); err != nil {
 		return backend.RestoreResult{}, err
 	}
 
@@ -376,7 +377,7 @@ func (h *head) Restore(ctx context.Context, to backend.Rev, opts *backend.Restor
 	if err := st.setRef(h.branchRef(), target); err != nil {
 		return backend.RestoreResult{}, h.internal(ctx, op, err)
 	}
-	return backend.RestoreResult{Commit: backend.CheckpointID(target.String())}, nil
+	return backend.RestoreResult{Commit: grove.CheckpointID(target.String())}, nil
 }
 
 // sameFile reports whether p under root holds exactly what tree entry e
@@ -419,7 +420,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	return ks
 }
 
-func (h *head) Log(ctx context.Context, opts *backend.LogOptions) ([]backend.Checkpoint, error) {
+func (h *head) Log(ctx context.Context, opts *backend.LogOptions) ([]grove.Checkpoint, error) {
 	const op = "log"
 	if _, err := h.enter(ctx, op); err != nil {
 		return nil, err
@@ -435,7 +436,7 @@ func (h *head) Log(ctx context.Context, opts *backend.LogOptions) ([]backend.Che
 	if opts != nil && opts.Limit > 0 && len(hashes) > opts.Limit {
 		hashes = hashes[:opts.Limit]
 	}
-	out := make([]backend.Checkpoint, 0, len(hashes))
+	out := make([]grove.Checkpoint, 0, len(hashes))
 	for _, c := range hashes {
 		cp, err := st.checkpointOf(c)
 		if err != nil {
@@ -447,7 +448,7 @@ func (h *head) Log(ctx context.Context, opts *backend.LogOptions) ([]backend.Che
 }
 
 // Commits walks the branch from its tip, skipping every ancestor of since.
-func (h *head) Commits(ctx context.Context, since backend.Rev) ([]backend.CheckpointID, error) {
+func (h *head) Commits(ctx context.Context, since grove.Rev) ([]grove.CheckpointID, error) {
 	const op = "commits"
 	if _, err := h.enter(ctx, op); err != nil {
 		return nil, err
@@ -478,10 +479,10 @@ func (h *head) Commits(ctx context.Context, since backend.Rev) ([]backend.Checkp
 	}
 	ancestors := map[plumbing.Hash]bool{}
 	err = walk(base, nil, func(c *object.Commit) error { ancestors[c.Hash] = true; return nil })
-	var out []backend.CheckpointID
+	var out []grove.CheckpointID
 	if err == nil {
 		err = walk(tip, ancestors, func(c *object.Commit) error {
-			out = append(out, backend.CheckpointID(c.Hash.String()))
+			out = append(out, grove.CheckpointID(c.Hash.String()))
 			return nil
 		})
 	}
@@ -491,51 +492,51 @@ func (h *head) Commits(ctx context.Context, since backend.Rev) ([]backend.Checkp
 	return out, nil
 }
 
-func (h *head) Status(ctx context.Context) (backend.Status, error) {
+func (h *head) Status(ctx context.Context) (grove.Status, error) {
 	const op = "status"
 	m, err := h.enter(ctx, op)
 	if err != nil {
-		return backend.Status{}, err
+		return grove.Status{}, err
 	}
 	st, err := h.w.store(op)
 	if err != nil {
-		return backend.Status{}, err
+		return grove.Status{}, err
 	}
 	commit, tracked, _, err := h.current(ctx, st, op)
 	if err != nil {
-		return backend.Status{}, err
+		return grove.Status{}, err
 	}
 	sc, err := scanHead(ctx, h.fs.root, tracked, &backend.CheckpointOptions{}, nil)
 	if err != nil {
-		return backend.Status{}, h.internal(ctx, op, err)
+		return grove.Status{}, h.internal(ctx, op, err)
 	}
-	s := backend.Status{
+	s := grove.Status{
 		Changes:  sc.changes(tracked),
-		Commit:   backend.CheckpointID(commit.String()),
-		Archived: m.State == backend.StateArchived,
+		Commit:   grove.CheckpointID(commit.String()),
+		Archived: m.State == grove.StateArchived,
 	}
 	s.Dirty = len(s.Changes) > 0
 	cps, _, err := h.checkpoints(st)
 	if err != nil {
-		return backend.Status{}, h.internal(ctx, op, err)
+		return grove.Status{}, h.internal(ctx, op, err)
 	}
 	if len(cps) > 0 {
-		s.LastCheckpoint = backend.CheckpointID(cps[0].String())
+		s.LastCheckpoint = grove.CheckpointID(cps[0].String())
 	}
 	return s, nil
 }
 
 // Diff reads both trees into memory and compares them with backendutil.
-func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, error) {
+func (h *head) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error) {
 	const op = "diff"
 	if _, err := h.enter(ctx, op); err != nil {
-		return backend.Diff{}, err
+		return grove.Diff{}, err
 	}
 	st, err := h.w.store(op)
 	if err != nil {
-		return backend.Diff{}, err
+		return grove.Diff{}, err
 	}
-	treeOf := func(rev backend.Rev) (backendutil.Tree, error) {
+	treeOf := func(rev grove.Rev) (backendutil.Tree, error) {
 		c, err := st.resolve(op, rev)
 		if err != nil {
 			return nil, err
@@ -551,13 +552,13 @@ func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, er
 	}
 	a, err := treeOf(from)
 	if err != nil {
-		return backend.Diff{}, err
+		return grove.Diff{}, err
 	}
 	var b backendutil.Tree
-	if to == backend.Live {
+	if to == grove.Live {
 		_, tracked, _, err := h.current(ctx, st, op)
 		if err != nil {
-			return backend.Diff{}, err
+			return grove.Diff{}, err
 		}
 		b = backendutil.Tree{}
 		_, err = scanHead(ctx, h.fs.root, tracked, &backend.CheckpointOptions{}, func(p string, e entry, data []byte) error {
@@ -565,10 +566,10 @@ func (h *head) Diff(ctx context.Context, from, to backend.Rev) (backend.Diff, er
 			return nil
 		})
 		if err != nil {
-			return backend.Diff{}, h.internal(ctx, op, err)
+			return grove.Diff{}, h.internal(ctx, op, err)
 		}
 	} else if b, err = treeOf(to); err != nil {
-		return backend.Diff{}, err
+		return grove.Diff{}, err
 	}
 	return backendutil.Diff(ctx, a, b)
 }
@@ -593,7 +594,7 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 	}
 	m, _, err := h.w.manifest(op, h.m.ID)
 	if err == nil {
-		m.State = backend.StateDestroyed
+		m.State = grove.StateDestroyed
 		err = h.w.writeManifest(op, m)
 	}
 	unlock()
@@ -602,7 +603,7 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 	}
 	h.release()
 	if err := os.RemoveAll(h.m.Dir); err != nil {
-		return &backend.Error{Code: backend.Internal, Op: prefix + op, Head: h.m.Name, Path: h.m.Dir, Err: err}
+		return &grove.Error{Code: grove.Internal, Op: prefix + op, Head: h.m.Name, Path: h.m.Dir, Err: err}
 	}
 	return nil
 }
@@ -610,7 +611,7 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 // Close releases the head's isolation lock. It deletes nothing.
 func (h *head) Close() error {
 	if !h.release() {
-		return h.errorf(backend.FailedPrecondition, "close", "head is already closed")
+		return h.errorf(grove.FailedPrecondition, "close", "head is already closed")
 	}
 	return nil
 }

@@ -44,6 +44,7 @@ import (
 	"strings"
 	"testing/fstest"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 )
 
@@ -78,7 +79,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer ws.Close()
-	h, err := ws.CreateHead(ctx, &backend.HeadSpec{Name: "agent", Access: backend.Isolated, From: DefaultBranch})
+	h, err := ws.CreateHead(ctx, &backend.HeadSpec{Name: "agent", Access: grove.Isolated, From: DefaultBranch})
 	if err != nil {
 		return err
 	}
@@ -95,11 +96,11 @@ func run(ctx context.Context) error {
 		return err
 	}
 	fmt.Printf("dirty: %v, changes: %v\n", st.Dirty, st.Changes)
-	cp, err := h.Checkpoint(ctx, &backend.CheckpointOptions{Message: "say world", Author: backend.DefaultAuthor})
+	cp, err := h.Checkpoint(ctx, &backend.CheckpointOptions{Message: "say world", Author: grove.DefaultAuthor})
 	if err != nil {
 		return err
 	}
-	d, err := h.Diff(ctx, DefaultBranch, backend.Rev(cp.ID))
+	d, err := h.Diff(ctx, DefaultBranch, grove.Rev(cp.ID))
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/backend/backendutil"
 )
@@ -143,8 +144,8 @@ func (s store) backendutilTree(files map[string]entry) (backendutil.Tree, error)
 
 func (s store) writeCommit(tree, parent plumbing.Hash, opts *backend.CheckpointOptions, when time.Time) (plumbing.Hash, error) {
 	author := opts.Author
-	if author == (backend.Signature{}) {
-		author = backend.DefaultAuthor
+	if author == (grove.Signature{}) {
+		author = grove.DefaultAuthor
 	}
 	msg := opts.Message
 	if msg == "" {
@@ -165,8 +166,8 @@ func (s store) writeCommit(tree, parent plumbing.Hash, opts *backend.CheckpointO
 // resolve turns a revision into a commit hash: a full or abbreviated hash,
 // a branch, a tag, or anything go-git's revision parser takes. A revision
 // that names no commit is NotFound.
-func (s store) resolve(op string, rev backend.Rev) (plumbing.Hash, error) {
-	notFound := &backend.Error{Code: backend.NotFound, Op: prefix + op, Rev: rev, Err: errors.New("does not resolve to a commit")}
+func (s store) resolve(op string, rev grove.Rev) (plumbing.Hash, error) {
+	notFound := &grove.Error{Code: grove.NotFound, Op: prefix + op, Rev: rev, Err: errors.New("does not resolve to a commit")}
 	if rev == "" || strings.HasPrefix(string(rev), "-") {
 		return plumbing.ZeroHash, notFound
 	}
@@ -180,19 +181,19 @@ func (s store) resolve(op string, rev backend.Rev) (plumbing.Hash, error) {
 	return *h, nil
 }
 
-func (s store) checkpointOf(h plumbing.Hash) (backend.Checkpoint, error) {
+func (s store) checkpointOf(h plumbing.Hash) (grove.Checkpoint, error) {
 	c, err := s.repo.CommitObject(h)
 	if err != nil {
-		return backend.Checkpoint{}, err
+		return grove.Checkpoint{}, err
 	}
-	cp := backend.Checkpoint{
-		ID:      backend.CheckpointID(h.String()),
+	cp := grove.Checkpoint{
+		ID:      grove.CheckpointID(h.String()),
 		Message: c.Message,
-		Author:  backend.Signature{Name: c.Author.Name, Email: c.Author.Email},
+		Author:  grove.Signature{Name: c.Author.Name, Email: c.Author.Email},
 		Time:    c.Author.When,
 	}
 	if len(c.ParentHashes) > 0 {
-		cp.Parent = backend.CheckpointID(c.ParentHashes[0].String())
+		cp.Parent = grove.CheckpointID(c.ParentHashes[0].String())
 	}
 	return cp, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/backend/backendutil"
 )
@@ -32,7 +33,7 @@ type scan struct {
 	ig      backendutil.Ignore
 	files   map[string]entry // what a checkpoint holds
 	seen    map[string]visit // every entry visited, by path
-	skipped []backend.Skipped
+	skipped []grove.Skipped
 }
 
 // scanHead walks the head's directory: tracked files (those of the tree
@@ -46,7 +47,7 @@ func scanHead(ctx context.Context, root *os.Root, tracked map[string]entry, opts
 	blob func(p string, e entry, data []byte) error) (*scan, error) {
 	limit := opts.MaxNewFileSize
 	if limit == 0 {
-		limit = backend.DefaultMaxNewFileSize
+		limit = grove.DefaultMaxNewFileSize
 	}
 	trackedDirs := map[string]bool{}
 	for p := range tracked {
@@ -119,7 +120,7 @@ func scanHead(ctx context.Context, root *os.Root, tracked map[string]entry, opts
 				return err
 			}
 			if !isTracked && limit > 0 && info.Size() > limit {
-				s.skipped = append(s.skipped, backend.Skipped{Path: p, Reason: backend.SkipTooLarge, Size: info.Size()})
+				s.skipped = append(s.skipped, grove.Skipped{Path: p, Reason: grove.SkipTooLarge, Size: info.Size()})
 				return nil
 			}
 			if info.Mode()&0o111 != 0 && capabilities.FileModes {
@@ -129,7 +130,7 @@ func scanHead(ctx context.Context, root *os.Root, tracked map[string]entry, opts
 				return err
 			}
 		default:
-			s.skipped = append(s.skipped, backend.Skipped{Path: p, Reason: backend.SkipIrregular})
+			s.skipped = append(s.skipped, grove.Skipped{Path: p, Reason: grove.SkipIrregular})
 			return nil
 		}
 		e := entry{mode: mode, hash: plumbing.ComputeHash(plumbing.BlobObject, data)}
@@ -144,31 +145,31 @@ func scanHead(ctx context.Context, root *os.Root, tracked map[string]entry, opts
 	}
 	for p, v := range s.seen {
 		if p != "." && v.mode.IsDir() && !v.ignored && !hasChild[p] {
-			s.skipped = append(s.skipped, backend.Skipped{Path: p, Reason: backend.SkipEmptyDirectory})
+			s.skipped = append(s.skipped, grove.Skipped{Path: p, Reason: grove.SkipEmptyDirectory})
 		}
 	}
-	slices.SortFunc(s.skipped, func(a, b backend.Skipped) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(s.skipped, func(a, b grove.Skipped) int { return strings.Compare(a.Path, b.Path) })
 	return s, nil
 }
 
 // changes compares what a scan captured with the tracked files of the
 // head's commit.
-func (s *scan) changes(tracked map[string]entry) []backend.Change {
-	var out []backend.Change
+func (s *scan) changes(tracked map[string]entry) []grove.Change {
+	var out []grove.Change
 	for p, e := range s.files {
 		t, ok := tracked[p]
 		switch {
 		case !ok:
-			out = append(out, backend.Change{Path: p, Kind: backend.ChangeUntracked})
+			out = append(out, grove.Change{Path: p, Kind: grove.ChangeUntracked})
 		case t != e:
-			out = append(out, backend.Change{Path: p, Kind: backend.ChangeModified})
+			out = append(out, grove.Change{Path: p, Kind: grove.ChangeModified})
 		}
 	}
 	for p := range tracked {
 		if _, ok := s.files[p]; !ok {
-			out = append(out, backend.Change{Path: p, Kind: backend.ChangeDeleted})
+			out = append(out, grove.Change{Path: p, Kind: grove.ChangeDeleted})
 		}
 	}
-	slices.SortFunc(out, func(a, b backend.Change) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(out, func(a, b grove.Change) int { return strings.Compare(a.Path, b.Path) })
 	return out
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 )
 
@@ -23,7 +24,7 @@ import (
 type workspace struct {
 	b        *Backend
 	p        paths
-	id       backend.WorkspaceID
+	id       grove.WorkspaceID
 	headsDir string
 
 	mu     sync.Mutex
@@ -37,7 +38,7 @@ func (w *workspace) enter(ctx context.Context, op string) error {
 	closed := w.closed
 	w.mu.Unlock()
 	if closed {
-		return backend.Errorf(backend.FailedPrecondition, prefix+op, "workspace is closed")
+		return grove.Errorf(grove.FailedPrecondition, prefix+op, "workspace is closed")
 	}
 	return w.b.enter(ctx, op)
 }
@@ -46,7 +47,7 @@ func (w *workspace) enter(ctx context.Context, op string) error {
 func (w *workspace) store(op string) (store, error) {
 	repo, err := git.PlainOpen(w.p.repo())
 	if err != nil {
-		return store{}, &backend.Error{Code: backend.Internal, Op: prefix + op, Path: w.p.repo(), Err: err}
+		return store{}, &grove.Error{Code: grove.Internal, Op: prefix + op, Path: w.p.repo(), Err: err}
 	}
 	return store{repo}, nil
 }
@@ -65,7 +66,7 @@ const lockWait = 10 * time.Second
 func lockFile(ctx context.Context, op, file string) (unlock func(), err error) {
 	f, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, &backend.Error{Code: backend.Internal, Op: prefix + op, Path: file, Err: err}
+		return nil, &grove.Error{Code: grove.Internal, Op: prefix + op, Path: file, Err: err}
 	}
 	deadline := time.Now().Add(lockWait)
 	for {
@@ -75,23 +76,23 @@ func lockFile(ctx context.Context, op, file string) (unlock func(), err error) {
 		}
 		if err != nil {
 			_ = f.Close()
-			return nil, &backend.Error{Code: backend.Internal, Op: prefix + op, Path: file, Err: err}
+			return nil, &grove.Error{Code: grove.Internal, Op: prefix + op, Path: file, Err: err}
 		}
 		if time.Now().After(deadline) {
 			_ = f.Close()
-			return nil, &backend.Error{Code: backend.Busy, Op: prefix + op, Path: file, Err: fmt.Errorf("held by another holder for %v", lockWait)}
+			return nil, &grove.Error{Code: grove.Busy, Op: prefix + op, Path: file, Err: fmt.Errorf("held by another holder for %v", lockWait)}
 		}
 		select {
 		case <-ctx.Done():
 			_ = f.Close()
-			return nil, backend.ContextError(ctx, prefix+op)
+			return nil, grove.ContextError(ctx, prefix+op)
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
 }
 
 // manifest reads the record of head id; ok is false if there is none.
-func (w *workspace) manifest(op string, id backend.HeadID) (m manifest, ok bool, err error) {
+func (w *workspace) manifest(op string, id grove.HeadID) (m manifest, ok bool, err error) {
 	if !uuidRE.MatchString(string(id)) {
 		return manifest{}, false, nil
 	}
@@ -100,7 +101,7 @@ func (w *workspace) manifest(op string, id backend.HeadID) (m manifest, ok bool,
 	case errors.Is(err, fs.ErrNotExist):
 		return manifest{}, false, nil
 	case err != nil:
-		return manifest{}, false, &backend.Error{Code: backend.Internal, Op: prefix + op, Head: string(id), Err: err}
+		return manifest{}, false, &grove.Error{Code: grove.Internal, Op: prefix + op, Head: string(id), Err: err}
 	}
 	return m, true, nil
 }
@@ -109,7 +110,7 @@ func (w *workspace) manifest(op string, id backend.HeadID) (m manifest, ok bool,
 func (w *workspace) manifestsList(op string) ([]manifest, error) {
 	ents, err := os.ReadDir(w.p.manifests())
 	if err != nil {
-		return nil, &backend.Error{Code: backend.Internal, Op: prefix + op, Path: w.p.manifests(), Err: err}
+		return nil, &grove.Error{Code: grove.Internal, Op: prefix + op, Path: w.p.manifests(), Err: err}
 	}
 	var out []manifest
 	for _, e := range ents {
@@ -117,7 +118,7 @@ func (w *workspace) manifestsList(op string) ([]manifest, error) {
 		if !ok {
 			continue
 		}
-		m, ok, err := w.manifest(op, backend.HeadID(id))
+		m, ok, err := w.manifest(op, grove.HeadID(id))
 		if err != nil {
 			return nil, err
 		}
@@ -130,13 +131,13 @@ func (w *workspace) manifestsList(op string) ([]manifest, error) {
 
 func (w *workspace) writeManifest(op string, m manifest) error {
 	if err := writeJSON(w.p.manifest(m.ID), m); err != nil {
-		return &backend.Error{Code: backend.Internal, Op: prefix + op, Head: m.Name, Err: err}
+		return &grove.Error{Code: grove.Internal, Op: prefix + op, Head: m.Name, Err: err}
 	}
 	return nil
 }
 
-func (w *workspace) Info() backend.WorkspaceInfo {
-	return backend.WorkspaceInfo{ID: w.id, Backend: BackendID, Locator: w.p.dir}
+func (w *workspace) Info() grove.WorkspaceInfo {
+	return grove.WorkspaceInfo{ID: w.id, Backend: BackendID, Locator: w.p.dir}
 }
 
 // CreateHead makes the head's directory (HeadSpec.Dir, or the head's name
@@ -148,11 +149,11 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	if err := w.enter(ctx, op); err != nil {
 		return nil, err
 	}
-	fail := func(code backend.Code, path string, format string, args ...any) error {
-		return &backend.Error{Code: code, Op: prefix + op, Head: spec.Name, Path: path, Err: fmt.Errorf(format, args...)}
+	fail := func(code grove.Code, path string, format string, args ...any) error {
+		return &grove.Error{Code: code, Op: prefix + op, Head: spec.Name, Path: path, Err: fmt.Errorf(format, args...)}
 	}
 	if spec.Attach != "" {
-		return nil, fail(backend.Unimplemented, spec.Attach, "the dir backend cannot attach to a checkout")
+		return nil, fail(grove.Unimplemented, spec.Attach, "the dir backend cannot attach to a checkout")
 	}
 	unlock, err := w.lock(ctx, op)
 	if err != nil {
@@ -163,8 +164,8 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	if err != nil {
 		return nil, err
 	}
-	if slices.ContainsFunc(all, func(m manifest) bool { return m.Name == spec.Name && m.State != backend.StateDestroyed }) {
-		return nil, fail(backend.AlreadyExists, "", "a head named %q exists", spec.Name)
+	if slices.ContainsFunc(all, func(m manifest) bool { return m.Name == spec.Name && m.State != grove.StateDestroyed }) {
+		return nil, fail(grove.AlreadyExists, "", "a head named %q exists", spec.Name)
 	}
 	st, err := w.store(op)
 	if err != nil {
@@ -172,7 +173,7 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	}
 	from := spec.From
 	if from == "" {
-		from = backend.Rev(plumbing.HEAD)
+		from = grove.Rev(plumbing.HEAD)
 	}
 	base, err := st.resolve(op, from)
 	if err != nil {
@@ -189,20 +190,20 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 			branch = fmt.Sprintf("grove/%s-%d", spec.Name, n)
 		}
 	} else if exists(branch) {
-		return nil, fail(backend.AlreadyExists, branch, "branch %q exists", branch)
+		return nil, fail(grove.AlreadyExists, branch, "branch %q exists", branch)
 	}
 	dir := spec.Dir
 	if dir == "" {
 		dir = filepath.Join(w.headsDir, spec.Name)
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
-		return nil, fail(backend.InvalidArgument, spec.Dir, "%v", err)
+		return nil, fail(grove.InvalidArgument, spec.Dir, "%v", err)
 	}
 	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
-		return nil, fail(backend.AlreadyExists, dir, "%s exists and is not a directory", dir)
+		return nil, fail(grove.AlreadyExists, dir, "%s exists and is not a directory", dir)
 	}
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-		return nil, fail(backend.AlreadyExists, dir, "directory %s exists and is not empty", dir)
+		return nil, fail(grove.AlreadyExists, dir, "directory %s exists and is not empty", dir)
 	}
 	tree, _, err := st.readTree(ctx, base)
 	if err != nil {
@@ -215,10 +216,10 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	// From here on, a failure undoes what was done.
 	if dir, err = filepath.EvalSymlinks(dir); err != nil {
 		undo()
-		return nil, fail(backend.Internal, dir, "%v", err)
+		return nil, fail(grove.Internal, dir, "%v", err)
 	}
-	m := manifest{ID: backend.HeadID(newUUID()), Name: spec.Name, Access: spec.Access, Branch: branch, Dir: dir,
-		Base: backend.CheckpointID(base.String()), State: backend.StateActive}
+	m := manifest{ID: grove.HeadID(newUUID()), Name: spec.Name, Access: spec.Access, Branch: branch, Dir: dir,
+		Base: grove.CheckpointID(base.String()), State: grove.StateActive}
 	ref := plumbing.NewBranchReferenceName(branch)
 	if err = st.setRef(ref, base); err == nil {
 		if err = w.writeManifest(op, m); err == nil {
@@ -237,14 +238,14 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 // internal types an unexpected error: Canceled if ctx ended, Internal
 // otherwise; an error that is already typed keeps its code.
 func (w *workspace) internal(ctx context.Context, op string, err error) error {
-	var be *backend.Error
+	var be *grove.Error
 	if errors.As(err, &be) {
 		return err
 	}
-	if cerr := backend.ContextError(ctx, prefix+op); cerr != nil {
+	if cerr := grove.ContextError(ctx, prefix+op); cerr != nil {
 		return cerr
 	}
-	return &backend.Error{Code: backend.Internal, Op: prefix + op, Err: err}
+	return &grove.Error{Code: grove.Internal, Op: prefix + op, Err: err}
 }
 
 // OpenHead opens the live head with that name.
@@ -257,9 +258,9 @@ func (w *workspace) OpenHead(ctx context.Context, name string, opts *backend.Reo
 	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(all, func(m manifest) bool { return m.Name == name && m.State != backend.StateDestroyed })
+	i := slices.IndexFunc(all, func(m manifest) bool { return m.Name == name && m.State != grove.StateDestroyed })
 	if i < 0 {
-		return nil, &backend.Error{Code: backend.NotFound, Op: prefix + op, Head: name, Reason: backend.ReasonMissing, Err: fmt.Errorf("no head named %q", name)}
+		return nil, &grove.Error{Code: grove.NotFound, Op: prefix + op, Head: name, Reason: grove.ReasonMissing, Err: fmt.Errorf("no head named %q", name)}
 	}
 	return w.openHead(ctx, op, all[i], opts)
 }
@@ -269,29 +270,29 @@ func (w *workspace) OpenHead(ctx context.Context, name string, opts *backend.Reo
 // opts.AllowArchived, which unarchives it, or opts.ReadOnly), and binds it,
 // taking its isolation lock (AlreadyBound if held) unless opts.ReadOnly.
 func (w *workspace) openHead(ctx context.Context, op string, m manifest, opts *backend.ReopenOptions) (*head, error) {
-	fail := func(code backend.Code, r backend.Reason, format string, args ...any) error {
-		return &backend.Error{Code: code, Op: prefix + op, Head: m.Name, Reason: r, Err: fmt.Errorf(format, args...)}
+	fail := func(code grove.Code, r grove.Reason, format string, args ...any) error {
+		return &grove.Error{Code: code, Op: prefix + op, Head: m.Name, Reason: r, Err: fmt.Errorf(format, args...)}
 	}
 	if fi, err := os.Lstat(m.Dir); err != nil || !fi.IsDir() {
-		return nil, fail(backend.NotFound, backend.ReasonMissing, "the head's directory %s is gone", m.Dir)
+		return nil, fail(grove.NotFound, grove.ReasonMissing, "the head's directory %s is gone", m.Dir)
 	}
 	st, err := w.store(op)
 	if err != nil {
 		return nil, err
 	}
 	if _, ok, err := st.ref(plumbing.NewBranchReferenceName(m.Branch)); err != nil || !ok {
-		return nil, fail(backend.NotFound, backend.ReasonBranch, "the head's branch %q is gone", m.Branch)
+		return nil, fail(grove.NotFound, grove.ReasonBranch, "the head's branch %q is gone", m.Branch)
 	}
 	allow := opts != nil && opts.AllowArchived
 	observe := opts != nil && opts.ReadOnly
-	if m.State == backend.StateArchived && !allow && !observe {
-		return nil, fail(backend.Archived, "", "head %q is archived", m.Name)
+	if m.State == grove.StateArchived && !allow && !observe {
+		return nil, fail(grove.Archived, "", "head %q is archived", m.Name)
 	}
 	h, err := w.newHead(op, m, observe)
 	if err != nil {
 		return nil, err
 	}
-	if m.State == backend.StateArchived && !observe {
+	if m.State == grove.StateArchived && !observe {
 		if err := h.SetArchived(ctx, false); err != nil {
 			_ = h.Close()
 			return nil, err
@@ -300,7 +301,7 @@ func (w *workspace) openHead(ctx context.Context, op string, m manifest, opts *b
 	return h, nil
 }
 
-func (w *workspace) Heads(ctx context.Context) ([]backend.HeadInfo, error) {
+func (w *workspace) Heads(ctx context.Context) ([]grove.HeadInfo, error) {
 	if err := w.enter(ctx, "heads"); err != nil {
 		return nil, err
 	}
@@ -308,17 +309,17 @@ func (w *workspace) Heads(ctx context.Context) ([]backend.HeadInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []backend.HeadInfo
+	var out []grove.HeadInfo
 	for _, m := range all {
-		if m.State != backend.StateDestroyed {
+		if m.State != grove.StateDestroyed {
 			out = append(out, m.info())
 		}
 	}
-	slices.SortFunc(out, func(a, b backend.HeadInfo) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b grove.HeadInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-func (w *workspace) SetArchived(ctx context.Context, id backend.HeadID, archived bool) error {
+func (w *workspace) SetArchived(ctx context.Context, id grove.HeadID, archived bool) error {
 	if err := w.enter(ctx, "set archived"); err != nil {
 		return err
 	}
@@ -326,7 +327,7 @@ func (w *workspace) SetArchived(ctx context.Context, id backend.HeadID, archived
 }
 
 // setArchived changes a head's state under the workspace's lock.
-func (w *workspace) setArchived(ctx context.Context, id backend.HeadID, archived bool) error {
+func (w *workspace) setArchived(ctx context.Context, id grove.HeadID, archived bool) error {
 	const op = "set archived"
 	unlock, err := w.lock(ctx, op)
 	if err != nil {
@@ -338,20 +339,20 @@ func (w *workspace) setArchived(ctx context.Context, id backend.HeadID, archived
 	case err != nil:
 		return err
 	case !ok:
-		return &backend.Error{Code: backend.NotFound, Op: prefix + op, Head: string(id), Err: fmt.Errorf("no head %s", id)}
-	case m.State == backend.StateDestroyed:
-		return &backend.Error{Code: backend.Destroyed, Op: prefix + op, Head: m.Name, Err: fmt.Errorf("head %q was destroyed", m.Name)}
+		return &grove.Error{Code: grove.NotFound, Op: prefix + op, Head: string(id), Err: fmt.Errorf("no head %s", id)}
+	case m.State == grove.StateDestroyed:
+		return &grove.Error{Code: grove.Destroyed, Op: prefix + op, Head: m.Name, Err: fmt.Errorf("head %q was destroyed", m.Name)}
 	}
-	m.State = backend.StateActive
+	m.State = grove.StateActive
 	if archived {
-		m.State = backend.StateArchived
+		m.State = grove.StateArchived
 	}
 	return w.writeManifest(op, m)
 }
 
 // Materialize writes the tree of at into dir, which must be empty or
 // absent and must not lie in a head's directory (FailedPrecondition).
-func (w *workspace) Materialize(ctx context.Context, at backend.Rev, dir string) error {
+func (w *workspace) Materialize(ctx context.Context, at grove.Rev, dir string) error {
 	const op = "materialize"
 	if err := w.enter(ctx, op); err != nil {
 		return err
@@ -366,7 +367,7 @@ func (w *workspace) Materialize(ctx context.Context, at backend.Rev, dir string)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return &backend.Error{Code: backend.InvalidArgument, Op: prefix + op, Path: dir, Err: err}
+		return &grove.Error{Code: grove.InvalidArgument, Op: prefix + op, Path: dir, Err: err}
 	}
 	all, err := w.manifestsList(op)
 	if err != nil {
@@ -377,15 +378,15 @@ func (w *workspace) Materialize(ctx context.Context, at backend.Rev, dir string)
 		canon = filepath.Join(d, filepath.Base(abs))
 	}
 	for _, m := range all {
-		if rel, err := filepath.Rel(m.Dir, canon); err == nil && filepath.IsLocal(rel) && m.State != backend.StateDestroyed {
-			return &backend.Error{Code: backend.FailedPrecondition, Op: prefix + op, Path: dir, Err: fmt.Errorf("%s lies in head %q", dir, m.Name)}
+		if rel, err := filepath.Rel(m.Dir, canon); err == nil && filepath.IsLocal(rel) && m.State != grove.StateDestroyed {
+			return &grove.Error{Code: grove.FailedPrecondition, Op: prefix + op, Path: dir, Err: fmt.Errorf("%s lies in head %q", dir, m.Name)}
 		}
 	}
 	if fi, err := os.Lstat(abs); err == nil && !fi.IsDir() {
-		return &backend.Error{Code: backend.FailedPrecondition, Op: prefix + op, Path: dir, Err: errors.New("destination is not a directory")}
+		return &grove.Error{Code: grove.FailedPrecondition, Op: prefix + op, Path: dir, Err: errors.New("destination is not a directory")}
 	}
 	if ents, err := os.ReadDir(abs); err == nil && len(ents) > 0 {
-		return &backend.Error{Code: backend.FailedPrecondition, Op: prefix + op, Path: dir, Err: errors.New("destination is not empty")}
+		return &grove.Error{Code: grove.FailedPrecondition, Op: prefix + op, Path: dir, Err: errors.New("destination is not empty")}
 	}
 	tree, _, err := st.readTree(ctx, c)
 	if err != nil {
@@ -402,7 +403,7 @@ func writeFiles(ctx context.Context, op, dir string, st store, tree map[string]e
 	_, statErr := os.Lstat(dir)
 	created := errors.Is(statErr, fs.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, &backend.Error{Code: backend.Internal, Op: op, Path: dir, Err: err}
+		return nil, &grove.Error{Code: grove.Internal, Op: op, Path: dir, Err: err}
 	}
 	undo = func() {
 		if created {
@@ -417,17 +418,17 @@ func writeFiles(ctx context.Context, op, dir string, st store, tree map[string]e
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		undo()
-		return nil, &backend.Error{Code: backend.Internal, Op: op, Path: dir, Err: err}
+		return nil, &grove.Error{Code: grove.Internal, Op: op, Path: dir, Err: err}
 	}
 	defer root.Close()
 	for p, e := range tree {
 		if err := ctx.Err(); err != nil {
 			undo()
-			return nil, backend.ContextError(ctx, op)
+			return nil, grove.ContextError(ctx, op)
 		}
 		if err := writeEntry(root, st, p, e); err != nil {
 			undo()
-			return nil, &backend.Error{Code: backend.Internal, Op: op, Path: filepath.Join(dir, p), Err: err}
+			return nil, &grove.Error{Code: grove.Internal, Op: op, Path: filepath.Join(dir, p), Err: err}
 		}
 	}
 	return undo, nil
@@ -481,7 +482,7 @@ func (w *workspace) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return backend.Errorf(backend.FailedPrecondition, prefix+"close workspace", "workspace is already closed")
+		return grove.Errorf(grove.FailedPrecondition, prefix+"close workspace", "workspace is already closed")
 	}
 	w.closed = true
 	return nil

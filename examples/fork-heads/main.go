@@ -18,6 +18,7 @@ import (
 	"strings"
 	"testing/fstest"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/memorybackend"
 	"github.com/groveworks/grove/workspace"
@@ -133,7 +134,7 @@ func run(ctx context.Context, memory bool) error {
 		return err
 	}
 	defer arc.Close()
-	big, err := main.Fork(ctx, "try-bigger", &workspace.ForkOptions{From: workspace.Rev(v64.ID)})
+	big, err := main.Fork(ctx, "try-bigger", &workspace.ForkOptions{From: grove.Rev(v64.ID)})
 	if err != nil {
 		return err
 	}
@@ -161,7 +162,7 @@ func run(ctx context.Context, memory bool) error {
 
 	// The LRU wins: its diff against the agent's checkpoint is the
 	// change to review.
-	d, err := lru.Diff(ctx, workspace.Rev(v64.ID), workspace.Live)
+	d, err := lru.Diff(ctx, grove.Rev(v64.ID), grove.Live)
 	if err != nil {
 		return err
 	}

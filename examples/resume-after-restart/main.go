@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
@@ -128,7 +129,7 @@ func second(ctx context.Context, state, id string) error {
 
 	// While this process runs the session, nobody else resumes it.
 	_, err = eng.Resume(ctx, id, &engine.ResumeOptions{Config: agentConfig})
-	fmt.Printf("process %d: a second resume while it runs: %v\n", os.Getpid(), workspace.CodeOf(err))
+	fmt.Printf("process %d: a second resume while it runs: %v\n", os.Getpid(), grove.CodeOf(err))
 
 	// Once the head is destroyed, the session can never resume in another.
 	if _, err := s.Destroy(ctx, nil); err != nil {
@@ -136,10 +137,10 @@ func second(ctx context.Context, state, id string) error {
 	}
 	_, err = eng.Resume(ctx, id, &engine.ResumeOptions{Config: agentConfig})
 	var re *engine.ResumeError
-	if !errors.As(err, &re) || workspace.CodeOf(err) != workspace.Destroyed {
+	if !errors.As(err, &re) || grove.CodeOf(err) != grove.Destroyed {
 		return fmt.Errorf("resume of a destroyed head: %v", err)
 	}
-	fmt.Printf("process %d: after destroy, resume fails: %s (%s)\n", os.Getpid(), re.Kind, workspace.CodeOf(err))
+	fmt.Printf("process %d: after destroy, resume fails: %s (%s)\n", os.Getpid(), re.Kind, grove.CodeOf(err))
 	return nil
 }
 

@@ -14,7 +14,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/internal/usergit"
 	"github.com/groveworks/grove/workspace"
@@ -265,7 +265,7 @@ func Ops() []Op {
 // ops is the state the operations of one Ops list share.
 type ops struct {
 	seq         int
-	restoreTo   [2]backend.CheckpointID
+	restoreTo   [2]grove.CheckpointID
 	gitTo       [2]string
 	restores    [2]int // restores run by grove, by git
 	destroyHead *workspace.Head
@@ -354,7 +354,7 @@ func (s *ops) twoStates(e *Env) error {
 func (s *ops) restore(e *Env) error {
 	to := s.restoreTo[s.restores[0]%2]
 	s.restores[0]++
-	_, err := e.Head.Restore(e.Ctx, backend.Rev(to), &workspace.RestoreOptions{Discard: true})
+	_, err := e.Head.Restore(e.Ctx, grove.Rev(to), &workspace.RestoreOptions{Discard: true})
 	return err
 }
 

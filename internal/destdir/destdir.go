@@ -8,7 +8,7 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // Prepare checks that dir is empty or absent and creates it. A non-empty
@@ -18,14 +18,14 @@ func Prepare(op, dir string) (undo func(), err error) {
 	existed := false
 	if ents, err := os.ReadDir(dir); err == nil {
 		if len(ents) > 0 {
-			return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: dir, Err: errors.New("destination is not empty")}
+			return nil, &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: dir, Err: errors.New("destination is not empty")}
 		}
 		existed = true
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: dir, Err: err}
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: dir, Err: err}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, &backend.Error{Code: backend.Internal, Op: op, Path: dir, Err: err}
+		return nil, &grove.Error{Code: grove.Internal, Op: op, Path: dir, Err: err}
 	}
 	return func() {
 		if !empty(dir) {

@@ -57,7 +57,7 @@
 //
 // # Errors
 //
-// A failed command is a *backend.Error wrapping an *ExitError that carries
+// A failed command is a *grove.Error wrapping an *ExitError that carries
 // the arguments, the exit code and git's stderr; its code is Internal unless
 // the caller classifies it (see ExitCode and Stderr). A lock file another
 // process holds is Busy with the lock's path. A file that its
@@ -84,7 +84,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // MinVersion is the oldest git grove drives.
@@ -176,7 +176,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	}
 	path, err := exec.LookPath(bin)
 	if err != nil {
-		return nil, &backend.Error{Code: backend.BackendUnavailable, Op: op, Err: fmt.Errorf("git not found: %w", err)}
+		return nil, &grove.Error{Code: grove.BackendUnavailable, Op: op, Err: fmt.Errorf("git not found: %w", err)}
 	}
 	r := &Runner{git: path, identity: opts.Identity, wait: opts.WaitDelay, lockWait: opts.LockWait, onStart: opts.OnStart}
 	if opts.CheckoutWorkers != 1 {
@@ -186,7 +186,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		r.lockWait = 5 * time.Second
 	}
 	if r.identity == (Identity{}) {
-		r.identity = Identity{Name: backend.DefaultAuthor.Name, Email: backend.DefaultAuthor.Email}
+		r.identity = Identity{Name: grove.DefaultAuthor.Name, Email: grove.DefaultAuthor.Email}
 	}
 	if r.wait == 0 {
 		r.wait = 5 * time.Second
@@ -257,12 +257,12 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 			return nil, err
 		}
 		if r.version, err = ParseVersion(string(out)); err != nil {
-			return nil, &backend.Error{Code: backend.BackendUnavailable, Op: op, Err: err}
+			return nil, &grove.Error{Code: grove.BackendUnavailable, Op: op, Err: err}
 		}
 		versions.Store(path, r.version)
 	}
 	if r.version.Less(MinVersion) {
-		return nil, &backend.Error{Code: backend.FailedPrecondition, Op: op, Err: fmt.Errorf(
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: op, Err: fmt.Errorf(
 			"git %s at %s is older than %s, the oldest grove can harden (core.fsmonitor=false is a boolean only from 2.36)",
 			r.version, path, MinVersion)}
 	}
@@ -332,19 +332,19 @@ func (r *Runner) run(ctx context.Context, c Cmd, harden bool) ([]byte, error) {
 			// The cause is git's failure, not the Internal error it was
 			// first classified as.
 			op := "git"
-			var be *backend.Error
+			var be *grove.Error
 			if errors.As(err, &be) {
 				op = be.Op
 			}
 			var ee *ExitError
 			errors.As(err, &ee)
-			return nil, &backend.Error{Code: backend.Busy, Op: op, Err: fmt.Errorf(
+			return nil, &grove.Error{Code: grove.Busy, Op: op, Err: fmt.Errorf(
 				"the repository's objects changed under git, %d time(s) (a git gc, repack or prune running beside it?); try again: %w", attempt+1, ee)}
 		}
 		transientRetries.Add(1)
 		select {
 		case <-ctx.Done():
-			return nil, &backend.Error{Code: backend.Canceled, Op: "git", Err: ctx.Err()}
+			return nil, &grove.Error{Code: grove.Canceled, Op: "git", Err: ctx.Err()}
 		case <-time.After(storeRetries[attempt]):
 		}
 		if rewind != nil {
@@ -399,7 +399,7 @@ func (r *Runner) runOnce(ctx context.Context, c Cmd, harden bool) ([]byte, error
 		// Only a command that failed is reported as cancelled: one that
 		// finished before the context ended did its work, and saying
 		// otherwise would make a caller retry a ref update that happened.
-		return nil, &backend.Error{Code: backend.Canceled, Op: op, Err: ctx.Err()}
+		return nil, &grove.Error{Code: grove.Canceled, Op: op, Err: ctx.Err()}
 	}
 	if err != nil {
 		return nil, r.failure(op, c.Args, err, stderr.String())
@@ -420,7 +420,7 @@ func (r *Runner) command(ctx context.Context, c Cmd, harden bool) (*exec.Cmd, st
 		op += " " + c.Args[i]
 		break
 	}
-	if err := backend.ContextError(ctx, op); err != nil {
+	if err := grove.ContextError(ctx, op); err != nil {
 		return nil, op, err
 	}
 	args := c.Args
@@ -428,9 +428,9 @@ func (r *Runner) command(ctx context.Context, c Cmd, harden bool) (*exec.Cmd, st
 		pre := []string{"--no-pager"}
 		switch {
 		case c.GitDir == "" && !c.Discover:
-			return nil, op, &backend.Error{Code: backend.Internal, Op: op, Err: errors.New("gitcmd: a command names no git dir")}
+			return nil, op, &grove.Error{Code: grove.Internal, Op: op, Err: errors.New("gitcmd: a command names no git dir")}
 		case c.GitDir != "" && c.Discover:
-			return nil, op, &backend.Error{Code: backend.Internal, Op: op, Err: errors.New("gitcmd: a command names a git dir and asks to discover one")}
+			return nil, op, &grove.Error{Code: grove.Internal, Op: op, Err: errors.New("gitcmd: a command names a git dir and asks to discover one")}
 		case c.GitDir != "":
 			common := c.CommonDir
 			if common == "" {
@@ -439,9 +439,9 @@ func (r *Runner) command(ctx context.Context, c Cmd, harden bool) (*exec.Cmd, st
 			neutral, err := r.neutralizers(ctx, c.GitDir, common)
 			if err != nil {
 				if ctx.Err() != nil {
-					return nil, op, &backend.Error{Code: backend.Canceled, Op: op, Err: ctx.Err()}
+					return nil, op, &grove.Error{Code: grove.Canceled, Op: op, Err: ctx.Err()}
 				}
-				return nil, op, &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: c.GitDir, Err: err}
+				return nil, op, &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: c.GitDir, Err: err}
 			}
 			if c.WorkTree == "" {
 				pre = append(pre, "--bare")
@@ -478,18 +478,18 @@ func (r *Runner) failure(op string, args []string, err error, stderr string) err
 		ee.ExitCode = xe.ExitCode()
 	}
 	if m := lockHeld.FindStringSubmatch(ee.Stderr); m != nil {
-		return &backend.Error{Code: backend.Busy, Op: op, Path: m[1], Err: fmt.Errorf(
+		return &grove.Error{Code: grove.Busy, Op: op, Path: m[1], Err: fmt.Errorf(
 			"%s is held by another git command (waited %s); it is removed by that command when it ends, or by hand if that command died: %w", m[1], r.lockWait, ee)}
 	}
 	if m := encodeFailure.FindStringSubmatch(ee.Stderr); m != nil {
-		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: m[1], Err: fmt.Errorf(
+		return &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: m[1], Err: fmt.Errorf(
 			"%q cannot be converted as its working-tree-encoding attribute says (%s to %s): fix the attribute or the file: %w", m[1], m[2], m[3], ee)}
 	}
 	if m := bomFailure.FindStringSubmatch(ee.Stderr); m != nil {
-		return &backend.Error{Code: backend.FailedPrecondition, Op: op, Path: m[2], Err: fmt.Errorf(
+		return &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: m[2], Err: fmt.Errorf(
 			"%q cannot be converted as its working-tree-encoding attribute says (%s): a byte order mark is %s there; fix the attribute or the file: %w", m[2], m[3], m[1], ee)}
 	}
-	return &backend.Error{Code: backend.Internal, Op: op, Err: ee}
+	return &grove.Error{Code: grove.Internal, Op: op, Err: ee}
 }
 
 // env builds the child's environment: the process's own, minus anything

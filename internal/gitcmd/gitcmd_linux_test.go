@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 )
 
@@ -49,7 +49,7 @@ func TestCancellationKillsGitAndEverythingItStarted(t *testing.T) {
 		t.Fatal("Run did not return after its context was cancelled")
 	}
 	assert.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, backend.Canceled, backend.CodeOf(err))
+	assert.Equal(t, grove.Canceled, grove.CodeOf(err))
 	require.Eventually(t, func() bool { return !processAlive(t, marker) }, 10*time.Second, 10*time.Millisecond,
 		"the grandchild survived the cancellation")
 }

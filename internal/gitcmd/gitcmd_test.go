@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 )
 
@@ -73,11 +73,11 @@ func TestNewRefusesGitOlderThanTheMinimum(t *testing.T) {
 	fake := filepath.Join(dir, "git")
 	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\necho 'git version 2.30.2'\n"), 0o755))
 	_, err := gitcmd.New(context.Background(), gitcmd.Options{Git: fake})
-	assert.Equal(t, backend.FailedPrecondition, backend.CodeOf(err), "%v", err)
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
 	assert.ErrorContains(t, err, "older than 2.36.0")
 
 	_, err = gitcmd.New(context.Background(), gitcmd.Options{Git: filepath.Join(dir, "no-such-git")})
-	assert.Equal(t, backend.BackendUnavailable, backend.CodeOf(err), "%v", err)
+	assert.Equal(t, grove.BackendUnavailable, grove.CodeOf(err), "%v", err)
 }
 
 func TestCommitsWorkWithNoUserConfigured(t *testing.T) {
@@ -223,7 +223,7 @@ func TestAFailedCommandCarriesStderrAndExitCode(t *testing.T) {
 	_, err = r.Run(context.Background(), gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"), WorkTree: dir, Args: []string{"cat-file", "-t", "deadbeef"}})
 	assert.Equal(t, 128, gitcmd.ExitCode(err))
 	assert.Contains(t, gitcmd.Stderr(err), "fatal:")
-	assert.Equal(t, backend.Internal, backend.CodeOf(err))
+	assert.Equal(t, grove.Internal, grove.CodeOf(err))
 	var ee *gitcmd.ExitError
 	assert.ErrorAs(t, err, &ee)
 	assert.Contains(t, err.Error(), "git cat-file -t deadbeef: exit 128: fatal:")

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // Proc is a long-lived git process that reads requests on its stdin and
@@ -49,7 +49,7 @@ var ErrExited = errors.New("gitcmd: the git process has exited")
 // nil: the Proc owns both.
 func (r *Runner) Start(c Cmd) (*Proc, error) {
 	if c.Stdin != nil || c.Stdout != nil {
-		return nil, &backend.Error{Code: backend.Internal, Op: "gitcmd: start", Err: errors.New("a Proc owns its stdin and stdout")}
+		return nil, &grove.Error{Code: grove.Internal, Op: "gitcmd: start", Err: errors.New("a Proc owns its stdin and stdout")}
 	}
 	ctx, kill := context.WithCancel(context.Background())
 	cmd, op, err := r.command(ctx, c, true)
@@ -60,13 +60,13 @@ func (r *Runner) Start(c Cmd) (*Proc, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		kill()
-		return nil, &backend.Error{Code: backend.Internal, Op: op, Err: err}
+		return nil, &grove.Error{Code: grove.Internal, Op: op, Err: err}
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		kill()
 		_, _ = inR.Close(), inW.Close()
-		return nil, &backend.Error{Code: backend.Internal, Op: op, Err: err}
+		return nil, &grove.Error{Code: grove.Internal, Op: op, Err: err}
 	}
 	p := &Proc{r: r, op: op, args: c.Args, cmd: cmd, stdin: inW, stdout: bufio.NewReader(outR), done: make(chan struct{}), kill: kill}
 	cmd.Stdin, cmd.Stdout = inR, outW
@@ -78,7 +78,7 @@ func (r *Runner) Start(c Cmd) (*Proc, error) {
 	if err != nil {
 		kill()
 		_, _ = inW.Close(), outR.Close()
-		return nil, &backend.Error{Code: backend.Internal, Op: op, Err: err}
+		return nil, &grove.Error{Code: grove.Internal, Op: op, Err: err}
 	}
 	p.out = outR
 	go func() {
@@ -117,9 +117,9 @@ func (p *Proc) ExchangeFunc(ctx context.Context, req string, read func(*bufio.Re
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.Exited() {
-		return &backend.Error{Code: backend.Internal, Op: p.op, Err: ErrExited}
+		return &grove.Error{Code: grove.Internal, Op: p.op, Err: ErrExited}
 	}
-	if err := backend.ContextError(ctx, p.op); err != nil {
+	if err := grove.ContextError(ctx, p.op); err != nil {
 		return err
 	}
 	p.stderr.Reset() // what git writes for this request only
@@ -144,7 +144,7 @@ func (p *Proc) ExchangeFunc(ctx context.Context, req string, read func(*bufio.Re
 		if err == nil {
 			return nil // answered in full before the kill: done
 		}
-		return &backend.Error{Code: backend.Canceled, Op: p.op, Err: ctx.Err()}
+		return &grove.Error{Code: grove.Canceled, Op: p.op, Err: ctx.Err()}
 	}
 }
 
@@ -162,7 +162,7 @@ func (p *Proc) failed(err error) error {
 	if p.err != nil {
 		return p.r.failure(p.op, p.args, p.err, stderr)
 	}
-	return &backend.Error{Code: backend.Internal, Op: p.op, Err: fmt.Errorf("git stopped answering: %w (stderr: %s)", err, strings.TrimSpace(stderr))}
+	return &grove.Error{Code: grove.Internal, Op: p.op, Err: fmt.Errorf("git stopped answering: %w (stderr: %s)", err, strings.TrimSpace(stderr))}
 }
 
 // Exited reports whether the process has exited.

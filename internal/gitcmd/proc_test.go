@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 )
 
@@ -46,7 +46,7 @@ func TestProcServesTransactionsUntilOneFails(t *testing.T) {
 	lines, err := p.Exchange(ctx, fmt.Sprintf("start\ncreate refs/test/new %s\nupdate refs/test/0 %s %s\nprepare\ncommit\n", head, head, strings.Repeat("1", 40)), 3)
 	require.Error(t, err)
 	require.Equal(t, []string{"start: ok"}, lines)
-	require.Equal(t, backend.Internal, backend.CodeOf(err))
+	require.Equal(t, grove.Internal, grove.CodeOf(err))
 	require.Contains(t, gitcmd.Stderr(err), "but expected")
 	_, err = r.Output(ctx, gitcmd.Cmd{GitDir: gitDir, Dir: dir, Args: []string{"rev-parse", "-q", "--verify", "refs/test/new"}})
 	require.Error(t, err, "nothing of a failed transaction is done")
@@ -67,7 +67,7 @@ func TestProcLockHeldIsBusy(t *testing.T) {
 	require.NoError(t, err)
 	defer p.Close()
 	_, err = p.Exchange(ctx, "start\ndelete refs/heads/main\nprepare\ncommit\n", 3)
-	require.Equal(t, backend.Busy, backend.CodeOf(err), "%v", err)
+	require.Equal(t, grove.Busy, grove.CodeOf(err), "%v", err)
 }
 
 // An exchange whose context ends kills the process and is Canceled.
@@ -83,7 +83,7 @@ func TestProcExchangeCancelled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	lines, err := p.Exchange(ctx, "HEAD\n", 2)
-	require.Equal(t, backend.Canceled, backend.CodeOf(err), "%v", err)
+	require.Equal(t, grove.Canceled, grove.CodeOf(err), "%v", err)
 	require.True(t, errors.Is(err, context.DeadlineExceeded))
 	require.Len(t, lines, 1)
 	require.True(t, p.Exited(), "killed")

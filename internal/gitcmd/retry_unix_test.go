@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 )
 
@@ -78,8 +78,8 @@ func TestAPersistentObjectStoreFailureIsBusy(t *testing.T) {
 	dir := initRepo(t, newRunner(t))
 	_, err = r.Output(context.Background(), gitcmd.Cmd{Dir: dir, GitDir: filepath.Join(dir, ".git"),
 		Args: []string{"hash-object", "-w", "--stdin"}, Stdin: strings.NewReader("hello\n")})
-	assert.Equal(t, backend.Busy, backend.CodeOf(err), "%v", err)
-	assert.False(t, errors.Is(err, backend.ErrInternal), "Busy, and only Busy")
+	assert.Equal(t, grove.Busy, grove.CodeOf(err), "%v", err)
+	assert.False(t, errors.Is(err, grove.ErrInternal), "Busy, and only Busy")
 	assert.ErrorContains(t, err, "objects changed under git")
 	assert.ErrorContains(t, err, "unable to create temporary file", "git's own words are kept")
 	assert.Equal(t, 5, calls())

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/backend/backendtest"
 	"github.com/groveworks/grove/gitbackend"
@@ -76,14 +77,14 @@ type Payload struct {
 }
 
 // DecodePayload reads a Git binding's payload.
-func DecodePayload(b backend.Binding) (Payload, error) {
+func DecodePayload(b grove.Binding) (Payload, error) {
 	var p Payload
 	err := json.Unmarshal(b.Payload, &p)
 	return p, err
 }
 
 // DeleteHeadFiles removes the head's directory, as rm -rf would.
-func (h *Harness) DeleteHeadFiles(ctx context.Context, b backend.Binding) error {
+func (h *Harness) DeleteHeadFiles(ctx context.Context, b grove.Binding) error {
 	p, err := DecodePayload(b)
 	if err != nil {
 		return err
@@ -93,7 +94,7 @@ func (h *Harness) DeleteHeadFiles(ctx context.Context, b backend.Binding) error 
 
 // MoveBranch points the head's branch at commit with git update-ref, or
 // deletes it.
-func (h *Harness) MoveBranch(ctx context.Context, b backend.Binding, commit backend.CheckpointID) error {
+func (h *Harness) MoveBranch(ctx context.Context, b grove.Binding, commit grove.CheckpointID) error {
 	p, err := DecodePayload(b)
 	if err != nil {
 		return err
@@ -107,7 +108,7 @@ func (h *Harness) MoveBranch(ctx context.Context, b backend.Binding, commit back
 }
 
 // CorruptBinding replaces the payload's repository path with a number.
-func (h *Harness) CorruptBinding(b backend.Binding) backend.Binding {
+func (h *Harness) CorruptBinding(b grove.Binding) grove.Binding {
 	b.Payload = json.RawMessage(`{"repo":42}`)
 	return b
 }

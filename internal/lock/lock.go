@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // Owner is what a holder records in its lock file.
@@ -59,26 +59,26 @@ type Lock struct {
 func TryLock(path, purpose string) (*Lock, error) {
 	const op = "lock: try"
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, &backend.Error{Code: backend.Internal, Op: op, Path: path, Err: err}
+		return nil, &grove.Error{Code: grove.Internal, Op: op, Path: path, Err: err}
 	}
 	f, err := openLockFile(path)
 	if errors.Is(err, errDisplaced) {
-		return nil, &backend.Error{Code: backend.Busy, Op: op, Path: path, Err: err}
+		return nil, &grove.Error{Code: grove.Busy, Op: op, Path: path, Err: err}
 	}
 	if err != nil {
-		return nil, &backend.Error{Code: backend.Internal, Op: op, Path: path, Err: err}
+		return nil, &grove.Error{Code: grove.Internal, Op: op, Path: path, Err: err}
 	}
 	err = flock(f, path)
 	if err != nil {
 		_ = f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			e := &backend.Error{Code: backend.Busy, Op: op, Path: path, Err: errors.New("held")}
+			e := &grove.Error{Code: grove.Busy, Op: op, Path: path, Err: errors.New("held")}
 			if o, ok := ReadOwner(path); ok {
 				e.Err = fmt.Errorf("held by %s", o)
 			}
 			return nil, e
 		}
-		return nil, &backend.Error{Code: backend.Internal, Op: op, Path: path, Err: err}
+		return nil, &grove.Error{Code: grove.Internal, Op: op, Path: path, Err: err}
 	}
 	host, _ := os.Hostname()
 	rec, _ := json.Marshal(Owner{PID: os.Getpid(), Host: host, Purpose: purpose, Since: time.Now().UTC(), Path: path})
@@ -177,14 +177,14 @@ func Acquire(ctx context.Context, path, purpose string) (*Lock, error) {
 	delay := time.Millisecond
 	for {
 		l, err := TryLock(path, purpose)
-		if backend.CodeOf(err) != backend.Busy {
+		if grove.CodeOf(err) != grove.Busy {
 			return l, err
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, &backend.Error{Code: backend.Canceled, Op: "lock: acquire", Path: path, Err: ctx.Err()}
+			return nil, &grove.Error{Code: grove.Canceled, Op: "lock: acquire", Path: path, Err: ctx.Err()}
 		case <-t.C:
 		}
 		if delay < 50*time.Millisecond {
@@ -221,7 +221,7 @@ func ReadOwner(path string) (Owner, bool) {
 func Held(path string) bool {
 	l, err := TryLock(path, "probe")
 	if err != nil {
-		return backend.CodeOf(err) == backend.Busy
+		return grove.CodeOf(err) == grove.Busy
 	}
 	_ = l.Unlock()
 	return false
@@ -267,7 +267,7 @@ func (l *Lock) Unlock() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
-		return &backend.Error{Code: backend.FailedPrecondition, Op: "lock: unlock", Path: l.path, Err: errors.New("not held")}
+		return &grove.Error{Code: grove.FailedPrecondition, Op: "lock: unlock", Path: l.path, Err: errors.New("not held")}
 	}
 	// A lock released cleanly leaves no record: a record in a lock file no
 	// one holds was left by a holder that died (see Dead).
@@ -278,7 +278,7 @@ func (l *Lock) Unlock() error {
 	err := l.f.Close()
 	l.f = nil
 	if err != nil {
-		return &backend.Error{Code: backend.Internal, Op: "lock: unlock", Path: l.path, Err: err}
+		return &grove.Error{Code: grove.Internal, Op: "lock: unlock", Path: l.path, Err: err}
 	}
 	return nil
 }

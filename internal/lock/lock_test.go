@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/lock"
 )
 
@@ -43,7 +43,7 @@ func TestTwoHoldersConflictWithinOneProcess(t *testing.T) {
 	l, err := lock.TryLock(path, "checkpoint")
 	require.NoError(t, err)
 	_, err = lock.TryLock(path, "restore")
-	require.Equal(t, backend.Busy, backend.CodeOf(err), "%v", err)
+	require.Equal(t, grove.Busy, grove.CodeOf(err), "%v", err)
 	assert.ErrorContains(t, err, fmt.Sprintf("held by pid %d", os.Getpid()))
 	assert.ErrorContains(t, err, "(checkpoint)")
 	assert.True(t, lock.Held(path))
@@ -54,7 +54,7 @@ func TestTwoHoldersConflictWithinOneProcess(t *testing.T) {
 	assert.Equal(t, "checkpoint", o.Purpose)
 
 	require.NoError(t, l.Unlock())
-	assert.Equal(t, backend.FailedPrecondition, backend.CodeOf(l.Unlock()), "a second Unlock succeeded")
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(l.Unlock()), "a second Unlock succeeded")
 	assert.False(t, lock.Held(path))
 	l2, err := lock.TryLock(path, "restore")
 	require.NoError(t, err)
@@ -69,7 +69,7 @@ func TestAcquireWaitsForTheHolderAndHonoursItsContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	_, err = lock.Acquire(ctx, path, "second")
-	assert.Equal(t, backend.Canceled, backend.CodeOf(err))
+	assert.Equal(t, grove.Canceled, grove.CodeOf(err))
 	assert.True(t, errors.Is(err, context.DeadlineExceeded))
 
 	got := make(chan error, 1)
@@ -128,7 +128,7 @@ func TestALockOfAKilledProcessIsReleasedByTheKernel(t *testing.T) {
 	require.Equal(t, "held\n", line)
 
 	_, err = lock.TryLock(path, "mine")
-	require.Equal(t, backend.Busy, backend.CodeOf(err))
+	require.Equal(t, grove.Busy, grove.CodeOf(err))
 	assert.ErrorContains(t, err, fmt.Sprintf("held by pid %d", cmd.Process.Pid))
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
@@ -182,7 +182,7 @@ func TestLockOfALiveHolderIsBusyAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	defer held.Unlock()
 	_, err = lock.TryLock(path, "next")
-	assert.Equal(t, backend.Busy, backend.CodeOf(err))
+	assert.Equal(t, grove.Busy, grove.CodeOf(err))
 	assert.Contains(t, err.Error(), "live", "Busy names the holder")
 }
 
@@ -247,7 +247,7 @@ func TestDeadHoldersAreToldFromCleanReleases(t *testing.T) {
 	recordOwner(t, path, pid)
 	_, dead = lock.Dead(path)
 	assert.False(t, dead, "a held lock is not a dead holder's")
-	assert.Equal(t, backend.Busy, backend.CodeOf(lock.Clear(path)))
+	assert.Equal(t, grove.Busy, grove.CodeOf(lock.Clear(path)))
 }
 
 func TestSharedKeepsAValueOnlyWhileHeld(t *testing.T) {
@@ -282,7 +282,7 @@ func TestALockFileReplacedByADirectoryHasOneHolder(t *testing.T) {
 			require.NoError(t, displace(p))
 			require.NoError(t, os.Mkdir(p, 0o755))
 			_, err = lock.TryLock(p, "second")
-			assert.Equal(t, backend.Busy, backend.CodeOf(err), "a second holder: %v", err)
+			assert.Equal(t, grove.Busy, grove.CodeOf(err), "a second holder: %v", err)
 			require.NoError(t, a.Unlock())
 			b, err := lock.TryLock(p, "after")
 			require.NoError(t, err, "once the displaced lock is free, the directory is replaced")

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/backend/backendtest"
 	"github.com/groveworks/grove/memorybackend"
@@ -59,14 +60,14 @@ type payload struct {
 	Branch  string `json:"branch"`
 }
 
-func decode(b backend.Binding) (payload, error) {
+func decode(b grove.Binding) (payload, error) {
 	var p payload
 	err := json.Unmarshal(b.Payload, &p)
 	return p, err
 }
 
 // DeleteHeadFiles drops the head's working tree.
-func (h *Harness) DeleteHeadFiles(ctx context.Context, b backend.Binding) error {
+func (h *Harness) DeleteHeadFiles(ctx context.Context, b grove.Binding) error {
 	p, err := decode(b)
 	if err != nil {
 		return err
@@ -75,7 +76,7 @@ func (h *Harness) DeleteHeadFiles(ctx context.Context, b backend.Binding) error 
 }
 
 // MoveBranch moves or deletes the head's branch.
-func (h *Harness) MoveBranch(ctx context.Context, b backend.Binding, commit backend.CheckpointID) error {
+func (h *Harness) MoveBranch(ctx context.Context, b grove.Binding, commit grove.CheckpointID) error {
 	p, err := decode(b)
 	if err != nil {
 		return err
@@ -84,7 +85,7 @@ func (h *Harness) MoveBranch(ctx context.Context, b backend.Binding, commit back
 }
 
 // CorruptBinding replaces the payload's locator with a number.
-func (h *Harness) CorruptBinding(b backend.Binding) backend.Binding {
+func (h *Harness) CorruptBinding(b grove.Binding) grove.Binding {
 	b.Payload = json.RawMessage(`{"locator":42}`)
 	return b
 }

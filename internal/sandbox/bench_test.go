@@ -5,7 +5,7 @@ import (
 	"os/exec"
 	"testing"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // BenchmarkRun is what a sandbox adds to starting one short command
@@ -22,7 +22,7 @@ func BenchmarkRun(b *testing.B) {
 			}
 		}
 	})
-	for _, cfg := range []backend.Sandbox{{}, {Kind: backend.SandboxBwrap}} {
+	for _, cfg := range []grove.Sandbox{{}, {Kind: grove.SandboxBwrap}} {
 		name := string(cfg.Kind)
 		if name == "" {
 			name = "host"
@@ -30,7 +30,7 @@ func BenchmarkRun(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				r, err := Run(context.Background(), &cfg, &Command{Argv: []string{"true"}, Dir: dir,
-					Mounts: []backend.Mount{{Source: dir, Target: dir, Writable: true}}})
+					Mounts: []grove.Mount{{Source: dir, Target: dir, Writable: true}}})
 				if err != nil || r.ExitCode != 0 {
 					b.Fatal(r, err)
 				}

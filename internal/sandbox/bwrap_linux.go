@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // system are the host's directories every sandboxed command sees, read-only:
@@ -34,14 +34,14 @@ const sandboxHome = "/home/sandbox"
 // the sandbox could otherwise unmount a mask or remount a read-only mount
 // read-write), no user namespace inside, a session of its own (so that no
 // terminal of the caller's can be written to), dying with the caller.
-func bwrapCommand(cfg *backend.Sandbox, c *Command, env []string) (*proc, error) {
+func bwrapCommand(cfg *grove.Sandbox, c *Command, env []string) (*proc, error) {
 	prog := cfg.Program
 	if prog == "" {
 		prog = "bwrap"
 	}
 	path, err := exec.LookPath(prog)
 	if err != nil {
-		return nil, &backend.Error{Code: backend.Unimplemented, Op: "sandbox: run", Err: err}
+		return nil, &grove.Error{Code: grove.Unimplemented, Op: "sandbox: run", Err: err}
 	}
 	home := lookup(env, "HOME")
 	if home == "" || home == "/" {
@@ -118,7 +118,7 @@ func bwrapCommand(cfg *backend.Sandbox, c *Command, env []string) (*proc, error)
 // its mask, to find it at another path (where a policy's pattern no longer
 // matches) in its next run. The masks, themselves mounts, cannot be moved
 // either.
-func pin(args []string, mounts []backend.Mount, paths []string) []string {
+func pin(args []string, mounts []grove.Mount, paths []string) []string {
 	seen := map[string]bool{}
 	var dirs []string
 	for _, p := range paths {

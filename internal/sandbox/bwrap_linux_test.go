@@ -11,11 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/groveworks/grove"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
-
-	"github.com/groveworks/grove/backend"
 )
 
 // TestMain lets the test binary serve as a probe inside the sandbox:
@@ -68,7 +67,7 @@ func probe(t *testing.T, dir string) string {
 
 func bwrap(t *testing.T, dir, line string, mod ...func(*Command)) (Result, string) {
 	t.Helper()
-	res, out, err := runIn(t, backend.Sandbox{Kind: backend.SandboxBwrap}, dir, line, mod...)
+	res, out, err := runIn(t, grove.Sandbox{Kind: grove.SandboxBwrap}, dir, line, mod...)
 	require.NoError(t, err, out)
 	return res, out
 }
@@ -137,7 +136,7 @@ func TestBwrapMountsMasksAndProc(t *testing.T) {
 
 	res, out := bwrap(t, head, fmt.Sprintf(`cat %[1]s/lib.txt; echo; echo x > %[1]s/new 2>/dev/null || echo ro-refused; cat secrets/key .env 2>&1; ls secrets; echo y > mine && echo head-writable; ls /proc | grep -c '^[0-9]'`, ro),
 		func(c *Command) {
-			c.Mounts = append(c.Mounts, backend.Mount{Source: ro})
+			c.Mounts = append(c.Mounts, grove.Mount{Source: ro})
 			c.Mask = []string{filepath.Join(head, "secrets"), filepath.Join(head, ".env")}
 		})
 	assert.Equal(t, 0, res.ExitCode, out)
@@ -160,7 +159,7 @@ func TestBwrapRootHasNoCapabilityToUndoAMask(t *testing.T) {
 	ro := t.TempDir()
 	_, out := bwrap(t, head, fmt.Sprintf(`umount .env 2>&1; mount -o remount,rw %[1]s 2>&1; cat .env 2>&1; echo x > %[1]s/w 2>&1; grep CapEff /proc/self/status; unshare -U true 2>&1 || echo no-userns`, ro),
 		func(c *Command) {
-			c.Mounts = append(c.Mounts, backend.Mount{Source: ro})
+			c.Mounts = append(c.Mounts, grove.Mount{Source: ro})
 			c.Mask = []string{filepath.Join(head, ".env")}
 		})
 	assert.NotContains(t, out, "DENIED")

@@ -6,7 +6,7 @@ import (
 	"os"
 	"os/exec"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // proc is a command to start, then started. Outside Linux there are no
@@ -25,8 +25,8 @@ func hostCommand(c *Command, env []string) *proc {
 }
 
 // bwrapCommand answers Unimplemented: bubblewrap is Linux's.
-func bwrapCommand(*backend.Sandbox, *Command, []string) (*proc, error) {
-	return nil, backend.Errorf(backend.Unimplemented, "sandbox: run", "the bwrap sandbox runs on Linux only")
+func bwrapCommand(*grove.Sandbox, *Command, []string) (*proc, error) {
+	return nil, grove.Errorf(grove.Unimplemented, "sandbox: run", "the bwrap sandbox runs on Linux only")
 }
 
 func (p *proc) start(c *Command) error {

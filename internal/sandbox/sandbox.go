@@ -11,7 +11,7 @@
 //     small shell that is process 1 of a PID namespace of its own where the
 //     kernel allows one, so that killing it kills every process the command
 //     started, setsid or not; elsewhere its process group is killed.
-//   - Under bubblewrap (backend.SandboxBwrap) it sees only the mounts it is
+//   - Under bubblewrap (grove.SandboxBwrap) it sees only the mounts it is
 //     given (the head, its private git dir, the session's roots), a
 //     read-only system with the secrets of /etc masked, its own /tmp,
 //     /proc and HOME, no host socket and no network.
@@ -33,7 +33,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove"
 )
 
 // Command is one command to run on a head's content.
@@ -48,7 +48,7 @@ type Command struct {
 	// Mounts are what a sandbox shows besides the system: the head's view
 	// (backend.SandboxView.Mounts) and the session's roots. The host
 	// kind ignores them.
-	Mounts []backend.Mount
+	Mounts []grove.Mount
 	// Mask are host paths a sandbox hides (a path policy's denied files
 	// and directories). The host kind ignores them.
 	Mask []string
@@ -81,25 +81,25 @@ type Result struct {
 // Run runs c as cfg says (nil: on the host). It returns when the command
 // and every process it started have ended. A command that ran, whatever
 // its status, is a nil error; a timeout is Result.TimedOut. A context that
-// ended is a Canceled *backend.Error matching the context's error; a
+// ended is a Canceled *grove.Error matching the context's error; a
 // command that could not start is an error naming why (Unimplemented
 // where the sandbox's program is missing).
-func Run(ctx context.Context, cfg *backend.Sandbox, c *Command) (Result, error) {
+func Run(ctx context.Context, cfg *grove.Sandbox, c *Command) (Result, error) {
 	if len(c.Argv) == 0 {
-		return Result{ExitCode: -1}, &backend.Error{Code: backend.InvalidArgument, Op: "sandbox: run", Err: errors.New("no command")}
+		return Result{ExitCode: -1}, &grove.Error{Code: grove.InvalidArgument, Op: "sandbox: run", Err: errors.New("no command")}
 	}
 	if cfg == nil {
-		cfg = &backend.Sandbox{}
+		cfg = &grove.Sandbox{}
 	}
 	if err := Check(cfg); err != nil {
 		return Result{ExitCode: -1}, err
 	}
 	env := Env(cfg, c.Env...)
 	if err := findProgram(c.Argv[0], c.Dir, lookup(env, "PATH")); err != nil {
-		return Result{ExitCode: -1}, &backend.Error{Code: backend.NotFound, Op: "sandbox: run", Path: c.Argv[0], Err: err}
+		return Result{ExitCode: -1}, &grove.Error{Code: grove.NotFound, Op: "sandbox: run", Path: c.Argv[0], Err: err}
 	}
 	p := hostCommand(c, env)
-	if cfg.Kind == backend.SandboxBwrap {
+	if cfg.Kind == grove.SandboxBwrap {
 		var err error
 		if p, err = bwrapCommand(cfg, c, env); err != nil {
 			return Result{ExitCode: -1}, err
@@ -147,12 +147,12 @@ func findProgram(name, dir, path string) error {
 
 // Check refuses a configuration Run cannot honour: an unknown kind, a
 // relative path, a passed variable the policy never passes.
-func Check(cfg *backend.Sandbox) error {
+func Check(cfg *grove.Sandbox) error {
 	bad := func(format string, args ...any) error {
-		return &backend.Error{Code: backend.InvalidArgument, Op: "sandbox", Err: fmt.Errorf(format, args...)}
+		return &grove.Error{Code: grove.InvalidArgument, Op: "sandbox", Err: fmt.Errorf(format, args...)}
 	}
 	switch cfg.Kind {
-	case backend.SandboxNone, backend.SandboxBwrap:
+	case grove.SandboxNone, grove.SandboxBwrap:
 	default:
 		return bad("unknown sandbox %q (known: bwrap)", cfg.Kind)
 	}
@@ -195,7 +195,7 @@ func forbidden(name string) bool {
 // extra. No GIT_ variable and no GROVE_ variable but GROVE_HEAD,
 // GROVE_HEAD_ID, GROVE_HEAD_DIR, GROVE_REPO and GROVE_SESSION is ever in
 // it, from any of the three. A later entry of a name replaces an earlier.
-func Env(cfg *backend.Sandbox, extra ...string) []string {
+func Env(cfg *grove.Sandbox, extra ...string) []string {
 	var pass []string
 	if cfg != nil {
 		pass = cfg.Env
@@ -254,11 +254,11 @@ func run(ctx context.Context, p *proc, c *Command) (Result, error) {
 	// namespace) may hold the output open: Wait gives up on it.
 	cmd.WaitDelay = 2 * time.Second
 	if err := p.start(c); err != nil {
-		code := backend.Internal
+		code := grove.Internal
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			code = backend.Unimplemented
+			code = grove.Unimplemented
 		}
-		return Result{ExitCode: -1}, &backend.Error{Code: code, Op: "sandbox: run", Err: fmt.Errorf("%s: %w", cmd.Path, err)}
+		return Result{ExitCode: -1}, &grove.Error{Code: code, Op: "sandbox: run", Err: fmt.Errorf("%s: %w", cmd.Path, err)}
 	}
 	defer p.release()
 	done := make(chan error, 1)
@@ -292,11 +292,11 @@ func run(ctx context.Context, p *proc, c *Command) (Result, error) {
 			return res, nil
 		}
 		// A command that ended by itself within its grace keeps its status.
-		return res, &backend.Error{Code: backend.Canceled, Op: "sandbox: run", Err: ctx.Err()}
+		return res, &grove.Error{Code: grove.Canceled, Op: "sandbox: run", Err: ctx.Err()}
 	}
 	var exit *exec.ExitError
 	if werr != nil && !errors.As(werr, &exit) && !errors.Is(werr, exec.ErrWaitDelay) {
-		return res, &backend.Error{Code: backend.Internal, Op: "sandbox: run", Err: werr}
+		return res, &grove.Error{Code: grove.Internal, Op: "sandbox: run", Err: werr}
 	}
 	return res, nil
 }

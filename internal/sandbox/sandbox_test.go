@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groveworks/grove"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/groveworks/grove/backend"
 )
 
 func TestEnvHoldsNoSecretAndNoGitRedirection(t *testing.T) {
@@ -27,7 +26,7 @@ func TestEnvHoldsNoSecretAndNoGitRedirection(t *testing.T) {
 	t.Setenv("NPM_TOKEN", "npm")
 	t.Setenv("LC_ALL", "C.UTF-8")
 
-	env := Env(&backend.Sandbox{Env: []string{"NPM_TOKEN"}}, "GROVE_HEAD=agent", "GIT_WORK_TREE=/x", "GROVE_HOME=/y", "A=1")
+	env := Env(&grove.Sandbox{Env: []string{"NPM_TOKEN"}}, "GROVE_HEAD=agent", "GIT_WORK_TREE=/x", "GROVE_HOME=/y", "A=1")
 	joined := strings.Join(env, "\n")
 	for _, gone := range []string{"hunter2", "token@", "t0ken", "/elsewhere", "GIT_CONFIG_COUNT", "aws", "GIT_WORK_TREE", "GROVE_HOME"} {
 		assert.NotContains(t, joined, gone)
@@ -38,29 +37,29 @@ func TestEnvHoldsNoSecretAndNoGitRedirection(t *testing.T) {
 }
 
 func TestCheckRefusesWhatRunCannotHonour(t *testing.T) {
-	for _, cfg := range []backend.Sandbox{
+	for _, cfg := range []grove.Sandbox{
 		{Kind: "docker"},
-		{Kind: backend.SandboxBwrap, Home: "relative"},
+		{Kind: grove.SandboxBwrap, Home: "relative"},
 		{ReadOnly: []string{"x"}},
 		{Env: []string{"GROVE_DATABASE"}},
 		{Env: []string{"GIT_SSH_COMMAND"}},
 		{Env: []string{"A=B"}},
 	} {
-		assert.Equal(t, backend.InvalidArgument, backend.CodeOf(Check(&cfg)), "%+v", cfg)
+		assert.Equal(t, grove.InvalidArgument, grove.CodeOf(Check(&cfg)), "%+v", cfg)
 	}
 }
 
 // kinds are the sandboxes each behaviour below is checked on: the host
 // and bubblewrap, which the tests need (CI installs it).
-func kinds(t *testing.T) []backend.Sandbox {
+func kinds(t *testing.T) []grove.Sandbox {
 	if runtime.GOOS != "linux" {
-		return []backend.Sandbox{{}}
+		return []grove.Sandbox{{}}
 	}
-	return []backend.Sandbox{{}, {Kind: backend.SandboxBwrap}}
+	return []grove.Sandbox{{}, {Kind: grove.SandboxBwrap}}
 }
 
 // name is a kind's name in a subtest's.
-func name(cfg backend.Sandbox) string {
+func name(cfg grove.Sandbox) string {
 	if cfg.Kind == "" {
 		return "host"
 	}
@@ -69,11 +68,11 @@ func name(cfg backend.Sandbox) string {
 
 // runIn runs a shell line in dir (mounted read-write for a sandbox) and
 // returns its output.
-func runIn(t *testing.T, cfg backend.Sandbox, dir, line string, mod ...func(*Command)) (Result, string, error) {
+func runIn(t *testing.T, cfg grove.Sandbox, dir, line string, mod ...func(*Command)) (Result, string, error) {
 	t.Helper()
 	var out bytes.Buffer
 	c := &Command{Argv: Shell(line), Dir: dir, Stdout: &out, Stderr: &out,
-		Mounts: []backend.Mount{{Source: dir, Writable: true}}}
+		Mounts: []grove.Mount{{Source: dir, Writable: true}}}
 	for _, m := range mod {
 		m(c)
 	}
@@ -127,10 +126,10 @@ func TestAnEndedContextInterruptsThenKills(t *testing.T) {
 				}
 			}()
 			c := &Command{Argv: Shell(`trap 'echo got-int > interrupted; exit 3' INT; touch ready; while :; do sleep 0.05; done`),
-				Dir: dir, Mounts: []backend.Mount{{Source: dir, Writable: true}}, Grace: 5 * time.Second}
+				Dir: dir, Mounts: []grove.Mount{{Source: dir, Writable: true}}, Grace: 5 * time.Second}
 			_, err := Run(ctx, &cfg, c)
 			require.Error(t, err)
-			assert.Equal(t, backend.Canceled, backend.CodeOf(err))
+			assert.Equal(t, grove.Canceled, grove.CodeOf(err))
 			assert.ErrorIs(t, err, context.Canceled)
 			data, _ := os.ReadFile(filepath.Join(dir, "interrupted"))
 			assert.Equal(t, "got-int\n", string(data), "the command got no SIGINT")
@@ -158,10 +157,10 @@ func TestStatusStdinAndOutput(t *testing.T) {
 }
 
 func TestAMissingProgramIsAnError(t *testing.T) {
-	_, err := Run(context.Background(), &backend.Sandbox{Kind: backend.SandboxBwrap, Program: "/nonexistent/bwrap"}, &Command{Argv: []string{"true"}})
-	assert.Equal(t, backend.Unimplemented, backend.CodeOf(err))
+	_, err := Run(context.Background(), &grove.Sandbox{Kind: grove.SandboxBwrap, Program: "/nonexistent/bwrap"}, &Command{Argv: []string{"true"}})
+	assert.Equal(t, grove.Unimplemented, grove.CodeOf(err))
 	_, err = Run(context.Background(), nil, &Command{})
-	assert.Equal(t, backend.InvalidArgument, backend.CodeOf(err))
-	var e *backend.Error
+	assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err))
+	var e *grove.Error
 	assert.True(t, errors.As(err, &e))
 }

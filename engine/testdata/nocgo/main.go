@@ -8,14 +8,14 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
-	"github.com/groveworks/grove/workspace"
 )
 
 func main() {
 	_, err := engine.Open(context.Background(), engine.Options{Path: os.Args[1]})
 	var se *engine.StoreError
-	fmt.Printf("code=%s store-error=%v kind=%s\n%v\n", workspace.CodeOf(err), errors.As(err, &se), kindOf(se), err)
+	fmt.Printf("code=%s store-error=%v kind=%s\n%v\n", grove.CodeOf(err), errors.As(err, &se), kindOf(se), err)
 }
 
 func kindOf(se *engine.StoreError) engine.StoreKind {

@@ -1,4 +1,4 @@
-package backend_test
+package grove_test
 
 import (
 	"encoding/json"
@@ -8,28 +8,27 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/groveworks/grove"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/groveworks/grove/backend"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-func sample() backend.Binding {
-	return backend.Binding{
-		Version:   backend.BindingVersion,
+func sample() grove.Binding {
+	return grove.Binding{
+		Version:   grove.BindingVersion,
 		Backend:   "git",
 		Workspace: "8b0c7a52-6a39-4f6e-9d1e-3f1a2b4c5d6e",
 		Head:      "0f4e2b8c-1d3a-4c5b-8e7f-9a0b1c2d3e4f",
-		Access:    backend.Isolated,
+		Access:    grove.Isolated,
 		Payload:   json.RawMessage(`{ "dir": "/srv/heads/agent-1",  "repo": "/srv/app/.git" }`),
 	}
 }
 
 // The encoding is pinned: a binding persisted today must decode tomorrow.
 func TestBindingEncodingMatchesGolden(t *testing.T) {
-	golden := filepath.Join("..", "testdata", "binding-v1.json")
+	golden := filepath.Join("testdata", "binding-v1.json")
 	got, err := sample().Encode()
 	require.NoError(t, err)
 	if *update {
@@ -39,7 +38,7 @@ func TestBindingEncodingMatchesGolden(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, strings.TrimSuffix(string(want), "\n"), string(got))
 
-	dec, err := backend.DecodeBinding(want[:len(want)-1])
+	dec, err := grove.DecodeBinding(want[:len(want)-1])
 	require.NoError(t, err)
 	assert.True(t, dec.Equal(sample()), "the golden encoding decodes to a different binding")
 }
@@ -59,9 +58,9 @@ func TestBindingRejectsMalformedInput(t *testing.T) {
 	good, err := sample().Encode()
 	require.NoError(t, err)
 	big := sample()
-	big.Payload = json.RawMessage(`{"x":"` + strings.Repeat("a", backend.MaxBindingSize) + `"}`)
+	big.Payload = json.RawMessage(`{"x":"` + strings.Repeat("a", grove.MaxBindingSize) + `"}`)
 	_, err = big.Encode()
-	assert.ErrorIs(t, err, backend.ErrBindingCorrupt, "an oversized binding encodes")
+	assert.ErrorIs(t, err, grove.ErrBindingCorrupt, "an oversized binding encodes")
 
 	replace := func(old, new string) []byte { return []byte(strings.Replace(string(good), old, new, 1)) }
 	for name, data := range map[string][]byte{
@@ -77,11 +76,11 @@ func TestBindingRejectsMalformedInput(t *testing.T) {
 		"no head":        replace(`"head":"0f4e2b8c-1d3a-4c5b-8e7f-9a0b1c2d3e4f"`, `"head":""`),
 		"bad access":     replace(`"isolated"`, `"exclusive"`),
 		"payload string": replace(`"payload":{"dir":"/srv/heads/agent-1","repo":"/srv/app/.git"}`, `"payload":"x"`),
-		"oversized":      []byte(strings.Repeat(" ", backend.MaxBindingSize+1)),
+		"oversized":      []byte(strings.Repeat(" ", grove.MaxBindingSize+1)),
 	} {
-		_, err := backend.DecodeBinding(data)
-		assert.ErrorIs(t, err, backend.ErrBindingCorrupt, name)
-		assert.Equal(t, backend.BindingCorrupt, backend.CodeOf(err), name)
+		_, err := grove.DecodeBinding(data)
+		assert.ErrorIs(t, err, grove.ErrBindingCorrupt, name)
+		assert.Equal(t, grove.BindingCorrupt, grove.CodeOf(err), name)
 	}
 }
 
@@ -91,10 +90,10 @@ func FuzzDecodeBinding(f *testing.F) {
 	f.Add([]byte(`{"version":1}`))
 	f.Add([]byte(`{"version":1,"backend":"g","workspace":"w","head":"h","access":"shared","payload":{}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		b, err := backend.DecodeBinding(data)
+		b, err := grove.DecodeBinding(data)
 		if err != nil {
-			if backend.CodeOf(err) != backend.BindingCorrupt {
-				t.Fatalf("decode error has code %v: %v", backend.CodeOf(err), err)
+			if grove.CodeOf(err) != grove.BindingCorrupt {
+				t.Fatalf("decode error has code %v: %v", grove.CodeOf(err), err)
 			}
 			return
 		}
@@ -102,7 +101,7 @@ func FuzzDecodeBinding(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a decoded binding does not encode: %v", err)
 		}
-		b2, err := backend.DecodeBinding(again)
+		b2, err := grove.DecodeBinding(again)
 		if err != nil || !b2.Equal(b) {
 			t.Fatalf("round trip changed the binding: %v", err)
 		}

@@ -1,4 +1,4 @@
-package backend
+package grove
 
 import (
 	"crypto/sha256"

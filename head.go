@@ -1,0 +1,117 @@
+package grove
+
+import (
+	"time"
+)
+
+// HeadInfo describes a head.
+type HeadInfo struct {
+	ID       HeadID
+	Name     string
+	Access   Access
+	Attached bool         // over an existing checkout the user owns
+	Branch   string       // the branch's short name, such as "grove/agent-1"
+	Root     string       // the head's directory on the host, "" if it has none
+	Base     CheckpointID // the commit the head was created from
+	State    HeadState
+}
+
+// Signature names the author of a checkpoint.
+type Signature struct {
+	Name  string
+	Email string
+}
+
+// DefaultAuthor is the author of checkpoints whose options name none, so
+// that checkpoints work on a machine with no user.name configured.
+var DefaultAuthor = Signature{Name: "grove", Email: "grove@localhost"}
+
+// DefaultMaxNewFileSize is the size cap of new untracked files when
+// CheckpointOptions.MaxNewFileSize is zero.
+const DefaultMaxNewFileSize = 10 << 20
+
+// Checkpoint is one commit of a head's state, as Log returns it.
+type Checkpoint struct {
+	ID      CheckpointID
+	Parent  CheckpointID // "" for a root commit
+	Message string
+	Author  Signature
+	Time    time.Time
+}
+
+// SkipReason says why a path was not captured.
+type SkipReason string
+
+const (
+	SkipTooLarge       SkipReason = "too-large"       // a new untracked file over the size cap
+	SkipEmptyDirectory SkipReason = "empty-directory" // git cannot hold an empty directory
+	SkipIrregular      SkipReason = "irregular"       // a FIFO, socket or device
+)
+
+// Skipped is a path a checkpoint did not capture.
+type Skipped struct {
+	Path   string
+	Reason SkipReason
+	Size   int64 // for SkipTooLarge: the file's size
+}
+
+// CheckpointResult is what one Checkpoint call returns.
+type CheckpointResult struct {
+	Checkpoint
+	New     bool      // false when nothing changed and Checkpoint is the current one
+	Skipped []Skipped // sorted by path
+}
+
+// ChangeKind says how a path differs from the head's current commit.
+type ChangeKind string
+
+const (
+	ChangeAdded     ChangeKind = "added"     // staged in the index, not in the commit
+	ChangeModified  ChangeKind = "modified"  // content or mode differs from the commit
+	ChangeDeleted   ChangeKind = "deleted"   // in the commit, gone from the tree
+	ChangeUntracked ChangeKind = "untracked" // new, not ignored, not staged
+)
+
+// Change is one changed path.
+type Change struct {
+	Path string
+	Kind ChangeKind
+}
+
+// Operation is a merge-like git operation in progress in a head.
+type Operation string
+
+const (
+	OpNone         Operation = ""
+	OpMerge        Operation = "merge"
+	OpRebase       Operation = "rebase"
+	OpCherryPick   Operation = "cherry-pick"
+	OpRevert       Operation = "revert"
+	OpBisect       Operation = "bisect"
+	OpApplyMailbox Operation = "am"
+)
+
+// Status is a head's state now.
+type Status struct {
+	Dirty          bool         // a checkpoint now would make a commit
+	Changes        []Change     // sorted by path
+	Conflicts      []string     // unmerged paths, sorted
+	Commit         CheckpointID // the head's current commit
+	LastCheckpoint CheckpointID // the newest checkpoint in Log, "" if none
+	InProgress     Operation    // a merge-like operation in progress, if any
+	Archived       bool
+}
+
+// FileStat is one file's line counts in a Diff.
+type FileStat struct {
+	Path    string
+	Added   int
+	Deleted int
+}
+
+// Diff is the difference between two trees.
+type Diff struct {
+	Patch string // a unified patch, as git diff prints it
+	// Files lists the changed files, one entry each, sorted by path.
+	Files []FileStat
+}
