@@ -149,7 +149,7 @@ type Head interface {
 	// layer) takes the safety checkpoint first; Restore itself never
 	// checkpoints. A revision that does not resolve is NotFound and changes
 	// nothing. Running the same Restore again converges on to.
-	Restore(ctx context.Context, to grove.Rev, opts *RestoreOptions) (RestoreResult, error)
+	Restore(ctx context.Context, to grove.Rev) (RestoreResult, error)
 
 	// Log lists the head's checkpoints, newest first, from its private refs
 	// (not from the branch's history): a restore to an older checkpoint
@@ -269,12 +269,6 @@ type CheckpointOptions struct {
 	MaxNewFileSize int64           // 0: DefaultMaxNewFileSize; negative: no cap
 	Include        []string        // ignored files or directories to capture anyway (slash paths)
 }
-
-// RestoreOptions configure a driver's Restore. It has no fields yet: the
-// safety checkpoint and Discard are the workspace layer's, never the
-// driver's. It exists so that driver options can be added without
-// changing the interface.
-type RestoreOptions struct{}
 
 // RestoreResult is what a driver's Restore returns.
 type RestoreResult struct {

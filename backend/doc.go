@@ -36,12 +36,13 @@
 // # Departures from the design sketch
 //
 // What only the workspace layer acts on never reaches a driver (DESIGN
-// §3.1): RestoreOptions has no fields and DestroyOptions only SkipTeardown
-// (Discard and the safety and final checkpoints are package workspace's),
-// RestoreResult
-// holds only the commit the head now equals, and Head.Destroy returns only
-// an error. The options users fill are package workspace's own types,
-// converted in one place. FS.WriteFileIf returns only an error: on success
-// the new digest is DigestOf(data). Workspace.SetArchived takes an ID;
-// users archive by name through workspace.Workspace.SetArchived.
+// §3.1): Head.Restore takes no options and DestroyOptions holds only
+// SkipTeardown (Discard and the safety and final checkpoints are package
+// workspace's), RestoreResult holds only the commit the head now equals,
+// and Head.Destroy returns only an error. The options users fill are
+// package workspace's own types, converted in one place. The nouns DESIGN
+// puts here live in package grove (DESIGN §2.1). FS.WriteFileIf returns
+// only an error: on success the new digest is grove.DigestOf(data).
+// Workspace.SetArchived takes an ID; users archive by name through
+// workspace.Workspace.SetArchived.
 package backend

@@ -96,13 +96,13 @@ type failingHead struct {
 	park *backendutil.CallBlocker
 }
 
-func (h failingHead) Restore(ctx context.Context, to grove.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
+func (h failingHead) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult, error) {
 	if h.park != nil {
 		if err := h.park.Park(ctx, "restore"); err != nil {
 			return backend.RestoreResult{}, grove.ContextError(ctx, "test: restore")
 		}
 	}
-	return h.Head.Restore(ctx, to, opts)
+	return h.Head.Restore(ctx, to)
 }
 
 func (h failingHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) (grove.CheckpointResult, error) {

@@ -19,7 +19,7 @@ import (
 	"github.com/groveworks/grove/internal/regfile"
 )
 
-func (h *head) Restore(ctx context.Context, to grove.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
+func (h *head) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult, error) {
 	const op = "restore"
 	mf, err := h.enterTree(ctx, "Restore")
 	if err != nil {

@@ -179,7 +179,7 @@ func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) 
 	return grove.CheckpointResult{Checkpoint: cp, New: true, Skipped: c.skipped}, nil
 }
 
-func (h *head) Restore(ctx context.Context, to grove.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
+func (h *head) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult, error) {
 	const op = "restore"
 	if err := h.enter(ctx, "Restore"); err != nil {
 		return backend.RestoreResult{}, err

@@ -194,7 +194,7 @@ func (h *Head) Restore(ctx context.Context, to grove.Rev, opts *RestoreOptions) 
 			res.Safety = &cp
 		}
 	}
-	dr, err := h.h.Restore(ctx, to, driverRestore(&o))
+	dr, err := h.h.Restore(ctx, to)
 	res.Commit = dr.Commit
 	return res, wrap(op, h.name, err)
 }

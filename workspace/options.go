@@ -236,10 +236,6 @@ func driverCheckpoint(op string, o *CheckpointOptions, message string) (*backend
 	return d, nil
 }
 
-// driverRestore is the driver's form of a restore: the safety checkpoint
-// and Discard are the workspace layer's, not the driver's.
-func driverRestore(*RestoreOptions) *backend.RestoreOptions { return &backend.RestoreOptions{} }
-
 // driverDestroy is the driver's form of o: the final checkpoint and
 // Discard are the workspace layer's, not the driver's.
 func driverDestroy(o *DestroyOptions) *backend.DestroyOptions {

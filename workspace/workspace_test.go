@@ -122,7 +122,7 @@ func (h *fakeHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOptio
 	}
 	return grove.CheckpointResult{Checkpoint: grove.Checkpoint{ID: "cp1"}, New: true}, nil
 }
-func (h *fakeHead) Restore(ctx context.Context, to grove.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
+func (h *fakeHead) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult, error) {
 	return backend.RestoreResult{}, h.f.call("Restore")
 }
 func (h *fakeHead) Log(ctx context.Context, opts *backend.LogOptions) ([]grove.Checkpoint, error) {

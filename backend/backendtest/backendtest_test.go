@@ -251,8 +251,8 @@ func (h *brokenHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOpt
 	return res, err
 }
 
-func (h *brokenHead) Restore(ctx context.Context, to grove.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
-	res, err := h.Head.Restore(h.uncancelled(ctx), to, opts)
+func (h *brokenHead) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult, error) {
+	res, err := h.Head.Restore(h.uncancelled(ctx), to)
 	if err == nil && h.breakage == "restore-deletes-ignored" {
 		for _, p := range ignoredPaths(h.FS()) {
 			_ = h.FS().Remove(p)

@@ -119,9 +119,9 @@ func (h *blockingHead) Checkpoint(ctx context.Context, opts *backend.CheckpointO
 	return h.Head.Checkpoint(ctx, opts)
 }
 
-func (h *blockingHead) Restore(ctx context.Context, to grove.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
+func (h *blockingHead) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult, error) {
 	h.blocks.park(ctx, "Restore")
-	return h.Head.Restore(ctx, to, opts)
+	return h.Head.Restore(ctx, to)
 }
 
 func (h *blockingHead) Log(ctx context.Context, opts *backend.LogOptions) ([]grove.Checkpoint, error) {

@@ -110,7 +110,7 @@ func cancelledBeforeCases() []testCase {
 				check("Workspace.Materialize", dw.Materialize(dead, e.fx.Base, filepath.Join(e.t.TempDir(), "out")))
 				_, err = dh.Checkpoint(dead, &backend.CheckpointOptions{Message: "m", Author: grove.DefaultAuthor})
 				check("Head.Checkpoint", err)
-				_, err = dh.Restore(dead, e.fx.Base, &backend.RestoreOptions{})
+				_, err = dh.Restore(dead, e.fx.Base)
 				check("Head.Restore", err)
 				_, err = dh.Log(dead, &backend.LogOptions{})
 				check("Head.Log", err)

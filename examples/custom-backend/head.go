@@ -263,7 +263,7 @@ func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) 
 // are not ignored, removes the directories that left empty, and resets
 // the branch. Once it starts writing it no longer looks at ctx: an
 // interrupted restore is finished by running it again.
-func (h *head) Restore(ctx context.Context, to grove.Rev, opts *backend.RestoreOptions) (backend.RestoreResult, error) {
+func (h *head) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult, error) {
 	const op = "restore"
 	if _, err := h.enter(ctx, op); err != nil {
 		return backend.RestoreResult{}, err

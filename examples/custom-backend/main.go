@@ -118,7 +118,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer ws2.Close()
-	if _, err := h2.Restore(ctx, DefaultBranch, &backend.RestoreOptions{}); err != nil {
+	if _, err := h2.Restore(ctx, DefaultBranch); err != nil {
 		return err
 	}
 	readme, err := h2.FS().ReadFile("README.md")
