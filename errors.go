@@ -37,36 +37,48 @@ const (
 	Unavailable                        // a remote service (a Git remote) cannot be reached now; trying again later may succeed
 )
 
-var codeNames = [...]string{
-	OK:                     "ok",
-	NotFound:               "not found",
-	AlreadyExists:          "already exists",
-	InvalidArgument:        "invalid argument",
-	FailedPrecondition:     "failed precondition",
-	Conflict:               "conflict",
-	AlreadyBound:           "already bound",
-	Archived:               "archived",
-	Destroyed:              "destroyed",
-	Dirty:                  "dirty",
-	BindingCorrupt:         "binding corrupt",
-	BackendUnavailable:     "backend unavailable",
-	IdentityMismatch:       "identity mismatch",
-	PermissionDenied:       "permission denied",
-	PathEscape:             "path escapes the head",
-	Busy:                   "busy",
-	WorkspaceNotConfigured: "workspace not configured",
-	Unimplemented:          "unimplemented",
-	Canceled:               "canceled",
-	Internal:               "internal",
-	Unavailable:            "unavailable",
+// codeNames are each code's identifier (its constant's name, as scripts
+// and JSON read it) and its words (as messages read it).
+var codeNames = [...]struct{ ident, words string }{
+	OK:                     {"OK", "ok"},
+	NotFound:               {"NotFound", "not found"},
+	AlreadyExists:          {"AlreadyExists", "already exists"},
+	InvalidArgument:        {"InvalidArgument", "invalid argument"},
+	FailedPrecondition:     {"FailedPrecondition", "failed precondition"},
+	Conflict:               {"Conflict", "conflict"},
+	AlreadyBound:           {"AlreadyBound", "already bound"},
+	Archived:               {"Archived", "archived"},
+	Destroyed:              {"Destroyed", "destroyed"},
+	Dirty:                  {"Dirty", "dirty"},
+	BindingCorrupt:         {"BindingCorrupt", "binding corrupt"},
+	BackendUnavailable:     {"BackendUnavailable", "backend unavailable"},
+	IdentityMismatch:       {"IdentityMismatch", "identity mismatch"},
+	PermissionDenied:       {"PermissionDenied", "permission denied"},
+	PathEscape:             {"PathEscape", "path escapes the head"},
+	Busy:                   {"Busy", "busy"},
+	WorkspaceNotConfigured: {"WorkspaceNotConfigured", "workspace not configured"},
+	Unimplemented:          {"Unimplemented", "unimplemented"},
+	Canceled:               {"Canceled", "canceled"},
+	Internal:               {"Internal", "internal"},
+	Unavailable:            {"Unavailable", "unavailable"},
 }
 
-// String returns the code's name in lower case, as it appears in messages.
+// String returns the code's words in lower case, as they appear in
+// messages: "not found".
 func (c Code) String() string {
 	if c >= 0 && int(c) < len(codeNames) {
-		return codeNames[c]
+		return codeNames[c].words
 	}
 	return "code(" + strconv.Itoa(int(c)) + ")"
+}
+
+// Name returns the code's identifier, the name of its constant ("NotFound"),
+// stable for scripts and JSON; an unknown code's is its String.
+func (c Code) Name() string {
+	if c >= 0 && int(c) < len(codeNames) {
+		return codeNames[c].ident
+	}
+	return c.String()
 }
 
 // codeError is the sentinel of one code. Sentinels are distinct pointers, so

@@ -73,3 +73,18 @@ func TestDigest(t *testing.T) {
 	d := grove.DigestOf([]byte("abc"))
 	assert.Equal(t, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", d.String())
 }
+
+// Every code of the closed list has an identifier (its constant's name,
+// which scripts read in JSON) and words, each distinct.
+func TestEveryCodeHasANameAndWords(t *testing.T) {
+	names, words := map[string]grove.Code{}, map[string]grove.Code{}
+	for c := grove.OK; c <= grove.Unavailable; c++ {
+		assert.NotContains(t, names, c.Name(), "two codes are called %s", c.Name())
+		assert.NotContains(t, words, c.String(), "two codes read %q", c.String())
+		assert.Regexp(t, `^[A-Z][A-Za-z]+$`, c.Name())
+		names[c.Name()], words[c.String()] = c, c
+	}
+	assert.Equal(t, "NotFound", grove.NotFound.Name())
+	assert.Equal(t, "not found", grove.NotFound.String())
+	assert.Equal(t, "code(99)", grove.Code(99).Name())
+}

@@ -27,20 +27,6 @@ type exitStatus struct{ code int }
 
 func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-// codeNames are the codes as JSON error objects spell them: the names of
-// the workspace package's constants, stable for scripts (a test checks
-// that every code has one).
-var codeNames = map[grove.Code]string{
-	grove.OK: "OK", grove.NotFound: "NotFound", grove.AlreadyExists: "AlreadyExists",
-	grove.InvalidArgument: "InvalidArgument", grove.FailedPrecondition: "FailedPrecondition",
-	grove.Conflict: "Conflict", grove.AlreadyBound: "AlreadyBound", grove.Archived: "Archived",
-	grove.Destroyed: "Destroyed", grove.Dirty: "Dirty", grove.BindingCorrupt: "BindingCorrupt",
-	grove.BackendUnavailable: "BackendUnavailable", grove.IdentityMismatch: "IdentityMismatch",
-	grove.PermissionDenied: "PermissionDenied", grove.PathEscape: "PathEscape", grove.Busy: "Busy",
-	grove.WorkspaceNotConfigured: "WorkspaceNotConfigured", grove.Unimplemented: "Unimplemented",
-	grove.Canceled: "Canceled", grove.Internal: "Internal", grove.Unavailable: "Unavailable",
-}
-
 // errorObject is a failure as --json prints it on stderr.
 type errorObject struct {
 	Code    string `json:"code"`
@@ -75,10 +61,7 @@ func describe(f *failure) errorObject {
 	if f.usage {
 		code = grove.InvalidArgument
 	}
-	obj := errorObject{Code: codeNames[code], Op: f.op, Head: f.head}
-	if obj.Code == "" {
-		obj.Code = code.String()
-	}
+	obj := errorObject{Code: code.Name(), Op: f.op, Head: f.head}
 	var re *engine.ResumeError
 	if errors.As(f.err, &re) {
 		obj.Session, obj.Kind, obj.Reason = re.SessionID, string(re.Kind), string(re.Why)
