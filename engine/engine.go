@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/google/uuid"
 
 	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/internal/canon"
 	"github.com/groveworks/grove/internal/sandbox"
 	"github.com/groveworks/grove/workspace"
 )
@@ -164,38 +164,37 @@ func (e *Engine) ownFiles() []string {
 
 // checkOverlap refuses a head directory that holds the engine's files.
 func (e *Engine) checkOverlap(headDir string) error {
-	dir, err := canonicalPath(headDir)
-	if err != nil {
-		return nil // nothing there to overlap yet
-	}
 	for _, p := range e.ownFiles() {
-		cp, err := canonicalPath(p)
-		if err != nil {
-			continue
-		}
-		if cp == dir || strings.HasPrefix(cp, dir+string(filepath.Separator)) {
+		if canon.Within(p, headDir) {
 			return &PersistenceOverlapError{Path: p, Head: headDir}
 		}
 	}
 	return nil
 }
 
-// canonicalPath resolves symlinks in the longest existing prefix of p.
-func canonicalPath(p string) (string, error) {
-	abs, err := filepath.Abs(p)
+// CheckStateOutside refuses, as InvalidArgument, a path for the engine's
+// state (its SQLite database, the directory it lives in) that lies inside
+// ws's main working tree or one of its heads, where a checkpoint or a
+// restore would take it. Open cannot tell, knowing no repository: a
+// program that keeps its state near one asks here first.
+func CheckStateOutside(ctx context.Context, ws *workspace.Workspace, path string) error {
+	refuse := func(what string) error {
+		return &grove.Error{Code: grove.InvalidArgument, Op: "engine: open", Path: path,
+			Err: fmt.Errorf("the engine's state lies inside %s, where a checkpoint or a restore would take it; keep it elsewhere", what)}
+	}
+	if loc := ws.Info().Locator; filepath.Base(loc) == ".git" && canon.Within(path, filepath.Dir(loc)) {
+		return refuse("the repository's working tree " + filepath.Dir(loc))
+	}
+	heads, err := ws.Heads(ctx)
 	if err != nil {
-		return "", err
+		return err
 	}
-	rest := ""
-	for cur := abs; ; cur = filepath.Dir(cur) {
-		if real, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(real, rest), nil
+	for _, hi := range heads {
+		if hi.Root != "" && canon.Within(path, hi.Root) {
+			return refuse(fmt.Sprintf("head %q", hi.Name))
 		}
-		if filepath.Dir(cur) == cur {
-			return abs, nil
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
 	}
+	return nil
 }
 
 // As sets target through the registered backends, in order, and reports

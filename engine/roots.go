@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/internal/canon"
 )
 
 // Root is an extra directory a session mounts beside its head — a shared
@@ -48,17 +49,17 @@ func (e *Engine) checkRoots(roots []Root, headDir, repo string) ([]Root, error) 
 	type place struct{ dir, what string }
 	var taken []place
 	if headDir != "" {
-		if d, err := canonicalPath(headDir); err == nil {
+		if d, err := canon.Path(headDir); err == nil {
 			taken = append(taken, place{d, "the session's head"})
 		}
 	}
 	if repo != "" && filepath.IsAbs(repo) {
-		if d, err := canonicalPath(repo); err == nil {
+		if d, err := canon.Path(repo); err == nil {
 			taken = append(taken, place{d, "the repository's git directory"})
 		}
 	}
 	for _, p := range e.ownFiles() {
-		if d, err := canonicalPath(p); err == nil {
+		if d, err := canon.Path(p); err == nil {
 			taken = append(taken, place{d, "the engine's own files"})
 		}
 	}

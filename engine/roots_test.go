@@ -155,3 +155,25 @@ func TestRootAndResumeFixesFromReview(t *testing.T) {
 	require.NoError(t, err, "a failed resume left the session's lease held")
 	require.NoError(t, again.Close())
 }
+
+// State kept in the repository's working tree or in a head would be taken
+// by a checkpoint or undone by a restore: CheckStateOutside refuses both,
+// through a symlink too, and lets a path beside them through.
+func TestCheckStateOutside(t *testing.T) {
+	ctx := context.Background()
+	repo := gitRepo(t)
+	ws, err := workspace.Open(ctx, gitbackend.New(gitbackend.Options{}), repo, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	h, err := ws.NewHead("agent").Create(ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	link := filepath.Join(t.TempDir(), "link")
+	require.NoError(t, os.Symlink(h.Info().Root, link))
+
+	for _, inside := range []string{filepath.Join(repo, ".state"), filepath.Join(h.Info().Root, "db"), filepath.Join(link, "db")} {
+		err := engine.CheckStateOutside(ctx, ws, inside)
+		assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), inside)
+	}
+	assert.NoError(t, engine.CheckStateOutside(ctx, ws, filepath.Join(filepath.Dir(repo), "state")))
+}

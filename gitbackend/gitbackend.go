@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/canon"
 	"github.com/groveworks/grove/internal/gitcmd"
 )
 
@@ -190,7 +190,7 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	if headsDir == "" {
 		headsDir = repo.defaultHeadsDir()
 	}
-	if headsDir, err = canonical(headsDir); err != nil {
+	if headsDir, err = canon.Path(headsDir); err != nil {
 		return nil, grove.Errorf(grove.InvalidArgument, op, "heads directory: %w", err)
 	}
 	if repo.main != "" && within(headsDir, repo.main) {
@@ -439,29 +439,6 @@ func (b *Backend) Reopen(ctx context.Context, bind grove.Binding, opts *backend.
 		return nil, nil, err
 	}
 	return w, h, nil
-}
-
-// canonical returns path made absolute with symlinks in its existing
-// prefix resolved, so that paths compare reliably.
-func canonical(path string) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	rest := ""
-	for cur := abs; ; {
-		if real, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(real, rest), nil
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return abs, nil
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
-	}
 }
 
 // within reports whether path is dir or lies below it (both canonical).

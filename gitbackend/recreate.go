@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/internal/canon"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
@@ -177,7 +178,7 @@ func (w *workspace) removeHeadAdmin(admin string, mf *manifest) error {
 // directory).
 func (w *workspace) vouchedDir(mf *manifest) bool {
 	parent := filepath.Dir(mf.Dir)
-	if canon, err := canonical(parent); err != nil || canon != parent {
+	if canon, err := canon.Path(parent); err != nil || canon != parent {
 		return false
 	}
 	if fi, err := os.Lstat(mf.Dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
@@ -186,7 +187,7 @@ func (w *workspace) vouchedDir(mf *manifest) bool {
 	if parent == w.headsDir {
 		return true
 	}
-	def, err := canonical(w.repo.defaultHeadsDir())
+	def, err := canon.Path(w.repo.defaultHeadsDir())
 	return err == nil && parent == def
 }
 

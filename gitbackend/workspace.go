@@ -17,6 +17,7 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/canon"
 	"github.com/groveworks/grove/internal/destdir"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/lock"
@@ -286,7 +287,7 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	if dir == "" {
 		dir = filepath.Join(w.headsDir, spec.Name)
 	}
-	if dir, err = canonical(dir); err != nil {
+	if dir, err = canon.Path(dir); err != nil {
 		return nil, fail(grove.InvalidArgument, spec.Dir, "%v", err)
 	}
 	if w.repo.main != "" && within(dir, w.repo.main) {
@@ -907,7 +908,7 @@ func (w *workspace) Materialize(ctx context.Context, at grove.Rev, dir string) e
 	if err != nil {
 		return &grove.Error{Code: grove.InvalidArgument, Op: op, Path: dir, Err: err}
 	}
-	dir, err = canonical(dir)
+	dir, err = canon.Path(dir)
 	if err != nil {
 		return &grove.Error{Code: grove.InvalidArgument, Op: op, Path: dir, Err: err}
 	}

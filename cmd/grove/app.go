@@ -403,48 +403,13 @@ func (a *app) checkHome(home string) error {
 	if err != nil {
 		return nil // no repository here: nothing to overlap
 	}
-	real := canonicalPath(home)
-	inside := func(dir string) bool {
-		dir = canonicalPath(dir)
-		return dir != "" && (real == dir || strings.HasPrefix(real, dir+string(filepath.Separator)))
+	err = engine.CheckStateOutside(a.ctx, ws, home)
+	if ge := (*grove.Error)(nil); errors.As(err, &ge) && ge.Code == grove.InvalidArgument {
+		hinted := *ge
+		hinted.Err = fmt.Errorf("%w: choose another GROVE_HOME", ge.Err)
+		return &hinted
 	}
-	refuse := func(what string) error {
-		return &grove.Error{Code: grove.InvalidArgument, Path: home,
-			Err: fmt.Errorf("grove's state ($GROVE_HOME) lies inside %s, where a checkpoint or a restore would take it; choose another GROVE_HOME", what)}
-	}
-	if loc := ws.Info().Locator; filepath.Base(loc) == ".git" && inside(filepath.Dir(loc)) {
-		return refuse("the repository's working tree " + filepath.Dir(loc))
-	}
-	heads, err := ws.Heads(a.ctx)
-	if err != nil {
-		return err
-	}
-	for _, hi := range heads {
-		if hi.Root != "" && inside(hi.Root) {
-			return refuse(fmt.Sprintf("head %q", hi.Name))
-		}
-	}
-	return nil
-}
-
-// canonicalPath resolves the symlinks of the longest existing prefix of p.
-func canonicalPath(p string) string {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return ""
-	}
-	rest := ""
-	for cur := abs; ; {
-		if real, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(real, rest)
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return abs
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
-	}
+	return err
 }
 
 // print writes v as indented JSON when --json is set, else text.
