@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/workspace"
 )
 
 // SessionInfo is a session as the engine's database records it: what a
@@ -56,7 +58,60 @@ func (e *Engine) Sessions(ctx context.Context) ([]SessionInfo, error) {
 	if err := grove.ContextError(ctx, "engine: sessions"); err != nil {
 		return nil, err
 	}
-	return e.st.sessions(ctx, "")
+	return e.st.sessions(ctx, sessionQuery{})
+}
+
+// OpenSessions is Sessions without the closed ones: what a harness or a
+// check of a workspace needs, at the cost of the open sessions only.
+func (e *Engine) OpenSessions(ctx context.Context) ([]SessionInfo, error) {
+	if err := grove.ContextError(ctx, "engine: sessions"); err != nil {
+		return nil, err
+	}
+	return e.st.sessions(ctx, sessionQuery{open: true})
+}
+
+// Claimant returns the open session that claims the head called head of
+// the workspace at root (a Root as SessionInfo records it), if one does:
+// the session a NewSession answered AlreadyBound for, to name or to take
+// over.
+func (e *Engine) Claimant(ctx context.Context, root, head string) (SessionInfo, bool, error) {
+	open, err := e.OpenSessions(ctx)
+	if err != nil {
+		return SessionInfo{}, false, err
+	}
+	for _, si := range open {
+		if si.Claims && si.Head == head && si.Root == root {
+			return si, true, nil
+		}
+	}
+	return SessionInfo{}, false, nil
+}
+
+// Orphans returns the open sessions of ws whose head is none of its live
+// or archived heads (destroyed, or its record lost): they can never
+// resume. CloseSession closes one, unless a process runs it (Live).
+func (e *Engine) Orphans(ctx context.Context, ws *workspace.Workspace) ([]SessionInfo, error) {
+	open, err := e.OpenSessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	heads, err := ws.Heads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]bool{}
+	for _, h := range heads {
+		live[h.Name] = true
+	}
+	loc := ws.Info().Locator
+	var out []SessionInfo
+	for _, si := range open {
+		ours := si.Root == loc || si.Root == filepath.Dir(loc)
+		if si.Head != "" && ours && !live[si.Head] {
+			out = append(out, si)
+		}
+	}
+	return out, nil
 }
 
 // SessionInfo returns what the database records of session id. An ID
@@ -70,7 +125,7 @@ func (e *Engine) SessionInfo(ctx context.Context, id string) (SessionInfo, error
 	if !validSessionID(id) {
 		return SessionInfo{}, errorf(grove.NotFound, op, "%q is not a session ID", id)
 	}
-	infos, err := e.st.sessions(ctx, id)
+	infos, err := e.st.sessions(ctx, sessionQuery{id: id})
 	if errors.Is(err, errNoSession) {
 		return SessionInfo{}, errorf(grove.NotFound, op, "no session %s", id)
 	}

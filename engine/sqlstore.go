@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/groveworks/grove"
@@ -356,13 +357,20 @@ func (s *sqlStore) appendEvent(ctx context.Context, tx *sql.Tx, id string, kind 
 		id, id, now(), string(kind), string(data))
 }
 
-func (s *sqlStore) sessions(ctx context.Context, id string) ([]SessionInfo, error) {
+func (s *sqlStore) sessions(ctx context.Context, sq sessionQuery) ([]SessionInfo, error) {
 	query := `SELECT id, agent, placement, state, last_checkpoint, created_at, updated_at, permission, snapshot, config, policy, roots,
 		EXISTS (SELECT 1 FROM claims WHERE claims.session_id = sessions.id) FROM sessions`
+	var where []string
 	var args []any
-	if id != "" {
-		query += ` WHERE id = ?`
-		args = append(args, id)
+	if sq.id != "" {
+		where = append(where, `id = ?`)
+		args = append(args, sq.id)
+	}
+	if sq.open {
+		where = append(where, `state = 'open'`)
+	}
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, ` AND `)
 	}
 	rows, err := s.db.QueryContext(ctx, s.q(query+` ORDER BY created_at, id`), args...)
 	if err != nil {
@@ -403,7 +411,7 @@ func (s *sqlStore) sessions(ctx context.Context, id string) ([]SessionInfo, erro
 	if err := rows.Err(); err != nil {
 		return nil, s.fail(err)
 	}
-	if id != "" && len(out) == 0 {
+	if sq.id != "" && len(out) == 0 {
 		return nil, errNoSession
 	}
 	return out, nil

@@ -307,9 +307,9 @@ type store interface {
 	closeSession(ctx context.Context, id string) error
 	// events reads a session's journal, in order.
 	events(ctx context.Context, id string) ([]Event, error)
-	// sessions lists the sessions, oldest first; id, when not empty,
-	// selects one (an unknown ID is errNoSession).
-	sessions(ctx context.Context, id string) ([]SessionInfo, error)
+	// sessions lists the sessions q selects, oldest first (an unknown
+	// q.id is errNoSession).
+	sessions(ctx context.Context, q sessionQuery) ([]SessionInfo, error)
 	// openJournals reads the last checkpoint of every open session and
 	// the payloads of its journal's events (a row each, in no order).
 	openJournals(ctx context.Context) (lasts, payloads []string, err error)
@@ -432,4 +432,11 @@ func decodeTime(what, data string) (time.Time, error) {
 		return t, fmt.Errorf("its %s time: %w", what, err)
 	}
 	return t, nil
+}
+
+// sessionQuery selects sessions: the one called id, when set; only the
+// open ones, when open is.
+type sessionQuery struct {
+	id   string
+	open bool
 }

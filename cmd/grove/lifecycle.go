@@ -149,25 +149,16 @@ const findingSessionWithoutHead grove.FindingKind = "session-without-head"
 // is not one of its live or archived heads. Without a session database
 // there are none.
 func (a *app) orphanSessions(ws *workspace.Workspace, fix bool) ([]findingJSON, error) {
-	eng, all, err := a.existingSessions()
+	eng, err := a.existingEngine()
 	if err != nil || eng == nil {
 		return nil, err
 	}
-	heads, err := ws.Heads(a.ctx)
+	orphans, err := eng.Orphans(a.ctx, ws)
 	if err != nil {
 		return nil, err
 	}
-	live := map[string]bool{}
-	for _, h := range heads {
-		live[h.Name] = true
-	}
-	loc := ws.Info().Locator
-	ours := func(root string) bool { return root == loc || root == filepath.Dir(loc) }
 	var out []findingJSON
-	for _, si := range all {
-		if si.State != "open" || si.Head == "" || !ours(si.Root) || live[si.Head] {
-			continue
-		}
+	for _, si := range orphans {
 		f := findingJSON{Finding: grove.Finding{Kind: findingSessionWithoutHead, Head: si.Head,
 			Detail: "the session is open but its head is gone (destroyed, or its record lost)"}, Session: si.ID}
 		switch {
@@ -239,30 +230,24 @@ touched. With --dry-run nothing is deleted and the same report is printed.`,
 // journalKeeps is what the open sessions' journals point to (nothing
 // without a session database).
 func (a *app) journalKeeps() ([]grove.CheckpointID, error) {
-	eng, _, err := a.existingSessions()
+	eng, err := a.existingEngine()
 	if err != nil || eng == nil {
 		return nil, err
 	}
 	return eng.JournalCheckpoints(a.ctx)
 }
 
-// existingSessions opens the session database and lists its sessions, if
-// there is a database: commands that only consult it do not make one (a
-// nil engine then).
-func (a *app) existingSessions() (*engine.Engine, []engine.SessionInfo, error) {
+// existingEngine opens the session database, if there is one: commands
+// that only consult it do not make one (a nil engine then).
+func (a *app) existingEngine() (*engine.Engine, error) {
 	if a.eng == nil {
 		home, err := groveHome()
 		if err != nil {
-			return nil, nil, nil
+			return nil, nil
 		}
 		if _, err := os.Stat(filepath.Join(home, "grove.db")); err != nil {
-			return nil, nil, nil
+			return nil, nil
 		}
 	}
-	eng, err := a.engine()
-	if err != nil {
-		return nil, nil, err
-	}
-	all, err := eng.Sessions(a.ctx)
-	return eng, all, err
+	return a.engine()
 }

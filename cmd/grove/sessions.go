@@ -111,8 +111,8 @@ func (a *app) startSession(name string, opts engine.SessionOptions, takeOver fun
 		if grove.CodeOf(err) != grove.AlreadyBound {
 			return err
 		}
-		holder, claimed := a.claimant(eng, ws, name)
-		if !claimed {
+		holder, claimed, cerr := eng.Claimant(a.ctx, ws.Info().Locator, name)
+		if cerr != nil || !claimed {
 			return err // another grove command holds the head: wait
 		}
 		if !opts.TakeOver && !holder.Live && takeOver != nil && takeOver(holder) {
@@ -137,21 +137,6 @@ func claimMessage(holder engine.SessionInfo) error {
 		return fmt.Errorf("the head is claimed by session %s, which a process is running", holder.ID)
 	}
 	return fmt.Errorf("the head is claimed by session %s (resume it with --session, close it with grove session close, or take it over with --take-over)", holder.ID)
-}
-
-// claimant finds the open session that claims the head called name in
-// workspace ws, if one does.
-func (a *app) claimant(eng *engine.Engine, ws *workspace.Workspace, name string) (engine.SessionInfo, bool) {
-	all, err := eng.Sessions(a.ctx)
-	if err != nil {
-		return engine.SessionInfo{}, false
-	}
-	for _, si := range all {
-		if si.Claims && si.Head == name && si.Root == ws.Info().Locator {
-			return si, true
-		}
-	}
-	return engine.SessionInfo{}, false
 }
 
 func (a *app) sessionStartCmd() *cobra.Command {
