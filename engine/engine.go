@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -296,6 +297,10 @@ type SessionOptions struct {
 	// TakeOver takes an exclusive head's claim from a session that is no
 	// longer live (its lease is free) instead of failing with AlreadyBound.
 	TakeOver bool
+	// Wait is how long an existing isolated head that another holder has
+	// open for a moment (not a session's claim, which is AlreadyBound at
+	// once) is waited for; see workspace.ReopenOptions.Wait.
+	Wait time.Duration
 }
 
 // NewSession binds a new session to a head and persists the session, its
@@ -328,7 +333,7 @@ func (e *Engine) NewSession(ctx context.Context, opts *SessionOptions) (*Session
 	return e.start(ctx, sessionSpec{
 		agent: opts.Agent, placement: p, headless: opts.Headless, perm: opts.Permission,
 		snap: opts.Snapshot, config: opts.Config, exts: opts.Extensions, takeOver: opts.TakeOver,
-		policy: opts.Policy, roots: opts.Roots,
+		policy: opts.Policy, roots: opts.Roots, wait: opts.Wait,
 	})
 }
 
@@ -342,6 +347,7 @@ type sessionSpec struct {
 	config    []byte
 	exts      []Extension
 	takeOver  bool
+	wait      time.Duration
 	policy    []Policy
 	roots     []Root
 	// head, when set, is the session's head, already open (a fork's),
@@ -401,7 +407,7 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 			return fail(err)
 		}
 		if s.head == nil {
-			if err := s.bindHead(ctx, spec.placement); err != nil {
+			if err := s.bindHead(ctx, spec); err != nil {
 				return fail(err)
 			}
 		}

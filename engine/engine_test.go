@@ -433,14 +433,38 @@ func TestExclusiveHeadTakesOneSessionAtATime(t *testing.T) {
 	ex := engine.Placement{Exclusive: &engine.ExistingHead{Backend: b, Root: "demo", Head: "solo"}}
 	s1, err := e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
 	require.NoError(t, err)
-	_, err = e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
-	assert.Equal(t, grove.AlreadyBound, grove.CodeOf(err), "error: %v", err)
+	_, err = e.NewSession(ctx, &engine.SessionOptions{Placement: ex, Wait: time.Hour})
+	assert.Equal(t, grove.AlreadyBound, grove.CodeOf(err), "a claim is not waited for: %v", err)
+	var claimed *engine.ClaimedError
+	if assert.ErrorAs(t, err, &claimed) {
+		assert.Equal(t, s1.ID(), claimed.Holder.ID, "the error names the claiming session")
+		assert.True(t, claimed.Holder.Live)
+	}
 	_, err = e.NewSession(ctx, &engine.SessionOptions{Placement: ex, TakeOver: true})
 	assert.Equal(t, grove.AlreadyBound, grove.CodeOf(err), "a take-over of a live session's claim: %v", err)
 	require.NoError(t, s1.Close())
+
 	s2, err := e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
 	require.NoError(t, err)
 	require.NoError(t, s2.Close())
+
+	// A holder of an isolated head that is no session (another command's
+	// open head) is waited for, with Wait.
+	held, err := ws.NewHead("iso").Create(ctx)
+	require.NoError(t, err)
+	ex = engine.Placement{Exclusive: &engine.ExistingHead{Backend: b, Root: "demo", Head: "iso"}}
+	_, err = e.NewSession(ctx, &engine.SessionOptions{Placement: ex})
+	assert.Equal(t, grove.AlreadyBound, grove.CodeOf(err), "no wait: %v", err)
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(100 * time.Millisecond)
+		assert.NoError(t, held.Close())
+	}()
+	s3, err := e.NewSession(ctx, &engine.SessionOptions{Placement: ex, Wait: time.Minute})
+	<-released
+	require.NoError(t, err)
+	require.NoError(t, s3.Close())
 }
 
 func TestResumeOfUnknownOrMalformedIDs(t *testing.T) {

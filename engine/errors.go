@@ -175,6 +175,21 @@ func (e *PersistenceOverlapError) Unwrap() error {
 	return coded(e.Code(), "persistence", e.Path, fmt.Errorf("lies inside the head directory %s", e.Head))
 }
 
+// ClaimedError is why a new session got AlreadyBound for an existing
+// head: another session claims it. Holder is that session, to name, to
+// resume, or (when no process runs it) to take over with
+// SessionOptions.TakeOver.
+type ClaimedError struct {
+	Holder SessionInfo
+}
+
+func (e *ClaimedError) Error() string {
+	if e.Holder.Live {
+		return fmt.Sprintf("the head is claimed by session %s, which a process is running", e.Holder.ID)
+	}
+	return fmt.Sprintf("the head is claimed by session %s, which no process runs", e.Holder.ID)
+}
+
 // SnapshotPolicyError is a snapshot policy that cannot be honoured. Its
 // code is InvalidArgument.
 type SnapshotPolicyError struct {

@@ -174,8 +174,11 @@ func (s *Session) Reachable(name string, isDir bool) error {
 // Policy returns the session's policy layers, as given.
 func (s *Session) Policy() []Policy { return slices.Clone(s.policy) }
 
-// bindHead opens or creates the head the placement names.
-func (s *Session) bindHead(ctx context.Context, p Placement) error {
+// bindHead opens or creates the head spec's placement names. An existing
+// head another session claims is AlreadyBound, naming that session,
+// unless spec takes it over.
+func (s *Session) bindHead(ctx context.Context, spec sessionSpec) error {
+	p := spec.placement
 	var err error
 	switch {
 	case p.PerSession != nil:
@@ -201,7 +204,17 @@ func (s *Session) bindHead(ctx context.Context, p Placement) error {
 		if s.ws, err = workspace.Open(ctx, eh.Backend, eh.Root, &workspace.OpenOptions{Setup: eh.Setup, Teardown: eh.Teardown, Remote: eh.Remote, Sandbox: s.e.sandbox}); err != nil {
 			return err
 		}
-		if s.head, err = s.ws.OpenHead(ctx, eh.Head, nil); err != nil {
+		if !shared && !spec.takeOver {
+			holder, claimed, err := s.e.Claimant(ctx, eh.Root, eh.Head)
+			if err != nil {
+				return err
+			}
+			if claimed {
+				return &grove.Error{Code: grove.AlreadyBound, Op: "engine: new session", Head: eh.Head,
+					Err: &ClaimedError{Holder: holder}}
+			}
+		}
+		if s.head, err = s.ws.OpenHead(ctx, eh.Head, &workspace.ReopenOptions{Wait: spec.wait}); err != nil {
 			return err
 		}
 		if shared && s.head.Info().Access != grove.Shared {

@@ -83,6 +83,10 @@ type ReopenOptions struct {
 	// gone, another directory took its place) is refused as without it.
 	// Recreate with ReadOnly is InvalidArgument.
 	Recreate bool
+	// Wait is how long an isolated head that another holder has open is
+	// waited for (polled, with backoff) before AlreadyBound; 0 answers
+	// AlreadyBound at once. A context that ends first ends the wait.
+	Wait time.Duration
 	// Setup and Teardown configure the workspace Reopen opens, as
 	// OpenOptions' do; OpenHead uses its workspace's and ignores these.
 	Setup, Teardown *grove.Hook

@@ -15,6 +15,7 @@ var consumed = map[string]bool{
 	"RestoreOptions.Discard":    true, // no safety checkpoint
 	"RestoreOptions.Checkpoint": true, // the safety checkpoint's options (checked below)
 	"DestroyOptions.Discard":    true, // no final checkpoint
+	"ReopenOptions.Wait":        true, // the workspace layer waits
 }
 
 // nonZero sets every field of the struct v points to a non-zero value

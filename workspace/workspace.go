@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
@@ -139,7 +140,11 @@ func (w *Workspace) OpenHead(ctx context.Context, name string, opts *ReopenOptio
 			return nil, err
 		}
 	}
-	h, err := w.ws.OpenHead(ctx, name, driverReopen(opts))
+	var h backend.Head
+	err := waitBound(ctx, opts, func() (err error) {
+		h, err = w.ws.OpenHead(ctx, name, driverReopen(opts))
+		return err
+	})
 	if err != nil {
 		return nil, wrap(op, name, noRecreate(w.b, opts, err))
 	}
@@ -454,7 +459,12 @@ func Reopen(ctx context.Context, b Backend, binding grove.Binding, opts *ReopenO
 	if err := checkSandbox(b, op, string(binding.Head), d.Sandbox); err != nil {
 		return nil, err
 	}
-	ws, h, err := b.Reopen(ctx, binding, d)
+	var ws backend.Workspace
+	var h backend.Head
+	err := waitBound(ctx, opts, func() (err error) {
+		ws, h, err = b.Reopen(ctx, binding, d)
+		return err
+	})
 	if err != nil {
 		return nil, wrap(op, string(binding.Head), noRecreate(b, opts, err))
 	}
@@ -469,4 +479,30 @@ func Reopen(ctx context.Context, b Backend, binding grove.Binding, opts *ReopenO
 		hd = hd.ReadOnly()
 	}
 	return hd, nil
+}
+
+// waitBound calls open until it answers anything but AlreadyBound, or
+// opts.Wait has passed, or ctx has ended: an isolated head another holder
+// has open for a moment is waited for.
+func waitBound(ctx context.Context, opts *ReopenOptions, open func() error) error {
+	var wait time.Duration
+	if opts != nil {
+		wait = opts.Wait
+	}
+	deadline := time.Now().Add(wait)
+	pause := 10 * time.Millisecond
+	for {
+		err := open()
+		if grove.CodeOf(err) != grove.AlreadyBound || !time.Now().Before(deadline) {
+			return err
+		}
+		t := time.NewTimer(min(pause, time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		pause = min(2*pause, 200*time.Millisecond)
+	}
 }

@@ -105,10 +105,7 @@ func (a *app) withHead(cmd *cobra.Command, name string, write bool, f func(h *wo
 	}
 	var h *workspace.Head
 	if write {
-		err = a.retry(func() error {
-			h, err = ws.OpenHead(a.ctx, name, nil)
-			return err
-		})
+		h, err = ws.OpenHead(a.ctx, name, &workspace.ReopenOptions{Wait: a.wait})
 	} else {
 		h, err = ws.OpenHead(a.ctx, name, &workspace.ReopenOptions{ReadOnly: true})
 	}
@@ -117,34 +114,6 @@ func (a *app) withHead(cmd *cobra.Command, name string, write bool, f func(h *wo
 	}
 	defer h.Close()
 	return fail(cmd, name, f(h))
-}
-
-// stopRetry ends a.retry with err, an AlreadyBound that waiting will not
-// cure (another session claims the head).
-type stopRetry struct{ err error }
-
-func (s *stopRetry) Error() string { return s.err.Error() }
-func (s *stopRetry) Unwrap() error { return s.err }
-
-// retry calls try until it succeeds, fails with an error other than
-// AlreadyBound (or a *stopRetry), or --wait has passed: an isolated head
-// another grove command holds for a moment is waited for.
-func (a *app) retry(try func() error) error {
-	deadline := time.Now().Add(a.wait)
-	pause := 10 * time.Millisecond
-	for {
-		err := try()
-		var stop *stopRetry
-		if errors.As(err, &stop) || grove.CodeOf(err) != grove.AlreadyBound || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-a.ctx.Done():
-			return err
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, 200*time.Millisecond)
-	}
 }
 
 // headInfo finds the live or archived head called name without taking it.

@@ -32,11 +32,7 @@ not missing is left as it is; its directory is printed all the same.`,
 			if err != nil {
 				return fail(cmd, "", err)
 			}
-			var h *workspace.Head
-			err = a.retry(func() error {
-				h, err = ws.OpenHead(a.ctx, args[0], &workspace.ReopenOptions{Recreate: true})
-				return err
-			})
+			h, err := ws.OpenHead(a.ctx, args[0], &workspace.ReopenOptions{Recreate: true, Wait: a.wait})
 			if err != nil {
 				return fail(cmd, args[0], err)
 			}

@@ -105,30 +105,20 @@ func (a *app) startSession(name string, opts engine.SessionOptions, takeOver fun
 	} else {
 		opts.Placement = engine.Placement{Exclusive: eh}
 	}
-	var s *engine.Session
-	err = a.retry(func() error {
-		s, err = eng.NewSession(a.ctx, &opts)
-		if grove.CodeOf(err) != grove.AlreadyBound {
-			return err
-		}
-		holder, claimed, cerr := eng.Claimant(a.ctx, ws.Info().Locator, name)
-		if cerr != nil || !claimed {
-			return err // another grove command holds the head: wait
-		}
-		if !opts.TakeOver && !holder.Live && takeOver != nil && takeOver(holder) {
-			opts.TakeOver = true
-			s, err = eng.NewSession(a.ctx, &opts)
-			if err == nil || grove.CodeOf(err) != grove.AlreadyBound {
-				return err
-			}
-		}
-		return &stopRetry{&grove.Error{Code: grove.AlreadyBound, Head: name, Err: claimMessage(holder)}}
-	})
-	var stop *stopRetry
-	if errors.As(err, &stop) {
-		err = stop.err
+	opts.Wait = a.wait
+	s, err := eng.NewSession(a.ctx, &opts)
+	var claimed *engine.ClaimedError
+	if !errors.As(err, &claimed) {
+		return s, err
 	}
-	return s, err
+	if !claimed.Holder.Live && takeOver != nil && takeOver(claimed.Holder) {
+		opts.TakeOver = true
+		s, err = eng.NewSession(a.ctx, &opts)
+		if !errors.As(err, &claimed) {
+			return s, err
+		}
+	}
+	return nil, &grove.Error{Code: grove.AlreadyBound, Head: name, Err: claimMessage(claimed.Holder)}
 }
 
 // claimMessage says who holds a head and what to do about it.
