@@ -12,13 +12,16 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/canon"
+	"github.com/groveworks/grove/internal/rootfs"
 )
 
 // Root is an extra directory a session mounts beside its head — a shared
 // docs folder, a dependency cache — reached through Session.RootFS and, by
 // a model, at /workspace/roots/<Name>. A root is not a head: it is never
-// checkpointed, restored or forked. It is contained as a head is (an
-// os.Root: no name or link leads out of it), the session's Policy applies
+// checkpointed, restored or forked. It is contained as a head is, by the
+// same FS (no name or link leads out of it, and a .git at its root is
+// never reached: a root that is a repository keeps its configuration and
+// hooks from the agent), the session's Policy applies
 // to it (its paths are roots/<Name>/... there), and it is part of the
 // session's configuration: resuming with other roots is drift.
 type Root struct {
@@ -134,7 +137,7 @@ func (s *Session) RootFS(name string) (grove.FS, error) {
 			continue
 		}
 		if s.rootFS == nil {
-			s.rootFS = map[string]*rootFS{}
+			s.rootFS = map[string]*rootfs.FS{}
 		}
 		fsys, ok := s.rootFS[name]
 		if !ok {
@@ -145,7 +148,7 @@ func (s *Session) RootFS(name string) (grove.FS, error) {
 				return nil, errorf(grove.Internal, "root", "%v", err)
 			}
 			var err error
-			if fsys, err = openRootFS(r, s.e.rootLock(r.Dir)); err != nil {
+			if fsys, err = openRoot(r, s.e.rootLock(r.Dir)); err != nil {
 				return nil, &grove.Error{Code: grove.NotFound, Op: "engine: root", Path: r.Dir, Err: err}
 			}
 			s.rootFS[name] = fsys
@@ -153,4 +156,14 @@ func (s *Session) RootFS(name string) (grove.FS, error) {
 		return &policyFS{fs: fsys, pol: s.pol, prefix: "roots/" + name}, nil
 	}
 	return nil, errorf(grove.NotFound, "root", "the session has no root %q", name)
+}
+
+// openRoot opens root r's directory as an FS, read-only when r is; casLock
+// serializes its compare-and-set writes across processes.
+func openRoot(r Root, casLock string) (*rootfs.FS, error) {
+	o := rootfs.Options{Op: "engine: root", Key: casLock, CASLock: casLock}
+	if r.ReadOnly {
+		o.ReadOnly = fmt.Sprintf("root %q is mounted read-only", r.Name)
+	}
+	return rootfs.Open(r.Dir, o)
 }

@@ -62,6 +62,7 @@ func TestExtraRoots(t *testing.T) {
 	denied(t, c.MkdirAll("private", 0o755), "a path the policy denies in a root")
 	_, err = c.ReadDir(".git")
 	denied(t, err, "a root's .git")
+	denied(t, c.Symlink(".git", "git"), "a link to a root's .git")
 	assert.Equal(t, grove.PathEscape, grove.CodeOf(c.Symlink("../../etc", "out")), "a link out of a root is refused")
 	got, err := os.ReadFile(filepath.Join(cache, "deps", "a"))
 	require.NoError(t, err)

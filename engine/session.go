@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/internal/rootfs"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -35,7 +36,7 @@ type Session struct {
 	policy []Policy     // as given
 	pol    *policy      // compiled
 	roots  []Root       // canonical
-	rootFS map[string]*rootFS
+	rootFS map[string]*rootfs.FS
 
 	ws       *workspace.Workspace // the workspace the session opened, if any
 	head     *workspace.Head      // the session's handle, used for its own calls
@@ -240,7 +241,7 @@ func (s *Session) release(ctx context.Context, destroy bool) {
 	}
 	s.mu.Lock()
 	for _, r := range s.rootFS {
-		r.close()
+		r.Close()
 	}
 	s.rootFS = nil
 	s.mu.Unlock()

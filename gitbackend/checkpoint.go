@@ -26,8 +26,7 @@ import (
 //
 // seeded, when not nil, is priv's content as the caller copied it there.
 func (h *head) capture(ctx context.Context, mf manifest, priv string, seeded []byte, opts *backend.CheckpointOptions) ([]grove.Skipped, error) {
-	h.fs.writes.Lock()
-	defer h.fs.writes.Unlock()
+	defer h.fs.HoldWrites()()
 	capSize := opts.MaxNewFileSize
 	if capSize == 0 {
 		capSize = grove.DefaultMaxNewFileSize

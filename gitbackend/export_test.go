@@ -32,6 +32,3 @@ func SetAfterDiskCopy(f func(dir string)) func() {
 	afterDiskCopy = f
 	return func() { afterDiskCopy = old }
 }
-
-// HeadFSLocks is how many heads' shared FS mutexes the process keeps.
-func HeadFSLocks() int { return headFSLocks.Len() }

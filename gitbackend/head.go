@@ -17,6 +17,7 @@ import (
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/rootfs"
 )
 
 // head is one handle on a head. An isolated handle holds the head's
@@ -24,7 +25,7 @@ import (
 type head struct {
 	w       *workspace
 	binding grove.Binding
-	fs      *diskFS
+	fs      *rootfs.FS
 
 	mu     sync.Mutex
 	mf     manifest
@@ -35,7 +36,7 @@ type head struct {
 var _ backend.Head = (*head)(nil)
 
 func (w *workspace) newHead(mf *manifest, bl *lock.Lock) (*head, error) {
-	fsys, err := newDiskFS(mf.Dir, mf.ID, w.meta.casLock(mf.ID))
+	fsys, err := rootfs.Open(mf.Dir, rootfs.Options{Op: "gitbackend", Key: string(mf.ID), CASLock: w.meta.casLock(mf.ID)})
 	if err != nil {
 		if bl != nil {
 			_ = bl.Unlock()
@@ -671,7 +672,7 @@ func (h *head) Close() error {
 		return &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: close head", Head: h.mf.Name, Err: errors.New("head is already closed")}
 	}
 	h.closed = true
-	h.fs.close()
+	h.fs.Close()
 	if h.bind != nil {
 		err := h.bind.Unlock()
 		h.bind = nil

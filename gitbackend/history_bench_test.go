@@ -16,6 +16,7 @@ import (
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/internal/githarness"
+	"github.com/groveworks/grove/internal/rootfs"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -130,7 +131,7 @@ func plantTombstones(b *testing.B, common string, n int) {
 // head's last handle.
 func TestHistoryCostsNothingOnTheLiveHeadsPath(t *testing.T) {
 	f := newFixture(t)
-	before := gitbackend.HeadFSLocks()
+	before := rootfs.SharedLocks()
 	h := f.head("gone")
 	bind := h.Binding()
 	_, err := h.Destroy(f.ctx, &workspace.DestroyOptions{Discard: true})
@@ -146,5 +147,5 @@ func TestHistoryCostsNothingOnTheLiveHeadsPath(t *testing.T) {
 	_, err = f.ws.Heads(f.ctx)
 	require.NoError(t, err)
 	assert.FileExists(t, tomb, "a tombstone among the live manifests is moved")
-	assert.Equal(t, before, gitbackend.HeadFSLocks(), "a closed head's mutexes are kept")
+	assert.Equal(t, before, rootfs.SharedLocks(), "a closed head's mutexes are kept")
 }

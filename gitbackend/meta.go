@@ -15,6 +15,7 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/rootfs"
 )
 
 // grove's metadata lives under <common git dir>/grove:
@@ -109,7 +110,7 @@ func (m meta) casLock(id grove.HeadID) string {
 
 // tempPrefix starts the names of grove's temporary files: in its metadata,
 // and beside a file an FS write replaces (see diskFS).
-const tempPrefix = ".grove-tmp-"
+const tempPrefix = rootfs.TempPrefix
 
 type workspaceRecord struct {
 	Version int               `json:"version"`

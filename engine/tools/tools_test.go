@@ -429,11 +429,11 @@ func TestToolAttacksFromReview(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "someone else's\n", string(data))
 
-	// A FIFO in a root is refused, not waited on.
+	// A FIFO in a root is refused, not waited on, as one in a head is.
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f.fails("read_file", `{"path":"/workspace/roots/r/pipe"}`, grove.FailedPrecondition)
+		f.fails("read_file", `{"path":"/workspace/roots/r/pipe"}`, grove.InvalidArgument)
 		f.ok("grep", `{"pattern":"x","path":"/workspace/roots/r"}`)
 	}()
 	select {

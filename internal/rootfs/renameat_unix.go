@@ -3,7 +3,7 @@
 // On Unix systems other than Linux (macOS, the BSDs) the syscall package
 // has no Renameat: renameat(2) comes from golang.org/x/sys/unix.
 
-package gitbackend
+package rootfs
 
 import "golang.org/x/sys/unix"
 

@@ -6,7 +6,7 @@
 // asked first; a file system without them (FAT) gets a plain replacing
 // rename.
 
-package gitbackend
+package rootfs
 
 import (
 	"errors"

@@ -1,4 +1,47 @@
-package gitbackend
+// Package rootfs is grove's one confined file system: a directory on the
+// host behind an os.Root, as a grove.FS. Heads (gitbackend) and the roots
+// the engine mounts beside a session's head both are one.
+//
+// Containment is the standard library's os.Root: "..", absolute paths and
+// symlinks leading out of the directory are refused with PathEscape by the
+// kernel-backed resolution of os.Root, not by a resolver of ours.
+//
+// The root's .git (a head's git file or directory; a root's repository)
+// is never reachable through the FS, by any path or link: the rule holds on the resolved name, not on its spelling. Every
+// name is resolved element by element (resolve), each step an operation
+// of an os.Root on one directory it holds open, so a resolution only ever
+// decides where inside the directory a name leads; it never widens what
+// os.Root contains. A name whose resolution reaches the root's .git — by
+// its name, or by its identity (a hard link, or another spelling on a
+// case-insensitive file system) — is PermissionDenied, for reads, writes,
+// listings and Open alike; a listing of any directory that is the FS's
+// root hides .git; a symlink whose target resolves to .git is refused when
+// created, and refused again when used (a link may come from a checkout
+// or from the agent's shell, and a dangling link may start to resolve to
+// .git later).
+//
+// An entry may be swapped (a directory for a symlink, say) between the
+// step that examined it and the operation that uses it. Every operation
+// therefore acts on one element inside a directory held open, and checks
+// by identity (os.SameFile) that what it opened is what the resolution
+// examined, starting over when it is not. Operations that cannot open
+// first use calls that never follow the final element (rename, unlink,
+// symlink creation) or are confined to a directory whose subtree cannot
+// hold .git. The one residual is Chmod of an entry the caller may not
+// open for reading that lies directly in the root, where .git is a
+// directory (an attached checkout): a swap racing that chmod can
+// change the mode (never the content) of a file inside the git directory.
+// A mode change of .git itself is detected and undone.
+//
+// Writes go to a temporary file beside the target (named with TempPrefix)
+// and are renamed over it, keeping its mode. No name is taken from the
+// user: a write holds the FS's writes lock for reading while its
+// temporary file exists, and a checkpoint holds it for writing while git
+// looks at the tree (HoldWrites), so no checkpoint in this process ever
+// sees one.
+//
+// An FS with Options.ReadOnly answers every write with PermissionDenied.
+package rootfs
 
 import (
 	"context"
@@ -20,75 +63,87 @@ import (
 	"github.com/groveworks/grove/internal/lock"
 )
 
-// diskFS is a head's working tree on disk.
-//
-// Containment is the standard library's os.Root: "..", absolute paths and
-// symlinks leading out of the head are refused with PathEscape by the
-// kernel-backed resolution of os.Root, not by a resolver of ours.
-//
-// The git directory is never reachable through the FS, by any path or
-// link: the rule holds on the resolved name, not on its spelling. Every
-// name is resolved element by element (resolve), each step an operation
-// of an os.Root on one directory it holds open, so a resolution only ever
-// decides where inside the head a name leads; it never widens what
-// os.Root contains. A name whose resolution reaches the root's .git — by
-// its name, or by its identity (a hard link, or another spelling on a
-// case-insensitive file system) — is PermissionDenied, for reads, writes,
-// listings and Open alike; a listing of any directory that is the head's
-// root hides .git; a symlink whose target resolves to .git is refused when
-// created, and refused again when used (a link may come from a checkout
-// or from the agent's shell, and a dangling link may start to resolve to
-// .git later).
-//
-// An entry may be swapped (a directory for a symlink, say) between the
-// step that examined it and the operation that uses it. Every operation
-// therefore acts on one element inside a directory held open, and checks
-// by identity (os.SameFile) that what it opened is what the resolution
-// examined, starting over when it is not. Operations that cannot open
-// first use calls that never follow the final element (rename, unlink,
-// symlink creation) or are confined to a directory whose subtree cannot
-// hold .git. The one residual is Chmod of an entry the caller may not
-// open for reading that lies directly in the head's root, in a head whose
-// .git is a directory (an attached checkout): a swap racing that chmod can
-// change the mode (never the content) of a file inside the git directory.
-// A mode change of .git itself is detected and undone.
-//
-// Writes go to a temporary file beside the target (named with tempPrefix)
-// and are renamed over it, keeping its mode. No name is taken from the
-// user: a write holds its head's writes lock for reading while its
-// temporary file exists, and a checkpoint holds it for writing while git
-// looks at the tree, so no checkpoint in this process ever sees one.
-type diskFS struct {
-	dir     string
-	root    *os.Root
-	cas     *sync.Mutex   // serializes WriteFileIf on one head within the process
-	casLock string        // the file lock that serializes it across processes
-	writes  *sync.RWMutex // see above
-	release func()        // gives the shared mutexes back (see headFSLocks)
+// FS is a directory on the host as a grove.FS: a head's working tree, or
+// a root the engine mounts beside a session's head.
+type FS struct {
+	dir      string
+	prefix   string // starts every error's Op
+	root     *os.Root
+	readOnly string        // why every write is refused; "" when writable
+	cas      *sync.Mutex   // serializes WriteFileIf on one directory within the process
+	casLock  string        // the file lock that serializes it across processes
+	writes   *sync.RWMutex // held for reading while a write's temporary file exists
+	release  func()        // gives the shared mutexes back (see sharedLocks)
 }
 
-var _ grove.FS = (*diskFS)(nil)
+var _ grove.FS = (*FS)(nil)
 
-// headFSLocks are the mutexes every handle of one head in this process
-// shares, kept while a handle is open.
-var headFSLocks lock.Shared[grove.HeadID, struct {
+// Options configure Open.
+type Options struct {
+	// Op names the FS's owner in every error's Op ("gitbackend",
+	// "engine: root").
+	Op string
+	// Key names the directory among the FSes of this process, which share
+	// their compare-and-set and write locks while open (a head's ID).
+	Key string
+	// CASLock is the lock file that serializes WriteFileIf across
+	// processes.
+	CASLock string
+	// ReadOnly, when set, is why every write is PermissionDenied.
+	ReadOnly string
+}
+
+// sharedLocks are the mutexes every FS of one Key in this process
+// shares, kept while one is open.
+var sharedLocks lock.Shared[string, struct {
 	cas    sync.Mutex
 	writes sync.RWMutex
 }]
 
-func newDiskFS(dir string, id grove.HeadID, casLock string) (*diskFS, error) {
+// SharedLocks is how many directories' shared locks the process keeps:
+// one per Key with an FS open, none once they are all closed.
+func SharedLocks() int { return sharedLocks.Len() }
+
+// Open opens dir as an FS. Close releases it.
+func Open(dir string, o Options) (*FS, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
-	l, release := headFSLocks.Acquire(id)
-	return &diskFS{dir: dir, root: root, cas: &l.cas, casLock: casLock, writes: &l.writes, release: release}, nil
+	l, release := sharedLocks.Acquire(o.Key)
+	return &FS{dir: dir, prefix: o.Op + ": ", root: root, readOnly: o.ReadOnly, cas: &l.cas, casLock: o.CASLock,
+		writes: &l.writes, release: release}, nil
 }
 
-func (d *diskFS) close() {
+// Close releases the FS; it is not used after.
+func (d *FS) Close() {
 	_ = d.root.Close()
 	d.release()
 }
+
+// HoldWrites waits for the writes in flight in this process and holds
+// off new ones until release is called: while held, no temporary file of
+// a write exists in the directory (a checkpoint holds it while git looks
+// at the tree).
+func (d *FS) HoldWrites() (release func()) {
+	d.writes.Lock()
+	return d.writes.Unlock
+}
+
+// deny refuses a write to a read-only FS.
+func (d *FS) deny(op, name string) error {
+	if d.readOnly == "" {
+		return nil
+	}
+	return &grove.Error{Code: grove.PermissionDenied, Op: op, Path: name, Err: errors.New(d.readOnly)}
+}
+
+// TempPrefix starts the names of the temporary files writes make beside
+// their targets.
+const TempPrefix = ".grove-tmp-"
+
+// op is an error's Op for the FS operation name.
+func (d *FS) op(name string) string { return d.prefix + name }
 
 const (
 	// maxLinks bounds the symlinks one resolution follows, as the kernel's
@@ -110,17 +165,17 @@ type gitDirError struct{}
 func (gitDirError) Error() string        { return "the git directory is not reachable through the FS" }
 func (gitDirError) Is(target error) bool { return target == fs.ErrPermission }
 func gitDenied(op, name string) *grove.Error {
-	return &grove.Error{Code: grove.PermissionDenied, Op: "gitbackend: " + op, Path: name, Err: gitDirError{}}
+	return &grove.Error{Code: grove.PermissionDenied, Op: op, Path: name, Err: gitDirError{}}
 }
 
 // fsError maps an os error to the FS's typed errors.
 func fsError(op, name string, err error) error {
-	return backendutil.OSError("gitbackend: "+op, name, err)
+	return backendutil.OSError(op, name, err)
 }
 
 func checkPath(op, name string) error {
 	if err := grove.CheckPath(op, name); err != nil {
-		err.(*grove.Error).Op = "gitbackend: " + op
+		err.(*grove.Error).Op = op
 		return err
 	}
 	return nil
@@ -136,7 +191,7 @@ func retry[T any](op, name string, f func() (T, error)) (T, error) {
 		}
 		if try == maxRetries {
 			var zero T
-			return zero, &grove.Error{Code: grove.Busy, Op: "gitbackend: " + op, Path: name,
+			return zero, &grove.Error{Code: grove.Busy, Op: op, Path: name,
 				Err: errors.New("the path kept changing while it was resolved")}
 		}
 	}
@@ -177,7 +232,7 @@ const (
 // or link leading above the root, or an absolute link, is PathEscape; a
 // resolution reaching the root's .git is PermissionDenied. The caller
 // releases the spot.
-func (d *diskFS) resolve(op, name string, mode int, perm fs.FileMode) (*spot, error) {
+func (d *FS) resolve(op, name string, mode int, perm fs.FileMode) (*spot, error) {
 	if err := checkPath(op, name); err != nil {
 		return nil, err
 	}
@@ -190,7 +245,7 @@ func (d *diskFS) resolve(op, name string, mode int, perm fs.FileMode) (*spot, er
 
 // resolveParts is resolve over name's elements, which may hold "." and
 // ".." (a symlink target's).
-func (d *diskFS) resolveParts(op, name string, parts []string, mode int, perm fs.FileMode) (*spot, error) {
+func (d *FS) resolveParts(op, name string, parts []string, mode int, perm fs.FileMode) (*spot, error) {
 	git, err := d.root.Lstat(".git")
 	if err != nil {
 		git = nil
@@ -223,7 +278,7 @@ func (d *diskFS) resolveParts(op, name string, parts []string, mode int, perm fs
 			continue
 		case "..":
 			if i == 0 {
-				return fail(&grove.Error{Code: grove.PathEscape, Op: "gitbackend: " + op, Path: name,
+				return fail(&grove.Error{Code: grove.PathEscape, Op: op, Path: name,
 					Err: errors.New("a symlink leads outside the head")})
 			}
 			parts = slices.Delete(parts, i-1, i+1)
@@ -256,7 +311,7 @@ func (d *diskFS) resolveParts(op, name string, parts []string, mode int, perm fs
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 && (!last || mode&followLast != 0) {
 			if links++; links > maxLinks {
-				return fail(&grove.Error{Code: grove.InvalidArgument, Op: "gitbackend: " + op, Path: name,
+				return fail(&grove.Error{Code: grove.InvalidArgument, Op: op, Path: name,
 					Err: errors.New("too many levels of symbolic links")})
 			}
 			target, err := dir.Readlink(c)
@@ -267,7 +322,7 @@ func (d *diskFS) resolveParts(op, name string, parts []string, mode int, perm fs
 				return fail(fsError(op, name, err))
 			}
 			if target == "" || path.IsAbs(target) {
-				return fail(&grove.Error{Code: grove.PathEscape, Op: "gitbackend: " + op, Path: name,
+				return fail(&grove.Error{Code: grove.PathEscape, Op: op, Path: name,
 					Err: fmt.Errorf("symlink to %q leads outside the head", target)})
 			}
 			parts = slices.Concat(parts[:i], strings.Split(target, "/"), parts[i+1:])
@@ -319,12 +374,12 @@ func pathOf(parts []string) string {
 // the read with no context to end it, so it is InvalidArgument; the open
 // itself never blocks (O_NONBLOCK, which changes nothing for a regular
 // file or a directory).
-func (d *diskFS) open(op, name string, s *spot, flag int) (*os.File, fs.FileInfo, error) {
+func (d *FS) open(op, name string, s *spot, flag int) (*os.File, fs.FileInfo, error) {
 	if s.fi == nil {
 		return nil, nil, fsError(op, name, fs.ErrNotExist)
 	}
 	if !s.fi.Mode().IsRegular() && !s.fi.IsDir() {
-		return nil, nil, &grove.Error{Code: grove.InvalidArgument, Op: "gitbackend: " + op, Path: name,
+		return nil, nil, &grove.Error{Code: grove.InvalidArgument, Op: op, Path: name,
 			Err: fmt.Errorf("%s is not a regular file or a directory (%v)", name, s.fi.Mode().Type())}
 	}
 	flag |= syscall.O_NONBLOCK
@@ -355,7 +410,7 @@ func (d *diskFS) open(op, name string, s *spot, flag int) (*os.File, fs.FileInfo
 }
 
 // isHeadRoot reports whether fi is the head's root directory.
-func (d *diskFS) isHeadRoot(fi fs.FileInfo) bool {
+func (d *FS) isHeadRoot(fi fs.FileInfo) bool {
 	if !fi.IsDir() {
 		return false
 	}
@@ -363,54 +418,54 @@ func (d *diskFS) isHeadRoot(fi fs.FileInfo) bool {
 	return err == nil && os.SameFile(st, fi)
 }
 
-func (d *diskFS) Open(name string) (fs.File, error) {
-	if err := checkPath("open", name); err != nil {
+func (d *FS) Open(name string) (fs.File, error) {
+	if err := checkPath(d.op("open"), name); err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
-	return retry("open", name, func() (fs.File, error) {
-		s, err := d.resolve("open", name, followLast, 0)
+	return retry(d.op("open"), name, func() (fs.File, error) {
+		s, err := d.resolve(d.op("open"), name, followLast, 0)
 		if err != nil {
 			return nil, err
 		}
 		defer s.release()
-		f, st, err := d.open("open", name, s, 0)
+		f, st, err := d.open(d.op("open"), name, s, 0)
 		if err != nil {
 			return nil, err
 		}
 		base := path.Base(name)
 		if !st.IsDir() {
-			return &diskFile{f: f, name: base}, nil
+			return &file{f: f, name: base}, nil
 		}
-		return &diskDir{f: f, name: base, hideGit: d.isHeadRoot(st)}, nil
+		return &dir_{f: f, name: base, hideGit: d.isHeadRoot(st)}, nil
 	})
 }
 
-// diskFile is an opened regular file: only the reading methods of its
+// file is an opened regular file: only the reading methods of its
 // *os.File, and Stat under the name it was opened by.
-type diskFile struct {
+type file struct {
 	f    *os.File
 	name string
 }
 
-func (f *diskFile) Read(b []byte) (int, error)                { return f.f.Read(b) }
-func (f *diskFile) ReadAt(b []byte, off int64) (int, error)   { return f.f.ReadAt(b, off) }
-func (f *diskFile) Seek(off int64, whence int) (int64, error) { return f.f.Seek(off, whence) }
-func (f *diskFile) Close() error                              { return f.f.Close() }
-func (f *diskFile) Stat() (fs.FileInfo, error)                { return named(f.f.Stat())(f.name) }
+func (f *file) Read(b []byte) (int, error)                { return f.f.Read(b) }
+func (f *file) ReadAt(b []byte, off int64) (int, error)   { return f.f.ReadAt(b, off) }
+func (f *file) Seek(off int64, whence int) (int64, error) { return f.f.Seek(off, whence) }
+func (f *file) Close() error                              { return f.f.Close() }
+func (f *file) Stat() (fs.FileInfo, error)                { return named(f.f.Stat())(f.name) }
 
-// diskDir is an opened directory; the listing of the head's root hides
+// dir_ is an opened directory; the listing of the head's root hides
 // .git.
-type diskDir struct {
+type dir_ struct {
 	f       *os.File
 	name    string
 	hideGit bool
 }
 
-func (d *diskDir) Read(b []byte) (int, error) { return d.f.Read(b) }
-func (d *diskDir) Close() error               { return d.f.Close() }
-func (d *diskDir) Stat() (fs.FileInfo, error) { return named(d.f.Stat())(d.name) }
+func (d *dir_) Read(b []byte) (int, error) { return d.f.Read(b) }
+func (d *dir_) Close() error               { return d.f.Close() }
+func (d *dir_) Stat() (fs.FileInfo, error) { return named(d.f.Stat())(d.name) }
 
-func (d *diskDir) ReadDir(n int) ([]fs.DirEntry, error) {
+func (d *dir_) ReadDir(n int) ([]fs.DirEntry, error) {
 	for {
 		ents, err := d.f.ReadDir(n)
 		if d.hideGit {
@@ -440,9 +495,9 @@ func named(fi fs.FileInfo, err error) func(name string) (fs.FileInfo, error) {
 	}
 }
 
-func (d *diskFS) Stat(name string) (fs.FileInfo, error) {
-	return retry("stat", name, func() (fs.FileInfo, error) {
-		s, err := d.resolve("stat", name, followLast, 0)
+func (d *FS) Stat(name string) (fs.FileInfo, error) {
+	return retry(d.op("stat"), name, func() (fs.FileInfo, error) {
+		s, err := d.resolve(d.op("stat"), name, followLast, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -454,9 +509,9 @@ func (d *diskFS) Stat(name string) (fs.FileInfo, error) {
 	})
 }
 
-func (d *diskFS) Lstat(name string) (fs.FileInfo, error) {
-	return retry("lstat", name, func() (fs.FileInfo, error) {
-		s, err := d.resolve("lstat", name, 0, 0)
+func (d *FS) Lstat(name string) (fs.FileInfo, error) {
+	return retry(d.op("lstat"), name, func() (fs.FileInfo, error) {
+		s, err := d.resolve(d.op("lstat"), name, 0, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -468,7 +523,7 @@ func (d *diskFS) Lstat(name string) (fs.FileInfo, error) {
 	})
 }
 
-func (d *diskFS) ReadDir(name string) ([]fs.DirEntry, error) {
+func (d *FS) ReadDir(name string) ([]fs.DirEntry, error) {
 	f, err := d.Open(name)
 	if err != nil {
 		var pe *fs.PathError
@@ -478,28 +533,28 @@ func (d *diskFS) ReadDir(name string) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
-	dir, ok := f.(*diskDir)
+	dir, ok := f.(*dir_)
 	if !ok {
-		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: readdir", Path: name, Err: errors.New("not a directory")}
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: d.op("readdir"), Path: name, Err: errors.New("not a directory")}
 	}
 	ents, err := dir.ReadDir(-1)
 	if err != nil {
-		return nil, fsError("readdir", name, err)
+		return nil, fsError(d.op("readdir"), name, err)
 	}
 	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return ents, nil
 }
 
-func (d *diskFS) ReadFile(name string) ([]byte, error) {
-	data, _, err := d.readFile("readfile", name)
+func (d *FS) ReadFile(name string) ([]byte, error) {
+	data, _, err := d.readFile(d.op("readfile"), name)
 	return data, err
 }
 
-func (d *diskFS) ReadFileDigest(name string) ([]byte, grove.Digest, error) {
-	return d.readFile("readfile", name)
+func (d *FS) ReadFileDigest(name string) ([]byte, grove.Digest, error) {
+	return d.readFile(d.op("readfile"), name)
 }
 
-func (d *diskFS) readFile(op, name string) ([]byte, grove.Digest, error) {
+func (d *FS) readFile(op, name string) ([]byte, grove.Digest, error) {
 	data, err := retry(op, name, func() ([]byte, error) {
 		s, err := d.resolve(op, name, followLast, 0)
 		if err != nil {
@@ -515,14 +570,14 @@ func (d *diskFS) readFile(op, name string) ([]byte, grove.Digest, error) {
 }
 
 // read reads the whole element at s.
-func (d *diskFS) read(op, name string, s *spot) ([]byte, error) {
+func (d *FS) read(op, name string, s *spot) ([]byte, error) {
 	f, st, err := d.open(op, name, s, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	if st.IsDir() {
-		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: " + op, Path: name, Err: errors.New("is a directory")}
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: name, Err: errors.New("is a directory")}
 	}
 	data, err := io.ReadAll(f)
 	if err != nil {
@@ -531,40 +586,43 @@ func (d *diskFS) read(op, name string, s *spot) ([]byte, error) {
 	return data, nil
 }
 
-func (d *diskFS) ReadLink(name string) (string, error) {
-	return retry("readlink", name, func() (string, error) {
-		s, err := d.resolve("readlink", name, 0, 0)
+func (d *FS) ReadLink(name string) (string, error) {
+	return retry(d.op("readlink"), name, func() (string, error) {
+		s, err := d.resolve(d.op("readlink"), name, 0, 0)
 		if err != nil {
 			return "", err
 		}
 		defer s.release()
 		if s.isRoot() || s.fi.Mode()&fs.ModeSymlink == 0 {
-			return "", &grove.Error{Code: grove.InvalidArgument, Op: "gitbackend: readlink", Path: name, Err: errors.New("not a symbolic link")}
+			return "", &grove.Error{Code: grove.InvalidArgument, Op: d.op("readlink"), Path: name, Err: errors.New("not a symbolic link")}
 		}
 		t, err := s.dir.Readlink(s.base) // one element: never followed
 		if errors.Is(err, syscall.EINVAL) || errors.Is(err, fs.ErrNotExist) {
 			return "", errChanged
 		}
-		return t, fsError("readlink", name, err)
+		return t, fsError(d.op("readlink"), name, err)
 	})
 }
 
 // writable resolves name for a write: where the file it leads to is, or
 // would be created.
-func (d *diskFS) writable(op, name string) (*spot, error) {
+func (d *FS) writable(op, name string) (*spot, error) {
 	s, err := d.resolve(op, name, followLast|mayMiss, 0)
 	if err != nil {
 		return nil, err
 	}
 	if s.isRoot() || s.fi != nil && s.fi.IsDir() {
 		s.release()
-		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: " + op, Path: name, Err: errors.New("is a directory")}
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: name, Err: errors.New("is a directory")}
 	}
 	return s, nil
 }
 
-func (d *diskFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
-	const op = "writefile"
+func (d *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	op := d.op("writefile")
+	if err := d.deny(op, name); err != nil {
+		return err
+	}
 	_, err := retry(op, name, func() (struct{}, error) {
 		s, err := d.writable(op, name)
 		if err != nil {
@@ -576,8 +634,11 @@ func (d *diskFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	return err
 }
 
-func (d *diskFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect grove.Digest) error {
-	const op = "writefileif"
+func (d *FS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect grove.Digest) error {
+	op := d.op("writefileif")
+	if err := d.deny(op, name); err != nil {
+		return err
+	}
 	if err := checkPath(op, name); err != nil {
 		return err
 	}
@@ -587,7 +648,7 @@ func (d *diskFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect 
 	// is a live write (the kernel releases a dead one's lock).
 	l, err := lock.Acquire(context.Background(), d.casLock, "compare-and-set write")
 	if err != nil {
-		return &grove.Error{Code: grove.CodeOf(err), Op: "gitbackend: " + op, Path: name, Err: err}
+		return &grove.Error{Code: grove.CodeOf(err), Op: op, Path: name, Err: err}
 	}
 	defer l.Unlock()
 	_, err = retry(op, name, func() (struct{}, error) {
@@ -605,7 +666,7 @@ func (d *diskFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect 
 			cur = grove.DigestOf(old)
 		}
 		if cur != expect {
-			return struct{}{}, &grove.Error{Code: grove.Conflict, Op: "gitbackend: " + op, Path: name, Current: &cur,
+			return struct{}{}, &grove.Error{Code: grove.Conflict, Op: op, Path: name, Current: &cur,
 				Err: fmt.Errorf("content is %s, the caller expected %s", cur, expect)}
 		}
 		return struct{}{}, d.write(op, name, s, data, perm)
@@ -617,7 +678,7 @@ func (d *diskFS) WriteFileIf(name string, data []byte, perm fs.FileMode, expect 
 // same directory, given the existing file's mode (or perm), renamed over
 // it. Every call names one element of a directory held open, and neither
 // the creation (O_EXCL) nor the rename follows a symlink there.
-func (d *diskFS) write(op, name string, s *spot, data []byte, perm fs.FileMode) error {
+func (d *FS) write(op, name string, s *spot, data []byte, perm fs.FileMode) error {
 	mode := perm & 0o777
 	if s.fi != nil && s.fi.Mode().IsRegular() {
 		mode = s.fi.Mode() & 0o777
@@ -626,7 +687,7 @@ func (d *diskFS) write(op, name string, s *spot, data []byte, perm fs.FileMode) 
 	defer d.writes.RUnlock()
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	tmp := tempPrefix + hex.EncodeToString(rnd[:])
+	tmp := TempPrefix + hex.EncodeToString(rnd[:])
 	f, err := s.dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return fsError(op, name, err)
@@ -648,19 +709,22 @@ func (d *diskFS) write(op, name string, s *spot, data []byte, perm fs.FileMode) 
 	return nil
 }
 
-func (d *diskFS) MkdirAll(name string, perm fs.FileMode) error {
-	const op = "mkdirall"
+func (d *FS) MkdirAll(name string, perm fs.FileMode) error {
+	op := d.op("mkdirall")
+	if err := d.deny(op, name); err != nil {
+		return err
+	}
 	_, err := retry(op, name, func() (struct{}, error) {
 		s, err := d.resolve(op, name, followLast|makeDirs, perm)
 		if err != nil {
 			if grove.CodeOf(err) == grove.NotFound && d.fileOnPath(name) {
-				return struct{}{}, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: " + op, Path: name, Err: syscall.ENOTDIR}
+				return struct{}{}, &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: name, Err: syscall.ENOTDIR}
 			}
 			return struct{}{}, err
 		}
 		s.release()
 		if !s.fi.IsDir() {
-			return struct{}{}, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: " + op, Path: name, Err: syscall.ENOTDIR}
+			return struct{}{}, &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: name, Err: syscall.ENOTDIR}
 		}
 		return struct{}{}, nil
 	})
@@ -669,7 +733,7 @@ func (d *diskFS) MkdirAll(name string, perm fs.FileMode) error {
 
 // fileOnPath reports whether a parent of name (or name) is something
 // other than a directory: why a MkdirAll found no way through.
-func (d *diskFS) fileOnPath(name string) bool {
+func (d *FS) fileOnPath(name string) bool {
 	for p := name; p != "." && p != ""; p = path.Dir(p) {
 		if fi, err := d.Stat(p); err == nil && !fi.IsDir() {
 			return true
@@ -678,8 +742,11 @@ func (d *diskFS) fileOnPath(name string) bool {
 	return false
 }
 
-func (d *diskFS) Remove(name string) error {
-	const op = "remove"
+func (d *FS) Remove(name string) error {
+	op := d.op("remove")
+	if err := d.deny(op, name); err != nil {
+		return err
+	}
 	_, err := retry(op, name, func() (struct{}, error) {
 		s, err := d.resolve(op, name, 0, 0)
 		if err != nil {
@@ -687,15 +754,18 @@ func (d *diskFS) Remove(name string) error {
 		}
 		defer s.release()
 		if s.isRoot() {
-			return struct{}{}, &grove.Error{Code: grove.InvalidArgument, Op: "gitbackend: remove", Path: name, Err: errors.New("cannot remove the head's root")}
+			return struct{}{}, &grove.Error{Code: grove.InvalidArgument, Op: d.op("remove"), Path: name, Err: errors.New("cannot remove the head's root")}
 		}
 		return struct{}{}, fsError(op, name, s.dir.Remove(s.base)) // one element: never followed
 	})
 	return err
 }
 
-func (d *diskFS) Rename(oldname, newname string) error {
-	const op = "rename"
+func (d *FS) Rename(oldname, newname string) error {
+	op := d.op("rename")
+	if err := d.deny(op, oldname); err != nil {
+		return err
+	}
 	if err := checkPath(op, oldname); err != nil {
 		return err
 	}
@@ -714,15 +784,15 @@ func (d *diskFS) Rename(oldname, newname string) error {
 		}
 		defer to.release()
 		if from.isRoot() || to.isRoot() {
-			return struct{}{}, &grove.Error{Code: grove.InvalidArgument, Op: "gitbackend: rename", Path: oldname, Err: errors.New("cannot rename the head's root")}
+			return struct{}{}, &grove.Error{Code: grove.InvalidArgument, Op: d.op("rename"), Path: oldname, Err: errors.New("cannot rename the head's root")}
 		}
 		switch {
 		case to.fi != nil && to.fi.IsDir():
-			return struct{}{}, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: rename", Path: newname, Err: syscall.EISDIR}
+			return struct{}{}, &grove.Error{Code: grove.FailedPrecondition, Op: d.op("rename"), Path: newname, Err: syscall.EISDIR}
 		case to.fi != nil && from.fi.IsDir():
-			return struct{}{}, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: rename", Path: newname, Err: syscall.ENOTDIR}
+			return struct{}{}, &grove.Error{Code: grove.FailedPrecondition, Op: d.op("rename"), Path: newname, Err: syscall.ENOTDIR}
 		case from.fi.IsDir() && strings.HasPrefix(path.Join(to.path, to.base)+"/", path.Join(from.path, from.base)+"/"):
-			return struct{}{}, &grove.Error{Code: grove.InvalidArgument, Op: "gitbackend: rename", Path: newname, Err: errors.New("cannot move a directory into itself")}
+			return struct{}{}, &grove.Error{Code: grove.InvalidArgument, Op: d.op("rename"), Path: newname, Err: errors.New("cannot move a directory into itself")}
 		}
 		if from.dir == to.dir {
 			return struct{}{}, fsError(op, oldname, from.dir.Rename(from.base, to.base))
@@ -778,13 +848,16 @@ func renameBetween(from *os.Root, oldname string, to *os.Root, newname string) e
 	return nil
 }
 
-func (d *diskFS) Symlink(target, name string) error {
-	const op = "symlink"
+func (d *FS) Symlink(target, name string) error {
+	op := d.op("symlink")
+	if err := d.deny(op, name); err != nil {
+		return err
+	}
 	if err := checkPath(op, name); err != nil {
 		return err
 	}
 	if target == "" || path.IsAbs(target) {
-		return &grove.Error{Code: grove.PathEscape, Op: "gitbackend: " + op, Path: name, Err: fmt.Errorf("symlink target %q leads outside the head", target)}
+		return &grove.Error{Code: grove.PathEscape, Op: op, Path: name, Err: fmt.Errorf("symlink target %q leads outside the head", target)}
 	}
 	_, err := retry(op, name, func() (struct{}, error) {
 		s, err := d.resolve(op, name, mayMiss, 0)
@@ -794,7 +867,7 @@ func (d *diskFS) Symlink(target, name string) error {
 		defer s.release()
 		if s.isRoot() || s.fi != nil {
 			// A link never replaces what is there: the name is taken.
-			return struct{}{}, &grove.Error{Code: grove.AlreadyExists, Op: "gitbackend: " + op, Path: name, Err: fs.ErrExist}
+			return struct{}{}, &grove.Error{Code: grove.AlreadyExists, Op: op, Path: name, Err: fs.ErrExist}
 		}
 		// Where the link would lead now. A dangling link is fine; one
 		// leading out of the head or to .git is not. (Whatever it leads
@@ -822,8 +895,11 @@ func (d *diskFS) Symlink(target, name string) error {
 	return err
 }
 
-func (d *diskFS) Chmod(name string, mode fs.FileMode) error {
-	const op = "chmod"
+func (d *FS) Chmod(name string, mode fs.FileMode) error {
+	op := d.op("chmod")
+	if err := d.deny(op, name); err != nil {
+		return err
+	}
 	_, err := retry(op, name, func() (struct{}, error) {
 		s, err := d.resolve(op, name, followLast, 0)
 		if err != nil {

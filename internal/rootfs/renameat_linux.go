@@ -1,6 +1,6 @@
 // On Linux renameat(2) comes from the syscall package.
 
-package gitbackend
+package rootfs
 
 import "syscall"
 
