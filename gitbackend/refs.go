@@ -33,7 +33,8 @@ const refIdle = 5 * time.Second
 // exists", "cannot lock ref"). A transaction killed while git holds its
 // ref locks leaves them behind (Busy for the next one, naming the lock
 // file): callers run it under a context that does not end half-way
-// (cleanupContext).
+// (cleanupContext), and the process outlives a killed grove (Finish),
+// ending at the end of its input with its locks released.
 func (rp *repo) updateRefs(ctx context.Context, ops []string) error {
 	// no-deref: a branch an agent turned into a symbolic ref (to main,
 	// say) is replaced, never followed to the branch it names.
@@ -53,7 +54,7 @@ func (rp *repo) updateRefs(ctx context.Context, ops []string) error {
 				_ = u.p.Close() // exited while idle: its pipes go
 				u.p = nil
 			}
-			p, err := rp.r.Start(gitcmd.Cmd{GitDir: rp.common, CommonDir: rp.common, Dir: rp.common, Args: []string{"update-ref", "-m", "grove", "--stdin"}})
+			p, err := rp.r.Start(gitcmd.Cmd{GitDir: rp.common, CommonDir: rp.common, Dir: rp.common, Args: []string{"update-ref", "-m", "grove", "--stdin"}, Finish: true})
 			if err != nil {
 				return err
 			}

@@ -139,7 +139,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 			return err
 		}
 		crashPoint("restore:cleaned")
-		if _, err := h.git(fctx, gitcmd.Cmd{Args: []string{"symbolic-ref", "HEAD", "refs/heads/" + mf.Branch}}); err != nil {
+		if _, err := h.git(fctx, gitcmd.Cmd{Args: []string{"symbolic-ref", "HEAD", "refs/heads/" + mf.Branch}, Finish: true}); err != nil {
 			return err
 		}
 		if err := h.moveBranch(fctx, mf, target); err != nil {

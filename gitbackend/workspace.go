@@ -144,7 +144,7 @@ func (w *workspace) undo(ctx context.Context, mf *manifest, recovered bool) erro
 		errs = append(errs, err)
 	}
 	if mf.Branch != "" && w.repo.refExists("refs/heads/"+mf.Branch) {
-		if _, err := w.repo.git(ctx, "update-ref", "-d", "refs/heads/"+mf.Branch, string(mf.Base)); err != nil {
+		if _, err := w.repo.run(ctx, gitcmd.Cmd{Args: []string{"update-ref", "-d", "refs/heads/" + mf.Branch, string(mf.Base)}, Finish: true}); err != nil {
 			errs = append(errs, err)
 		}
 	}

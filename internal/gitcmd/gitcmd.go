@@ -44,7 +44,9 @@
 // is killed, so aliases and helpers git started die with it, and Run returns
 // a Canceled error that still matches the context's error. The git process
 // is started with Pdeathsig, so it dies with grove if grove is killed; its
-// own children then see their pipes close.
+// own children then see their pipes close. A Cmd marked Finish (a ref
+// transaction) is not: killed while it held ref locks it would leave
+// them behind, so it runs to its end, or to the end of its input.
 //
 // Outside Linux (process_unix.go, process_windows.go): macOS and the other
 // Unix systems have no Pdeathsig, so a git started by a grove process that
@@ -299,6 +301,12 @@ type Cmd struct {
 	// Parallel lets a command that may check out many files (2,000 or
 	// more) do so with the runner's CheckoutWorkers.
 	Parallel bool
+	// Finish lets the command outlive a grove process that is killed: it
+	// ends on its own (a Proc at the end of its input, which aborts a
+	// transaction it was given only part of) instead of being killed
+	// with its ref locks held, which only a person could tell stale. An
+	// ended context still kills it.
+	Finish bool
 }
 
 // Run runs c and returns its stdout (unless c.Stdout is set).
@@ -462,6 +470,9 @@ func (r *Runner) command(ctx context.Context, c Cmd, harden bool) (*exec.Cmd, st
 	cmd.Env = r.env(c)
 	cmd.Stdin = c.Stdin
 	killOnCancel(cmd)
+	if c.Finish {
+		outliveGrove(cmd)
+	}
 	cmd.WaitDelay = r.wait
 	return cmd, op, nil
 }

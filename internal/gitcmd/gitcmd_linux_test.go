@@ -109,3 +109,29 @@ func TestGitDiesWithAKilledGroveProcess(t *testing.T) {
 	require.Eventually(t, func() bool { return !gitAlive(t, mark) }, 10*time.Second, 10*time.Millisecond,
 		"git outlived the grove process that started it")
 }
+
+// A Finish command outlives a killed grove process and ends on its own: an
+// update-ref --stdin whose grove died with a prepared transaction sees its
+// input end, aborts, and leaves no ref lock behind (killed with grove, it
+// would leave refs/heads/held.lock for good).
+func TestAFinishingTransactionLeavesNoLockWhenGroveIsKilled(t *testing.T) {
+	r := newRunner(t)
+	dir := initRepo(t, r)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), refsHelperEnv+"="+dir)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	buf := make([]byte, 6)
+	_, err = io.ReadFull(stdout, buf)
+	require.NoError(t, err)
+	require.Equal(t, "ready\n", string(buf))
+	lock := filepath.Join(dir, ".git", "refs", "heads", "held.lock")
+	require.FileExists(t, lock, "the transaction holds its ref's lock")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	require.Eventually(t, func() bool { _, err := os.Lstat(lock); return os.IsNotExist(err) }, 10*time.Second, 10*time.Millisecond,
+		"the ref lock outlived the transaction's grove")
+	_, err = os.Lstat(filepath.Join(dir, ".git", "refs", "heads", "held"))
+	assert.True(t, os.IsNotExist(err), "the aborted transaction moved nothing")
+}

@@ -234,7 +234,36 @@ func TestAFailedCommandCarriesStderrAndExitCode(t *testing.T) {
 // be killed.
 const helperEnv = "GITCMD_TEST_HELPER_DIR"
 
+// refsHelperEnv makes the test binary act as a grove process that holds a
+// ref transaction open in a Finish update-ref --stdin (prepared: the ref
+// is locked), says it is ready, and waits to be killed.
+const refsHelperEnv = "GITCMD_TEST_REFS_DIR"
+
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(refsHelperEnv); dir != "" {
+		r, err := gitcmd.New(context.Background(), gitcmd.Options{})
+		if err != nil {
+			fmt.Println("helper:", err)
+			os.Exit(2)
+		}
+		gitDir := filepath.Join(dir, ".git")
+		head, err := r.Output(context.Background(), gitcmd.Cmd{Dir: dir, GitDir: gitDir, Args: []string{"rev-parse", "HEAD"}})
+		if err != nil {
+			fmt.Println("helper:", err)
+			os.Exit(2)
+		}
+		p, err := r.Start(gitcmd.Cmd{Dir: dir, GitDir: gitDir, Args: []string{"update-ref", "--stdin"}, Finish: true})
+		if err != nil {
+			fmt.Println("helper:", err)
+			os.Exit(2)
+		}
+		if _, err := p.Exchange(context.Background(), "start\nupdate refs/heads/held "+head+"\nprepare\n", 2); err != nil {
+			fmt.Println("helper:", err)
+			os.Exit(2)
+		}
+		fmt.Println("ready")
+		select {}
+	}
 	if dir := os.Getenv(helperEnv); dir != "" {
 		r, err := gitcmd.New(context.Background(), gitcmd.Options{})
 		if err != nil {

@@ -19,3 +19,6 @@ func killOnCancel(cmd *exec.Cmd) {
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
+
+// outliveGrove lets cmd run on when grove dies (no Pdeathsig).
+func outliveGrove(cmd *exec.Cmd) { cmd.SysProcAttr.Pdeathsig = 0 }
