@@ -127,7 +127,7 @@ func TestRootsThatOverlapAreRefused(t *testing.T) {
 
 // Fixes from a review: a failed resume leaves no lease behind; a root over
 // the repository's git directory is refused; a write through a link in a
-// root is refused rather than replacing the link.
+// root writes the file the link names, as in a head, and keeps the link.
 func TestRootAndResumeFixesFromReview(t *testing.T) {
 	ctx := context.Background()
 	gb := gitbackend.New(gitbackend.Options{})
@@ -144,10 +144,15 @@ func TestRootAndResumeFixesFromReview(t *testing.T) {
 	require.NoError(t, err)
 	r, err := s.RootFS("r")
 	require.NoError(t, err)
-	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(r.WriteFile("link.md", []byte("x"), 0o644)))
+	require.NoError(t, r.WriteFile("link.md", []byte("x"), 0o644))
 	fi, err := os.Lstat(filepath.Join(dir, "link.md"))
 	require.NoError(t, err)
 	assert.NotZero(t, fi.Mode()&os.ModeSymlink, "the link is still a link")
+	got, err := os.ReadFile(filepath.Join(dir, "target.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "x", string(got), "the write went to the file the link names")
+	require.NoError(t, os.Symlink(filepath.Join(t.TempDir(), "out.md"), filepath.Join(dir, "out.md")))
+	assert.Equal(t, grove.PathEscape, grove.CodeOf(r.WriteFile("out.md", []byte("x"), 0o644)), "a link out of the root")
 
 	require.NoError(t, s.Detach())
 	_, err = e.Resume(ctx, s.ID(), &engine.ResumeOptions{Roots: s.Roots(), Policy: []engine.Policy{{Deny: []string{" "}}}})
