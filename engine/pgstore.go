@@ -7,9 +7,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,9 +153,9 @@ func openPostgresStore(ctx context.Context, rawURL string) (*sqlStore, error) {
 	db.SetMaxOpenConns(pgPoolSize)
 	db.SetMaxIdleConns(pgPoolSize)
 	d := &pgDialect{cfg: cfg, name: name, held: map[string]bool{}, stop: make(chan struct{}), stopped: make(chan struct{})}
-	d.mu.Lock()
+	d.connMu.Lock()
 	_, err = d.leaseConn(ctx)
-	d.mu.Unlock()
+	d.connMu.Unlock()
 	if err != nil {
 		_ = db.Close()
 		return nil, err
@@ -226,9 +228,15 @@ type pgDialect struct {
 	cfg  *pgx.ConnConfig
 	name string // the URL without its password
 
+	// connMu serializes the use of conn, which is one connection: the
+	// round trips that take, release and keep leases wait for each other.
+	// Nothing else waits for them: live and fence read held and pid under
+	// mu, which is never held across a round trip.
+	connMu sync.Mutex
+	conn   *pgx.Conn // the lease connection
+
 	mu   sync.Mutex
-	conn *pgx.Conn       // the lease connection
-	pid  uint32          // its server process, which pg_locks names as the holder
+	pid  uint32          // conn's server process, which pg_locks names as the holder
 	held map[string]bool // the sessions whose lease this process holds
 
 	stop, stopped chan struct{} // the heartbeat's
@@ -250,7 +258,7 @@ func (d *pgDialect) heartbeat() {
 			return
 		case <-t.C:
 		}
-		d.mu.Lock()
+		d.connMu.Lock()
 		ctx, cancel := context.WithTimeout(context.Background(), heartbeatEvery*2)
 		if d.conn != nil && !d.conn.IsClosed() && d.conn.Ping(ctx) != nil {
 			_ = d.conn.Close(ctx)
@@ -259,7 +267,7 @@ func (d *pgDialect) heartbeat() {
 			_, _ = d.leaseConn(ctx)
 		}
 		cancel()
-		d.mu.Unlock()
+		d.connMu.Unlock()
 	}
 }
 
@@ -290,7 +298,7 @@ func (*pgDialect) serialize(ctx context.Context, tx *sql.Tx, key string) error {
 // leaseConn returns the lease connection, connecting again when it was
 // lost and then taking back the leases this process held (a lease another
 // host took meanwhile is lost; that session's claim may have passed on).
-// d.mu is held.
+// d.connMu is held.
 func (d *pgDialect) leaseConn(ctx context.Context) (*pgx.Conn, error) {
 	if d.conn != nil && !d.conn.IsClosed() {
 		return d.conn, nil
@@ -299,21 +307,34 @@ func (d *pgDialect) leaseConn(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, storeFailure(d.name, err, StoreInaccessible)
 	}
-	d.conn, d.pid = conn, conn.PgConn().PID()
-	for id := range d.held {
+	d.mu.Lock()
+	d.pid = conn.PgConn().PID()
+	held := slices.Collect(maps.Keys(d.held))
+	d.mu.Unlock()
+	d.conn = conn
+	for _, id := range held {
 		var ok bool
 		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, leaseKey(id)).Scan(&ok); err != nil || !ok {
+			d.mu.Lock()
 			delete(d.held, id)
+			d.mu.Unlock()
 		}
 	}
 	return conn, nil
 }
 
-func (d *pgDialect) lease(ctx context.Context, id, purpose string) (func() error, error) {
-	const op = "engine: lease"
+// holds reports whether this process holds session id's lease.
+func (d *pgDialect) holds(id string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.held[id] {
+	return d.held[id]
+}
+
+func (d *pgDialect) lease(ctx context.Context, id, purpose string) (func() error, error) {
+	const op = "engine: lease"
+	d.connMu.Lock()
+	defer d.connMu.Unlock()
+	if d.holds(id) {
 		return nil, &grove.Error{Code: grove.Busy, Op: op, Path: d.name, Err: fmt.Errorf("session %s is live in this process", id)}
 	}
 	conn, err := d.leaseConn(ctx)
@@ -327,7 +348,9 @@ func (d *pgDialect) lease(ctx context.Context, id, purpose string) (func() error
 	if !ok {
 		return nil, &grove.Error{Code: grove.Busy, Op: op, Path: d.name, Err: fmt.Errorf("session %s is live: %s holds its lease", id, d.holder(ctx, conn, id))}
 	}
+	d.mu.Lock()
 	d.held[id] = true
+	d.mu.Unlock()
 	var once sync.Once
 	return func() error {
 		var err error
@@ -354,12 +377,15 @@ func (d *pgDialect) holder(ctx context.Context, conn *pgx.Conn, id string) strin
 
 // unlease releases session id's lease.
 func (d *pgDialect) unlease(id string) error {
+	d.connMu.Lock()
+	defer d.connMu.Unlock()
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if !d.held[id] {
+	mine := d.held[id]
+	delete(d.held, id)
+	d.mu.Unlock()
+	if !mine {
 		return nil // lost with the lease connection
 	}
-	delete(d.held, id)
 	if d.conn == nil || d.conn.IsClosed() {
 		return nil // released with the connection
 	}
@@ -381,22 +407,18 @@ const leaseHeld = `SELECT EXISTS (SELECT 1 FROM pg_locks
 	AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 	AND classid::bigint = $1 AND objid::bigint = $2 AND ($3 = 0 OR pid = $3))`
 
-// live reports whether a connection of any host holds session id's lease.
-// It asks on the lease connection, never in the caller's transaction (a
-// failed query would abort it).
-func (d *pgDialect) live(ctx context.Context, _ queryer, id string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.held[id] {
+// live reports whether a connection of any host holds session id's lease,
+// asking through q (the caller's transaction, or the pool): never on the
+// lease connection, whose round trips it does not wait for. A failed look
+// counts as live: a claim is never taken on a guess (and a transaction
+// whose query failed is rolled back by its caller).
+func (d *pgDialect) live(ctx context.Context, q queryer, id string) bool {
+	if d.holds(id) {
 		return true
-	}
-	conn, err := d.leaseConn(ctx)
-	if err != nil {
-		return true // a failed look counts as live: a claim is never taken on a guess
 	}
 	k := leaseKey(id)
 	var held bool
-	err = conn.QueryRow(ctx, leaseHeld, int64(uint32(k>>32)), int64(uint32(k)), 0).Scan(&held)
+	err := q.QueryRowContext(ctx, leaseHeld, int64(uint32(k>>32)), int64(uint32(k)), 0).Scan(&held)
 	return err != nil || held
 }
 
@@ -423,9 +445,11 @@ func (d *pgDialect) fence(ctx context.Context, tx *sql.Tx, id string) error {
 func (d *pgDialect) closeDialect() error {
 	close(d.stop)
 	<-d.stopped
+	d.connMu.Lock()
+	defer d.connMu.Unlock()
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	clear(d.held)
+	d.mu.Unlock()
 	if d.conn == nil {
 		return nil
 	}

@@ -405,11 +405,16 @@ func (s *sqlStore) sessions(ctx context.Context, sq sessionQuery) ([]SessionInfo
 		if err != nil {
 			return nil, &StoreError{Kind: StoreCorrupt, Path: s.path, Err: fmt.Errorf("session %s: %w", si.ID, err)}
 		}
-		si.Live = si.State == "open" && validSessionID(si.ID) && s.live(ctx, s.db, si.ID)
 		out = append(out, si)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.fail(err)
+	}
+	// Liveness is asked once the rows are read: a look through the pool
+	// while they hold a connection could wait for a connection forever.
+	_ = rows.Close()
+	for i := range out {
+		out[i].Live = out[i].State == "open" && validSessionID(out[i].ID) && s.live(ctx, s.db, out[i].ID)
 	}
 	if sq.id != "" && len(out) == 0 {
 		return nil, errNoSession

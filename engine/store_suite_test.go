@@ -502,3 +502,49 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		assert.Equal(t, []EventKind{EventBound, EventTurnStarted, EventResumed}, kinds(evs))
 	})
 }
+
+// On PostgreSQL, liveness is never asked on the lease connection: a
+// listing and a take-over answer while that connection is in the middle of
+// a round trip (held here: a reconnect, a slow heartbeat), and say a
+// session held by another connection is live and an unheld one is not.
+func TestPostgresLivenessNeverWaitsForTheLeaseConnection(t *testing.T) {
+	ctx := context.Background()
+	tg := storeTarget{path: PostgresDatabase(t)}
+	st, other := tg.open(t), tg.open(t)
+	held, free := testRecord("held"), testRecord("free")
+	headA, headB := testBinding(uuid.NewString()), testBinding(uuid.NewString())
+	require.NoError(t, st.create(ctx, held, headA, true, false))
+	require.NoError(t, st.create(ctx, free, headB, true, false))
+	release, err := other.lease(ctx, held.id, "test")
+	require.NoError(t, err)
+	defer release()
+
+	d := st.dialect.(*pgDialect)
+	d.connMu.Lock()
+	done := make(chan error, 1)
+	go func() {
+		done <- func() error {
+			infos, err := st.sessions(ctx, sessionQuery{})
+			if err != nil {
+				return err
+			}
+			live := map[string]bool{}
+			for _, si := range infos {
+				live[si.ID] = si.Live
+			}
+			if !live[held.id] || live[free.id] {
+				return fmt.Errorf("live: %v, want only %s", live, held.id)
+			}
+			// The unheld session's claim passes to a newcomer.
+			return st.create(ctx, testRecord("newcomer"), headB, true, true)
+		}()
+	}()
+	select {
+	case err := <-done:
+		d.connMu.Unlock()
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		d.connMu.Unlock()
+		t.Fatal("a liveness look waited for the lease connection")
+	}
+}
