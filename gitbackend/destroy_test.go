@@ -59,6 +59,7 @@ func TestDestroyMovesTheHeadAsideAndDeletesItInTheBackground(t *testing.T) {
 // A destroy killed after its directory moved to the trash is finished by
 // the next open of the workspace: tombstone, registration, trash.
 func TestKillDuringDestroyIsFinishedByTheNextOpen(t *testing.T) {
+	t.Parallel() // mostly waiting on git and helper processes
 	for _, r := range killRuns("destroy:marked", "destroy:trashed") {
 		t.Run(r.String(), func(t *testing.T) {
 			f := newBigFixture(t, 400)

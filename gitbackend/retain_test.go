@@ -13,13 +13,14 @@ import (
 	"github.com/groveworks/grove/workspace"
 )
 
-// A head with 1,000 checkpoints: retention keeps exactly the policy's
+// A head with 200 checkpoints: retention keeps exactly the policy's
 // newest ones, every restore target, what branches and the caller pin,
 // and deletes nothing on a dry run.
 func TestRetentionKeepsExactlyWhatThePolicySays(t *testing.T) {
+	t.Parallel() // mostly waiting on git and helper processes
 	f := newFixture(t)
 	h := f.head("agent")
-	const n = 1000
+	const n = 200
 	cps := make([]grove.CheckpointID, 0, n+1)
 	for i := range n {
 		f.write(h, "count.txt", fmt.Sprintf("%d\n", i))
@@ -28,19 +29,19 @@ func TestRetentionKeepsExactlyWhatThePolicySays(t *testing.T) {
 		require.True(t, cp.New)
 		cps = append(cps, cp.ID)
 	}
-	_, err := h.Restore(f.ctx, grove.Rev(cps[99]), nil)
+	_, err := h.Restore(f.ctx, grove.Rev(cps[39]), nil)
 	require.NoError(t, err)
 	f.write(h, "after.txt", "after the restore\n")
 	last, err := h.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
 	cps = append(cps, last.ID)
-	f.git(f.repo, "branch", "keep-me", string(cps[499]))
+	f.git(f.repo, "branch", "keep-me", string(cps[149]))
 
-	want := map[grove.CheckpointID]bool{cps[99]: true, cps[499]: true, cps[299]: true}
+	want := map[grove.CheckpointID]bool{cps[39]: true, cps[149]: true, cps[99]: true}
 	for _, id := range cps[len(cps)-10:] {
 		want[id] = true
 	}
-	policy := &workspace.RetentionPolicy{KeepLast: 10, Keep: []grove.CheckpointID{cps[299]}, DryRun: true}
+	policy := &workspace.RetentionPolicy{KeepLast: 10, Keep: []grove.CheckpointID{cps[99]}, DryRun: true}
 	check := func(rep grove.RetentionReport) {
 		t.Helper()
 		require.Len(t, rep.Heads, 1)
@@ -78,7 +79,7 @@ func TestRetentionKeepsExactlyWhatThePolicySays(t *testing.T) {
 
 	// The head goes on: its restore target still restores, and the next
 	// checkpoint is its newest.
-	_, err = h.Restore(f.ctx, grove.Rev(cps[99]), nil)
+	_, err = h.Restore(f.ctx, grove.Rev(cps[39]), nil)
 	require.NoError(t, err)
 	f.write(h, "later.txt", "later\n")
 	next, err := h.Checkpoint(f.ctx, nil)
@@ -91,6 +92,7 @@ func TestRetentionKeepsExactlyWhatThePolicySays(t *testing.T) {
 // KeepWithin keeps what is newer than the age; the newest checkpoint is
 // kept whatever its age; a policy that keeps nothing is refused.
 func TestRetentionByAge(t *testing.T) {
+	t.Parallel() // mostly waiting on git and helper processes
 	f := newFixture(t)
 	h := f.head("agent")
 	var old []grove.CheckpointID

@@ -35,7 +35,7 @@ import (
 // finishes within its bounded lock wait.
 
 var (
-	tortureKills = flag.Int("grove.torture", 300, "kills the crash-and-corruption harness runs")
+	tortureKills = flag.Int("grove.torture", 60, "kills the crash-and-corruption harness runs (CI-sized; -grove.torture=1000 for a long run)")
 	tortureSeed  = flag.Uint64("grove.torture.seed", 0, "the seed of the harness's kill times and damage (0: from the clock); a failure prints the seed it ran with")
 )
 
@@ -228,6 +228,7 @@ func torture(ctx context.Context, repo, stateDir string, seed int) error {
 }
 
 func TestCrashAndCorruptionHarness(t *testing.T) {
+	t.Parallel() // mostly waiting on git and helper processes
 	kills := *tortureKills
 	if testing.Short() {
 		kills = 20
