@@ -3,7 +3,6 @@ package gitbackend
 import (
 	"bufio"
 	"context"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/gitfmt"
 )
 
 // batchReader reads objects through one long-lived git cat-file --batch
@@ -34,7 +34,7 @@ const catFileIdle = 5 * time.Second
 // as git cat-file --batch reads it; ok is false if there is no such
 // object, it is larger than max bytes, or git could not be asked.
 func (rp *repo) batchObject(ctx context.Context, id string, max int) (typ string, body []byte, ok bool) {
-	if !isSHA1(id) {
+	if !gitfmt.IsSHA1(id) {
 		return "", nil, false
 	}
 	c := &rp.batch
@@ -103,33 +103,4 @@ func (rp *repo) stopBatch() {
 		_ = c.p.Close()
 		c.p = nil
 	}
-}
-
-// treeOf returns the tree of commit id: read in-process from its loose
-// object, or else through git cat-file.
-func (rp *repo) treeOf(ctx context.Context, id string) (string, bool) {
-	if tree, ok := rp.commitTree(id); ok {
-		return tree, true
-	}
-	typ, body, ok := rp.batchObject(ctx, id, maxCommitSize)
-	if !ok || typ != "commit" {
-		return "", false
-	}
-	// A commit's first line names its tree.
-	line, _, _ := strings.Cut(string(body), "\n")
-	tree, found := strings.CutPrefix(line, "tree ")
-	if !found || !isSHA1(tree) {
-		return "", false
-	}
-	return tree, true
-}
-
-// treeAny returns the entries of the tree oid as readTree does, reading
-// one that is not loose through git cat-file.
-func (rp *repo) treeAny(ctx context.Context, oid []byte) (map[string]treeEntry, bool) {
-	if ents, ok := rp.readTree(oid); ok {
-		return ents, true
-	}
-	typ, body, ok := rp.batchObject(ctx, hex.EncodeToString(oid), maxTreeSize)
-	return rp.rememberTree(oid, typ, body, ok)
 }

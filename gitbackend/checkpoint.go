@@ -303,18 +303,18 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 		first := seeded
 		seeded = nil
 		skipped, err = h.capture(ctx, mf, priv, first, opts)
-		putIndexBuf(first) // for readIndexMarks below
+		h.w.repo.index.Put(first) // for ReadMarks below
 		if err != nil {
 			return err
 		}
-		crashPoint("checkpoint:captured")
+		h.w.b.crashPoint("checkpoint:captured")
 		// An index whose entries git add left as they were still has the
 		// tree git recorded for them (its cache-tree): when that is the
 		// head's commit's tree (which exists: it was read from the commit),
 		// it is the tree write-tree would give, and nothing changed. Any
 		// other tree is written by git, which checks that it exists.
-		if marks, err := readIndexMarks(priv); err == nil && marks.tree != "" && marks.tree == st.tree {
-			tree = marks.tree
+		if marks, err := h.w.repo.index.ReadMarks(priv); err == nil && marks.Tree != "" && marks.Tree == st.tree {
+			tree = marks.Tree
 			return nil
 		}
 		tree, err = h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Args: []string{"write-tree"}})
@@ -346,7 +346,7 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 	if err != nil {
 		return grove.CheckpointResult{}, err
 	}
-	crashPoint("checkpoint:committed")
+	h.w.b.crashPoint("checkpoint:committed")
 	// For a head on its own branch, take the index lock before any ref
 	// moves: a checkpoint that gives up waiting for a git command records
 	// nothing.
@@ -362,7 +362,7 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 		}
 		return grove.CheckpointResult{}, err
 	}
-	crashPoint("checkpoint:recorded")
+	h.w.b.crashPoint("checkpoint:recorded")
 	if swap != nil {
 		if err := swap.commit(priv); err != nil {
 			return grove.CheckpointResult{}, err
@@ -388,7 +388,7 @@ func (h *head) current(ctx context.Context, mf manifest, st headState) (commit, 
 	if len(last) == 1 && string(last[0].Parent) == st.commit {
 		commit = string(last[0].ID)
 		var ok bool
-		if tree, ok = h.w.repo.commitTree(commit); !ok {
+		if tree, ok = h.w.repo.CommitTree(commit); !ok {
 			if tree, err = h.w.repo.git(ctx, "rev-parse", commit+"^{tree}"); err != nil {
 				return "", "", nil, err
 			}
@@ -413,7 +413,7 @@ func newCheckpoint(opts *backend.CheckpointOptions, parent string) grove.Checkpo
 // writeCommit writes cp's commit of tree and returns its ID: by grove's
 // own writer where it can, else by git commit-tree.
 func (h *head) writeCommit(ctx context.Context, tree string, cp *grove.Checkpoint) (string, error) {
-	if commit, ok := h.w.repo.writeCommit(tree, string(cp.Parent), cp.Author, cp.Author, cp.Time, cp.Message); ok {
+	if commit, ok := h.w.repo.WriteCommit(tree, string(cp.Parent), cp.Author, cp.Author, cp.Time, cp.Message); ok {
 		return commit, nil
 	}
 	date := strconv.FormatInt(cp.Time.Unix(), 10) + " +0000"

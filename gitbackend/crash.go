@@ -1,12 +1,29 @@
 package gitbackend
 
-// crashPoint marks a place where a crash must leave a recoverable head.
-// Tests that kill a helper process at such a place set crashHook (through
-// export_test.go); in normal use it is nil and costs one comparison.
-func crashPoint(name string) {
-	if crashHook != nil {
-		crashHook(name)
-	}
+import (
+	"sync/atomic"
+	"time"
+)
+
+// seams are what the tests set on a Backend (through export_test.go),
+// each a no-op or the default when unset, so tests with their own
+// backends run in parallel.
+type seams struct {
+	onStart func(args []string) // every git process started
+	backoff time.Duration       // the first push retry's wait (0: defaultPushBackoff)
+
+	// crash is called at each crash point: the kill tests stop a helper
+	// process there.
+	crash func(name string)
+
+	fromDiskMin   int          // see fromDiskMin (0: the default)
+	diskCopies    atomic.Int64 // files new heads copied from other heads
+	afterDiskCopy func(dir string)
 }
 
-var crashHook func(name string)
+// crashPoint marks a place where a crash must leave a recoverable head.
+func (b *Backend) crashPoint(name string) {
+	if b.seams.crash != nil {
+		b.seams.crash(name)
+	}
+}

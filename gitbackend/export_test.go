@@ -2,33 +2,25 @@ package gitbackend
 
 import "time"
 
-// SetCrashHook lets the kill tests stop a helper process at a crash point.
-func SetCrashHook(f func(name string)) { crashHook = f }
+// SetCrashHook has f called at each of b's crash points: the kill tests
+// stop a helper process there. It must be called before b is used.
+func SetCrashHook(b *Backend, f func(name string)) { b.seams.crash = f }
 
 // SetProcessHook has f called with the arguments of every git process b
 // starts; it must be called before b's first workspace is opened.
-func SetProcessHook(b *Backend, f func(args []string)) { b.onStart = f }
+func SetProcessHook(b *Backend, f func(args []string)) { b.seams.onStart = f }
 
 // SetPushBackoff makes b's background pushes wait backoff before their
 // first retry.
-func SetPushBackoff(b *Backend, backoff time.Duration) { b.backoff = backoff }
+func SetPushBackoff(b *Backend, backoff time.Duration) { b.seams.backoff = backoff }
 
-// SetFromDiskMin makes heads of at least n files copy their files from
-// another head; the returned function restores the default.
-func SetFromDiskMin(n int) func() {
-	old := fromDiskMin
-	fromDiskMin = n
-	return func() { fromDiskMin = old }
-}
+// SetFromDiskMin makes b's heads of at least n files copy their files
+// from another head.
+func SetFromDiskMin(b *Backend, n int) { b.seams.fromDiskMin = n }
 
-// DiskCopies is how many files new heads have copied from other heads.
-func DiskCopies() int64 { return diskCopies.Load() }
+// DiskCopies is how many files b's new heads have copied from other heads.
+func DiskCopies(b *Backend) int64 { return b.seams.diskCopies.Load() }
 
-// SetAfterDiskCopy makes f run with a new head's directory once every file
-// of it was copied, before git checks the copies; the returned function
-// restores the default.
-func SetAfterDiskCopy(f func(dir string)) func() {
-	old := afterDiskCopy
-	afterDiskCopy = f
-	return func() { afterDiskCopy = old }
-}
+// SetAfterDiskCopy makes f run with each new head's directory once every
+// file of it was copied, before git checks the copies.
+func SetAfterDiskCopy(b *Backend, f func(dir string)) { b.seams.afterDiskCopy = f }

@@ -22,18 +22,18 @@ import (
 // once, and an index whose stat data is the copies' (git status does not
 // read a file's content again).
 func TestForkCopiesTheSourceHeadsFiles(t *testing.T) {
-	defer gitbackend.SetFromDiskMin(1)()
 	f := newBigFixture(t, 300)
+	gitbackend.SetFromDiskMin(f.b, 1)
 	a := f.head("a")
 	f.write(a, "README.md", "changed in a\n")
 	f.write(a, "new/deep/file.txt", "new\n")
 	require.NoError(t, os.Symlink("../README.md", filepath.Join(a.Info().Root, "new", "link")))
 	require.NoError(t, os.WriteFile(filepath.Join(a.Info().Root, "new", "run.sh"), []byte("#!/bin/sh\n"), 0o755))
-	before := gitbackend.DiskCopies()
+	before := gitbackend.DiskCopies(f.b)
 	b, err := a.Fork(f.ctx, "b", nil)
 	require.NoError(t, err)
 	defer b.Close()
-	copied := gitbackend.DiskCopies() - before
+	copied := gitbackend.DiskCopies(f.b) - before
 	require.GreaterOrEqual(t, copied, int64(300+4), "the fork's files were checked out, not copied")
 
 	want := readTree(t, a.Info().Root)
@@ -63,12 +63,12 @@ func TestForkCopiesTheSourceHeadsFiles(t *testing.T) {
 	require.Equal(t, want, readTree(t, e.Info().Root))
 
 	// A head made from main beside a clean head of main copies too.
-	before = gitbackend.DiskCopies()
+	before = gitbackend.DiskCopies(f.b)
 	c := f.head("c")
 	d, err := f.ws.NewHead("d").From("main").Create(f.ctx)
 	require.NoError(t, err)
 	defer d.Close()
-	require.Greater(t, gitbackend.DiskCopies()-before, int64(300), "a head of main was not copied from head c")
+	require.Greater(t, gitbackend.DiskCopies(f.b)-before, int64(300), "a head of main was not copied from head c")
 	require.Equal(t, readTree(t, c.Info().Root), readTree(t, d.Info().Root))
 	require.Equal(t, "", f.git(d.Info().Root, "status", "--porcelain"))
 }
@@ -79,8 +79,8 @@ func TestForkCopiesTheSourceHeadsFiles(t *testing.T) {
 // new head still holds the checkpoint's content, for the copy hashes what
 // it copies.
 func TestAttackFromDiskStatLies(t *testing.T) {
-	defer gitbackend.SetFromDiskMin(1)()
 	f := newBigFixture(t, 50)
+	gitbackend.SetFromDiskMin(f.b, 1)
 	a := f.head("a")
 	p := filepath.Join(a.Info().Root, "src", "main.go")
 	old := time.Now().Add(-time.Minute) // not racily clean
@@ -92,11 +92,11 @@ func TestAttackFromDiskStatLies(t *testing.T) {
 	f.git(a.Info().Root, "config", "core.trustctime", "false") // the change time is the kernel's
 	require.Equal(t, "", f.git(a.Info().Root, "diff-files", "--name-only"), "the stat data no longer tells")
 
-	before := gitbackend.DiskCopies()
+	before := gitbackend.DiskCopies(f.b)
 	b, err := f.ws.NewHead("b").From(grove.Rev(cp.ID)).Create(f.ctx)
 	require.NoError(t, err)
 	defer b.Close()
-	require.Greater(t, gitbackend.DiskCopies()-before, int64(50))
+	require.Greater(t, gitbackend.DiskCopies(f.b)-before, int64(50))
 	data, err := os.ReadFile(filepath.Join(b.Info().Root, "src", "main.go"))
 	require.NoError(t, err)
 	require.Equal(t, "package main\n", string(data))
@@ -109,8 +109,8 @@ func TestAttackFromDiskStatLies(t *testing.T) {
 // nothing is read through a link, no open blocks, and the new head holds
 // the checkpoint's files.
 func TestAttackFromDiskLinksAndFIFOs(t *testing.T) {
-	defer gitbackend.SetFromDiskMin(1)()
 	f := newBigFixture(t, 50)
+	gitbackend.SetFromDiskMin(f.b, 1)
 	a := f.head("a")
 	cp, err := a.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
@@ -125,7 +125,7 @@ func TestAttackFromDiskLinksAndFIFOs(t *testing.T) {
 	require.NoError(t, os.Symlink(secrets, filepath.Join(root, "tree")))
 	require.NoError(t, os.Remove(filepath.Join(root, "src", "main.go")))
 	require.NoError(t, syscall.Mkfifo(filepath.Join(root, "src", "main.go"), 0o644))
-	before := gitbackend.DiskCopies()
+	before := gitbackend.DiskCopies(f.b)
 	done := make(chan error, 1)
 	var b *workspace.Head
 	go func() {
@@ -140,7 +140,7 @@ func TestAttackFromDiskLinksAndFIFOs(t *testing.T) {
 		t.Fatal("the create blocked on the FIFO")
 	}
 	defer b.Close()
-	require.Greater(t, gitbackend.DiskCopies()-before, int64(0))
+	require.Greater(t, gitbackend.DiskCopies(f.b)-before, int64(0))
 	got := readTree(t, b.Info().Root)
 	require.Equal(t, "-rw-r--r-- hello\n", got["README.md"], "README.md is a regular file with the checkpoint's content")
 	require.Equal(t, "-rw-r--r-- package main\n", got["src/main.go"])
@@ -156,8 +156,8 @@ func TestAttackFromDiskLinksAndFIFOs(t *testing.T) {
 // it differs, and leaves it to git's checkout: the new head is what git
 // would have made, and clean.
 func TestFromDiskLeavesConvertedFilesToGit(t *testing.T) {
-	defer gitbackend.SetFromDiskMin(1)()
 	f := newBigFixture(t, 40)
+	gitbackend.SetFromDiskMin(f.b, 1)
 	require.NoError(t, os.WriteFile(filepath.Join(f.repo, ".gitattributes"), []byte("*.txt text eol=crlf\n"), 0o644))
 	f.git(f.repo, "add", ".gitattributes")
 	f.git(f.repo, "commit", "-qm", "crlf")
@@ -165,9 +165,9 @@ func TestFromDiskLeavesConvertedFilesToGit(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(a.Info().Root, "tree", "d01", "f0001.txt"))
 	require.NoError(t, err)
 	require.Equal(t, "file 1\r\n", string(data))
-	before := gitbackend.DiskCopies()
+	before := gitbackend.DiskCopies(f.b)
 	b := f.head("b")
-	copied := gitbackend.DiskCopies() - before
+	copied := gitbackend.DiskCopies(f.b) - before
 	require.Greater(t, copied, int64(0))
 	require.Less(t, copied, int64(40), "converted files are not their blobs")
 	require.Equal(t, readTree(t, a.Info().Root), readTree(t, b.Info().Root))
@@ -183,8 +183,8 @@ func TestFromDiskLeavesConvertedFilesToGit(t *testing.T) {
 // the source changed in the second the index was written, by git hashing
 // the file again.)
 func TestFromDiskCheckFindsAChangedCopy(t *testing.T) {
-	defer gitbackend.SetFromDiskMin(1)()
 	f := newBigFixture(t, 60)
+	gitbackend.SetFromDiskMin(f.b, 1)
 	a := f.head("a")
 	cp, err := a.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
@@ -197,16 +197,17 @@ func TestFromDiskCheckFindsAChangedCopy(t *testing.T) {
 	} {
 		t.Run(change.name, func(t *testing.T) {
 			called := false
-			defer gitbackend.SetAfterDiskCopy(func(dir string) {
+			gitbackend.SetAfterDiskCopy(f.b, func(dir string) {
 				called = true
 				change.edit(filepath.Join(dir, "tree", "d07", "f0007.txt"))
-			})()
-			before := gitbackend.DiskCopies()
+			})
+			defer gitbackend.SetAfterDiskCopy(f.b, nil)
+			before := gitbackend.DiskCopies(f.b)
 			b, err := f.ws.NewHead("b" + strings.ReplaceAll(change.name, " ", "-")).From(grove.Rev(cp.ID)).Create(f.ctx)
 			require.NoError(t, err)
 			defer b.Close()
 			require.True(t, called, "not every file was copied")
-			require.Greater(t, gitbackend.DiskCopies()-before, int64(60))
+			require.Greater(t, gitbackend.DiskCopies(f.b)-before, int64(60))
 			got := readTree(t, b.Info().Root)
 			require.Equal(t, "-rw-r--r-- file 7\n", got["tree/d07/f0007.txt"])
 			require.Equal(t, readTree(t, a.Info().Root), got)
@@ -219,19 +220,19 @@ func TestFromDiskCheckFindsAChangedCopy(t *testing.T) {
 // stat data at once (see fromdisk.go), where a checkout stamps every file
 // with the time it wrote it.
 func TestFromDiskCopiesKeepTheirSourcesTimes(t *testing.T) {
-	defer gitbackend.SetFromDiskMin(1)()
 	f := newBigFixture(t, 60)
+	gitbackend.SetFromDiskMin(f.b, 1)
 	a := f.head("a")
 	cp, err := a.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
 	src := filepath.Join(a.Info().Root, "tree", "d07", "f0007.txt")
 	old := time.Now().Add(-time.Hour).Truncate(time.Second)
 	require.NoError(t, os.Chtimes(src, old, old))
-	before := gitbackend.DiskCopies()
+	before := gitbackend.DiskCopies(f.b)
 	b, err := f.ws.NewHead("b").From(grove.Rev(cp.ID)).Create(f.ctx)
 	require.NoError(t, err)
 	defer b.Close()
-	require.Greater(t, gitbackend.DiskCopies()-before, int64(60))
+	require.Greater(t, gitbackend.DiskCopies(f.b)-before, int64(60))
 	st, err := os.Stat(filepath.Join(b.Info().Root, "tree", "d07", "f0007.txt"))
 	require.NoError(t, err)
 	require.True(t, st.ModTime().Equal(old), "copy's time %v, source's %v", st.ModTime(), old)

@@ -80,8 +80,7 @@ type Backend struct {
 	runner *gitcmd.Runner
 	closed bool
 
-	onStart func(args []string) // tests: every git process started
-	backoff time.Duration       // tests: the first push retry's wait (0: defaultPushBackoff)
+	seams seams // what tests set, through export_test.go
 
 	// Background work, owned: Close cancels each and waits for it.
 	trash       deleter // deletion of destroyed heads' directories
@@ -151,7 +150,7 @@ func (b *Backend) enter(ctx context.Context, op string) (*gitcmd.Runner, error) 
 	if r != nil {
 		return r, nil
 	}
-	r, err := gitcmd.New(ctx, gitcmd.Options{Git: b.opts.Git, CheckoutWorkers: b.opts.CheckoutWorkers, LockWait: b.lockWait(), OnStart: b.onStart})
+	r, err := gitcmd.New(ctx, gitcmd.Options{Git: b.opts.Git, CheckoutWorkers: b.opts.CheckoutWorkers, LockWait: b.lockWait(), OnStart: b.seams.onStart})
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +260,7 @@ func (b *Backend) locate(ctx context.Context, op string, r *gitcmd.Runner, locat
 	// whatever the head's files (its .git) say now.
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		if common, ok := b.anchors().headRepo(real); ok {
-			return &repo{r: r, common: common, main: b.anchors().mainOf(common, "", false)}, nil
+			return newRepo(r, common, b.anchors().mainOf(common, "", false)), nil
 		}
 	}
 	out, err := r.Output(ctx, gitcmd.Cmd{Dir: abs, Discover: true, Args: []string{"rev-parse", "--path-format=absolute", "--git-common-dir", "--is-bare-repository"}})
@@ -298,7 +297,7 @@ func (b *Backend) locate(ctx context.Context, op string, r *gitcmd.Runner, locat
 	if err != nil {
 		return nil, err
 	}
-	repo := &repo{r: r, common: common, main: b.anchors().mainOf(common, top, direct)}
+	repo := newRepo(r, common, b.anchors().mainOf(common, top, direct))
 	if err := checkNotAHead(op, repo.main); err != nil {
 		return nil, err
 	}
@@ -418,7 +417,7 @@ func (b *Backend) Reopen(ctx context.Context, bind grove.Binding, opts *backend.
 	case mf.Clone != p.Clone:
 		return nil, nil, fail(grove.NotFound, grove.ReasonMoved, "the head lives in another clone of the workspace (%s) than this one's copy of it (%s): relocate it", p.Clone, mf.Clone)
 	}
-	rp := &repo{r: r, common: p.Repo, main: b.anchors().mainOf(p.Repo, "", false)}
+	rp := newRepo(r, p.Repo, b.anchors().mainOf(p.Repo, "", false))
 	// Forks from a resumed head land beside it (an attached head's, in the
 	// default heads directory).
 	w := &workspace{b: b, repo: rp, meta: m, id: id, headsDir: filepath.Dir(mf.Dir)}

@@ -15,6 +15,7 @@ import (
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/rootfs"
@@ -250,7 +251,7 @@ func (h *head) stateFast(mf manifest) (headState, bool) {
 	}
 	st.commit = commit
 	st.onOwn = ref != "" && !mf.Attached && mf.Branch != "" && ref == "refs/heads/"+mf.Branch
-	if st.tree, ok = h.w.repo.commitTree(st.commit); !ok {
+	if st.tree, ok = h.w.repo.CommitTree(st.commit); !ok {
 		return st, false
 	}
 	st.op = inProgress(mf.Admin)
@@ -268,10 +269,10 @@ func (rp *repo) headCommit(admin string) (commit, ref string, ok bool) {
 	}
 	line := gitLine(data)
 	if name, isRef := strings.CutPrefix(line, "ref: "); isRef {
-		commit, ok = rp.readRef(name)
+		commit, ok = rp.Ref(name)
 		return commit, name, ok
 	}
-	return line, "", isSHA1(line)
+	return line, "", gitfmt.IsSHA1(line)
 }
 
 // inProgress names the merge-like operation whose state files are in a
@@ -489,9 +490,9 @@ func (h *head) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error)
 		err = os.Remove(tmp)
 		if err == nil {
 			var data []byte
-			data, err = copyIndex(filepath.Join(mf.Admin, "index"), tmp)
-			putIndexBuf(data)
-			if errors.Is(err, errDamagedIndex) {
+			data, err = copyIndex(&h.w.repo.index, filepath.Join(mf.Admin, "index"), tmp)
+			h.w.repo.index.Put(data)
+			if errors.Is(err, gitfmt.ErrDamagedIndex) {
 				err = h.rebuildIndex(ctx, tmp, "HEAD")
 			}
 		}
@@ -648,7 +649,7 @@ func (h *head) removeWorktree(mf manifest) (string, error) {
 		if err := h.w.meta.writeManifest(&mark); err != nil {
 			return "", err
 		}
-		crashPoint("destroy:marked")
+		h.w.b.crashPoint("destroy:marked")
 		if trashed, err = h.w.meta.moveToTrash(mf.Dir, mf.ID); err != nil {
 			// No trash beside the head (a read-only parent, say): the
 			// files are deleted now instead.
@@ -657,7 +658,7 @@ func (h *head) removeWorktree(mf manifest) (string, error) {
 			}
 			trashed = ""
 		}
-		crashPoint("destroy:trashed")
+		h.w.b.crashPoint("destroy:trashed")
 	}
 	// The registration is removed directly, and only it (git worktree
 	// prune would also follow a symlink an agent planted among the

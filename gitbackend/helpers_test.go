@@ -32,6 +32,7 @@ type fixture struct {
 	ctx  context.Context
 	repo string // the main worktree
 	ws   *workspace.Workspace
+	b    *gitbackend.Backend // ws's backend
 }
 
 // newFixture makes a repository in a temp dir and opens it.
@@ -48,7 +49,8 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) open() *workspace.Workspace {
 	f.t.Helper()
-	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, nil)
+	f.b = gitbackend.New(gitbackend.Options{})
+	ws, err := workspace.Open(f.ctx, f.b, f.repo, nil)
 	require.NoError(f.t, err)
 	f.t.Cleanup(func() { _ = ws.Close() })
 	return ws

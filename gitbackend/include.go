@@ -17,6 +17,7 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/headcopy"
 )
 
 // includeFile, at the top of the repository's main working tree, names
@@ -237,7 +238,7 @@ func (c *copier) copyFile(p string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if !cloneFile(out, in) {
+	if !headcopy.CloneFile(out, in) {
 		_, err = io.Copy(out, in)
 	}
 	if cerr := out.Close(); err == nil {

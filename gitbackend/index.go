@@ -1,25 +1,18 @@
 package gitbackend
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha1"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
-	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/gitfmt"
 )
 
 // seedIndex copies the head's index to a private index in its git dir, so
@@ -30,297 +23,25 @@ import (
 // index's path and, when they are the head's index, its bytes as checked
 // (nil when it was read from commit, or there was none, or with an
 // error), in the kept index buffer: the caller hands them back with
-// putIndexBuf, once, when nothing refers to them any more.
+// h.w.repo.index.Put, once, when nothing refers to them any more.
 func (h *head) seedIndex(ctx context.Context, mf manifest, name, commit string) (string, []byte, error) {
 	priv := filepath.Join(mf.Admin, name)
 	_ = os.Remove(priv)
-	data, err := copyIndex(filepath.Join(mf.Admin, "index"), priv)
+	data, err := copyIndex(&h.w.repo.index, filepath.Join(mf.Admin, "index"), priv)
 	if err != nil {
-		putIndexBuf(data)
+		h.w.repo.index.Put(data)
 		data = nil
 	}
-	if errors.Is(err, errDamagedIndex) {
+	if errors.Is(err, gitfmt.ErrDamagedIndex) {
 		err = h.rebuildIndex(ctx, priv, commit)
 	}
 	return priv, data, err
 }
 
-// indexBuf is storage for the index files grove reads, kept from one
-// operation to the next: a checkpoint or a restore reads its head's whole
-// index (a megabyte at 10,000 files, nine at 100,000), and reading it into
-// fresh memory costs more than the read itself in page faults (3 ms of a
-// 10,000-file restore on a 2-core virtual machine, against 0.4 ms into
-// memory already touched). One buffer is kept, the largest handed back up
-// to maxKeptIndexBuf bytes; operations that run at once take turns with it
-// or read into fresh memory.
-var indexBuf struct {
-	sync.Mutex
-	buf []byte
-}
-
-// maxKeptIndexBuf bounds the storage indexBuf keeps.
-const maxKeptIndexBuf = 64 << 20
-
-// getIndexBuf takes the kept index buffer, or nil when another operation
-// holds it.
-func getIndexBuf() []byte {
-	indexBuf.Lock()
-	defer indexBuf.Unlock()
-	b := indexBuf.buf
-	indexBuf.buf = nil
-	return b[:0]
-}
-
-// putIndexBuf hands b, storage from getIndexBuf or read into it, back
-// for the next read: the caller keeps no reference into it. nil is
-// ignored.
-func putIndexBuf(b []byte) {
-	if cap(b) == 0 || cap(b) > maxKeptIndexBuf {
-		return
-	}
-	indexBuf.Lock()
-	defer indexBuf.Unlock()
-	if cap(b) > cap(indexBuf.buf) {
-		indexBuf.buf = b[:0]
-	}
-}
-
 // Bounds on what grove reads from files an agent can write: a one-line
 // git file or grove's metadata, and an index (some ten million entries);
 // an index over its bound is treated as damaged.
-const (
-	maxSmallFile = 1 << 20
-	maxIndexFile = 1 << 30
-)
-
-// errDamagedIndex is an index file whose header or checksum is wrong.
-var errDamagedIndex = errors.New("damaged index")
-
-// checkIndex verifies an index file's header and trailing checksum (SHA-1,
-// or SHA-256 for a repository of that format, told by the trailer's
-// length); a zero trailer is git's index.skipHash and is accepted.
-func checkIndex(data []byte) error {
-	if len(data) < 12 || string(data[:4]) != "DIRC" {
-		return errDamagedIndex
-	}
-	if v := binary.BigEndian.Uint32(data[4:8]); v < 2 || v > 4 {
-		return errDamagedIndex
-	}
-	for _, hh := range []hash.Hash{sha1.New(), sha256.New()} {
-		n := hh.Size()
-		if len(data) < 12+n {
-			continue
-		}
-		body, sum := data[:len(data)-n], data[len(data)-n:]
-		if bytes.Equal(sum, make([]byte, n)) {
-			return nil
-		}
-		hh.Write(body)
-		if bytes.Equal(hh.Sum(nil), sum) {
-			return nil
-		}
-	}
-	return errDamagedIndex
-}
-
-// indexMarks are the entries of an index that git add would not look at
-// as it finds them: gitlinks (mode 160000, a nested repository recorded by
-// its commit), and entries marked assume-unchanged or skip-worktree, whose
-// changes in the working tree git add does not see.
-type indexMarks struct {
-	gitlinks, assumed, skipped []string
-	// ignoreFiles are the entries named .gitignore, with their object IDs
-	// in hex.
-	ignoreFiles []indexEntry
-	// tree is the tree the entries make, as the cache-tree extension
-	// records it, or "".
-	tree string
-}
-
-// indexEntry is one path of an index, its mode and the object it records.
-type indexEntry struct {
-	path string
-	mode uint32
-	oid  string
-}
-
-// Bits of an index entry's flags and extended flags.
-const (
-	flagAssumeValid  = 0x8000 // flags
-	flagExtended     = 0x4000 // flags: an extended flags word follows
-	flagStage        = 0x3000 // flags: the merge stage
-	flagSkipWorktree = 0x4000 // extended flags
-	flagIntentToAdd  = 0x2000 // extended flags
-)
-
-// rawEntry is one entry of an index as walkIndex finds it. name is valid
-// only during the callback that receives it.
-type rawEntry struct {
-	off   int // where the entry (its stat data) begins in the index
-	mode  uint32
-	flags uint16
-	ext   uint16
-	oid   []byte
-	name  []byte
-	// nameOff is where name is in the index (version 2 and 3), or -1
-	// (version 4, whose names are made from the previous one's).
-	nameOff int
-}
-
-// walkIndex calls fn with each entry of an index of version 2, 3 or 4
-// whose object IDs are hashLen bytes long, in order, and returns where the
-// extensions begin (past the end of the entries' part if the last name's
-// padding overruns it); ok is false if the entries do not parse. Names are
-// read as git reads them: a version 4 name from the previous one, an
-// older one by the length its flags give, never by its first NUL.
-func walkIndex(data []byte, hashLen int, fn func(e *rawEntry)) (extOff int, ok bool) {
-	if len(data) < 12+hashLen {
-		return 0, false
-	}
-	version := binary.BigEndian.Uint32(data[4:8])
-	n := int(binary.BigEndian.Uint32(data[8:12]))
-	end := len(data) - hashLen
-	// The current entry's name is kept in one buffer (an index version 4
-	// names each entry from the previous one).
-	off, name := 12, []byte(nil)
-	var e rawEntry
-	for range n {
-		start := off
-		if off+40+hashLen+2 > end {
-			return 0, false
-		}
-		mode := binary.BigEndian.Uint32(data[off+24 : off+28])
-		off += 40 + hashLen
-		flags := binary.BigEndian.Uint16(data[off:])
-		off += 2
-		var ext uint16
-		if version >= 3 && flags&flagExtended != 0 {
-			if off+2 > end {
-				return 0, false
-			}
-			ext = binary.BigEndian.Uint16(data[off:])
-			off += 2
-		}
-		if off > end {
-			return 0, false
-		}
-		nameOff := -1
-		if version == 4 {
-			// The name is the previous one less a varint's count of
-			// bytes, plus a NUL-terminated suffix.
-			strip, k := 0, 0
-			for {
-				if off+k >= end {
-					return 0, false
-				}
-				c := data[off+k]
-				k++
-				strip = strip<<7 | int(c&127)
-				if strip > len(name) || k > 9 {
-					return 0, false // more than the previous name: not an index git wrote
-				}
-				if c&128 == 0 {
-					break
-				}
-				strip++
-			}
-			off += k
-			nul := bytes.IndexByte(data[off:end], 0)
-			if nul < 0 || strip > len(name) {
-				return 0, false
-			}
-			name = append(name[:len(name)-strip], data[off:off+nul]...)
-			off += nul + 1
-		} else {
-			// The length the flags give, unless it is 0xFFF (a longer
-			// name, NUL-terminated); never the first NUL (a crafted name
-			// with a NUL inside would shift every entry after it).
-			n := int(flags & 0xFFF)
-			if n == 0xFFF {
-				if n = bytes.IndexByte(data[off:end], 0); n < 0 {
-					return 0, false
-				}
-			}
-			if off+n > end {
-				return 0, false
-			}
-			name, nameOff = data[off:off+n], off
-			off = start + (off-start+n+8)&^7 // NUL padding to 8 bytes
-		}
-		e = rawEntry{off: start, mode: mode, flags: flags, ext: ext, oid: data[start+40 : start+40+hashLen], name: name, nameOff: nameOff}
-		fn(&e)
-	}
-	return off, true
-}
-
-// readMarks reads the entries of an index of version 2, 3 or 4 whose
-// object IDs are hashLen bytes long and returns its marked entries; ok is
-// false if the entries do not parse.
-func readMarks(data []byte, hashLen int) (marks indexMarks, ok bool) {
-	marks, _, ok = walkMarks(data, hashLen, nil)
-	return marks, ok
-}
-
-// walkMarks is readMarks that also calls each (when not nil) with every
-// entry, and returns where the extensions begin.
-func walkMarks(data []byte, hashLen int, each func(e *rawEntry)) (marks indexMarks, extOff int, ok bool) {
-	extOff, ok = walkIndex(data, hashLen, func(e *rawEntry) {
-		if each != nil {
-			each(e)
-		}
-		if isIgnoreFile(string(e.name)) {
-			marks.ignoreFiles = append(marks.ignoreFiles, indexEntry{path: string(e.name), mode: e.mode, oid: hex.EncodeToString(e.oid)})
-		}
-		switch {
-		case e.mode == 0o160000:
-			marks.gitlinks = append(marks.gitlinks, string(e.name))
-		case e.flags&flagAssumeValid != 0:
-			marks.assumed = append(marks.assumed, string(e.name))
-		case e.ext&flagSkipWorktree != 0:
-			marks.skipped = append(marks.skipped, string(e.name))
-		}
-	})
-	if !ok {
-		return indexMarks{}, 0, false
-	}
-	if extOff <= len(data)-hashLen {
-		marks.tree = rootCacheTree(data[extOff:len(data)-hashLen], hashLen)
-	}
-	return marks, extOff, true
-}
-
-// rootCacheTree returns, in hex, the tree the index's cache-tree extension
-// records for the whole index, or "" if it records none (the extension is
-// missing, or its root entry was invalidated by a change): a tree git
-// wrote from exactly these entries. ext is the index's extensions.
-func rootCacheTree(ext []byte, hashLen int) string {
-	for len(ext) >= 8 {
-		sig, size := string(ext[:4]), int(binary.BigEndian.Uint32(ext[4:8]))
-		if size < 0 || size > len(ext)-8 {
-			return ""
-		}
-		body := ext[8 : 8+size]
-		ext = ext[8+size:]
-		if sig != "TREE" {
-			continue
-		}
-		// The root entry: an empty path, NUL, the entry count (-1 when
-		// invalid), a space, the subtree count, a newline, the tree.
-		if len(body) < 1 || body[0] != 0 {
-			return ""
-		}
-		nl := bytes.IndexByte(body, '\n')
-		if nl < 0 {
-			return ""
-		}
-		count, _, ok := strings.Cut(string(body[1:nl]), " ")
-		if !ok || strings.HasPrefix(count, "-") || len(body) < nl+1+hashLen {
-			return ""
-		}
-		return hex.EncodeToString(body[nl+1 : nl+1+hashLen])
-	}
-	return ""
-}
+const maxSmallFile = 1 << 20
 
 // rebuildIndex replaces the private index priv with one read from commit,
 // for when the head's own index cannot be used (garbled, truncated, or
@@ -358,7 +79,7 @@ func (h *head) retryOnIndex(ctx context.Context, priv, commit string, fn func() 
 // cost no write, and git never writes an index in place — but an agent,
 // or another tool, can, and grove's own copy must hold what grove
 // checked.)
-func copyIndex(src, dst string) ([]byte, error) {
+func copyIndex(buf *gitfmt.Buffer, src, dst string) ([]byte, error) {
 	st, err := os.Stat(src)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil // git starts an empty index
@@ -366,7 +87,7 @@ func copyIndex(src, dst string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := readIndex(src)
+	data, err := buf.ReadIndex(src)
 	if err != nil {
 		return data, err
 	}
@@ -389,21 +110,6 @@ func copyIndex(src, dst string) ([]byte, error) {
 	return data, nil
 }
 
-// readIndex reads the index file at path, into the kept index buffer
-// (see getIndexBuf: its answer, even with an error, goes back with
-// putIndexBuf), and checks it: errDamagedIndex if it is not a regular
-// file of at most maxIndexFile bytes that passes checkIndex.
-func readIndex(path string) ([]byte, error) {
-	data, err := regfile.ReadInto(getIndexBuf(), path, maxIndexFile)
-	if errors.Is(err, regfile.ErrNotRegular) || errors.Is(err, regfile.ErrTooLarge) {
-		err = errDamagedIndex // a FIFO, a link or a directory where the index was
-	}
-	if err == nil {
-		err = checkIndex(data)
-	}
-	return data, err
-}
-
 // unmark makes git add see every entry of the index at priv as it is in
 // the working tree. It removes gitlink entries (a nested repository an
 // agent staged with git add): git add would run git status inside each,
@@ -416,12 +122,12 @@ func readIndex(path string) ([]byte, error) {
 // seeded, when not nil, is priv's content, read and checked as it was
 // copied: its marks are parsed from it instead of reading priv again.
 func (h *head) unmark(ctx context.Context, priv string, seeded []byte) error {
-	var marks indexMarks
+	var marks gitfmt.Marks
 	var err error
 	if seeded != nil {
-		marks, err = indexMarksOf(seeded)
+		marks, err = gitfmt.MarksOf(seeded)
 	} else {
-		marks, err = readIndexMarks(priv)
+		marks, err = h.w.repo.index.ReadMarks(priv)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -432,7 +138,7 @@ func (h *head) unmark(ctx context.Context, priv string, seeded []byte) error {
 	for _, step := range []struct {
 		paths []string
 		flag  string
-	}{{marks.gitlinks, "--force-remove"}, {marks.assumed, "--no-assume-unchanged"}, {marks.skipped, "--no-skip-worktree"}} {
+	}{{marks.Gitlinks, "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {marks.Skipped, "--no-skip-worktree"}} {
 		if len(step.paths) == 0 {
 			continue
 		}
@@ -444,41 +150,18 @@ func (h *head) unmark(ctx context.Context, priv string, seeded []byte) error {
 	return nil
 }
 
-// readIndexMarks reads the marks of the index file at path: an error
-// from reading it, or errDamagedIndex if its entries do not parse.
-func readIndexMarks(path string) (indexMarks, error) {
-	data, err := regfile.ReadInto(getIndexBuf(), path, maxIndexFile)
-	defer putIndexBuf(data)
-	if err != nil {
-		return indexMarks{}, err
-	}
-	return indexMarksOf(data)
-}
-
-// indexMarksOf reads the marks of an index's content: errDamagedIndex if
-// its entries do not parse.
-func indexMarksOf(data []byte) (indexMarks, error) {
-	marks, ok := readMarks(data, sha1.Size)
-	if !ok {
-		if marks, ok = readMarks(data, sha256.Size); !ok {
-			return indexMarks{}, errDamagedIndex
-		}
-	}
-	return marks, nil
-}
-
 // ignoreFilesChanged reports whether a .gitignore file the index tracks
 // (its marks) differs in the working tree at dir from what the index
 // records (edited, removed, replaced): the ignore rules the head's files
 // give are then not the index's.
-func ignoreFilesChanged(dir string, marks indexMarks) bool {
-	for _, e := range marks.ignoreFiles {
-		full := filepath.Join(dir, filepath.FromSlash(e.path))
+func ignoreFilesChanged(dir string, marks gitfmt.Marks) bool {
+	for _, e := range marks.IgnoreFiles {
+		full := filepath.Join(dir, filepath.FromSlash(e.Path))
 		fi, err := os.Lstat(full)
-		if err != nil || (e.mode&0o170000 == 0o120000) != (fi.Mode()&fs.ModeSymlink != 0) {
+		if err != nil || (e.Mode&0o170000 == 0o120000) != (fi.Mode()&fs.ModeSymlink != 0) {
 			return true
 		}
-		if got, err := blobID(full, len(e.oid)); err != nil || got != e.oid {
+		if got, err := gitfmt.BlobID(full, len(e.OID)); err != nil || got != e.OID {
 			return true
 		}
 	}
@@ -520,7 +203,7 @@ func (h *head) lockIndex(ctx context.Context, mf manifest, priv string) (*indexS
 	for {
 		err := take()
 		if err == nil {
-			crashPoint("index:locked")
+			h.w.b.crashPoint("index:locked")
 			return s, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {

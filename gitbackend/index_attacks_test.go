@@ -294,7 +294,6 @@ func forgeCacheTree(t *testing.T, f *fixture, root, tree string) {
 // commit's tree, and puts those files on disk: the new head is the
 // commit's all the same.
 func TestAttackForgedIndexNeverShapesACopiedHead(t *testing.T) {
-	defer gitbackend.SetFromDiskMin(1)()
 	for _, tc := range []struct {
 		name  string
 		plant func(t *testing.T, f *fixture, root string)
@@ -311,6 +310,7 @@ func TestAttackForgedIndexNeverShapesACopiedHead(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newBigFixture(t, 60)
+			gitbackend.SetFromDiskMin(f.b, 1)
 			a := f.head("a")
 			cp, err := a.Checkpoint(f.ctx, nil)
 			require.NoError(t, err)
@@ -320,11 +320,11 @@ func TestAttackForgedIndexNeverShapesACopiedHead(t *testing.T) {
 			f.git(root, "add", "-A")
 			forgeCacheTree(t, f, root, f.git(f.repo, "rev-parse", string(cp.ID)+"^{tree}"))
 
-			before := gitbackend.DiskCopies()
+			before := gitbackend.DiskCopies(f.b)
 			b, err := f.ws.NewHead("b").From(grove.Rev(cp.ID)).Create(f.ctx)
 			require.NoError(t, err)
 			defer b.Close()
-			require.Greater(t, gitbackend.DiskCopies()-before, int64(50), "the forged index was taken as the list to copy")
+			require.Greater(t, gitbackend.DiskCopies(f.b)-before, int64(50), "the forged index was taken as the list to copy")
 			require.Equal(t, want, readTree(t, b.Info().Root))
 			require.Equal(t, "", f.git(b.Info().Root, "status", "--porcelain", "--ignored", "--untracked-files=all"))
 		})
@@ -337,8 +337,8 @@ func TestAttackForgedIndexNeverShapesACopiedHead(t *testing.T) {
 // taken by a checkpoint (git compares the change time too, which only the
 // kernel sets).
 func TestAttackSourceTimesNeverHideAnEdit(t *testing.T) {
-	defer gitbackend.SetFromDiskMin(1)()
 	f := newBigFixture(t, 60)
+	gitbackend.SetFromDiskMin(f.b, 1)
 	a := f.head("a")
 	cp, err := a.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
@@ -346,11 +346,11 @@ func TestAttackSourceTimesNeverHideAnEdit(t *testing.T) {
 	require.NoError(t, os.Chtimes(filepath.Join(a.Info().Root, "tree", "d07", "f0007.txt"), future, future))
 	require.NoError(t, os.Chtimes(filepath.Join(a.Info().Root, "tree", "d08", "f0008.txt"), epoch, epoch))
 
-	before := gitbackend.DiskCopies()
+	before := gitbackend.DiskCopies(f.b)
 	b, err := f.ws.NewHead("b").From(grove.Rev(cp.ID)).Create(f.ctx)
 	require.NoError(t, err)
 	defer b.Close()
-	require.Greater(t, gitbackend.DiskCopies()-before, int64(60))
+	require.Greater(t, gitbackend.DiskCopies(f.b)-before, int64(60))
 	require.Equal(t, readTree(t, a.Info().Root), readTree(t, b.Info().Root))
 	st, err := b.Status(f.ctx)
 	require.NoError(t, err)

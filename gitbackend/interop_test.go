@@ -206,12 +206,11 @@ func TestCheckpointLosesCleanlyWhenTheBranchMoves(t *testing.T) {
 	// Move the branch at the moment the commit is written, before the ref
 	// transaction: as a user's git commit racing the checkpoint would.
 	other := f.git(f.repo, "commit-tree", "-p", "main", "-m", "racer", f.git(f.repo, "rev-parse", "main^{tree}"))
-	gitbackend.SetCrashHook(func(point string) {
+	gitbackend.SetCrashHook(b, func(point string) {
 		if point == "checkpoint:committed" {
 			f.git(f.repo, "update-ref", "refs/heads/grove/agent", other)
 		}
 	})
-	defer gitbackend.SetCrashHook(nil)
 	_, err = h.Checkpoint(f.ctx, nil)
 	assert.Equal(t, grove.Conflict, grove.CodeOf(err), "error: %v", err)
 	assert.Equal(t, other, f.git(f.repo, "rev-parse", "grove/agent"), "the racer's commit was overwritten")

@@ -53,16 +53,16 @@ func TestHelperProcess(t *testing.T) {
 			os.Exit(3)
 		}
 	}
+	ctx := context.Background()
+	b := gitbackend.New(gitbackend.Options{})
 	if job.Point != "" {
-		gitbackend.SetCrashHook(func(name string) {
+		gitbackend.SetCrashHook(b, func(name string) {
 			if name == job.Point {
 				ready()
 				select {} // wait for SIGKILL
 			}
 		})
 	}
-	ctx := context.Background()
-	b := gitbackend.New(gitbackend.Options{})
 	err := func() error {
 		switch job.Op {
 		case "create":
@@ -171,6 +171,7 @@ func killRuns(points ...string) []killRun {
 }
 
 func TestKillDuringCreateLeavesAHeadOrNothing(t *testing.T) {
+	t.Parallel() // mostly waiting on git and helper processes
 	for _, r := range killRuns("create:registered") {
 		t.Run(r.String(), func(t *testing.T) {
 			f := newBigFixture(t, 400)
@@ -201,6 +202,7 @@ func TestKillDuringCreateLeavesAHeadOrNothing(t *testing.T) {
 }
 
 func TestKillDuringCheckpointLeavesARecoverableHead(t *testing.T) {
+	t.Parallel() // mostly waiting on git and helper processes
 	for _, r := range killRuns("checkpoint:captured", "checkpoint:committed", "checkpoint:recorded", "index:locked") {
 		t.Run(r.String(), func(t *testing.T) {
 			f := newBigFixture(t, 400)
@@ -229,6 +231,7 @@ func TestKillDuringCheckpointLeavesARecoverableHead(t *testing.T) {
 }
 
 func TestKillDuringRestoreLeavesARecoverableHead(t *testing.T) {
+	t.Parallel() // mostly waiting on git and helper processes
 	for _, r := range killRuns("restore:written", "restore:pruned", "restore:cleaned", "index:locked") {
 		t.Run(r.String(), func(t *testing.T) {
 			f := newBigFixture(t, 400)

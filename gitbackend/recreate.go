@@ -129,7 +129,7 @@ func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) er
 		return fail(grove.Internal, err)
 	}
 	_ = rl.Unlock()
-	crashPoint("recreate:registered")
+	w.b.crashPoint("recreate:registered")
 	if _, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir,
 		Args: []string{"read-tree", "--reset", "-u", "HEAD"}, Parallel: w.repo.manyFiles(filepath.Join(mf.Admin, "index"))}); err != nil {
 		undo()

@@ -489,8 +489,8 @@ const (
 )
 
 func (b *Backend) pushBackoff() time.Duration {
-	if b.backoff > 0 {
-		return b.backoff
+	if b.seams.backoff > 0 {
+		return b.seams.backoff
 	}
 	return defaultPushBackoff
 }

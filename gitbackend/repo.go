@@ -19,31 +19,38 @@ import (
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/regfile"
 )
 
-// repo is one repository as grove drives it.
+// repo is one repository as grove drives it: its files read in-process
+// (the embedded Store), and git run on it.
 type repo struct {
+	*gitfmt.Store
 	r      *gitcmd.Runner
 	common string // the common git dir, canonical
 	main   string // the main worktree, "" where there is none or it is not known (see anchors.mainOf)
 
-	refsOnce sync.Once
-	fileRefs bool // refs are files (see filesRefs)
-	packedMu sync.Mutex
-	packed   *packed // packed-refs as last read
-	refs     refUpdater
+	refs refUpdater
 
 	formatMu sync.Mutex
 	format   string // the object format (sha1, sha256), once read
 
-	trees   treeCache   // trees read in-process
-	commits commitCache // commits read in-process
-	batch   batchReader // git cat-file --batch, for objects not loose
+	batch batchReader   // git cat-file --batch, for objects not loose
+	index gitfmt.Buffer // storage for the index files read
+}
+
+// newRepo returns the repository whose common git dir is common
+// (canonical), run by r; main is its main worktree, or "".
+func newRepo(r *gitcmd.Runner, common, main string) *repo {
+	rp := &repo{r: r, common: common, main: main}
+	rp.Store = gitfmt.NewStore(common, rp.batchObject)
+	return rp
 }
 
 // objectFormat returns the repository's object format, asking git once:
@@ -85,11 +92,11 @@ func (rp *repo) resolve(ctx context.Context, op string, rev grove.Rev) (string, 
 	if rev == "" || strings.HasPrefix(string(rev), "-") || strings.ContainsAny(string(rev), "\x00\n") {
 		return "", &grove.Error{Code: grove.NotFound, Op: "gitbackend: " + op, Rev: rev, Err: errors.New("bad revision")}
 	}
-	if isSHA1(string(rev)) {
-		if _, ok := rp.readCommit(string(rev)); ok {
+	if gitfmt.IsSHA1(string(rev)) {
+		if _, ok := rp.Commit(string(rev)); ok {
 			return string(rev), nil
 		}
-	} else if id, ok := rp.branchCommit(string(rev)); ok {
+	} else if id, ok := rp.BranchCommit(string(rev)); ok {
 		return id, nil
 	}
 	out, err := rp.git(ctx, "rev-parse", "--verify", "-q", "--end-of-options", string(rev)+"^{commit}")
@@ -110,7 +117,7 @@ func (rp *repo) resolve(ctx context.Context, op string, rev grove.Rev) (string, 
 func (rp *repo) refExists(name string) bool {
 	// The common case, a branch's loose file or packed-refs line, is read
 	// directly; go-git answers the rest.
-	if _, ok := rp.readRef(name); ok {
+	if _, ok := rp.Ref(name); ok {
 		return true
 	}
 	for _, p := range []string{filepath.Join(rp.common, filepath.FromSlash(name)), filepath.Join(rp.common, "packed-refs")} {
@@ -201,7 +208,7 @@ func (rp *repo) checkBranchName(ctx context.Context, branch string) error {
 	if strings.HasPrefix(branch, "-") {
 		return fmt.Errorf("%q starts with a dash", branch)
 	}
-	if plainRefName("refs/heads/" + branch) {
+	if gitfmt.PlainRefName("refs/heads/" + branch) {
 		return nil
 	}
 	_, err := rp.git(ctx, "check-ref-format", "refs/heads/"+branch)
@@ -249,7 +256,7 @@ func (rp *repo) checkTree(ctx context.Context, op, commit string) error {
 // ok is false unless the commit, its top tree and that blob are loose
 // objects of the shapes git writes.
 func (rp *repo) topFiles(commit string) (names []string, attrs string, ok bool) {
-	tree, ok := rp.commitTree(commit)
+	tree, ok := rp.CommitTree(commit)
 	if !ok {
 		return nil, "", false
 	}
@@ -257,15 +264,15 @@ func (rp *repo) topFiles(commit string) (names []string, attrs string, ok bool) 
 	if err != nil {
 		return nil, "", false
 	}
-	ents, ok := rp.readTree(oid)
+	ents, ok := rp.Tree(oid)
 	if !ok {
 		return nil, "", false
 	}
 	if e, found := ents[".gitattributes"]; found {
-		if e.mode == 0o40000 || e.mode == 0o160000 {
+		if e.Mode == 0o40000 || e.Mode == 0o160000 {
 			return nil, "", false // git's cat-file answers for a tree or gitlink
 		}
-		typ, body, ok := rp.looseObject(hex.EncodeToString(e.oid), maxAttributesSize)
+		typ, body, ok := rp.Loose(hex.EncodeToString(e.OID), maxAttributesSize)
 		if !ok || typ != "blob" {
 			return nil, "", false
 		}
@@ -307,7 +314,7 @@ func parseCheckpoint(fields []string) (grove.Checkpoint, error) {
 
 // commitInfo reads one commit.
 func (rp *repo) commitInfo(ctx context.Context, commit string) (grove.Checkpoint, error) {
-	if c, ok := rp.readCommit(commit); ok {
+	if c, ok := rp.Commit(commit); ok {
 		return checkpointOf(c), nil
 	}
 	out, err := rp.git(ctx, "log", "-1", "--no-walk", "--format="+logFormat, commit, "--")
@@ -365,4 +372,77 @@ func (rp *repo) checkpoints(ctx context.Context, id grove.HeadID, limit int) ([]
 		cps = append(cps, checkpointRef{ref: fields[0], seq: seq, Checkpoint: cp})
 	}
 	return cps, nil
+}
+
+// checkpointOf is commit c as a checkpoint, as parseCheckpoint reads it
+// from git log.
+func checkpointOf(c *object.Commit) grove.Checkpoint {
+	cp := grove.Checkpoint{
+		ID:      grove.CheckpointID(c.Hash.String()),
+		Author:  grove.Signature{Name: c.Author.Name, Email: c.Author.Email},
+		Time:    time.Unix(c.Author.When.Unix(), 0),
+		Message: strings.TrimRight(c.Message, "\n"),
+	}
+	if len(c.ParentHashes) > 0 {
+		cp.Parent = grove.CheckpointID(c.ParentHashes[0].String())
+	}
+	return cp
+}
+
+// lastCheckpoint is checkpoints(ctx, id, 1) without a process: the
+// greatest ref name under the head's prefix, loose or packed, and its
+// commit. ok is false when git must answer instead: a name that is not a
+// sequence number, a directory among the refs, a ref or commit that does
+// not read.
+func (rp *repo) lastCheckpoint(id grove.HeadID) ([]checkpointRef, bool) {
+	prefix := refPrefix(id)
+	if !gitfmt.PlainRefName(prefix+"0") || !rp.FilesRefs() {
+		return nil, false
+	}
+	// Loose refs first, then packed-refs: git pack-refs writes packed-refs
+	// before it deletes the loose files, so a ref moving between the two
+	// is seen in at least one.
+	// Only real directories: git takes a symlink among the refs for a
+	// symbolic ref, never for a directory of refs.
+	for _, d := range []string{"refs/grove", prefix} {
+		if fi, err := os.Lstat(filepath.Join(rp.common, filepath.FromSlash(d))); err == nil && !fi.IsDir() {
+			return nil, false
+		}
+	}
+	ents, err := os.ReadDir(filepath.Join(rp.common, filepath.FromSlash(prefix)))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, false
+	}
+	best := ""
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			return nil, false
+		}
+		if name := prefix + e.Name(); name > best {
+			best = name
+		}
+	}
+	p, ok := rp.PackedRefs()
+	if !ok {
+		return nil, false
+	}
+	if name := p.Last[string(id)]; name > best {
+		best = name
+	}
+	if best == "" {
+		return []checkpointRef{}, true
+	}
+	seq, err := strconv.Atoi(strings.TrimPrefix(best, prefix))
+	if err != nil || seq < 0 {
+		return nil, false
+	}
+	commit, ok := rp.Ref(best)
+	if !ok {
+		return nil, false
+	}
+	c, ok := rp.Commit(commit)
+	if !ok {
+		return nil, false
+	}
+	return []checkpointRef{{ref: best, seq: seq, Checkpoint: checkpointOf(c)}}, true
 }

@@ -2,7 +2,6 @@ package gitbackend
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/regfile"
 )
 
@@ -75,7 +75,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 		return h.fail(grove.FailedPrecondition, op, "a %s is in progress in the head; finish or abort it first", st.op)
 	}
 	priv, data, err := h.seedIndex(ctx, mf, privateIndex, st.commit)
-	defer putIndexBuf(data)
+	defer h.w.repo.index.Put(data)
 	if err != nil {
 		return err
 	}
@@ -112,11 +112,11 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 			return err
 		}
 	}
-	crashPoint("restore:written")
+	h.w.b.crashPoint("restore:written")
 	if err := h.resetFiles(ctx, mf, env, target, many); err != nil {
 		return err
 	}
-	crashPoint("restore:pruned")
+	h.w.b.crashPoint("restore:pruned")
 	clean := func(ctx context.Context, env []string) error {
 		_, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append([]string{"clean", "-f", "-d", "-q"}, keep...)})
 		return err
@@ -138,7 +138,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 		if err := clean(ctx, env); err != nil {
 			return err
 		}
-		crashPoint("restore:cleaned")
+		h.w.b.crashPoint("restore:cleaned")
 		if _, err := h.git(fctx, gitcmd.Cmd{Args: []string{"symbolic-ref", "HEAD", "refs/heads/" + mf.Branch}, Finish: true}); err != nil {
 			return err
 		}
@@ -163,7 +163,7 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 	cleaned := make(chan error, 1)
 	go func() {
 		err := clean(ctx, []string{"GIT_INDEX_FILE=" + cleanIndex})
-		crashPoint("restore:cleaned")
+		h.w.b.crashPoint("restore:cleaned")
 		cleaned <- err
 	}()
 	err = h.moveBranch(fctx, mf, target)
@@ -267,7 +267,7 @@ func detachedHead(path string) bool {
 	}
 	var buf [64]byte
 	n, _ := io.ReadFull(f, buf[:])
-	return n == 41 && isSHA1(string(buf[:40])) && buf[40] == '\n'
+	return n == 41 && gitfmt.IsSHA1(string(buf[:40])) && buf[40] == '\n'
 }
 
 // diff returns what target adds to the index at priv (whose bytes are
@@ -275,16 +275,16 @@ func detachedHead(path string) bool {
 // .gitignore differs (see diffIndex), and the index's marks (merr when
 // they could not be read): in-process when the index's cache-tree and the
 // target's trees tell (see diffTrees), else through git diff-index.
-func (h *head) diff(ctx context.Context, priv string, data []byte, commit, target string) (adds []string, drops, rules bool, marks indexMarks, merr, err error) {
-	if v, ok := readIndexView(priv, data); ok {
-		if adds, drops, rules, ok = h.w.repo.diffTrees(ctx, &v, target); ok {
-			return adds, drops, rules, v.marks, nil, nil
+func (h *head) diff(ctx context.Context, priv string, data []byte, commit, target string) (adds []string, drops, rules bool, marks gitfmt.Marks, merr, err error) {
+	if v, ok := gitfmt.ReadIndexView(priv, data); ok {
+		if adds, drops, rules, ok = h.w.repo.DiffIndex(ctx, &v, target); ok {
+			return adds, drops, rules, v.Marks, nil, nil
 		}
 	}
 	if adds, drops, rules, err = h.diffIndex(ctx, priv, commit, target); err != nil {
 		return nil, false, false, marks, nil, err
 	}
-	marks, merr = readIndexMarks(priv)
+	marks, merr = h.w.repo.index.ReadMarks(priv)
 	return adds, drops, rules, marks, merr, nil
 }
 
@@ -301,33 +301,8 @@ func (h *head) diffIndex(ctx context.Context, priv, commit, target string) (adds
 	if err != nil {
 		return nil, false, false, err
 	}
-	adds, drops, rules = parseDiffIndex(out)
+	adds, drops, rules = gitfmt.ParseDiffIndex(out)
 	return adds, drops, rules, nil
-}
-
-// parseDiffIndex reads git diff-index --cached --name-status -z target's
-// output as diffIndex returns it.
-func parseDiffIndex(out string) (adds []string, drops, rules bool) {
-	fields := strings.Split(out, "\x00")
-	for i := 0; i+1 < len(fields); i += 2 {
-		switch fields[i] {
-		case "D":
-			adds = append(adds, fields[i+1])
-		case "A":
-			drops = true
-		}
-		if isIgnoreFile(fields[i+1]) {
-			rules = true
-		}
-	}
-	return adds, drops, rules
-}
-
-// isIgnoreFile reports whether path p names a .gitignore file, in any
-// case: on a file system that ignores case, git opening .gitignore reads
-// a file tracked as .GitIgnore.
-func isIgnoreFile(p string) bool {
-	return strings.EqualFold(p[strings.LastIndexByte(p, '/')+1:], ".gitignore")
 }
 
 // maxKeepArgs bounds the size of the patterns keepIgnored hands git clean.
@@ -483,47 +458,11 @@ func (h *head) checkIgnoredCollisions(ctx context.Context, mf manifest, priv, ta
 		}
 	}
 	for _, p := range present {
-		if got, err := blobID(filepath.Join(mf.Dir, filepath.FromSlash(p)), len(want[p])); err != nil || got != want[p] {
+		if got, err := gitfmt.BlobID(filepath.Join(mf.Dir, filepath.FromSlash(p)), len(want[p])); err != nil || got != want[p] {
 			return conflict(p)
 		}
 	}
 	return nil
-}
-
-// blobID returns the git object ID of the file at full as git would store
-// it without filters: its content, or a symlink's target, hashed as a
-// blob with SHA-1 or, for a hash of 64 hex digits, SHA-256. It runs no
-// process, so no path crosses a process boundary.
-func blobID(full string, hexLen int) (string, error) {
-	fi, err := os.Lstat(full)
-	if err != nil {
-		return "", err
-	}
-	hh := newHash(hexLen / 2)
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		t, err := os.Readlink(full)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(hh, "blob %d\x00%s", len(t), t)
-	case fi.Mode().IsRegular():
-		// Streamed: the file can be of any size, and is hashed as it is
-		// read, never held; a file that grows meanwhile is hashed at the
-		// size it had (a caller comparing IDs then sees a difference).
-		f, fi, err := regfile.Open(full)
-		if err != nil {
-			return "", err
-		}
-		defer f.Close()
-		fmt.Fprintf(hh, "blob %d\x00", fi.Size())
-		if _, err := io.CopyN(hh, f, fi.Size()); err != nil {
-			return "", fmt.Errorf("%s changed while it was read", full)
-		}
-	default:
-		return "", fmt.Errorf("%s is not a file", full)
-	}
-	return hex.EncodeToString(hh.Sum(nil)), nil
 }
 
 // plan reads what restoring the head from commit (its index priv, read

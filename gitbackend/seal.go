@@ -15,6 +15,7 @@ import (
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/regfile"
 )
 
@@ -186,7 +187,7 @@ func (h *head) sealImport(ctx context.Context, mf manifest) error {
 	if !ok || tip == rec.commit || rec.commit == "" {
 		return nil
 	}
-	cur, ok := h.w.repo.readRef("refs/heads/" + mf.Branch)
+	cur, ok := h.w.repo.Ref("refs/heads/" + mf.Branch)
 	if !ok {
 		if cur, err = h.w.repo.git(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+mf.Branch); err != nil {
 			return nil // no branch: Checkpoint says so
@@ -254,7 +255,7 @@ func privateRef(root *os.Root, name, format string) (string, bool) {
 		id := strings.TrimSpace(string(data))
 		return id, valid(id)
 	}
-	data, err := readRegular(root, "packed-refs", maxPackedRefs)
+	data, err := readRegular(root, "packed-refs", gitfmt.MaxPackedRefs)
 	if err != nil {
 		return "", false
 	}
@@ -483,7 +484,7 @@ func (w *workspace) sealSync(ctx context.Context, mf manifest) error {
 	// the commit it is detached at.
 	head := commit
 	if data, err := regfile.Read(filepath.Join(mf.Admin, "HEAD"), maxSmallFile); err == nil {
-		if ref, ok := strings.CutPrefix(gitLine(data), "ref: "); ok && plainRefName(ref) && strings.HasPrefix(ref, "refs/heads/") {
+		if ref, ok := strings.CutPrefix(gitLine(data), "ref: "); ok && gitfmt.PlainRefName(ref) && strings.HasPrefix(ref, "refs/heads/") {
 			head = "ref: " + ref
 		}
 	}

@@ -317,7 +317,7 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 		}
 		break
 	}
-	crashPoint("create:registered")
+	w.b.crashPoint("create:registered")
 	// Populate the files under the head's own lock only.
 	err = w.populate(ctx, mf, recorded)
 	_ = recorded() // the writes register left running end before an undo
@@ -471,7 +471,9 @@ func (w *workspace) populate(ctx context.Context, mf *manifest, recorded func() 
 		return err
 	}
 	if all {
-		afterDiskCopy(mf.Dir)
+		if f := w.b.seams.afterDiskCopy; f != nil {
+			f(mf.Dir)
+		}
 		// git checks what was copied: with every file's stat data in the
 		// index, diff-files exits 0 only if each file is its entry's.
 		_, err = w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"diff-files", "--quiet"}})
@@ -508,7 +510,7 @@ func (w *workspace) prepare(ctx context.Context, op string, mf *manifest) error 
 		}
 		return &grove.Error{Code: grove.Internal, Op: op, Head: mf.Name, Path: mf.Dir, Err: fmt.Errorf("copying what %s names: %w", includeFile, err)}
 	}
-	crashPoint("create:setup")
+	w.b.crashPoint("create:setup")
 	return w.runHook(ctx, op, grove.HookSetup, w.setup, mf)
 }
 

@@ -1,4 +1,4 @@
-package gitbackend
+package gitfmt
 
 import (
 	"crypto/sha1"
@@ -46,11 +46,11 @@ func TestGitlinksReadsEveryIndexVersion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := checkIndex(data); err != nil {
-			t.Fatalf("version %s: checkIndex: %v", v, err)
+		if err := CheckIndex(data); err != nil {
+			t.Fatalf("version %s: CheckIndex: %v", v, err)
 		}
 		marks, ok := readMarks(data, sha1.Size)
-		links := marks.gitlinks
+		links := marks.Gitlinks
 		if !ok || len(links) != 2 || links[0] != "dir/nested" || links[1] != "m-nested" {
 			t.Errorf("version %s: gitlinks = %q, %v; want [dir/nested m-nested]", v, links, ok)
 		}
@@ -80,20 +80,19 @@ func FuzzReadMarks(f *testing.F) {
 	})
 }
 
-// The kept index buffer goes to one taker at a time, and keeps the
+// A Buffer goes to one taker at a time, and keeps the
 // largest storage handed back, within its bound.
 func TestIndexBufferGoesToOneTakerAtATime(t *testing.T) {
-	// Whatever an earlier test left is taken first.
-	_ = getIndexBuf()
-	putIndexBuf(make([]byte, 10, 100))
-	b := getIndexBuf()
+	var k Buffer
+	k.Put(make([]byte, 10, 100))
+	b := k.Get()
 	require.Equal(t, 0, len(b))
 	require.Equal(t, 100, cap(b))
-	require.Nil(t, getIndexBuf(), "taken: the next taker reads into fresh memory")
-	putIndexBuf(make([]byte, 0, 50))
-	putIndexBuf(b)
-	putIndexBuf(make([]byte, 0, 70))
-	require.Equal(t, 100, cap(getIndexBuf()), "the largest is kept")
-	putIndexBuf(make([]byte, 0, maxKeptIndexBuf+1))
-	require.Nil(t, getIndexBuf(), "over the bound: not kept")
+	require.Nil(t, k.Get(), "taken: the next taker reads into fresh memory")
+	k.Put(make([]byte, 0, 50))
+	k.Put(b)
+	k.Put(make([]byte, 0, 70))
+	require.Equal(t, 100, cap(k.Get()), "the largest is kept")
+	k.Put(make([]byte, 0, maxKeptIndexBuf+1))
+	require.Nil(t, k.Get(), "over the bound: not kept")
 }

@@ -1,4 +1,4 @@
-package gitbackend
+package gitfmt
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 // the index's cache-tree whole or cut where entries changed.
 func TestDiffTreesIsDiffIndex(t *testing.T) {
 	rp, dir := testRepo(t)
+	var buf Buffer
 	env := []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}
 	var blobs []string
 	for i := range 4 {
@@ -74,12 +75,12 @@ func TestDiffTreesIsDiffIndex(t *testing.T) {
 				break
 			}
 		}
-		wantAdds, wantDrops, wantRules := parseDiffIndex(plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, "", "diff-index", "--cached", "--name-status", "--no-renames", "-z", to, "--"))
-		data, err := readIndex(idx)
+		wantAdds, wantDrops, wantRules := ParseDiffIndex(plainGit(t, dir, []string{"GIT_INDEX_FILE=" + idx}, "", "diff-index", "--cached", "--name-status", "--no-renames", "-z", to, "--"))
+		data, err := buf.ReadIndex(idx)
 		require.NoError(t, err)
-		v, ok := readIndexView(idx, data)
+		v, ok := ReadIndexView(idx, data)
 		require.True(t, ok, "round %d", round)
-		adds, drops, rules, ok := rp.diffTrees(context.Background(), &v, to)
+		adds, drops, rules, ok := rp.DiffIndex(context.Background(), &v, to)
 		require.True(t, ok, "round %d: all trees are loose", round)
 		inProcess++
 		// What the diff answers is its own: the index's bytes go back to
@@ -87,7 +88,7 @@ func TestDiffTreesIsDiffIndex(t *testing.T) {
 		for i := range data {
 			data[i] = 'x'
 		}
-		putIndexBuf(data)
+		buf.Put(data)
 		slices.Sort(adds)
 		slices.Sort(wantAdds)
 		require.Equal(t, wantAdds, adds, "round %d: adds", round)
@@ -109,13 +110,12 @@ func TestDiffTreesIsDiffIndex(t *testing.T) {
 	}
 	plainGit(t, dir, nil, "", "repack", "-adq")
 	plainGit(t, dir, nil, "", "prune-packed")
-	packed := &repo{r: rp.r, common: rp.common, main: rp.main} // nothing remembered
-	defer packed.stopBatch()
+	packed := NewStore(rp.dir, catFile(dir)) // nothing remembered
 	for i, p := range pairs {
-		wantAdds, wantDrops, wantRules := parseDiffIndex(plainGit(t, dir, []string{"GIT_INDEX_FILE=" + p.idx}, "", "diff-index", "--cached", "--name-status", "--no-renames", "-z", p.to, "--"))
-		v, ok := readIndexView(p.idx, nil)
+		wantAdds, wantDrops, wantRules := ParseDiffIndex(plainGit(t, dir, []string{"GIT_INDEX_FILE=" + p.idx}, "", "diff-index", "--cached", "--name-status", "--no-renames", "-z", p.to, "--"))
+		v, ok := ReadIndexView(p.idx, nil)
 		require.True(t, ok)
-		adds, drops, rules, ok := packed.diffTrees(context.Background(), &v, p.to)
+		adds, drops, rules, ok := packed.DiffIndex(context.Background(), &v, p.to)
 		require.True(t, ok, "pair %d: packed objects read through git", i)
 		slices.Sort(adds)
 		slices.Sort(wantAdds)
@@ -123,9 +123,9 @@ func TestDiffTreesIsDiffIndex(t *testing.T) {
 		require.Equal(t, wantDrops, drops, "pair %d: drops", i)
 		require.Equal(t, wantRules, rules, "pair %d: rules", i)
 	}
-	_, ok := packed.treeOf(context.Background(), strings.Repeat("e", 40))
+	_, ok := packed.TreeOf(context.Background(), strings.Repeat("e", 40))
 	require.False(t, ok, "a commit that does not exist")
-	_, ok = packed.treeAny(context.Background(), make([]byte, 20))
+	_, ok = packed.TreeAny(context.Background(), make([]byte, 20))
 	require.False(t, ok, "a tree that does not exist")
 }
 
@@ -180,17 +180,17 @@ func TestDiffTreesRefusesUnsortedIndexes(t *testing.T) {
 
 	forged := filepath.Join(t.TempDir(), "index")
 	require.NoError(t, os.WriteFile(forged, indexBytes(oid, "src/x", "b", "src/y", "z"), 0o644))
-	require.NoError(t, checkIndex(indexBytes(oid, "src/x", "b", "src/y", "z")))
-	_, ok := readIndexView(forged, nil)
+	require.NoError(t, CheckIndex(indexBytes(oid, "src/x", "b", "src/y", "z")))
+	_, ok := ReadIndexView(forged, nil)
 	require.False(t, ok, "an unsorted index was read in-process")
-	_, ok = readIndexView(forged+"-sorted", indexBytes(oid, "b", "src/x", "src/y", "z"))
+	_, ok = ReadIndexView(forged+"-sorted", indexBytes(oid, "b", "src/x", "src/y", "z"))
 	require.True(t, ok)
 
 	// Were one let through, the walk checks each name against its
 	// directory and declines; it never panics.
-	v := indexView{names: []string{"src/x", "b", "src/y", "z"}, modes: []uint32{0o100644, 0o100644, 0o100644, 0o100644}, oids: [][]byte{oid, oid, oid, oid}}
+	v := IndexView{Names: []string{"src/x", "b", "src/y", "z"}, Modes: []uint32{0o100644, 0o100644, 0o100644, 0o100644}, OIDs: [][]byte{oid, oid, oid, oid}}
 	require.NotPanics(t, func() {
-		_, _, _, ok = rp.diffTrees(context.Background(), &v, target)
+		_, _, _, ok = rp.DiffIndex(context.Background(), &v, target)
 	})
 	require.False(t, ok)
 }
@@ -212,12 +212,12 @@ func withExtension(idx []byte, sig string, body []byte) []byte {
 func TestDiffTreesLeavesMandatoryExtensionsToGit(t *testing.T) {
 	oid := make([]byte, sha1.Size)
 	plain := indexBytes(oid, "a", "b/c")
-	_, ok := readIndexView("", plain)
+	_, ok := ReadIndexView("", plain)
 	require.True(t, ok)
-	_, ok = readIndexView("", withExtension(plain, "UNTR", []byte("x")))
+	_, ok = ReadIndexView("", withExtension(plain, "UNTR", []byte("x")))
 	require.True(t, ok, "an optional extension is skipped")
 	for _, sig := range []string{"link", "sdir", "zzzz"} {
-		_, ok = readIndexView("", withExtension(plain, sig, []byte("x")))
+		_, ok = ReadIndexView("", withExtension(plain, sig, []byte("x")))
 		require.False(t, ok, sig)
 	}
 }
@@ -229,11 +229,11 @@ func TestTreesReadOnceAreRemembered(t *testing.T) {
 	tree := plainGit(t, dir, nil, "", "rev-parse", "HEAD^{tree}")
 	oid, err := hex.DecodeString(tree)
 	require.NoError(t, err)
-	first, ok := rp.readTree(oid)
+	first, ok := rp.Tree(oid)
 	require.True(t, ok)
 	require.Contains(t, first, "a.txt")
 	require.NoError(t, os.Remove(filepath.Join(dir, ".git", "objects", tree[:2], tree[2:])))
-	again, ok := rp.readTree(oid)
+	again, ok := rp.Tree(oid)
 	require.True(t, ok, "the tree was read again")
 	require.Equal(t, first, again)
 }
@@ -245,14 +245,14 @@ func TestTreeCacheForgetsTheOldestFirst(t *testing.T) {
 	size := maxCachedTrees / 8
 	key := func(i int) []byte { return []byte(fmt.Sprintf("tree %d", i)) }
 	for i := range 12 {
-		c.put(key(i), map[string]treeEntry{fmt.Sprint(i): {}}, size)
+		c.put(key(i), map[string]TreeEntry{fmt.Sprint(i): {}}, size)
 		require.LessOrEqual(t, c.size, maxCachedTrees)
 	}
 	for i := range 12 {
 		_, ok := c.get(key(i))
 		require.Equal(t, i >= 4, ok, "tree %d", i)
 	}
-	c.put(key(99), map[string]treeEntry{}, size+1)
+	c.put(key(99), map[string]TreeEntry{}, size+1)
 	_, ok := c.get(key(99))
 	require.False(t, ok, "a tree over an eighth of the bound was kept")
 	_, ok = c.get(key(4))

@@ -1,4 +1,4 @@
-package gitbackend
+package headcopy
 
 import (
 	"os"
@@ -6,9 +6,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// cloneFile makes out share in's data blocks (FICLONE: copy-on-write, on
+// CloneFile makes out share in's data blocks (FICLONE: copy-on-write, on
 // file systems that have it, such as Btrfs and XFS), reporting whether it
 // did; out must be empty.
-func cloneFile(out, in *os.File) bool {
+func CloneFile(out, in *os.File) bool {
 	return unix.IoctlFileClone(int(out.Fd()), int(in.Fd())) == nil
 }

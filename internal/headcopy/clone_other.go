@@ -1,9 +1,9 @@
 //go:build !linux
 
-package gitbackend
+package headcopy
 
 import "os"
 
-// cloneFile reports false: files are copied (io.Copy uses what the system
+// CloneFile reports false: files are copied (io.Copy uses what the system
 // offers to copy between files).
-func cloneFile(out, in *os.File) bool { return false }
+func CloneFile(out, in *os.File) bool { return false }

@@ -1,4 +1,4 @@
-package gitbackend
+package headcopy
 
 import (
 	"bytes"
@@ -11,11 +11,12 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/groveworks/grove/internal/gitfmt"
 	"golang.org/x/sys/unix"
 )
 
-// copyFromDiskWorks says whether copyFiles copies here.
-const copyFromDiskWorks = true
+// Works says whether Files copies here.
+const Works = true
 
 // copyWorkers is how many files the copy works on at once. The work is
 // mostly waiting: where the source's files have left the page cache, each
@@ -30,14 +31,14 @@ const copyWorkers = 16
 // in the index share directories, whose descriptors a worker keeps open.
 const copyChunk = 256
 
-// copyFiles copies files (sorted as the index sorts them) from the tree at
+// Files copies files (sorted as the index sorts them) from the tree at
 // src to the tree at dst, marking each file it copied as copied, with its
 // copy's stat data, and returns how many it copied. Of
 // errors it reports only ctx's end: a file that cannot be copied, or
 // whose content is not its blob, is skipped. Nothing is followed: both
 // trees are walked one directory at a time, refusing symlinks and other
 // file systems' mounts, and a file is copied from what was opened.
-func copyFiles(ctx context.Context, src, dst string, files []copyEntry, hashLen int) (copied int64, err error) {
+func Files(ctx context.Context, src, dst string, files []Entry, hashLen int) (copied int64, err error) {
 	srcRoot, err := openDir(unix.AT_FDCWD, src)
 	if err != nil {
 		return 0, nil
@@ -59,7 +60,7 @@ func copyFiles(ctx context.Context, src, dst string, files []copyEntry, hashLen 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &diskCopier{ctx: ctx, dev: rootSt.Dev, dirs: dirStack{roots: [2]int{srcRoot, dstRoot}, dev: rootSt.Dev}, buf: make([]byte, 64<<10), hh: newHash(hashLen), noClone: &noClone}
+			c := &diskCopier{ctx: ctx, dev: rootSt.Dev, dirs: dirStack{roots: [2]int{srcRoot, dstRoot}, dev: rootSt.Dev}, buf: make([]byte, 64<<10), hh: gitfmt.NewHash(hashLen), noClone: &noClone}
 			defer c.dirs.pop(0)
 			for ctx.Err() == nil {
 				i := int(next.Add(copyChunk)) - copyChunk
@@ -174,32 +175,32 @@ type diskCopier struct {
 
 // copy copies name from the directory src to the directory dst if its
 // content is the blob f names, returning the copy's stat data.
-func (c *diskCopier) copy(src, dst int, name string, f *copyEntry) (statData, bool) {
+func (c *diskCopier) copy(src, dst int, name string, f *Entry) (Stat, bool) {
 	var st unix.Stat_t
 	if f.mode == 0o120000 {
 		n, err := unix.Readlinkat(src, name, c.buf)
 		if err != nil || n == len(c.buf) {
-			return statData{}, false
+			return Stat{}, false
 		}
 		target := c.buf[:n]
 		if !c.isBlob(f.oid, target, int64(n)) {
-			return statData{}, false
+			return Stat{}, false
 		}
 		if unix.Symlinkat(string(target), dst, name) != nil {
-			return statData{}, false
+			return Stat{}, false
 		}
 		if unix.Fstatat(dst, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-			return statData{}, false
+			return Stat{}, false
 		}
 		return statOf(&st), true
 	}
 	in, err := unix.Openat(src, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return statData{}, false
+		return Stat{}, false
 	}
 	defer unix.Close(in)
 	if unix.Fstat(in, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Dev != c.dev || st.Size > maxCopySize {
-		return statData{}, false
+		return Stat{}, false
 	}
 	perm := uint32(0o666)
 	if f.mode == 0o100755 {
@@ -207,7 +208,7 @@ func (c *diskCopier) copy(src, dst int, name string, f *copyEntry) (statData, bo
 	}
 	out, err := unix.Openat(dst, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
-		return statData{}, false
+		return Stat{}, false
 	}
 	defer unix.Close(out)
 	// The copy keeps the source's modification time (see fromdisk.go).
@@ -216,7 +217,7 @@ func (c *diskCopier) copy(src, dst int, name string, f *copyEntry) (statData, bo
 		unix.UtimesNanoAt(dst, name, []unix.Timespec{{Nsec: unix.UTIME_OMIT}, mtime}, unix.AT_SYMLINK_NOFOLLOW) != nil ||
 		unix.Fstat(out, &st) != nil {
 		_ = unix.Unlinkat(dst, name, 0)
-		return statData{}, false
+		return Stat{}, false
 	}
 	return statOf(&st), true
 }
@@ -278,8 +279,8 @@ func (c *diskCopier) isBlob(oid, content []byte, size int64) bool {
 }
 
 // statOf is st as git records it.
-func statOf(st *unix.Stat_t) statData {
-	return statData{
+func statOf(st *unix.Stat_t) Stat {
+	return Stat{
 		ctimeSec: uint64(st.Ctim.Sec), ctimeNsec: uint64(st.Ctim.Nsec),
 		mtimeSec: uint64(st.Mtim.Sec), mtimeNsec: uint64(st.Mtim.Nsec),
 		dev: st.Dev, ino: st.Ino, uid: uint64(st.Uid), gid: uint64(st.Gid), size: uint64(st.Size),

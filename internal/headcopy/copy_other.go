@@ -1,13 +1,13 @@
 //go:build !linux
 
-package gitbackend
+package headcopy
 
 import "context"
 
-// copyFromDiskWorks says whether copyFiles copies here: not yet on this
+// Works says whether Files copies here: not yet on this
 // system, where every new head is checked out.
-const copyFromDiskWorks = false
+const Works = false
 
-func copyFiles(context.Context, string, string, []copyEntry, int) (int64, error) {
+func Files(context.Context, string, string, []Entry, int) (int64, error) {
 	return 0, nil
 }

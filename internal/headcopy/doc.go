@@ -1,0 +1,26 @@
+// Package headcopy copies a head's files from another head's working
+// tree, for a new head at a commit the other head holds (a fork, say),
+// instead of checking them out of the object store again.
+//
+// The copy trusts nothing of the source, whose agent can write any of it:
+// the source's index is only a hint of what to copy (List); trees are
+// walked one directory at a time, never following a symlink or crossing
+// into another file system; a file is copied from what was opened, up to
+// a bound, and kept only when its content, hashed as it is copied, is the
+// blob the new head's own index (read by git from the commit) names at
+// its path, with its mode (Stamp). Only such copies get stat data in the
+// index; the caller's checkout rewrites everything else.
+//
+// A copy keeps its source's modification time, as cp -p does. git cannot
+// trust the stat data of a file changed in the same second as the index
+// was written ("racy git"), so it hashes such a file again in every
+// command until the index is written again: stamped "now", every copy
+// would be one. A copy is racy only where its source changed in that
+// second. A later edit of a copy changes its time, which git sees; only
+// one that puts the time back by hand within the clock tick of the copy's
+// own write would not be seen, as no stat check sees an edit that puts
+// the time back once a checkout is a second old.
+//
+// Files copies on Linux (openat, FICLONE where the file system shares
+// blocks); elsewhere Works is false and every new head is checked out.
+package headcopy
