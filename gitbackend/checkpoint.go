@@ -15,6 +15,7 @@ import (
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/registry"
 )
 
 // capture stages the head's whole state into the private index priv:
@@ -25,7 +26,7 @@ import (
 // temporary files are never seen.
 //
 // seeded, when not nil, is priv's content as the caller copied it there.
-func (h *head) capture(ctx context.Context, mf manifest, priv string, seeded []byte, opts *backend.CheckpointOptions) ([]grove.Skipped, error) {
+func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, seeded []byte, opts *backend.CheckpointOptions) ([]grove.Skipped, error) {
 	defer h.fs.HoldWrites()()
 	capSize := opts.MaxNewFileSize
 	if capSize == 0 {
@@ -267,7 +268,7 @@ func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) 
 // head) has ended, or ctx ends (its error is returned then). Close
 // cancels maintenance that still runs: a program about to close the
 // backend and exit that wants it done waits for it first.
-func (b *Backend) WaitMaintenance(ctx context.Context) error { return b.maintenance.wait(ctx) }
+func (b *Backend) WaitMaintenance(ctx context.Context) error { return b.maintenance.Wait(ctx) }
 
 // maintain runs git gc --auto on the repository in the background, holding
 // none of grove's locks (git takes its own), at most one per repository at
@@ -275,13 +276,13 @@ func (b *Backend) WaitMaintenance(ctx context.Context) error { return b.maintena
 // git's automatic collection itself. Without worktree pruning: prune
 // follows a symlink planted among the registrations (see prune).
 func (w *workspace) maintain() {
-	w.b.maintenance.start(w.repo.common, func(ctx context.Context) {
+	w.b.maintenance.Start(w.repo.common, func(ctx context.Context) {
 		_, _ = w.repo.git(ctx, "-c", "gc.worktreePruneExpire=never", "gc", "--auto", "--quiet")
 	})
 }
 
 // checkpoint commits the head's state; callers hold the head lock.
-func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.CheckpointOptions) (grove.CheckpointResult, error) {
+func (h *head) checkpoint(ctx context.Context, mf registry.Manifest, opts *backend.CheckpointOptions) (grove.CheckpointResult, error) {
 	const op = "checkpoint"
 	if err := h.sealImport(ctx, mf); err != nil {
 		return grove.CheckpointResult{}, err
@@ -377,7 +378,7 @@ func (h *head) checkpoint(ctx context.Context, mf manifest, opts *backend.Checkp
 // its own branch; for an attached head, or one with an operation in
 // progress, the newest private checkpoint made on top of HEAD, else HEAD.
 // last is the newest private checkpoint, when one was read.
-func (h *head) current(ctx context.Context, mf manifest, st headState) (commit, tree string, last []checkpointRef, err error) {
+func (h *head) current(ctx context.Context, mf registry.Manifest, st headState) (commit, tree string, last []checkpointRef, err error) {
 	commit, tree = st.commit, st.tree
 	if st.onOwn {
 		return commit, tree, nil, nil
@@ -433,7 +434,7 @@ const gcEvery = 50
 // its own branch, advances the branch from its old commit, in one ref
 // transaction under the repository lock. last is the newest private ref,
 // when the caller has read it already.
-func (h *head) recordCheckpoint(ctx context.Context, mf manifest, st headState, commit string, last []checkpointRef) error {
+func (h *head) recordCheckpoint(ctx context.Context, mf registry.Manifest, st headState, commit string, last []checkpointRef) error {
 	if last == nil {
 		var err error
 		if last, err = h.w.repo.checkpoints(ctx, mf.ID, 1); err != nil {

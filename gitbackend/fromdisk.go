@@ -12,6 +12,7 @@ import (
 	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/headcopy"
 	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/registry"
 )
 
 // A new head whose commit another head of the workspace holds — a fork,
@@ -45,7 +46,7 @@ const fromDiskMin = 200
 // not its entry's gets no stat data (the checkout rewrites it), and if
 // the hint named a path the commit does not have, everything copied is
 // removed again and the checkout does it all.
-func (w *workspace) copyFromDisk(ctx context.Context, mf *manifest) (all bool, err error) {
+func (w *workspace) copyFromDisk(ctx context.Context, mf *registry.Manifest) (all bool, err error) {
 	if !headcopy.Works {
 		return false, nil
 	}
@@ -122,13 +123,13 @@ func ctxErr(ctx context.Context) error { return grove.ContextError(ctx, "gitback
 // that index lists for a copy (see copyList), read in the same pass; or
 // "". Only the indexes of heads at that commit's tree are read, and only
 // as a hint: nothing copied from the head is taken on its word.
-func (w *workspace) headAtTree(mf *manifest, tree string, hashLen int) (dir string, files []headcopy.Entry) {
-	all, err := w.meta.manifests()
+func (w *workspace) headAtTree(mf *registry.Manifest, tree string, hashLen int) (dir string, files []headcopy.Entry) {
+	all, err := w.meta.Manifests()
 	if err != nil {
 		return "", nil
 	}
 	for _, o := range all {
-		if o.ID == mf.ID || !o.live() || o.Creating || o.Admin == "" || o.Dir == "" {
+		if o.ID == mf.ID || !o.Live() || o.Creating || o.Admin == "" || o.Dir == "" {
 			continue
 		}
 		if commit, _, ok := w.repo.headCommit(o.Admin); !ok {

@@ -13,8 +13,11 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/anchors"
 	"github.com/groveworks/grove/internal/canon"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/registry"
+	"github.com/groveworks/grove/internal/tasks"
 )
 
 // BackendID is the Git backend's persistent ID.
@@ -63,7 +66,7 @@ const DefaultPushAttempts = 8
 // that a git command outside grove holds.
 const DefaultLockWait = 5 * time.Second
 
-func (b *Backend) anchors() anchors { return anchors{dir: b.opts.Anchors} }
+func (b *Backend) anchors() anchors.Dir { return anchors.Of(b.opts.Anchors) }
 
 func (b *Backend) lockWait() time.Duration {
 	if b.opts.LockWait > 0 {
@@ -83,9 +86,9 @@ type Backend struct {
 	seams seams // what tests set, through export_test.go
 
 	// Background work, owned: Close cancels each and waits for it.
-	trash       deleter // deletion of destroyed heads' directories
-	pushes      pushes  // pushes to workspaces' remotes
-	maintenance tasks   // git gc --auto, one per repository at a time
+	trash       deleter     // deletion of destroyed heads' directories
+	pushes      pushes      // pushes to workspaces' remotes
+	maintenance tasks.Group // git gc --auto, one per repository at a time
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -129,9 +132,9 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	b.mu.Unlock()
-	b.pushes.tasks.close()
-	b.trash.tasks.close()
-	b.maintenance.close()
+	b.pushes.tasks.Close()
+	b.trash.tasks.Close()
+	b.maintenance.Close()
 	return nil
 }
 
@@ -196,8 +199,8 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 		return nil, &grove.Error{Code: grove.InvalidArgument, Op: op, Path: headsDir,
 			Err: fmt.Errorf("the heads directory lies inside the repository's working tree %s", repo.main)}
 	}
-	m := metaOf(common)
-	id, ok, err := m.readWorkspaceID()
+	m := registry.Of(common)
+	id, ok, err := m.ReadWorkspaceID()
 	if err != nil {
 		return nil, grove.Errorf(grove.Internal, op, "%w", err)
 	}
@@ -215,19 +218,19 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	defer l.Unlock()
 	switch {
 	case w.remote != nil:
-		if _, err := m.initWorkspace(); err != nil { // the metadata directories
+		if _, err := m.InitWorkspace(); err != nil { // the metadata directories
 			return nil, grove.Errorf(grove.Internal, op, "recording the workspace: %w", err)
 		}
 		if id, err = w.shareIdentity(ctx, op); err != nil {
 			return nil, err
 		}
 	case !ok:
-		if id, err = m.initWorkspace(); err != nil {
+		if id, err = m.InitWorkspace(); err != nil {
 			return nil, grove.Errorf(grove.Internal, op, "recording the workspace: %w", err)
 		}
 	}
 	w.id = id
-	if w.clone, err = m.cloneID(true); err != nil {
+	if w.clone, err = m.CloneID(true); err != nil {
 		return nil, grove.Errorf(grove.Internal, op, "recording the clone: %w", err)
 	}
 	if err := w.recoverCreates(ctx); err != nil {
@@ -259,8 +262,8 @@ func (b *Backend) locate(ctx context.Context, op string, r *gitcmd.Runner, locat
 	// Inside a head grove recorded, the record says which repository,
 	// whatever the head's files (its .git) say now.
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		if common, ok := b.anchors().headRepo(real); ok {
-			return newRepo(r, common, b.anchors().mainOf(common, "", false)), nil
+		if common, ok := b.anchors().HeadRepo(real); ok {
+			return newRepo(r, common, b.anchors().MainOf(common, "", false)), nil
 		}
 	}
 	out, err := r.Output(ctx, gitcmd.Cmd{Dir: abs, Discover: true, Args: []string{"rev-parse", "--path-format=absolute", "--git-common-dir", "--is-bare-repository"}})
@@ -297,7 +300,7 @@ func (b *Backend) locate(ctx context.Context, op string, r *gitcmd.Runner, locat
 	if err != nil {
 		return nil, err
 	}
-	repo := newRepo(r, common, b.anchors().mainOf(common, top, direct))
+	repo := newRepo(r, common, b.anchors().MainOf(common, top, direct))
 	if err := checkNotAHead(op, repo.main); err != nil {
 		return nil, err
 	}
@@ -308,7 +311,7 @@ func (b *Backend) locate(ctx context.Context, op string, r *gitcmd.Runner, locat
 	// grove's commands (drivers overridden, sparse checkout ignored, no
 	// transport), and refusing to open would lock the orchestrator out of
 	// every head, the agent's included.
-	if !metaOf(common).hasLiveHeads() {
+	if !registry.Of(common).HasLiveHeads() {
 		if err := repo.checkShape(ctx); err != nil {
 			return nil, err
 		}
@@ -376,7 +379,7 @@ func (b *Backend) Reopen(ctx context.Context, bind grove.Binding, opts *backend.
 	if err != nil {
 		return nil, nil, err
 	}
-	if !validHeadID(bind.Head) {
+	if !registry.ValidHeadID(bind.Head) {
 		return nil, nil, &grove.Error{Code: grove.BindingCorrupt, Op: op, Head: p.Name,
 			Err: fmt.Errorf("head ID %q is not a UUID", bind.Head)}
 	}
@@ -386,8 +389,8 @@ func (b *Backend) Reopen(ctx context.Context, bind grove.Binding, opts *backend.
 	if st, err := os.Stat(p.Repo); err != nil || !st.IsDir() {
 		return nil, nil, fail(grove.NotFound, grove.ReasonMoved, "no repository at %s: it was moved or deleted", p.Repo)
 	}
-	m := metaOf(p.Repo)
-	id, ok, err := m.readWorkspaceID()
+	m := registry.Of(p.Repo)
+	id, ok, err := m.ReadWorkspaceID()
 	switch {
 	case err != nil:
 		return nil, nil, fail(grove.IdentityMismatch, grove.ReasonWorkspaceID, "%v", err)
@@ -396,9 +399,9 @@ func (b *Backend) Reopen(ctx context.Context, bind grove.Binding, opts *backend.
 	case id != bind.Workspace:
 		return nil, nil, fail(grove.IdentityMismatch, grove.ReasonWorkspaceID, "the repository at %s is workspace %s, not %s", p.Repo, id, bind.Workspace)
 	}
-	mf, err := m.readManifest(bind.Head)
+	mf, err := m.ReadManifest(bind.Head)
 	if err != nil || mf.Creating {
-		if named, _ := m.byName(p.Name); named != nil {
+		if named, _ := m.ByName(p.Name); named != nil {
 			return nil, nil, fail(grove.IdentityMismatch, grove.ReasonHeadID, "head %q is %s, not %s", p.Name, named.ID, bind.Head)
 		}
 		return nil, nil, fail(grove.NotFound, grove.ReasonMissing, "the repository has no head %s", bind.Head)
@@ -417,11 +420,11 @@ func (b *Backend) Reopen(ctx context.Context, bind grove.Binding, opts *backend.
 	case mf.Clone != p.Clone:
 		return nil, nil, fail(grove.NotFound, grove.ReasonMoved, "the head lives in another clone of the workspace (%s) than this one's copy of it (%s): relocate it", p.Clone, mf.Clone)
 	}
-	rp := newRepo(r, p.Repo, b.anchors().mainOf(p.Repo, "", false))
+	rp := newRepo(r, p.Repo, b.anchors().MainOf(p.Repo, "", false))
 	// Forks from a resumed head land beside it (an attached head's, in the
 	// default heads directory).
 	w := &workspace{b: b, repo: rp, meta: m, id: id, headsDir: filepath.Dir(mf.Dir)}
-	if w.clone, err = m.cloneID(false); err != nil {
+	if w.clone, err = m.CloneID(false); err != nil {
 		return nil, nil, fail(grove.Internal, "", "reading the clone's ID: %v", err)
 	}
 	if opts != nil {
@@ -593,12 +596,12 @@ func checkNotAHead(op, main string) error {
 		return nil
 	}
 	for _, common := range ownerGitDirs(owner) {
-		all, err := metaOf(common).manifests()
+		all, err := registry.Of(common).Manifests()
 		if err != nil {
 			continue
 		}
 		for _, mf := range all {
-			if mf.live() && mf.Dir == main {
+			if mf.Live() && mf.Dir == main {
 				return &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: main,
 					Err: fmt.Errorf("this is head %q of the repository %s, whose .git was replaced; open that repository instead", mf.Name, owner)}
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/registry"
 	"github.com/groveworks/grove/internal/rootfs"
 )
 
@@ -29,15 +30,15 @@ type head struct {
 	fs      *rootfs.FS
 
 	mu     sync.Mutex
-	mf     manifest
+	mf     registry.Manifest
 	bind   *lock.Lock
 	closed bool
 }
 
 var _ backend.Head = (*head)(nil)
 
-func (w *workspace) newHead(mf *manifest, bl *lock.Lock) (*head, error) {
-	fsys, err := rootfs.Open(mf.Dir, rootfs.Options{Op: "gitbackend", Key: string(mf.ID), CASLock: w.meta.casLock(mf.ID)})
+func (w *workspace) newHead(mf *registry.Manifest, bl *lock.Lock) (*head, error) {
+	fsys, err := rootfs.Open(mf.Dir, rootfs.Options{Op: "gitbackend", Key: string(mf.ID), CASLock: w.meta.CASLock(mf.ID)})
 	if err != nil {
 		if bl != nil {
 			_ = bl.Unlock()
@@ -47,7 +48,7 @@ func (w *workspace) newHead(mf *manifest, bl *lock.Lock) (*head, error) {
 	if !mf.Attached {
 		// Best effort: without the record, a grove command run in the head
 		// checks the head's .git as checkLocator says.
-		_ = w.b.anchors().setHead(mf.Dir, w.repo.common)
+		_ = w.b.anchors().SetHead(mf.Dir, w.repo.common)
 	}
 	p, _ := json.Marshal(payload{Repo: w.repo.common, Dir: mf.Dir, Name: mf.Name, Branch: mf.Branch, Clone: mf.Clone})
 	return &head{
@@ -59,7 +60,7 @@ func (w *workspace) newHead(mf *manifest, bl *lock.Lock) (*head, error) {
 	}, nil
 }
 
-func (h *head) manifest() manifest {
+func (h *head) manifest() registry.Manifest {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.mf
@@ -67,7 +68,7 @@ func (h *head) manifest() manifest {
 
 func (h *head) Info() grove.HeadInfo {
 	mf := h.manifest()
-	return mf.info()
+	return mf.Info()
 }
 
 func (h *head) Binding() grove.Binding {
@@ -97,22 +98,22 @@ func (h *head) wrap(op string, err error) error {
 // enter runs the checks every call starts with: the handle and the backend
 // are open (a head outlives its workspace's Close), the context is live,
 // and the head was not destroyed meanwhile by another handle or process.
-func (h *head) enter(ctx context.Context, op string) (manifest, error) {
+func (h *head) enter(ctx context.Context, op string) (registry.Manifest, error) {
 	h.mu.Lock()
 	closed := h.closed
 	h.mu.Unlock()
 	if closed {
-		return manifest{}, h.fail(grove.FailedPrecondition, op, "head is closed")
+		return registry.Manifest{}, h.fail(grove.FailedPrecondition, op, "head is closed")
 	}
 	if _, err := h.w.b.enter(ctx, op); err != nil {
-		return manifest{}, err
+		return registry.Manifest{}, err
 	}
-	mf, err := h.w.meta.readManifest(h.binding.Head)
+	mf, err := h.w.meta.ReadManifest(h.binding.Head)
 	if err != nil {
-		return manifest{}, h.fail(grove.NotFound, op, "the head's manifest is gone: %v", err)
+		return registry.Manifest{}, h.fail(grove.NotFound, op, "the head's manifest is gone: %v", err)
 	}
 	if mf.State == grove.StateDestroyed {
-		return manifest{}, h.fail(grove.Destroyed, op, "head was destroyed")
+		return registry.Manifest{}, h.fail(grove.Destroyed, op, "head was destroyed")
 	}
 	h.mu.Lock()
 	h.mf.State = mf.State
@@ -127,7 +128,7 @@ func (h *head) enter(ctx context.Context, op string) (manifest, error) {
 // the .git file, or swap the directory for a symlink). A head that fails
 // is NotFound (missing, moved, unregistered) or IdentityMismatch, as
 // Reopen would answer, and nothing runs.
-func (h *head) enterTree(ctx context.Context, op string) (manifest, error) {
+func (h *head) enterTree(ctx context.Context, op string) (registry.Manifest, error) {
 	mf, err := h.enter(ctx, op)
 	if err != nil {
 		return mf, err
@@ -164,8 +165,8 @@ const (
 // killed mid-operation left: git's index.lock from a git command grove ran
 // (grove records such operations in an .op marker) or from grove's own
 // index swap (a hard link of its private index), and the private index.
-func (h *head) lock(ctx context.Context, mf manifest, purpose string) (*lock.Lock, error) {
-	l, err := lock.Acquire(ctx, h.w.meta.headLock(mf.ID), purpose)
+func (h *head) lock(ctx context.Context, mf registry.Manifest, purpose string) (*lock.Lock, error) {
+	l, err := lock.Acquire(ctx, h.w.meta.HeadLock(mf.ID), purpose)
 	if err != nil {
 		return nil, err
 	}
@@ -174,9 +175,9 @@ func (h *head) lock(ctx context.Context, mf manifest, purpose string) (*lock.Loc
 	}
 	lockPath := filepath.Join(mf.Admin, indexLock)
 	priv := filepath.Join(mf.Admin, privateIndex)
-	if _, err := os.Stat(h.w.meta.opMarker(mf.ID)); err == nil {
+	if _, err := os.Stat(h.w.meta.OpMarker(mf.ID)); err == nil {
 		_ = os.Remove(lockPath)
-		_ = os.Remove(h.w.meta.opMarker(mf.ID))
+		_ = os.Remove(h.w.meta.OpMarker(mf.ID))
 	} else if a, err := os.Lstat(lockPath); err == nil {
 		if b, err := os.Lstat(priv); err == nil && os.SameFile(a, b) {
 			_ = os.Remove(lockPath)
@@ -193,11 +194,11 @@ func (h *head) lock(ctx context.Context, mf manifest, purpose string) (*lock.Loc
 // existence all it says: on a file system that discards what is deleted
 // (this VM's), a file written and removed costs ten times an empty one
 // (190 us against 19 us).
-func (h *head) mark(mf manifest) (done func(), err error) {
+func (h *head) mark(mf registry.Manifest) (done func(), err error) {
 	if mf.Attached {
 		return func() {}, nil
 	}
-	p := h.w.meta.opMarker(mf.ID)
+	p := h.w.meta.OpMarker(mf.ID)
 	if err := os.WriteFile(p, nil, 0o644); err != nil {
 		return nil, err
 	}
@@ -213,7 +214,7 @@ type headState struct {
 }
 
 // state reads the head's HEAD and any operation in progress.
-func (h *head) state(ctx context.Context, mf manifest, op string) (headState, error) {
+func (h *head) state(ctx context.Context, mf registry.Manifest, op string) (headState, error) {
 	if st, ok := h.stateFast(mf); ok {
 		return st, nil
 	}
@@ -235,7 +236,7 @@ func (h *head) state(ctx context.Context, mf manifest, op string) (headState, er
 	st.commit, st.tree, _ = strings.Cut(out, "\n")
 	st.op = inProgress(mf.Admin)
 	if !mf.Attached && st.op == grove.OpNone {
-		data, err := regfile.Read(filepath.Join(mf.Admin, "HEAD"), maxSmallFile)
+		data, err := regfile.Read(filepath.Join(mf.Admin, "HEAD"), registry.MaxSmallFile)
 		st.onOwn = err == nil && gitLine(data) == "ref: refs/heads/"+mf.Branch
 	}
 	return st, nil
@@ -243,7 +244,7 @@ func (h *head) state(ctx context.Context, mf manifest, op string) (headState, er
 
 // stateFast is state read without a process, for a head whose HEAD is
 // its branch or a commit, both readable in-process; ok is false otherwise.
-func (h *head) stateFast(mf manifest) (headState, bool) {
+func (h *head) stateFast(mf registry.Manifest) (headState, bool) {
 	var st headState
 	commit, ref, ok := h.w.repo.headCommit(mf.Admin)
 	if !ok {
@@ -589,13 +590,13 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 			return h.wrap(op, err)
 		}
 	}
-	tomb, err := h.w.meta.readManifest(mf.ID)
+	tomb, err := h.w.meta.ReadManifest(mf.ID)
 	if err != nil {
 		tomb = &mf
 	}
 	tomb.State = grove.StateDestroyed
 	tomb.Destroying = false
-	if err := h.w.meta.writeManifest(tomb); err != nil {
+	if err := h.w.meta.WriteManifest(tomb); err != nil {
 		return h.wrap(op, err)
 	}
 	if trashed != "" {
@@ -604,7 +605,7 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 	// A sandbox's private git dir goes with the head (its commits were
 	// brought in by the final checkpoint), and so does its anchor.
 	_ = os.RemoveAll(h.w.sealOf(mf.ID).dir)
-	h.w.b.anchors().drop(mf.Dir)
+	h.w.b.anchors().Drop(mf.Dir)
 	h.mu.Lock()
 	h.mf.State = grove.StateDestroyed
 	h.mu.Unlock()
@@ -623,7 +624,7 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 // taken, whatever else its .git file now says; anything else is left in
 // place with FailedPrecondition. A symlink in its place is removed, never
 // followed.
-func (h *head) removeWorktree(mf manifest) (string, error) {
+func (h *head) removeWorktree(mf registry.Manifest) (string, error) {
 	if fi, err := os.Lstat(mf.Dir); err == nil && !fi.IsDir() {
 		// Something took the directory's place: only the link goes.
 		if err := os.Remove(mf.Dir); err != nil {
@@ -632,7 +633,7 @@ func (h *head) removeWorktree(mf manifest) (string, error) {
 	}
 	var trashed string
 	if _, err := os.Lstat(mf.Dir); err == nil {
-		back, rerr := regfile.Read(filepath.Join(mf.Admin, "gitdir"), maxSmallFile)
+		back, rerr := regfile.Read(filepath.Join(mf.Admin, "gitdir"), registry.MaxSmallFile)
 		registered := rerr == nil && filepath.Dir(gitLine(back)) == mf.Dir
 		if admin, gerr := readGitFile(mf.Dir); gerr == nil && admin == mf.Admin {
 			registered = true
@@ -646,11 +647,11 @@ func (h *head) removeWorktree(mf manifest) (string, error) {
 		}
 		mark := mf
 		mark.Destroying = true
-		if err := h.w.meta.writeManifest(&mark); err != nil {
+		if err := h.w.meta.WriteManifest(&mark); err != nil {
 			return "", err
 		}
 		h.w.b.crashPoint("destroy:marked")
-		if trashed, err = h.w.meta.moveToTrash(mf.Dir, mf.ID); err != nil {
+		if trashed, err = h.w.meta.MoveToTrash(mf.Dir, mf.ID); err != nil {
 			// No trash beside the head (a read-only parent, say): the
 			// files are deleted now instead.
 			if err := os.RemoveAll(mf.Dir); err != nil {

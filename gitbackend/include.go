@@ -18,6 +18,7 @@ import (
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/headcopy"
+	"github.com/groveworks/grove/internal/registry"
 )
 
 // includeFile, at the top of the repository's main working tree, names
@@ -45,8 +46,8 @@ func (w *workspace) includes() (gitignore.Matcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() || fi.Size() > maxSmallFile {
-		return nil, fmt.Errorf("%s is not a regular file of at most %d bytes", includeFile, maxSmallFile)
+	if !fi.Mode().IsRegular() || fi.Size() > registry.MaxSmallFile {
+		return nil, fmt.Errorf("%s is not a regular file of at most %d bytes", includeFile, registry.MaxSmallFile)
 	}
 	data, err := root.ReadFile(includeFile)
 	if err != nil {
@@ -78,7 +79,7 @@ func (w *workspace) includes() (gitignore.Matcher, error) {
 // the file system can (FICLONE), else copied; a path the head already has
 // is left alone. Nothing is followed out of either tree: both are reached
 // through os.Root, and symlinks are copied as symlinks.
-func (w *workspace) copyIncludes(ctx context.Context, mf *manifest) error {
+func (w *workspace) copyIncludes(ctx context.Context, mf *registry.Manifest) error {
 	m, err := w.includes()
 	if err != nil || m == nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/gitfmt"
+	"github.com/groveworks/grove/internal/registry"
 )
 
 // seedIndex copies the head's index to a private index in its git dir, so
@@ -24,7 +25,7 @@ import (
 // (nil when it was read from commit, or there was none, or with an
 // error), in the kept index buffer: the caller hands them back with
 // h.w.repo.index.Put, once, when nothing refers to them any more.
-func (h *head) seedIndex(ctx context.Context, mf manifest, name, commit string) (string, []byte, error) {
+func (h *head) seedIndex(ctx context.Context, mf registry.Manifest, name, commit string) (string, []byte, error) {
 	priv := filepath.Join(mf.Admin, name)
 	_ = os.Remove(priv)
 	data, err := copyIndex(&h.w.repo.index, filepath.Join(mf.Admin, "index"), priv)
@@ -37,11 +38,6 @@ func (h *head) seedIndex(ctx context.Context, mf manifest, name, commit string) 
 	}
 	return priv, data, err
 }
-
-// Bounds on what grove reads from files an agent can write: a one-line
-// git file or grove's metadata, and an index (some ten million entries);
-// an index over its bound is treated as damaged.
-const maxSmallFile = 1 << 20
 
 // rebuildIndex replaces the private index priv with one read from commit,
 // for when the head's own index cannot be used (garbled, truncated, or
@@ -184,7 +180,7 @@ type indexSwap struct {
 // A lock held by a git command outside grove is waited for at most the
 // backend's LockWait (and never past ctx), then the operation fails with
 // Busy naming the lock file, having changed nothing.
-func (h *head) lockIndex(ctx context.Context, mf manifest, priv string) (*indexSwap, error) {
+func (h *head) lockIndex(ctx context.Context, mf registry.Manifest, priv string) (*indexSwap, error) {
 	s := &indexSwap{lockPath: filepath.Join(mf.Admin, indexLock), index: filepath.Join(mf.Admin, "index")}
 	take := func() error {
 		if priv != "" {
@@ -250,7 +246,7 @@ func (s *indexSwap) commit(priv string) error {
 func (s *indexSwap) abort() { _ = os.Remove(s.lockPath) }
 
 // swapIndex makes the private index the head's index.
-func (h *head) swapIndex(ctx context.Context, mf manifest, priv string) error {
+func (h *head) swapIndex(ctx context.Context, mf registry.Manifest, priv string) error {
 	s, err := h.lockIndex(ctx, mf, priv)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/registry"
 )
 
 var _ backend.Lander = (*head)(nil)
@@ -282,7 +283,7 @@ func (h *head) commitTree(ctx context.Context, tree string, parents []string, ms
 // landMessage is the default message of a squash or merge: the head's
 // name and the messages of its checkpoints fork..tip, oldest first,
 // without grove's own defaults ("grove checkpoint", "grove: ...").
-func (h *head) landMessage(ctx context.Context, mf manifest, fork, tip string) (string, error) {
+func (h *head) landMessage(ctx context.Context, mf registry.Manifest, fork, tip string) (string, error) {
 	out, err := h.w.repo.git(ctx, "log", "--reverse", "--no-merges", "--format=%s%x00", fork+".."+tip)
 	if err != nil {
 		return "", err
@@ -353,7 +354,7 @@ func (w *workspace) checkedOut(branch string) []checkout {
 		if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
 			return false
 		}
-		data, err := regfile.Read(p, maxSmallFile)
+		data, err := regfile.Read(p, registry.MaxSmallFile)
 		return err == nil && gitLine(data) == want
 	}
 	var out []checkout
@@ -367,7 +368,7 @@ func (w *workspace) checkedOut(branch string) []checkout {
 		if !e.IsDir() || !heads(admin) {
 			continue
 		}
-		back, err := regfile.Read(filepath.Join(admin, "gitdir"), maxSmallFile)
+		back, err := regfile.Read(filepath.Join(admin, "gitdir"), registry.MaxSmallFile)
 		if err != nil {
 			continue
 		}

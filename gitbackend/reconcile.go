@@ -16,6 +16,7 @@ import (
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/registry"
 )
 
 var _ backend.Maintainer = (*workspace)(nil)
@@ -41,7 +42,7 @@ func (w *workspace) Reconcile(ctx context.Context, opts *backend.ReconcileOption
 		o.StaleLockAge = grove.DefaultStaleLockAge
 	}
 	r := &reconciler{w: w, ctx: ctx, o: o, regs: filepath.Join(w.repo.common, "worktrees")}
-	all, err := w.meta.allManifests()
+	all, err := w.meta.AllManifests()
 	if err != nil {
 		return grove.ReconcileReport{}, grove.Errorf(grove.Internal, op, "%w", err)
 	}
@@ -55,7 +56,7 @@ func (w *workspace) Reconcile(ctx context.Context, opts *backend.ReconcileOption
 			r.interruptedCreate(mf)
 		case mf.Destroying:
 			r.interruptedDestroy(mf)
-		case mf.live() && !mf.Attached:
+		case mf.Live() && !mf.Attached:
 			owned[mf.Admin] = true
 			r.head(mf)
 		}
@@ -110,7 +111,7 @@ var notFixed = map[grove.FindingKind]string{
 // withHeadLock runs f holding head id's lock and the repository lock, or
 // reports that the head is busy.
 func (r *reconciler) withHeadLock(id grove.HeadID, f func() error) error {
-	hl, err := lock.TryLock(r.w.meta.headLock(id), "reconcile")
+	hl, err := lock.TryLock(r.w.meta.HeadLock(id), "reconcile")
 	if err != nil {
 		return fmt.Errorf("another process is working on the head: %w", err)
 	}
@@ -125,7 +126,7 @@ func (r *reconciler) withHeadLock(id grove.HeadID, f func() error) error {
 
 // busy reports whether a process holds head id's lock.
 func (r *reconciler) busy(id grove.HeadID) bool {
-	hl, err := lock.TryLock(r.w.meta.headLock(id), "reconcile")
+	hl, err := lock.TryLock(r.w.meta.HeadLock(id), "reconcile")
 	if err != nil {
 		return true
 	}
@@ -133,14 +134,14 @@ func (r *reconciler) busy(id grove.HeadID) bool {
 	return false
 }
 
-func (r *reconciler) interruptedCreate(mf *manifest) {
+func (r *reconciler) interruptedCreate(mf *registry.Manifest) {
 	if r.busy(mf.ID) {
 		return // being created now
 	}
 	r.add(grove.Finding{Kind: grove.FindingInterruptedCreate, Head: mf.Name, HeadID: mf.ID, Path: mf.Dir,
 		Detail: "a create that never finished"}, func() error {
 		return r.withHeadLock(mf.ID, func() error {
-			if now, err := r.w.meta.readManifest(mf.ID); err != nil || !now.Creating {
+			if now, err := r.w.meta.ReadManifest(mf.ID); err != nil || !now.Creating {
 				return nil
 			}
 			return r.w.undo(r.ctx, mf, true)
@@ -148,7 +149,7 @@ func (r *reconciler) interruptedCreate(mf *manifest) {
 	})
 }
 
-func (r *reconciler) interruptedDestroy(mf *manifest) {
+func (r *reconciler) interruptedDestroy(mf *registry.Manifest) {
 	if r.busy(mf.ID) {
 		return
 	}
@@ -160,7 +161,7 @@ func (r *reconciler) interruptedDestroy(mf *manifest) {
 
 // head checks one live head grove made: its registration, its
 // directory, its locks, and its uncaptured files.
-func (r *reconciler) head(mf *manifest) {
+func (r *reconciler) head(mf *registry.Manifest) {
 	if r.busy(mf.ID) {
 		return
 	}
@@ -173,7 +174,7 @@ func (r *reconciler) head(mf *manifest) {
 		// its old path: evidence from the head, not only from the common
 		// git dir an agent can write.
 		old, gerr := readGitFile(mf.Dir)
-		if id, err := regfile.Read(filepath.Join(cand, headIDFile), maxSmallFile); err == nil && strings.TrimSpace(string(id)) == string(mf.ID) &&
+		if id, err := regfile.Read(filepath.Join(cand, headIDFile), registry.MaxSmallFile); err == nil && strings.TrimSpace(string(id)) == string(mf.ID) &&
 			gerr == nil && old == mf.Admin {
 			r.add(find(grove.FindingMovedRepository, mf.Dir, "the head is registered at %s, where the repository was before it moved", mf.Admin), func() error {
 				return r.withHeadLock(mf.ID, func() error { return r.w.relink(mf, cand) })
@@ -229,7 +230,7 @@ func (r *reconciler) head(mf *manifest) {
 // locks reports the lock files of head mf that nobody holds: the marker
 // of a grove operation that was interrupted, and git lock files older
 // than StaleLockAge (git has no owner to ask: age is its own test).
-func (r *reconciler) locks(mf *manifest) {
+func (r *reconciler) locks(mf *registry.Manifest) {
 	find := func(path, detail string) grove.Finding {
 		return grove.Finding{Kind: grove.FindingStaleLock, Head: mf.Name, HeadID: mf.ID, Path: path, Detail: detail}
 	}
@@ -244,11 +245,11 @@ func (r *reconciler) locks(mf *manifest) {
 			})
 		}
 	}
-	if _, err := os.Lstat(r.w.meta.opMarker(mf.ID)); err == nil {
-		r.add(find(r.w.meta.opMarker(mf.ID), "a grove operation on the head was interrupted"), func() error {
+	if _, err := os.Lstat(r.w.meta.OpMarker(mf.ID)); err == nil {
+		r.add(find(r.w.meta.OpMarker(mf.ID), "a grove operation on the head was interrupted"), func() error {
 			return r.withHeadLock(mf.ID, func() error {
 				_ = os.Remove(filepath.Join(mf.Admin, indexLock))
-				return os.Remove(r.w.meta.opMarker(mf.ID))
+				return os.Remove(r.w.meta.OpMarker(mf.ID))
 			})
 		})
 	}
@@ -268,8 +269,8 @@ func (r *reconciler) locks(mf *manifest) {
 // deadHolders reports grove's lock files whose holder died holding them
 // (the kernel released the lock; the holder's record is left). Fixing
 // erases the record.
-func (r *reconciler) deadHolders(all []*manifest) {
-	dir := filepath.Dir(r.w.meta.repoLock())
+func (r *reconciler) deadHolders(all []*registry.Manifest) {
+	dir := filepath.Dir(r.w.meta.RepoLock())
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -317,7 +318,7 @@ func (r *reconciler) registrations(owned map[string]bool) {
 		if _, err := os.Lstat(filepath.Join(admin, "locked")); err == nil {
 			continue
 		}
-		data, err := regfile.Read(filepath.Join(admin, "gitdir"), maxSmallFile)
+		data, err := regfile.Read(filepath.Join(admin, "gitdir"), registry.MaxSmallFile)
 		if err != nil {
 			continue
 		}
@@ -340,7 +341,7 @@ func (r *reconciler) registrations(owned map[string]bool) {
 // strays reports directories in the heads directory that look like
 // worktrees of this repository (their .git file names one of its
 // registrations) but are no head's and are not registered.
-func (r *reconciler) strays(all []*manifest) {
+func (r *reconciler) strays(all []*registry.Manifest) {
 	known := map[string]bool{}
 	for _, mf := range all {
 		if mf.State != grove.StateDestroyed || mf.Destroying {
@@ -353,14 +354,14 @@ func (r *reconciler) strays(all []*manifest) {
 	}
 	for _, e := range ents {
 		dir := filepath.Join(r.w.headsDir, e.Name())
-		if !e.IsDir() || e.Name() == trashName || known[dir] {
+		if !e.IsDir() || e.Name() == registry.TrashName || known[dir] {
 			continue
 		}
 		admin, err := readGitFile(dir)
 		if err != nil || filepath.Dir(admin) != r.regs {
 			continue
 		}
-		if data, err := regfile.Read(filepath.Join(admin, "gitdir"), maxSmallFile); err == nil && filepath.Dir(gitLine(data)) == dir {
+		if data, err := regfile.Read(filepath.Join(admin, "gitdir"), registry.MaxSmallFile); err == nil && filepath.Dir(gitLine(data)) == dir {
 			continue // a worktree someone registered by hand: not grove's to judge
 		}
 		r.add(grove.Finding{Kind: grove.FindingStrayDirectory, Path: dir,
@@ -374,7 +375,7 @@ func (r *reconciler) strays(all []*manifest) {
 // directory (its gitdir file, and the directory's .git file), and the
 // head's index is read from its branch, so that its files compare with
 // its last checkpoint. Callers hold the head and repository locks.
-func (w *workspace) reregister(ctx context.Context, mf *manifest) error {
+func (w *workspace) reregister(ctx context.Context, mf *registry.Manifest) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(mf.Dir), ".grove-register-")
 	if err != nil {
 		return err
@@ -389,7 +390,7 @@ func (w *workspace) reregister(ctx context.Context, mf *manifest) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(admin, headIDFile), []byte(string(mf.ID)+"\n")); err != nil {
+	if err := registry.WriteFileAtomic(filepath.Join(admin, headIDFile), []byte(string(mf.ID)+"\n")); err != nil {
 		return err
 	}
 	if err := w.relink(mf, admin); err != nil {
@@ -403,7 +404,7 @@ func (w *workspace) reregister(ctx context.Context, mf *manifest) error {
 // other (what git worktree repair does, done here so that nothing in the
 // head's directory decides it) and records admin in the manifest.
 // Callers hold the head and repository locks.
-func (w *workspace) relink(mf *manifest, admin string) error {
+func (w *workspace) relink(mf *registry.Manifest, admin string) error {
 	if filepath.Dir(admin) != filepath.Join(w.repo.common, "worktrees") {
 		return fmt.Errorf("%s is not one of this repository's registrations", admin)
 	}
@@ -414,29 +415,29 @@ func (w *workspace) relink(mf *manifest, admin string) error {
 	if fi, err := os.Lstat(dotgit); err == nil && !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a file; left in place", dotgit)
 	}
-	if err := writeFileAtomic(filepath.Join(admin, "gitdir"), []byte(dotgit+"\n")); err != nil {
+	if err := registry.WriteFileAtomic(filepath.Join(admin, "gitdir"), []byte(dotgit+"\n")); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(dotgit, []byte("gitdir: "+admin+"\n")); err != nil {
+	if err := registry.WriteFileAtomic(dotgit, []byte("gitdir: "+admin+"\n")); err != nil {
 		return err
 	}
 	mf.Admin = admin
-	return w.meta.writeManifest(mf)
+	return w.meta.WriteManifest(mf)
 }
 
 // watches reports what each head's watch saw change (FindingTampered),
 // one finding per change; fixing puts all of a head's back at once, and
 // forgets a baseline whose watch ended. A watch that saw nothing is left
 // alone.
-func (r *reconciler) watches(all []*manifest) {
+func (r *reconciler) watches(all []*registry.Manifest) {
 	names := map[grove.HeadID]string{}
 	for _, mf := range all {
 		names[mf.ID] = mf.Name
 	}
-	files, _ := filepath.Glob(filepath.Join(filepath.Dir(r.w.meta.watchFile("x")), "*.json"))
+	files, _ := filepath.Glob(filepath.Join(filepath.Dir(r.w.meta.WatchFile("x")), "*.json"))
 	for _, p := range files {
 		id := grove.HeadID(strings.TrimSuffix(filepath.Base(p), ".json"))
-		rec, err := r.w.meta.readWatch(id)
+		rec, err := readWatch(r.w.meta, id)
 		if err != nil {
 			continue
 		}

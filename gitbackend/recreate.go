@@ -17,6 +17,7 @@ import (
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/registry"
 )
 
 // recreate rebuilds head mf, whose directory is gone, at that directory:
@@ -28,12 +29,12 @@ import (
 // A failure removes what the rebuild made and leaves the head missing,
 // as it was.
 func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) error {
-	hl, err := lock.Acquire(ctx, w.meta.headLock(id), "recreate")
+	hl, err := lock.Acquire(ctx, w.meta.HeadLock(id), "recreate")
 	if err != nil {
 		return err
 	}
 	defer hl.Unlock()
-	mf, err := w.meta.readManifest(id)
+	mf, err := w.meta.ReadManifest(id)
 	if err != nil {
 		return &grove.Error{Code: grove.Internal, Op: op, Head: string(id), Err: err}
 	}
@@ -43,7 +44,7 @@ func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) er
 		}
 		return &grove.Error{Code: code, Op: op, Head: mf.Name, Path: mf.Dir, Err: fmt.Errorf("recreate: %w", err)}
 	}
-	if !mf.live() || mf.Attached || mf.Branch == "" {
+	if !mf.Live() || mf.Attached || mf.Branch == "" {
 		return fail(grove.FailedPrecondition, errors.New("only a live head grove made can be recreated"))
 	}
 	if !w.vouchedDir(mf) {
@@ -84,7 +85,7 @@ func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) er
 		return fail(grove.Internal, err)
 	}
 	mf.Rebuilding = true
-	if err := w.meta.writeManifest(mf); err != nil {
+	if err := w.meta.WriteManifest(mf); err != nil {
 		_ = rl.Unlock()
 		return fail(grove.Internal, err)
 	}
@@ -118,10 +119,10 @@ func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) er
 			admin = fresh
 		}
 		mf.Admin = admin
-		if err := writeFileAtomic(filepath.Join(admin, headIDFile), []byte(string(mf.ID)+"\n")); err != nil {
+		if err := registry.WriteFileAtomic(filepath.Join(admin, headIDFile), []byte(string(mf.ID)+"\n")); err != nil {
 			return err
 		}
-		return w.meta.writeManifest(mf)
+		return w.meta.WriteManifest(mf)
 	}()
 	if err != nil {
 		undo()
@@ -140,7 +141,7 @@ func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) er
 		return err
 	}
 	mf.Rebuilding = false
-	if err := w.meta.writeManifest(mf); err != nil {
+	if err := w.meta.WriteManifest(mf); err != nil {
 		undo()
 		return fail(grove.Internal, err)
 	}
@@ -152,12 +153,12 @@ func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) er
 // registration git made before grove stamped it) it registers the head's
 // directory. The manifest naming admin is the agent's to write, and another
 // worktree's registration — a user's — may have that name.
-func (w *workspace) removeHeadAdmin(admin string, mf *manifest) error {
-	if got, err := regfile.Read(filepath.Join(admin, headIDFile), maxSmallFile); err == nil {
+func (w *workspace) removeHeadAdmin(admin string, mf *registry.Manifest) error {
+	if got, err := regfile.Read(filepath.Join(admin, headIDFile), registry.MaxSmallFile); err == nil {
 		if strings.TrimSpace(string(got)) != string(mf.ID) {
 			return nil
 		}
-	} else if gd, err := regfile.Read(filepath.Join(admin, "gitdir"), maxSmallFile); err == nil &&
+	} else if gd, err := regfile.Read(filepath.Join(admin, "gitdir"), registry.MaxSmallFile); err == nil &&
 		filepath.Clean(gitLine(gd)) != filepath.Join(mf.Dir, ".git") {
 		return nil
 	}
@@ -176,7 +177,7 @@ func (w *workspace) removeHeadAdmin(admin string, mf *manifest) error {
 // a symlink anywhere on the way (a head is never nested in another, and an
 // agent can put a symlink in its own head, which lies in the heads
 // directory).
-func (w *workspace) vouchedDir(mf *manifest) bool {
+func (w *workspace) vouchedDir(mf *registry.Manifest) bool {
 	parent := filepath.Dir(mf.Dir)
 	if canon, err := canon.Path(parent); err != nil || canon != parent {
 		return false
@@ -200,11 +201,11 @@ func (w *workspace) vouchedDir(mf *manifest) bool {
 // make it not a leftover; a file cut short by a killed checkout, whose
 // content is the start of its commit's, does not). Ignored files do not
 // count: no checkpoint would hold them.
-func (w *workspace) leftover(ctx context.Context, mf *manifest) error {
+func (w *workspace) leftover(ctx context.Context, mf *registry.Manifest) error {
 	if !w.vouchedDir(mf) {
 		return fmt.Errorf("%s lies outside the heads directory", mf.Dir)
 	}
-	all, err := w.meta.manifests()
+	all, err := w.meta.Manifests()
 	if err != nil {
 		return err
 	}

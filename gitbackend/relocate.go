@@ -14,6 +14,7 @@ import (
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/registry"
 )
 
 var _ backend.Relocator = (*workspace)(nil)
@@ -52,7 +53,7 @@ func (w *workspace) Relocate(ctx context.Context, bind grove.Binding, opts *back
 		return &grove.Error{Code: code, Op: op, Head: p.Name, Reason: reason, Err: fmt.Errorf(format, args...)}
 	}
 	switch {
-	case !validHeadID(bind.Head):
+	case !registry.ValidHeadID(bind.Head):
 		return nil, none, fail(grove.BindingCorrupt, "", "head ID %q is not a UUID", bind.Head)
 	case p.Branch == "" || strings.HasPrefix(p.Branch, "-") || !plainName(p.Name):
 		return nil, none, fail(grove.BindingCorrupt, "", "the binding names no branch or an invalid head name")
@@ -64,7 +65,7 @@ func (w *workspace) Relocate(ctx context.Context, bind grove.Binding, opts *back
 	// A head of this clone (a binding made here, or one made before clones
 	// had IDs, of this repository) is opened as Reopen opens it.
 	here := p.Clone != "" && p.Clone == w.clone
-	mf, err := w.meta.readManifest(bind.Head)
+	mf, err := w.meta.ReadManifest(bind.Head)
 	if p.Clone == "" && p.Repo == w.repo.common && err == nil && mf.Clone == "" {
 		here = true
 	}
@@ -90,7 +91,7 @@ func (w *workspace) Relocate(ctx context.Context, bind grove.Binding, opts *back
 		}
 		return nil, none, fail(grove.BindingCorrupt, "", "the binding's branch %q is not a valid branch name", p.Branch)
 	}
-	hl, err := lock.Acquire(ctx, w.meta.headLock(bind.Head), "relocate")
+	hl, err := lock.Acquire(ctx, w.meta.HeadLock(bind.Head), "relocate")
 	if err != nil {
 		return nil, none, err
 	}
@@ -102,7 +103,7 @@ func (w *workspace) Relocate(ctx context.Context, bind grove.Binding, opts *back
 	if err != nil {
 		return nil, none, err
 	}
-	mf, err = w.meta.readManifest(bind.Head)
+	mf, err = w.meta.ReadManifest(bind.Head)
 	if err != nil {
 		return nil, none, grove.Errorf(grove.Internal, op, "%w", err)
 	}
@@ -138,11 +139,11 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 	fail func(grove.Code, grove.Reason, string, ...any) error) (grove.RelocateResult, error) {
 	res := grove.RelocateResult{Relocated: true}
 	id := bind.Head
-	old, err := w.meta.readManifest(id)
+	old, err := w.meta.ReadManifest(id)
 	if err != nil {
 		old = nil
 	}
-	if named, _ := w.meta.byName(p.Name); named != nil && named.ID != id {
+	if named, _ := w.meta.ByName(p.Name); named != nil && named.ID != id {
 		return res, fail(grove.AlreadyExists, "", "this clone has another head named %q (%s)", p.Name, named.ID)
 	}
 	// The branch: absent here, or this head's own from an earlier stint.
@@ -152,9 +153,9 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 	}
 	// A copy of the head from an earlier stint here, proven by its
 	// directory's own records (a manifest alone is the agent's to write).
-	stale := old != nil && old.live() && !old.Rebuilding && old.Clone == w.clone && w.vouchedDir(old) && w.holdsHead(old.Dir, id) != ""
+	stale := old != nil && old.Live() && !old.Rebuilding && old.Clone == w.clone && w.vouchedDir(old) && w.holdsHead(old.Dir, id) != ""
 	if stale {
-		if l, err := lock.TryLock(w.meta.bindLock(id), "relocate "+old.Name); err != nil {
+		if l, err := lock.TryLock(w.meta.BindLock(id), "relocate "+old.Name); err != nil {
 			return res, fail(grove.AlreadyBound, "", "this clone's copy of head %q is held: %v", old.Name, err)
 		} else {
 			_ = l.Unlock()
@@ -195,7 +196,7 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 		}
 		return res, w.unreachable(op, err)
 	}
-	_ = w.meta.writePushed(id, pushRecord{URL: w.remote.url, Owner: owner, Commit: tip, Seq: seq})
+	_ = w.meta.WritePushed(id, registry.PushRecord{URL: w.remote.url, Owner: owner, Commit: tip, Seq: seq})
 
 	rl, err := w.lockRepo(ctx, "relocate "+p.Name)
 	if err != nil {
@@ -217,18 +218,18 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 	if ops, err = w.keepStale(ctx, id, branchRef, tip, ops, seq); err != nil {
 		return res, err
 	}
-	mf := &manifest{
+	mf := &registry.Manifest{
 		ID: id, Name: p.Name, Access: bind.Access, Branch: p.Branch,
 		Dir: filepath.Join(w.headsDir, p.Name),
 		// A registration name nothing has: recreate removes the one a
 		// manifest names, and git picks the new one.
-		Admin: filepath.Join(w.repo.common, "worktrees", tempPrefix+"relocate-"+strconv.FormatInt(time.Now().UnixNano(), 36)),
+		Admin: filepath.Join(w.repo.common, "worktrees", registry.TempPrefix+"relocate-"+strconv.FormatInt(time.Now().UnixNano(), 36)),
 		Base:  grove.CheckpointID(tip), State: grove.StateActive, Created: time.Now().UTC(), Clone: w.clone,
 	}
 	if _, err := os.Lstat(mf.Dir); err == nil {
 		mf.Dir = filepath.Join(w.headsDir, p.Name+"-"+string(id)[:8])
 	}
-	if err := w.meta.writeManifest(mf); err != nil {
+	if err := w.meta.WriteManifest(mf); err != nil {
 		return res, grove.Errorf(grove.Internal, op, "recording the head: %w", err)
 	}
 	if err := w.repo.updateRefs(ctx, ops); err != nil {
@@ -245,7 +246,7 @@ func (w *workspace) holdsHead(dir string, id grove.HeadID) string {
 	if err != nil || filepath.Dir(admin) != filepath.Join(w.repo.common, "worktrees") {
 		return ""
 	}
-	got, err := regfile.Read(filepath.Join(admin, headIDFile), maxSmallFile)
+	got, err := regfile.Read(filepath.Join(admin, headIDFile), registry.MaxSmallFile)
 	if err != nil || strings.TrimSpace(string(got)) != string(id) {
 		return ""
 	}

@@ -23,6 +23,8 @@ import (
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/registry"
+	"github.com/groveworks/grove/internal/tasks"
 )
 
 // Checkpoints that travel. A workspace opened with a Remote pushes its
@@ -156,7 +158,7 @@ func (w *workspace) newTransfer(ctx context.Context) (*transfer, error) {
 	// the (agent-writable) alternates file points, and fetched objects
 	// found there would be taken on trust: such a repository does not
 	// transfer.
-	if data, err := regfile.Read(filepath.Join(w.repo.common, "objects", "info", "alternates"), maxSmallFile); err == nil && strings.TrimSpace(string(data)) != "" {
+	if data, err := regfile.Read(filepath.Join(w.repo.common, "objects", "info", "alternates"), registry.MaxSmallFile); err == nil && strings.TrimSpace(string(data)) != "" {
 		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: transfer", Path: w.repo.common,
 			Err: errors.New("the repository borrows objects from others (objects/info/alternates); grove does not push or fetch from such a repository")}
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -301,7 +303,7 @@ func copyInto(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	out, err := os.CreateTemp(filepath.Dir(dst), tempPrefix+"*")
+	out, err := os.CreateTemp(filepath.Dir(dst), registry.TempPrefix+"*")
 	if err != nil {
 		return err
 	}
@@ -337,11 +339,11 @@ type remoteRecord struct {
 // A clone that already made heads under another ID is IdentityMismatch:
 // its bindings name that ID. Callers hold the repository lock.
 func (w *workspace) shareIdentity(ctx context.Context, op string) (grove.WorkspaceID, error) {
-	local, hasLocal, err := w.meta.readWorkspaceID()
+	local, hasLocal, err := w.meta.ReadWorkspaceID()
 	if err != nil {
 		return "", grove.Errorf(grove.Internal, op, "%w", err)
 	}
-	if data, err := regfile.Read(w.meta.remoteFile(), maxSmallFile); err == nil && hasLocal {
+	if data, err := regfile.Read(w.meta.RemoteFile(), registry.MaxSmallFile); err == nil && hasLocal {
 		var rec remoteRecord
 		if json.Unmarshal(data, &rec) == nil && rec.URL == w.remote.url && rec.ID == local {
 			return local, nil
@@ -388,18 +390,18 @@ func (w *workspace) shareIdentity(ctx context.Context, op string) (grove.Workspa
 			}
 		}
 		if hasLocal && id != local {
-			if all, _ := w.meta.manifests(); len(all) > 0 || w.meta.hasTombstones() {
+			if all, _ := w.meta.Manifests(); len(all) > 0 || w.meta.HasTombstones() {
 				return "", &grove.Error{Code: grove.IdentityMismatch, Op: op, Reason: grove.ReasonWorkspaceID, Path: w.remote.url,
 					Err: fmt.Errorf("this clone's workspace is %s and has heads; the remote's is %s (another project, or a clone that used grove before it used the remote)", local, id)}
 			}
 		}
 		if !hasLocal || id != local {
-			if err := w.meta.setWorkspaceID(id); err != nil {
+			if err := w.meta.SetWorkspaceID(id); err != nil {
 				return "", grove.Errorf(grove.Internal, op, "recording the workspace: %w", err)
 			}
 		}
 		data, _ := json.Marshal(remoteRecord{URL: w.remote.url, ID: id})
-		_ = writeFileAtomic(w.meta.remoteFile(), append(data, '\n')) // a cache: losing it costs one fetch
+		_ = registry.WriteFileAtomic(w.meta.RemoteFile(), append(data, '\n')) // a cache: losing it costs one fetch
 		return id, nil
 	}
 }
@@ -429,42 +431,12 @@ func rejected(err error) bool {
 	return false
 }
 
-// pushRecord is heads/<id>.pushed: what this clone last pushed of a head.
-type pushRecord struct {
-	URL    string    `json:"url"`
-	Owner  string    `json:"owner,omitempty"`  // the owner commit this clone pushed (see remoteOwner)
-	Commit string    `json:"commit,omitempty"` // the head's branch on the remote
-	Seq    int       `json:"seq,omitempty"`    // the greatest checkpoint ref pushed
-	At     time.Time `json:"at"`
-	// Error is the last attempt's failure, when the pushes gave up; the
-	// next checkpoint, restore or open tries again.
-	Error string `json:"error,omitempty"`
-	// Lost is set when a push was refused because another clone took
-	// the head over (relocated it): this one stops pushing it.
-	Lost bool `json:"lost,omitempty"`
-}
-
-func (m meta) readPushed(id grove.HeadID, url string) pushRecord {
-	data, err := regfile.Read(m.pushedFile(id), maxSmallFile)
-	var rec pushRecord
-	if err != nil || json.Unmarshal(data, &rec) != nil || rec.URL != url {
-		return pushRecord{URL: url}
-	}
-	return rec
-}
-
-func (m meta) writePushed(id grove.HeadID, rec pushRecord) error {
-	rec.At = time.Now().UTC()
-	data, _ := json.MarshalIndent(rec, "", "  ")
-	return writeFileAtomic(m.pushedFile(id), append(data, '\n'))
-}
-
 // pushes runs a Backend's background pushes: one task per head at most,
 // which pushes again when asked while it ran. The tasks are the
 // Backend's: Close cancels them (a push waiting to retry stops at once)
 // and waits for them.
 type pushes struct {
-	tasks    tasks
+	tasks    tasks.Group
 	mu       sync.Mutex
 	failures []PushFailure       // since the last PushFailures
 	running  map[string]*pushJob // by common dir and head ID
@@ -497,7 +469,7 @@ func (b *Backend) pushBackoff() time.Duration {
 
 // schedulePush pushes head mf to the workspace's remote in the
 // background; a push already running for it runs once more when done.
-func (w *workspace) schedulePush(mf manifest) {
+func (w *workspace) schedulePush(mf registry.Manifest) {
 	if w.remote == nil || mf.Attached {
 		return
 	}
@@ -517,7 +489,7 @@ func (w *workspace) schedulePush(mf manifest) {
 	}
 	job := &pushJob{}
 	p.running[key] = job
-	started := p.tasks.start("", func(ctx context.Context) {
+	started := p.tasks.Start("", func(ctx context.Context) {
 		for {
 			w.pushHead(ctx, mf)
 			p.mu.Lock()
@@ -551,7 +523,7 @@ func (p *pushes) slot(ctx context.Context) (chan struct{}, error) {
 
 // WaitPushes waits until no background push runs, or ctx ends.
 func (b *Backend) WaitPushes(ctx context.Context) error {
-	if err := b.pushes.tasks.wait(ctx); err != nil {
+	if err := b.pushes.tasks.Wait(ctx); err != nil {
 		return grove.ContextError(ctx, "gitbackend: wait for pushes")
 	}
 	return nil
@@ -579,7 +551,7 @@ func (b *Backend) PushFailures() []PushFailure {
 	return out
 }
 
-func (w *workspace) pushFailed(mf manifest, lost bool, err error) {
+func (w *workspace) pushFailed(mf registry.Manifest, lost bool, err error) {
 	p := &w.b.pushes
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -613,19 +585,19 @@ func (b *Backend) Pushed(ctx context.Context, locator string, id grove.HeadID, u
 	if err != nil {
 		return PushState{}, err
 	}
-	if !validHeadID(id) {
+	if !registry.ValidHeadID(id) {
 		return PushState{}, grove.Errorf(grove.InvalidArgument, "gitbackend: pushed", "%q is not a head ID", id)
 	}
 	if u, _ := splitCredentials(url); u != url {
 		url = u // recorded without its credentials
 	}
-	rec := metaOf(rp.common).readPushed(id, url)
+	rec := registry.Of(rp.common).ReadPushed(id, url)
 	return PushState{Commit: grove.CheckpointID(rec.Commit), At: rec.At, Error: rec.Error, Lost: rec.Lost}, nil
 }
 
 // pushHead pushes head mf's branch and new checkpoint refs, retrying,
 // until ctx (the backend's) ends.
-func (w *workspace) pushHead(ctx context.Context, mf manifest) {
+func (w *workspace) pushHead(ctx context.Context, mf registry.Manifest) {
 	delay := w.b.pushBackoff()
 	var err error
 	attempts := w.b.opts.PushAttempts
@@ -663,9 +635,9 @@ func (w *workspace) pushHead(ctx context.Context, mf manifest) {
 		}
 	}
 	w.pushFailed(mf, false, err)
-	rec := w.meta.readPushed(mf.ID, w.remote.url)
+	rec := w.meta.ReadPushed(mf.ID, w.remote.url)
 	rec.Error = err.Error()
-	_ = w.meta.writePushed(mf.ID, rec)
+	_ = w.meta.WritePushed(mf.ID, rec)
 }
 
 // Remote refs of head <id>, under refs/grove/<id>/ so that nothing grove
@@ -723,13 +695,13 @@ func (w *workspace) ownerCommit(ctx context.Context, id grove.HeadID) (string, e
 // lock (processes of one clone push a head one at a time, each with the
 // tip it reads under the lock); retry reports a failure worth trying
 // again (the network, the remote), not a head lost to another clone.
-func (w *workspace) pushOnce(ctx context.Context, mf manifest) (retry bool, err error) {
-	l, err := lock.Acquire(ctx, w.meta.pushLock(mf.ID), "push "+mf.Name)
+func (w *workspace) pushOnce(ctx context.Context, mf registry.Manifest) (retry bool, err error) {
+	l, err := lock.Acquire(ctx, w.meta.PushLock(mf.ID), "push "+mf.Name)
 	if err != nil {
 		return true, err
 	}
 	defer l.Unlock()
-	rec := w.meta.readPushed(mf.ID, w.remote.url)
+	rec := w.meta.ReadPushed(mf.ID, w.remote.url)
 	if rec.Lost {
 		return false, nil
 	}
@@ -773,7 +745,7 @@ func (w *workspace) pushOnce(ctx context.Context, mf manifest) (retry bool, err 
 	// without a sandbox, say — is not replicated; the head's newest
 	// checkpoint goes instead.
 	if tip != "" && !ours[tip] {
-		if targets, err := w.meta.restoreTargets(mf.ID); err == nil && targets[tip] {
+		if targets, err := w.meta.RestoreTargets(mf.ID); err == nil && targets[tip] {
 			ours[tip] = true
 		} else {
 			tip = newest
@@ -790,7 +762,7 @@ func (w *workspace) pushOnce(ctx context.Context, mf manifest) (retry bool, err 
 	if len(specs) == 0 && rec.Owner != "" {
 		if rec.Error != "" {
 			rec.Error = ""
-			_ = w.meta.writePushed(mf.ID, rec)
+			_ = w.meta.WritePushed(mf.ID, rec)
 		}
 		return false, nil
 	}
@@ -811,7 +783,7 @@ func (w *workspace) pushOnce(ctx context.Context, mf manifest) (retry bool, err 
 	if _, err := t.git(ctx, true, append(args, specs...)...); err != nil {
 		if rejected(err) {
 			rec.Lost, rec.Error = true, err.Error()
-			_ = w.meta.writePushed(mf.ID, rec)
+			_ = w.meta.WritePushed(mf.ID, rec)
 			return false, err
 		}
 		return true, err
@@ -819,7 +791,7 @@ func (w *workspace) pushOnce(ctx context.Context, mf manifest) (retry bool, err 
 	rec.Owner, rec.Commit, rec.Seq, rec.Error = owner, tip, seq, ""
 	// Pushed. A record that fails to write only makes the next push
 	// carry refs the remote already has.
-	_ = w.meta.writePushed(mf.ID, rec)
+	_ = w.meta.WritePushed(mf.ID, rec)
 	return false, nil
 }
 
@@ -841,12 +813,12 @@ func (w *workspace) catchUp() {
 	if done {
 		return
 	}
-	all, err := w.meta.manifests()
+	all, err := w.meta.Manifests()
 	if err != nil {
 		return
 	}
 	for _, mf := range all {
-		if mf.live() && !mf.Attached && mf.Clone == w.clone {
+		if mf.Live() && !mf.Attached && mf.Clone == w.clone {
 			w.schedulePush(*mf)
 		}
 	}

@@ -41,7 +41,7 @@ type repo struct {
 	formatMu sync.Mutex
 	format   string // the object format (sha1, sha256), once read
 
-	batch batchReader   // git cat-file --batch, for objects not loose
+	batch *gitcmd.Batch // git cat-file --batch, for objects not loose
 	index gitfmt.Buffer // storage for the index files read
 }
 
@@ -49,7 +49,8 @@ type repo struct {
 // (canonical), run by r; main is its main worktree, or "".
 func newRepo(r *gitcmd.Runner, common, main string) *repo {
 	rp := &repo{r: r, common: common, main: main}
-	rp.Store = gitfmt.NewStore(common, rp.batchObject)
+	rp.batch = r.NewBatch(gitcmd.Cmd{GitDir: common, CommonDir: common, Dir: common})
+	rp.Store = gitfmt.NewStore(common, rp.batch.Object)
 	return rp
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/registry"
 )
 
 func (h *head) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult, error) {
@@ -39,7 +40,7 @@ func (h *head) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult
 	defer l.Unlock()
 	// Retention keeps every restore target: recorded before anything
 	// changes, so a restore that happened is never unrecorded.
-	if err := h.w.meta.pinRestore(mf.ID, target); err != nil {
+	if err := h.w.meta.PinRestore(mf.ID, target); err != nil {
 		return backend.RestoreResult{}, h.fail(grove.Internal, op, "recording the restore target: %v", err)
 	}
 	err = h.restore(ctx, mf, target)
@@ -65,7 +66,7 @@ func (h *head) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult
 // trees differ only (see diffTrees). Otherwise git diff-index tells, a
 // third. (Reading the whole of both trees through go-git was tried: it
 // cost three times as long as diff-index at 10,000 files.)
-func (h *head) restore(ctx context.Context, mf manifest, target string) error {
+func (h *head) restore(ctx context.Context, mf registry.Manifest, target string) error {
 	const op = "restore"
 	st, err := h.state(ctx, mf, op)
 	if err != nil {
@@ -182,14 +183,14 @@ func (h *head) restore(ctx context.Context, mf manifest, target string) error {
 const cleanIndexName = "grove-clean-index"
 
 // moveBranch moves the head's own branch to target.
-func (h *head) moveBranch(ctx context.Context, mf manifest, target string) error {
+func (h *head) moveBranch(ctx context.Context, mf registry.Manifest, target string) error {
 	return h.w.repo.updateRefs(ctx, []string{fmt.Sprintf("update refs/heads/%s %s", mf.Branch, target)})
 }
 
 // finishRestore ends a restore whose branch moved: it drops what a merge,
 // cherry-pick or revert left in the head's git dir and swaps the index at
 // priv in.
-func (h *head) finishRestore(mf manifest, priv string, swap *indexSwap) error {
+func (h *head) finishRestore(mf registry.Manifest, priv string, swap *indexSwap) error {
 	for _, f := range []string{"MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "MERGE_RR", "AUTO_MERGE", "CHERRY_PICK_HEAD", "REVERT_HEAD"} {
 		_ = os.Remove(filepath.Join(mf.Admin, f))
 	}
@@ -210,7 +211,7 @@ const resetDir = "grove-reset"
 // 10,000 files), where reset reads only those of the directories whose
 // trees differ (9), some 10 % of a restore's time. parallel lets the
 // reset check out in parallel (see repo.manyFiles).
-func (h *head) resetFiles(ctx context.Context, mf manifest, env []string, target string, parallel bool) error {
+func (h *head) resetFiles(ctx context.Context, mf registry.Manifest, env []string, target string, parallel bool) error {
 	dir := filepath.Join(mf.Admin, resetDir)
 	if err := scratchGitDir(dir, h.w.repo.common, target); err != nil {
 		return err
@@ -312,7 +313,7 @@ const maxKeepArgs = 512 << 10
 // .gitignore, the target's negations included) naming exactly the paths
 // ignored in the head now, an ignored directory as a whole. Too many to
 // pass is FailedPrecondition, before anything changed.
-func (h *head) keepIgnored(ctx context.Context, mf manifest, env []string) ([]string, error) {
+func (h *head) keepIgnored(ctx context.Context, mf registry.Manifest, env []string) ([]string, error) {
 	out, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"ls-files", "-z", "-o", "-i", "--exclude-standard", "--directory"}})
 	if err != nil {
 		return nil, err
@@ -389,7 +390,7 @@ func blocker(root, p string) string {
 // that is an ignored file in the head now with other content, or whose
 // parent directory is an ignored file there. Only the paths target adds to
 // the index are looked at, never the whole tree.
-func (h *head) checkIgnoredCollisions(ctx context.Context, mf manifest, priv, target string, adds []string) error {
+func (h *head) checkIgnoredCollisions(ctx context.Context, mf registry.Manifest, priv, target string, adds []string) error {
 	var present, blockers []string
 	for _, p := range adds {
 		// A parent that is not a real directory (a file, or a symlink,
@@ -469,7 +470,7 @@ func (h *head) checkIgnoredCollisions(ctx context.Context, mf manifest, priv, ta
 // into data) to target does: whether it drops files from the index, and
 // the ignored files git clean must keep. It refuses a restore that would
 // write over an ignored file.
-func (h *head) plan(ctx context.Context, mf manifest, priv string, data []byte, commit, target string) (drops bool, keep []string, err error) {
+func (h *head) plan(ctx context.Context, mf registry.Manifest, priv string, data []byte, commit, target string) (drops bool, keep []string, err error) {
 	// What target adds to the index (in target, not in the index) and
 	// drops from it (in the index, not in target), and whether a
 	// .gitignore differs.

@@ -2,80 +2,13 @@ package gitbackend
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"maps"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
-	"github.com/groveworks/grove/internal/regfile"
 )
-
-// restoresFile records, one full hash per line, every revision a head was
-// restored to: retention always keeps them. It lies beside the head's
-// manifest; what it says only ever makes retention keep more.
-func (m meta) restoresFile(id grove.HeadID) string {
-	return filepath.Join(m.headsDir(), string(id)+".restores")
-}
-
-// pinRestore records that head id was restored to commit. The file is
-// rewritten whole (temporary file and rename), never opened for writing
-// where it is: whatever an agent put at its path (a symlink, a FIFO) is
-// replaced, not written through or waited on.
-func (m meta) pinRestore(id grove.HeadID, commit string) error {
-	pins, _ := m.restoreTargets(id) // an unreadable record starts again
-	if pins[commit] {
-		return nil
-	}
-	var b strings.Builder
-	for _, c := range slices.Sorted(maps.Keys(pins)) {
-		b.WriteString(c + "\n")
-	}
-	b.WriteString(commit + "\n")
-	return writeFileAtomic(m.restoresFile(id), []byte(b.String()))
-}
-
-// maxRestoresFile bounds the record of a head's restore targets (25,000
-// distinct targets).
-const maxRestoresFile = 1 << 20
-
-// restoreTargets reads what pinRestore recorded for head id (lines that
-// are not full hashes are skipped). Something else than a regular file
-// there, or one over maxRestoresFile, is an error.
-func (m meta) restoreTargets(id grove.HeadID) (map[string]bool, error) {
-	out := map[string]bool{}
-	data, err := regfile.Read(m.restoresFile(id), maxRestoresFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil
-	}
-	if err != nil {
-		return out, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if line = strings.TrimSpace(line); isFullHash(line) {
-			out[line] = true
-		}
-	}
-	return out, nil
-}
-
-// isFullHash reports whether s is 40 lowercase hex digits.
-func isFullHash(s string) bool {
-	if len(s) != 40 {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
 
 // Retain implements backend.Maintainer: see backend.RetentionPolicy. Refs
 // are deleted in one transaction per head, each only if it still points
@@ -100,7 +33,7 @@ func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (gro
 	for _, t := range strings.Fields(tips) {
 		keep[t] = true
 	}
-	all, err := w.meta.allManifests()
+	all, err := w.meta.AllManifests()
 	if err != nil {
 		return grove.RetentionReport{}, grove.Errorf(grove.Internal, op, "%w", err)
 	}
@@ -118,7 +51,7 @@ func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (gro
 			continue
 		}
 		hr := grove.HeadRetention{Head: mf.Name, HeadID: mf.ID}
-		pinned, err := w.meta.restoreTargets(mf.ID)
+		pinned, err := w.meta.RestoreTargets(mf.ID)
 		if err != nil {
 			// Which revisions the head was restored to is unknown (its
 			// record was replaced): nothing of it is deleted.

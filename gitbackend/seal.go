@@ -17,6 +17,7 @@ import (
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/registry"
 )
 
 // A sealed head is a head shown to a sandbox without its repository. The
@@ -48,9 +49,6 @@ import (
 // branch's commit, the head's index, the repository's other branches and
 // tags (read-only copies), its info/exclude and info/attributes.
 
-// sealedDir is the directory of a head's sealed state.
-func (m meta) sealedDir(id grove.HeadID) string { return filepath.Join(m.dir, "sealed", string(id)) }
-
 // seal is one head's sealed state.
 type seal struct {
 	dir    string // grove/sealed/<head-id>
@@ -59,7 +57,7 @@ type seal struct {
 }
 
 func (w *workspace) sealOf(id grove.HeadID) seal {
-	dir := w.meta.sealedDir(id)
+	dir := w.meta.SealedDir(id)
 	return seal{dir: dir, git: filepath.Join(dir, "git"), synced: filepath.Join(dir, "synced")}
 }
 
@@ -70,7 +68,7 @@ type syncRecord struct {
 }
 
 func (s seal) readSynced() syncRecord {
-	data, err := regfile.Read(s.synced, maxSmallFile)
+	data, err := regfile.Read(s.synced, registry.MaxSmallFile)
 	if err != nil {
 		return syncRecord{}
 	}
@@ -79,7 +77,7 @@ func (s seal) readSynced() syncRecord {
 }
 
 func (s seal) writeSynced(r syncRecord) error {
-	return writeFileAtomic(s.synced, []byte(r.commit+"\n"+r.index+"\n"))
+	return registry.WriteFileAtomic(s.synced, []byte(r.commit+"\n"+r.index+"\n"))
 }
 
 var _ backend.Sealer = (*head)(nil)
@@ -114,7 +112,7 @@ func (h *head) SandboxView(ctx context.Context) (backend.SandboxView, error) {
 // .git read-only over itself (or, for a main checkout, the private git dir
 // over it), the private git dir where the .git file points, and the
 // repository's object directories read-only.
-func (w *workspace) sealView(mf manifest) (backend.SandboxView, error) {
+func (w *workspace) sealView(mf registry.Manifest) (backend.SandboxView, error) {
 	s := w.sealOf(mf.ID)
 	v := backend.SandboxView{Dir: mf.Dir, Mounts: []grove.Mount{{Source: mf.Dir, Writable: true}}}
 	dotGit := filepath.Join(mf.Dir, ".git")
@@ -138,7 +136,7 @@ func (w *workspace) sealView(mf manifest) (backend.SandboxView, error) {
 func (rp *repo) objectDirs() ([]string, error) {
 	own := filepath.Join(rp.common, "objects")
 	dirs := []string{own}
-	data, err := regfile.Read(filepath.Join(own, "info", "alternates"), maxSmallFile)
+	data, err := regfile.Read(filepath.Join(own, "info", "alternates"), registry.MaxSmallFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return dirs, nil
 	}
@@ -165,7 +163,7 @@ func (rp *repo) objectDirs() ([]string, error) {
 // when the branch is still where the sandbox was given it. Anything else
 // (no private dir, an attached head, a branch the sandbox left alone, a
 // branch grove moved since) brings nothing. Callers hold the head lock.
-func (h *head) sealImport(ctx context.Context, mf manifest) error {
+func (h *head) sealImport(ctx context.Context, mf registry.Manifest) error {
 	s := h.w.sealOf(mf.ID)
 	if mf.Attached || mf.Branch == "" {
 		return nil
@@ -227,7 +225,7 @@ func (h *head) sealImport(ctx context.Context, mf manifest) error {
 	rec.commit = tip
 	// The branch is grove's now: retention keeps the commit, and a push
 	// carries it (see pushOnce), as for a restore target.
-	if err := h.w.meta.pinRestore(mf.ID, tip); err != nil {
+	if err := h.w.meta.PinRestore(mf.ID, tip); err != nil {
 		return err
 	}
 	return s.writeSynced(rec)
@@ -251,7 +249,7 @@ func privateRef(root *os.Root, name, format string) (string, bool) {
 		}
 		return true
 	}
-	if data, err := readRegular(root, name, maxSmallFile); err == nil {
+	if data, err := readRegular(root, name, registry.MaxSmallFile); err == nil {
 		id := strings.TrimSpace(string(data))
 		return id, valid(id)
 	}
@@ -457,7 +455,7 @@ func isHex(s string) bool {
 // repository's branches, tags, info/exclude and info/attributes are read
 // again. What the sandbox did there otherwise (a staged file, a stash, a
 // branch of its own) stays. Callers hold the head lock.
-func (w *workspace) sealSync(ctx context.Context, mf manifest) error {
+func (w *workspace) sealSync(ctx context.Context, mf registry.Manifest) error {
 	s := w.sealOf(mf.ID)
 	format, err := w.repo.objectFormat(ctx)
 	if err != nil {
@@ -483,12 +481,12 @@ func (w *workspace) sealSync(ctx context.Context, mf manifest) error {
 	// HEAD is the head's own: its branch (given the branch's commit), or
 	// the commit it is detached at.
 	head := commit
-	if data, err := regfile.Read(filepath.Join(mf.Admin, "HEAD"), maxSmallFile); err == nil {
+	if data, err := regfile.Read(filepath.Join(mf.Admin, "HEAD"), registry.MaxSmallFile); err == nil {
 		if ref, ok := strings.CutPrefix(gitLine(data), "ref: "); ok && gitfmt.PlainRefName(ref) && strings.HasPrefix(ref, "refs/heads/") {
 			head = "ref: " + ref
 		}
 	}
-	current, _ := readRegular(root, "HEAD", maxSmallFile)
+	current, _ := readRegular(root, "HEAD", registry.MaxSmallFile)
 	if rec.commit == commit && rec.index == stamp && gitLine(current) == head {
 		return nil
 	}
@@ -667,7 +665,7 @@ func (rp *repo) repairPrivate(s seal) error {
 		return err
 	}
 	want := []byte(strings.Join(objs, "\n") + "\n")
-	if have, err := readRegular(root, "objects/info/alternates", maxSmallFile); err == nil && bytes.Equal(have, want) {
+	if have, err := readRegular(root, "objects/info/alternates", registry.MaxSmallFile); err == nil && bytes.Equal(have, want) {
 		return nil
 	}
 	return writePrivate(root, "objects/info/alternates", want)

@@ -6,13 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/groveworks/grove"
-	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/registry"
+	"github.com/groveworks/grove/internal/tasks"
 )
 
 // Destroying a head deletes its directory in the background. The directory
@@ -29,62 +27,14 @@ import (
 // Head names cannot start with a dot, so no head is ever named like the
 // trash directory.
 
-// trashName is the name of the trash directory beside a head's directory.
-const trashName = ".grove-trash"
-
-// trashDir is the trash directory for a head whose directory is dir.
-func trashDir(dir string) string { return filepath.Join(filepath.Dir(dir), trashName) }
-
-// trashEntry is a fresh name for a destroyed head's directory in the trash.
-func trashEntry(dir string, id grove.HeadID) string {
-	return filepath.Join(trashDir(dir), string(id)+"."+strconv.FormatInt(time.Now().UnixNano(), 10))
-}
-
-// ownTrashEntry reports whether name, an entry of a trash directory, is
-// one that destroying head id makes.
-func ownTrashEntry(name string, id grove.HeadID) bool {
-	rest, ok := strings.CutPrefix(name, string(id)+".")
-	if !ok || rest == "" {
-		return false
-	}
-	_, err := strconv.ParseUint(rest, 10, 63)
-	return err == nil
-}
-
-// moveToTrash renames dir into its trash directory and returns the new
-// path. The trash directory must be a real directory (a symlink in its
-// place is refused: the rename would carry the head elsewhere). It is
-// recorded first (see trashDirs), so that the next open finds what a
-// deletion left there without reading a tombstone. Callers hold the
-// repository lock.
-func (m meta) moveToTrash(dir string, id grove.HeadID) (string, error) {
-	td := trashDir(dir)
-	if err := m.addTrashDir(td); err != nil {
-		return "", err
-	}
-	if err := os.Mkdir(td, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", err
-	}
-	if fi, err := os.Lstat(td); err != nil {
-		return "", err
-	} else if !fi.IsDir() {
-		return "", &fs.PathError{Op: "trash", Path: td, Err: errors.New("not a directory")}
-	}
-	to := trashEntry(dir, id)
-	if err := os.Rename(dir, to); err != nil {
-		return "", err
-	}
-	return to, nil
-}
-
 // deleter deletes trashed directories in the background, at most one
 // deletion of a path at a time per backend. Close stops a deletion
 // between two entries; what is left is deleted by the next open.
-type deleter struct{ tasks tasks }
+type deleter struct{ tasks tasks.Group }
 
 // delete starts deleting path unless that already runs.
 func (d *deleter) delete(path string) {
-	d.tasks.start(path, func(ctx context.Context) {
+	d.tasks.Start(path, func(ctx context.Context) {
 		if removeAll(ctx, path) == nil {
 			// An emptied trash directory goes too (it fails while another
 			// head's deletion is still there, which is fine).
@@ -123,48 +73,6 @@ func removeAll(ctx context.Context, path string) error {
 	return nil
 }
 
-// trashDirsFile records, one per line, the trash directories destroys
-// moved heads into: trashed reads them, and no tombstone.
-func (m meta) trashDirsFile() string { return filepath.Join(m.dir, "trash-dirs") }
-
-// trashDirs reads the recorded trash directories. A repository whose
-// heads were destroyed before the record was kept gets it made from its
-// tombstones, once.
-func (m meta) trashDirs() []string {
-	data, err := regfile.Read(m.trashDirsFile(), maxSmallFile)
-	if errors.Is(err, fs.ErrNotExist) && m.hasTombstones() {
-		all, _ := m.allManifests()
-		var dirs []string
-		for _, mf := range all {
-			if td := trashDir(mf.Dir); !slices.Contains(dirs, td) {
-				dirs = append(dirs, td)
-			}
-		}
-		data = []byte(strings.Join(dirs, "\n") + "\n")
-		err = writeFileAtomic(m.trashDirsFile(), data)
-	}
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if line = strings.TrimSpace(line); filepath.IsAbs(line) && !slices.Contains(out, line) {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
-// addTrashDir records td among the trash directories; callers hold the
-// repository lock.
-func (m meta) addTrashDir(td string) error {
-	dirs := m.trashDirs()
-	if slices.Contains(dirs, td) {
-		return nil
-	}
-	return writeFileAtomic(m.trashDirsFile(), []byte(strings.Join(append(dirs, td), "\n")+"\n"))
-}
-
 // trashed lists what destroyed heads left in the recorded trash
 // directories: entries named after a head whose tombstone (or manifest,
 // for a destroy under way) says it was destroyed from beside that trash
@@ -174,7 +82,7 @@ func (m meta) addTrashDir(td string) error {
 // does.
 func (w *workspace) trashed() []string {
 	var out []string
-	for _, td := range w.meta.trashDirs() {
+	for _, td := range w.meta.TrashDirs() {
 		if fi, err := os.Lstat(td); err != nil || !fi.IsDir() {
 			continue
 		}
@@ -189,11 +97,11 @@ func (w *workspace) trashed() []string {
 		}
 		for _, e := range ents {
 			id, _, ok := strings.Cut(e.Name(), ".")
-			if !e.IsDir() || !ok || !validHeadID(grove.HeadID(id)) || !ownTrashEntry(e.Name(), grove.HeadID(id)) {
+			if !e.IsDir() || !ok || !registry.ValidHeadID(grove.HeadID(id)) || !registry.OwnTrashEntry(e.Name(), grove.HeadID(id)) {
 				continue
 			}
-			mf, err := w.meta.readManifest(grove.HeadID(id))
-			if err != nil || !(mf.State == grove.StateDestroyed || mf.Destroying) || trashDir(mf.Dir) != td {
+			mf, err := w.meta.ReadManifest(grove.HeadID(id))
+			if err != nil || !(mf.State == grove.StateDestroyed || mf.Destroying) || registry.TrashDir(mf.Dir) != td {
 				continue
 			}
 			out = append(out, filepath.Join(td, e.Name()))
@@ -208,8 +116,8 @@ func (w *workspace) trashed() []string {
 // interrupted before its directory moved did not happen: its head stays
 // live. Callers hold the repository lock.
 func (w *workspace) finishDestroys() error {
-	err := w.recoverInterrupted("finish an interrupted destroy", func(mf *manifest) bool { return mf.Destroying },
-		func(mf *manifest) error { return w.finishDestroy(mf.ID) })
+	err := w.recoverInterrupted("finish an interrupted destroy", func(mf *registry.Manifest) bool { return mf.Destroying },
+		func(mf *registry.Manifest) error { return w.finishDestroy(mf.ID) })
 	if err != nil {
 		return err
 	}
@@ -222,7 +130,7 @@ func (w *workspace) finishDestroys() error {
 // finishDestroy ends the interrupted destroy of head id; callers hold its
 // head lock and the repository lock.
 func (w *workspace) finishDestroy(id grove.HeadID) error {
-	mf, err := w.meta.readManifest(id)
+	mf, err := w.meta.ReadManifest(id)
 	if err != nil || !mf.Destroying {
 		return nil // finished meanwhile
 	}
@@ -235,7 +143,7 @@ func (w *workspace) finishDestroy(id grove.HeadID) error {
 		mf.Destroying = false
 		mf.State = grove.StateDestroyed
 	}
-	if err := w.meta.writeManifest(mf); err != nil {
+	if err := w.meta.WriteManifest(mf); err != nil {
 		return &grove.Error{Code: grove.Internal, Op: "gitbackend: finish destroy", Head: mf.Name, Err: err}
 	}
 	return nil
@@ -246,4 +154,4 @@ func (w *workspace) finishDestroy(id grove.HeadID) error {
 // returned then). Destroy returns before its head's files are deleted;
 // a program that must see them gone (or exits and wants the disk space
 // back now rather than at the next open of the workspace) calls this.
-func (b *Backend) WaitDeletions(ctx context.Context) error { return b.trash.tasks.wait(ctx) }
+func (b *Backend) WaitDeletions(ctx context.Context) error { return b.trash.tasks.Wait(ctx) }

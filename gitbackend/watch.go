@@ -18,6 +18,7 @@ import (
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/registry"
 )
 
 // A watch (backend.Watcher) records what of the repository an agent
@@ -87,8 +88,17 @@ type watchRecord struct {
 	Ended bool `json:"ended,omitempty"`
 }
 
-func (m meta) watchFile(id grove.HeadID) string {
-	return filepath.Join(m.dir, "watch", string(id)+".json")
+// readWatch reads the baseline of head id.
+func readWatch(m registry.Dir, id grove.HeadID) (*watchRecord, error) {
+	data, err := regfile.Read(m.WatchFile(id), 64<<20)
+	if err != nil {
+		return nil, err
+	}
+	var rec watchRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, err
+	}
+	return &rec, nil
 }
 
 // maxWatchedFile bounds a watched file's size: a larger one is recorded by
@@ -196,7 +206,7 @@ func (w *workspace) watched(ctx context.Context) (map[string]*watchEntry, error)
 	watchDir(root, out, "info", "info", func(string) bool { return false })
 	watchDir(root, out, "info", "objects/info", func(n string) bool { return n != "alternates" && n != "http-alternates" })
 	// Refs: all but grove's and its heads' branches; what HEAD names.
-	all, err := w.meta.manifests()
+	all, err := w.meta.Manifests()
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +234,7 @@ func (w *workspace) watched(ctx context.Context) (map[string]*watchEntry, error)
 		}
 		out["ref "+name] = &watchEntry{Kind: "ref", Name: name, OID: oid}
 	}
-	if data, err := readRegular(root, "HEAD", maxSmallFile); err == nil {
+	if data, err := readRegular(root, "HEAD", registry.MaxSmallFile); err == nil {
 		out["ref HEAD"] = &watchEntry{Kind: "ref", Name: "HEAD", OID: gitLine(data)}
 	}
 	return out, nil
@@ -331,18 +341,6 @@ func mapKeys(ms ...map[string]*watchEntry) func(func(string) bool) {
 	}
 }
 
-func (m meta) readWatch(id grove.HeadID) (*watchRecord, error) {
-	data, err := regfile.Read(m.watchFile(id), 64<<20)
-	if err != nil {
-		return nil, err
-	}
-	var rec watchRecord
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return nil, err
-	}
-	return &rec, nil
-}
-
 var _ backend.Watcher = (*head)(nil)
 
 // Watch implements backend.Watcher.
@@ -359,11 +357,11 @@ func (h *head) Watch(ctx context.Context) error {
 	if err != nil {
 		return h.wrap("watch", err)
 	}
-	p := h.w.meta.watchFile(mf.ID)
+	p := h.w.meta.WatchFile(mf.ID)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return h.wrap("watch", err)
 	}
-	return h.wrap("watch", writeFileAtomic(p, data))
+	return h.wrap("watch", registry.WriteFileAtomic(p, data))
 }
 
 // Tampered implements backend.Watcher.
@@ -376,7 +374,7 @@ func (h *head) Tampered(ctx context.Context) ([]grove.Tamper, error) {
 }
 
 func (w *workspace) tampered(ctx context.Context, id grove.HeadID) ([]grove.Tamper, error) {
-	rec, err := w.meta.readWatch(id)
+	rec, err := readWatch(w.meta, id)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -400,21 +398,21 @@ func (h *head) EndWatch(ctx context.Context) ([]grove.Tamper, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := h.w.meta.watchFile(mf.ID)
+	p := h.w.meta.WatchFile(mf.ID)
 	if len(changed) == 0 {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, h.wrap("end watch", err)
 		}
 		return nil, nil
 	}
-	rec, err := h.w.meta.readWatch(mf.ID)
+	rec, err := readWatch(h.w.meta, mf.ID)
 	if err != nil {
 		return changed, h.wrap("end watch", err)
 	}
 	rec.Ended = true
 	data, err := json.Marshal(rec)
 	if err == nil {
-		err = writeFileAtomic(p, data)
+		err = registry.WriteFileAtomic(p, data)
 	}
 	return changed, h.wrap("end watch", err)
 }

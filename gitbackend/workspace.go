@@ -22,6 +22,7 @@ import (
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/registry"
 	"github.com/groveworks/grove/internal/sandbox"
 )
 
@@ -29,7 +30,7 @@ import (
 type workspace struct {
 	b        *Backend
 	repo     *repo
-	meta     meta
+	meta     registry.Dir
 	id       grove.WorkspaceID
 	headsDir string // where new heads go: OpenOptions.HeadsDir, or beside a reopened head
 	clone    string // this clone's ID (see meta.cloneID)
@@ -61,7 +62,7 @@ func (w *workspace) Info() grove.WorkspaceInfo {
 
 // lockRepo takes the short per-repository lock.
 func (w *workspace) lockRepo(ctx context.Context, purpose string) (*lock.Lock, error) {
-	return lock.Acquire(ctx, w.meta.repoLock(), purpose)
+	return lock.Acquire(ctx, w.meta.RepoLock(), purpose)
 }
 
 // cleanupContext is the context cleanup work runs under: it survives the
@@ -74,8 +75,8 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // manifest still marked creating whose head lock nobody holds. Callers hold
 // the repository lock.
 func (w *workspace) recoverCreates(ctx context.Context) error {
-	return w.recoverInterrupted("recover an interrupted create", func(mf *manifest) bool { return mf.Creating },
-		func(mf *manifest) error { return w.undo(ctx, mf, true) })
+	return w.recoverInterrupted("recover an interrupted create", func(mf *registry.Manifest) bool { return mf.Creating },
+		func(mf *registry.Manifest) error { return w.undo(ctx, mf, true) })
 }
 
 // recoverInterrupted runs finish on each head whose manifest interrupted
@@ -83,8 +84,8 @@ func (w *workspace) recoverCreates(ctx context.Context) error {
 // gone), holding that lock, with the manifest read again under it (the
 // operation may have ended between the reads). Callers hold the
 // repository lock.
-func (w *workspace) recoverInterrupted(purpose string, interrupted func(*manifest) bool, finish func(*manifest) error) error {
-	all, err := w.meta.manifests()
+func (w *workspace) recoverInterrupted(purpose string, interrupted func(*registry.Manifest) bool, finish func(*registry.Manifest) error) error {
+	all, err := w.meta.Manifests()
 	if err != nil {
 		return grove.Errorf(grove.Internal, "gitbackend: recover", "%w", err)
 	}
@@ -92,11 +93,11 @@ func (w *workspace) recoverInterrupted(purpose string, interrupted func(*manifes
 		if !interrupted(mf) {
 			continue
 		}
-		hl, err := lock.TryLock(w.meta.headLock(mf.ID), purpose)
+		hl, err := lock.TryLock(w.meta.HeadLock(mf.ID), purpose)
 		if err != nil {
 			continue // its process is alive
 		}
-		if now, rerr := w.meta.readManifest(mf.ID); rerr == nil && interrupted(now) {
+		if now, rerr := w.meta.ReadManifest(mf.ID); rerr == nil && interrupted(now) {
 			err = finish(now)
 		}
 		_ = hl.Unlock()
@@ -109,7 +110,7 @@ func (w *workspace) recoverInterrupted(purpose string, interrupted func(*manifes
 
 // undoCreate removes a head's directory, registration, branch and manifest;
 // callers hold the repository lock.
-func (w *workspace) undoCreate(ctx context.Context, mf *manifest) error {
+func (w *workspace) undoCreate(ctx context.Context, mf *registry.Manifest) error {
 	return w.undo(ctx, mf, false)
 }
 
@@ -118,7 +119,7 @@ func (w *workspace) undoCreate(ctx context.Context, mf *manifest) error {
 // write: its directory is then removed only on evidence that it holds
 // nothing but what the create made (see leftover), and otherwise left in
 // place (Reconcile reports it as a stray directory) with its registration.
-func (w *workspace) undo(ctx context.Context, mf *manifest, recovered bool) error {
+func (w *workspace) undo(ctx context.Context, mf *registry.Manifest, recovered bool) error {
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	var errs []error
@@ -135,7 +136,7 @@ func (w *workspace) undo(ctx context.Context, mf *manifest, recovered bool) erro
 	// ("initializing"), which prune would keep: remove it directly.
 	if admins, err := filepath.Glob(filepath.Join(w.repo.common, "worktrees", "*", "gitdir")); err == nil && removeDir {
 		for _, g := range admins {
-			if data, err := regfile.Read(g, maxSmallFile); err == nil && filepath.Dir(gitLine(data)) == mf.Dir {
+			if data, err := regfile.Read(g, registry.MaxSmallFile); err == nil && filepath.Dir(gitLine(data)) == mf.Dir {
 				errs = append(errs, os.RemoveAll(filepath.Dir(g)))
 			}
 		}
@@ -150,7 +151,7 @@ func (w *workspace) undo(ctx context.Context, mf *manifest, recovered bool) erro
 	}
 	// Lock files stay: removing one while another process opens it would
 	// let two hold it.
-	for _, p := range []string{w.meta.manifestFile(mf.ID), w.meta.opMarker(mf.ID)} {
+	for _, p := range []string{w.meta.ManifestFile(mf.ID), w.meta.OpMarker(mf.ID)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
@@ -215,7 +216,7 @@ func (w *workspace) removeCreated(ctx context.Context, dir string) error {
 		ours := rerr == nil && len(ents) == 0
 		if admin, gerr := readGitFile(dir); gerr == nil {
 			ours = within(admin, filepath.Join(w.repo.common, "worktrees"))
-		} else if data, rerr := regfile.Read(filepath.Join(dir, ".git"), maxSmallFile); rerr == nil && len(data) == 0 {
+		} else if data, rerr := regfile.Read(filepath.Join(dir, ".git"), registry.MaxSmallFile); rerr == nil && len(data) == 0 {
 			ours = true // git was killed while writing the .git file
 		}
 		if !ours {
@@ -236,13 +237,13 @@ func (w *workspace) removeCreated(ctx context.Context, dir string) error {
 }
 
 // insideHead returns the live head whose directory holds path, if any.
-func (w *workspace) insideHead(path string) (*manifest, error) {
-	all, err := w.meta.manifests()
+func (w *workspace) insideHead(path string) (*registry.Manifest, error) {
+	all, err := w.meta.Manifests()
 	if err != nil {
 		return nil, err
 	}
 	for _, mf := range all {
-		if mf.live() && within(path, mf.Dir) {
+		if mf.Live() && within(path, mf.Dir) {
 			return mf, nil
 		}
 	}
@@ -276,9 +277,9 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	}
 	// A taken name is the answer before anything about its directory
 	// (register checks again under the repository lock).
-	if all, err := w.meta.manifests(); err == nil {
+	if all, err := w.meta.Manifests(); err == nil {
 		for _, mf := range all {
-			if mf.Name == spec.Name && mf.live() {
+			if mf.Name == spec.Name && mf.Live() {
 				return nil, fail(grove.AlreadyExists, "", "a head named %q exists", spec.Name)
 			}
 		}
@@ -299,7 +300,7 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 		return nil, fail(grove.FailedPrecondition, dir, "%v", err)
 	}
 
-	var mf *manifest
+	var mf *registry.Manifest
 	var hl, bl *lock.Lock
 	var recorded func() error
 	for attempt := 0; ; attempt++ {
@@ -347,7 +348,7 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 //
 // Until they are written, the head is in the state a crash inside git
 // worktree add leaves, which recovery undoes the same way (see leftover).
-func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit, dir string) (*manifest, *lock.Lock, *lock.Lock, func() error, error) {
+func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit, dir string) (*registry.Manifest, *lock.Lock, *lock.Lock, func() error, error) {
 	const op = "gitbackend: create head"
 	fail := func(code grove.Code, path string, format string, args ...any) error {
 		return &grove.Error{Code: code, Op: op, Head: spec.Name, Path: path, Err: fmt.Errorf(format, args...)}
@@ -355,15 +356,15 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 	if err := w.recoverCreates(ctx); err != nil {
 		return nil, nil, nil, nil, err
 	}
-	all, err := w.meta.manifests()
+	all, err := w.meta.Manifests()
 	if err != nil {
 		return nil, nil, nil, nil, fail(grove.Internal, "", "%v", err)
 	}
 	for _, mf := range all {
 		switch {
-		case mf.Name == spec.Name && mf.live():
+		case mf.Name == spec.Name && mf.Live():
 			return nil, nil, nil, nil, fail(grove.AlreadyExists, "", "a head named %q exists", spec.Name)
-		case mf.live() && (within(dir, mf.Dir) || within(mf.Dir, dir)):
+		case mf.Live() && (within(dir, mf.Dir) || within(mf.Dir, dir)):
 			return nil, nil, nil, nil, fail(grove.InvalidArgument, dir, "directory %s overlaps head %q at %s", dir, mf.Name, mf.Dir)
 		}
 	}
@@ -382,23 +383,23 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 		}
 		return nil, nil, nil, nil, fail(grove.InvalidArgument, branch, "%q is not a valid branch name", branch)
 	}
-	mf := &manifest{
+	mf := &registry.Manifest{
 		ID: grove.HeadID(uuid.NewString()), Name: spec.Name, Access: spec.Access, Branch: branch,
 		Dir: dir, Base: grove.CheckpointID(commit), State: grove.StateActive, Creating: true,
 		Created: time.Now().UTC(), Clone: w.clone,
 	}
-	hl, err := lock.TryLock(w.meta.headLock(mf.ID), "create")
+	hl, err := lock.TryLock(w.meta.HeadLock(mf.ID), "create")
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
 	var bl *lock.Lock
 	if spec.Access == grove.Isolated {
-		if bl, err = lock.TryLock(w.meta.bindLock(mf.ID), "isolated head "+spec.Name); err != nil {
+		if bl, err = lock.TryLock(w.meta.BindLock(mf.ID), "isolated head "+spec.Name); err != nil {
 			_ = hl.Unlock()
 			return nil, nil, nil, nil, err
 		}
 	}
-	undo := func(err error) (*manifest, *lock.Lock, *lock.Lock, func() error, error) {
+	undo := func(err error) (*registry.Manifest, *lock.Lock, *lock.Lock, func() error, error) {
 		_ = w.undoCreate(ctx, mf)
 		_ = hl.Unlock()
 		if bl != nil {
@@ -406,7 +407,7 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 		}
 		return nil, nil, nil, nil, err
 	}
-	if err := w.meta.writeManifest(mf); err != nil {
+	if err := w.meta.WriteManifest(mf); err != nil {
 		return undo(fail(grove.Internal, "", "writing the manifest: %v", err))
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
@@ -440,9 +441,9 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 	m := *mf
 	done := make(chan error, 1)
 	go func() {
-		err := writeFileAtomic(filepath.Join(m.Admin, headIDFile), []byte(string(m.ID)+"\n"))
+		err := registry.WriteFileAtomic(filepath.Join(m.Admin, headIDFile), []byte(string(m.ID)+"\n"))
 		if err == nil {
-			err = w.meta.writeManifest(&m)
+			err = w.meta.WriteManifest(&m)
 		}
 		done <- err
 	}()
@@ -465,7 +466,7 @@ const headIDFile = "grove-head-id"
 // has of them (see copyFromDisk) — and prepares them (see prepare), once
 // recorded (see register) says the head's ID file and manifest are
 // written; callers hold its head lock.
-func (w *workspace) populate(ctx context.Context, mf *manifest, recorded func() error) error {
+func (w *workspace) populate(ctx context.Context, mf *registry.Manifest, recorded func() error) error {
 	all, err := w.copyFromDisk(ctx, mf)
 	if err != nil {
 		return err
@@ -495,7 +496,7 @@ func (w *workspace) populate(ctx context.Context, mf *manifest, recorded func() 
 		return err
 	}
 	mf.Creating = false
-	if err := w.meta.writeManifest(mf); err != nil {
+	if err := w.meta.WriteManifest(mf); err != nil {
 		return &grove.Error{Code: grove.Internal, Op: "gitbackend: create head", Head: mf.Name, Err: err}
 	}
 	return nil
@@ -503,7 +504,7 @@ func (w *workspace) populate(ctx context.Context, mf *manifest, recorded func() 
 
 // prepare gives a head whose files are in place what the workspace
 // configured: copies of what .worktreeinclude names, then the Setup hook.
-func (w *workspace) prepare(ctx context.Context, op string, mf *manifest) error {
+func (w *workspace) prepare(ctx context.Context, op string, mf *registry.Manifest) error {
 	if err := w.copyIncludes(ctx, mf); err != nil {
 		if grove.CodeOf(err) == grove.Canceled || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return grove.ContextError(ctx, op)
@@ -518,7 +519,7 @@ func (w *workspace) prepare(ctx context.Context, op string, mf *manifest) error 
 // workspace's sandbox says (under one, through the head's private git
 // dir, as an agent's commands run): its failure is FailedPrecondition
 // wrapping the *grove.HookError, or Canceled when ctx ended.
-func (w *workspace) runHook(ctx context.Context, op, kind string, h *grove.Hook, mf *manifest) error {
+func (w *workspace) runHook(ctx context.Context, op, kind string, h *grove.Hook, mf *registry.Manifest) error {
 	if h == nil {
 		return nil
 	}
@@ -605,7 +606,7 @@ func readGitFile(dir string) (string, error) {
 	if !st.Mode().IsRegular() {
 		return "", fmt.Errorf("%s is not a regular file", dotgit)
 	}
-	data, err := regfile.Read(dotgit, maxSmallFile)
+	data, err := regfile.Read(dotgit, registry.MaxSmallFile)
 	if err != nil {
 		return "", err
 	}
@@ -688,24 +689,24 @@ func (w *workspace) attach(ctx context.Context, spec *backend.HeadSpec) (backend
 		return nil, err
 	}
 	defer rl.Unlock()
-	all, err := w.meta.manifests()
+	all, err := w.meta.Manifests()
 	if err != nil {
 		return nil, fail(grove.Internal, "%v", err)
 	}
 	for _, mf := range all {
 		switch {
-		case mf.Name == spec.Name && mf.live():
+		case mf.Name == spec.Name && mf.Live():
 			return nil, fail(grove.AlreadyExists, "a head named %q exists", spec.Name)
-		case mf.live() && !mf.Attached && (within(dir, mf.Dir) || within(mf.Dir, dir)):
+		case mf.Live() && !mf.Attached && (within(dir, mf.Dir) || within(mf.Dir, dir)):
 			return nil, fail(grove.InvalidArgument, "%s overlaps head %q at %s", dir, mf.Name, mf.Dir)
 		}
 	}
-	mf := &manifest{
+	mf := &registry.Manifest{
 		ID: grove.HeadID(uuid.NewString()), Name: spec.Name, Access: grove.Shared, Attached: true,
 		Branch: branch, Dir: dir, Admin: admin, Base: grove.CheckpointID(head), State: grove.StateActive,
 		Created: time.Now().UTC(),
 	}
-	if err := w.meta.writeManifest(mf); err != nil {
+	if err := w.meta.WriteManifest(mf); err != nil {
 		return nil, fail(grove.Internal, "writing the manifest: %v", err)
 	}
 	return w.newHead(mf, nil)
@@ -716,7 +717,7 @@ func (w *workspace) OpenHead(ctx context.Context, name string, opts *backend.Reo
 	if err := w.enter(ctx, "OpenHead"); err != nil {
 		return nil, err
 	}
-	mf, err := w.meta.byName(name)
+	mf, err := w.meta.ByName(name)
 	if err != nil {
 		return nil, grove.Errorf(grove.Internal, op, "%w", err)
 	}
@@ -728,7 +729,7 @@ func (w *workspace) OpenHead(ctx context.Context, name string, opts *backend.Reo
 
 // open verifies a head's directory, registration, identity and branch, and
 // binds a handle to it.
-func (w *workspace) open(ctx context.Context, op string, mf *manifest, opts *backend.ReopenOptions) (*head, error) {
+func (w *workspace) open(ctx context.Context, op string, mf *registry.Manifest, opts *backend.ReopenOptions) (*head, error) {
 	fail := func(code grove.Code, reason grove.Reason, format string, args ...any) error {
 		return &grove.Error{Code: code, Op: op, Head: mf.Name, Reason: reason, Err: fmt.Errorf(format, args...)}
 	}
@@ -738,7 +739,7 @@ func (w *workspace) open(ctx context.Context, op string, mf *manifest, opts *bac
 			if err := w.recreate(ctx, op, mf.ID); err != nil {
 				return nil, err
 			}
-			if mf, err = w.meta.readManifest(mf.ID); err != nil {
+			if mf, err = w.meta.ReadManifest(mf.ID); err != nil {
 				return nil, grove.Errorf(grove.Internal, op, "%w", err)
 			}
 			err = w.verify(mf, fail)
@@ -756,7 +757,7 @@ func (w *workspace) open(ctx context.Context, op string, mf *manifest, opts *bac
 	}
 	var bl *lock.Lock
 	if mf.Access == grove.Isolated {
-		l, err := lock.TryLock(w.meta.bindLock(mf.ID), "isolated head "+mf.Name)
+		l, err := lock.TryLock(w.meta.BindLock(mf.ID), "isolated head "+mf.Name)
 		if grove.CodeOf(err) == grove.Busy {
 			return nil, fail(grove.AlreadyBound, "", "isolated head %q is held: %v", mf.Name, err)
 		}
@@ -779,7 +780,7 @@ func (w *workspace) open(ctx context.Context, op string, mf *manifest, opts *bac
 
 // verify runs the checks that need no git process: the directory, its
 // registration in this repository, the head ID it carries and its branch.
-func (w *workspace) verify(mf *manifest, fail func(grove.Code, grove.Reason, string, ...any) error) error {
+func (w *workspace) verify(mf *registry.Manifest, fail func(grove.Code, grove.Reason, string, ...any) error) error {
 	// A manifest is grove's, but it lies where anyone who can write the
 	// common git dir can rewrite it: its git dir must be this
 	// repository's (a registration, or the repository itself for an
@@ -797,7 +798,7 @@ func (w *workspace) verify(mf *manifest, fail func(grove.Code, grove.Reason, str
 	if err != nil || !st.IsDir() {
 		// git records where the worktree is; if it says elsewhere, the
 		// head was moved rather than deleted.
-		if data, err := regfile.Read(filepath.Join(mf.Admin, "gitdir"), maxSmallFile); err == nil && !mf.Attached {
+		if data, err := regfile.Read(filepath.Join(mf.Admin, "gitdir"), registry.MaxSmallFile); err == nil && !mf.Attached {
 			if at := filepath.Dir(gitLine(data)); at != mf.Dir {
 				if _, err := os.Stat(at); err == nil {
 					return fail(grove.NotFound, grove.ReasonMoved, "the head's directory moved from %s to %s", mf.Dir, at)
@@ -817,14 +818,14 @@ func (w *workspace) verify(mf *manifest, fail func(grove.Code, grove.Reason, str
 		return fail(grove.NotFound, grove.ReasonUnregistered, "%s belongs to git dir %s, not %s", mf.Dir, admin, mf.Admin)
 	}
 	if !mf.Attached {
-		back, err := regfile.Read(filepath.Join(admin, "gitdir"), maxSmallFile)
+		back, err := regfile.Read(filepath.Join(admin, "gitdir"), registry.MaxSmallFile)
 		if err != nil {
 			return fail(grove.NotFound, grove.ReasonUnregistered, "the repository no longer registers %s", mf.Dir)
 		}
 		if recorded := filepath.Dir(gitLine(back)); recorded != mf.Dir {
 			return fail(grove.NotFound, grove.ReasonMoved, "the repository records the worktree at %s, not %s", recorded, mf.Dir)
 		}
-		if common, err := regfile.Read(filepath.Join(admin, "commondir"), maxSmallFile); err != nil ||
+		if common, err := regfile.Read(filepath.Join(admin, "commondir"), registry.MaxSmallFile); err != nil ||
 			!sameDir(resolveFrom(admin, gitLine(common)), w.repo.common) {
 			return fail(grove.NotFound, grove.ReasonUnregistered, "the worktree's git dir %s no longer belongs to %s", admin, w.repo.common)
 		}
@@ -832,7 +833,7 @@ func (w *workspace) verify(mf *manifest, fail func(grove.Code, grove.Reason, str
 		if fi, err := os.Lstat(filepath.Join(admin, "HEAD")); err != nil || !fi.Mode().IsRegular() {
 			return fail(grove.NotFound, grove.ReasonUnregistered, "the worktree's git dir %s has no HEAD file", admin)
 		}
-		id, err := regfile.Read(filepath.Join(admin, headIDFile), maxSmallFile)
+		id, err := regfile.Read(filepath.Join(admin, headIDFile), registry.MaxSmallFile)
 		if err != nil || strings.TrimSpace(string(id)) != string(mf.ID) {
 			return fail(grove.IdentityMismatch, grove.ReasonHeadID, "the worktree at %s is not head %s", mf.Dir, mf.ID)
 		}
@@ -847,14 +848,14 @@ func (w *workspace) Heads(ctx context.Context) ([]grove.HeadInfo, error) {
 	if err := w.enter(ctx, "Heads"); err != nil {
 		return nil, err
 	}
-	all, err := w.meta.manifests()
+	all, err := w.meta.Manifests()
 	if err != nil {
 		return nil, grove.Errorf(grove.Internal, "gitbackend: heads", "%w", err)
 	}
 	var out []grove.HeadInfo
 	for _, mf := range all {
-		if mf.live() {
-			out = append(out, mf.info())
+		if mf.Live() {
+			out = append(out, mf.Info())
 		}
 	}
 	return out, nil
@@ -876,7 +877,7 @@ func (w *workspace) setState(ctx context.Context, id grove.HeadID, archived bool
 		return err
 	}
 	defer rl.Unlock()
-	mf, err := w.meta.readManifest(id)
+	mf, err := w.meta.ReadManifest(id)
 	switch {
 	case err != nil || mf.Creating:
 		return &grove.Error{Code: grove.NotFound, Op: op, Head: string(id), Err: fmt.Errorf("no head %s", id)}
@@ -887,7 +888,7 @@ func (w *workspace) setState(ctx context.Context, id grove.HeadID, archived bool
 	if archived {
 		mf.State = grove.StateArchived
 	}
-	if err := w.meta.writeManifest(mf); err != nil {
+	if err := w.meta.WriteManifest(mf); err != nil {
 		return &grove.Error{Code: grove.Internal, Op: op, Head: mf.Name, Err: err}
 	}
 	return nil
@@ -954,6 +955,6 @@ func (w *workspace) Close() error {
 	}
 	w.closed = true
 	w.repo.stopRefs()
-	w.repo.stopBatch()
+	w.repo.batch.Stop()
 	return nil
 }

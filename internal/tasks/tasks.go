@@ -1,16 +1,19 @@
-package gitbackend
+// Package tasks owns background goroutines: every task runs with a
+// context that Close cancels, Close waits for every task, and none starts
+// after it. A Group is what the git backend's pushes, deletions and
+// repository maintenance each run in.
+package tasks
 
 import (
 	"context"
 	"sync"
 )
 
-// tasks is one kind of a Backend's background work (pushes, deletions of
-// destroyed heads, repository maintenance), owned: every task runs with a
-// context that close cancels, close waits for every task, and none starts
+// Group is one kind of background work, owned: every task runs with a
+// context that Close cancels, Close waits for every task, and none starts
 // after it. A task may be keyed, so that at most one with a key runs at a
-// time. The zero value is ready to use.
-type tasks struct {
+// time. The zero Group is ready to use.
+type Group struct {
 	mu      sync.Mutex
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -20,9 +23,9 @@ type tasks struct {
 	keys    map[string]bool
 }
 
-// start runs f in the background, unless the tasks are closed or a task
+// Start runs f in the background, unless the tasks are closed or a task
 // with key ("" for none) runs: it reports whether it started f.
-func (t *tasks) start(key string, f func(ctx context.Context)) bool {
+func (t *Group) Start(key string, f func(ctx context.Context)) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed || (key != "" && t.keys[key]) {
@@ -48,7 +51,7 @@ func (t *tasks) start(key string, f func(ctx context.Context)) bool {
 	return true
 }
 
-func (t *tasks) done(key string) {
+func (t *Group) done(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if key != "" {
@@ -59,8 +62,8 @@ func (t *tasks) done(key string) {
 	}
 }
 
-// wait returns once no task runs, or when ctx ends (its error).
-func (t *tasks) wait(ctx context.Context) error {
+// Wait returns once no task runs, or when ctx ends (its error).
+func (t *Group) Wait(ctx context.Context) error {
 	t.mu.Lock()
 	if t.running == 0 {
 		t.mu.Unlock()
@@ -76,8 +79,8 @@ func (t *tasks) wait(ctx context.Context) error {
 	}
 }
 
-// close cancels every task, waits for them, and starts none after.
-func (t *tasks) close() {
+// Close cancels every task, waits for them, and starts none after.
+func (t *Group) Close() {
 	t.mu.Lock()
 	t.closed = true
 	if t.cancel != nil {

@@ -1,4 +1,4 @@
-package gitbackend
+package gitcmd
 
 import (
 	"bufio"
@@ -9,35 +9,39 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/groveworks/grove/internal/gitcmd"
-	"github.com/groveworks/grove/internal/gitfmt"
 )
 
-// batchReader reads objects through one long-lived git cat-file --batch
-// per repository, for the in-process diff of a restore: after a git gc
-// (which grove runs now and then, see gcEvery) a target's trees are packed,
-// and the in-process reader reads loose objects only. One object is one
-// exchange with the process; git diff-index, which the diff would
-// otherwise fall back to, took 18 ms of a 135 ms restore at 10,000 files.
-// The process stops after catFileIdle unused.
-type batchReader struct {
+// Batch reads objects through one long-lived git cat-file --batch: one
+// object is one exchange with the process, where a git command per object
+// would cost a process start each. The process starts on the first read
+// and stops after catFileIdle unused, or at Stop. A Batch is safe for
+// concurrent use; reads take turns.
+type Batch struct {
+	r   *Runner
+	cmd Cmd
+
 	mu   sync.Mutex
-	p    *gitcmd.Proc
+	p    *Proc
 	idle *time.Timer
+}
+
+// NewBatch returns a Batch that runs git cat-file --batch as c says
+// (its git dir, common dir and directory; c.Args is set).
+func (r *Runner) NewBatch(c Cmd) *Batch {
+	c.Args = []string{"cat-file", "--batch"}
+	return &Batch{r: r, cmd: c}
 }
 
 // catFileIdle is how long an unused cat-file process is kept.
 const catFileIdle = 5 * time.Second
 
-// batchObject returns the type and content of the object id (full hex)
-// as git cat-file --batch reads it; ok is false if there is no such
-// object, it is larger than max bytes, or git could not be asked.
-func (rp *repo) batchObject(ctx context.Context, id string, max int) (typ string, body []byte, ok bool) {
-	if !gitfmt.IsSHA1(id) {
+// Object returns the type and content of the object id (full hex) as git
+// cat-file --batch reads it; ok is false if there is no such object, it is
+// larger than max bytes, or git could not be asked.
+func (c *Batch) Object(ctx context.Context, id string, max int) (typ string, body []byte, ok bool) {
+	if len(id) < 40 || strings.ContainsAny(id, " \t\n") {
 		return "", nil, false
 	}
-	c := &rp.batch
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.p != nil && c.p.Exited() {
@@ -45,7 +49,7 @@ func (rp *repo) batchObject(ctx context.Context, id string, max int) (typ string
 		c.p = nil
 	}
 	if c.p == nil {
-		p, err := rp.r.Start(gitcmd.Cmd{GitDir: rp.common, CommonDir: rp.common, Dir: rp.common, Args: []string{"cat-file", "--batch"}})
+		p, err := c.r.Start(c.cmd)
 		if err != nil {
 			return "", nil, false
 		}
@@ -87,18 +91,21 @@ func (rp *repo) batchObject(ctx context.Context, id string, max int) (typ string
 		return "", nil, false
 	}
 	if c.idle == nil {
-		c.idle = time.AfterFunc(catFileIdle, rp.stopBatch)
+		c.idle = time.AfterFunc(catFileIdle, c.Stop)
 	} else {
 		c.idle.Reset(catFileIdle)
 	}
 	return typ, body, typ != ""
 }
 
-// stopBatch ends the cat-file process, if one runs.
-func (rp *repo) stopBatch() {
-	c := &rp.batch
+// Stop ends the cat-file process, if one runs; a later read starts
+// another.
+func (c *Batch) Stop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.idle != nil {
+		c.idle.Stop()
+	}
 	if c.p != nil {
 		_ = c.p.Close()
 		c.p = nil

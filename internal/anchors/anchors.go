@@ -1,4 +1,17 @@
-package gitbackend
+// Package anchors keeps what the git backend records, outside every
+// repository (gitbackend.Options.Anchors), of where things are: which
+// repository each head's
+// directory belongs to, and which directory is each repository's main
+// checkout. Everything git would discover from a directory — its .git
+// file, core.worktree, core.bare — is writable by an agent in a head
+// without a sandbox; these records are not in any head or git dir. A
+// grove command run in a head opens the repository the record names, and
+// the project file and .worktreeinclude are read from the recorded main
+// checkout.
+//
+// One file per path, named by the path's hash, holding the path itself
+// (a record whose path is not the one asked for is no record).
+package anchors
 
 import (
 	"crypto/sha256"
@@ -10,21 +23,12 @@ import (
 	"path/filepath"
 
 	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/registry"
 )
 
-// anchors are what the backend records, outside every repository
-// (Options.Anchors), of where things are: which repository each head's
-// directory belongs to, and which directory is each repository's main
-// checkout. Everything git would discover from a directory — its .git
-// file, core.worktree, core.bare — is writable by an agent in a head
-// without a sandbox; these records are not in any head or git dir. A
-// grove command run in a head opens the repository the record names, and
-// the project file and .worktreeinclude are read from the recorded main
-// checkout.
-//
-// One file per path, named by the path's hash, holding the path itself
-// (a record whose path is not the one asked for is no record).
-type anchors struct{ dir string }
+// Dir is a directory of anchors (see the package doc); the zero Dir
+// records nothing and answers as if nothing were recorded.
+type Dir struct{ dir string }
 
 // anchor is one record.
 type anchor struct {
@@ -33,18 +37,21 @@ type anchor struct {
 	Main   string `json:"main"`   // for a repository: its main checkout
 }
 
-func (a anchors) on() bool { return a.dir != "" }
+// Of is the anchors directory dir ("" for none).
+func Of(dir string) Dir { return Dir{dir: dir} }
 
-func (a anchors) file(kind, path string) string {
+func (a Dir) on() bool { return a.dir != "" }
+
+func (a Dir) file(kind, path string) string {
 	sum := sha256.Sum256([]byte(path))
 	return filepath.Join(a.dir, kind+"-"+hex.EncodeToString(sum[:16])+".json")
 }
 
-func (a anchors) read(kind, path string) (anchor, bool) {
+func (a Dir) read(kind, path string) (anchor, bool) {
 	if !a.on() {
 		return anchor{}, false
 	}
-	data, err := regfile.Read(a.file(kind, path), maxSmallFile)
+	data, err := regfile.Read(a.file(kind, path), registry.MaxSmallFile)
 	if err != nil {
 		return anchor{}, false
 	}
@@ -55,7 +62,7 @@ func (a anchors) read(kind, path string) (anchor, bool) {
 	return r, true
 }
 
-func (a anchors) write(kind string, r anchor) error {
+func (a Dir) write(kind string, r anchor) error {
 	if !a.on() {
 		return nil
 	}
@@ -66,13 +73,13 @@ func (a anchors) write(kind string, r anchor) error {
 		return err
 	}
 	data, _ := json.Marshal(r)
-	return writeFileAtomic(a.file(kind, r.Path), data)
+	return registry.WriteFileAtomic(a.file(kind, r.Path), data)
 }
 
-// headRepo returns the common git dir of the head whose directory is dir
+// HeadRepo returns the common git dir of the head whose directory is dir
 // or holds it, when a record says so and the repository still records a
 // live head there.
-func (a anchors) headRepo(dir string) (string, bool) {
+func (a Dir) HeadRepo(dir string) (string, bool) {
 	if !a.on() {
 		return "", false
 	}
@@ -81,7 +88,7 @@ func (a anchors) headRepo(dir string) (string, bool) {
 			if headAt(r.Common, d) {
 				return r.Common, true
 			}
-			a.drop(d) // destroyed, or another head since: no longer true
+			a.Drop(d) // destroyed, or another head since: no longer true
 		}
 		if filepath.Dir(d) == d {
 			return "", false
@@ -92,25 +99,25 @@ func (a anchors) headRepo(dir string) (string, bool) {
 // headAt reports whether the repository at common has a live head whose
 // directory is dir.
 func headAt(common, dir string) bool {
-	all, err := metaOf(common).manifests()
+	all, err := registry.Of(common).Manifests()
 	if err != nil {
 		return false
 	}
 	for _, mf := range all {
-		if mf.live() && mf.Dir == dir {
+		if mf.Live() && mf.Dir == dir {
 			return true
 		}
 	}
 	return false
 }
 
-// setHead records that the head directory dir belongs to common.
-func (a anchors) setHead(dir, common string) error {
+// SetHead records that the head directory dir belongs to common.
+func (a Dir) SetHead(dir, common string) error {
 	return a.write("head", anchor{Path: dir, Common: common})
 }
 
-// drop forgets the head directory dir.
-func (a anchors) drop(dir string) {
+// Drop forgets the head directory dir.
+func (a Dir) Drop(dir string) {
 	if a.on() {
 		if err := os.Remove(a.file("head", dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return
@@ -120,23 +127,23 @@ func (a anchors) drop(dir string) {
 
 // recordedMain returns the recorded main checkout of the repository at
 // common.
-func (a anchors) recordedMain(common string) (string, bool) {
+func (a Dir) recordedMain(common string) (string, bool) {
 	r, ok := a.read("repo", common)
 	return r.Main, ok && r.Main != ""
 }
 
 // setMain records main as the main checkout of the repository at common.
-func (a anchors) setMain(common, main string) error {
+func (a Dir) setMain(common, main string) error {
 	return a.write("repo", anchor{Path: common, Main: main})
 }
 
-// mainOf returns the main checkout of the repository at common, found
+// MainOf returns the main checkout of the repository at common, found
 // without asking git (which would honour core.worktree and core.bare, an
 // agent's to set): the directory around a common dir named .git; else the
 // recorded one; else top, when the .git that led from the caller's
 // directory to the repository names it directly (a checkout of a
 // separate git dir), which is then recorded; else none.
-func (a anchors) mainOf(common, top string, direct bool) string {
+func (a Dir) MainOf(common, top string, direct bool) string {
 	if filepath.Base(common) == ".git" {
 		return filepath.Dir(common)
 	}
