@@ -449,7 +449,7 @@ func (h *head) recordCheckpoint(ctx context.Context, mf registry.Manifest, st he
 	if st.onOwn {
 		ops = append(ops, fmt.Sprintf("update refs/heads/%s %s %s", mf.Branch, commit, st.commit))
 	}
-	ops = append(ops, fmt.Sprintf("create %s %s", refName(mf.ID, seq), commit))
+	ops = append(ops, fmt.Sprintf("create %s %s", registry.RefName(mf.ID, seq), commit))
 	rl, err := h.w.lockRepo(ctx, "checkpoint "+mf.Name)
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/registry"
 	"github.com/groveworks/grove/internal/tasks"
+	"github.com/groveworks/grove/internal/transport"
 )
 
 // BackendID is the Git backend's persistent ID.
@@ -207,7 +208,7 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	w := &workspace{b: b, repo: repo, meta: m, headsDir: headsDir}
 	if opts != nil {
 		w.setup, w.teardown, w.sandbox = opts.Setup, opts.Teardown, opts.Sandbox
-		if w.remote, err = parseRemote(op, opts.Remote); err != nil {
+		if w.remote, err = transport.ParseRemote(op, opts.Remote); err != nil {
 			return nil, err
 		}
 	}
@@ -221,7 +222,7 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 		if _, err := m.InitWorkspace(); err != nil { // the metadata directories
 			return nil, grove.Errorf(grove.Internal, op, "recording the workspace: %w", err)
 		}
-		if id, err = w.shareIdentity(ctx, op); err != nil {
+		if id, err = w.remoteClient().ShareIdentity(ctx, op); err != nil {
 			return nil, err
 		}
 	case !ok:
@@ -429,7 +430,7 @@ func (b *Backend) Reopen(ctx context.Context, bind grove.Binding, opts *backend.
 	}
 	if opts != nil {
 		w.setup, w.teardown, w.sandbox = opts.Setup, opts.Teardown, opts.Sandbox
-		if w.remote, err = parseRemote(op, opts.Remote); err != nil {
+		if w.remote, err = transport.ParseRemote(op, opts.Remote); err != nil {
 			return nil, nil, err
 		}
 	}

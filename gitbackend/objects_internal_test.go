@@ -16,6 +16,7 @@ import (
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/gitfmt"
+	"github.com/groveworks/grove/internal/registry"
 )
 
 // plainGit runs git in dir with no outside configuration and returns its
@@ -72,24 +73,24 @@ func TestLastCheckpointIsForEachRef(t *testing.T) {
 	for seq := 1; seq <= 12; seq++ {
 		c, ok := rp.WriteCommit(tree, prev, grove.DefaultAuthor, grove.DefaultAuthor, time.Unix(int64(1700000000+seq), 0), fmt.Sprintf("cp %d\n", seq))
 		require.True(t, ok)
-		plainGit(t, dir, nil, "", "update-ref", refName(id, seq), c)
-		plainGit(t, dir, nil, "", "update-ref", refName(other, seq+100), c)
+		plainGit(t, dir, nil, "", "update-ref", registry.RefName(id, seq), c)
+		plainGit(t, dir, nil, "", "update-ref", registry.RefName(other, seq+100), c)
 		prev = c
 		switch seq {
 		case 4:
 			plainGit(t, dir, nil, "", "pack-refs", "--all") // all packed
 		case 8:
 			plainGit(t, dir, nil, "", "pack-refs", "--all")
-			plainGit(t, dir, nil, "", "update-ref", refName(id, 7), prev) // packed and loose, loose newer
+			plainGit(t, dir, nil, "", "update-ref", registry.RefName(id, 7), prev) // packed and loose, loose newer
 		}
 		check(fmt.Sprintf("after %d", seq))
 	}
 	// A name git lists but grove did not make: git answers.
-	plainGit(t, dir, nil, "", "update-ref", refPrefix(id)+"zzz", prev)
+	plainGit(t, dir, nil, "", "update-ref", registry.RefPrefix(id)+"zzz", prev)
 	_, ok := rp.lastCheckpoint(id)
 	require.False(t, ok)
-	plainGit(t, dir, nil, "", "update-ref", "-d", refPrefix(id)+"zzz")
-	plainGit(t, dir, nil, "", "update-ref", refPrefix(id)+"sub/00000099", prev)
+	plainGit(t, dir, nil, "", "update-ref", "-d", registry.RefPrefix(id)+"zzz")
+	plainGit(t, dir, nil, "", "update-ref", registry.RefPrefix(id)+"sub/00000099", prev)
 	_, ok = rp.lastCheckpoint(id)
 	require.False(t, ok, "a directory among the refs")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
+	"github.com/groveworks/grove/internal/transport"
 )
 
 var _ backend.Relocator = (*workspace)(nil)
@@ -163,13 +164,13 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 	}
 
 	// Fetch what was pushed.
-	t, err := w.newTransfer(ctx)
+	t, err := w.remoteClient().Open(ctx)
 	if err != nil {
 		return res, err
 	}
 	defer t.Close()
-	if _, err := t.fetch(ctx, "+"+refPrefix(id)+"*:"+refPrefix(id)+"*"); err != nil {
-		return res, w.unreachable(op, err)
+	if _, err := t.Fetch(ctx, "+"+registry.RefPrefix(id)+"*:"+registry.RefPrefix(id)+"*"); err != nil {
+		return res, w.remoteClient().Unreachable(op, err)
 	}
 	tip, prevOwner, ops, seq, err := fetchedRefs(ctx, t, id)
 	if err != nil {
@@ -179,24 +180,24 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 		return res, fail(grove.NotFound, grove.ReasonMissing, "the remote holds nothing of head %s: it was never pushed", id)
 	}
 	res.Commit = grove.CheckpointID(tip)
-	if err := t.importObjects(); err != nil {
+	if err := t.Import(); err != nil {
 		return res, grove.Errorf(grove.Internal, op, "moving the fetched objects into the repository: %w", err)
 	}
 	if err := w.repo.checkTree(ctx, "relocate", tip); err != nil {
 		return res, err
 	}
 	// Take the head over: from now on only this clone's pushes of it land.
-	owner, err := w.ownerCommit(ctx, id)
+	owner, err := w.remoteClient().OwnerCommit(ctx, id)
 	if err != nil {
 		return res, grove.Errorf(grove.Internal, op, "%w", err)
 	}
-	if _, err := t.git(ctx, true, "push", "--force-with-lease="+remoteOwner(id)+":"+prevOwner, "--", w.remote.url, owner+":"+remoteOwner(id)); err != nil {
-		if rejected(err) {
+	if _, err := t.Git(ctx, true, "push", "--force-with-lease="+transport.RemoteOwner(id)+":"+prevOwner, "--", w.remote.URL, owner+":"+transport.RemoteOwner(id)); err != nil {
+		if transport.Rejected(err) {
 			return res, fail(grove.Conflict, "", "another clone took head %s over meanwhile: %v", id, err)
 		}
-		return res, w.unreachable(op, err)
+		return res, w.remoteClient().Unreachable(op, err)
 	}
-	_ = w.meta.WritePushed(id, registry.PushRecord{URL: w.remote.url, Owner: owner, Commit: tip, Seq: seq})
+	_ = w.meta.WritePushed(id, registry.PushRecord{URL: w.remote.URL, Owner: owner, Commit: tip, Seq: seq})
 
 	rl, err := w.lockRepo(ctx, "relocate "+p.Name)
 	if err != nil {
@@ -256,8 +257,8 @@ func (w *workspace) holdsHead(dir string, id grove.HeadID) string {
 // fetchedRefs reads what a fetch brought of head id: its remote tip, the
 // commit naming its owner, and the update-ref lines that set its
 // checkpoint refs with the highest sequence number among them.
-func fetchedRefs(ctx context.Context, t *transfer, id grove.HeadID) (tip, owner string, ops []string, seq int, err error) {
-	out, err := t.git(ctx, false, "for-each-ref", "--format=%(refname) %(objectname)", refPrefix(id))
+func fetchedRefs(ctx context.Context, t *transport.Transfer, id grove.HeadID) (tip, owner string, ops []string, seq int, err error) {
+	out, err := t.Git(ctx, false, "for-each-ref", "--format=%(refname) %(objectname)", registry.RefPrefix(id))
 	if err != nil {
 		return "", "", nil, 0, err
 	}
@@ -265,13 +266,13 @@ func fetchedRefs(ctx context.Context, t *transfer, id grove.HeadID) (tip, owner 
 		name, oid, ok := strings.Cut(line, " ")
 		switch {
 		case !ok:
-		case name == remoteHead(id):
+		case name == transport.RemoteHead(id):
 			tip = oid
-		case name == remoteOwner(id):
+		case name == transport.RemoteOwner(id):
 			owner = oid
 		default:
-			n, err := strconv.Atoi(strings.TrimPrefix(name, refPrefix(id)))
-			if err == nil && name == refName(id, n) {
+			n, err := strconv.Atoi(strings.TrimPrefix(name, registry.RefPrefix(id)))
+			if err == nil && name == registry.RefName(id, n) {
 				ops = append(ops, "update "+name+" "+oid)
 				seq = max(seq, n)
 			}
@@ -284,7 +285,7 @@ func fetchedRefs(ctx context.Context, t *transfer, id grove.HeadID) (tip, owner 
 // under refs/grove-stale/<id>/<time>/, what this clone had of the head and
 // the fetch replaces: its branch's commit and its own checkpoints.
 func (w *workspace) keepStale(ctx context.Context, id grove.HeadID, branchRef, tip string, ops []string, seq int) ([]string, error) {
-	local, err := w.repo.git(ctx, "for-each-ref", "--format=%(refname) %(objectname)", branchRef, refPrefix(id))
+	local, err := w.repo.git(ctx, "for-each-ref", "--format=%(refname) %(objectname)", branchRef, registry.RefPrefix(id))
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +298,7 @@ func (w *workspace) keepStale(ctx context.Context, id grove.HeadID, branchRef, t
 		case name == branchRef:
 			cur = oid
 		case !slices.Contains(ops, "update "+name+" "+oid):
-			if n, err := strconv.Atoi(strings.TrimPrefix(name, refPrefix(id))); err == nil && name == refName(id, n) {
+			if n, err := strconv.Atoi(strings.TrimPrefix(name, registry.RefPrefix(id))); err == nil && name == registry.RefName(id, n) {
 				ops = append(ops, "create "+stash+strconv.Itoa(n)+" "+oid)
 				if n > seq { // the fetched refs replace the others
 					ops = append(ops, "delete "+name+" "+oid)

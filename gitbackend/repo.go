@@ -26,6 +26,7 @@ import (
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/registry"
 )
 
 // repo is one repository as grove drives it: its files read in-process
@@ -333,10 +334,6 @@ type checkpointRef struct {
 	grove.Checkpoint
 }
 
-func refPrefix(id grove.HeadID) string { return "refs/grove/" + string(id) + "/" }
-
-func refName(id grove.HeadID, seq int) string { return fmt.Sprintf("%s%08d", refPrefix(id), seq) }
-
 // checkpoints lists a head's private refs, newest first; limit 0 means all.
 func (rp *repo) checkpoints(ctx context.Context, id grove.HeadID, limit int) ([]checkpointRef, error) {
 	if limit == 1 {
@@ -348,7 +345,7 @@ func (rp *repo) checkpoints(ctx context.Context, id grove.HeadID, limit int) ([]
 	if limit > 0 {
 		args = append(args, "--count="+strconv.Itoa(limit))
 	}
-	out, err := rp.git(ctx, append(args, refPrefix(id))...)
+	out, err := rp.git(ctx, append(args, registry.RefPrefix(id))...)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +363,7 @@ func (rp *repo) checkpoints(ctx context.Context, id grove.HeadID, limit int) ([]
 		if err != nil {
 			return nil, err
 		}
-		seq, err := strconv.Atoi(strings.TrimPrefix(fields[0], refPrefix(id)))
+		seq, err := strconv.Atoi(strings.TrimPrefix(fields[0], registry.RefPrefix(id)))
 		if err != nil {
 			continue // not a ref grove named
 		}
@@ -396,7 +393,7 @@ func checkpointOf(c *object.Commit) grove.Checkpoint {
 // sequence number, a directory among the refs, a ref or commit that does
 // not read.
 func (rp *repo) lastCheckpoint(id grove.HeadID) ([]checkpointRef, bool) {
-	prefix := refPrefix(id)
+	prefix := registry.RefPrefix(id)
 	if !gitfmt.PlainRefName(prefix+"0") || !rp.FilesRefs() {
 		return nil, false
 	}

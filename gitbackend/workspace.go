@@ -24,6 +24,7 @@ import (
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
 	"github.com/groveworks/grove/internal/sandbox"
+	"github.com/groveworks/grove/internal/transport"
 )
 
 // workspace is one open repository.
@@ -34,7 +35,7 @@ type workspace struct {
 	id       grove.WorkspaceID
 	headsDir string // where new heads go: OpenOptions.HeadsDir, or beside a reopened head
 	clone    string // this clone's ID (see meta.cloneID)
-	remote   *remote
+	remote   *transport.Remote
 
 	setup, teardown *grove.Hook    // OpenOptions' (or ReopenOptions')
 	sandbox         *grove.Sandbox // where they run; nil: the host

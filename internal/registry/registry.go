@@ -588,3 +588,10 @@ const maxRestoresFile = 1 << 20
 // git file or grove's metadata, and an index (some ten million entries);
 // an index over its bound is treated as damaged.
 const MaxSmallFile = 1 << 20
+
+// RefPrefix is the namespace of head id's refs: its checkpoints,
+// refs/grove/<id>/<seq>, and what a remote holds of it.
+func RefPrefix(id grove.HeadID) string { return "refs/grove/" + string(id) + "/" }
+
+// RefName is head id's checkpoint ref number seq.
+func RefName(id grove.HeadID, seq int) string { return fmt.Sprintf("%s%08d", RefPrefix(id), seq) }

@@ -1,0 +1,609 @@
+// Package transport moves a repository's heads to and from a remote:
+// the workspace identity the remote records (Client.ShareIdentity), the
+// push of a head's branch and checkpoint refs, leased on this clone's
+// ownership of the head (Client.PushOnce), and the transfer directory a
+// fetch or a push runs in (Transfer).
+//
+// Every transfer runs in a transfer directory: a git dir made in the
+// system's temporary directory for the one transfer, whose objects are the
+// repository's (objects/info/alternates) and whose configuration is
+// grove's alone. The repository's own configuration, which an agent can
+// write (url.*.insteadOf, protocol.*.allow, remote.*, http.proxy,
+// core.gitProxy), is never read by a transfer; only the caller's
+// grove.Remote decides where git connects and how, and an http(s) URL's
+// credentials travel in the transfer directory's configuration, never on
+// a command line. Fetched objects are checked (fetch.fsckObjects) and
+// then moved into the repository (Transfer.Import).
+//
+// Remote refs of head <id> lie under refs/grove/<id>/, so that nothing
+// pushed lands among the remote's branches (whatever a manifest, which an
+// agent can write, says the head's branch is) but a mirror of a branch in
+// grove's own namespace (see Mirrored).
+package transport
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/lock"
+	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/registry"
+)
+
+// Repo is the repository a Client serves, as its backend drives it.
+type Repo interface {
+	// Git runs git on the repository, with no working tree, and returns
+	// its trimmed output.
+	Git(ctx context.Context, args ...string) (string, error)
+	// ObjectFormat is the repository's object format (sha1, sha256).
+	ObjectFormat(ctx context.Context) (string, error)
+	// Keep sets the local ref to commit, under the repository's lock.
+	Keep(ctx context.Context, ref, commit string) error
+}
+
+// Client moves one repository's heads to and from its remote.
+type Client struct {
+	Repo     Repo
+	Runner   *gitcmd.Runner // runs git in transfer directories
+	Common   string         // the repository's common git dir
+	Registry registry.Dir   // its heads' records
+	Remote   *Remote
+	Clone    string // this clone's ID (see registry.Dir.CloneID)
+}
+
+// WorkspaceRef is the ref on the remote that records the workspace's ID,
+// in its commit's message.
+const WorkspaceRef = "refs/grove/workspace"
+
+// Remote is a validated grove.Remote.
+type Remote struct {
+	URL    string // as the caller gave it, less the credentials of an http(s) URL (see Remote.auth)
+	Scheme string // the one transport git may use: file, git, ssh, http, https
+	config []string
+	auth   string // the http(s) URL's credentials, as an Authorization header ("" for none)
+}
+
+// SplitCredentials takes the credentials out of an http(s) URL: the URL
+// without them, and the Authorization header that carries them. A URL's
+// credentials would otherwise be on git's command line (and its remote
+// helper's), which every user of the machine reads, and in grove's
+// records and messages; the header travels in the transfer directory's
+// own configuration instead (see Client.Open).
+func SplitCredentials(u string) (string, string) {
+	pu, err := url.Parse(u)
+	if err != nil || pu.User == nil || (pu.Scheme != "http" && pu.Scheme != "https") {
+		return u, ""
+	}
+	pass, _ := pu.User.Password()
+	auth := "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(pu.User.Username()+":"+pass))
+	pu.User = nil
+	return pu.String(), auth
+}
+
+// scpLike is the [user@]host:path form git reads as ssh.
+var scpLike = regexp.MustCompile(`^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._-]+:.`)
+
+// ParseRemote checks r: a URL of a transport grove allows, and
+// configuration entries of the form key=value.
+func ParseRemote(op string, r *grove.Remote) (*Remote, error) {
+	if r == nil {
+		return nil, nil
+	}
+	bad := func(format string, args ...any) error {
+		return grove.Errorf(grove.InvalidArgument, op, "remote: "+format, args...)
+	}
+	u := r.URL
+	rm := &Remote{URL: u}
+	switch {
+	case u == "" || strings.ContainsAny(u, "\x00\n"):
+		return nil, bad("the URL %q is empty or holds a control character", u)
+	case filepath.IsAbs(u):
+		rm.Scheme = "file"
+	case strings.HasPrefix(u, "file://"):
+		rm.Scheme = "file"
+	case strings.HasPrefix(u, "git://"):
+		rm.Scheme = "git"
+	case strings.HasPrefix(u, "ssh://"):
+		rm.Scheme = "ssh"
+	case strings.HasPrefix(u, "https://"):
+		rm.Scheme = "https"
+	case strings.HasPrefix(u, "http://"):
+		rm.Scheme = "http"
+	case !strings.Contains(u, "://") && !strings.Contains(u, "::") && scpLike.MatchString(u):
+		rm.Scheme = "ssh"
+	default:
+		return nil, bad("%q is not a path or a file, git, ssh, http or https URL", u)
+	}
+	if strings.HasPrefix(u, "-") {
+		return nil, bad("%q starts with '-'", u)
+	}
+	sshCommand := false
+	for _, kv := range r.Config {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || !strings.Contains(k, ".") || strings.ContainsAny(kv, "\x00\n") {
+			return nil, bad("configuration entry %q is not key=value", kv)
+		}
+		sshCommand = sshCommand || strings.EqualFold(k, "core.sshCommand")
+		rm.config = append(rm.config, kv)
+	}
+	if rm.Scheme == "http" || rm.Scheme == "https" {
+		rm.URL, rm.auth = SplitCredentials(u)
+	}
+	if rm.Scheme == "ssh" && !sshCommand {
+		// grove's git runs no ssh command by default (core.sshCommand=false):
+		// for an ssh remote, the system's ssh, with the user's own ssh
+		// configuration and agent.
+		rm.config = append([]string{"core.sshCommand=ssh"}, rm.config...)
+	}
+	return rm, nil
+}
+
+// args are a transfer's configuration: only the remote's transport is
+// allowed, objects fetched are checked, nothing is collected in the
+// transfer directory; then the caller's entries, which come last and so
+// take effect over grove's (core.sshCommand, credential.helper).
+func (rm *Remote) args() []string {
+	a := []string{
+		"-c", "protocol." + rm.Scheme + ".allow=always",
+		"-c", "fetch.fsckObjects=true", "-c", "gc.auto=0",
+		"-c", "fetch.unpackLimit=1", "-c", "transfer.unpackLimit=1",
+		"-c", "fetch.writeCommitGraph=false", "-c", "fetch.recurseSubmodules=false",
+		"-c", "push.recurseSubmodules=no", "-c", "push.gpgSign=false",
+	}
+	for _, kv := range rm.config {
+		a = append(a, "-c", kv)
+	}
+	return a
+}
+
+// Transfer is one transfer directory (see the package doc).
+type Transfer struct {
+	c   *Client
+	dir string
+}
+
+// Open makes a transfer directory for the repository; Close
+// removes it.
+func (c *Client) Open(ctx context.Context) (*Transfer, error) {
+	// Objects borrowed through alternates would travel too, from wherever
+	// the (agent-writable) alternates file points, and fetched objects
+	// found there would be taken on trust: such a repository does not
+	// transfer.
+	if data, err := regfile.Read(filepath.Join(c.Common, "objects", "info", "alternates"), registry.MaxSmallFile); err == nil && strings.TrimSpace(string(data)) != "" {
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: transfer", Path: c.Common,
+			Err: errors.New("the repository borrows objects from others (objects/info/alternates); grove does not push or fetch from such a repository")}
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: transfer", Path: c.Common, Err: err}
+	}
+	format, err := c.Repo.ObjectFormat(ctx)
+	if err != nil {
+		return nil, err
+	}
+	internal := func(err error) error {
+		return &grove.Error{Code: grove.Internal, Op: "gitbackend: transfer", Err: fmt.Errorf("making a transfer directory: %w", err)}
+	}
+	dir, err := os.MkdirTemp("", "grove-transfer-")
+	if err != nil {
+		return nil, internal(err)
+	}
+	t := &Transfer{c: c, dir: dir}
+	config := "[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
+	if format != "sha1" {
+		config = "[core]\n\trepositoryformatversion = 1\n\tbare = true\n[extensions]\n\tobjectformat = " + format + "\n"
+	}
+	if c.Remote.auth != "" {
+		// The remote's credentials: in this directory's own file (the
+		// caller's only to read), never on a command line.
+		config += "[http]\n\textraHeader = " + c.Remote.auth + "\n"
+	}
+	files := map[string]string{
+		"HEAD":                    "ref: refs/heads/grove-transfer\n",
+		"config":                  config,
+		"objects/info/alternates": filepath.Join(c.Common, "objects") + "\n",
+	}
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			t.Close()
+			return nil, internal(err)
+		}
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Close()
+			return nil, internal(err)
+		}
+	}
+	return t, nil
+}
+
+// Close removes the transfer directory.
+func (t *Transfer) Close() { _ = os.RemoveAll(t.dir) }
+
+// Git runs Git in the transfer directory; transport is set for a command
+// that reaches the remote.
+func (t *Transfer) Git(ctx context.Context, transport bool, args ...string) (string, error) {
+	if transport {
+		args = append(t.c.Remote.args(), args...)
+	}
+	return t.c.Runner.Output(ctx, gitcmd.Cmd{GitDir: t.dir, Dir: t.dir, Args: args})
+}
+
+// Unreachable is the error of a transfer that failed for want of the
+// remote: Unavailable, wrapping git's failure; a context that ended stays
+// Canceled.
+func (c *Client) Unreachable(op string, err error) error {
+	if grove.CodeOf(err) == grove.Canceled {
+		return err
+	}
+	return &grove.Error{Code: grove.Unavailable, Op: op, Path: c.Remote.URL, Err: fmt.Errorf("the remote cannot be reached or refused the transfer: %w", err)}
+}
+
+// Fetch fetches refspecs from the remote into the transfer directory;
+// missing reports that the remote lacks a ref a refspec names.
+func (t *Transfer) Fetch(ctx context.Context, refspecs ...string) (missing bool, err error) {
+	args := append([]string{"fetch", "--no-tags", "--no-write-fetch-head", "--", t.c.Remote.URL}, refspecs...)
+	_, err = t.Git(ctx, true, args...)
+	if err != nil && strings.Contains(gitcmd.Stderr(err), "couldn't find remote ref") {
+		return true, nil
+	}
+	return false, err
+}
+
+// Import moves what the transfer fetched into the repository:
+// packs (each pack before its index, so git never sees an index without
+// its pack) and loose objects, written under temporary names and renamed.
+func (t *Transfer) Import() error {
+	src := filepath.Join(t.dir, "objects")
+	dst := filepath.Join(t.c.Common, "objects")
+	packs, err := os.ReadDir(filepath.Join(src, "pack"))
+	if err != nil {
+		return err
+	}
+	order := func(name string) int {
+		switch filepath.Ext(name) {
+		case ".pack":
+			return 0
+		case ".idx":
+			return 2
+		}
+		return 1
+	}
+	for pass := 0; pass < 3; pass++ {
+		for _, e := range packs {
+			if e.Type().IsRegular() && order(e.Name()) == pass && strings.HasPrefix(e.Name(), "pack-") && filepath.Ext(e.Name()) != ".keep" {
+				if err := copyInto(filepath.Join(src, "pack", e.Name()), filepath.Join(dst, "pack", e.Name())); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	dirs, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		if !d.IsDir() || len(d.Name()) != 2 {
+			continue
+		}
+		objs, err := os.ReadDir(filepath.Join(src, d.Name()))
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if o.Type().IsRegular() {
+				if err := copyInto(filepath.Join(src, d.Name(), o.Name()), filepath.Join(dst, d.Name(), o.Name())); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// copyInto copies file src to dst unless dst exists (objects are named
+// by their content), through a temporary file renamed into place.
+func copyInto(src, dst string) error {
+	if _, err := os.Lstat(dst); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.CreateTemp(filepath.Dir(dst), registry.TempPrefix+"*")
+	if err != nil {
+		return err
+	}
+	tmp := out.Name()
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o444)
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}
+
+// remoteRecord is remote.json: the remote this clone's workspace ID was
+// last confirmed with, so that later opens need not ask it again.
+type remoteRecord struct {
+	URL string            `json:"url"`
+	ID  grove.WorkspaceID `json:"id"`
+}
+
+// ShareIdentity makes the workspace's ID the one the remote records, or
+// records this clone's there when the remote has none, and returns it.
+// A clone that already made heads under another ID is IdentityMismatch:
+// its bindings name that ID. Callers hold the repository lock.
+func (c *Client) ShareIdentity(ctx context.Context, op string) (grove.WorkspaceID, error) {
+	local, hasLocal, err := c.Registry.ReadWorkspaceID()
+	if err != nil {
+		return "", grove.Errorf(grove.Internal, op, "%w", err)
+	}
+	if data, err := regfile.Read(c.Registry.RemoteFile(), registry.MaxSmallFile); err == nil && hasLocal {
+		var rec remoteRecord
+		if json.Unmarshal(data, &rec) == nil && rec.URL == c.Remote.URL && rec.ID == local {
+			return local, nil
+		}
+	}
+	t, err := c.Open(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer t.Close()
+	for attempt := 0; ; attempt++ {
+		missing, err := t.Fetch(ctx, "+"+WorkspaceRef+":"+WorkspaceRef)
+		if err != nil {
+			return "", c.Unreachable(op, err)
+		}
+		var id grove.WorkspaceID
+		if !missing {
+			msg, err := t.Git(ctx, false, "cat-file", "commit", WorkspaceRef)
+			if err != nil {
+				return "", grove.Errorf(grove.Internal, op, "%w", err)
+			}
+			if id = parseWorkspaceCommit(msg); id == "" {
+				return "", &grove.Error{Code: grove.IdentityMismatch, Op: op, Reason: grove.ReasonWorkspaceID, Path: c.Remote.URL,
+					Err: fmt.Errorf("the remote's %s does not record a grove workspace ID", WorkspaceRef)}
+			}
+		} else {
+			// The remote has no workspace yet: this clone's becomes it,
+			// unless another clone records its own first.
+			if id = local; !hasLocal {
+				id = grove.WorkspaceID(uuid.NewString())
+			}
+			tree, err := t.Git(ctx, false, "mktree")
+			if err == nil {
+				var commit string
+				if commit, err = t.Git(ctx, false, "commit-tree", tree, "-m", "grove workspace\n\ngrove-workspace: "+string(id)); err == nil {
+					_, err = t.Git(ctx, true, "push", "--force-with-lease="+WorkspaceRef+":", "--", c.Remote.URL, commit+":"+WorkspaceRef)
+				}
+			}
+			if err != nil {
+				if Rejected(err) && attempt < 3 {
+					continue // another clone was first: take its ID
+				}
+				return "", c.Unreachable(op, err)
+			}
+		}
+		if hasLocal && id != local {
+			if all, _ := c.Registry.Manifests(); len(all) > 0 || c.Registry.HasTombstones() {
+				return "", &grove.Error{Code: grove.IdentityMismatch, Op: op, Reason: grove.ReasonWorkspaceID, Path: c.Remote.URL,
+					Err: fmt.Errorf("this clone's workspace is %s and has heads; the remote's is %s (another project, or a clone that used grove before it used the remote)", local, id)}
+			}
+		}
+		if !hasLocal || id != local {
+			if err := c.Registry.SetWorkspaceID(id); err != nil {
+				return "", grove.Errorf(grove.Internal, op, "recording the workspace: %w", err)
+			}
+		}
+		data, _ := json.Marshal(remoteRecord{URL: c.Remote.URL, ID: id})
+		_ = registry.WriteFileAtomic(c.Registry.RemoteFile(), append(data, '\n')) // a cache: losing it costs one fetch
+		return id, nil
+	}
+}
+
+// parseWorkspaceCommit returns the workspace ID a workspace commit's
+// message records, or "".
+func parseWorkspaceCommit(commit string) grove.WorkspaceID {
+	for _, line := range strings.Split(commit, "\n") {
+		if v, ok := strings.CutPrefix(line, "grove-workspace: "); ok {
+			if u, err := uuid.Parse(v); err == nil && u.String() == v {
+				return grove.WorkspaceID(v)
+			}
+		}
+	}
+	return ""
+}
+
+// Rejected reports whether a push failed because the remote's refs are
+// not what its lease expected: another clone pushed first.
+func Rejected(err error) bool {
+	out := gitcmd.Stderr(err)
+	for _, s := range []string{"stale info", "fetch first", "non-fast-forward", "already exists"} {
+		if strings.Contains(out, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// RemoteHead is the remote ref of head id's branch. The remote refs of
+// head <id> lie under refs/grove/<id>/ (see the package doc):
+//
+//	refs/grove/<id>/head      the head's branch
+//	refs/grove/<id>/owner     a commit naming the clone that holds the head
+//	refs/grove/<id>/<seq>     its checkpoint refs
+//
+// Every push is atomic and leased on the owner ref this clone wrote (or,
+// for a head not yet pushed, on its absence): once another clone took the
+// head over (Relocate writes a new owner), this clone's pushes of it are
+// refused, whatever they carry.
+func RemoteHead(id grove.HeadID) string { return registry.RefPrefix(id) + "head" }
+
+// Mirrored reports whether a head's branch is also pushed as that branch,
+// for people browsing the remote: only a branch in grove's own namespace
+// (grove/<name>, as grove names heads' branches), never another of the
+// remote's branches, whatever a manifest says. Relocate reads
+// refs/grove/<id>/head, never the mirror.
+func Mirrored(branch string) bool {
+	return strings.HasPrefix(branch, "grove/") && !strings.Contains(branch, "..")
+}
+
+// RemoteOwner is the remote ref of the commit that names the clone that
+// holds head id.
+func RemoteOwner(id grove.HeadID) string { return registry.RefPrefix(id) + "owner" }
+
+// LocalOwner is the local ref that keeps the owner commit this clone
+// pushed (later pushes name it, so it must stay in the repository). It
+// lies outside refs/grove/<id>/, whose names are checkpoint numbers.
+func LocalOwner(id grove.HeadID) string { return "refs/grove-owner/" + string(id) }
+
+// OwnerCommit writes a commit saying that this clone holds head id, and
+// keeps it under LocalOwner.
+func (c *Client) OwnerCommit(ctx context.Context, id grove.HeadID) (string, error) {
+	tree, err := c.Repo.Git(ctx, "mktree")
+	if err != nil {
+		return "", err
+	}
+	commit, err := c.Repo.Git(ctx, "commit-tree", tree, "-m", fmt.Sprintf("grove owner\n\ngrove-head: %s\ngrove-clone: %s\ngrove-time: %s",
+		id, c.Clone, time.Now().UTC().Format(time.RFC3339Nano)))
+	if err != nil {
+		return "", err
+	}
+	return commit, c.Repo.Keep(ctx, LocalOwner(id), commit)
+}
+
+// PushOnce pushes what the remote lacks of head mf in one atomic push
+// leased on this clone's ownership of the head, under the head's push
+// lock (processes of one clone push a head one at a time, each with the
+// tip it reads under the lock); retry reports a failure worth trying
+// again (the network, the remote), not a head lost to another clone.
+func (c *Client) PushOnce(ctx context.Context, mf registry.Manifest) (retry bool, err error) {
+	l, err := lock.Acquire(ctx, c.Registry.PushLock(mf.ID), "push "+mf.Name)
+	if err != nil {
+		return true, err
+	}
+	defer l.Unlock()
+	rec := c.Registry.ReadPushed(mf.ID, c.Remote.URL)
+	if rec.Lost {
+		return false, nil
+	}
+	patterns := []string{registry.RefPrefix(mf.ID)}
+	if mf.Branch != "" {
+		patterns = append(patterns, "refs/heads/"+mf.Branch)
+	}
+	out, err := c.Repo.Git(ctx, append([]string{"for-each-ref", "--format=%(refname) %(objectname)"}, patterns...)...)
+	if err != nil {
+		return true, err
+	}
+	var tip, newest string
+	var specs []string
+	seq, newestSeq := rec.Seq, -1
+	ours := map[string]bool{string(mf.Base): true} // what grove put on the branch
+	for _, line := range strings.Split(out, "\n") {
+		name, oid, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		if mf.Branch != "" && name == "refs/heads/"+mf.Branch {
+			tip = oid
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(name, registry.RefPrefix(mf.ID)))
+		if err != nil || name != registry.RefName(mf.ID, n) {
+			continue
+		}
+		ours[oid] = true
+		if n > newestSeq {
+			newest, newestSeq = oid, n
+		}
+		if n <= rec.Seq {
+			continue
+		}
+		specs = append(specs, oid+":"+name)
+		seq = max(seq, n)
+	}
+	// The branch travels only as grove left it (a checkpoint, a restore,
+	// its base): a branch moved by git outside grove — another head's agent
+	// without a sandbox, say — is not replicated; the head's newest
+	// checkpoint goes instead.
+	if tip != "" && !ours[tip] {
+		if targets, err := c.Registry.RestoreTargets(mf.ID); err == nil && targets[tip] {
+			ours[tip] = true
+		} else {
+			tip = newest
+		}
+	}
+	if tip != "" && tip != rec.Commit {
+		specs = append(specs, "+"+tip+":"+RemoteHead(mf.ID))
+		if Mirrored(mf.Branch) {
+			specs = append(specs, "+"+tip+":refs/heads/"+mf.Branch)
+		}
+	} else {
+		tip = rec.Commit
+	}
+	if len(specs) == 0 && rec.Owner != "" {
+		if rec.Error != "" {
+			rec.Error = ""
+			_ = c.Registry.WritePushed(mf.ID, rec)
+		}
+		return false, nil
+	}
+	t, err := c.Open(ctx)
+	if err != nil {
+		return true, err
+	}
+	defer t.Close()
+	owner := rec.Owner
+	if owner == "" {
+		// The first push of the head: this clone takes it, if no other
+		// clone holds it yet.
+		if owner, err = c.OwnerCommit(ctx, mf.ID); err != nil {
+			return true, err
+		}
+	}
+	args := []string{"push", "--atomic", "--force-with-lease=" + RemoteOwner(mf.ID) + ":" + rec.Owner, "--", c.Remote.URL, owner + ":" + RemoteOwner(mf.ID)}
+	if _, err := t.Git(ctx, true, append(args, specs...)...); err != nil {
+		if Rejected(err) {
+			rec.Lost, rec.Error = true, err.Error()
+			_ = c.Registry.WritePushed(mf.ID, rec)
+			return false, err
+		}
+		return true, err
+	}
+	rec.Owner, rec.Commit, rec.Seq, rec.Error = owner, tip, seq, ""
+	// Pushed. A record that fails to write only makes the next push
+	// carry refs the remote already has.
+	_ = c.Registry.WritePushed(mf.ID, rec)
+	return false, nil
+}
