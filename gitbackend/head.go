@@ -604,7 +604,7 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 	}
 	// A sandbox's private git dir goes with the head (its commits were
 	// brought in by the final checkpoint), and so does its anchor.
-	_ = os.RemoveAll(h.w.sealOf(mf.ID).dir)
+	_ = os.RemoveAll(h.w.sealOf(mf.ID).Root)
 	h.w.b.anchors().Drop(mf.Dir)
 	h.mu.Lock()
 	h.mf.State = grove.StateDestroyed

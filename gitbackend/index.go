@@ -13,6 +13,7 @@ import (
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/gitfmt"
+	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
 )
 
@@ -89,7 +90,7 @@ func copyIndex(buf *gitfmt.Buffer, src, dst string) ([]byte, error) {
 	}
 	// A new file, never through a link an agent planted at dst since the
 	// caller removed it.
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|regfile.ONoFollow, 0o644)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
+	"github.com/groveworks/grove/internal/seal"
 )
 
 var _ backend.Maintainer = (*workspace)(nil)
@@ -437,7 +438,7 @@ func (r *reconciler) watches(all []*registry.Manifest) {
 	files, _ := filepath.Glob(filepath.Join(filepath.Dir(r.w.meta.WatchFile("x")), "*.json"))
 	for _, p := range files {
 		id := grove.HeadID(strings.TrimSuffix(filepath.Base(p), ".json"))
-		rec, err := readWatch(r.w.meta, id)
+		rec, err := seal.ReadRecord(r.w.meta, id)
 		if err != nil {
 			continue
 		}

@@ -264,7 +264,7 @@ func (w *workspace) leftover(ctx context.Context, mf *registry.Manifest) error {
 		if err != nil {
 			return err
 		}
-		f, err := os.OpenFile(filepath.Join(mf.Dir, filepath.FromSlash(p)), os.O_RDONLY|oNonBlock|oNoFollow, 0)
+		f, err := os.OpenFile(filepath.Join(mf.Dir, filepath.FromSlash(p)), os.O_RDONLY|regfile.ONonBlock|regfile.ONoFollow, 0)
 		if err != nil {
 			return fmt.Errorf("%s holds %s, which cannot be read: %v", mf.Dir, p, err)
 		}

@@ -258,7 +258,7 @@ func scratchGitDir(dir, common, commit string) error {
 // holding a full commit ID and a newline: a HEAD naming no ref. (The commit
 // need not exist: git reset --hard then only leaves ORIG_HEAD unwritten.)
 func detachedHead(path string) bool {
-	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|regfile.ONoFollow|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false
 	}

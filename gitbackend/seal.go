@@ -3,13 +3,10 @@ package gitbackend
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/groveworks/grove"
@@ -18,18 +15,11 @@ import (
 	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
+	"github.com/groveworks/grove/internal/seal"
 )
 
-// A sealed head is a head shown to a sandbox without its repository. The
-// sandbox's git works on a private git dir of the head's, kept under
-// grove's metadata:
-//
-//	grove/sealed/<head-id>/git     the private git dir: HEAD, config, refs,
-//	                               index, objects (borrowing the repository's
-//	                               through objects/info/alternates)
-//	grove/sealed/<head-id>/synced  what grove last gave it: the branch's
-//	                               commit and the stamp of the head's index
-//
+// A sealed head is a head shown to a sandbox without its repository: the
+// sandbox's git works on a private git dir of the head's (internal/seal).
 // Inside the sandbox the private git dir is mounted where the head's .git
 // file points (its worktree entry, <common>/worktrees/<x>), the repository's
 // object directories read-only, and the .git file itself read-only; nothing
@@ -49,35 +39,8 @@ import (
 // branch's commit, the head's index, the repository's other branches and
 // tags (read-only copies), its info/exclude and info/attributes.
 
-// seal is one head's sealed state.
-type seal struct {
-	dir    string // grove/sealed/<head-id>
-	git    string // the private git dir
-	synced string // the record of what was last given
-}
-
-func (w *workspace) sealOf(id grove.HeadID) seal {
-	dir := w.meta.SealedDir(id)
-	return seal{dir: dir, git: filepath.Join(dir, "git"), synced: filepath.Join(dir, "synced")}
-}
-
-// syncRecord is what the private git dir was last given.
-type syncRecord struct {
-	commit string // the branch's commit
-	index  string // the stamp of the head's index copied ("" for none)
-}
-
-func (s seal) readSynced() syncRecord {
-	data, err := regfile.Read(s.synced, registry.MaxSmallFile)
-	if err != nil {
-		return syncRecord{}
-	}
-	commit, index, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
-	return syncRecord{commit: commit, index: index}
-}
-
-func (s seal) writeSynced(r syncRecord) error {
-	return registry.WriteFileAtomic(s.synced, []byte(r.commit+"\n"+r.index+"\n"))
+func (w *workspace) sealOf(id grove.HeadID) seal.Head {
+	return seal.Of(w.meta.SealedDir(id))
 }
 
 var _ backend.Sealer = (*head)(nil)
@@ -117,11 +80,11 @@ func (w *workspace) sealView(mf registry.Manifest) (backend.SandboxView, error) 
 	v := backend.SandboxView{Dir: mf.Dir, Mounts: []grove.Mount{{Source: mf.Dir, Writable: true}}}
 	dotGit := filepath.Join(mf.Dir, ".git")
 	if mf.Admin == w.repo.common {
-		v.Mounts = append(v.Mounts, grove.Mount{Source: s.git, Target: dotGit, Writable: true})
+		v.Mounts = append(v.Mounts, grove.Mount{Source: s.Git, Target: dotGit, Writable: true})
 	} else {
-		v.Mounts = append(v.Mounts, grove.Mount{Source: dotGit}, grove.Mount{Source: s.git, Target: mf.Admin, Writable: true})
+		v.Mounts = append(v.Mounts, grove.Mount{Source: dotGit}, grove.Mount{Source: s.Git, Target: mf.Admin, Writable: true})
 	}
-	objs, err := w.repo.objectDirs()
+	objs, err := seal.ObjectDirs(w.repo.common)
 	if err != nil {
 		return backend.SandboxView{}, err
 	}
@@ -129,33 +92,6 @@ func (w *workspace) sealView(mf registry.Manifest) (backend.SandboxView, error) 
 		v.Mounts = append(v.Mounts, grove.Mount{Source: d})
 	}
 	return v, nil
-}
-
-// objectDirs are the repository's object directory and the ones it
-// borrows from (objects/info/alternates, one level), as absolute paths.
-func (rp *repo) objectDirs() ([]string, error) {
-	own := filepath.Join(rp.common, "objects")
-	dirs := []string{own}
-	data, err := regfile.Read(filepath.Join(own, "info", "alternates"), registry.MaxSmallFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return dirs, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if !filepath.IsAbs(line) {
-			line = filepath.Join(own, line)
-		}
-		if real, err := filepath.EvalSymlinks(line); err == nil {
-			dirs = append(dirs, real)
-		}
-	}
-	return dirs, nil
 }
 
 // sealImport brings into the repository the commits the sandbox added to
@@ -168,21 +104,21 @@ func (h *head) sealImport(ctx context.Context, mf registry.Manifest) error {
 	if mf.Attached || mf.Branch == "" {
 		return nil
 	}
-	if fi, err := os.Lstat(s.git); err != nil || !fi.IsDir() {
+	if fi, err := os.Lstat(s.Git); err != nil || !fi.IsDir() {
 		return nil // none yet (sealSync makes it)
 	}
-	root, err := os.OpenRoot(s.git)
+	root, err := os.OpenRoot(s.Git)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	rec := s.readSynced()
+	rec := s.ReadSynced()
 	format, err := h.w.repo.objectFormat(ctx)
 	if err != nil {
 		return err
 	}
-	tip, ok := privateRef(root, "refs/heads/"+mf.Branch, format)
-	if !ok || tip == rec.commit || rec.commit == "" {
+	tip, ok := seal.PrivateRef(root, "refs/heads/"+mf.Branch, format)
+	if !ok || tip == rec.Commit || rec.Commit == "" {
 		return nil
 	}
 	cur, ok := h.w.repo.Ref("refs/heads/" + mf.Branch)
@@ -191,10 +127,10 @@ func (h *head) sealImport(ctx context.Context, mf registry.Manifest) error {
 			return nil // no branch: Checkpoint says so
 		}
 	}
-	if cur != rec.commit {
+	if cur != rec.Commit {
 		return nil // grove (or git outside it) moved the branch since
 	}
-	if err := h.w.repo.fetchPrivate(ctx, root, s.dir, tip, cur); err != nil {
+	if err := h.w.repo.fetchPrivate(ctx, root, s.Root, tip, cur); err != nil {
 		if grove.CodeOf(err) == grove.Canceled {
 			return err
 		}
@@ -203,8 +139,8 @@ func (h *head) sealImport(ctx context.Context, mf registry.Manifest) error {
 		// where even that cannot be written, the private dir goes whole
 		// (the next command gets a new one). The files those commits
 		// held are still the head's.
-		if werr := writePrivate(root, "refs/heads/"+mf.Branch, []byte(cur+"\n")); werr != nil {
-			if rerr := os.RemoveAll(s.git); rerr != nil {
+		if werr := seal.WritePrivate(root, "refs/heads/"+mf.Branch, []byte(cur+"\n")); werr != nil {
+			if rerr := os.RemoveAll(s.Git); rerr != nil {
 				return rerr
 			}
 		}
@@ -222,69 +158,13 @@ func (h *head) sealImport(ctx context.Context, mf registry.Manifest) error {
 		}
 		return nil // the branch moved meanwhile: the sandbox's commits are no longer the head's
 	}
-	rec.commit = tip
+	rec.Commit = tip
 	// The branch is grove's now: retention keeps the commit, and a push
 	// carries it (see pushOnce), as for a restore target.
 	if err := h.w.meta.PinRestore(mf.ID, tip); err != nil {
 		return err
 	}
-	return s.writeSynced(rec)
-}
-
-// privateRef reads the ref name of the private git dir at root: its loose
-// file, else its packed-refs line; ok only for a full object ID of format.
-func privateRef(root *os.Root, name, format string) (string, bool) {
-	want := 40
-	if format == "sha256" {
-		want = 64
-	}
-	valid := func(id string) bool {
-		if len(id) != want {
-			return false
-		}
-		for i := 0; i < len(id); i++ {
-			if c := id[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-				return false
-			}
-		}
-		return true
-	}
-	if data, err := readRegular(root, name, registry.MaxSmallFile); err == nil {
-		id := strings.TrimSpace(string(data))
-		return id, valid(id)
-	}
-	data, err := readRegular(root, "packed-refs", gitfmt.MaxPackedRefs)
-	if err != nil {
-		return "", false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if id, ref, ok := strings.Cut(line, " "); ok && ref == name {
-			return id, valid(id)
-		}
-	}
-	return "", false
-}
-
-// readRegular reads the regular file name under root, refusing anything
-// else there (a FIFO would block the read), without following a symlink
-// at its last element.
-func readRegular(root *os.Root, name string, limit int64) ([]byte, error) {
-	f, err := root.OpenFile(name, os.O_RDONLY|oNonBlock|oNoFollow, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w", name, regfile.ErrNotRegular)
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s: %w", name, regfile.ErrTooLarge)
-	}
-	return io.ReadAll(io.LimitReader(f, limit+1))
+	return s.WriteSynced(rec)
 }
 
 // fetchPrivate brings the objects tip has and have has not from the
@@ -303,7 +183,7 @@ func (rp *repo) fetchPrivate(ctx context.Context, root *os.Root, work, tip, have
 		return err
 	}
 	defer os.RemoveAll(stage)
-	if err := copyObjects(ctx, root, filepath.Join(stage, "objects")); err != nil {
+	if err := seal.CopyObjects(ctx, root, filepath.Join(stage, "objects")); err != nil {
 		return err
 	}
 	pack, err := os.Create(filepath.Join(stage, "import.pack"))
@@ -332,122 +212,6 @@ func (rp *repo) fetchPrivate(ctx context.Context, root *os.Root, work, tip, have
 	return nil
 }
 
-// maxImport bounds what the private objects of one import may hold, in
-// bytes: a sandbox's commits are its agent's work, not a way to fill the
-// host's disk.
-const maxImport = 4 << 30
-
-// copyObjects copies the private objects under root's objects/ into dst:
-// loose objects (objects/xx/<rest of the ID>) and packs with their indexes
-// (objects/pack/pack-*.pack, .idx), regular files only, stopping when ctx
-// ends. A sparse file (git writes none: its bytes would be a sandbox's
-// way to make grove write what it never wrote) and objects over maxImport
-// in all are refused.
-func copyObjects(ctx context.Context, root *os.Root, dst string) error {
-	var total int64
-	copyOne := func(name string) error {
-		src, err := root.OpenFile(name, os.O_RDONLY|oNonBlock|oNoFollow, 0)
-		if err != nil {
-			return nil // gone, or a link: not an object
-		}
-		defer src.Close()
-		fi, err := src.Stat()
-		if err != nil || !fi.Mode().IsRegular() {
-			return nil
-		}
-		if n, ok := allocated(fi); ok && n+64<<10 < fi.Size() {
-			return fmt.Errorf("%s is a sparse file of %d bytes: not an object git wrote", name, fi.Size())
-		}
-		if total += fi.Size(); total > maxImport {
-			return fmt.Errorf("the sandbox's objects hold over %d bytes", int64(maxImport))
-		}
-		out := filepath.Join(dst, strings.TrimPrefix(name, "objects/"))
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(f, ctxReader{ctx, src})
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		return err
-	}
-	if err := os.MkdirAll(filepath.Join(dst, "pack"), 0o755); err != nil {
-		return err
-	}
-	fans, err := readDirNoFollow(root, "objects")
-	if err != nil {
-		return nil // no objects of its own
-	}
-	for _, fan := range fans {
-		switch {
-		case fan.Name() == "pack" && fan.IsDir():
-			files, _ := readDirNoFollow(root, "objects/pack")
-			for _, f := range files {
-				n := f.Name()
-				if f.Type().IsRegular() && strings.HasPrefix(n, "pack-") && (strings.HasSuffix(n, ".pack") || strings.HasSuffix(n, ".idx")) {
-					if err := copyOne("objects/pack/" + n); err != nil {
-						return err
-					}
-				}
-			}
-		case len(fan.Name()) == 2 && isHex(fan.Name()) && fan.IsDir():
-			files, _ := readDirNoFollow(root, "objects/"+fan.Name())
-			for _, f := range files {
-				if n := f.Name(); f.Type().IsRegular() && (len(n) == 38 || len(n) == 62) && isHex(n) {
-					if err := copyOne("objects/" + fan.Name() + "/" + n); err != nil {
-						return err
-					}
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// ctxReader reads r until ctx ends.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
-
-// readDirNoFollow lists the directory name under root, which must be a
-// directory itself, not a link to one.
-func readDirNoFollow(root *os.Root, name string) ([]fs.DirEntry, error) {
-	fi, err := root.Lstat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory", name)
-	}
-	f, err := root.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.ReadDir(-1)
-}
-
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return s != ""
-}
-
 // sealSync brings the head's private git dir up to date, making it first
 // if there is none: when grove moved the branch or rewrote the head's
 // index since the last time (a checkpoint, a restore), the private dir's
@@ -461,7 +225,7 @@ func (w *workspace) sealSync(ctx context.Context, mf registry.Manifest) error {
 	if err != nil {
 		return err
 	}
-	if err := w.repo.makePrivate(s, format); err != nil {
+	if err := s.Make(w.repo.common, format); err != nil {
 		return err
 	}
 	commit, _, ok := w.repo.headCommit(mf.Admin)
@@ -471,9 +235,9 @@ func (w *workspace) sealSync(ctx context.Context, mf registry.Manifest) error {
 		}
 	}
 	index := filepath.Join(mf.Admin, "index")
-	stamp := fileStamp(index)
-	rec := s.readSynced()
-	root, err := os.OpenRoot(s.git)
+	stamp := seal.FileStamp(index)
+	rec := s.ReadSynced()
+	root, err := os.OpenRoot(s.Git)
 	if err != nil {
 		return err
 	}
@@ -486,8 +250,8 @@ func (w *workspace) sealSync(ctx context.Context, mf registry.Manifest) error {
 			head = "ref: " + ref
 		}
 	}
-	current, _ := readRegular(root, "HEAD", registry.MaxSmallFile)
-	if rec.commit == commit && rec.index == stamp && gitLine(current) == head {
+	current, _ := regfile.ReadIn(root, "HEAD", registry.MaxSmallFile)
+	if rec.Commit == commit && rec.Index == stamp && gitLine(current) == head {
 		return nil
 	}
 	refs, err := w.repo.git(ctx, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads", "refs/tags")
@@ -535,138 +299,9 @@ func (w *workspace) sealSync(ctx context.Context, mf registry.Manifest) error {
 		}{"index", data})
 	}
 	for _, f := range files {
-		if err := writePrivate(root, f.name, f.data); err != nil {
+		if err := seal.WritePrivate(root, f.name, f.data); err != nil {
 			return err
 		}
 	}
-	return s.writeSynced(syncRecord{commit: commit, index: stamp})
-}
-
-// fileStamp identifies one version of a file grove rewrites by rename:
-// its inode, size and modification time ("" if there is none).
-func fileStamp(path string) string {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return ""
-	}
-	return strconv.FormatUint(inode(fi), 10) + " " + strconv.FormatInt(fi.Size(), 10) + " " + strconv.FormatInt(fi.ModTime().UnixNano(), 10)
-}
-
-// writePrivate replaces the file name under root (a private git dir) with
-// data through a temporary file and a rename, making its directories; what
-// the sandbox put there (a directory, a link) is removed first, never
-// followed.
-func writePrivate(root *os.Root, name string, data []byte) error {
-	if dir := filepath.Dir(name); dir != "." {
-		// A file or a link the sandbox put where a directory of the path
-		// goes is removed first.
-		for d := dir; d != "."; d = filepath.Dir(d) {
-			if fi, err := root.Lstat(d); err == nil && !fi.IsDir() {
-				if err := root.RemoveAll(d); err != nil {
-					return err
-				}
-			}
-		}
-		if err := root.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	tmp := name + ".grove-tmp"
-	_ = root.RemoveAll(tmp)
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		if fi, lerr := root.Lstat(name); lerr == nil && fi.IsDir() {
-			_ = root.RemoveAll(name)
-		}
-		err = root.Rename(tmp, name)
-	}
-	if err != nil {
-		_ = root.Remove(tmp)
-	}
-	return err
-}
-
-// makePrivate makes the private git dir of s if it is not there: a
-// repository of the object format whose objects borrow the repository's,
-// with a committer identity for the sandbox's commits and no automatic
-// collection (which would pack what grove reads).
-func (rp *repo) makePrivate(s seal, format string) error {
-	if fi, err := os.Lstat(s.git); err == nil && fi.IsDir() {
-		return rp.repairPrivate(s)
-	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(s.dir, "git-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	objs, err := rp.objectDirs()
-	if err != nil {
-		return err
-	}
-	version, ext := "0", ""
-	if format == "sha256" {
-		version, ext = "1", "[extensions]\n\tobjectformat = sha256\n"
-	}
-	config := "[core]\n\trepositoryformatversion = " + version + "\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n" + ext +
-		"[user]\n\tname = " + grove.DefaultAuthor.Name + "\n\temail = " + grove.DefaultAuthor.Email + "\n[gc]\n\tauto = 0\n"
-	for _, d := range []string{"refs/heads", "refs/tags", "objects/info", "objects/pack", "info"} {
-		if err := os.MkdirAll(filepath.Join(tmp, d), 0o755); err != nil {
-			return err
-		}
-	}
-	for name, data := range map[string]string{
-		"config":                  config,
-		"HEAD":                    "ref: refs/heads/main\n",
-		"objects/info/alternates": strings.Join(objs, "\n") + "\n",
-		"description":             "grove: the private git dir of a sandbox\n",
-	} {
-		if err := os.WriteFile(filepath.Join(tmp, filepath.FromSlash(name)), []byte(data), 0o644); err != nil {
-			return err
-		}
-	}
-	if err := os.Rename(tmp, s.git); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return nil
-}
-
-// repairPrivate gives an existing private git dir back what git in the
-// sandbox needs of grove's making, whatever the sandbox did to it: an
-// object directory (not a link) whose alternates are the repository's.
-func (rp *repo) repairPrivate(s seal) error {
-	root, err := os.OpenRoot(s.git)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	if fi, err := root.Lstat("objects"); err != nil || !fi.IsDir() {
-		_ = root.RemoveAll("objects")
-	}
-	for _, d := range []string{"objects/info", "objects/pack"} {
-		if fi, err := root.Lstat(d); err != nil || !fi.IsDir() {
-			_ = root.RemoveAll(d)
-			if err := root.MkdirAll(d, 0o755); err != nil {
-				return err
-			}
-		}
-	}
-	objs, err := rp.objectDirs()
-	if err != nil {
-		return err
-	}
-	want := []byte(strings.Join(objs, "\n") + "\n")
-	if have, err := readRegular(root, "objects/info/alternates", registry.MaxSmallFile); err == nil && bytes.Equal(have, want) {
-		return nil
-	}
-	return writePrivate(root, "objects/info/alternates", want)
+	return s.WriteSynced(seal.Synced{Commit: commit, Index: stamp})
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/groveworks/grove/internal/regfile"
 )
 
 // Status reads the head's index through a hard link of its own, named for
@@ -47,7 +49,7 @@ func polledIndex(index string) (path string, ok bool) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return "", false
 	}
-	key, ok := fileKey(fi)
+	key, ok := regfile.FileKey(fi)
 	if !ok {
 		return "", false
 	}

@@ -99,3 +99,43 @@ func ReadInto(buf []byte, path string, limit int64) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// ReadIn reads the regular file name under root, refusing anything
+// else there (a FIFO would block the read), without following a symlink
+// at its last element.
+func ReadIn(root *os.Root, name string, limit int64) ([]byte, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|ONonBlock|ONoFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w", name, ErrNotRegular)
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("%s: %w", name, ErrTooLarge)
+	}
+	return io.ReadAll(io.LimitReader(f, limit+1))
+}
+
+// ReadDirIn lists the directory name under root, which must be a
+// directory itself, not a link to one.
+func ReadDirIn(root *os.Root, name string) ([]fs.DirEntry, error) {
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", name)
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package gitbackend
+package regfile
 
 import (
 	"fmt"
@@ -8,10 +8,10 @@ import (
 	"syscall"
 )
 
-// fileKey names the file fi describes by its inode, size and
+// FileKey names the file fi describes by its inode, size and
 // modification time (to the nanosecond). Not its change time: linking the
 // file changes it.
-func fileKey(fi fs.FileInfo) (string, bool) {
+func FileKey(fi fs.FileInfo) (string, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return "", false
@@ -19,16 +19,16 @@ func fileKey(fi fs.FileInfo) (string, bool) {
 	return fmt.Sprintf("%x-%x-%x", uint64(st.Ino), fi.Size(), fi.ModTime().UnixNano()), true
 }
 
-// inode is the inode number of the file fi describes.
-func inode(fi fs.FileInfo) uint64 {
+// Inode is the inode number of the file fi describes.
+func Inode(fi fs.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return uint64(st.Ino)
 	}
 	return 0
 }
 
-// allocated is how many bytes of disk the file fi describes holds.
-func allocated(fi fs.FileInfo) (int64, bool) {
+// Allocated is how many bytes of disk the file fi describes holds.
+func Allocated(fi fs.FileInfo) (int64, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return 0, false
