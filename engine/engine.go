@@ -437,7 +437,7 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 		parent: spec.parent, lastCheckpoint: grove.CheckpointID(s.lastCheckpoint),
 		perm: perm, snap: snap, config: spec.config, policy: spec.policy, roots: s.roots,
 	}
-	claim := s.kind != "shared" && !spec.headless
+	claim := s.kind != SharedHead && !spec.headless
 	if err := e.st.create(ctx, rec, bind, claim, spec.takeOver); err != nil {
 		return fail(err)
 	}
@@ -460,16 +460,16 @@ func backendID(b workspace.Backend) grove.ID {
 	return b.ID()
 }
 
-func kindOf(p Placement) string {
+func kindOf(p Placement) HeadPlacement {
 	switch {
 	case p.PerSession != nil:
-		return "per-session"
+		return PerSessionHead
 	case p.Shared != nil:
-		return "shared"
+		return SharedHead
 	case p.Exclusive != nil:
-		return "exclusive"
+		return ExclusiveHead
 	}
-	return "headless"
+	return NoHead
 }
 
 func (e *Engine) track(s *Session) {
@@ -710,7 +710,7 @@ func (r *resumption) loadRecord() error {
 	}
 	r.rec = rec
 	var sp Placement
-	if rec.kind == "shared" {
+	if rec.kind == SharedHead {
 		sp.Shared = &ExistingHead{}
 	}
 	asked := r.opts.Snapshot
@@ -805,7 +805,7 @@ func (r *resumption) reopenHead() error {
 	if got := h.Binding(); !got.Equal(bind) {
 		return r.fail(IdentityMismatch, errorf(grove.IdentityMismatch, resumeOp, "the reopened head's binding differs from the stored one"))
 	}
-	if s.kind != "shared" {
+	if s.kind != SharedHead {
 		return r.claim(bind)
 	}
 	return nil
@@ -828,7 +828,7 @@ func (r *resumption) open(bind grove.Binding, ro *workspace.ReopenOptions, remot
 		return nil, r.fail(HeadUnavailable, &grove.Error{Code: grove.Destroyed, Op: "engine: relocate", Head: string(bind.Head),
 			Err: errors.New("the session destroyed its head")})
 	}
-	if r.s.kind != "shared" {
+	if r.s.kind != SharedHead {
 		// Claimed elsewhere: nothing is fetched or built here.
 		if err := r.claim(bind); err != nil {
 			return nil, err

@@ -257,7 +257,7 @@ func TestFleetSimulation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, infos, ns)
 	for _, si := range infos {
-		assert.Equal(t, "closed", si.State, si.ID)
+		assert.Equal(t, SessionClosed, si.State, si.ID)
 		assert.False(t, si.Claims, si.ID)
 	}
 	for _, dir := range append(clonesOf(root, nh), remote) {

@@ -160,13 +160,13 @@ func (p Placement) record() string {
 func (p Placement) fields() map[string]any {
 	switch {
 	case p.PerSession != nil:
-		return map[string]any{"kind": "per-session", "root": p.PerSession.Root, "base": p.PerSession.Base, "heads": p.PerSession.HeadsDir}
+		return map[string]any{"kind": PerSessionHead, "root": p.PerSession.Root, "base": p.PerSession.Base, "heads": p.PerSession.HeadsDir}
 	case p.Shared != nil:
-		return map[string]any{"kind": "shared", "root": p.Shared.Root, "head": p.Shared.Head}
+		return map[string]any{"kind": SharedHead, "root": p.Shared.Root, "head": p.Shared.Head}
 	case p.Exclusive != nil:
-		return map[string]any{"kind": "exclusive", "root": p.Exclusive.Root, "head": p.Exclusive.Head}
+		return map[string]any{"kind": ExclusiveHead, "root": p.Exclusive.Root, "head": p.Exclusive.Head}
 	}
-	return map[string]any{"kind": "headless"}
+	return map[string]any{"kind": NoHead}
 }
 
 // Trigger says when a session checkpoints by itself.

@@ -454,12 +454,12 @@ func TestCloseSessionEndsASessionWhoseHeadIsGone(t *testing.T) {
 	require.Error(t, err)
 	si, err := e.SessionInfo(ctx, was.Session)
 	require.NoError(t, err)
-	assert.Equal(t, "open", si.State)
+	assert.Equal(t, engine.SessionOpen, si.State)
 
 	require.NoError(t, e.CloseSession(ctx, was.Session))
 	si, err = e.SessionInfo(ctx, was.Session)
 	require.NoError(t, err)
-	assert.Equal(t, "closed", si.State)
+	assert.Equal(t, engine.SessionClosed, si.State)
 	assert.False(t, si.Claims)
 	evs, err := e.Events(ctx, was.Session)
 	require.NoError(t, err)
@@ -483,7 +483,7 @@ func TestCloseSessionRefusesALiveSession(t *testing.T) {
 	assert.Equal(t, engine.SessionBusy, re.Kind)
 	si, err := e.SessionInfo(ctx, was.Session)
 	require.NoError(t, err)
-	assert.Equal(t, "open", si.State)
+	assert.Equal(t, engine.SessionOpen, si.State)
 }
 
 // What the open sessions' journals name is listed for retention to keep:

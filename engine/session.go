@@ -28,7 +28,7 @@ type Session struct {
 	e      *Engine
 	id     string
 	agent  string
-	kind   string // per-session, shared, exclusive, headless
+	kind   HeadPlacement
 	perm   Permission
 	snap   SnapshotPolicy
 	config []byte
@@ -76,7 +76,7 @@ type Session struct {
 // errAlreadyClosed is the cause of a second Close's FailedPrecondition.
 var errAlreadyClosed = errors.New("already closed")
 
-func newSession(e *Engine, id, agent, kind string, perm Permission, snap SnapshotPolicy, config []byte, lease func() error) *Session {
+func newSession(e *Engine, id, agent string, kind HeadPlacement, perm Permission, snap SnapshotPolicy, config []byte, lease func() error) *Session {
 	s := &Session{e: e, id: id, agent: agent, kind: kind, perm: perm, snap: snap, config: bytes.Clone(config), lease: lease, closedCh: make(chan struct{})}
 	s.life, s.end = context.WithCancel(context.Background())
 	return s

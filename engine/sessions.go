@@ -13,27 +13,46 @@ import (
 	"github.com/groveworks/grove/workspace"
 )
 
+// SessionState is whether a session is open or closed.
+type SessionState string
+
+// The states of a session.
+const (
+	SessionOpen   SessionState = "open"   // from NewSession or Resume until Close
+	SessionClosed SessionState = "closed" // after Close, until a Resume
+)
+
+// HeadPlacement is how a session got its head (see Placement).
+type HeadPlacement string
+
+// The ways a session gets its head.
+const (
+	PerSessionHead HeadPlacement = "per-session" // a head the engine made for the session
+	SharedHead     HeadPlacement = "shared"      // a shared head, with other sessions
+	ExclusiveHead  HeadPlacement = "exclusive"   // an existing head, claimed
+	NoHead         HeadPlacement = "headless"    // no head: roots only
+)
+
 // SessionInfo is a session as the engine's database records it: what a
 // harness lists, and what it needs to resume the session with the
 // configuration it was bound with.
 type SessionInfo struct {
 	ID    string // the session's ID, a UUID: what Resume takes
 	Agent string // the agent's name, as SessionOptions.Agent gave it
-	// State is "open" from NewSession (or Resume) until Close, and
-	// "closed" after. An open session that is not Live was left without
-	// a Close: its process died, or it detached (Session.Detach).
-	State string
+	// State is SessionOpen from NewSession (or Resume) until Close, and
+	// SessionClosed after. An open session that is not Live was left
+	// without a Close: its process died, or it detached (Session.Detach).
+	State SessionState
 	// Live reports whether a process holds the session's lease now.
 	Live bool
 	// Claims reports whether the session holds a claim on its head (an
 	// isolated or exclusive head): no other session gets that head
 	// without a take-over.
 	Claims bool
-	// Placement is how the session got its head: "per-session",
-	// "shared", "exclusive" or "headless". Root and Head name the
+	// Placement is how the session got its head. Root and Head name the
 	// workspace and the head's name (for per-session placement, the head
 	// the engine made: "session-" and the ID).
-	Placement  string
+	Placement  HeadPlacement
 	Root, Head string
 	// LastCheckpoint is the last checkpoint the journal recorded (the
 	// head's base before any).
@@ -158,7 +177,7 @@ func (e *Engine) CloseSession(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if si.State == "closed" {
+	if si.State == SessionClosed {
 		return nil
 	}
 	release, err := e.st.lease(ctx, id, "close session "+id)

@@ -387,7 +387,7 @@ func (s *sqlStore) sessions(ctx context.Context, sq sessionQuery) ([]SessionInfo
 		pr, err := decodePlacement(placement)
 		if err == nil {
 			si.Placement, si.Root, si.Head = pr.Kind, pr.Root, pr.Head
-			if pr.Kind == "per-session" {
+			if pr.Kind == PerSessionHead {
 				si.Head = "session-" + si.ID
 			}
 			si.LastCheckpoint = grove.CheckpointID(last)
@@ -414,7 +414,7 @@ func (s *sqlStore) sessions(ctx context.Context, sq sessionQuery) ([]SessionInfo
 	// while they hold a connection could wait for a connection forever.
 	_ = rows.Close()
 	for i := range out {
-		out[i].Live = out[i].State == "open" && validSessionID(out[i].ID) && s.live(ctx, s.db, out[i].ID)
+		out[i].Live = out[i].State == SessionOpen && validSessionID(out[i].ID) && s.live(ctx, s.db, out[i].ID)
 	}
 	if sq.id != "" && len(out) == 0 {
 		return nil, errNoSession

@@ -327,7 +327,7 @@ var errNoSession = errors.New("no such session")
 // sessionRecord is a session as the store keeps it.
 type sessionRecord struct {
 	id, agent, placement, digest string
-	kind                         string // the placement's kind, decoded (see decodePlacement)
+	kind                         HeadPlacement // the placement's kind, decoded (see decodePlacement)
 	lastCheckpoint               grove.CheckpointID
 	state                        string // open or closed
 	parent                       string // for a new fork: the session it was forked from
@@ -383,9 +383,9 @@ func openSQLiteStore(ctx context.Context, path, leaseDir string) (*sqlStore, err
 
 // placementRecord is what Placement.record stores of a placement.
 type placementRecord struct {
-	Kind string `json:"kind"`
-	Root string `json:"root"`
-	Head string `json:"head"`
+	Kind HeadPlacement `json:"kind"`
+	Root string        `json:"root"`
+	Head string        `json:"head"`
 }
 
 // decodePlacement reads a stored placement: JSON with a kind the engine
@@ -396,7 +396,7 @@ func decodePlacement(data string) (placementRecord, error) {
 		return pr, fmt.Errorf("its placement: %w", err)
 	}
 	switch pr.Kind {
-	case "per-session", "shared", "exclusive", "headless":
+	case PerSessionHead, SharedHead, ExclusiveHead, NoHead:
 		return pr, nil
 	}
 	return pr, fmt.Errorf("its placement has no kind the engine writes (%q)", pr.Kind)

@@ -240,7 +240,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		assert.Equal(t, []EventKind{EventBound, EventClosed}, kinds(evs))
 		infos, err := st.sessions(ctx, sessionQuery{id: second.id})
 		require.NoError(t, err)
-		assert.Equal(t, "closed", infos[0].State)
+		assert.Equal(t, SessionClosed, infos[0].State)
 		open, err := st.sessions(ctx, sessionQuery{open: true})
 		require.NoError(t, err)
 		require.Len(t, open, 1, "only the open session")
@@ -250,7 +250,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		require.NoError(t, st.reopen(ctx, second.id, EventResumed, nil))
 		infos, err = st.sessions(ctx, sessionQuery{id: second.id})
 		require.NoError(t, err)
-		assert.Equal(t, "open", infos[0].State)
+		assert.Equal(t, SessionOpen, infos[0].State)
 	})
 
 	t.Run("JournalIsAppendOnly", func(t *testing.T) {

@@ -329,10 +329,10 @@ func sessionState(si engine.SessionInfo) string {
 	switch {
 	case si.Live:
 		return "live"
-	case si.State == "open":
+	case si.State == engine.SessionOpen:
 		return "detached"
 	}
-	return si.State
+	return string(si.State)
 }
 
 func (a *app) sessionLsCmd() *cobra.Command {
