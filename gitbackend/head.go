@@ -237,7 +237,7 @@ func (h *head) state(ctx context.Context, mf registry.Manifest, op string) (head
 	st.op = inProgress(mf.Admin)
 	if !mf.Attached && st.op == grove.OpNone {
 		data, err := regfile.Read(filepath.Join(mf.Admin, "HEAD"), registry.MaxSmallFile)
-		st.onOwn = err == nil && gitLine(data) == "ref: refs/heads/"+mf.Branch
+		st.onOwn = err == nil && gitfmt.GitLine(data) == "ref: refs/heads/"+mf.Branch
 	}
 	return st, nil
 }
@@ -268,7 +268,7 @@ func (rp *repo) headCommit(admin string) (commit, ref string, ok bool) {
 	if err != nil {
 		return "", "", false
 	}
-	line := gitLine(data)
+	line := gitfmt.GitLine(data)
 	if name, isRef := strings.CutPrefix(line, "ref: "); isRef {
 		commit, ok = rp.Ref(name)
 		return commit, name, ok
@@ -634,8 +634,8 @@ func (h *head) removeWorktree(mf registry.Manifest) (string, error) {
 	var trashed string
 	if _, err := os.Lstat(mf.Dir); err == nil {
 		back, rerr := regfile.Read(filepath.Join(mf.Admin, "gitdir"), registry.MaxSmallFile)
-		registered := rerr == nil && filepath.Dir(gitLine(back)) == mf.Dir
-		if admin, gerr := readGitFile(mf.Dir); gerr == nil && admin == mf.Admin {
+		registered := rerr == nil && filepath.Dir(gitfmt.GitLine(back)) == mf.Dir
+		if admin, gerr := gitfmt.ReadGitFile(mf.Dir); gerr == nil && admin == mf.Admin {
 			registered = true
 		}
 		if ents, err := os.ReadDir(mf.Dir); err == nil && len(ents) == 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
@@ -174,7 +175,7 @@ func (r *reconciler) head(mf *registry.Manifest) {
 		// The head's own .git file must still name the registration by
 		// its old path: evidence from the head, not only from the common
 		// git dir an agent can write.
-		old, gerr := readGitFile(mf.Dir)
+		old, gerr := gitfmt.ReadGitFile(mf.Dir)
 		if id, err := regfile.Read(filepath.Join(cand, headIDFile), registry.MaxSmallFile); err == nil && strings.TrimSpace(string(id)) == string(mf.ID) &&
 			gerr == nil && old == mf.Admin {
 			r.add(find(grove.FindingMovedRepository, mf.Dir, "the head is registered at %s, where the repository was before it moved", mf.Admin), func() error {
@@ -208,7 +209,7 @@ func (r *reconciler) head(mf *registry.Manifest) {
 			}
 			return r.withHeadLock(mf.ID, func() error { return r.w.reregister(r.ctx, mf) })
 		})
-	} else if admin, err := readGitFile(mf.Dir); err != nil || admin != mf.Admin {
+	} else if admin, err := gitfmt.ReadGitFile(mf.Dir); err != nil || admin != mf.Admin {
 		r.add(find(grove.FindingUnregistered, mf.Dir, "the head's .git file no longer names its registration %s", mf.Admin), func() error {
 			if !vouched {
 				return outside
@@ -323,7 +324,7 @@ func (r *reconciler) registrations(owned map[string]bool) {
 		if err != nil {
 			continue
 		}
-		dir := filepath.Dir(gitLine(data))
+		dir := filepath.Dir(gitfmt.GitLine(data))
 		if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -358,11 +359,11 @@ func (r *reconciler) strays(all []*registry.Manifest) {
 		if !e.IsDir() || e.Name() == registry.TrashName || known[dir] {
 			continue
 		}
-		admin, err := readGitFile(dir)
+		admin, err := gitfmt.ReadGitFile(dir)
 		if err != nil || filepath.Dir(admin) != r.regs {
 			continue
 		}
-		if data, err := regfile.Read(filepath.Join(admin, "gitdir"), registry.MaxSmallFile); err == nil && filepath.Dir(gitLine(data)) == dir {
+		if data, err := regfile.Read(filepath.Join(admin, "gitdir"), registry.MaxSmallFile); err == nil && filepath.Dir(gitfmt.GitLine(data)) == dir {
 			continue // a worktree someone registered by hand: not grove's to judge
 		}
 		r.add(grove.Finding{Kind: grove.FindingStrayDirectory, Path: dir,
@@ -387,7 +388,7 @@ func (w *workspace) reregister(ctx context.Context, mf *registry.Manifest) error
 	if _, err := w.repo.git(addCtx, "worktree", "add", "--no-checkout", "-q", tmp, mf.Branch); err != nil {
 		return err
 	}
-	admin, err := readGitFile(tmp)
+	admin, err := gitfmt.ReadGitFile(tmp)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/canon"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
@@ -101,7 +102,7 @@ func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) er
 		if _, err := w.repo.git(addCtx, "worktree", "add", "--no-checkout", "-q", mf.Dir, mf.Branch); err != nil {
 			return err
 		}
-		admin, err := readGitFile(mf.Dir)
+		admin, err := gitfmt.ReadGitFile(mf.Dir)
 		if err != nil {
 			return err
 		}
@@ -159,7 +160,7 @@ func (w *workspace) removeHeadAdmin(admin string, mf *registry.Manifest) error {
 			return nil
 		}
 	} else if gd, err := regfile.Read(filepath.Join(admin, "gitdir"), registry.MaxSmallFile); err == nil &&
-		filepath.Clean(gitLine(gd)) != filepath.Join(mf.Dir, ".git") {
+		filepath.Clean(gitfmt.GitLine(gd)) != filepath.Join(mf.Dir, ".git") {
 		return nil
 	}
 	return w.removeAdmin(admin)
@@ -224,7 +225,7 @@ func (w *workspace) leftover(ctx context.Context, mf *registry.Manifest) error {
 	if len(ents) == 1 && ents[0].Name() == ".git" && ents[0].Type().IsRegular() {
 		return nil // killed inside git worktree add, before any file
 	}
-	admin, err := readGitFile(mf.Dir)
+	admin, err := gitfmt.ReadGitFile(mf.Dir)
 	if err != nil || filepath.Dir(admin) != filepath.Join(w.repo.common, "worktrees") {
 		return fmt.Errorf("%s is not a worktree of this repository", mf.Dir)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
@@ -243,7 +244,7 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 // it is head id's, as the registration's own head-ID file says, and "" for
 // anything else.
 func (w *workspace) holdsHead(dir string, id grove.HeadID) string {
-	admin, err := readGitFile(dir)
+	admin, err := gitfmt.ReadGitFile(dir)
 	if err != nil || filepath.Dir(admin) != filepath.Join(w.repo.common, "worktrees") {
 		return ""
 	}

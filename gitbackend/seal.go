@@ -246,12 +246,12 @@ func (w *workspace) sealSync(ctx context.Context, mf registry.Manifest) error {
 	// the commit it is detached at.
 	head := commit
 	if data, err := regfile.Read(filepath.Join(mf.Admin, "HEAD"), registry.MaxSmallFile); err == nil {
-		if ref, ok := strings.CutPrefix(gitLine(data), "ref: "); ok && gitfmt.PlainRefName(ref) && strings.HasPrefix(ref, "refs/heads/") {
+		if ref, ok := strings.CutPrefix(gitfmt.GitLine(data), "ref: "); ok && gitfmt.PlainRefName(ref) && strings.HasPrefix(ref, "refs/heads/") {
 			head = "ref: " + ref
 		}
 	}
 	current, _ := regfile.ReadIn(root, "HEAD", registry.MaxSmallFile)
-	if rec.Commit == commit && rec.Index == stamp && gitLine(current) == head {
+	if rec.Commit == commit && rec.Index == stamp && gitfmt.GitLine(current) == head {
 		return nil
 	}
 	refs, err := w.repo.git(ctx, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads", "refs/tags")

@@ -12,6 +12,7 @@ import (
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
 	"github.com/groveworks/grove/internal/seal"
@@ -127,7 +128,7 @@ func (w *workspace) watched(ctx context.Context) (map[string]*seal.Entry, error)
 		out["ref "+name] = &seal.Entry{Kind: "ref", Name: name, OID: oid}
 	}
 	if data, err := regfile.ReadIn(root, "HEAD", registry.MaxSmallFile); err == nil {
-		out["ref HEAD"] = &seal.Entry{Kind: "ref", Name: "HEAD", OID: gitLine(data)}
+		out["ref HEAD"] = &seal.Entry{Kind: "ref", Name: "HEAD", OID: gitfmt.GitLine(data)}
 	}
 	return out, nil
 }

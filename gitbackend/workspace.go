@@ -20,6 +20,7 @@ import (
 	"github.com/groveworks/grove/internal/canon"
 	"github.com/groveworks/grove/internal/destdir"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
@@ -137,7 +138,7 @@ func (w *workspace) undo(ctx context.Context, mf *registry.Manifest, recovered b
 	// ("initializing"), which prune would keep: remove it directly.
 	if admins, err := filepath.Glob(filepath.Join(w.repo.common, "worktrees", "*", "gitdir")); err == nil && removeDir {
 		for _, g := range admins {
-			if data, err := regfile.Read(g, registry.MaxSmallFile); err == nil && filepath.Dir(gitLine(data)) == mf.Dir {
+			if data, err := regfile.Read(g, registry.MaxSmallFile); err == nil && filepath.Dir(gitfmt.GitLine(data)) == mf.Dir {
 				errs = append(errs, os.RemoveAll(filepath.Dir(g)))
 			}
 		}
@@ -215,7 +216,7 @@ func (w *workspace) removeCreated(ctx context.Context, dir string) error {
 			return nil
 		}
 		ours := rerr == nil && len(ents) == 0
-		if admin, gerr := readGitFile(dir); gerr == nil {
+		if admin, gerr := gitfmt.ReadGitFile(dir); gerr == nil {
 			ours = within(admin, filepath.Join(w.repo.common, "worktrees"))
 		} else if data, rerr := regfile.Read(filepath.Join(dir, ".git"), registry.MaxSmallFile); rerr == nil && len(data) == 0 {
 			ours = true // git was killed while writing the .git file
@@ -434,7 +435,7 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 		}
 		return undo(err)
 	}
-	admin, err := readGitFile(dir)
+	admin, err := gitfmt.ReadGitFile(dir)
 	if err != nil {
 		return undo(fail(grove.Internal, dir, "%v", err))
 	}
@@ -591,43 +592,6 @@ func (t *tail) String() string {
 	defer t.mu.Unlock()
 	return string(t.buf)
 }
-
-// readGitFile returns the git dir a worktree's .git names: the file's
-// "gitdir:" line for a linked worktree, the directory itself for a main
-// worktree.
-func readGitFile(dir string) (string, error) {
-	dotgit := filepath.Join(dir, ".git")
-	st, err := os.Lstat(dotgit)
-	if err != nil {
-		return "", err
-	}
-	if st.IsDir() {
-		return filepath.EvalSymlinks(dotgit)
-	}
-	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", dotgit)
-	}
-	data, err := regfile.Read(dotgit, registry.MaxSmallFile)
-	if err != nil {
-		return "", err
-	}
-	gitdir, ok := strings.CutPrefix(gitLine(data), "gitdir: ")
-	if !ok {
-		return "", fmt.Errorf("%s is not a git file", dotgit)
-	}
-	if !filepath.IsAbs(gitdir) {
-		gitdir = filepath.Join(dir, gitdir)
-	}
-	if real, err := filepath.EvalSymlinks(gitdir); err == nil {
-		return real, nil
-	}
-	return filepath.Clean(gitdir), nil
-}
-
-// gitLine reads a one-line file git keeps (.git, gitdir, commondir, HEAD)
-// as git reads it: only the line end is dropped, so a path with a trailing
-// blank names what git would open, not what a trimmed string would.
-func gitLine(data []byte) string { return strings.TrimRight(string(data), "\r\n") }
 
 // resolveFrom returns p, made absolute relative to dir.
 func resolveFrom(dir, p string) string {
@@ -800,7 +764,7 @@ func (w *workspace) verify(mf *registry.Manifest, fail func(grove.Code, grove.Re
 		// git records where the worktree is; if it says elsewhere, the
 		// head was moved rather than deleted.
 		if data, err := regfile.Read(filepath.Join(mf.Admin, "gitdir"), registry.MaxSmallFile); err == nil && !mf.Attached {
-			if at := filepath.Dir(gitLine(data)); at != mf.Dir {
+			if at := filepath.Dir(gitfmt.GitLine(data)); at != mf.Dir {
 				if _, err := os.Stat(at); err == nil {
 					return fail(grove.NotFound, grove.ReasonMoved, "the head's directory moved from %s to %s", mf.Dir, at)
 				}
@@ -808,7 +772,7 @@ func (w *workspace) verify(mf *registry.Manifest, fail func(grove.Code, grove.Re
 		}
 		return fail(grove.NotFound, grove.ReasonMissing, "the head's directory %s is gone", mf.Dir)
 	}
-	admin, err := readGitFile(mf.Dir)
+	admin, err := gitfmt.ReadGitFile(mf.Dir)
 	if err != nil {
 		return fail(grove.NotFound, grove.ReasonUnregistered, "%s is not a git worktree: %v", mf.Dir, err)
 	}
@@ -823,11 +787,11 @@ func (w *workspace) verify(mf *registry.Manifest, fail func(grove.Code, grove.Re
 		if err != nil {
 			return fail(grove.NotFound, grove.ReasonUnregistered, "the repository no longer registers %s", mf.Dir)
 		}
-		if recorded := filepath.Dir(gitLine(back)); recorded != mf.Dir {
+		if recorded := filepath.Dir(gitfmt.GitLine(back)); recorded != mf.Dir {
 			return fail(grove.NotFound, grove.ReasonMoved, "the repository records the worktree at %s, not %s", recorded, mf.Dir)
 		}
 		if common, err := regfile.Read(filepath.Join(admin, "commondir"), registry.MaxSmallFile); err != nil ||
-			!sameDir(resolveFrom(admin, gitLine(common)), w.repo.common) {
+			!sameDir(resolveFrom(admin, gitfmt.GitLine(common)), w.repo.common) {
 			return fail(grove.NotFound, grove.ReasonUnregistered, "the worktree's git dir %s no longer belongs to %s", admin, w.repo.common)
 		}
 		// Git reads HEAD before anything: a FIFO there would block it.

@@ -1,4 +1,17 @@
-package gitbackend
+// Package land writes a head's work onto a branch (Land) or into a patch
+// series (Patch), with git alone and without touching the head.
+//
+// Every merge is computed by git merge-tree --write-tree, which writes
+// objects only; a rebase replays each commit as a three-way merge whose
+// base is the commit's parent (through stand-in commits, since
+// --merge-base is newer than git 2.38). Only then is one ref written, with
+// a compare-and-swap on its old value. A worktree that has the target
+// branch checked out (the user's main checkout, say) moves with it only
+// when nothing of its own would be lost, judged by content read from the
+// files themselves; a grove head is never moved this way. The worktrees
+// are found from their own files, never from git worktree list: an agent
+// can write a registration claiming any branch at any directory.
+package land
 
 import (
 	"bytes"
@@ -10,92 +23,153 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/gitfmt"
+	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
-	"github.com/groveworks/grove/internal/registry"
 )
 
-var _ backend.Lander = (*head)(nil)
+// Repo is the repository a land writes to, as its backend drives it.
+type Repo interface {
+	// Run runs git on the repository (its common dir as git dir, unless
+	// c names another) and returns its output, trimmed.
+	Run(ctx context.Context, c gitcmd.Cmd) (string, error)
+	// Bytes is Run that returns the output as it is.
+	Bytes(ctx context.Context, c gitcmd.Cmd) ([]byte, error)
+	// Version is the git that Run runs.
+	Version() gitcmd.Version
+	// Resolve returns the commit rev names; none is NotFound.
+	Resolve(ctx context.Context, op string, rev grove.Rev) (string, error)
+	// RefExists reports whether the ref name exists.
+	RefExists(name string) bool
+	// CheckBranchName fails for a name git refuses for a branch.
+	CheckBranchName(ctx context.Context, name string) error
+	// Lock takes the repository's lock, for a ref transaction.
+	Lock(ctx context.Context, purpose string) (*lock.Lock, error)
+	// UpdateRefs runs one ref transaction (git update-ref --stdin); the
+	// caller holds the lock.
+	UpdateRefs(ctx context.Context, ops []string) error
+	// ManyFiles reports whether a checkout should run in parallel.
+	ManyFiles() bool
+	// Common is the repository's common git dir; Main its main worktree
+	// ("" for none).
+	Common() string
+	Main() string
+	// HeadAt reports the grove head whose directory holds dir, if any.
+	HeadAt(dir string) (name string, ok bool)
+}
+
+// Head is the head whose work lands.
+type Head struct {
+	Name     string
+	Branch   string // its branch ("" for none)
+	Base     grove.CheckpointID
+	Attached bool // a head over the user's own checkout
+}
+
+// Land writes head h's work onto opts.Onto (the repository's HEAD branch
+// when empty), or onto a new branch opts.Branch made there, as
+// backend.Lander says.
+func Land(ctx context.Context, repo Repo, h Head, opts *backend.LandOptions) (grove.LandResult, error) {
+	return (&lander{repo: repo, head: h}).land(ctx, opts)
+}
+
+// Patch returns head h's work from..to as a patch series, as
+// backend.Lander says.
+func Patch(ctx context.Context, repo Repo, h Head, from, to grove.Rev, opts *backend.PatchOptions) ([]byte, error) {
+	return (&lander{repo: repo, head: h}).patch(ctx, from, to, opts)
+}
+
+// lander is one Land or Patch.
+type lander struct {
+	repo Repo
+	head Head
+}
+
+// cleanupTimeout bounds a worktree update that runs to its end whatever
+// the caller's context says.
+const cleanupTimeout = 2 * time.Minute
+
+// maxGitFile bounds the one-line files of git's read here.
+const maxGitFile = 1 << 20
 
 // mergeTreeVersion is the first git whose merge-tree writes a merged tree
 // (--write-tree) without touching a worktree or a ref.
 var mergeTreeVersion = gitcmd.Version{Major: 2, Minor: 38}
 
-// Land implements backend.Lander. Every merge is computed by git
+// land: every merge is computed by git
 // merge-tree --write-tree, which writes objects only; a rebase replays
 // each commit as a three-way merge whose base is the commit's parent
 // (through stand-in commits, since --merge-base is newer than git 2.38).
 // Only then is one ref written, with a compare-and-swap on its old value.
-func (h *head) Land(ctx context.Context, opts *backend.LandOptions) (grove.LandResult, error) {
+func (l *lander) land(ctx context.Context, opts *backend.LandOptions) (grove.LandResult, error) {
 	const op = "land"
-	mf, err := h.enter(ctx, "Land")
-	if err != nil {
-		return grove.LandResult{}, err
-	}
+	mf := l.head
 	if mf.Attached || mf.Branch == "" {
-		return grove.LandResult{}, h.fail(grove.FailedPrecondition, op, "an attached head's work is on the user's own branch: land it with git")
+		return grove.LandResult{}, l.fail(grove.FailedPrecondition, op, "an attached head's work is on the user's own branch: land it with git")
 	}
-	if v := h.w.repo.r.Version(); v.Less(mergeTreeVersion) {
-		return grove.LandResult{}, h.fail(grove.FailedPrecondition, op, "landing needs git %s or later (git merge-tree --write-tree); this git is %s", mergeTreeVersion, v)
+	if v := l.repo.Version(); v.Less(mergeTreeVersion) {
+		return grove.LandResult{}, l.fail(grove.FailedPrecondition, op, "landing needs git %s or later (git merge-tree --write-tree); this git is %s", mergeTreeVersion, v)
 	}
 	onto := opts.Onto
 	if onto == "" {
-		full, err := h.w.repo.git(ctx, "symbolic-ref", "-q", "HEAD")
+		full, err := l.git(ctx, "symbolic-ref", "-q", "HEAD")
 		name, ok := strings.CutPrefix(full, "refs/heads/")
 		if err != nil || !ok || name == "" {
-			return grove.LandResult{}, h.fail(grove.FailedPrecondition, op, "the repository's HEAD names no branch: say which branch to land on")
+			return grove.LandResult{}, l.fail(grove.FailedPrecondition, op, "the repository's HEAD names no branch: say which branch to land on")
 		}
 		onto = name
 	}
-	if err := h.checkBranchName(ctx, op, onto); err != nil {
+	if err := l.checkBranchName(ctx, op, onto); err != nil {
 		return grove.LandResult{}, err
 	}
-	base, err := h.w.repo.resolve(ctx, op, grove.Rev("refs/heads/"+onto))
+	base, err := l.repo.Resolve(ctx, op, grove.Rev("refs/heads/"+onto))
 	if err != nil {
 		return grove.LandResult{}, &grove.Error{Code: grove.NotFound, Op: "gitbackend: " + op, Head: mf.Name, Path: onto, Err: fmt.Errorf("no branch %q", onto)}
 	}
-	tip, err := h.w.repo.resolve(ctx, op, grove.Rev("refs/heads/"+mf.Branch))
+	tip, err := l.repo.Resolve(ctx, op, grove.Rev("refs/heads/"+mf.Branch))
 	if err != nil {
 		return grove.LandResult{}, err
 	}
 	target := onto
 	if opts.Branch != "" {
-		if err := h.checkBranchName(ctx, op, opts.Branch); err != nil {
+		if err := l.checkBranchName(ctx, op, opts.Branch); err != nil {
 			return grove.LandResult{}, err
 		}
-		if h.w.repo.refExists("refs/heads/" + opts.Branch) {
+		if l.repo.RefExists("refs/heads/" + opts.Branch) {
 			return grove.LandResult{}, &grove.Error{Code: grove.AlreadyExists, Op: "gitbackend: " + op, Head: mf.Name, Path: opts.Branch, Err: fmt.Errorf("branch %q exists", opts.Branch)}
 		}
 		target = opts.Branch
 	}
-	fork, err := h.w.repo.git(ctx, "merge-base", base, tip)
+	fork, err := l.git(ctx, "merge-base", base, tip)
 	if err != nil {
 		if grove.CodeOf(err) == grove.Canceled {
 			return grove.LandResult{}, err
 		}
-		return grove.LandResult{}, h.fail(grove.FailedPrecondition, op, "branch %q and the head share no history", onto)
+		return grove.LandResult{}, l.fail(grove.FailedPrecondition, op, "branch %q and the head share no history", onto)
 	}
 	res := grove.LandResult{Onto: onto, Branch: target, Base: grove.CheckpointID(base), Commit: grove.CheckpointID(base), DryRun: opts.DryRun}
 	if fork != tip { // something to land
 		msg := opts.Message
 		if msg == "" {
-			if msg, err = h.landMessage(ctx, mf, fork, tip); err != nil {
+			if msg, err = l.landMessage(ctx, mf, fork, tip); err != nil {
 				return grove.LandResult{}, err
 			}
 		}
 		var commits []string
 		switch opts.Strategy {
 		case grove.LandRebase:
-			commits, err = h.rebase(ctx, op, base, fork, tip, opts.Author)
+			commits, err = l.rebase(ctx, op, base, fork, tip, opts.Author)
 		default:
 			var tree, baseTree string
-			if tree, err = h.merge(ctx, op, base, tip); err == nil && opts.Strategy == grove.LandSquash {
+			if tree, err = l.merge(ctx, op, base, tip); err == nil && opts.Strategy == grove.LandSquash {
 				// Work the branch has already: nothing to commit, as
 				// after git merge --squash.
-				if baseTree, err = h.w.repo.git(ctx, "rev-parse", base+"^{tree}"); err == nil && baseTree == tree {
+				if baseTree, err = l.git(ctx, "rev-parse", base+"^{tree}"); err == nil && baseTree == tree {
 					break
 				}
 			}
@@ -105,7 +179,7 @@ func (h *head) Land(ctx context.Context, opts *backend.LandOptions) (grove.LandR
 					parents = append(parents, tip)
 				}
 				var c string
-				c, err = h.commitTree(ctx, tree, parents, msg, opts.Author, nil)
+				c, err = l.commitTree(ctx, tree, parents, msg, opts.Author, nil)
 				commits = []string{c}
 			}
 		}
@@ -123,32 +197,32 @@ func (h *head) Land(ctx context.Context, opts *backend.LandOptions) (grove.LandR
 		return res, nil
 	}
 	if target != onto {
-		return res, h.writeBranch(ctx, op, "create refs/heads/"+target+" "+string(res.Commit))
+		return res, l.writeBranch(ctx, op, "create refs/heads/"+target+" "+string(res.Commit))
 	}
 	if res.Commit == res.Base {
 		return res, nil
 	}
-	wt, err := h.moveCheckedOut(ctx, op, onto, base, string(res.Commit))
+	wt, err := l.moveCheckedOut(ctx, op, onto, base, string(res.Commit))
 	res.Worktree = wt
 	return res, err
 }
 
 // checkBranchName refuses a name git refuses for a branch.
-func (h *head) checkBranchName(ctx context.Context, op, name string) error {
-	if err := h.w.repo.checkBranchName(ctx, name); err != nil {
+func (l *lander) checkBranchName(ctx context.Context, op, name string) error {
+	if err := l.repo.CheckBranchName(ctx, name); err != nil {
 		if grove.CodeOf(err) == grove.Canceled {
 			return err
 		}
-		return h.fail(grove.InvalidArgument, op, "%q is not a valid branch name", name)
+		return l.fail(grove.InvalidArgument, op, "%q is not a valid branch name", name)
 	}
 	return nil
 }
 
 // mergeTree merges theirs into ours with git merge-tree --write-tree and
 // returns the tree, or the conflicting paths.
-func (h *head) mergeTree(ctx context.Context, ours, theirs string) (string, []string, error) {
+func (l *lander) mergeTree(ctx context.Context, ours, theirs string) (string, []string, error) {
 	var out bytes.Buffer
-	_, err := h.w.repo.run(ctx, gitcmd.Cmd{Stdout: &out,
+	_, err := l.repo.Run(ctx, gitcmd.Cmd{Stdout: &out,
 		Args: []string{"merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", ours, theirs}})
 	fields := strings.Split(out.String(), "\x00")
 	if err != nil && gitcmd.ExitCode(err) != 1 {
@@ -173,24 +247,42 @@ func (h *head) mergeTree(ctx context.Context, ours, theirs string) (string, []st
 }
 
 // conflict is Land's error for paths that do not merge.
-func (h *head) conflict(op string, paths []string, where string) error {
-	return &grove.Error{Code: grove.Conflict, Op: "gitbackend: " + op, Head: h.name(), Path: where, Err: &grove.LandConflict{Paths: paths}}
+func (l *lander) conflict(op string, paths []string, where string) error {
+	return &grove.Error{Code: grove.Conflict, Op: "gitbackend: " + op, Head: l.name(), Path: where, Err: &grove.LandConflict{Paths: paths}}
 }
 
-func (h *head) name() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.mf.Name
+func (l *lander) name() string { return l.head.Name }
+
+// fail is an error of the land's head.
+func (l *lander) fail(code grove.Code, op string, format string, args ...any) error {
+	return &grove.Error{Code: code, Op: "gitbackend: " + op, Head: l.head.Name, Err: fmt.Errorf(format, args...)}
+}
+
+// wrap gives a git failure the head's operation, keeping Canceled.
+func (l *lander) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var be *grove.Error
+	if errors.As(err, &be) && be.Code != grove.Internal {
+		return err
+	}
+	return &grove.Error{Code: grove.Internal, Op: "gitbackend: " + op, Head: l.head.Name, Err: err}
+}
+
+// git runs git on the repository and returns its trimmed output.
+func (l *lander) git(ctx context.Context, args ...string) (string, error) {
+	return l.repo.Run(ctx, gitcmd.Cmd{Args: args})
 }
 
 // merge is the tree of tip merged into base, or Conflict.
-func (h *head) merge(ctx context.Context, op, base, tip string) (string, error) {
-	tree, paths, err := h.mergeTree(ctx, base, tip)
+func (l *lander) merge(ctx context.Context, op, base, tip string) (string, error) {
+	tree, paths, err := l.mergeTree(ctx, base, tip)
 	if err != nil {
 		return "", err
 	}
 	if paths != nil {
-		return "", h.conflict(op, paths, "")
+		return "", l.conflict(op, paths, "")
 	}
 	return tree, nil
 }
@@ -200,19 +292,19 @@ func (h *head) merge(ctx context.Context, op, base, tip string) (string, error) 
 // merge of the commit into the replayed history with the commit's parent
 // as base: merge-tree of two stand-in commits whose common parent has the
 // parent's tree. A commit that changes nothing there is dropped.
-func (h *head) rebase(ctx context.Context, op, base, fork, tip string, committer grove.Signature) ([]string, error) {
-	list, err := h.w.repo.git(ctx, "rev-list", "--reverse", "--no-merges", fork+".."+tip)
+func (l *lander) rebase(ctx context.Context, op, base, fork, tip string, committer grove.Signature) ([]string, error) {
+	list, err := l.git(ctx, "rev-list", "--reverse", "--no-merges", fork+".."+tip)
 	if err != nil {
 		return nil, err
 	}
 	cur := base
-	curTree, err := h.w.repo.git(ctx, "rev-parse", base+"^{tree}")
+	curTree, err := l.git(ctx, "rev-parse", base+"^{tree}")
 	if err != nil {
 		return nil, err
 	}
 	var made []string
 	for _, c := range strings.Fields(list) {
-		info, err := h.w.repo.git(ctx, "log", "-1", "--format=%T%x00%P%x00%an%x00%ae%x00%ad%x00%B", "--date=raw", c)
+		info, err := l.git(ctx, "log", "-1", "--format=%T%x00%P%x00%an%x00%ae%x00%ad%x00%B", "--date=raw", c)
 		if err != nil {
 			return nil, err
 		}
@@ -223,28 +315,28 @@ func (h *head) rebase(ctx context.Context, op, base, fork, tip string, committer
 		own, parent := f[0], strings.Fields(f[1])
 		parentTree := emptyTree
 		if len(parent) > 0 {
-			if parentTree, err = h.w.repo.git(ctx, "rev-parse", parent[0]+"^{tree}"); err != nil {
+			if parentTree, err = l.git(ctx, "rev-parse", parent[0]+"^{tree}"); err != nil {
 				return nil, err
 			}
 		}
-		stand, err := h.commitTree(ctx, parentTree, nil, "grove: stand-in base", committer, nil)
+		stand, err := l.commitTree(ctx, parentTree, nil, "grove: stand-in base", committer, nil)
 		if err != nil {
 			return nil, err
 		}
-		ours, err := h.commitTree(ctx, curTree, []string{stand}, "grove: stand-in", committer, nil)
+		ours, err := l.commitTree(ctx, curTree, []string{stand}, "grove: stand-in", committer, nil)
 		if err != nil {
 			return nil, err
 		}
-		theirs, err := h.commitTree(ctx, own, []string{stand}, "grove: stand-in", committer, nil)
+		theirs, err := l.commitTree(ctx, own, []string{stand}, "grove: stand-in", committer, nil)
 		if err != nil {
 			return nil, err
 		}
-		tree, paths, err := h.mergeTree(ctx, ours, theirs)
+		tree, paths, err := l.mergeTree(ctx, ours, theirs)
 		if err != nil {
 			return nil, err
 		}
 		if paths != nil {
-			return nil, h.conflict(op, paths, c)
+			return nil, l.conflict(op, paths, c)
 		}
 		// A commit that became empty here is dropped; one that was empty
 		// from the start is kept (git rebase's defaults).
@@ -252,7 +344,7 @@ func (h *head) rebase(ctx context.Context, op, base, fork, tip string, committer
 			continue // nothing left of it
 		}
 		msg := strings.TrimRight(f[5], "\n") + "\n"
-		next, err := h.commitTree(ctx, tree, []string{cur}, msg, committer, []string{
+		next, err := l.commitTree(ctx, tree, []string{cur}, msg, committer, []string{
 			"GIT_AUTHOR_NAME=" + f[2], "GIT_AUTHOR_EMAIL=" + f[3], "GIT_AUTHOR_DATE=" + f[4]})
 		if err != nil {
 			return nil, err
@@ -268,7 +360,7 @@ const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 // commitTree writes a commit of tree with parents, msg and who as author
 // and committer (env may override the author), and returns it.
-func (h *head) commitTree(ctx context.Context, tree string, parents []string, msg string, who grove.Signature, env []string) (string, error) {
+func (l *lander) commitTree(ctx context.Context, tree string, parents []string, msg string, who grove.Signature, env []string) (string, error) {
 	if who == (grove.Signature{}) {
 		who = grove.DefaultAuthor
 	}
@@ -276,15 +368,15 @@ func (h *head) commitTree(ctx context.Context, tree string, parents []string, ms
 	for _, p := range parents {
 		args = append(args, "-p", p)
 	}
-	return h.w.repo.run(ctx, gitcmd.Cmd{Author: &gitcmd.Identity{Name: who.Name, Email: who.Email}, Env: env,
+	return l.repo.Run(ctx, gitcmd.Cmd{Author: &gitcmd.Identity{Name: who.Name, Email: who.Email}, Env: env,
 		Stdin: strings.NewReader(msg), Args: args})
 }
 
 // landMessage is the default message of a squash or merge: the head's
 // name and the messages of its checkpoints fork..tip, oldest first,
 // without grove's own defaults ("grove checkpoint", "grove: ...").
-func (h *head) landMessage(ctx context.Context, mf registry.Manifest, fork, tip string) (string, error) {
-	out, err := h.w.repo.git(ctx, "log", "--reverse", "--no-merges", "--format=%s%x00", fork+".."+tip)
+func (l *lander) landMessage(ctx context.Context, mf Head, fork, tip string) (string, error) {
+	out, err := l.git(ctx, "log", "--reverse", "--no-merges", "--format=%s%x00", fork+".."+tip)
 	if err != nil {
 		return "", err
 	}
@@ -322,17 +414,17 @@ func (h *head) landMessage(ctx context.Context, mf registry.Manifest, fork, tip 
 }
 
 // writeBranch runs one ref update under the repository lock.
-func (h *head) writeBranch(ctx context.Context, op, update string) error {
-	rl, err := h.w.lockRepo(ctx, op)
+func (l *lander) writeBranch(ctx context.Context, op, update string) error {
+	rl, err := l.repo.Lock(ctx, op)
 	if err != nil {
 		return err
 	}
 	defer rl.Unlock()
-	if err := h.w.repo.updateRefs(ctx, []string{update}); err != nil {
+	if err := l.repo.UpdateRefs(ctx, []string{update}); err != nil {
 		if c := grove.CodeOf(err); c == grove.Canceled || c == grove.Busy {
 			return err
 		}
-		return &grove.Error{Code: grove.Conflict, Op: "gitbackend: " + op, Head: h.name(),
+		return &grove.Error{Code: grove.Conflict, Op: "gitbackend: " + op, Head: l.name(),
 			Err: fmt.Errorf("the branch moved while landing; nothing was written: %w", err)}
 	}
 	return nil
@@ -347,36 +439,36 @@ type checkout struct{ dir, gitDir string }
 // whose HEAD is the common dir's, and each registration whose directory's
 // .git names it back, whose gitdir names that directory, and whose HEAD —
 // a regular file — is exactly "ref: refs/heads/<branch>".
-func (w *workspace) checkedOut(branch string) []checkout {
+func (l *lander) checkedOut(branch string) []checkout {
 	want := "ref: refs/heads/" + branch
 	heads := func(gitDir string) bool {
 		p := filepath.Join(gitDir, "HEAD")
 		if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
 			return false
 		}
-		data, err := regfile.Read(p, registry.MaxSmallFile)
-		return err == nil && gitLine(data) == want
+		data, err := regfile.Read(p, maxGitFile)
+		return err == nil && gitfmt.GitLine(data) == want
 	}
 	var out []checkout
-	if w.repo.main != "" && heads(w.repo.common) {
-		out = append(out, checkout{dir: w.repo.main, gitDir: w.repo.common})
+	if l.repo.Main() != "" && heads(l.repo.Common()) {
+		out = append(out, checkout{dir: l.repo.Main(), gitDir: l.repo.Common()})
 	}
-	regs := filepath.Join(w.repo.common, "worktrees")
+	regs := filepath.Join(l.repo.Common(), "worktrees")
 	ents, _ := os.ReadDir(regs)
 	for _, e := range ents {
 		admin := filepath.Join(regs, e.Name())
 		if !e.IsDir() || !heads(admin) {
 			continue
 		}
-		back, err := regfile.Read(filepath.Join(admin, "gitdir"), registry.MaxSmallFile)
+		back, err := regfile.Read(filepath.Join(admin, "gitdir"), maxGitFile)
 		if err != nil {
 			continue
 		}
-		dir := filepath.Dir(gitLine(back))
+		dir := filepath.Dir(gitfmt.GitLine(back))
 		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
 			continue // a registration without its directory checks nothing out
 		}
-		if g, err := readGitFile(dir); err != nil || g != admin {
+		if g, err := gitfmt.ReadGitFile(dir); err != nil || g != admin {
 			continue // not that directory's registration
 		}
 		out = append(out, checkout{dir: dir, gitDir: admin})
@@ -393,44 +485,44 @@ func (w *workspace) checkedOut(branch string) []checkout {
 // A head of grove's is never updated this way. Once git starts writing the
 // worktree, the update and the ref move run to their end, whatever ctx
 // says. It returns the updated worktree.
-func (h *head) moveCheckedOut(ctx context.Context, op, branch, old, next string) (string, error) {
+func (l *lander) moveCheckedOut(ctx context.Context, op, branch, old, next string) (string, error) {
 	update := "update refs/heads/" + branch + " " + next + " " + old
-	cos := h.w.checkedOut(branch)
+	cos := l.checkedOut(branch)
 	if len(cos) == 0 {
-		return "", h.writeBranch(ctx, op, update)
+		return "", l.writeBranch(ctx, op, update)
 	}
 	dir := cos[0].dir
 	refuse := func(format string, args ...any) error {
-		return &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: " + op, Head: h.name(), Path: dir,
+		return &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: " + op, Head: l.name(), Path: dir,
 			Err: fmt.Errorf("branch %q is checked out at %s, which %s; land onto a new branch (Branch) instead, or clean it", branch, dir, fmt.Sprintf(format, args...))}
 	}
 	if len(cos) > 1 {
 		return "", refuse("is not its only worktree (%s too)", cos[1].dir)
 	}
 	gitDir := cos[0].gitDir
-	if mf, _ := h.w.insideHead(dir); mf != nil {
-		return "", refuse("is grove head %q", mf.Name)
+	if name, ok := l.repo.HeadAt(dir); ok {
+		return "", refuse("is grove head %q", name)
 	}
 	for _, marker := range []string{"MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply", "BISECT_LOG"} {
 		if _, err := os.Lstat(filepath.Join(gitDir, marker)); err == nil {
 			return "", refuse("has a %s in progress", marker)
 		}
 	}
-	c := gitcmd.Cmd{GitDir: gitDir, CommonDir: h.w.repo.common, WorkTree: dir, Dir: dir, NoOptionalLocks: true}
+	c := gitcmd.Cmd{GitDir: gitDir, CommonDir: l.repo.Common(), WorkTree: dir, Dir: dir, NoOptionalLocks: true}
 	c.Args = []string{"status", "--porcelain", "--untracked-files=no", "--ignore-submodules=all"}
-	if out, err := h.w.repo.run(ctx, c); err != nil {
+	if out, err := l.repo.Run(ctx, c); err != nil {
 		return "", err
 	} else if out != "" {
 		return "", refuse("has uncommitted changes")
 	}
-	if p, why, err := h.inTheWay(ctx, c, dir, old, next); err != nil {
+	if p, why, err := l.inTheWay(ctx, c, dir, old, next); err != nil {
 		return "", err
 	} else if p != "" {
-		return "", &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: " + op, Head: h.name(), Path: p,
+		return "", &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: " + op, Head: l.name(), Path: p,
 			Err: fmt.Errorf("branch %q is checked out at %s, where %s %s, and the land would overwrite or delete it; land onto a new branch (Branch) instead, or clean it", branch, dir, p, why)}
 	}
 	c.NoOptionalLocks = false
-	rl, err := h.w.lockRepo(ctx, op)
+	rl, err := l.repo.Lock(ctx, op)
 	if err != nil {
 		return "", err
 	}
@@ -438,21 +530,21 @@ func (h *head) moveCheckedOut(ctx context.Context, op, branch, old, next string)
 	if err := grove.ContextError(ctx, "gitbackend: "+op); err != nil {
 		return "", err
 	}
-	wctx, cancel := cleanupContext(ctx)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	c.Args = []string{"read-tree", "-m", "-u", old, next}
-	c.Parallel = h.w.repo.manyFiles("")
-	if _, err := h.w.repo.run(wctx, c); err != nil {
+	c.Parallel = l.repo.ManyFiles()
+	if _, err := l.repo.Run(wctx, c); err != nil {
 		return "", refuse("git could not update: %s", strings.TrimSpace(gitcmd.Stderr(err)))
 	}
-	if err := h.w.repo.updateRefs(wctx, []string{update}); err != nil {
+	if err := l.repo.UpdateRefs(wctx, []string{update}); err != nil {
 		// The branch moved meanwhile: the worktree goes back.
 		c.Args = []string{"read-tree", "-m", "-u", next, old}
-		_, _ = h.w.repo.run(wctx, c)
+		_, _ = l.repo.Run(wctx, c)
 		if cd := grove.CodeOf(err); cd == grove.Busy {
 			return "", err
 		}
-		return "", &grove.Error{Code: grove.Conflict, Op: "gitbackend: " + op, Head: h.name(),
+		return "", &grove.Error{Code: grove.Conflict, Op: "gitbackend: " + op, Head: l.name(),
 			Err: fmt.Errorf("branch %q moved while landing; nothing was written: %w", branch, err)}
 	}
 	return dir, nil
@@ -465,8 +557,8 @@ func (h *head) moveCheckedOut(ctx context.Context, op, branch, old, next string)
 // file is not old's — by content and mode, read from the file itself,
 // never from the index's stat data, which an agent can forge to make a
 // user's file look like old's.
-func (h *head) inTheWay(ctx context.Context, c gitcmd.Cmd, dir, old, next string) (path, why string, err error) {
-	out, err := h.w.repo.git(ctx, "diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev", old, next)
+func (l *lander) inTheWay(ctx context.Context, c gitcmd.Cmd, dir, old, next string) (path, why string, err error) {
+	out, err := l.git(ctx, "diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev", old, next)
 	if err != nil {
 		return "", "", err
 	}
@@ -519,7 +611,7 @@ func (h *head) inTheWay(ctx context.Context, c gitcmd.Cmd, dir, old, next string
 			if err != nil || w.mode != "120000" {
 				return w.path, "is a symlink where the branch has a file", nil
 			}
-			id, err := h.w.repo.hashBlob(ctx, []byte(target))
+			id, err := l.hashBlob(ctx, []byte(target))
 			if err != nil {
 				return "", "", err
 			}
@@ -547,7 +639,7 @@ func (h *head) inTheWay(ctx context.Context, c gitcmd.Cmd, dir, old, next string
 	c.Args = []string{"hash-object", "--stdin-paths"}
 	c.Stdin = strings.NewReader(paths.String())
 	c.NoOptionalLocks = true
-	hashes, err := h.w.repo.run(ctx, c)
+	hashes, err := l.repo.Run(ctx, c)
 	if err != nil {
 		return "", "", err
 	}
@@ -564,48 +656,45 @@ func (h *head) inTheWay(ctx context.Context, c gitcmd.Cmd, dir, old, next string
 }
 
 // hashBlob returns the ID git gives a blob of data in this repository.
-func (rp *repo) hashBlob(ctx context.Context, data []byte) (string, error) {
-	return rp.run(ctx, gitcmd.Cmd{Stdin: bytes.NewReader(data), Args: []string{"hash-object", "--stdin"}})
+func (l *lander) hashBlob(ctx context.Context, data []byte) (string, error) {
+	return l.repo.Run(ctx, gitcmd.Cmd{Stdin: bytes.NewReader(data), Args: []string{"hash-object", "--stdin"}})
 }
 
-// Patch implements backend.Lander with git format-patch (prefixes, diff
+// patch is Patch, with git format-patch (prefixes, diff
 // drivers and signatures pinned, as for Diff).
-func (h *head) Patch(ctx context.Context, from, to grove.Rev, opts *backend.PatchOptions) ([]byte, error) {
+func (l *lander) patch(ctx context.Context, from, to grove.Rev, opts *backend.PatchOptions) ([]byte, error) {
 	const op = "patch"
-	mf, err := h.enter(ctx, "Patch")
-	if err != nil {
-		return nil, err
-	}
+	mf := l.head
 	if from == "" {
 		from = grove.Rev(mf.Base)
 	}
 	if to == "" {
 		if mf.Branch == "" {
-			return nil, h.fail(grove.FailedPrecondition, op, "the head has no branch: name the revision to end at")
+			return nil, l.fail(grove.FailedPrecondition, op, "the head has no branch: name the revision to end at")
 		}
 		to = grove.Rev("refs/heads/" + mf.Branch)
 	}
-	a, err := h.w.repo.resolve(ctx, op, from)
+	a, err := l.repo.Resolve(ctx, op, from)
 	if err != nil {
 		return nil, err
 	}
-	b, err := h.w.repo.resolve(ctx, op, to)
+	b, err := l.repo.Resolve(ctx, op, to)
 	if err != nil {
 		return nil, err
 	}
 	rng := a + ".." + b
 	if opts != nil && opts.Squash {
-		msg, err := h.landMessage(ctx, mf, a, b)
+		msg, err := l.landMessage(ctx, mf, a, b)
 		if err != nil {
 			return nil, err
 		}
-		one, err := h.commitTree(ctx, b+"^{tree}", []string{a}, msg, grove.DefaultAuthor, nil)
+		one, err := l.commitTree(ctx, b+"^{tree}", []string{a}, msg, grove.DefaultAuthor, nil)
 		if err != nil {
 			return nil, err
 		}
 		rng = a + ".." + one
 	}
-	out, err := h.w.repo.r.Run(ctx, gitcmd.Cmd{GitDir: h.w.repo.common, CommonDir: h.w.repo.common, Dir: h.w.repo.common, Args: []string{
+	out, err := l.repo.Bytes(ctx, gitcmd.Cmd{Args: []string{
 		// Whatever the repository's configuration (which an agent can
 		// write) says of patches, the series is the same: no attachments,
 		// threads, recipients, headers, notes, sign-offs, base, signature;
@@ -617,7 +706,7 @@ func (h *head) Patch(ctx context.Context, from, to grove.Rev, opts *backend.Patc
 		"-U3", "--diff-algorithm=myers", "--no-relative", "--no-ext-diff", "--no-textconv", "--no-renames",
 		"--src-prefix=a/", "--dst-prefix=b/", "--binary", "--no-color", rng}})
 	if err != nil {
-		return nil, h.wrap(op, err)
+		return nil, l.wrap(op, err)
 	}
 	return out, nil
 }
