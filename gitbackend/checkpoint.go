@@ -15,6 +15,7 @@ import (
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/gitrepo"
 	"github.com/groveworks/grove/internal/registry"
 )
 
@@ -256,7 +257,7 @@ func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) 
 	_ = l.Unlock()
 	if err == nil {
 		h.w.schedulePush(mf)
-		if last, ok := h.w.repo.lastCheckpoint(mf.ID); res.New && ok && len(last) == 1 && last[0].seq%gcEvery == 0 {
+		if last, ok := h.w.repo.LastCheckpoint(mf.ID); res.New && ok && len(last) == 1 && last[0].Seq%gcEvery == 0 {
 			h.w.maintain()
 		}
 	}
@@ -276,8 +277,8 @@ func (b *Backend) WaitMaintenance(ctx context.Context) error { return b.maintena
 // git's automatic collection itself. Without worktree pruning: prune
 // follows a symlink planted among the registrations (see prune).
 func (w *workspace) maintain() {
-	w.b.maintenance.Start(w.repo.common, func(ctx context.Context) {
-		_, _ = w.repo.git(ctx, "-c", "gc.worktreePruneExpire=never", "gc", "--auto", "--quiet")
+	w.b.maintenance.Start(w.repo.Common, func(ctx context.Context) {
+		_, _ = w.repo.Git(ctx, "-c", "gc.worktreePruneExpire=never", "gc", "--auto", "--quiet")
 	})
 }
 
@@ -304,7 +305,7 @@ func (h *head) checkpoint(ctx context.Context, mf registry.Manifest, opts *backe
 		first := seeded
 		seeded = nil
 		skipped, err = h.capture(ctx, mf, priv, first, opts)
-		h.w.repo.index.Put(first) // for ReadMarks below
+		h.w.repo.Index.Put(first) // for ReadMarks below
 		if err != nil {
 			return err
 		}
@@ -314,7 +315,7 @@ func (h *head) checkpoint(ctx context.Context, mf registry.Manifest, opts *backe
 		// head's commit's tree (which exists: it was read from the commit),
 		// it is the tree write-tree would give, and nothing changed. Any
 		// other tree is written by git, which checks that it exists.
-		if marks, err := h.w.repo.index.ReadMarks(priv); err == nil && marks.Tree != "" && marks.Tree == st.tree {
+		if marks, err := h.w.repo.Index.ReadMarks(priv); err == nil && marks.Tree != "" && marks.Tree == st.tree {
 			tree = marks.Tree
 			return nil
 		}
@@ -336,7 +337,7 @@ func (h *head) checkpoint(ctx context.Context, mf registry.Manifest, opts *backe
 				return grove.CheckpointResult{}, err
 			}
 		}
-		cp, err := h.w.repo.commitInfo(ctx, current)
+		cp, err := h.w.repo.CommitInfo(ctx, current)
 		if err != nil {
 			return grove.CheckpointResult{}, err
 		}
@@ -378,19 +379,19 @@ func (h *head) checkpoint(ctx context.Context, mf registry.Manifest, opts *backe
 // its own branch; for an attached head, or one with an operation in
 // progress, the newest private checkpoint made on top of HEAD, else HEAD.
 // last is the newest private checkpoint, when one was read.
-func (h *head) current(ctx context.Context, mf registry.Manifest, st headState) (commit, tree string, last []checkpointRef, err error) {
+func (h *head) current(ctx context.Context, mf registry.Manifest, st headState) (commit, tree string, last []gitrepo.CheckpointRef, err error) {
 	commit, tree = st.commit, st.tree
 	if st.onOwn {
 		return commit, tree, nil, nil
 	}
-	if last, err = h.w.repo.checkpoints(ctx, mf.ID, 1); err != nil {
+	if last, err = h.w.repo.Checkpoints(ctx, mf.ID, 1); err != nil {
 		return "", "", nil, err
 	}
 	if len(last) == 1 && string(last[0].Parent) == st.commit {
 		commit = string(last[0].ID)
 		var ok bool
 		if tree, ok = h.w.repo.CommitTree(commit); !ok {
-			if tree, err = h.w.repo.git(ctx, "rev-parse", commit+"^{tree}"); err != nil {
+			if tree, err = h.w.repo.Git(ctx, "rev-parse", commit+"^{tree}"); err != nil {
 				return "", "", nil, err
 			}
 		}
@@ -434,16 +435,16 @@ const gcEvery = 50
 // its own branch, advances the branch from its old commit, in one ref
 // transaction under the repository lock. last is the newest private ref,
 // when the caller has read it already.
-func (h *head) recordCheckpoint(ctx context.Context, mf registry.Manifest, st headState, commit string, last []checkpointRef) error {
+func (h *head) recordCheckpoint(ctx context.Context, mf registry.Manifest, st headState, commit string, last []gitrepo.CheckpointRef) error {
 	if last == nil {
 		var err error
-		if last, err = h.w.repo.checkpoints(ctx, mf.ID, 1); err != nil {
+		if last, err = h.w.repo.Checkpoints(ctx, mf.ID, 1); err != nil {
 			return err
 		}
 	}
 	seq := 1
 	if len(last) == 1 {
-		seq = last[0].seq + 1
+		seq = last[0].Seq + 1
 	}
 	var ops []string
 	if st.onOwn {
@@ -462,7 +463,7 @@ func (h *head) recordCheckpoint(ctx context.Context, mf registry.Manifest, st he
 	}
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	if err := h.w.repo.updateRefs(ctx, ops); err != nil {
+	if err := h.w.repo.UpdateRefs(ctx, ops); err != nil {
 		if c := grove.CodeOf(err); c == grove.Canceled || c == grove.Busy {
 			return err
 		}

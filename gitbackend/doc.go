@@ -38,6 +38,19 @@
 //     a head — is owned by the Backend: it runs holding none of grove's
 //     locks, Close cancels it and waits for it, and none starts after.
 //
+// # Rooms
+//
+// The package is the core (a head is a linked worktree: create, open,
+// checkpoint, restore, status, destroy, repairs and relocation); the rest
+// lives beside it: git's files read in-process (internal/gitfmt), the
+// repository as grove drives it (internal/gitrepo), the head registry
+// (internal/registry), the confined FS (internal/rootfs), transfers to a
+// remote (internal/transport), copying heads (internal/headcopy), landing
+// (internal/land), sealed heads and the watch (internal/seal), includes,
+// retention and deletion (internal/lifecycle), locator checks
+// (internal/locate), trust anchors (internal/anchors) and owned background
+// work (internal/tasks).
+//
 // # Sealed heads
 //
 // Where the workspace has a sandbox (OpenOptions.Sandbox), a head is a

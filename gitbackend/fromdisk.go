@@ -53,7 +53,7 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *registry.Manifest) (al
 	commit := string(mf.Base)
 	tree, ok := w.repo.CommitTree(commit)
 	if !ok {
-		out, err := w.repo.git(ctx, "rev-parse", "--verify", "--end-of-options", commit+"^{tree}")
+		out, err := w.repo.Git(ctx, "rev-parse", "--verify", "--end-of-options", commit+"^{tree}")
 		if err != nil {
 			return false, ctxErr(ctx)
 		}
@@ -76,7 +76,7 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *registry.Manifest) (al
 	// data.
 	readTree := make(chan error, 1)
 	go func() {
-		_, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir,
+		_, err := w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir,
 			Args: []string{"read-tree", commit}})
 		readTree <- err
 	}()
@@ -132,7 +132,7 @@ func (w *workspace) headAtTree(mf *registry.Manifest, tree string, hashLen int) 
 		if o.ID == mf.ID || !o.Live() || o.Creating || o.Admin == "" || o.Dir == "" {
 			continue
 		}
-		if commit, _, ok := w.repo.headCommit(o.Admin); !ok {
+		if commit, _, ok := w.repo.HeadCommit(o.Admin); !ok {
 			continue
 		} else if commit != string(mf.Base) {
 			if t, ok := w.repo.CommitTree(commit); !ok || t != tree {

@@ -4,6 +4,7 @@ package gitbackend
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -15,7 +16,15 @@ import (
 // (in the head's git dir, between grove's removal of the old one and the
 // copy) is never written through.
 func TestCopyIndexNeverWritesThroughALink(t *testing.T) {
-	_, dir := testRepo(t)
+	dir := t.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644))
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
 	victim := filepath.Join(t.TempDir(), "victim")
 	require.NoError(t, os.WriteFile(victim, []byte("the orchestrator's\n"), 0o600))
 	dst := filepath.Join(t.TempDir(), "index.grove")

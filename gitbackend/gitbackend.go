@@ -16,6 +16,9 @@ import (
 	"github.com/groveworks/grove/internal/anchors"
 	"github.com/groveworks/grove/internal/canon"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/gitrepo"
+	"github.com/groveworks/grove/internal/lifecycle"
+	"github.com/groveworks/grove/internal/locate"
 	"github.com/groveworks/grove/internal/registry"
 	"github.com/groveworks/grove/internal/tasks"
 	"github.com/groveworks/grove/internal/transport"
@@ -54,7 +57,7 @@ type Options struct {
 	// .git file now says, and a repository whose git dir is not a
 	// checkout's .git (a bare one, a separate git dir) keeps the main
 	// checkout it was first opened from. Without it, a locator inside a
-	// head is checked as checkLocator says, and such a repository's main
+	// head is checked as locate.CheckLocator says, and such a repository's main
 	// checkout is known only when it is opened from there.
 	Anchors string
 }
@@ -87,9 +90,9 @@ type Backend struct {
 	seams seams // what tests set, through export_test.go
 
 	// Background work, owned: Close cancels each and waits for it.
-	trash       deleter     // deletion of destroyed heads' directories
-	pushes      pushes      // pushes to workspaces' remotes
-	maintenance tasks.Group // git gc --auto, one per repository at a time
+	trash       lifecycle.Deleter // deletion of destroyed heads' directories
+	pushes      pushes            // pushes to workspaces' remotes
+	maintenance tasks.Group       // git gc --auto, one per repository at a time
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -134,7 +137,7 @@ func (b *Backend) Close() error {
 	b.closed = true
 	b.mu.Unlock()
 	b.pushes.tasks.Close()
-	b.trash.tasks.Close()
+	b.trash.Close()
 	b.maintenance.Close()
 	return nil
 }
@@ -185,20 +188,20 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	if err != nil {
 		return nil, err
 	}
-	common := repo.common
+	common := repo.Common
 	headsDir := ""
 	if opts != nil {
 		headsDir = opts.HeadsDir
 	}
 	if headsDir == "" {
-		headsDir = repo.defaultHeadsDir()
+		headsDir = repo.DefaultHeadsDir()
 	}
 	if headsDir, err = canon.Path(headsDir); err != nil {
 		return nil, grove.Errorf(grove.InvalidArgument, op, "heads directory: %w", err)
 	}
-	if repo.main != "" && within(headsDir, repo.main) {
+	if repo.Main != "" && canon.WithinCanonical(headsDir, repo.Main) {
 		return nil, &grove.Error{Code: grove.InvalidArgument, Op: op, Path: headsDir,
-			Err: fmt.Errorf("the heads directory lies inside the repository's working tree %s", repo.main)}
+			Err: fmt.Errorf("the heads directory lies inside the repository's working tree %s", repo.Main)}
 	}
 	m := registry.Of(common)
 	id, ok, err := m.ReadWorkspaceID()
@@ -247,9 +250,9 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 // locate finds the repository holding locator (any path inside a main or
 // linked worktree, or a bare repository) and its main worktree, refusing
 // a locator an agent in a head could have pointed elsewhere (see
-// checkLocator) and, while grove has no head there, a repository of a
+// locate.CheckLocator) and, while grove has no head there, a repository of a
 // shape grove does not drive.
-func (b *Backend) locate(ctx context.Context, op string, r *gitcmd.Runner, locator string) (*repo, error) {
+func (b *Backend) locate(ctx context.Context, op string, r *gitcmd.Runner, locator string) (*gitrepo.Repo, error) {
 	if locator == "" {
 		return nil, grove.Errorf(grove.InvalidArgument, op, "empty locator")
 	}
@@ -264,7 +267,7 @@ func (b *Backend) locate(ctx context.Context, op string, r *gitcmd.Runner, locat
 	// whatever the head's files (its .git) say now.
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		if common, ok := b.anchors().HeadRepo(real); ok {
-			return newRepo(r, common, b.anchors().MainOf(common, "", false)), nil
+			return gitrepo.New(r, common, b.anchors().MainOf(common, "", false)), nil
 		}
 	}
 	out, err := r.Output(ctx, gitcmd.Cmd{Dir: abs, Discover: true, Args: []string{"rev-parse", "--path-format=absolute", "--git-common-dir", "--is-bare-repository"}})
@@ -297,12 +300,12 @@ func (b *Backend) locate(ctx context.Context, op string, r *gitcmd.Runner, locat
 	if err != nil {
 		return nil, &grove.Error{Code: grove.NotFound, Op: op, Path: locator, Err: err}
 	}
-	top, direct, err := checkLocator(op, realAbs, common, lines[1] == "true")
+	top, direct, err := locate.CheckLocator(op, realAbs, common, lines[1] == "true")
 	if err != nil {
 		return nil, err
 	}
-	repo := newRepo(r, common, b.anchors().MainOf(common, top, direct))
-	if err := checkNotAHead(op, repo.main); err != nil {
+	repo := gitrepo.New(r, common, b.anchors().MainOf(common, top, direct))
+	if err := locate.CheckNotAHead(op, repo.Main); err != nil {
 		return nil, err
 	}
 	// A shape grove does not drive is refused before grove manages the
@@ -313,22 +316,11 @@ func (b *Backend) locate(ctx context.Context, op string, r *gitcmd.Runner, locat
 	// transport), and refusing to open would lock the orchestrator out of
 	// every head, the agent's included.
 	if !registry.Of(common).HasLiveHeads() {
-		if err := repo.checkShape(ctx); err != nil {
+		if err := repo.CheckShape(ctx); err != nil {
 			return nil, err
 		}
 	}
 	return repo, nil
-}
-
-// defaultHeadsDir is where heads go when OpenOptions.HeadsDir is empty:
-// beside the main worktree, in <name>.grove, outside the repository's
-// working tree; beside the git dir (<dir>.grove) for a bare repository or
-// one whose main worktree git does not record.
-func (rp *repo) defaultHeadsDir() string {
-	if rp.main == "" {
-		return rp.common + ".grove"
-	}
-	return filepath.Join(filepath.Dir(rp.main), filepath.Base(rp.main)+".grove")
 }
 
 // payload is what a Git binding carries besides the IDs. Paths are
@@ -421,7 +413,7 @@ func (b *Backend) Reopen(ctx context.Context, bind grove.Binding, opts *backend.
 	case mf.Clone != p.Clone:
 		return nil, nil, fail(grove.NotFound, grove.ReasonMoved, "the head lives in another clone of the workspace (%s) than this one's copy of it (%s): relocate it", p.Clone, mf.Clone)
 	}
-	rp := newRepo(r, p.Repo, b.anchors().MainOf(p.Repo, "", false))
+	rp := gitrepo.New(r, p.Repo, b.anchors().MainOf(p.Repo, "", false))
 	// Forks from a resumed head land beside it (an attached head's, in the
 	// default heads directory).
 	w := &workspace{b: b, repo: rp, meta: m, id: id, headsDir: filepath.Dir(mf.Dir)}
@@ -435,201 +427,11 @@ func (b *Backend) Reopen(ctx context.Context, bind grove.Binding, opts *backend.
 		}
 	}
 	if mf.Attached {
-		w.headsDir = rp.defaultHeadsDir()
+		w.headsDir = rp.DefaultHeadsDir()
 	}
 	h, err := w.open(ctx, op, mf, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	return w, h, nil
-}
-
-// within reports whether path is dir or lies below it (both canonical).
-func within(path, dir string) bool {
-	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
-}
-
-// checkLocator refuses a locator whose repository an agent in a head could
-// have chosen. Inside a linked worktree (a head), git finds the repository
-// through the worktree's .git file, which whoever works there can rewrite,
-// and any directory of the head may hold a repository of the agent's
-// making. So the checkout git found (the directory holding the .git that
-// led to the repository, or a bare repository's own directory) must not
-// lie inside a linked worktree (below a directory whose .git is a file); a
-// .git directory must be the repository's own; and a .git file is
-// followed only to one of the repository's worktree entries,
-// common/worktrees/<id>, whose gitdir file names this .git file back, or
-// to the git dir of a repository that is not bare (a separate git dir's),
-// never to one inside the checkout, inside another git dir, or to another
-// checkout's .git directory. (A head grove recorded is never located this
-// way: see anchors.)
-//
-// It returns the checkout git found (top, "" when dir is inside the git
-// dir) and whether its .git names the repository directly (its .git
-// directory, or a .git file naming the common dir: a main checkout).
-func checkLocator(op, dir, common string, bare bool) (top string, direct bool, err error) {
-	refuse := func(path, format string, args ...any) error {
-		return &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: path,
-			Err: fmt.Errorf("%s; open the repository from its main checkout instead", fmt.Sprintf(format, args...))}
-	}
-	place := common // where the repository is: a bare one, or one found from inside its git dir
-	if !within(dir, common) {
-		top = dir
-		for {
-			if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
-				break
-			}
-			parent := filepath.Dir(top)
-			if parent == top {
-				return "", false, refuse(dir, "git found the repository %s with no .git on the way", common)
-			}
-			top = parent
-		}
-		if direct, err = checkDotGit(refuse, top, common, bare); err != nil {
-			return "", false, err
-		}
-		place = top
-	} else if filepath.Base(common) == ".git" {
-		place = filepath.Dir(common)
-	}
-	for up := filepath.Dir(place); ; up = filepath.Dir(up) {
-		if fi, err := os.Lstat(filepath.Join(up, ".git")); err == nil && !fi.IsDir() {
-			return "", false, refuse(place, "the repository lies inside the linked worktree %s", up)
-		}
-		if filepath.Dir(up) == up {
-			return top, direct, nil
-		}
-	}
-}
-
-// checkDotGit checks the .git that led git from the checkout top to the
-// repository common, as checkLocator says, and reports whether it names
-// the repository directly. A .git file naming the .git directory of
-// another checkout, or a git dir inside another repository's, is no
-// layout git makes (an agent's, pointing its head at a repository of its
-// making).
-func checkDotGit(refuse func(path, format string, args ...any) error, top, common string, bare bool) (bool, error) {
-	dotGit := filepath.Join(top, ".git")
-	if within(common, top) && dotGit != common {
-		return false, refuse(dotGit, "the repository it leads to, %s, lies inside the checkout", common)
-	}
-	fi, err := os.Lstat(dotGit)
-	switch {
-	case err != nil:
-		return false, refuse(dotGit, "%v", err)
-	case fi.IsDir():
-		if real, err := filepath.EvalSymlinks(dotGit); err != nil || real != common {
-			return false, refuse(dotGit, "the .git directory is not the repository git found (%s)", common)
-		}
-		return true, nil
-	case !fi.Mode().IsRegular():
-		return false, refuse(dotGit, "the .git file is not a regular file")
-	}
-	data, err := os.ReadFile(dotGit)
-	if err != nil {
-		return false, refuse(dotGit, "%v", err)
-	}
-	target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
-	if !ok {
-		return false, refuse(dotGit, "the .git file names no gitdir")
-	}
-	if !filepath.IsAbs(target) {
-		target = filepath.Join(top, target)
-	}
-	gitDir, err := filepath.EvalSymlinks(target)
-	if err != nil {
-		return false, refuse(dotGit, "%v", err)
-	}
-	if gitDir == common {
-		switch {
-		case bare:
-			return false, refuse(dotGit, "it names the bare repository %s: a checkout's .git names a repository with a working tree", common)
-		case filepath.Base(common) == ".git":
-			return false, refuse(dotGit, "it names %s, the .git directory of another checkout", common)
-		}
-		if outer := enclosingGitDir(common); outer != "" {
-			return false, refuse(dotGit, "it names %s, which lies inside the git dir %s", common, outer)
-		}
-		return true, nil
-	}
-	if filepath.Dir(gitDir) != filepath.Join(common, "worktrees") {
-		return false, refuse(dotGit, "it names %s, which is neither the repository's git dir nor one of its worktrees", gitDir)
-	}
-	back, err := os.ReadFile(filepath.Join(gitDir, "gitdir"))
-	if err != nil {
-		return false, refuse(dotGit, "the worktree entry %s names no checkout back", gitDir)
-	}
-	backPath, err := filepath.EvalSymlinks(strings.TrimSpace(string(back)))
-	if err != nil || backPath != dotGit {
-		return false, refuse(dotGit, "the worktree entry %s belongs to another checkout", gitDir)
-	}
-	return false, nil
-}
-
-// enclosingGitDir returns the git dir (a directory holding HEAD, objects
-// and refs) that holds dir, or "".
-func enclosingGitDir(dir string) string {
-	for up := filepath.Dir(dir); filepath.Dir(up) != up; up = filepath.Dir(up) {
-		head, herr := os.Lstat(filepath.Join(up, "HEAD"))
-		objs, oerr := os.Lstat(filepath.Join(up, "objects"))
-		refs, rerr := os.Lstat(filepath.Join(up, "refs"))
-		if herr == nil && oerr == nil && rerr == nil && head.Mode().IsRegular() && objs.IsDir() && refs.IsDir() {
-			return up
-		}
-	}
-	return ""
-}
-
-// checkNotAHead refuses a repository whose main worktree is the directory
-// of a head of another repository, in that repository's default heads
-// directory (<repo>.grove/<name>, beside a checkout, a bare repository or
-// a separate git dir's checkout): an agent that replaced its head's .git
-// file with a repository of its own would otherwise have grove take its
-// head for a repository, and make heads of it beside the real ones. (A
-// head placed elsewhere with HeadSpec.Dir is not found this way: open such
-// a workspace from the repository's main checkout.)
-func checkNotAHead(op, main string) error {
-	if main == "" {
-		return nil
-	}
-	owner, ok := strings.CutSuffix(filepath.Dir(main), ".grove")
-	if !ok || owner == "" {
-		return nil
-	}
-	for _, common := range ownerGitDirs(owner) {
-		all, err := registry.Of(common).Manifests()
-		if err != nil {
-			continue
-		}
-		for _, mf := range all {
-			if mf.Live() && mf.Dir == main {
-				return &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: main,
-					Err: fmt.Errorf("this is head %q of the repository %s, whose .git was replaced; open that repository instead", mf.Name, owner)}
-			}
-		}
-	}
-	return nil
-}
-
-// ownerGitDirs are the git dirs a heads directory's owner may have: its
-// .git directory, the git dir its .git file names, or itself when bare.
-func ownerGitDirs(owner string) []string {
-	dirs := []string{owner}
-	dotGit := filepath.Join(owner, ".git")
-	fi, err := os.Lstat(dotGit)
-	switch {
-	case err != nil:
-	case fi.IsDir():
-		dirs = append(dirs, dotGit)
-	case fi.Mode().IsRegular():
-		if data, err := os.ReadFile(dotGit); err == nil {
-			if target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: "); ok {
-				if !filepath.IsAbs(target) {
-					target = filepath.Join(owner, target)
-				}
-				dirs = append(dirs, target)
-			}
-		}
-	}
-	return dirs
 }

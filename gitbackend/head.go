@@ -16,6 +16,7 @@ import (
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/gitfmt"
+	"github.com/groveworks/grove/internal/gitrepo"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
@@ -47,10 +48,10 @@ func (w *workspace) newHead(mf *registry.Manifest, bl *lock.Lock) (*head, error)
 	}
 	if !mf.Attached {
 		// Best effort: without the record, a grove command run in the head
-		// checks the head's .git as checkLocator says.
-		_ = w.b.anchors().SetHead(mf.Dir, w.repo.common)
+		// checks the head's .git as locate.CheckLocator says.
+		_ = w.b.anchors().SetHead(mf.Dir, w.repo.Common)
 	}
-	p, _ := json.Marshal(payload{Repo: w.repo.common, Dir: mf.Dir, Name: mf.Name, Branch: mf.Branch, Clone: mf.Clone})
+	p, _ := json.Marshal(payload{Repo: w.repo.Common, Dir: mf.Dir, Name: mf.Name, Branch: mf.Branch, Clone: mf.Clone})
 	return &head{
 		w: w, fs: fsys, mf: *mf, bind: bl,
 		binding: grove.Binding{
@@ -150,9 +151,9 @@ func (h *head) git(ctx context.Context, c gitcmd.Cmd) (string, error) {
 		c.GitDir = h.mf.Admin
 	}
 	c.WorkTree, c.Dir = h.mf.Dir, h.mf.Dir
-	c.CommonDir = h.w.repo.common
+	c.CommonDir = h.w.repo.Common
 	h.mu.Unlock()
-	return h.w.repo.r.Output(ctx, c)
+	return h.w.repo.Runner.Output(ctx, c)
 }
 
 // Files grove keeps in a worktree's git dir.
@@ -227,7 +228,7 @@ func (h *head) state(ctx context.Context, mf registry.Manifest, op string) (head
 		if _, serr := os.Stat(mf.Dir); serr != nil {
 			return st, &grove.Error{Code: grove.NotFound, Op: "gitbackend: " + op, Head: mf.Name, Reason: grove.ReasonMissing, Err: serr}
 		}
-		if mf.Branch == "" || !h.w.repo.refExists("refs/heads/"+mf.Branch) {
+		if mf.Branch == "" || !h.w.repo.RefExists("refs/heads/"+mf.Branch) {
 			return st, &grove.Error{Code: grove.NotFound, Op: "gitbackend: " + op, Head: mf.Name, Reason: grove.ReasonBranch,
 				Err: fmt.Errorf("the head's HEAD does not resolve (branch %q gone?)", mf.Branch)}
 		}
@@ -246,7 +247,7 @@ func (h *head) state(ctx context.Context, mf registry.Manifest, op string) (head
 // its branch or a commit, both readable in-process; ok is false otherwise.
 func (h *head) stateFast(mf registry.Manifest) (headState, bool) {
 	var st headState
-	commit, ref, ok := h.w.repo.headCommit(mf.Admin)
+	commit, ref, ok := h.w.repo.HeadCommit(mf.Admin)
 	if !ok {
 		return st, false
 	}
@@ -258,22 +259,6 @@ func (h *head) stateFast(mf registry.Manifest) (headState, bool) {
 	st.op = inProgress(mf.Admin)
 	st.onOwn = st.onOwn && st.op == grove.OpNone
 	return st, true
-}
-
-// headCommit reads the HEAD of the worktree whose git dir is admin
-// in-process: its commit, and the ref it names ("" when detached); ok is
-// false where git must read it.
-func (rp *repo) headCommit(admin string) (commit, ref string, ok bool) {
-	data, err := regfile.Read(filepath.Join(admin, "HEAD"), 4096)
-	if err != nil {
-		return "", "", false
-	}
-	line := gitfmt.GitLine(data)
-	if name, isRef := strings.CutPrefix(line, "ref: "); isRef {
-		commit, ok = rp.Ref(name)
-		return commit, name, ok
-	}
-	return line, "", gitfmt.IsSHA1(line)
 }
 
 // inProgress names the merge-like operation whose state files are in a
@@ -302,7 +287,7 @@ func (h *head) Log(ctx context.Context, opts *backend.LogOptions) ([]grove.Check
 	if err != nil {
 		return nil, err
 	}
-	refs, err := h.w.repo.checkpoints(ctx, mf.ID, opts.Limit)
+	refs, err := h.w.repo.Checkpoints(ctx, mf.ID, opts.Limit)
 	if err != nil {
 		return nil, h.wrap("log", err)
 	}
@@ -319,7 +304,7 @@ func (h *head) Commits(ctx context.Context, since grove.Rev) ([]grove.Checkpoint
 	if err != nil {
 		return nil, err
 	}
-	base, err := h.w.repo.resolve(ctx, op, since)
+	base, err := h.w.repo.Resolve(ctx, op, since)
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +339,7 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 	statusArgs := []string{"status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--no-renames", "--ignore-submodules=all"}
 	cmd := gitcmd.Cmd{NoOptionalLocks: true, Args: statusArgs}
 	if !mf.Attached {
-		if polled, ok := polledIndex(filepath.Join(mf.Admin, "index")); ok {
+		if polled, ok := gitrepo.PolledIndex(filepath.Join(mf.Admin, "index")); ok {
 			// See polledIndex: git may write this file, never the
 			// head's index.
 			cmd = gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + polled}, Args: statusArgs}
@@ -430,7 +415,7 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 	}
 	slices.SortFunc(st.Changes, func(a, b grove.Change) int { return strings.Compare(a.Path, b.Path) })
 	slices.Sort(st.Conflicts)
-	last, err := h.w.repo.checkpoints(ctx, mf.ID, 1)
+	last, err := h.w.repo.Checkpoints(ctx, mf.ID, 1)
 	if err != nil {
 		return grove.Status{}, h.wrap(op, err)
 	}
@@ -471,7 +456,7 @@ func (h *head) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error)
 	if err != nil {
 		return grove.Diff{}, err
 	}
-	a, err := h.w.repo.resolve(ctx, op, from)
+	a, err := h.w.repo.Resolve(ctx, op, from)
 	if err != nil {
 		return grove.Diff{}, err
 	}
@@ -491,8 +476,8 @@ func (h *head) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error)
 		err = os.Remove(tmp)
 		if err == nil {
 			var data []byte
-			data, err = copyIndex(&h.w.repo.index, filepath.Join(mf.Admin, "index"), tmp)
-			h.w.repo.index.Put(data)
+			data, err = copyIndex(&h.w.repo.Index, filepath.Join(mf.Admin, "index"), tmp)
+			h.w.repo.Index.Put(data)
 			if errors.Is(err, gitfmt.ErrDamagedIndex) {
 				err = h.rebuildIndex(ctx, tmp, "HEAD")
 			}
@@ -510,7 +495,7 @@ func (h *head) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error)
 		env = []string{"GIT_INDEX_FILE=" + tmp}
 		args = append(args, "--cached")
 	} else {
-		b, err := h.w.repo.resolve(ctx, op, to)
+		b, err := h.w.repo.Resolve(ctx, op, to)
 		if err != nil {
 			return grove.Diff{}, err
 		}
@@ -600,7 +585,7 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 		return h.wrap(op, err)
 	}
 	if trashed != "" {
-		h.w.b.trash.delete(trashed)
+		h.w.b.trash.Delete(trashed)
 	}
 	// A sandbox's private git dir goes with the head (its commits were
 	// brought in by the final checkpoint), and so does its anchor.

@@ -29,9 +29,9 @@ import (
 func (h *head) seedIndex(ctx context.Context, mf registry.Manifest, name, commit string) (string, []byte, error) {
 	priv := filepath.Join(mf.Admin, name)
 	_ = os.Remove(priv)
-	data, err := copyIndex(&h.w.repo.index, filepath.Join(mf.Admin, "index"), priv)
+	data, err := copyIndex(&h.w.repo.Index, filepath.Join(mf.Admin, "index"), priv)
 	if err != nil {
-		h.w.repo.index.Put(data)
+		h.w.repo.Index.Put(data)
 		data = nil
 	}
 	if errors.Is(err, gitfmt.ErrDamagedIndex) {
@@ -124,7 +124,7 @@ func (h *head) unmark(ctx context.Context, priv string, seeded []byte) error {
 	if seeded != nil {
 		marks, err = gitfmt.MarksOf(seeded)
 	} else {
-		marks, err = h.w.repo.index.ReadMarks(priv)
+		marks, err = h.w.repo.Index.ReadMarks(priv)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -33,29 +33,29 @@ func (h *head) Patch(ctx context.Context, from, to grove.Rev, opts *backend.Patc
 // landRepo is a workspace's repository as land drives it.
 type landRepo struct{ w *workspace }
 
-func (r landRepo) Run(ctx context.Context, c gitcmd.Cmd) (string, error) { return r.w.repo.run(ctx, c) }
+func (r landRepo) Run(ctx context.Context, c gitcmd.Cmd) (string, error) { return r.w.repo.Run(ctx, c) }
 
 func (r landRepo) Bytes(ctx context.Context, c gitcmd.Cmd) ([]byte, error) {
 	rp := r.w.repo
 	if c.GitDir == "" {
-		c.GitDir, c.CommonDir = rp.common, rp.common
+		c.GitDir, c.CommonDir = rp.Common, rp.Common
 	}
 	if c.Dir == "" {
-		c.Dir = rp.common
+		c.Dir = rp.Common
 	}
-	return rp.r.Run(ctx, c)
+	return rp.Runner.Run(ctx, c)
 }
 
-func (r landRepo) Version() gitcmd.Version { return r.w.repo.r.Version() }
+func (r landRepo) Version() gitcmd.Version { return r.w.repo.Runner.Version() }
 
 func (r landRepo) Resolve(ctx context.Context, op string, rev grove.Rev) (string, error) {
-	return r.w.repo.resolve(ctx, op, rev)
+	return r.w.repo.Resolve(ctx, op, rev)
 }
 
-func (r landRepo) RefExists(name string) bool { return r.w.repo.refExists(name) }
+func (r landRepo) RefExists(name string) bool { return r.w.repo.RefExists(name) }
 
 func (r landRepo) CheckBranchName(ctx context.Context, name string) error {
-	return r.w.repo.checkBranchName(ctx, name)
+	return r.w.repo.CheckBranchName(ctx, name)
 }
 
 func (r landRepo) Lock(ctx context.Context, purpose string) (*lock.Lock, error) {
@@ -63,12 +63,12 @@ func (r landRepo) Lock(ctx context.Context, purpose string) (*lock.Lock, error) 
 }
 
 func (r landRepo) UpdateRefs(ctx context.Context, ops []string) error {
-	return r.w.repo.updateRefs(ctx, ops)
+	return r.w.repo.UpdateRefs(ctx, ops)
 }
 
-func (r landRepo) ManyFiles() bool { return r.w.repo.manyFiles("") }
-func (r landRepo) Common() string  { return r.w.repo.common }
-func (r landRepo) Main() string    { return r.w.repo.main }
+func (r landRepo) ManyFiles() bool { return r.w.repo.ManyFiles("") }
+func (r landRepo) Common() string  { return r.w.repo.Common }
+func (r landRepo) Main() string    { return r.w.repo.Main }
 
 func (r landRepo) HeadAt(dir string) (string, bool) {
 	mf, _ := r.w.insideHead(dir)

@@ -42,12 +42,12 @@ func (b *Backend) ProjectFile(ctx context.Context, locator, path string) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	if rp.main == "" {
+	if rp.Main == "" {
 		return nil, &grove.Error{Code: grove.NotFound, Op: op, Path: path, Err: errors.New("the repository has no main working tree")}
 	}
-	root, err := os.OpenRoot(rp.main)
+	root, err := os.OpenRoot(rp.Main)
 	if err != nil {
-		return nil, &grove.Error{Code: grove.NotFound, Op: op, Path: rp.main, Err: err}
+		return nil, &grove.Error{Code: grove.NotFound, Op: op, Path: rp.Main, Err: err}
 	}
 	defer root.Close()
 	name := filepath.FromSlash(path)
@@ -60,7 +60,7 @@ func (b *Backend) ProjectFile(ctx context.Context, locator, path string) ([]byte
 	}
 	if !fi.Mode().IsRegular() || fi.Size() > maxProjectFile {
 		return nil, &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: path,
-			Err: fmt.Errorf("%s in %s is not a regular file of at most %d bytes", path, rp.main, maxProjectFile)}
+			Err: fmt.Errorf("%s in %s is not a regular file of at most %d bytes", path, rp.Main, maxProjectFile)}
 	}
 	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/gitfmt"
+	"github.com/groveworks/grove/internal/lifecycle"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
@@ -43,7 +44,7 @@ func (w *workspace) Reconcile(ctx context.Context, opts *backend.ReconcileOption
 	if o.StaleLockAge <= 0 {
 		o.StaleLockAge = grove.DefaultStaleLockAge
 	}
-	r := &reconciler{w: w, ctx: ctx, o: o, regs: filepath.Join(w.repo.common, "worktrees")}
+	r := &reconciler{w: w, ctx: ctx, o: o, regs: filepath.Join(w.repo.Common, "worktrees")}
 	all, err := w.meta.AllManifests()
 	if err != nil {
 		return grove.ReconcileReport{}, grove.Errorf(grove.Internal, op, "%w", err)
@@ -63,7 +64,7 @@ func (w *workspace) Reconcile(ctx context.Context, opts *backend.ReconcileOption
 			r.head(mf)
 		}
 	}
-	for _, p := range w.trashed() {
+	for _, p := range lifecycle.Trashed(w.meta) {
 		r.add(grove.Finding{Kind: grove.FindingInterruptedDestroy, Path: p,
 			Detail: "a destroyed head's files are still in the trash"}, func() error {
 			err := os.RemoveAll(p)
@@ -257,7 +258,7 @@ func (r *reconciler) locks(mf *registry.Manifest) {
 	}
 	candidates := []string{filepath.Join(mf.Admin, indexLock), filepath.Join(mf.Admin, "HEAD.lock")}
 	if mf.Branch != "" {
-		candidates = append(candidates, filepath.Join(r.w.repo.common, "refs", "heads", filepath.FromSlash(mf.Branch)+".lock"))
+		candidates = append(candidates, filepath.Join(r.w.repo.Common, "refs", "heads", filepath.FromSlash(mf.Branch)+".lock"))
 	}
 	for _, p := range candidates {
 		fi, err := os.Lstat(p)
@@ -385,7 +386,7 @@ func (w *workspace) reregister(ctx context.Context, mf *registry.Manifest) error
 	defer os.RemoveAll(tmp)
 	addCtx, cancel := cleanupContext(ctx)
 	defer cancel()
-	if _, err := w.repo.git(addCtx, "worktree", "add", "--no-checkout", "-q", tmp, mf.Branch); err != nil {
+	if _, err := w.repo.Git(addCtx, "worktree", "add", "--no-checkout", "-q", tmp, mf.Branch); err != nil {
 		return err
 	}
 	admin, err := gitfmt.ReadGitFile(tmp)
@@ -398,7 +399,7 @@ func (w *workspace) reregister(ctx context.Context, mf *registry.Manifest) error
 	if err := w.relink(mf, admin); err != nil {
 		return err
 	}
-	_, err = w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "HEAD"}})
+	_, err = w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "HEAD"}})
 	return err
 }
 
@@ -407,7 +408,7 @@ func (w *workspace) reregister(ctx context.Context, mf *registry.Manifest) error
 // head's directory decides it) and records admin in the manifest.
 // Callers hold the head and repository locks.
 func (w *workspace) relink(mf *registry.Manifest, admin string) error {
-	if filepath.Dir(admin) != filepath.Join(w.repo.common, "worktrees") {
+	if filepath.Dir(admin) != filepath.Join(w.repo.Common, "worktrees") {
 		return fmt.Errorf("%s is not one of this repository's registrations", admin)
 	}
 	if fi, err := os.Lstat(mf.Dir); err != nil || !fi.IsDir() {

@@ -51,7 +51,7 @@ func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) er
 	if !w.vouchedDir(mf) {
 		return fail(grove.FailedPrecondition, fmt.Errorf("%s lies outside the heads directory %s: reopen the head through its binding, which records its directory, with Recreate", mf.Dir, w.headsDir))
 	}
-	regs := filepath.Join(w.repo.common, "worktrees")
+	regs := filepath.Join(w.repo.Common, "worktrees")
 	if filepath.Dir(mf.Admin) != regs {
 		return fail(grove.FailedPrecondition, fmt.Errorf("the head's recorded git dir %s is not one of %s", mf.Admin, regs))
 	}
@@ -99,7 +99,7 @@ func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) er
 		}
 		addCtx, cancel := cleanupContext(ctx)
 		defer cancel()
-		if _, err := w.repo.git(addCtx, "worktree", "add", "--no-checkout", "-q", mf.Dir, mf.Branch); err != nil {
+		if _, err := w.repo.Git(addCtx, "worktree", "add", "--no-checkout", "-q", mf.Dir, mf.Branch); err != nil {
 			return err
 		}
 		admin, err := gitfmt.ReadGitFile(mf.Dir)
@@ -132,8 +132,8 @@ func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) er
 	}
 	_ = rl.Unlock()
 	w.b.crashPoint("recreate:registered")
-	if _, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir,
-		Args: []string{"read-tree", "--reset", "-u", "HEAD"}, Parallel: w.repo.manyFiles(filepath.Join(mf.Admin, "index"))}); err != nil {
+	if _, err := w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir,
+		Args: []string{"read-tree", "--reset", "-u", "HEAD"}, Parallel: w.repo.ManyFiles(filepath.Join(mf.Admin, "index"))}); err != nil {
 		undo()
 		return fail(grove.Internal, err)
 	}
@@ -189,7 +189,7 @@ func (w *workspace) vouchedDir(mf *registry.Manifest) bool {
 	if parent == w.headsDir {
 		return true
 	}
-	def, err := canon.Path(w.repo.defaultHeadsDir())
+	def, err := canon.Path(w.repo.DefaultHeadsDir())
 	return err == nil && parent == def
 }
 
@@ -211,7 +211,7 @@ func (w *workspace) leftover(ctx context.Context, mf *registry.Manifest) error {
 		return err
 	}
 	for _, o := range all {
-		if o.ID != mf.ID && o.State != grove.StateDestroyed && (within(o.Dir, mf.Dir) || within(mf.Dir, o.Dir)) {
+		if o.ID != mf.ID && o.State != grove.StateDestroyed && (canon.WithinCanonical(o.Dir, mf.Dir) || canon.WithinCanonical(mf.Dir, o.Dir)) {
 			return fmt.Errorf("head %q claims %s", o.Name, o.Dir)
 		}
 	}
@@ -226,7 +226,7 @@ func (w *workspace) leftover(ctx context.Context, mf *registry.Manifest) error {
 		return nil // killed inside git worktree add, before any file
 	}
 	admin, err := gitfmt.ReadGitFile(mf.Dir)
-	if err != nil || filepath.Dir(admin) != filepath.Join(w.repo.common, "worktrees") {
+	if err != nil || filepath.Dir(admin) != filepath.Join(w.repo.Common, "worktrees") {
 		return fmt.Errorf("%s is not a worktree of this repository", mf.Dir)
 	}
 	if _, err := os.Stat(filepath.Join(admin, "HEAD")); err != nil {
@@ -237,14 +237,14 @@ func (w *workspace) leftover(ctx context.Context, mf *registry.Manifest) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	c := gitcmd.Cmd{GitDir: admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir,
+	c := gitcmd.Cmd{GitDir: admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir,
 		Env: []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}}
 	c.Args = []string{"read-tree", "HEAD"}
-	if _, err := w.repo.run(ctx, c); err != nil {
+	if _, err := w.repo.Run(ctx, c); err != nil {
 		return err
 	}
 	c.Args = []string{"status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=none"}
-	out, err := w.repo.run(ctx, c)
+	out, err := w.repo.Run(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -261,7 +261,7 @@ func (w *workspace) leftover(ctx context.Context, mf *registry.Manifest) error {
 	// A checkout killed while it wrote a file leaves the file cut short:
 	// what it holds is the start of its commit's content, nothing more.
 	for _, p := range partial {
-		want, err := w.repo.r.Run(ctx, gitcmd.Cmd{GitDir: admin, CommonDir: w.repo.common, Dir: w.repo.common, Args: []string{"cat-file", "blob", "HEAD:" + p}})
+		want, err := w.repo.Runner.Run(ctx, gitcmd.Cmd{GitDir: admin, CommonDir: w.repo.Common, Dir: w.repo.Common, Args: []string{"cat-file", "blob", "HEAD:" + p}})
 		if err != nil {
 			return err
 		}

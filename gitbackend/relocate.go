@@ -68,14 +68,14 @@ func (w *workspace) Relocate(ctx context.Context, bind grove.Binding, opts *back
 	// had IDs, of this repository) is opened as Reopen opens it.
 	here := p.Clone != "" && p.Clone == w.clone
 	mf, err := w.meta.ReadManifest(bind.Head)
-	if p.Clone == "" && p.Repo == w.repo.common && err == nil && mf.Clone == "" {
+	if p.Clone == "" && p.Repo == w.repo.Common && err == nil && mf.Clone == "" {
 		here = true
 	}
 	if here {
 		switch {
 		case err != nil || mf.Creating || mf.Branch != p.Branch || mf.Name != p.Name || mf.Access != bind.Access:
 			return nil, none, fail(grove.NotFound, grove.ReasonMissing, "this clone has no head %s as the binding records it", bind.Head)
-		case mf.Dir != p.Dir || p.Repo != w.repo.common:
+		case mf.Dir != p.Dir || p.Repo != w.repo.Common:
 			return nil, none, fail(grove.NotFound, grove.ReasonMoved, "the head is this clone's, recorded at %s, not at %s as the binding says (a moved repository: see Reconcile)", mf.Dir, p.Dir)
 		}
 		if mf.State == grove.StateDestroyed {
@@ -87,7 +87,7 @@ func (w *workspace) Relocate(ctx context.Context, bind grove.Binding, opts *back
 		}
 		return h, none, nil
 	}
-	if err := w.repo.checkBranchName(ctx, p.Branch); err != nil {
+	if err := w.repo.CheckBranchName(ctx, p.Branch); err != nil {
 		if grove.CodeOf(err) == grove.Canceled {
 			return nil, none, err
 		}
@@ -150,7 +150,7 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 	}
 	// The branch: absent here, or this head's own from an earlier stint.
 	branchRef := "refs/heads/" + p.Branch
-	if w.repo.refExists(branchRef) && (old == nil || old.Branch != p.Branch || old.Clone != w.clone) {
+	if w.repo.RefExists(branchRef) && (old == nil || old.Branch != p.Branch || old.Clone != w.clone) {
 		return res, fail(grove.AlreadyExists, "", "this clone has a branch %q that is not this head's", p.Branch)
 	}
 	// A copy of the head from an earlier stint here, proven by its
@@ -184,7 +184,7 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 	if err := t.Import(); err != nil {
 		return res, grove.Errorf(grove.Internal, op, "moving the fetched objects into the repository: %w", err)
 	}
-	if err := w.repo.checkTree(ctx, "relocate", tip); err != nil {
+	if err := w.repo.CheckTree(ctx, "relocate", tip); err != nil {
 		return res, err
 	}
 	// Take the head over: from now on only this clone's pushes of it land.
@@ -225,7 +225,7 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 		Dir: filepath.Join(w.headsDir, p.Name),
 		// A registration name nothing has: recreate removes the one a
 		// manifest names, and git picks the new one.
-		Admin: filepath.Join(w.repo.common, "worktrees", registry.TempPrefix+"relocate-"+strconv.FormatInt(time.Now().UnixNano(), 36)),
+		Admin: filepath.Join(w.repo.Common, "worktrees", registry.TempPrefix+"relocate-"+strconv.FormatInt(time.Now().UnixNano(), 36)),
 		Base:  grove.CheckpointID(tip), State: grove.StateActive, Created: time.Now().UTC(), Clone: w.clone,
 	}
 	if _, err := os.Lstat(mf.Dir); err == nil {
@@ -234,7 +234,7 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 	if err := w.meta.WriteManifest(mf); err != nil {
 		return res, grove.Errorf(grove.Internal, op, "recording the head: %w", err)
 	}
-	if err := w.repo.updateRefs(ctx, ops); err != nil {
+	if err := w.repo.UpdateRefs(ctx, ops); err != nil {
 		return res, grove.Errorf(grove.Internal, op, "setting the head's refs: %w", err)
 	}
 	return res, nil
@@ -245,7 +245,7 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 // anything else.
 func (w *workspace) holdsHead(dir string, id grove.HeadID) string {
 	admin, err := gitfmt.ReadGitFile(dir)
-	if err != nil || filepath.Dir(admin) != filepath.Join(w.repo.common, "worktrees") {
+	if err != nil || filepath.Dir(admin) != filepath.Join(w.repo.Common, "worktrees") {
 		return ""
 	}
 	got, err := regfile.Read(filepath.Join(admin, headIDFile), registry.MaxSmallFile)
@@ -286,7 +286,7 @@ func fetchedRefs(ctx context.Context, t *transport.Transfer, id grove.HeadID) (t
 // under refs/grove-stale/<id>/<time>/, what this clone had of the head and
 // the fetch replaces: its branch's commit and its own checkpoints.
 func (w *workspace) keepStale(ctx context.Context, id grove.HeadID, branchRef, tip string, ops []string, seq int) ([]string, error) {
-	local, err := w.repo.git(ctx, "for-each-ref", "--format=%(refname) %(objectname)", branchRef, registry.RefPrefix(id))
+	local, err := w.repo.Git(ctx, "for-each-ref", "--format=%(refname) %(objectname)", branchRef, registry.RefPrefix(id))
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ import (
 
 // remoteClient is the workspace's side of its remote (w.remote is set).
 func (w *workspace) remoteClient() *transport.Client {
-	return &transport.Client{Repo: transportRepo{w}, Runner: w.repo.r, Common: w.repo.common,
+	return &transport.Client{Repo: transportRepo{w}, Runner: w.repo.Runner, Common: w.repo.Common,
 		Registry: w.meta, Remote: w.remote, Clone: w.clone}
 }
 
@@ -26,11 +26,11 @@ func (w *workspace) remoteClient() *transport.Client {
 type transportRepo struct{ w *workspace }
 
 func (r transportRepo) Git(ctx context.Context, args ...string) (string, error) {
-	return r.w.repo.git(ctx, args...)
+	return r.w.repo.Git(ctx, args...)
 }
 
 func (r transportRepo) ObjectFormat(ctx context.Context) (string, error) {
-	return r.w.repo.objectFormat(ctx)
+	return r.w.repo.ObjectFormat(ctx)
 }
 
 func (r transportRepo) Keep(ctx context.Context, ref, commit string) error {
@@ -39,7 +39,7 @@ func (r transportRepo) Keep(ctx context.Context, ref, commit string) error {
 		return err
 	}
 	defer rl.Unlock()
-	return r.w.repo.updateRefs(ctx, []string{"update " + ref + " " + commit})
+	return r.w.repo.UpdateRefs(ctx, []string{"update " + ref + " " + commit})
 }
 
 // pushes runs a Backend's background pushes: one task per head at most,
@@ -85,7 +85,7 @@ func (w *workspace) schedulePush(mf registry.Manifest) {
 		return
 	}
 	p := &w.b.pushes
-	key := w.repo.common + "\x00" + string(mf.ID)
+	key := w.repo.Common + "\x00" + string(mf.ID)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.running == nil {
@@ -202,7 +202,7 @@ func (b *Backend) Pushed(ctx context.Context, locator string, id grove.HeadID, u
 	if u, _ := transport.SplitCredentials(url); u != url {
 		url = u // recorded without its credentials
 	}
-	rec := registry.Of(rp.common).ReadPushed(id, url)
+	rec := registry.Of(rp.Common).ReadPushed(id, url)
 	return PushState{Commit: grove.CheckpointID(rec.Commit), At: rec.At, Error: rec.Error, Lost: rec.Lost}, nil
 }
 
@@ -263,8 +263,8 @@ func (w *workspace) catchUp() {
 	if p.caughtUp == nil {
 		p.caughtUp = map[string]bool{}
 	}
-	done := p.caughtUp[w.repo.common]
-	p.caughtUp[w.repo.common] = true
+	done := p.caughtUp[w.repo.Common]
+	p.caughtUp[w.repo.Common] = true
 	p.mu.Unlock()
 	if done {
 		return

@@ -29,7 +29,7 @@ func (h *head) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult
 	if to == "" {
 		return backend.RestoreResult{}, h.fail(grove.InvalidArgument, op, "empty revision")
 	}
-	target, err := h.w.repo.resolve(ctx, op, to)
+	target, err := h.w.repo.Resolve(ctx, op, to)
 	if err != nil {
 		return backend.RestoreResult{}, err
 	}
@@ -76,13 +76,13 @@ func (h *head) restore(ctx context.Context, mf registry.Manifest, target string)
 		return h.fail(grove.FailedPrecondition, op, "a %s is in progress in the head; finish or abort it first", st.op)
 	}
 	priv, data, err := h.seedIndex(ctx, mf, privateIndex, st.commit)
-	defer h.w.repo.index.Put(data)
+	defer h.w.repo.Index.Put(data)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(priv)
 	env := []string{"GIT_INDEX_FILE=" + priv}
-	many := h.w.repo.manyFiles(priv)
+	many := h.w.repo.ManyFiles(priv)
 	drops, keep, err := h.plan(ctx, mf, priv, data, st.commit, target)
 	if err != nil {
 		return err
@@ -184,7 +184,7 @@ const cleanIndexName = "grove-clean-index"
 
 // moveBranch moves the head's own branch to target.
 func (h *head) moveBranch(ctx context.Context, mf registry.Manifest, target string) error {
-	return h.w.repo.updateRefs(ctx, []string{fmt.Sprintf("update refs/heads/%s %s", mf.Branch, target)})
+	return h.w.repo.UpdateRefs(ctx, []string{fmt.Sprintf("update refs/heads/%s %s", mf.Branch, target)})
 }
 
 // finishRestore ends a restore whose branch moved: it drops what a merge,
@@ -213,7 +213,7 @@ const resetDir = "grove-reset"
 // reset check out in parallel (see repo.manyFiles).
 func (h *head) resetFiles(ctx context.Context, mf registry.Manifest, env []string, target string, parallel bool) error {
 	dir := filepath.Join(mf.Admin, resetDir)
-	if err := scratchGitDir(dir, h.w.repo.common, target); err != nil {
+	if err := scratchGitDir(dir, h.w.repo.Common, target); err != nil {
 		return err
 	}
 	_, err := h.git(ctx, gitcmd.Cmd{GitDir: dir, Env: env, Args: []string{"-c", "core.logAllRefUpdates=false", "reset", "-q", "--hard", target}, Parallel: parallel})
@@ -285,7 +285,7 @@ func (h *head) diff(ctx context.Context, priv string, data []byte, commit, targe
 	if adds, drops, rules, err = h.diffIndex(ctx, priv, commit, target); err != nil {
 		return nil, false, false, marks, nil, err
 	}
-	marks, merr = h.w.repo.index.ReadMarks(priv)
+	marks, merr = h.w.repo.Index.ReadMarks(priv)
 	return adds, drops, rules, marks, merr, nil
 }
 
@@ -445,7 +445,7 @@ func (h *head) checkIgnoredCollisions(ctx context.Context, mf registry.Manifest,
 		return nil
 	}
 	// The paths are names, never patterns (a file may be named "*.log").
-	listing, err := h.w.repo.run(ctx, gitcmd.Cmd{Env: []string{"GIT_LITERAL_PATHSPECS=1"},
+	listing, err := h.w.repo.Run(ctx, gitcmd.Cmd{Env: []string{"GIT_LITERAL_PATHSPECS=1"},
 		Args: append([]string{"ls-tree", "-z", "--full-tree", target, "--"}, present...)})
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/gitfmt"
+	"github.com/groveworks/grove/internal/gitrepo"
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
 	"github.com/groveworks/grove/internal/seal"
@@ -79,12 +80,12 @@ func (w *workspace) sealView(mf registry.Manifest) (backend.SandboxView, error) 
 	s := w.sealOf(mf.ID)
 	v := backend.SandboxView{Dir: mf.Dir, Mounts: []grove.Mount{{Source: mf.Dir, Writable: true}}}
 	dotGit := filepath.Join(mf.Dir, ".git")
-	if mf.Admin == w.repo.common {
+	if mf.Admin == w.repo.Common {
 		v.Mounts = append(v.Mounts, grove.Mount{Source: s.Git, Target: dotGit, Writable: true})
 	} else {
 		v.Mounts = append(v.Mounts, grove.Mount{Source: dotGit}, grove.Mount{Source: s.Git, Target: mf.Admin, Writable: true})
 	}
-	objs, err := seal.ObjectDirs(w.repo.common)
+	objs, err := seal.ObjectDirs(w.repo.Common)
 	if err != nil {
 		return backend.SandboxView{}, err
 	}
@@ -113,7 +114,7 @@ func (h *head) sealImport(ctx context.Context, mf registry.Manifest) error {
 	}
 	defer root.Close()
 	rec := s.ReadSynced()
-	format, err := h.w.repo.objectFormat(ctx)
+	format, err := h.w.repo.ObjectFormat(ctx)
 	if err != nil {
 		return err
 	}
@@ -123,14 +124,14 @@ func (h *head) sealImport(ctx context.Context, mf registry.Manifest) error {
 	}
 	cur, ok := h.w.repo.Ref("refs/heads/" + mf.Branch)
 	if !ok {
-		if cur, err = h.w.repo.git(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+mf.Branch); err != nil {
+		if cur, err = h.w.repo.Git(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+mf.Branch); err != nil {
 			return nil // no branch: Checkpoint says so
 		}
 	}
 	if cur != rec.Commit {
 		return nil // grove (or git outside it) moved the branch since
 	}
-	if err := h.w.repo.fetchPrivate(ctx, root, s.Root, tip, cur); err != nil {
+	if err := fetchPrivate(ctx, h.w.repo, root, s.Root, tip, cur); err != nil {
 		if grove.CodeOf(err) == grove.Canceled {
 			return err
 		}
@@ -152,7 +153,7 @@ func (h *head) sealImport(ctx context.Context, mf registry.Manifest) error {
 		return err
 	}
 	defer rl.Unlock()
-	if err := h.w.repo.updateRefs(ctx, []string{fmt.Sprintf("update refs/heads/%s %s %s", mf.Branch, tip, cur)}); err != nil {
+	if err := h.w.repo.UpdateRefs(ctx, []string{fmt.Sprintf("update refs/heads/%s %s %s", mf.Branch, tip, cur)}); err != nil {
 		if c := grove.CodeOf(err); c == grove.Canceled || c == grove.Busy {
 			return err
 		}
@@ -177,7 +178,7 @@ func (h *head) sealImport(ctx context.Context, mf registry.Manifest) error {
 // every object by its content and checking that each object is well
 // formed and everything it names is there. The tip must then be a commit
 // the repository has.
-func (rp *repo) fetchPrivate(ctx context.Context, root *os.Root, work, tip, have string) error {
+func fetchPrivate(ctx context.Context, rp *gitrepo.Repo, root *os.Root, work, tip, have string) error {
 	stage, err := os.MkdirTemp(work, "import-")
 	if err != nil {
 		return err
@@ -191,7 +192,7 @@ func (rp *repo) fetchPrivate(ctx context.Context, root *os.Root, work, tip, have
 		return err
 	}
 	defer pack.Close()
-	if _, err := rp.run(ctx, gitcmd.Cmd{Env: []string{"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(stage, "objects")},
+	if _, err := rp.Run(ctx, gitcmd.Cmd{Env: []string{"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(stage, "objects")},
 		Stdin: strings.NewReader(tip + "\n^" + have + "\n"), Stdout: pack,
 		Args: []string{"pack-objects", "--revs", "--stdout", "--quiet"}}); err != nil {
 		return err
@@ -199,13 +200,13 @@ func (rp *repo) fetchPrivate(ctx context.Context, root *os.Root, work, tip, have
 	if _, err := pack.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	if _, err := rp.run(ctx, gitcmd.Cmd{Stdin: pack, Args: []string{"index-pack", "--stdin", "--strict", "--fix-thin"}}); err != nil {
+	if _, err := rp.Run(ctx, gitcmd.Cmd{Stdin: pack, Args: []string{"index-pack", "--stdin", "--strict", "--fix-thin"}}); err != nil {
 		return err
 	}
-	if _, err := rp.git(ctx, "rev-list", "--objects", "--quiet", tip, "--not", have); err != nil {
+	if _, err := rp.Git(ctx, "rev-list", "--objects", "--quiet", tip, "--not", have); err != nil {
 		return err
 	}
-	typ, err := rp.git(ctx, "cat-file", "-t", tip)
+	typ, err := rp.Git(ctx, "cat-file", "-t", tip)
 	if err != nil || typ != "commit" {
 		return fmt.Errorf("%s is not a commit", tip)
 	}
@@ -221,16 +222,16 @@ func (rp *repo) fetchPrivate(ctx context.Context, root *os.Root, work, tip, have
 // branch of its own) stays. Callers hold the head lock.
 func (w *workspace) sealSync(ctx context.Context, mf registry.Manifest) error {
 	s := w.sealOf(mf.ID)
-	format, err := w.repo.objectFormat(ctx)
+	format, err := w.repo.ObjectFormat(ctx)
 	if err != nil {
 		return err
 	}
-	if err := s.Make(w.repo.common, format); err != nil {
+	if err := s.Make(w.repo.Common, format); err != nil {
 		return err
 	}
-	commit, _, ok := w.repo.headCommit(mf.Admin)
+	commit, _, ok := w.repo.HeadCommit(mf.Admin)
 	if !ok {
-		if commit, err = w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, Args: []string{"rev-parse", "--verify", "-q", "HEAD^{commit}"}}); err != nil {
+		if commit, err = w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, Args: []string{"rev-parse", "--verify", "-q", "HEAD^{commit}"}}); err != nil {
 			return err
 		}
 	}
@@ -254,7 +255,7 @@ func (w *workspace) sealSync(ctx context.Context, mf registry.Manifest) error {
 	if rec.Commit == commit && rec.Index == stamp && gitfmt.GitLine(current) == head {
 		return nil
 	}
-	refs, err := w.repo.git(ctx, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads", "refs/tags")
+	refs, err := w.repo.Git(ctx, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads", "refs/tags")
 	if err != nil {
 		return err
 	}
@@ -279,7 +280,7 @@ func (w *workspace) sealSync(ctx context.Context, mf registry.Manifest) error {
 		}{ref, []byte(commit + "\n")})
 	}
 	for _, f := range []string{"info/exclude", "info/attributes", "shallow"} {
-		data, err := regfile.Read(filepath.Join(w.repo.common, f), 16<<20)
+		data, err := regfile.Read(filepath.Join(w.repo.Common, f), 16<<20)
 		if err != nil {
 			data = nil
 		}

@@ -15,7 +15,7 @@ import (
 )
 
 // TestWhatTheAgentPlantsAsStatusIndexIsNotRead: the name of Status's own
-// index is predictable (see polledIndex); whatever the agent plants there
+// index is predictable (see gitrepo.PolledIndex); whatever the agent plants there
 // beforehand that is not a regular file (a FIFO git would block on, a
 // symlink to an index of its making, a directory) is passed over, and
 // Status answers from the head's index, in time.

@@ -49,7 +49,7 @@ import (
 // change instead of blinding the watch.
 func (w *workspace) watched(ctx context.Context) (map[string]*seal.Entry, error) {
 	out := map[string]*seal.Entry{}
-	root, err := os.OpenRoot(w.repo.common)
+	root, err := os.OpenRoot(w.repo.Common)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (w *workspace) watched(ctx context.Context) (map[string]*seal.Entry, error)
 	}
 	// The entries of every file git reads for them, included files too.
 	for _, gd := range gitDirs {
-		entries, err := w.repo.r.ConfigEntries(ctx, filepath.Join(w.repo.common, gd), w.repo.common)
+		entries, err := w.repo.Runner.ConfigEntries(ctx, filepath.Join(w.repo.Common, gd), w.repo.Common)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, err
@@ -109,7 +109,7 @@ func (w *workspace) watched(ctx context.Context) (map[string]*seal.Entry, error)
 			heads["refs/heads/"+mf.Branch] = true
 		}
 	}
-	refs, err := w.repo.git(ctx, "for-each-ref", "--format=%(refname) %(objectname)",
+	refs, err := w.repo.Git(ctx, "for-each-ref", "--format=%(refname) %(objectname)",
 		"refs/heads/", "refs/tags/", "refs/remotes/", "refs/notes/", "refs/replace/", "refs/stash")
 	if err != nil {
 		if ctx.Err() != nil {
@@ -222,7 +222,7 @@ func (w *workspace) revertWatched(ctx context.Context, rec *seal.Record) error {
 	if err != nil {
 		return err
 	}
-	root, err := os.OpenRoot(w.repo.common)
+	root, err := os.OpenRoot(w.repo.Common)
 	if err != nil {
 		return err
 	}
@@ -275,7 +275,7 @@ func (w *workspace) revertWatched(ctx context.Context, rec *seal.Record) error {
 		if err != nil {
 			return err
 		}
-		errs = append(errs, w.repo.updateRefs(ctx, refOps))
+		errs = append(errs, w.repo.UpdateRefs(ctx, refOps))
 		_ = rl.Unlock()
 	}
 	return errors.Join(errs...)
@@ -285,7 +285,7 @@ func (w *workspace) revertWatched(ctx context.Context, rec *seal.Record) error {
 // key goes), with git config on that file alone — only for a file of the
 // common dir that is a regular file, reached through no link.
 func (w *workspace) revertConfig(ctx context.Context, root *os.Root, file, key string, was *seal.Entry) error {
-	rel, err := filepath.Rel(w.repo.common, file)
+	rel, err := filepath.Rel(w.repo.Common, file)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
 		return nil // an included file outside the repository: not ours to edit
 	}
@@ -298,14 +298,14 @@ func (w *workspace) revertConfig(ctx context.Context, root *os.Root, file, key s
 		return nil // gone, or not a file: its whole-file entry puts it back
 	}
 	c := gitcmd.Cmd{Args: []string{"config", "--file", file, "--unset-all", key}}
-	if _, err := w.repo.run(ctx, c); err != nil && gitcmd.ExitCode(err) != 5 { // 5: no such key
+	if _, err := w.repo.Run(ctx, c); err != nil && gitcmd.ExitCode(err) != 5 { // 5: no such key
 		return err
 	}
 	if was == nil {
 		return nil
 	}
 	for _, v := range was.Value {
-		if _, err := w.repo.run(ctx, gitcmd.Cmd{Args: []string{"config", "--file", file, "--add", key, v}}); err != nil {
+		if _, err := w.repo.Run(ctx, gitcmd.Cmd{Args: []string{"config", "--file", file, "--add", key, v}}); err != nil {
 			return err
 		}
 	}

@@ -21,6 +21,9 @@ import (
 	"github.com/groveworks/grove/internal/destdir"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/gitfmt"
+	"github.com/groveworks/grove/internal/gitrepo"
+	"github.com/groveworks/grove/internal/headcopy"
+	"github.com/groveworks/grove/internal/lifecycle"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
@@ -31,7 +34,7 @@ import (
 // workspace is one open repository.
 type workspace struct {
 	b        *Backend
-	repo     *repo
+	repo     *gitrepo.Repo
 	meta     registry.Dir
 	id       grove.WorkspaceID
 	headsDir string // where new heads go: OpenOptions.HeadsDir, or beside a reopened head
@@ -59,7 +62,7 @@ func (w *workspace) enter(ctx context.Context, op string) error {
 }
 
 func (w *workspace) Info() grove.WorkspaceInfo {
-	return grove.WorkspaceInfo{ID: w.id, Backend: BackendID, Locator: w.repo.common}
+	return grove.WorkspaceInfo{ID: w.id, Backend: BackendID, Locator: w.repo.Common}
 }
 
 // lockRepo takes the short per-repository lock.
@@ -136,7 +139,7 @@ func (w *workspace) undo(ctx context.Context, mf *registry.Manifest, recovered b
 	}
 	// A git worktree add killed half-way leaves its registration locked
 	// ("initializing"), which prune would keep: remove it directly.
-	if admins, err := filepath.Glob(filepath.Join(w.repo.common, "worktrees", "*", "gitdir")); err == nil && removeDir {
+	if admins, err := filepath.Glob(filepath.Join(w.repo.Common, "worktrees", "*", "gitdir")); err == nil && removeDir {
 		for _, g := range admins {
 			if data, err := regfile.Read(g, registry.MaxSmallFile); err == nil && filepath.Dir(gitfmt.GitLine(data)) == mf.Dir {
 				errs = append(errs, os.RemoveAll(filepath.Dir(g)))
@@ -146,8 +149,8 @@ func (w *workspace) undo(ctx context.Context, mf *registry.Manifest, recovered b
 	if err := w.prune(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	if mf.Branch != "" && w.repo.refExists("refs/heads/"+mf.Branch) {
-		if _, err := w.repo.run(ctx, gitcmd.Cmd{Args: []string{"update-ref", "-d", "refs/heads/" + mf.Branch, string(mf.Base)}, Finish: true}); err != nil {
+	if mf.Branch != "" && w.repo.RefExists("refs/heads/"+mf.Branch) {
+		if _, err := w.repo.Run(ctx, gitcmd.Cmd{Args: []string{"update-ref", "-d", "refs/heads/" + mf.Branch, string(mf.Base)}, Finish: true}); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -168,7 +171,7 @@ func (w *workspace) undo(ctx context.Context, mf *registry.Manifest, recovered b
 // <common>/worktrees), if it is still there and is a real directory
 // there: a symlink in its place is removed, never followed.
 func (w *workspace) removeAdmin(admin string) error {
-	if filepath.Dir(admin) != filepath.Join(w.repo.common, "worktrees") {
+	if filepath.Dir(admin) != filepath.Join(w.repo.Common, "worktrees") {
 		return nil // not a registration grove can vouch for
 	}
 	fi, err := os.Lstat(admin)
@@ -187,7 +190,7 @@ func (w *workspace) removeAdmin(admin string) error {
 // registrations: git never makes one, and prune would delete what it
 // leads to. Callers hold the repository lock.
 func (w *workspace) prune(ctx context.Context) error {
-	regs := filepath.Join(w.repo.common, "worktrees")
+	regs := filepath.Join(w.repo.Common, "worktrees")
 	ents, err := os.ReadDir(regs)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -197,7 +200,7 @@ func (w *workspace) prune(ctx context.Context) error {
 			_ = os.Remove(filepath.Join(regs, e.Name()))
 		}
 	}
-	_, err = w.repo.git(ctx, "worktree", "prune")
+	_, err = w.repo.Git(ctx, "worktree", "prune")
 	return err
 }
 
@@ -217,7 +220,7 @@ func (w *workspace) removeCreated(ctx context.Context, dir string) error {
 		}
 		ours := rerr == nil && len(ents) == 0
 		if admin, gerr := gitfmt.ReadGitFile(dir); gerr == nil {
-			ours = within(admin, filepath.Join(w.repo.common, "worktrees"))
+			ours = canon.WithinCanonical(admin, filepath.Join(w.repo.Common, "worktrees"))
 		} else if data, rerr := regfile.Read(filepath.Join(dir, ".git"), registry.MaxSmallFile); rerr == nil && len(data) == 0 {
 			ours = true // git was killed while writing the .git file
 		}
@@ -245,7 +248,7 @@ func (w *workspace) insideHead(path string) (*registry.Manifest, error) {
 		return nil, err
 	}
 	for _, mf := range all {
-		if mf.Live() && within(path, mf.Dir) {
+		if mf.Live() && canon.WithinCanonical(path, mf.Dir) {
 			return mf, nil
 		}
 	}
@@ -270,11 +273,11 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	if from == "" {
 		from = "HEAD"
 	}
-	commit, err := w.repo.resolve(ctx, op, from)
+	commit, err := w.repo.Resolve(ctx, op, from)
 	if err != nil {
 		return nil, err
 	}
-	if err := w.repo.checkTree(ctx, op, commit); err != nil {
+	if err := w.repo.CheckTree(ctx, op, commit); err != nil {
 		return nil, err
 	}
 	// A taken name is the answer before anything about its directory
@@ -293,8 +296,8 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	if dir, err = canon.Path(dir); err != nil {
 		return nil, fail(grove.InvalidArgument, spec.Dir, "%v", err)
 	}
-	if w.repo.main != "" && within(dir, w.repo.main) {
-		return nil, fail(grove.InvalidArgument, dir, "a head's directory cannot lie inside the repository's working tree %s", w.repo.main)
+	if w.repo.Main != "" && canon.WithinCanonical(dir, w.repo.Main) {
+		return nil, fail(grove.InvalidArgument, dir, "a head's directory cannot lie inside the repository's working tree %s", w.repo.Main)
 	}
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 		return nil, fail(grove.AlreadyExists, dir, "directory %s exists and is not empty", dir)
@@ -366,20 +369,20 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 		switch {
 		case mf.Name == spec.Name && mf.Live():
 			return nil, nil, nil, nil, fail(grove.AlreadyExists, "", "a head named %q exists", spec.Name)
-		case mf.Live() && (within(dir, mf.Dir) || within(mf.Dir, dir)):
+		case mf.Live() && (canon.WithinCanonical(dir, mf.Dir) || canon.WithinCanonical(mf.Dir, dir)):
 			return nil, nil, nil, nil, fail(grove.InvalidArgument, dir, "directory %s overlaps head %q at %s", dir, mf.Name, mf.Dir)
 		}
 	}
 	branch := spec.Branch
 	if branch == "" {
 		branch = "grove/" + spec.Name
-		for n := 2; w.repo.refExists("refs/heads/" + branch); n++ {
+		for n := 2; w.repo.RefExists("refs/heads/" + branch); n++ {
 			branch = "grove/" + spec.Name + "-" + strconv.Itoa(n)
 		}
-	} else if w.repo.refExists("refs/heads/" + branch) {
+	} else if w.repo.RefExists("refs/heads/" + branch) {
 		return nil, nil, nil, nil, fail(grove.AlreadyExists, branch, "branch %q exists", branch)
 	}
-	if err := w.repo.checkBranchName(ctx, branch); err != nil {
+	if err := w.repo.CheckBranchName(ctx, branch); err != nil {
 		if grove.CodeOf(err) == grove.Canceled {
 			return nil, nil, nil, nil, err
 		}
@@ -422,7 +425,7 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 		return undo(err)
 	}
 	addCtx, cancel := cleanupContext(ctx)
-	_, err = w.repo.git(addCtx, "worktree", "add", "--no-checkout", "-q", "-b", branch, dir, commit)
+	_, err = w.repo.Git(addCtx, "worktree", "add", "--no-checkout", "-q", "-b", branch, dir, commit)
 	cancel()
 	if err != nil {
 		switch {
@@ -479,11 +482,11 @@ func (w *workspace) populate(ctx context.Context, mf *registry.Manifest, recorde
 		}
 		// git checks what was copied: with every file's stat data in the
 		// index, diff-files exits 0 only if each file is its entry's.
-		_, err = w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"diff-files", "--quiet"}})
+		_, err = w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"diff-files", "--quiet"}})
 	}
 	if !all || err != nil {
-		_, err = w.repo.run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "--reset", "-u", "HEAD"},
-			Parallel: w.repo.manyFiles(filepath.Join(mf.Admin, "index"))})
+		_, err = w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "--reset", "-u", "HEAD"},
+			Parallel: w.repo.ManyFiles(filepath.Join(mf.Admin, "index"))})
 	}
 	if err != nil {
 		if grove.CodeOf(err) == grove.Canceled {
@@ -507,11 +510,11 @@ func (w *workspace) populate(ctx context.Context, mf *registry.Manifest, recorde
 // prepare gives a head whose files are in place what the workspace
 // configured: copies of what .worktreeinclude names, then the Setup hook.
 func (w *workspace) prepare(ctx context.Context, op string, mf *registry.Manifest) error {
-	if err := w.copyIncludes(ctx, mf); err != nil {
+	if err := lifecycle.CopyIncludes(ctx, w.repo, mf); err != nil {
 		if grove.CodeOf(err) == grove.Canceled || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return grove.ContextError(ctx, op)
 		}
-		return &grove.Error{Code: grove.Internal, Op: op, Head: mf.Name, Path: mf.Dir, Err: fmt.Errorf("copying what %s names: %w", includeFile, err)}
+		return &grove.Error{Code: grove.Internal, Op: op, Head: mf.Name, Path: mf.Dir, Err: fmt.Errorf("copying what %s names: %w", headcopy.IncludeFile, err)}
 	}
 	w.b.crashPoint("create:setup")
 	return w.runHook(ctx, op, grove.HookSetup, w.setup, mf)
@@ -519,23 +522,17 @@ func (w *workspace) prepare(ctx context.Context, op string, mf *registry.Manifes
 
 // runHook runs h (when set) in the head's directory, where the
 // workspace's sandbox says (under one, through the head's private git
-// dir, as an agent's commands run): its failure is FailedPrecondition
-// wrapping the *grove.HookError, or Canceled when ctx ended.
+// dir, as an agent's commands run): see sandbox.RunHook.
 func (w *workspace) runHook(ctx context.Context, op, kind string, h *grove.Hook, mf *registry.Manifest) error {
 	if h == nil {
 		return nil
 	}
-	repo := w.repo.main
+	repo := w.repo.Main
 	if repo == "" {
-		repo = w.repo.common
+		repo = w.repo.Common
 	}
-	timeout := h.Timeout
-	if timeout <= 0 {
-		timeout = grove.DefaultHookTimeout
-	}
-	out := &tail{}
-	c := &sandbox.Command{Argv: sandbox.Shell(h.Command), Dir: mf.Dir, Stdout: out, Stderr: out, Network: h.Network, Timeout: timeout,
-		Env: append([]string{"GROVE_HEAD=" + mf.Name, "GROVE_HEAD_ID=" + string(mf.ID), "GROVE_HEAD_DIR=" + mf.Dir, "GROVE_REPO=" + repo}, h.Env...)}
+	c := sandbox.Command{Dir: mf.Dir,
+		Env: []string{"GROVE_HEAD=" + mf.Name, "GROVE_HEAD_ID=" + string(mf.ID), "GROVE_HEAD_DIR=" + mf.Dir, "GROVE_REPO=" + repo}}
 	if w.sandbox != nil && w.sandbox.Kind != grove.SandboxNone {
 		if err := w.sealSync(ctx, *mf); err != nil {
 			return err
@@ -546,51 +543,7 @@ func (w *workspace) runHook(ctx context.Context, op, kind string, h *grove.Hook,
 		}
 		c.Dir, c.Mounts = view.Dir, view.Mounts
 	}
-	res, err := sandbox.Run(ctx, w.sandbox, c)
-	if err == nil && res.ExitCode == 0 {
-		return nil
-	}
-	he := &grove.HookError{Hook: kind, Command: h.Command, Output: out.String(), ExitCode: res.ExitCode, Err: err}
-	code := grove.FailedPrecondition
-	switch {
-	case ctx.Err() != nil:
-		he.Err, code = ctx.Err(), grove.Canceled
-	case res.TimedOut:
-		he.Err = errors.New("timed out after " + timeout.String())
-	case err == nil:
-		he.Err = fmt.Errorf("exit status %d", res.ExitCode)
-	}
-	return &grove.Error{Code: code, Op: op, Head: mf.Name, Path: mf.Dir, Err: he}
-}
-
-// maxHookOutput is how much of a hook's output is kept: the end of it,
-// where a failing command says why.
-const maxHookOutput = 64 << 10
-
-// tail keeps the last maxHookOutput bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := len(p)
-	if len(p) > maxHookOutput {
-		p = p[len(p)-maxHookOutput:]
-	}
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - maxHookOutput; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return n, nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
+	return sandbox.RunHook(ctx, w.sandbox, op, mf.Name, kind, h, c)
 }
 
 // resolveFrom returns p, made absolute relative to dir.
@@ -624,7 +577,7 @@ func (w *workspace) attach(ctx context.Context, spec *backend.HeadSpec) (backend
 	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
 		return nil, fail(grove.NotFound, "no directory at %s", abs)
 	}
-	out, err := w.repo.run(ctx, gitcmd.Cmd{Dir: abs, Discover: true, Args: []string{"rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel", "--git-dir"}})
+	out, err := w.repo.Run(ctx, gitcmd.Cmd{Dir: abs, Discover: true, Args: []string{"rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel", "--git-dir"}})
 	if err != nil {
 		if grove.CodeOf(err) == grove.Canceled {
 			return nil, err
@@ -636,16 +589,16 @@ func (w *workspace) attach(ctx context.Context, spec *backend.HeadSpec) (backend
 		return nil, fail(grove.InvalidArgument, "%s is not a checkout with a working tree", abs)
 	}
 	common, _ := filepath.EvalSymlinks(lines[0])
-	if common != w.repo.common {
-		return nil, fail(grove.InvalidArgument, "%s is a checkout of %s, not of this workspace's %s", abs, common, w.repo.common)
+	if common != w.repo.Common {
+		return nil, fail(grove.InvalidArgument, "%s is a checkout of %s, not of this workspace's %s", abs, common, w.repo.Common)
 	}
 	dir, _ := filepath.EvalSymlinks(lines[1])
 	admin, _ := filepath.EvalSymlinks(lines[2])
-	head, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: admin, CommonDir: common, WorkTree: dir, Dir: dir, Args: []string{"rev-parse", "--verify", "-q", "HEAD^{commit}"}})
+	head, err := w.repo.Run(ctx, gitcmd.Cmd{GitDir: admin, CommonDir: common, WorkTree: dir, Dir: dir, Args: []string{"rev-parse", "--verify", "-q", "HEAD^{commit}"}})
 	if err != nil {
 		return nil, fail(grove.FailedPrecondition, "the checkout has no commit yet")
 	}
-	branch, err := w.repo.run(ctx, gitcmd.Cmd{GitDir: admin, CommonDir: common, WorkTree: dir, Dir: dir, Args: []string{"symbolic-ref", "-q", "--short", "HEAD"}})
+	branch, err := w.repo.Run(ctx, gitcmd.Cmd{GitDir: admin, CommonDir: common, WorkTree: dir, Dir: dir, Args: []string{"symbolic-ref", "-q", "--short", "HEAD"}})
 	if err != nil {
 		branch = "" // detached
 	}
@@ -662,7 +615,7 @@ func (w *workspace) attach(ctx context.Context, spec *backend.HeadSpec) (backend
 		switch {
 		case mf.Name == spec.Name && mf.Live():
 			return nil, fail(grove.AlreadyExists, "a head named %q exists", spec.Name)
-		case mf.Live() && !mf.Attached && (within(dir, mf.Dir) || within(mf.Dir, dir)):
+		case mf.Live() && !mf.Attached && (canon.WithinCanonical(dir, mf.Dir) || canon.WithinCanonical(mf.Dir, dir)):
 			return nil, fail(grove.InvalidArgument, "%s overlaps head %q at %s", dir, mf.Name, mf.Dir)
 		}
 	}
@@ -750,8 +703,8 @@ func (w *workspace) verify(mf *registry.Manifest, fail func(grove.Code, grove.Re
 	// common git dir can rewrite it: its git dir must be this
 	// repository's (a registration, or the repository itself for an
 	// attached main checkout), whatever else it says.
-	if regs := filepath.Join(w.repo.common, "worktrees"); filepath.Dir(mf.Admin) != regs && !(mf.Attached && mf.Admin == w.repo.common) {
-		return fail(grove.IdentityMismatch, grove.ReasonUnregistered, "the head's recorded git dir %s is not one of %s", mf.Admin, w.repo.common)
+	if regs := filepath.Join(w.repo.Common, "worktrees"); filepath.Dir(mf.Admin) != regs && !(mf.Attached && mf.Admin == w.repo.Common) {
+		return fail(grove.IdentityMismatch, grove.ReasonUnregistered, "the head's recorded git dir %s is not one of %s", mf.Admin, w.repo.Common)
 	}
 	if mf.Rebuilding {
 		return fail(grove.NotFound, grove.ReasonMissing, "a Recreate of the head at %s did not finish; reopen with Recreate to finish it", mf.Dir)
@@ -791,8 +744,8 @@ func (w *workspace) verify(mf *registry.Manifest, fail func(grove.Code, grove.Re
 			return fail(grove.NotFound, grove.ReasonMoved, "the repository records the worktree at %s, not %s", recorded, mf.Dir)
 		}
 		if common, err := regfile.Read(filepath.Join(admin, "commondir"), registry.MaxSmallFile); err != nil ||
-			!sameDir(resolveFrom(admin, gitfmt.GitLine(common)), w.repo.common) {
-			return fail(grove.NotFound, grove.ReasonUnregistered, "the worktree's git dir %s no longer belongs to %s", admin, w.repo.common)
+			!sameDir(resolveFrom(admin, gitfmt.GitLine(common)), w.repo.Common) {
+			return fail(grove.NotFound, grove.ReasonUnregistered, "the worktree's git dir %s no longer belongs to %s", admin, w.repo.Common)
 		}
 		// Git reads HEAD before anything: a FIFO there would block it.
 		if fi, err := os.Lstat(filepath.Join(admin, "HEAD")); err != nil || !fi.Mode().IsRegular() {
@@ -803,7 +756,7 @@ func (w *workspace) verify(mf *registry.Manifest, fail func(grove.Code, grove.Re
 			return fail(grove.IdentityMismatch, grove.ReasonHeadID, "the worktree at %s is not head %s", mf.Dir, mf.ID)
 		}
 	}
-	if mf.Branch != "" && !w.repo.refExists("refs/heads/"+mf.Branch) {
+	if mf.Branch != "" && !w.repo.RefExists("refs/heads/"+mf.Branch) {
 		return fail(grove.NotFound, grove.ReasonBranch, "branch %q is gone", mf.Branch)
 	}
 	return nil
@@ -866,7 +819,7 @@ func (w *workspace) Materialize(ctx context.Context, at grove.Rev, dir string) e
 	if err := w.enter(ctx, "Materialize"); err != nil {
 		return err
 	}
-	commit, err := w.repo.resolve(ctx, "materialize", at)
+	commit, err := w.repo.Resolve(ctx, "materialize", at)
 	if err != nil {
 		return err
 	}
@@ -884,7 +837,7 @@ func (w *workspace) Materialize(ctx context.Context, at grove.Rev, dir string) e
 		if mf, err := w.insideHead(p); err != nil || mf != nil {
 			return &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: p, Err: fmt.Errorf("%s lies inside a head", p)}
 		}
-		if w.repo.main != "" && within(p, w.repo.main) {
+		if w.repo.Main != "" && canon.WithinCanonical(p, w.repo.Main) {
 			return &grove.Error{Code: grove.FailedPrecondition, Op: op, Path: p, Err: fmt.Errorf("%s lies inside the repository's working tree", p)}
 		}
 	}
@@ -895,11 +848,11 @@ func (w *workspace) Materialize(ctx context.Context, at grove.Rev, dir string) e
 	tmp, err := os.MkdirTemp("", "grove-materialize-")
 	if err == nil {
 		defer os.RemoveAll(tmp)
-		_, err = w.repo.run(ctx, gitcmd.Cmd{
-			GitDir: w.repo.common, CommonDir: w.repo.common, WorkTree: dir, Dir: dir,
+		_, err = w.repo.Run(ctx, gitcmd.Cmd{
+			GitDir: w.repo.Common, CommonDir: w.repo.Common, WorkTree: dir, Dir: dir,
 			Args:     []string{"read-tree", "--reset", "-u", commit},
 			Env:      []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")},
-			Parallel: w.repo.manyFiles(""),
+			Parallel: w.repo.ManyFiles(""),
 		})
 	}
 	if err != nil {
@@ -919,7 +872,7 @@ func (w *workspace) Close() error {
 		return grove.Errorf(grove.FailedPrecondition, "gitbackend: close workspace", "workspace is already closed")
 	}
 	w.closed = true
-	w.repo.stopRefs()
-	w.repo.batch.Stop()
+	w.repo.StopRefs()
+	w.repo.Batch.Stop()
 	return nil
 }

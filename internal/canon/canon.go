@@ -50,3 +50,10 @@ func Within(p, dir string) bool {
 	}
 	return cp == cd || strings.HasPrefix(cp, strings.TrimSuffix(cd, string(filepath.Separator))+string(filepath.Separator))
 }
+
+// WithinCanonical reports whether path is dir or lies below it, both
+// already canonical (see Path): a comparison of strings, with no system
+// call.
+func WithinCanonical(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}

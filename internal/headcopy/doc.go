@@ -21,6 +21,10 @@
 // own write would not be seen, as no stat check sees an edit that puts
 // the time back once a checkout is a second old.
 //
+// A new head also gets copies of the ignored files the main checkout's
+// .worktreeinclude names (Includes, Copier): an .env, local settings, a
+// dependency directory, each reached through os.Root on both sides.
+//
 // Files copies on Linux (openat, FICLONE where the file system shares
 // blocks); elsewhere Works is false and every new head is checked out.
 package headcopy

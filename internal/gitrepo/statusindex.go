@@ -1,4 +1,4 @@
-package gitbackend
+package gitrepo
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"github.com/groveworks/grove/internal/regfile"
 )
 
-// Status reads the head's index through a hard link of its own, named for
+// A head's Status reads its index through a hard link of its own, named for
 // the index file's identity, and lets git refresh that link: the polled
 // index.
 //
@@ -28,7 +28,7 @@ import (
 // git to write it: git writes a new file (index.lock, renamed), which
 // leaves the head's index as it was, and takes no lock a git command in
 // the head needs. The link's name holds the head index's inode, size and
-// modification time (see fileKey): once the head's index is written again
+// modification time (see regfile.FileKey): once the head's index is written again
 // (by the agent's git add, a checkpoint, a restore: always a new file,
 // renamed in place), a new link is made and the old one dropped. While the
 // link exists the old inode cannot be reused, so a name never matches
@@ -39,12 +39,12 @@ import (
 // write the head's index itself, gains nothing by planting one.
 const polledPrefix = "grove-status."
 
-// polledIndex returns the polled index for the head's index at index (in
+// PolledIndex returns the polled index for the head's index at index (in
 // the head's git dir), making it if needed; ok is false where the head's
 // index is not a regular file, or where the system cannot say its identity
 // or link it: Status then reads the head's index itself, with optional
 // locks off.
-func polledIndex(index string) (path string, ok bool) {
+func PolledIndex(index string) (path string, ok bool) {
 	fi, err := os.Lstat(index)
 	if err != nil || !fi.Mode().IsRegular() {
 		return "", false

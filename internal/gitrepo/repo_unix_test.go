@@ -1,6 +1,6 @@
 //go:build unix
 
-package gitbackend
+package gitrepo
 
 import (
 	"path/filepath"
@@ -18,7 +18,7 @@ func TestManyFilesDoesNotWaitOnAFIFO(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "index")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
 	done := make(chan bool, 1)
-	go func() { done <- rp.manyFiles(fifo) }()
+	go func() { done <- rp.ManyFiles(fifo) }()
 	select {
 	case many := <-done:
 		require.False(t, many, "the FIFO is passed over for the main index, of one entry")

@@ -1,4 +1,12 @@
-package gitbackend
+// Package gitrepo is one repository as grove drives it: its files read
+// in-process (gitfmt.Store, embedded) with git asked where they cannot be,
+// and git run on it through the hardened runner, with the repository's own
+// common dir named (so that no commondir file an agent wrote is followed).
+// It resolves revisions, reads and lists checkpoints (refs/grove/<id>/<seq>),
+// checks the shapes grove refuses, and writes refs through one long-lived
+// git update-ref --stdin per repository, whose transactions finish even
+// when grove is killed. A Repo is safe for concurrent use.
+package gitrepo
 
 import (
 	"bytes"
@@ -29,39 +37,39 @@ import (
 	"github.com/groveworks/grove/internal/registry"
 )
 
-// repo is one repository as grove drives it: its files read in-process
+// Repo is one repository as grove drives it: its files read in-process
 // (the embedded Store), and git run on it.
-type repo struct {
+type Repo struct {
 	*gitfmt.Store
-	r      *gitcmd.Runner
-	common string // the common git dir, canonical
-	main   string // the main worktree, "" where there is none or it is not known (see anchors.mainOf)
+	Runner *gitcmd.Runner
+	Common string // the common git dir, canonical
+	Main   string // the main worktree, "" where there is none or it is not known (see anchors.Dir.MainOf)
 
 	refs refUpdater
 
 	formatMu sync.Mutex
 	format   string // the object format (sha1, sha256), once read
 
-	batch *gitcmd.Batch // git cat-file --batch, for objects not loose
-	index gitfmt.Buffer // storage for the index files read
+	Batch *gitcmd.Batch // git cat-file --batch, for objects not loose
+	Index gitfmt.Buffer // storage for the index files read
 }
 
-// newRepo returns the repository whose common git dir is common
+// New returns the repository whose common git dir is common
 // (canonical), run by r; main is its main worktree, or "".
-func newRepo(r *gitcmd.Runner, common, main string) *repo {
-	rp := &repo{r: r, common: common, main: main}
-	rp.batch = r.NewBatch(gitcmd.Cmd{GitDir: common, CommonDir: common, Dir: common})
-	rp.Store = gitfmt.NewStore(common, rp.batch.Object)
+func New(r *gitcmd.Runner, common, main string) *Repo {
+	rp := &Repo{Runner: r, Common: common, Main: main}
+	rp.Batch = r.NewBatch(gitcmd.Cmd{GitDir: common, CommonDir: common, Dir: common})
+	rp.Store = gitfmt.NewStore(common, rp.Batch.Object)
 	return rp
 }
 
-// objectFormat returns the repository's object format, asking git once:
+// ObjectFormat returns the repository's object format, asking git once:
 // a repository's format never changes.
-func (rp *repo) objectFormat(ctx context.Context) (string, error) {
+func (rp *Repo) ObjectFormat(ctx context.Context) (string, error) {
 	rp.formatMu.Lock()
 	defer rp.formatMu.Unlock()
 	if rp.format == "" {
-		f, err := rp.git(ctx, "rev-parse", "--show-object-format")
+		f, err := rp.Git(ctx, "rev-parse", "--show-object-format")
 		if err != nil {
 			return "", err
 		}
@@ -70,27 +78,28 @@ func (rp *repo) objectFormat(ctx context.Context) (string, error) {
 	return rp.format, nil
 }
 
-// run runs git on the repository itself, with no working tree (as in a
+// Run runs git on the repository itself, with no working tree (as in a
 // bare repository), in the common git dir unless c says otherwise.
-func (rp *repo) run(ctx context.Context, c gitcmd.Cmd) (string, error) {
+func (rp *Repo) Run(ctx context.Context, c gitcmd.Cmd) (string, error) {
 	if c.GitDir == "" && !c.Discover {
 		// The common dir named too: git would follow a commondir file an
 		// agent wrote there, from the main git dir as from any.
-		c.GitDir, c.CommonDir = rp.common, rp.common
+		c.GitDir, c.CommonDir = rp.Common, rp.Common
 	}
 	if c.Dir == "" {
-		c.Dir = rp.common
+		c.Dir = rp.Common
 	}
-	return rp.r.Output(ctx, c)
+	return rp.Runner.Output(ctx, c)
 }
 
-func (rp *repo) git(ctx context.Context, args ...string) (string, error) {
-	return rp.run(ctx, gitcmd.Cmd{Args: args})
+// Git is Run with only arguments.
+func (rp *Repo) Git(ctx context.Context, args ...string) (string, error) {
+	return rp.Run(ctx, gitcmd.Cmd{Args: args})
 }
 
-// resolve returns the commit rev names; a revision that does not resolve to
+// Resolve returns the commit rev names; a revision that does not Resolve to
 // a commit is NotFound.
-func (rp *repo) resolve(ctx context.Context, op string, rev grove.Rev) (string, error) {
+func (rp *Repo) Resolve(ctx context.Context, op string, rev grove.Rev) (string, error) {
 	if rev == "" || strings.HasPrefix(string(rev), "-") || strings.ContainsAny(string(rev), "\x00\n") {
 		return "", &grove.Error{Code: grove.NotFound, Op: "gitbackend: " + op, Rev: rev, Err: errors.New("bad revision")}
 	}
@@ -101,7 +110,7 @@ func (rp *repo) resolve(ctx context.Context, op string, rev grove.Rev) (string, 
 	} else if id, ok := rp.BranchCommit(string(rev)); ok {
 		return id, nil
 	}
-	out, err := rp.git(ctx, "rev-parse", "--verify", "-q", "--end-of-options", string(rev)+"^{commit}")
+	out, err := rp.Git(ctx, "rev-parse", "--verify", "-q", "--end-of-options", string(rev)+"^{commit}")
 	if err != nil {
 		if grove.CodeOf(err) == grove.Canceled {
 			return "", err
@@ -111,31 +120,31 @@ func (rp *repo) resolve(ctx context.Context, op string, rev grove.Rev) (string, 
 	return out, nil
 }
 
-// refExists reports whether the ref name exists, without a process: its
+// RefExists reports whether the ref name exists, without a process: its
 // loose file or packed-refs line read directly, else go-git asked. A
 // FIFO, socket or device where go-git would read (the loose file or
 // packed-refs, an agent can write either) is no ref: go-git's read of it
 // would wait for a writer forever.
-func (rp *repo) refExists(name string) bool {
+func (rp *Repo) RefExists(name string) bool {
 	// The common case, a branch's loose file or packed-refs line, is read
 	// directly; go-git answers the rest.
 	if _, ok := rp.Ref(name); ok {
 		return true
 	}
-	for _, p := range []string{filepath.Join(rp.common, filepath.FromSlash(name)), filepath.Join(rp.common, "packed-refs")} {
+	for _, p := range []string{filepath.Join(rp.Common, filepath.FromSlash(name)), filepath.Join(rp.Common, "packed-refs")} {
 		if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
 			return false
 		}
 	}
-	st := filesystem.NewStorage(osfs.New(rp.common), cache.NewObjectLRU(1))
+	st := filesystem.NewStorage(osfs.New(rp.Common), cache.NewObjectLRU(1))
 	_, err := st.Reference(plumbing.ReferenceName(name))
 	return err == nil
 }
 
-// checkShape refuses repositories whose configuration makes git do what
+// CheckShape refuses repositories whose configuration makes git do what
 // grove cannot honour through the command line it drives.
-func (rp *repo) checkShape(ctx context.Context) error {
-	out, err := rp.git(ctx, "config", "-z", "--list")
+func (rp *Repo) CheckShape(ctx context.Context) error {
+	out, err := rp.Git(ctx, "config", "-z", "--list")
 	if err != nil && gitcmd.ExitCode(err) != 1 { // 1: no config at all
 		return err
 	}
@@ -155,7 +164,7 @@ func (rp *repo) checkShape(ctx context.Context) error {
 			feature = "filter drivers such as Git LFS's (" + key + ")"
 		}
 		if feature != "" {
-			return &grove.Error{Code: grove.Unimplemented, Op: "gitbackend: open", Path: rp.common,
+			return &grove.Error{Code: grove.Unimplemented, Op: "gitbackend: open", Path: rp.Common,
 				Err: fmt.Errorf("the repository uses %s, which grove does not drive", feature)}
 		}
 	}
@@ -174,12 +183,12 @@ func isTrue(v string) bool {
 // parallel: gitcmd.Cmd.Parallel, where git's own threshold then decides.
 const parallelFrom = 2000
 
-// manyFiles reports whether a checkout into the worktree whose index is
+// ManyFiles reports whether a checkout into the worktree whose index is
 // at index may write parallelFrom files or more, judging by the number of
 // entries of that index or, where there is none, of the main worktree's.
 // With neither, it may. Only a hint: the header is read, nothing else.
-func (rp *repo) manyFiles(index string) bool {
-	for _, p := range []string{index, filepath.Join(rp.common, "index")} {
+func (rp *Repo) ManyFiles(index string) bool {
+	for _, p := range []string{index, filepath.Join(rp.Common, "index")} {
 		if n, ok := indexEntries(p); ok {
 			return n >= parallelFrom
 		}
@@ -202,35 +211,35 @@ func indexEntries(path string) (int, bool) {
 	return int(binary.BigEndian.Uint32(hdr[8:])), true
 }
 
-// checkBranchName returns an error if git would not take branch as a
+// CheckBranchName returns an error if git would not take branch as a
 // branch name (git branch also refuses one that starts with "-"). A name
 // of the plain shape (plainRefName, a subset of what git accepts) needs
 // no git to say so.
-func (rp *repo) checkBranchName(ctx context.Context, branch string) error {
+func (rp *Repo) CheckBranchName(ctx context.Context, branch string) error {
 	if strings.HasPrefix(branch, "-") {
 		return fmt.Errorf("%q starts with a dash", branch)
 	}
 	if gitfmt.PlainRefName("refs/heads/" + branch) {
 		return nil
 	}
-	_, err := rp.git(ctx, "check-ref-format", "refs/heads/"+branch)
+	_, err := rp.Git(ctx, "check-ref-format", "refs/heads/"+branch)
 	return err
 }
 
-// checkTree refuses to make a head from a commit whose files need
+// CheckTree refuses to make a head from a commit whose files need
 // something grove does not drive: submodules, or Git LFS attributes.
 // The commit's top tree and its .gitattributes are read in-process when
 // they are loose objects; otherwise git reads them.
-func (rp *repo) checkTree(ctx context.Context, op, commit string) error {
-	names, attrs, ok := rp.topFiles(commit)
+func (rp *Repo) CheckTree(ctx context.Context, op, commit string) error {
+	names, attrs, ok := rp.TopFiles(commit)
 	if !ok {
-		out, err := rp.git(ctx, "ls-tree", "-z", "--name-only", commit, "--", ".gitmodules", ".gitattributes")
+		out, err := rp.Git(ctx, "ls-tree", "-z", "--name-only", commit, "--", ".gitmodules", ".gitattributes")
 		if err != nil {
 			return err
 		}
 		names = strings.Split(out, "\x00")
 		if slices.Contains(names, ".gitattributes") {
-			if attrs, err = rp.git(ctx, "cat-file", "blob", commit+":.gitattributes"); err != nil {
+			if attrs, err = rp.Git(ctx, "cat-file", "blob", commit+":.gitattributes"); err != nil {
 				return err
 			}
 		}
@@ -253,11 +262,11 @@ func (rp *repo) checkTree(ctx context.Context, op, commit string) error {
 	return nil
 }
 
-// topFiles reads in-process which of .gitattributes and .gitmodules the
+// TopFiles reads in-process which of .gitattributes and .gitmodules the
 // top tree of commit holds (in git's order), and the content of the first;
 // ok is false unless the commit, its top tree and that blob are loose
 // objects of the shapes git writes.
-func (rp *repo) topFiles(commit string) (names []string, attrs string, ok bool) {
+func (rp *Repo) TopFiles(commit string) (names []string, attrs string, ok bool) {
 	tree, ok := rp.CommitTree(commit)
 	if !ok {
 		return nil, "", false
@@ -296,6 +305,8 @@ const (
 	refFormat = "%(refname)%00%(objectname)%00%(parent)%00%(authorname)%00%(authoremail:trim)%00%(authordate:unix)%00%(contents)%1e"
 )
 
+// parseCheckpoint reads one record of git log --format=logFormat, split at
+// its NULs, as a checkpoint.
 func parseCheckpoint(fields []string) (grove.Checkpoint, error) {
 	if len(fields) != 6 {
 		return grove.Checkpoint{}, fmt.Errorf("unexpected commit record %q", fields)
@@ -314,12 +325,12 @@ func parseCheckpoint(fields []string) (grove.Checkpoint, error) {
 	}, nil
 }
 
-// commitInfo reads one commit.
-func (rp *repo) commitInfo(ctx context.Context, commit string) (grove.Checkpoint, error) {
+// CommitInfo reads one commit.
+func (rp *Repo) CommitInfo(ctx context.Context, commit string) (grove.Checkpoint, error) {
 	if c, ok := rp.Commit(commit); ok {
 		return checkpointOf(c), nil
 	}
-	out, err := rp.git(ctx, "log", "-1", "--no-walk", "--format="+logFormat, commit, "--")
+	out, err := rp.Git(ctx, "log", "-1", "--no-walk", "--format="+logFormat, commit, "--")
 	if err != nil {
 		return grove.Checkpoint{}, err
 	}
@@ -327,17 +338,17 @@ func (rp *repo) commitInfo(ctx context.Context, commit string) (grove.Checkpoint
 	return parseCheckpoint(strings.Split(rec, "\x00"))
 }
 
-// checkpointRef is one private checkpoint ref.
-type checkpointRef struct {
-	ref string
-	seq int
+// CheckpointRef is one private checkpoint ref.
+type CheckpointRef struct {
+	Ref string
+	Seq int
 	grove.Checkpoint
 }
 
-// checkpoints lists a head's private refs, newest first; limit 0 means all.
-func (rp *repo) checkpoints(ctx context.Context, id grove.HeadID, limit int) ([]checkpointRef, error) {
+// Checkpoints lists a head's private refs, newest first; limit 0 means all.
+func (rp *Repo) Checkpoints(ctx context.Context, id grove.HeadID, limit int) ([]CheckpointRef, error) {
 	if limit == 1 {
-		if last, ok := rp.lastCheckpoint(id); ok {
+		if last, ok := rp.LastCheckpoint(id); ok {
 			return last, nil
 		}
 	}
@@ -345,11 +356,11 @@ func (rp *repo) checkpoints(ctx context.Context, id grove.HeadID, limit int) ([]
 	if limit > 0 {
 		args = append(args, "--count="+strconv.Itoa(limit))
 	}
-	out, err := rp.git(ctx, append(args, registry.RefPrefix(id))...)
+	out, err := rp.Git(ctx, append(args, registry.RefPrefix(id))...)
 	if err != nil {
 		return nil, err
 	}
-	cps := []checkpointRef{} // non-nil: read, possibly empty
+	cps := []CheckpointRef{} // non-nil: read, possibly empty
 	for _, rec := range bytes.Split([]byte(out), []byte("\x1e")) {
 		rec = bytes.TrimLeft(rec, "\n")
 		if len(rec) == 0 {
@@ -367,7 +378,7 @@ func (rp *repo) checkpoints(ctx context.Context, id grove.HeadID, limit int) ([]
 		if err != nil {
 			continue // not a ref grove named
 		}
-		cps = append(cps, checkpointRef{ref: fields[0], seq: seq, Checkpoint: cp})
+		cps = append(cps, CheckpointRef{Ref: fields[0], Seq: seq, Checkpoint: cp})
 	}
 	return cps, nil
 }
@@ -387,12 +398,12 @@ func checkpointOf(c *object.Commit) grove.Checkpoint {
 	return cp
 }
 
-// lastCheckpoint is checkpoints(ctx, id, 1) without a process: the
+// LastCheckpoint is checkpoints(ctx, id, 1) without a process: the
 // greatest ref name under the head's prefix, loose or packed, and its
 // commit. ok is false when git must answer instead: a name that is not a
 // sequence number, a directory among the refs, a ref or commit that does
 // not read.
-func (rp *repo) lastCheckpoint(id grove.HeadID) ([]checkpointRef, bool) {
+func (rp *Repo) LastCheckpoint(id grove.HeadID) ([]CheckpointRef, bool) {
 	prefix := registry.RefPrefix(id)
 	if !gitfmt.PlainRefName(prefix+"0") || !rp.FilesRefs() {
 		return nil, false
@@ -403,11 +414,11 @@ func (rp *repo) lastCheckpoint(id grove.HeadID) ([]checkpointRef, bool) {
 	// Only real directories: git takes a symlink among the refs for a
 	// symbolic ref, never for a directory of refs.
 	for _, d := range []string{"refs/grove", prefix} {
-		if fi, err := os.Lstat(filepath.Join(rp.common, filepath.FromSlash(d))); err == nil && !fi.IsDir() {
+		if fi, err := os.Lstat(filepath.Join(rp.Common, filepath.FromSlash(d))); err == nil && !fi.IsDir() {
 			return nil, false
 		}
 	}
-	ents, err := os.ReadDir(filepath.Join(rp.common, filepath.FromSlash(prefix)))
+	ents, err := os.ReadDir(filepath.Join(rp.Common, filepath.FromSlash(prefix)))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, false
 	}
@@ -428,7 +439,7 @@ func (rp *repo) lastCheckpoint(id grove.HeadID) ([]checkpointRef, bool) {
 		best = name
 	}
 	if best == "" {
-		return []checkpointRef{}, true
+		return []CheckpointRef{}, true
 	}
 	seq, err := strconv.Atoi(strings.TrimPrefix(best, prefix))
 	if err != nil || seq < 0 {
@@ -442,5 +453,32 @@ func (rp *repo) lastCheckpoint(id grove.HeadID) ([]checkpointRef, bool) {
 	if !ok {
 		return nil, false
 	}
-	return []checkpointRef{{ref: best, seq: seq, Checkpoint: checkpointOf(c)}}, true
+	return []CheckpointRef{{Ref: best, Seq: seq, Checkpoint: checkpointOf(c)}}, true
+}
+
+// HeadCommit reads the HEAD of the worktree whose git dir is admin
+// in-process: its commit, and the ref it names ("" when detached); ok is
+// false where git must read it.
+func (rp *Repo) HeadCommit(admin string) (commit, ref string, ok bool) {
+	data, err := regfile.Read(filepath.Join(admin, "HEAD"), 4096)
+	if err != nil {
+		return "", "", false
+	}
+	line := gitfmt.GitLine(data)
+	if name, isRef := strings.CutPrefix(line, "ref: "); isRef {
+		commit, ok = rp.Ref(name)
+		return commit, name, ok
+	}
+	return line, "", gitfmt.IsSHA1(line)
+}
+
+// DefaultHeadsDir is where heads go when OpenOptions.HeadsDir is empty:
+// beside the main worktree, in <name>.grove, outside the repository's
+// working tree; beside the git dir (<dir>.grove) for a bare repository or
+// one whose main worktree git does not record.
+func (rp *Repo) DefaultHeadsDir() string {
+	if rp.Main == "" {
+		return rp.Common + ".grove"
+	}
+	return filepath.Join(filepath.Dir(rp.Main), filepath.Base(rp.Main)+".grove")
 }

@@ -1,4 +1,4 @@
-package gitbackend
+package gitrepo
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func plainGit(t *testing.T, dir string, env []string, stdin string, args ...stri
 	return strings.TrimSpace(string(out))
 }
 
-func testRepo(t *testing.T) (*repo, string) {
+func testRepo(t *testing.T) (*Repo, string) {
 	t.Helper()
 	dir := t.TempDir()
 	plainGit(t, dir, nil, "", "init", "-q", "-b", "main")
@@ -41,7 +41,7 @@ func testRepo(t *testing.T) (*repo, string) {
 	plainGit(t, dir, []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}, "", "commit", "-qm", "one")
 	r, err := gitcmd.New(context.Background(), gitcmd.Options{})
 	require.NoError(t, err)
-	return newRepo(r, filepath.Join(dir, ".git"), dir), dir
+	return New(r, filepath.Join(dir, ".git"), dir), dir
 }
 
 // The last checkpoint read in-process is the one for-each-ref gives, with
@@ -52,9 +52,9 @@ func TestLastCheckpointIsForEachRef(t *testing.T) {
 	ctx := context.Background()
 	id := grove.HeadID("0b1c2d3e-0000-4000-8000-000000000001")
 	other := grove.HeadID("0b1c2d3e-0000-4000-8000-000000000002")
-	viaGit := func() []checkpointRef {
+	viaGit := func() []CheckpointRef {
 		t.Helper()
-		out, err := rp.checkpoints(ctx, id, 2) // limit 2: always git
+		out, err := rp.Checkpoints(ctx, id, 2) // limit 2: always git
 		require.NoError(t, err)
 		if len(out) > 1 {
 			out = out[:1]
@@ -63,7 +63,7 @@ func TestLastCheckpointIsForEachRef(t *testing.T) {
 	}
 	check := func(what string) {
 		t.Helper()
-		got, ok := rp.lastCheckpoint(id)
+		got, ok := rp.LastCheckpoint(id)
 		require.True(t, ok, what)
 		require.Equal(t, viaGit(), got, what)
 	}
@@ -87,11 +87,11 @@ func TestLastCheckpointIsForEachRef(t *testing.T) {
 	}
 	// A name git lists but grove did not make: git answers.
 	plainGit(t, dir, nil, "", "update-ref", registry.RefPrefix(id)+"zzz", prev)
-	_, ok := rp.lastCheckpoint(id)
+	_, ok := rp.LastCheckpoint(id)
 	require.False(t, ok)
 	plainGit(t, dir, nil, "", "update-ref", "-d", registry.RefPrefix(id)+"zzz")
 	plainGit(t, dir, nil, "", "update-ref", registry.RefPrefix(id)+"sub/00000099", prev)
-	_, ok = rp.lastCheckpoint(id)
+	_, ok = rp.LastCheckpoint(id)
 	require.False(t, ok, "a directory among the refs")
 }
 
@@ -103,9 +103,9 @@ func TestLastCheckpointRefusesSymlinkedRefs(t *testing.T) {
 	head := plainGit(t, dir, nil, "", "rev-parse", "HEAD")
 	forged := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(forged, "00000009"), []byte(head+"\n"), 0o644))
-	require.NoError(t, os.MkdirAll(filepath.Join(rp.common, "refs", "grove"), 0o755))
-	require.NoError(t, os.Symlink(forged, filepath.Join(rp.common, "refs", "grove", string(id))))
-	_, ok := rp.lastCheckpoint(id)
+	require.NoError(t, os.MkdirAll(filepath.Join(rp.Common, "refs", "grove"), 0o755))
+	require.NoError(t, os.Symlink(forged, filepath.Join(rp.Common, "refs", "grove", string(id))))
+	_, ok := rp.LastCheckpoint(id)
 	require.False(t, ok)
 }
 
@@ -136,7 +136,7 @@ func TestTopFilesIsLsTree(t *testing.T) {
 		{"one deeper only", map[string]string{"sub/.gitmodules": "x\n"}, []string{".gitattributes", ".gitmodules"}},
 	} {
 		c := commit(tc.files)
-		names, attrs, ok := rp.topFiles(c)
+		names, attrs, ok := rp.TopFiles(c)
 		require.True(t, ok, tc.what)
 		require.Equal(t, tc.names, names, tc.what)
 		want := ""
@@ -148,10 +148,10 @@ func TestTopFilesIsLsTree(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(dir, ".gitattributes")))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".gitattributes"), 0o755))
 	c := commit(map[string]string{".gitattributes/x": "y\n"})
-	_, _, ok := rp.topFiles(c)
+	_, _, ok := rp.TopFiles(c)
 	require.False(t, ok, "a .gitattributes directory is git's to answer")
 	plainGit(t, dir, nil, "", "gc", "-q")
-	_, _, ok = rp.topFiles(c)
+	_, _, ok = rp.TopFiles(c)
 	require.False(t, ok, "a packed commit is git's to read")
 }
 
@@ -159,17 +159,17 @@ func TestTopFilesIsLsTree(t *testing.T) {
 // and lets a checkout run in parallel when it cannot tell.
 func TestManyFilesReadsTheIndexHeader(t *testing.T) {
 	rp, dir := testRepo(t)
-	require.False(t, rp.manyFiles(""), "the main index has one entry")
-	require.False(t, rp.manyFiles(filepath.Join(t.TempDir(), "none")), "no such index: the main one's")
+	require.False(t, rp.ManyFiles(""), "the main index has one entry")
+	require.False(t, rp.ManyFiles(filepath.Join(t.TempDir(), "none")), "no such index: the main one's")
 	var b strings.Builder
 	for i := range parallelFrom {
 		fmt.Fprintf(&b, "100644 blob e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\tf%05d\n", i)
 	}
 	big := filepath.Join(t.TempDir(), "index")
 	plainGit(t, dir, []string{"GIT_INDEX_FILE=" + big}, b.String(), "update-index", "--index-info")
-	require.True(t, rp.manyFiles(big))
+	require.True(t, rp.ManyFiles(big))
 	require.NoError(t, os.Remove(filepath.Join(dir, ".git", "index")))
-	require.True(t, rp.manyFiles(""), "no index to judge by")
+	require.True(t, rp.ManyFiles(""), "no index to judge by")
 }
 
 // refExists answers as git show-ref --verify does for a branch loose,
@@ -184,7 +184,7 @@ func TestRefExistsAgreesWithGit(t *testing.T) {
 	check := func(what string, names ...string) {
 		t.Helper()
 		for _, n := range names {
-			require.Equal(t, viaGit(n), rp.refExists(n), "%s: %s", what, n)
+			require.Equal(t, viaGit(n), rp.RefExists(n), "%s: %s", what, n)
 		}
 	}
 	names := []string{"refs/heads/main", "refs/heads/loose", "refs/heads/packed", "refs/heads/sym", "refs/heads/never", "refs/heads/a/b"}
@@ -194,10 +194,10 @@ func TestRefExistsAgreesWithGit(t *testing.T) {
 	plainGit(t, dir, nil, "", "symbolic-ref", "refs/heads/sym", "refs/heads/main")
 	plainGit(t, dir, nil, "", "branch", "a/b")
 	check("made", names...)
-	require.True(t, rp.refExists("refs/heads/packed"))
+	require.True(t, rp.RefExists("refs/heads/packed"))
 	plainGit(t, dir, nil, "", "branch", "-D", "packed", "loose", "a/b")
 	check("deleted", names...)
-	require.False(t, rp.refExists("refs/heads/packed"))
+	require.False(t, rp.RefExists("refs/heads/packed"))
 }
 
 // A reftable repository, and a packed-refs file over its bound, are left
@@ -207,16 +207,16 @@ func TestRefReadersDeclineWhatTheyDoNotRead(t *testing.T) {
 	plainGit(t, dir, nil, "", "pack-refs", "--all")
 	_, ok := rp.Ref("refs/heads/main")
 	require.True(t, ok, "a packed branch")
-	packed := filepath.Join(rp.common, "packed-refs")
+	packed := filepath.Join(rp.Common, "packed-refs")
 	require.NoError(t, os.Truncate(packed, gitfmt.MaxPackedRefs+1))
 	_, ok = rp.Ref("refs/heads/main")
 	require.False(t, ok, "packed-refs over its bound")
 
 	rp, _ = testRepo(t)
-	require.NoError(t, os.Mkdir(filepath.Join(rp.common, "reftable"), 0o755))
+	require.NoError(t, os.Mkdir(filepath.Join(rp.Common, "reftable"), 0o755))
 	_, ok = rp.Ref("refs/heads/main")
 	require.False(t, ok, "a reftable repository")
-	_, ok = rp.lastCheckpoint(grove.HeadID("0b1c2d3e-0000-4000-8000-000000000004"))
+	_, ok = rp.LastCheckpoint(grove.HeadID("0b1c2d3e-0000-4000-8000-000000000004"))
 	require.False(t, ok)
 }
 
@@ -234,7 +234,7 @@ func TestBranchCommitIsRevParse(t *testing.T) {
 	second := plainGit(t, dir, nil, "", "rev-parse", "HEAD")
 	tree := plainGit(t, dir, nil, "", "rev-parse", "HEAD^{tree}")
 	viaGit := func(rev string) string {
-		out, err := rp.git(ctx, "rev-parse", "--verify", "-q", "--end-of-options", rev+"^{commit}")
+		out, err := rp.Git(ctx, "rev-parse", "--verify", "-q", "--end-of-options", rev+"^{commit}")
 		if err != nil {
 			return ""
 		}
@@ -248,7 +248,7 @@ func TestBranchCommitIsRevParse(t *testing.T) {
 			require.Equal(t, viaGit(rev), got, "%s: %q", what, rev)
 		}
 		// And resolve, whichever way it goes, says what git says.
-		id, err := rp.resolve(ctx, "test", grove.Rev(rev))
+		id, err := rp.Resolve(ctx, "test", grove.Rev(rev))
 		if w := viaGit(rev); w != "" {
 			require.NoError(t, err, what)
 			require.Equal(t, w, id, "%s: %q", what, rev)

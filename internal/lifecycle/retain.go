@@ -1,4 +1,4 @@
-package gitbackend
+package lifecycle
 
 import (
 	"context"
@@ -8,17 +8,18 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/gitrepo"
+	"github.com/groveworks/grove/internal/lock"
+	"github.com/groveworks/grove/internal/registry"
 )
 
-// Retain implements backend.Maintainer: see backend.RetentionPolicy. Refs
-// are deleted in one transaction per head, each only if it still points
-// where it was read (a checkpoint taken meanwhile is never deleted), then
-// git gc --auto runs (without pruning worktrees).
-func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (grove.RetentionReport, error) {
+// Retain deletes the checkpoint refs of the heads reg records that policy
+// p does not keep, as backend.RetentionPolicy says. Refs are deleted in
+// one transaction per head, each only if it still points where it was read
+// (a checkpoint taken meanwhile is never deleted), then git gc --auto runs
+// (without pruning worktrees).
+func Retain(ctx context.Context, rp *gitrepo.Repo, reg registry.Dir, p *backend.RetentionPolicy) (grove.RetentionReport, error) {
 	const op = "gitbackend: retain"
-	if err := w.enter(ctx, "Retain"); err != nil {
-		return grove.RetentionReport{}, err
-	}
 	if p == nil || p.KeepLast < 0 || p.KeepWithin < 0 || (p.KeepLast == 0 && p.KeepWithin == 0) {
 		return grove.RetentionReport{}, grove.Errorf(grove.InvalidArgument, op, "a retention policy needs KeepLast or KeepWithin, neither negative")
 	}
@@ -26,14 +27,14 @@ func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (gro
 	for _, id := range p.Keep {
 		keep[string(id)] = true
 	}
-	tips, err := w.repo.git(ctx, "for-each-ref", "--format=%(objectname)", "refs/heads/", "refs/tags/")
+	tips, err := rp.Git(ctx, "for-each-ref", "--format=%(objectname)", "refs/heads/", "refs/tags/")
 	if err != nil {
 		return grove.RetentionReport{}, err
 	}
 	for _, t := range strings.Fields(tips) {
 		keep[t] = true
 	}
-	all, err := w.meta.AllManifests()
+	all, err := reg.AllManifests()
 	if err != nil {
 		return grove.RetentionReport{}, grove.Errorf(grove.Internal, op, "%w", err)
 	}
@@ -43,7 +44,7 @@ func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (gro
 		if mf.Creating {
 			continue
 		}
-		cps, err := w.repo.checkpoints(ctx, mf.ID, 0)
+		cps, err := rp.Checkpoints(ctx, mf.ID, 0)
 		if err != nil {
 			return rep, err
 		}
@@ -51,7 +52,7 @@ func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (gro
 			continue
 		}
 		hr := grove.HeadRetention{Head: mf.Name, HeadID: mf.ID}
-		pinned, err := w.meta.RestoreTargets(mf.ID)
+		pinned, err := reg.RestoreTargets(mf.ID)
 		if err != nil {
 			// Which revisions the head was restored to is unknown (its
 			// record was replaced): nothing of it is deleted.
@@ -71,30 +72,30 @@ func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (gro
 				continue
 			}
 			hr.Deleted = append(hr.Deleted, cp.ID)
-			ops = append(ops, fmt.Sprintf("delete %s %s", cp.ref, cp.ID))
+			ops = append(ops, fmt.Sprintf("delete %s %s", cp.Ref, cp.ID))
 		}
 		if len(ops) > 0 && !p.DryRun {
-			if err := w.deleteRefs(ctx, mf.Name, ops); err != nil {
+			if err := deleteRefs(ctx, rp, reg, mf.Name, ops); err != nil {
 				return rep, err
 			}
 		}
 		rep.Heads = append(rep.Heads, hr)
 	}
 	if !p.DryRun {
-		_, _ = w.repo.git(ctx, "-c", "gc.worktreePruneExpire=never", "gc", "--auto", "--quiet")
+		_, _ = rp.Git(ctx, "-c", "gc.worktreePruneExpire=never", "gc", "--auto", "--quiet")
 	}
 	return rep, nil
 }
 
 // deleteRefs runs one ref transaction of delete ops under the repository
 // lock; a ref that moved meanwhile fails it whole with Conflict.
-func (w *workspace) deleteRefs(ctx context.Context, head string, ops []string) error {
-	rl, err := w.lockRepo(ctx, "retain "+head)
+func deleteRefs(ctx context.Context, rp *gitrepo.Repo, reg registry.Dir, head string, ops []string) error {
+	rl, err := lock.Acquire(ctx, reg.RepoLock(), "retain "+head)
 	if err != nil {
 		return err
 	}
 	defer rl.Unlock()
-	if err := w.repo.updateRefs(ctx, ops); err != nil {
+	if err := rp.UpdateRefs(ctx, ops); err != nil {
 		if c := grove.CodeOf(err); c == grove.Canceled || c == grove.Busy {
 			return err
 		}

@@ -1,4 +1,4 @@
-package gitbackend
+package gitrepo
 
 import (
 	"context"
@@ -25,7 +25,7 @@ type refUpdater struct {
 // refIdle is how long an unused update-ref process is kept.
 const refIdle = 5 * time.Second
 
-// updateRefs runs one ref transaction: ops are update-ref --stdin
+// UpdateRefs runs one ref transaction: ops are update-ref --stdin
 // commands ("update <ref> <new> [<old>]", "create <ref> <new>"), all done
 // or none, never through a symbolic ref; reflogs record them as "grove".
 // A failure is the error git
@@ -35,7 +35,7 @@ const refIdle = 5 * time.Second
 // file): callers run it under a context that does not end half-way
 // (cleanupContext), and the process outlives a killed grove (Finish),
 // ending at the end of its input with its locks released.
-func (rp *repo) updateRefs(ctx context.Context, ops []string) error {
+func (rp *Repo) UpdateRefs(ctx context.Context, ops []string) error {
 	// no-deref: a branch an agent turned into a symbolic ref (to main,
 	// say) is replaced, never followed to the branch it names.
 	var req strings.Builder
@@ -54,7 +54,7 @@ func (rp *repo) updateRefs(ctx context.Context, ops []string) error {
 				_ = u.p.Close() // exited while idle: its pipes go
 				u.p = nil
 			}
-			p, err := rp.r.Start(gitcmd.Cmd{GitDir: rp.common, CommonDir: rp.common, Dir: rp.common, Args: []string{"update-ref", "-m", "grove", "--stdin"}, Finish: true})
+			p, err := rp.Runner.Start(gitcmd.Cmd{GitDir: rp.Common, CommonDir: rp.Common, Dir: rp.Common, Args: []string{"update-ref", "-m", "grove", "--stdin"}, Finish: true})
 			if err != nil {
 				return err
 			}
@@ -68,7 +68,7 @@ func (rp *repo) updateRefs(ctx context.Context, ops []string) error {
 				return &grove.Error{Code: grove.Internal, Op: "gitbackend: update refs", Err: fmt.Errorf("git update-ref answered %q", lines)}
 			}
 			if u.idle == nil {
-				u.idle = time.AfterFunc(refIdle, rp.stopRefs)
+				u.idle = time.AfterFunc(refIdle, rp.StopRefs)
 			} else {
 				u.idle.Reset(refIdle)
 			}
@@ -86,8 +86,8 @@ func (rp *repo) updateRefs(ctx context.Context, ops []string) error {
 	}
 }
 
-// stopRefs ends the update-ref process, if one runs.
-func (rp *repo) stopRefs() {
+// StopRefs ends the update-ref process, if one runs.
+func (rp *Repo) StopRefs() {
 	u := &rp.refs
 	u.mu.Lock()
 	defer u.mu.Unlock()

@@ -1,0 +1,68 @@
+package gitbackend
+
+import (
+	"context"
+	"os"
+
+	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/lifecycle"
+	"github.com/groveworks/grove/internal/registry"
+)
+
+// A head's lifecycle around the core (internal/lifecycle): its trashed
+// directory deleted in the background, retention of its checkpoints.
+
+// finishDestroys finishes the destroys that were interrupted (their
+// manifest still says Destroying and nobody holds their head lock), then
+// starts deleting whatever destroyed heads left in the trash. A destroy
+// interrupted before its directory moved did not happen: its head stays
+// live. Callers hold the repository lock.
+func (w *workspace) finishDestroys() error {
+	err := w.recoverInterrupted("finish an interrupted destroy", func(mf *registry.Manifest) bool { return mf.Destroying },
+		func(mf *registry.Manifest) error { return w.finishDestroy(mf.ID) })
+	if err != nil {
+		return err
+	}
+	for _, p := range lifecycle.Trashed(w.meta) {
+		w.b.trash.Delete(p)
+	}
+	return nil
+}
+
+// finishDestroy ends the interrupted destroy of head id; callers hold its
+// head lock and the repository lock.
+func (w *workspace) finishDestroy(id grove.HeadID) error {
+	mf, err := w.meta.ReadManifest(id)
+	if err != nil || !mf.Destroying {
+		return nil // finished meanwhile
+	}
+	if _, err := os.Lstat(mf.Dir); err == nil {
+		mf.Destroying = false // never moved: the head is whole
+	} else {
+		if err := w.removeAdmin(mf.Admin); err != nil {
+			return &grove.Error{Code: grove.Internal, Op: "gitbackend: finish destroy", Head: mf.Name, Err: err}
+		}
+		mf.Destroying = false
+		mf.State = grove.StateDestroyed
+	}
+	if err := w.meta.WriteManifest(mf); err != nil {
+		return &grove.Error{Code: grove.Internal, Op: "gitbackend: finish destroy", Head: mf.Name, Err: err}
+	}
+	return nil
+}
+
+// WaitDeletions waits until the background deletions of destroyed heads'
+// directories this backend started have ended, or ctx ends (its error is
+// returned then). Destroy returns before its head's files are deleted;
+// a program that must see them gone (or exits and wants the disk space
+// back now rather than at the next open of the workspace) calls this.
+func (b *Backend) WaitDeletions(ctx context.Context) error { return b.trash.Wait(ctx) }
+
+// Retain implements backend.Maintainer (see lifecycle.Retain).
+func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (grove.RetentionReport, error) {
+	if err := w.enter(ctx, "Retain"); err != nil {
+		return grove.RetentionReport{}, err
+	}
+	return lifecycle.Retain(ctx, w.repo, w.meta, p)
+}
