@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/internal/lock"
 )
 
 // headKey names one head process-wide.
@@ -15,45 +16,33 @@ type headKey struct {
 }
 
 // headLocks serializes the calls on one head across every *Head value of
-// the process that names it. Entries are reference-counted and dropped when
-// the last waiter leaves.
-var headLocks = struct {
-	sync.Mutex
-	m map[headKey]*headLock
-}{m: make(map[headKey]*headLock)}
+// the process that names it; an entry lives while someone holds or waits
+// for it (lock.Shared, the one registry of such locks).
+var headLocks lock.Shared[headKey, headSem]
 
-type headLock struct {
-	ch   chan struct{} // holds a token while locked
-	refs int
+// headSem is one head's lock: a token in a channel, so that a wait ends
+// with its context.
+type headSem struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (s *headSem) token() chan struct{} {
+	s.once.Do(func() { s.ch = make(chan struct{}, 1) })
+	return s.ch
 }
 
 // lockHead acquires the lock of k, giving up when ctx ends. The returned
 // function releases it.
 func lockHead(ctx context.Context, k headKey) (func(), error) {
-	headLocks.Lock()
-	l := headLocks.m[k]
-	if l == nil {
-		l = &headLock{ch: make(chan struct{}, 1)}
-		headLocks.m[k] = l
-	}
-	l.refs++
-	headLocks.Unlock()
-
-	drop := func() {
-		headLocks.Lock()
-		l.refs--
-		if l.refs == 0 {
-			delete(headLocks.m, k)
-		}
-		headLocks.Unlock()
-	}
+	sem, drop := headLocks.Acquire(k)
 	var done <-chan struct{}
 	if ctx != nil {
 		done = ctx.Done()
 	}
 	select {
-	case l.ch <- struct{}{}:
-		return func() { <-l.ch; drop() }, nil
+	case sem.token() <- struct{}{}:
+		return func() { <-sem.token(); drop() }, nil
 	case <-done:
 		drop()
 		return nil, ctx.Err()
