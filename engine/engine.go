@@ -915,8 +915,8 @@ func (r *resumption) journal() error {
 		}
 		_ = json.Unmarshal(oldPayload(r.data), &old) // a binding decoded above: its payload is JSON
 		info := r.s.head.Info()
-		if err := e.st.rebind(r.ctx, r.id, r.moved, r.relocated.Commit, EventRelocated, map[string]any{
-			"head": info.ID, "dir": info.Root, "from": old.Dir, "commit": r.relocated.Commit, "behind": report.Behind, "stale": r.relocated.Stale}); err != nil {
+		if err := e.st.rebind(r.ctx, r.id, r.moved, r.relocated.Commit, EventRelocated, RelocatedEvent{
+			Head: info.ID, Dir: info.Root, From: old.Dir, Commit: r.relocated.Commit, Behind: report.Behind, Stale: r.relocated.Stale}); err != nil {
 			return err
 		}
 	}
@@ -925,11 +925,11 @@ func (r *resumption) journal() error {
 		if len(report.Gained) > 0 {
 			commit = report.Gained[0]
 		}
-		if err := e.st.journal(r.ctx, r.id, EventRecreated, map[string]any{"head": info.ID, "dir": info.Root, "commit": commit}); err != nil {
+		if err := e.st.journal(r.ctx, r.id, EventRecreated, RecreatedEvent{Head: info.ID, Dir: info.Root, Commit: commit}); err != nil {
 			return err
 		}
 	}
-	return e.st.reopen(r.ctx, r.id, EventResumed, map[string]any{"gained": report.Gained, "config_drift": report.ConfigDrift})
+	return e.st.reopen(r.ctx, r.id, EventResumed, ResumedEvent{Gained: report.Gained, ConfigDrift: report.ConfigDrift})
 }
 
 // goLive hands the session out: its extensions built, its head watched,

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -172,6 +173,29 @@ func TestNewSessionPersistsBindingAndJournalsEachStep(t *testing.T) {
 		engine.EventBound, engine.EventCheckpointed, engine.EventRestored,
 		engine.EventTurnStarted, engine.EventTurnDone, engine.EventCheckpointed, engine.EventForked, engine.EventClosed,
 	}, kinds(t, s))
+	// Each payload reads back as its kind's type.
+	evs, err := e.Events(ctx, s.ID())
+	require.NoError(t, err)
+	var data []any
+	for _, ev := range evs {
+		d, err := ev.Data()
+		require.NoError(t, err, "%s", ev.Kind)
+		data = append(data, d)
+	}
+	bound := data[0].(engine.BoundEvent)
+	assert.Equal(t, engine.BoundEvent{Backend: b.ID(), Workspace: bound.Workspace, Head: h.Info().ID, Access: grove.Isolated}, bound)
+	assert.NotEmpty(t, bound.Workspace)
+	assert.Equal(t, engine.CheckpointedEvent{Checkpoint: cp.ID, New: true}, data[1])
+	assert.Equal(t, engine.RestoredEvent{To: grove.Rev(h.Info().Base), Commit: h.Info().Base}, data[2].(engine.RestoredEvent))
+	assert.Equal(t, engine.TurnStartedEvent{Turn: 1}, data[3])
+	assert.Equal(t, engine.TurnDoneEvent{Turn: 1}, data[4])
+	assert.Equal(t, child.ID(), data[6].(engine.ForkedEvent).Session)
+	assert.Equal(t, engine.NoPayload{}, data[7])
+	raw, err := engine.Event{Kind: "from-a-newer-engine", Payload: []byte(`{"x":1}`)}.Data()
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"x":1}`, string(raw.(json.RawMessage)), "a kind this engine does not know stays raw")
+	_, err = engine.Event{Kind: engine.EventTurnDone, Payload: []byte(`{"turn":"one"}`)}.Data()
+	assert.Error(t, err, "a payload that does not decode")
 
 	// A second process (another engine on the same file) resumes it.
 	e2 := openEngine(t, engine.Options{Path: path, Backends: []workspace.Backend{b}, Placement: p})

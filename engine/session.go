@@ -127,7 +127,7 @@ func (s *Session) journalTampering(ctx context.Context, end bool) {
 	}
 	s.mu.Unlock()
 	if len(fresh) > 0 {
-		_ = s.e.st.journal(ctx, s.id, EventTampered, map[string]any{"changes": fresh})
+		_ = s.e.st.journal(ctx, s.id, EventTampered, TamperedEvent{Changes: fresh})
 	}
 }
 
@@ -268,7 +268,7 @@ func (s *Session) Checkpoint(ctx context.Context, opts *workspace.CheckpointOpti
 
 // recordCheckpoint journals a checkpoint and makes it the session's last.
 func (s *Session) recordCheckpoint(ctx context.Context, cp grove.CheckpointResult, kind EventKind) error {
-	err := s.e.st.setLast(ctx, s.id, cp.ID, kind, map[string]any{"checkpoint": cp.ID, "new": cp.New, "skipped": len(cp.Skipped)})
+	err := s.e.st.setLast(ctx, s.id, cp.ID, kind, CheckpointedEvent{Checkpoint: cp.ID, New: cp.New, Skipped: len(cp.Skipped)})
 	if err == nil {
 		s.mu.Lock()
 		s.lastCheckpoint = string(cp.ID)
@@ -300,9 +300,9 @@ func (s *Session) Restore(ctx context.Context, to grove.Rev, opts *workspace.Res
 	if err != nil {
 		return res, err
 	}
-	payload := map[string]any{"to": to, "commit": res.Commit}
+	payload := RestoredEvent{To: to, Commit: res.Commit}
 	if res.Safety != nil {
-		payload["safety"] = res.Safety.ID
+		payload.Safety = res.Safety.ID
 	}
 	if err := s.e.st.setLast(ctx, s.id, res.Commit, EventRestored, payload); err != nil {
 		return res, err
@@ -468,7 +468,7 @@ func (s *Session) Archive(ctx context.Context) error {
 	if err := s.head.Archive(ctx); err != nil {
 		return err
 	}
-	return s.e.st.journal(ctx, s.id, EventArchived, nil)
+	return s.e.st.journal(ctx, s.id, EventArchived, NoPayload{})
 }
 
 // Destroy destroys the session's head (with its final checkpoint unless
@@ -491,9 +491,9 @@ func (s *Session) Destroy(ctx context.Context, opts *workspace.DestroyOptions) (
 		done()
 		return res, err
 	}
-	payload := map[string]any{}
+	var payload DestroyedEvent
 	if res.Final != nil {
-		payload["final"] = res.Final.ID
+		payload.Final = res.Final.ID
 	}
 	jctx, cancel := detached(cctx)
 	err = s.e.st.journal(jctx, s.id, EventDestroyed, payload)
@@ -554,13 +554,13 @@ func (s *Session) Turn(ctx context.Context, f func(ctx context.Context) error) e
 		}
 		s.mu.Unlock()
 	}()
-	if err := s.e.st.journal(tctx, s.id, EventTurnStarted, map[string]any{"turn": n}); err != nil {
+	if err := s.e.st.journal(tctx, s.id, EventTurnStarted, TurnStartedEvent{Turn: n}); err != nil {
 		return err
 	}
 	ferr := f(tctx)
-	doneMsg := map[string]any{"turn": n}
+	doneMsg := TurnDoneEvent{Turn: n}
 	if ferr != nil {
-		doneMsg["error"] = ferr.Error()
+		doneMsg.Error = ferr.Error()
 	}
 	jctx, cancel := detached(tctx)
 	s.journalTampering(jctx, false)
@@ -594,7 +594,7 @@ func (s *Session) autoCheckpoint(ctx context.Context, message string) error {
 	}
 	jctx, cancel := detached(ctx)
 	defer cancel()
-	_ = s.e.st.journal(jctx, s.id, EventCheckpointFailed, map[string]any{"error": err.Error(), "mode": s.snap.Mode})
+	_ = s.e.st.journal(jctx, s.id, EventCheckpointFailed, CheckpointFailedEvent{Error: err.Error(), Mode: s.snap.Mode})
 	return err
 }
 
@@ -703,7 +703,7 @@ func (s *Session) finish(op string, detach bool) error {
 	s.journalTampering(ctx, !detach) // a detached session's watch goes on
 	var err error
 	if detach {
-		err = s.e.st.journal(ctx, s.id, EventDetached, nil)
+		err = s.e.st.journal(ctx, s.id, EventDetached, NoPayload{})
 	} else {
 		err = s.e.st.closeSession(ctx, s.id)
 	}
@@ -721,7 +721,7 @@ func (s *Session) abandon(ctx context.Context, created bool) {
 	if created {
 		ctx, cancel := detached(ctx)
 		if _, err := s.head.Destroy(ctx, &workspace.DestroyOptions{Discard: true}); err == nil {
-			_ = s.e.st.journal(ctx, s.id, EventDestroyed, map[string]any{"reason": "the session failed to start"})
+			_ = s.e.st.journal(ctx, s.id, EventDestroyed, DestroyedEvent{Reason: "the session failed to start"})
 		}
 		cancel()
 	}
@@ -786,8 +786,9 @@ func ExtensionOf[T any](s *Session) (T, bool) {
 }
 
 // EventKind names a journal event. Each kind's payload is a JSON object
-// with the fields its constant lists (omitted fields are absent); kinds
-// are never renamed, and fields are only ever added.
+// with the fields its constant lists (omitted fields are absent), the JSON
+// of its type (BoundEvent, CheckpointedEvent, ...: Event.Data); kinds are
+// never renamed, and fields are only ever added.
 type EventKind string
 
 const (
@@ -853,7 +854,7 @@ type Event struct {
 	Seq     int64           // 1 for the session's first event, then one more each
 	At      time.Time       // when it was journaled (UTC)
 	Kind    EventKind       // what happened
-	Payload json.RawMessage // a JSON object; its fields are the kind's
+	Payload json.RawMessage // a JSON object; its fields are the kind's (see Data)
 }
 
 // Events reads session id's journal, in order. An ID that names no session

@@ -121,7 +121,7 @@ func (s *sqlStore) create(ctx context.Context, rec sessionRecord, bind grove.Bin
 			string(rec.perm), string(snap), rec.config, pol, roots); err != nil {
 			return err
 		}
-		payload := map[string]any{}
+		var payload BoundEvent
 		if bind.Backend != "" {
 			data, err := bind.Encode()
 			if err != nil {
@@ -131,7 +131,7 @@ func (s *sqlStore) create(ctx context.Context, rec sessionRecord, bind grove.Bin
 				rec.id, string(bind.Backend), data); err != nil {
 				return err
 			}
-			payload = map[string]any{"backend": bind.Backend, "workspace": bind.Workspace, "head": bind.Head, "access": bind.Access}
+			payload = BoundEvent{Backend: bind.Backend, Workspace: bind.Workspace, Head: bind.Head, Access: bind.Access}
 		}
 		if claim {
 			if err := s.claimTx(ctx, tx, rec.id, bind, takeOver); err != nil {
@@ -140,7 +140,7 @@ func (s *sqlStore) create(ctx context.Context, rec sessionRecord, bind grove.Bin
 		}
 		if rec.parent != "" {
 			if err := s.appendEvent(ctx, tx, rec.parent, EventForked,
-				map[string]any{"session": rec.id, "head": bind.Head, "from": rec.lastCheckpoint}); err != nil {
+				ForkedEvent{Session: rec.id, Head: bind.Head, From: rec.lastCheckpoint}); err != nil {
 				return err
 			}
 		}
@@ -214,7 +214,7 @@ func (s *sqlStore) claimTx(ctx context.Context, tx *sql.Tx, id string, bind grov
 		if err := s.exec(ctx, tx, `DELETE FROM claims WHERE session_id = ? AND head = ?`, holder, string(bind.Head)); err != nil {
 			return err
 		}
-		if err := s.appendEvent(ctx, tx, holder, EventTakenOver, map[string]any{"by": id}); err != nil {
+		if err := s.appendEvent(ctx, tx, holder, EventTakenOver, TakenOverEvent{By: id}); err != nil {
 			return err
 		}
 	default:
@@ -289,7 +289,7 @@ func (s *sqlStore) closeSession(ctx context.Context, id string) error {
 		if err := s.exec(ctx, tx, `UPDATE sessions SET state = 'closed', updated_at = ? WHERE id = ?`, now(), id); err != nil {
 			return err
 		}
-		return s.appendEvent(ctx, tx, id, EventClosed, nil)
+		return s.appendEvent(ctx, tx, id, EventClosed, NoPayload{})
 	})
 }
 
