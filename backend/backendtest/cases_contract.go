@@ -770,6 +770,21 @@ func namesAndCodesCases() []testCase {
 				e.as("A non-empty dir, or a dir inside a head, is FailedPrecondition and is left untouched", func() {
 					err = e.ws.Materialize(e.ctx, e.fx.Base, filepath.Join(h.Info().Root, "inside"))
 					e.wantCode(err, grove.FailedPrecondition, "Materialize into a dir inside a head")
+					// The same directories reached through symlinks outside
+					// the head: a dir that resolves into a head is inside it.
+					e.must(h.FS().MkdirAll("empty", 0o755), "MkdirAll")
+					links := e.t.TempDir()
+					e.must(os.Symlink(h.Info().Root, filepath.Join(links, "root")), "symlink")
+					e.must(os.Symlink(filepath.Join(h.Info().Root, "empty"), filepath.Join(links, "empty")), "symlink")
+					before := e.tree(h)
+					err = e.ws.Materialize(e.ctx, e.fx.Base, filepath.Join(links, "root", "inside"))
+					e.wantCode(err, grove.FailedPrecondition, "Materialize into a dir that resolves into a head")
+					err = e.ws.Materialize(e.ctx, e.fx.Base, filepath.Join(links, "empty"))
+					e.wantCode(err, grove.FailedPrecondition, "Materialize into a link to an empty directory of a head")
+					e.sameTree(e.tree(h), before, "the head after materializes refused for lying inside it")
+					if ents, err := os.ReadDir(filepath.Join(h.Info().Root, "empty")); err != nil || len(ents) != 0 {
+						e.fail("a refused materialize wrote into the head's empty directory (%d entries, %v)", len(ents), err)
+					}
 				})
 			},
 		},
