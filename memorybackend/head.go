@@ -215,7 +215,7 @@ func (h *head) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult
 	ig := newIgnorer(nodes)
 	keep := func(p string, n *node) bool { // an untracked, ignored file or directory
 		_, isTracked := tracked[p]
-		return !isTracked && ig.ignored(p, n.isDir())
+		return !isTracked && ig.Ignored(p, n.isDir())
 	}
 	if p, ok := collision(nodes, want, keep); ok {
 		return backend.RestoreResult{}, h.conflict(op, p)

@@ -13,7 +13,6 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/groveworks/grove"
@@ -167,50 +166,16 @@ func (s store) checkpointOf(h plumbing.Hash) (grove.Checkpoint, error) {
 	return cp, nil
 }
 
-// ignorer answers whether a path is ignored by the .gitignore files of a
-// tree, with git's rule that nothing inside an ignored directory can be
-// re-included.
-type ignorer struct{ m gitignore.Matcher }
-
-func newIgnorer(nodes map[string]*node) ignorer {
-	var files []string
+// newIgnorer returns what the .gitignore files of a tree ignore, by git's
+// rules (backendutil.Ignore).
+func newIgnorer(nodes map[string]*node) *backendutil.Ignore {
+	ig := &backendutil.Ignore{}
 	for p, n := range nodes {
 		if path.Base(p) == ".gitignore" && n.mode.IsRegular() {
-			files = append(files, p)
+			ig.AddGitignore(parentOf(p), n.data)
 		}
 	}
-	// Shallower files first, so deeper ones take precedence.
-	slices.SortFunc(files, func(a, b string) int {
-		if da, db := strings.Count(a, "/"), strings.Count(b, "/"); da != db {
-			return da - db
-		}
-		return strings.Compare(a, b)
-	})
-	var ps []gitignore.Pattern
-	for _, f := range files {
-		var domain []string
-		if d := parentOf(f); d != "." {
-			domain = strings.Split(d, "/")
-		}
-		for line := range strings.SplitSeq(string(nodes[f].data), "\n") {
-			line = strings.TrimSuffix(line, "\r")
-			if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
-				continue
-			}
-			ps = append(ps, gitignore.ParsePattern(line, domain))
-		}
-	}
-	return ignorer{gitignore.NewMatcher(ps)}
-}
-
-func (ig ignorer) ignored(p string, isDir bool) bool {
-	parts := strings.Split(p, "/")
-	for i := 1; i < len(parts); i++ {
-		if ig.m.Match(parts[:i], true) {
-			return true
-		}
-	}
-	return ig.m.Match(parts, isDir)
+	return ig
 }
 
 // capture is what a checkpoint of a tree would hold.
@@ -248,7 +213,7 @@ func captureTree(nodes map[string]*node, tracked map[string]entry, opts *backend
 			continue
 		}
 		if _, ok := tracked[p]; !ok {
-			if ig.ignored(p, false) && !included(p) {
+			if ig.Ignored(p, false) && !included(p) {
 				continue
 			}
 			if n.mode.IsRegular() && limit > 0 && int64(len(n.data)) > limit {
@@ -268,7 +233,7 @@ func captureTree(nodes map[string]*node, tracked map[string]entry, opts *backend
 		c.data[p] = n.data
 	}
 	for p, n := range nodes {
-		if p != "." && n.isDir() && !nonEmpty[p] && !ig.ignored(p, true) {
+		if p != "." && n.isDir() && !nonEmpty[p] && !ig.Ignored(p, true) {
 			c.skipped = append(c.skipped, grove.Skipped{Path: p, Reason: grove.SkipEmptyDirectory})
 		}
 	}

@@ -699,6 +699,29 @@ func namesAndCodesCases() []testCase {
 			},
 		},
 		{
+			name:   "ignored_follows_git_to_the_letter_for_anchored_patterns_and_excluded_directories",
+			clause: "Ignored means what git means: the patterns of the .gitignore files in the head, each applying to its directory and below, deeper and later patterns winning, a leading \"!\" re-including",
+			run: func(e *env) {
+				h := e.head()
+				// An anchored pattern of a nested .gitignore is relative to
+				// its directory; "!" cannot re-include a file inside a
+				// directory that is itself excluded.
+				e.write(h, "nest/.gitignore", "/local.txt\nbuild/\n!build/keep.txt\n")
+				for _, p := range []string{"nest/local.txt", "nest/deep/local.txt", "local.txt", "nest/build/keep.txt", "nest/build/out.bin"} {
+					e.write(h, p, "x\n")
+				}
+				at := e.treeAt(grove.Rev(e.checkpoint(h, nil).ID))
+				for p, want := range map[string]bool{
+					"nest/local.txt": false, "nest/deep/local.txt": true, "local.txt": true,
+					"nest/build/keep.txt": false, "nest/build/out.bin": false,
+				} {
+					if _, got := at[p]; got != want {
+						e.fail("%s captured: %v, want %v (an anchored pattern is relative to its .gitignore's directory; nothing inside an excluded directory is re-included)", p, got, want)
+					}
+				}
+			},
+		},
+		{
 			name:   "a_checkpoint_ID_is_lowercase_hex_and_resolves_as_a_revision",
 			clause: "another stable name in the same form, at least 40 lowercase hexadecimal digits. Any CheckpointID a head reports resolves as a Rev in its workspace.",
 			run: func(e *env) {

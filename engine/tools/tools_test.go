@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -497,4 +498,31 @@ func TestGrepCutsLongLinesBetweenCharacters(t *testing.T) {
 	out := f.ok("grep", `{"pattern":"needle"}`)
 	assert.True(t, utf8.ValidString(out), "%q", out)
 	assert.Contains(t, out, " [cut]")
+}
+
+// glob and grep skip what the .gitignore files ignore as git reads them: a
+// nested file's patterns apply to its own directory (an anchored one too),
+// and nothing inside an excluded directory is re-included.
+func TestGlobAndGrepReadNestedGitignoresAsGitDoes(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	for name, data := range map[string]string{
+		"nest/.gitignore":     "/local.txt\n*.tmp\nbuild/\n!build/keep.txt\n",
+		"nest/local.txt":      "needle\n",
+		"nest/deep/local.txt": "needle\n",
+		"local.txt":           "needle\n",
+		"top.tmp":             "needle\n",
+		"nest/x.tmp":          "needle\n",
+		"nest/build/keep.txt": "needle\n",
+	} {
+		require.NoError(t, f.s.FS().MkdirAll(path.Dir(name), 0o755))
+		require.NoError(t, f.s.FS().WriteFile(name, []byte(data), 0o644))
+	}
+	for _, out := range []string{f.ok("glob", `{"pattern":"**/*.t*"}`), f.ok("grep", `{"pattern":"needle"}`)} {
+		assert.Contains(t, out, "/workspace/local.txt")
+		assert.Contains(t, out, "/workspace/nest/deep/local.txt")
+		assert.Contains(t, out, "/workspace/top.tmp")
+		assert.NotContains(t, out, "/workspace/nest/local.txt")
+		assert.NotContains(t, out, "/workspace/nest/x.tmp")
+		assert.NotContains(t, out, "/workspace/nest/build/keep.txt")
+	}
 }
