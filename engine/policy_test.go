@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"io/fs"
+	"path"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -175,4 +176,33 @@ func TestPolicyAttacksThroughLinksAndRenames(t *testing.T) {
 
 	_, err = e.NewSession(ctx, &engine.SessionOptions{Policy: []engine.Policy{{Allow: []string{"*", "!*.env"}}}})
 	assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "a negated Allow: %v", err)
+}
+
+// In one layer (as grove mcp --allow/--deny builds it) a deny wins over an
+// allow, whatever order the patterns come in; a "!" line in a deny list
+// re-includes as in a .gitignore, but never below a denied directory.
+func TestDenyWinsInItsLayerAndNegatesAsGitignore(t *testing.T) {
+	ctx := context.Background()
+	b, p := memSetup(t)
+	e := openEngine(t, engine.Options{Backends: []workspace.Backend{b}, Placement: p})
+	s, err := e.NewSession(ctx, &engine.SessionOptions{Policy: []engine.Policy{{
+		Allow: []string{"src/", "*.env", "vault/"},
+		Deny:  []string{"src/secret.go", "*.env", "!public.env", "vault/", "!vault/ok.txt"},
+	}}})
+	require.NoError(t, err)
+	defer s.Close()
+	raw := s.Head().FS()
+	for _, name := range []string{"src/secret.go", "src/app.go", "prod.env", "public.env", "vault/ok.txt"} {
+		require.NoError(t, raw.MkdirAll(path.Dir(name), 0o755))
+		require.NoError(t, raw.WriteFile(name, []byte("x"), 0o644))
+	}
+	fsys := s.FS()
+	for _, name := range []string{"src/secret.go", "prod.env", "vault/ok.txt"} {
+		_, err := fsys.ReadFile(name)
+		denied(t, err, "ReadFile "+name)
+	}
+	for _, name := range []string{"src/app.go", "public.env"} {
+		_, err := fsys.ReadFile(name)
+		assert.NoError(t, err, "ReadFile %s", name)
+	}
 }
