@@ -74,7 +74,8 @@ type FS interface {
 	// FailedPrecondition.
 	MkdirAll(name string, perm fs.FileMode) error
 
-	// Remove removes a file, a symlink or an empty directory.
+	// Remove removes a file, a symlink or an empty directory; a directory
+	// that is not empty is FailedPrecondition and is left as it is.
 	Remove(name string) error
 
 	// Rename moves oldname to newname, replacing a file there. A newname

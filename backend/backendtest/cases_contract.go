@@ -754,6 +754,12 @@ func namesAndCodesCases() []testCase {
 					e.must(fsys.MkdirAll("dir/inner", 0o755), "MkdirAll dir/inner")
 					e.wantCode(fsys.Rename("dir", "dir/inner/moved"), grove.InvalidArgument, "Rename of a directory into itself")
 				})
+				e.as("Remove removes a file, a symlink or an empty directory; a directory that is not empty is FailedPrecondition and is left as it is.", func() {
+					e.wantCode(fsys.Remove("dir"), grove.FailedPrecondition, "Remove of a directory that is not empty")
+					if _, err := fsys.Stat("dir/inner"); err != nil {
+						e.fail("a refused Remove changed the directory: %v", err)
+					}
+				})
 				if e.caps.Symlinks {
 					e.as("A link never replaces anything: a name that exists is AlreadyExists.", func() {
 						e.wantCode(fsys.Symlink("src/main.go", "README.md"), grove.AlreadyExists, "Symlink onto a file")

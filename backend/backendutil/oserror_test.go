@@ -53,6 +53,19 @@ func TestOSError(t *testing.T) {
 			t.Errorf("OSError(%v) does not match fs.ErrNotExist", tc.err)
 		}
 	}
+	// A file on the path of a MkdirAll, or in the way of a Rename, is
+	// FailedPrecondition as the FS contract says; for a read it is NotFound.
+	mkdir := root.MkdirAll("file/sub", 0o755)
+	if c := grove.CodeOf(backendutil.OSError("test: mkdirall", "file/sub", mkdir)); c != grove.FailedPrecondition {
+		t.Errorf("OSError(mkdirall, %v) = %v, want failed precondition", mkdir, c)
+	}
+	rename := root.Rename("full", "file/x")
+	if c := grove.CodeOf(backendutil.OSError("test: rename", "file/x", rename)); c != grove.FailedPrecondition {
+		t.Errorf("OSError(rename, %v) = %v, want failed precondition", rename, c)
+	}
+	if c := grove.CodeOf(backendutil.OSError("test: readfile", "file/x", notDir)); c != grove.NotFound {
+		t.Errorf("OSError(readfile, %v) = %v, want not found", notDir, c)
+	}
 	be := &grove.Error{Code: grove.Conflict}
 	if got := backendutil.OSError("op", "n", be); got != error(be) {
 		t.Errorf("a *grove.Error is not returned as it is: %v", got)
