@@ -191,21 +191,32 @@ func checkpointResultCases() []testCase {
 			clause: "Log lists the head's checkpoints, newest first, from its private refs (not from the branch's history)",
 			run: func(e *env) {
 				h := e.head()
+				// Twelve: an order that breaks past the tenth checkpoint
+				// (names sorted as strings, "10" before "9") shows.
+				const n = 12
 				var ids []grove.CheckpointID
-				for i := range 3 {
+				for i := range n {
 					e.write(h, "n.txt", strings.Repeat("n", i+1))
 					ids = append(ids, e.checkpoint(h, nil).ID)
 				}
 				log, err := h.Log(e.ctx, nil)
 				e.must(err, "Log")
-				if len(log) != 3 || log[0].ID != ids[2] || log[1].ID != ids[1] || log[2].ID != ids[0] ||
-					log[0].Parent != ids[1] || log[2].Parent != e.base || log[0].Time.IsZero() {
+				if len(log) != n || log[0].Parent != ids[n-2] || log[n-1].Parent != e.base || log[0].Time.IsZero() {
 					e.fail("Log = %+v, want %v newest first with parents chained to the base", log, ids)
+				} else {
+					for i, cp := range log {
+						if cp.ID != ids[n-1-i] {
+							e.fail("Log[%d] = %s, want %s (newest first)", i, cp.ID, ids[n-1-i])
+						}
+					}
 				}
 				log, err = h.Log(e.ctx, &workspace.LogOptions{Limit: 2})
 				e.must(err, "Log")
-				if len(log) != 2 || log[0].ID != ids[2] {
+				if len(log) != 2 || log[0].ID != ids[n-1] || log[1].ID != ids[n-2] {
 					e.fail("Log with Limit 2 = %+v", log)
+				}
+				if st := e.status(h); st.LastCheckpoint != ids[n-1] {
+					e.fail("Status.LastCheckpoint = %s after %d checkpoints, want the last, %s", st.LastCheckpoint, n, ids[n-1])
 				}
 			},
 		},
