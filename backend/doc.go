@@ -18,6 +18,9 @@
 // RunConformanceTests checks every clause written in these doc comments
 // and in package grove's.
 //
+// docs/MIGRATING.md says what changed for backend authors at each
+// breaking step.
+//
 // # Errors
 //
 // Every error a driver returns is, or wraps, a *grove.Error with the Code
