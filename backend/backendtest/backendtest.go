@@ -305,6 +305,8 @@ var methodRules = []struct{ word, method string }{
 	{"persistent", "Capabilities.Persistent and Backend.Reopen"},
 	{"cross_process", "Capabilities.CrossProcessIsolation and Backend.Reopen"},
 	{"host_directories", "Capabilities.HostRoot and Workspace.CreateHead"},
+	{"setup_and_teardown", "OpenOptions.Setup and Teardown (Workspace.CreateHead, Head.Destroy)"},
+	{"remote_on_a_backend", "OpenOptions.Remote (Backend.OpenWorkspace)"},
 	{"set_archived", "Workspace.SetArchived"},
 	{"after_Close", "Backend.Close"},
 	{"reopen_reason", "Backend.Reopen (Reason)"},

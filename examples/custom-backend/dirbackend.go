@@ -282,7 +282,13 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	if err != nil {
 		return nil, err
 	}
-	if opts != nil && opts.HeadsDir != "" {
+	if opts == nil {
+		opts = &backend.OpenOptions{}
+	}
+	if err := w.configure(prefix+"open", opts.Setup, opts.Teardown, opts.Sandbox); err != nil {
+		return nil, err
+	}
+	if opts.HeadsDir != "" {
 		if w.headsDir, err = filepath.Abs(opts.HeadsDir); err != nil {
 			return nil, &grove.Error{Code: grove.InvalidArgument, Op: prefix + "open", Path: opts.HeadsDir, Err: err}
 		}
@@ -344,6 +350,11 @@ func (b *Backend) Reopen(ctx context.Context, bind grove.Binding, opts *backend.
 	w, err := b.open(op, p.Locator)
 	if err != nil {
 		return nil, nil, err
+	}
+	if opts != nil {
+		if err := w.configure(op, opts.Setup, opts.Teardown, opts.Sandbox); err != nil {
+			return nil, nil, err
+		}
 	}
 	if w.id != bind.Workspace {
 		return nil, nil, fail(grove.IdentityMismatch, grove.ReasonWorkspaceID, "workspace at %s is %s, not %s", p.Locator, w.id, bind.Workspace)

@@ -588,6 +588,12 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 	if _, err := h.enter(ctx, op); err != nil {
 		return err
 	}
+	if opts == nil || !opts.SkipTeardown {
+		// A teardown that fails refuses the destroy: nothing is removed.
+		if err := h.w.runHook(ctx, op, grove.HookTeardown, h.w.teardown, h.m); err != nil {
+			return err
+		}
+	}
 	unlock, err := h.w.lock(ctx, op)
 	if err != nil {
 		return err

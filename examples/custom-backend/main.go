@@ -1,7 +1,8 @@
 // Command custom-backend is a grove backend written only against grove's
 // public driver API: package backend, with backend/backendutil for the
 // parts every backend that is not a Git worktree needs (ignore rules, a
-// unified diff), and backend/backendtest in its test, which it passes with
+// unified diff, the hook runner), and backend/backendtest in its test,
+// which it passes with
 // one call. Run, it shows the backend working in a temporary directory.
 //
 // # The plain-directory backend
@@ -21,7 +22,9 @@
 // is held through a kernel file lock, WriteFile and WriteFileIf run under
 // one, and such locks conflict within one process too); Symlinks and
 // FileModes (except on Windows). It cannot attach to an existing checkout: HeadSpec.Attach is
-// Unimplemented.
+// Unimplemented. Setup and Teardown hooks run on the host
+// (backendutil.RunHook); under a sandbox they are Unimplemented, as its
+// heads are not sealed.
 //
 // # Caveats
 //

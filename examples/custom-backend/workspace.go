@@ -18,6 +18,7 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/backend/backendutil"
 )
 
 // workspace is one open workspace.
@@ -26,6 +27,8 @@ type workspace struct {
 	p        paths
 	id       grove.WorkspaceID
 	headsDir string
+
+	setup, teardown *grove.Hook // run in a head made, and before one is destroyed
 
 	mu     sync.Mutex
 	closed bool
@@ -225,7 +228,10 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 		if err = w.writeManifest(op, m); err == nil {
 			var h *head
 			if h, err = w.newHead(op, m, false); err == nil {
-				return h, nil
+				if err = w.runHook(ctx, op, grove.HookSetup, w.setup, m); err == nil {
+					return h, nil
+				}
+				h.release() // a failed setup undoes the create whole
 			}
 			_ = os.Remove(w.p.manifest(m.ID))
 		}
@@ -233,6 +239,23 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	}
 	undo()
 	return nil, w.internal(ctx, op, err)
+}
+
+// configure takes the workspace's hooks, run on the host: dir heads are
+// no Sealers, so under a sandbox a hook is Unimplemented. (A Remote, which
+// the dir backend does not declare, the workspace layer refuses.)
+func (w *workspace) configure(op string, setup, teardown *grove.Hook, sb *grove.Sandbox) error {
+	if (setup != nil || teardown != nil) && sb != nil && sb.Kind != "" && sb.Kind != grove.SandboxNone {
+		return &grove.Error{Code: grove.Unimplemented, Op: op, Err: errors.New("the dir backend runs hooks on the host only: its heads are not sealed")}
+	}
+	w.setup, w.teardown = setup, teardown
+	return nil
+}
+
+// runHook runs hook h of kind in head m's directory (see backendutil.RunHook).
+func (w *workspace) runHook(ctx context.Context, op, kind string, h *grove.Hook, m manifest) error {
+	return backendutil.RunHook(ctx, nil, prefix+op, m.Name, kind, h, m.Dir, []string{
+		"GROVE_HEAD=" + m.Name, "GROVE_HEAD_ID=" + string(m.ID), "GROVE_HEAD_DIR=" + m.Dir, "GROVE_REPO=" + w.p.dir})
 }
 
 // internal types an unexpected error: Canceled if ctx ended, Internal
