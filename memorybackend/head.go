@@ -130,10 +130,17 @@ func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) 
 	if err != nil {
 		return grove.CheckpointResult{}, err
 	}
-	c := captureTree(nodes, tracked, opts)
+	c, err := captureTree(ctx, nodes, tracked, opts)
+	if err != nil {
+		return grove.CheckpointResult{}, err
+	}
+	written := 0
 	for p, e := range c.files {
 		if tracked[p].hash == e.hash {
 			continue // the commit already holds this blob
+		}
+		if written++; stopped(ctx, written) {
+			return grove.CheckpointResult{}, grove.ContextError(ctx, "memorybackend: "+op)
 		}
 		if _, err := ws.st.writeBlob(c.data[p]); err != nil {
 			return grove.CheckpointResult{}, h.internal(op, err)
@@ -395,8 +402,12 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 	if err != nil {
 		return grove.Status{}, err
 	}
+	c, err := captureTree(ctx, nodes, tracked, &backend.CheckpointOptions{})
+	if err != nil {
+		return grove.Status{}, err
+	}
 	st := grove.Status{
-		Changes:  changes(captureTree(nodes, tracked, &backend.CheckpointOptions{}), tracked),
+		Changes:  changes(c, tracked),
 		Commit:   grove.CheckpointID(commit.String()),
 		Archived: h.hs.info.State == grove.StateArchived,
 	}
@@ -451,7 +462,10 @@ func (h *head) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error)
 		if err != nil {
 			return grove.Diff{}, err
 		}
-		c := captureTree(nodes, tracked, &backend.CheckpointOptions{})
+		c, err := captureTree(ctx, nodes, tracked, &backend.CheckpointOptions{})
+		if err != nil {
+			return grove.Diff{}, err
+		}
 		for p, e := range c.files {
 			if tracked[p].hash == e.hash {
 				continue // the commit already holds this blob

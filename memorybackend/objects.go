@@ -189,7 +189,7 @@ type capture struct {
 // checkpoint holds it: tracked files always; untracked files unless ignored
 // (and not included) or new and over the size cap. Empty directories are
 // listed as skipped.
-func captureTree(nodes map[string]*node, tracked map[string]entry, opts *backend.CheckpointOptions) capture {
+func captureTree(ctx context.Context, nodes map[string]*node, tracked map[string]entry, opts *backend.CheckpointOptions) (capture, error) {
 	limit := opts.MaxNewFileSize
 	if limit == 0 {
 		limit = grove.DefaultMaxNewFileSize
@@ -205,7 +205,11 @@ func captureTree(nodes map[string]*node, tracked map[string]entry, opts *backend
 	}
 	c := capture{files: map[string]entry{}, data: map[string][]byte{}}
 	nonEmpty := map[string]bool{}
+	seen := 0
 	for p, n := range nodes {
+		if seen++; stopped(ctx, seen) {
+			return capture{}, grove.ContextError(ctx, "memorybackend: capture")
+		}
 		if p != "." {
 			nonEmpty[parentOf(p)] = true
 		}
@@ -238,8 +242,12 @@ func captureTree(nodes map[string]*node, tracked map[string]entry, opts *backend
 		}
 	}
 	slices.SortFunc(c.skipped, func(a, b grove.Skipped) int { return strings.Compare(a.Path, b.Path) })
-	return c
+	return c, nil
 }
+
+// stopped is a long loop's look at its context, every 256th of its steps
+// (i counts them): whether ctx ended.
+func stopped(ctx context.Context, i int) bool { return i%256 == 0 && ctx.Err() != nil }
 
 // changes compares a capture with the tracked files of the current commit.
 func changes(c capture, tracked map[string]entry) []grove.Change {

@@ -300,6 +300,7 @@ var methodRules = []struct{ word, method string }{
 	{"every_driver_method", "every method (Backend, Workspace, Head)"},
 	{"a_context_that_ends", "every method (Backend, Workspace, Head)"},
 	{"cancel", "every method (Backend, Workspace, Head)"},
+	{"cancelled_half_way", "Head.Checkpoint, Head.Restore, Workspace.Materialize"},
 	{"calls_on_one_head", "Head (serialization)"},
 	{"shared_CAS", "Capabilities.SharedCAS and FS.WriteFileIf"},
 	{"persistent", "Capabilities.Persistent and Backend.Reopen"},

@@ -175,6 +175,76 @@ func cancelledInsideCases() []testCase {
 			},
 		},
 		{
+			name:   "a_long_call_cancelled_half_way_stops_soon_after_with_Canceled",
+			clause: "Cancellation is honoured during the call as well as before it, and a cancelled call leaves the head usable.",
+			run: func(e *env) {
+				h := e.head()
+				// Enough files that the uncancelled call takes long enough
+				// to cancel a quarter of the way in: the cancelled one must
+				// end within three quarters of that time (a driver that
+				// looks at its context only as a call starts runs to the
+				// end).
+				const long = 100 * time.Millisecond
+				round := 0
+				change := func(n int) {
+					round++
+					for i := range n {
+						e.write(h, fmt.Sprintf("load/%02d/f%05d.txt", i%40, i), fmt.Sprintf("%d %d\n", round, i))
+					}
+				}
+				timed := func(ctx context.Context, call func(context.Context) error) (time.Duration, error) {
+					start := time.Now()
+					err := call(ctx)
+					return time.Since(start), err
+				}
+				for _, c := range []struct {
+					what string
+					call func(context.Context) error
+				}{
+					{"Checkpoint", func(ctx context.Context) error { _, err := h.Checkpoint(ctx, nil); return err }},
+					{"Restore", func(ctx context.Context) error {
+						_, err := h.Restore(ctx, grove.Rev(e.base), &workspace.RestoreOptions{Discard: true})
+						return err
+					}},
+					{"Materialize", func(ctx context.Context) error {
+						return e.ws.Materialize(ctx, grove.Rev(e.status(h).LastCheckpoint), filepath.Join(e.t.TempDir(), "out"))
+					}},
+				} {
+					n, full := 1000, time.Duration(0)
+					for {
+						change(n)
+						if c.what != "Checkpoint" {
+							e.checkpoint(h, nil)
+						}
+						var err error
+						if full, err = timed(e.ctx, c.call); err != nil {
+							e.fail("%s, uncancelled: %v", c.what, err)
+							return
+						}
+						if full >= long || n >= 32000 {
+							break
+						}
+						n *= 2
+					}
+					change(n)
+					if c.what != "Checkpoint" {
+						e.checkpoint(h, nil)
+					}
+					ctx, cancel := context.WithTimeout(e.ctx, full/4)
+					took, err := timed(ctx, c.call)
+					cancel()
+					switch {
+					case err != nil && (grove.CodeOf(err) != grove.Canceled || !errors.Is(err, context.DeadlineExceeded)):
+						e.fail("%s whose deadline passed a quarter of the way in: %v, want Canceled matching context.DeadlineExceeded", c.what, err)
+					case took > full/4+full/2:
+						e.fail("%s cancelled a quarter of the way into a %v call took %v (%v): it must stop within three quarters of its own time", c.what, full, took, err)
+					}
+					e.status(h)
+				}
+				e.checkpoint(h, nil) // the head is usable
+			},
+		},
+		{
 			name:   "a_context_that_ends_at_any_point_inside_a_driver_call_gives_success_or_Canceled",
 			clause: "Cancellation is honoured during the call as well as before it, and a cancelled call leaves the head usable.",
 			run: func(e *env) {
