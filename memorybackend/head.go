@@ -402,12 +402,12 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 	if err != nil {
 		return grove.Status{}, err
 	}
-	c, err := captureTree(ctx, nodes, tracked, &backend.CheckpointOptions{})
+	now, err := captureTree(ctx, nodes, tracked, &backend.CheckpointOptions{})
 	if err != nil {
 		return grove.Status{}, err
 	}
 	st := grove.Status{
-		Changes:  changes(c, tracked),
+		Changes:  changes(now, tracked),
 		Commit:   grove.CheckpointID(commit.String()),
 		Archived: h.hs.info.State == grove.StateArchived,
 	}
