@@ -27,6 +27,21 @@ func fsEscapeCases() []testCase {
 						gitBefore = data
 					}
 				}
+				if gitBefore != nil {
+					// A hard link to a head's .git file (an agent's ln) is
+					// refused like a symlink to it.
+					link := filepath.Join(h.Info().Root, "hard-git")
+					if os.Link(filepath.Join(h.Info().Root, ".git"), link) == nil {
+						_, err := fsys.ReadFile("hard-git")
+						e.wantCode(err, grove.PermissionDenied, "ReadFile of a hard link to .git")
+						f, err := fsys.Open("hard-git")
+						if err == nil {
+							_ = f.Close()
+						}
+						e.wantCode(err, grove.PermissionDenied, "Open of a hard link to .git")
+						e.must(os.Remove(link), "removing the hard link")
+					}
+				}
 				if !e.caps.Symlinks {
 					e.wantCode(fsys.Symlink(".", "s"), grove.Unimplemented, "Symlink without the Symlinks capability")
 					return
