@@ -13,7 +13,7 @@ import (
 // checkpointCases are the cases of checkpoint, log, restore, fork, status,
 // diff, commits and materialize.
 func checkpointCases() []testCase {
-	return slices.Concat(captureCases(), checkpointResultCases(), restoreSafetyCases(), restoreRuleCases(), forkStatusCases(), readCases())
+	return slices.Concat(captureCases(), checkpointResultCases(), restoreSafetyCases(), restoreRuleCases(), restoreShapeCases(), forkStatusCases(), readCases())
 }
 
 // captureCases are the clauses of what a checkpoint captures.
@@ -343,46 +343,6 @@ func restoreRuleCases() []testCase {
 			},
 		},
 		{
-			name:   "restore_refuses_with_Conflict_where_an_ignored_file_or_directory_has_the_other_shape",
-			clause: "where to tracks a path that is an ignored file in the head now (with other content), it fails with Conflict and changes nothing.",
-			run: func(e *env) {
-				h := e.head()
-				// The target tracks ignored/node/inner.txt (ignored/node a
-				// directory) and ignored/leaf (a file).
-				e.write(h, "ignored/node/inner.txt", "inner\n")
-				e.write(h, "ignored/leaf", "leaf\n")
-				cp := e.checkpoint(h, &workspace.CheckpointOptions{Include: []string{"ignored/node/inner.txt", "ignored/leaf"}})
-				_, err := h.Restore(e.ctx, e.fx.Base, &workspace.RestoreOptions{Discard: true})
-				e.must(err, "Restore")
-				for _, shape := range []struct {
-					what  string
-					plant func()
-				}{
-					{"an ignored file where the target has a directory", func() {
-						_ = h.FS().Remove("ignored/node/inner.txt")
-						_ = h.FS().Remove("ignored/node")
-						e.write(h, "ignored/node", "precious file\n")
-					}},
-					{"an ignored directory where the target has a file", func() {
-						_ = h.FS().Remove("ignored/leaf")
-						e.write(h, "ignored/leaf/precious.txt", "precious file below\n")
-					}},
-				} {
-					_, _ = h.Restore(e.ctx, e.fx.Base, &workspace.RestoreOptions{Discard: true})
-					_ = h.FS().Remove("ignored/node/inner.txt")
-					_ = h.FS().Remove("ignored/node")
-					_ = h.FS().Remove("ignored/leaf/precious.txt")
-					_ = h.FS().Remove("ignored/leaf")
-					shape.plant()
-					e.write(h, "README.md", "dirty\n")
-					before := e.tree(h)
-					_, err = h.Restore(e.ctx, grove.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
-					e.wantCode(err, grove.Conflict, "restoring over "+shape.what)
-					e.sameTree(e.tree(h), before, "the head after a restore refused over "+shape.what)
-				}
-			},
-		},
-		{
 			name:   "restore_to_a_bad_revision_fails_with_NotFound_and_changes_no_file",
 			clause: "A revision that does not resolve is NotFound and changes nothing.",
 			run: func(e *env) {
@@ -595,6 +555,53 @@ func readCases() []testCase {
 				e.wantCode(err, grove.NotFound, "materializing no-such-revision")
 				if _, err := os.Stat(missing); !os.IsNotExist(err) {
 					e.fail("a failed materialize left its destination behind")
+				}
+			},
+		},
+	}
+}
+
+// restoreShapeCases are the clauses of a restore over ignored files of the
+// other shape.
+func restoreShapeCases() []testCase {
+	return []testCase{
+		{
+			name:   "restore_refuses_with_Conflict_where_an_ignored_file_or_directory_has_the_other_shape",
+			clause: "where to tracks a path that is an ignored file in the head now (with other content), it fails with Conflict and changes nothing.",
+			run: func(e *env) {
+				h := e.head()
+				// The target tracks ignored/node/inner.txt (ignored/node a
+				// directory) and ignored/leaf (a file).
+				e.write(h, "ignored/node/inner.txt", "inner\n")
+				e.write(h, "ignored/leaf", "leaf\n")
+				cp := e.checkpoint(h, &workspace.CheckpointOptions{Include: []string{"ignored/node/inner.txt", "ignored/leaf"}})
+				_, err := h.Restore(e.ctx, e.fx.Base, &workspace.RestoreOptions{Discard: true})
+				e.must(err, "Restore")
+				for _, shape := range []struct {
+					what  string
+					plant func()
+				}{
+					{"an ignored file where the target has a directory", func() {
+						_ = h.FS().Remove("ignored/node/inner.txt")
+						_ = h.FS().Remove("ignored/node")
+						e.write(h, "ignored/node", "precious file\n")
+					}},
+					{"an ignored directory where the target has a file", func() {
+						_ = h.FS().Remove("ignored/leaf")
+						e.write(h, "ignored/leaf/precious.txt", "precious file below\n")
+					}},
+				} {
+					_, _ = h.Restore(e.ctx, e.fx.Base, &workspace.RestoreOptions{Discard: true})
+					_ = h.FS().Remove("ignored/node/inner.txt")
+					_ = h.FS().Remove("ignored/node")
+					_ = h.FS().Remove("ignored/leaf/precious.txt")
+					_ = h.FS().Remove("ignored/leaf")
+					shape.plant()
+					e.write(h, "README.md", "dirty\n")
+					before := e.tree(h)
+					_, err = h.Restore(e.ctx, grove.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
+					e.wantCode(err, grove.Conflict, "restoring over "+shape.what)
+					e.sameTree(e.tree(h), before, "the head after a restore refused over "+shape.what)
 				}
 			},
 		},

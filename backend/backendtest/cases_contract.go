@@ -71,7 +71,7 @@ func contractCases() []testCase {
 
 // cancellationCases are the clauses of contexts that end before or inside a driver's call.
 func cancellationCases() []testCase {
-	return slices.Concat(cancelledBeforeCases(), cancelledInsideCases())
+	return slices.Concat(cancelledBeforeCases(), cancelledInsideCases(), cancelledHalfWayCases())
 }
 
 // cancelledBeforeCases are the clauses of a context cancelled before a call.
@@ -172,76 +172,6 @@ func cancelledInsideCases() []testCase {
 					}
 				}
 				e.sameTree(withoutIgnored(e.tree(h)), withoutIgnored(want), "the head after cancelled restores and a full one")
-			},
-		},
-		{
-			name:   "a_long_call_cancelled_half_way_stops_soon_after_with_Canceled",
-			clause: "Cancellation is honoured during the call as well as before it, and a cancelled call leaves the head usable.",
-			run: func(e *env) {
-				h := e.head()
-				// Enough files that the uncancelled call takes long enough
-				// to cancel a quarter of the way in: the cancelled one must
-				// end within three quarters of that time (a driver that
-				// looks at its context only as a call starts runs to the
-				// end).
-				const long = 100 * time.Millisecond
-				round := 0
-				change := func(n int) {
-					round++
-					for i := range n {
-						e.write(h, fmt.Sprintf("load/%02d/f%05d.txt", i%40, i), fmt.Sprintf("%d %d\n", round, i))
-					}
-				}
-				timed := func(ctx context.Context, call func(context.Context) error) (time.Duration, error) {
-					start := time.Now()
-					err := call(ctx)
-					return time.Since(start), err
-				}
-				for _, c := range []struct {
-					what string
-					call func(context.Context) error
-				}{
-					{"Checkpoint", func(ctx context.Context) error { _, err := h.Checkpoint(ctx, nil); return err }},
-					{"Restore", func(ctx context.Context) error {
-						_, err := h.Restore(ctx, grove.Rev(e.base), &workspace.RestoreOptions{Discard: true})
-						return err
-					}},
-					{"Materialize", func(ctx context.Context) error {
-						return e.ws.Materialize(ctx, grove.Rev(e.status(h).LastCheckpoint), filepath.Join(e.t.TempDir(), "out"))
-					}},
-				} {
-					n, full := 1000, time.Duration(0)
-					for {
-						change(n)
-						if c.what != "Checkpoint" {
-							e.checkpoint(h, nil)
-						}
-						var err error
-						if full, err = timed(e.ctx, c.call); err != nil {
-							e.fail("%s, uncancelled: %v", c.what, err)
-							return
-						}
-						if full >= long || n >= 32000 {
-							break
-						}
-						n *= 2
-					}
-					change(n)
-					if c.what != "Checkpoint" {
-						e.checkpoint(h, nil)
-					}
-					ctx, cancel := context.WithTimeout(e.ctx, full/4)
-					took, err := timed(ctx, c.call)
-					cancel()
-					switch {
-					case err != nil && (grove.CodeOf(err) != grove.Canceled || !errors.Is(err, context.DeadlineExceeded)):
-						e.fail("%s whose deadline passed a quarter of the way in: %v, want Canceled matching context.DeadlineExceeded", c.what, err)
-					case took > full/4+full/2:
-						e.fail("%s cancelled a quarter of the way into a %v call took %v (%v): it must stop within three quarters of its own time", c.what, full, took, err)
-					}
-					e.status(h)
-				}
-				e.checkpoint(h, nil) // the head is usable
 			},
 		},
 		{
@@ -678,7 +608,7 @@ func crossHolderCases() []testCase {
 // answerCases pin the answers the contract gives to questions a backend
 // author would otherwise have to guess.
 func answerCases() []testCase {
-	return slices.Concat(closeAndReasonCases(), namesAndCodesCases())
+	return slices.Concat(closeAndReasonCases(), namesAndCodesCases(), wrongKindCases(), ignoreLetterCases())
 }
 
 // closeAndReasonCases are the clauses of Close and of the reopen reasons' codes.
@@ -769,29 +699,6 @@ func namesAndCodesCases() []testCase {
 			},
 		},
 		{
-			name:   "ignored_follows_git_to_the_letter_for_anchored_patterns_and_excluded_directories",
-			clause: "Ignored means what git means: the patterns of the .gitignore files in the head, each applying to its directory and below, deeper and later patterns winning, a leading \"!\" re-including",
-			run: func(e *env) {
-				h := e.head()
-				// An anchored pattern of a nested .gitignore is relative to
-				// its directory; "!" cannot re-include a file inside a
-				// directory that is itself excluded.
-				e.write(h, "nest/.gitignore", "/local.txt\nbuild/\n!build/keep.txt\n")
-				for _, p := range []string{"nest/local.txt", "nest/deep/local.txt", "local.txt", "nest/build/keep.txt", "nest/build/out.bin"} {
-					e.write(h, p, "x\n")
-				}
-				at := e.treeAt(grove.Rev(e.checkpoint(h, nil).ID))
-				for p, want := range map[string]bool{
-					"nest/local.txt": false, "nest/deep/local.txt": true, "local.txt": true,
-					"nest/build/keep.txt": false, "nest/build/out.bin": false,
-				} {
-					if _, got := at[p]; got != want {
-						e.fail("%s captured: %v, want %v (an anchored pattern is relative to its .gitignore's directory; nothing inside an excluded directory is re-included)", p, got, want)
-					}
-				}
-			},
-		},
-		{
 			name:   "a_checkpoint_ID_is_lowercase_hex_and_resolves_as_a_revision",
 			clause: "another stable name in the same form, at least 40 lowercase hexadecimal digits. Any CheckpointID a head reports resolves as a Rev in its workspace.",
 			run: func(e *env) {
@@ -806,38 +713,6 @@ func namesAndCodesCases() []testCase {
 				v := e.create(e.ws.NewHead(e.name("from-id")).From(grove.Rev(cp.ID)).Shared())
 				if v.Info().Base != cp.ID {
 					e.fail("a head created from checkpoint %s starts at %s", cp.ID, v.Info().Base)
-				}
-			},
-		},
-		{
-			name:   "FS_calls_on_a_name_of_the_wrong_kind_have_their_codes",
-			clause: "Where name or a parent is something other than a directory, MkdirAll is FailedPrecondition.",
-			run: func(e *env) {
-				h := e.head()
-				fsys := h.FS()
-				e.wantCode(fsys.MkdirAll("README.md", 0o755), grove.FailedPrecondition, "MkdirAll where a file is")
-				e.wantCode(fsys.MkdirAll("README.md/sub", 0o755), grove.FailedPrecondition, "MkdirAll under a file")
-				e.must(fsys.MkdirAll("dir", 0o755), "MkdirAll dir")
-				e.as("Rename moves oldname to newname, replacing a file there. A newname that is a directory is FailedPrecondition, and so is a newname that exists when oldname is a directory; moving a directory into itself is InvalidArgument.", func() {
-					e.wantCode(fsys.Rename("README.md", "dir"), grove.FailedPrecondition, "Rename onto a directory")
-					e.wantCode(fsys.Rename("dir", "README.md"), grove.FailedPrecondition, "Rename of a directory onto a file")
-					e.must(fsys.MkdirAll("dir/inner", 0o755), "MkdirAll dir/inner")
-					e.wantCode(fsys.Rename("dir", "dir/inner/moved"), grove.InvalidArgument, "Rename of a directory into itself")
-				})
-				e.as("Remove removes a file, a symlink or an empty directory; a directory that is not empty is FailedPrecondition and is left as it is.", func() {
-					e.wantCode(fsys.Remove("dir"), grove.FailedPrecondition, "Remove of a directory that is not empty")
-					if _, err := fsys.Stat("dir/inner"); err != nil {
-						e.fail("a refused Remove changed the directory: %v", err)
-					}
-				})
-				if e.caps.Symlinks {
-					e.as("A link never replaces anything: a name that exists is AlreadyExists.", func() {
-						e.wantCode(fsys.Symlink("src/main.go", "README.md"), grove.AlreadyExists, "Symlink onto a file")
-						e.wantCode(fsys.Symlink("src/main.go", "dir"), grove.AlreadyExists, "Symlink onto a directory")
-					})
-				}
-				if e.read(h, "README.md") != "hello\n" {
-					e.fail("a refused call changed README.md")
 				}
 			},
 		},
@@ -932,3 +807,148 @@ func newUUID() string {
 }
 
 var _ = os.Getenv
+
+// cancelledHalfWayCases are the clauses of a long call cancelled a quarter
+// of the way into its own time.
+func cancelledHalfWayCases() []testCase {
+	return []testCase{
+		{
+			name:   "a_long_call_cancelled_half_way_stops_soon_after_with_Canceled",
+			clause: "Cancellation is honoured during the call as well as before it, and a cancelled call leaves the head usable.",
+			run: func(e *env) {
+				h := e.head()
+				// Enough files that the uncancelled call takes long enough
+				// to cancel a quarter of the way in: the cancelled one must
+				// end within three quarters of that time (a driver that
+				// looks at its context only as a call starts runs to the
+				// end).
+				const long = 100 * time.Millisecond
+				round := 0
+				change := func(n int) {
+					round++
+					for i := range n {
+						e.write(h, fmt.Sprintf("load/%02d/f%05d.txt", i%40, i), fmt.Sprintf("%d %d\n", round, i))
+					}
+				}
+				timed := func(ctx context.Context, call func(context.Context) error) (time.Duration, error) {
+					start := time.Now()
+					err := call(ctx)
+					return time.Since(start), err
+				}
+				for _, c := range []struct {
+					what string
+					call func(context.Context) error
+				}{
+					{"Checkpoint", func(ctx context.Context) error { _, err := h.Checkpoint(ctx, nil); return err }},
+					{"Restore", func(ctx context.Context) error {
+						_, err := h.Restore(ctx, grove.Rev(e.base), &workspace.RestoreOptions{Discard: true})
+						return err
+					}},
+					{"Materialize", func(ctx context.Context) error {
+						return e.ws.Materialize(ctx, grove.Rev(e.status(h).LastCheckpoint), filepath.Join(e.t.TempDir(), "out"))
+					}},
+				} {
+					n, full := 1000, time.Duration(0)
+					for {
+						change(n)
+						if c.what != "Checkpoint" {
+							e.checkpoint(h, nil)
+						}
+						var err error
+						if full, err = timed(e.ctx, c.call); err != nil {
+							e.fail("%s, uncancelled: %v", c.what, err)
+							return
+						}
+						if full >= long || n >= 32000 {
+							break
+						}
+						n *= 2
+					}
+					change(n)
+					if c.what != "Checkpoint" {
+						e.checkpoint(h, nil)
+					}
+					ctx, cancel := context.WithTimeout(e.ctx, full/4)
+					took, err := timed(ctx, c.call)
+					cancel()
+					switch {
+					case err != nil && (grove.CodeOf(err) != grove.Canceled || !errors.Is(err, context.DeadlineExceeded)):
+						e.fail("%s whose deadline passed a quarter of the way in: %v, want Canceled matching context.DeadlineExceeded", c.what, err)
+					case took > full/4+full/2:
+						e.fail("%s cancelled a quarter of the way into a %v call took %v (%v): it must stop within three quarters of its own time", c.what, full, took, err)
+					}
+					e.status(h)
+				}
+				e.checkpoint(h, nil) // the head is usable
+			},
+		},
+	}
+}
+
+// ignoreLetterCases are the clauses of ignore rules that only git's own
+// reading gets right.
+func ignoreLetterCases() []testCase {
+	return []testCase{
+		{
+			name:   "ignored_follows_git_to_the_letter_for_anchored_patterns_and_excluded_directories",
+			clause: "Ignored means what git means: the patterns of the .gitignore files in the head, each applying to its directory and below, deeper and later patterns winning, a leading \"!\" re-including",
+			run: func(e *env) {
+				h := e.head()
+				// An anchored pattern of a nested .gitignore is relative to
+				// its directory; "!" cannot re-include a file inside a
+				// directory that is itself excluded.
+				e.write(h, "nest/.gitignore", "/local.txt\nbuild/\n!build/keep.txt\n")
+				for _, p := range []string{"nest/local.txt", "nest/deep/local.txt", "local.txt", "nest/build/keep.txt", "nest/build/out.bin"} {
+					e.write(h, p, "x\n")
+				}
+				at := e.treeAt(grove.Rev(e.checkpoint(h, nil).ID))
+				for p, want := range map[string]bool{
+					"nest/local.txt": false, "nest/deep/local.txt": true, "local.txt": true,
+					"nest/build/keep.txt": false, "nest/build/out.bin": false,
+				} {
+					if _, got := at[p]; got != want {
+						e.fail("%s captured: %v, want %v (an anchored pattern is relative to its .gitignore's directory; nothing inside an excluded directory is re-included)", p, got, want)
+					}
+				}
+			},
+		},
+	}
+}
+
+// wrongKindCases are the clauses of FS calls on a name of the wrong kind.
+func wrongKindCases() []testCase {
+	return []testCase{
+		{
+			name:   "FS_calls_on_a_name_of_the_wrong_kind_have_their_codes",
+			clause: "Where name or a parent is something other than a directory, MkdirAll is FailedPrecondition.",
+			run: func(e *env) {
+				h := e.head()
+				fsys := h.FS()
+				e.wantCode(fsys.MkdirAll("README.md", 0o755), grove.FailedPrecondition, "MkdirAll where a file is")
+				e.wantCode(fsys.MkdirAll("README.md/sub", 0o755), grove.FailedPrecondition, "MkdirAll under a file")
+				e.must(fsys.MkdirAll("dir", 0o755), "MkdirAll dir")
+				e.as("Rename moves oldname to newname, replacing a file there. A newname that is a directory is FailedPrecondition, and so is a newname that exists when oldname is a directory; moving a directory into itself is InvalidArgument.", func() {
+					e.wantCode(fsys.Rename("README.md", "dir"), grove.FailedPrecondition, "Rename onto a directory")
+					e.wantCode(fsys.Rename("dir", "README.md"), grove.FailedPrecondition, "Rename of a directory onto a file")
+					e.must(fsys.MkdirAll("dir/inner", 0o755), "MkdirAll dir/inner")
+					e.wantCode(fsys.Rename("dir", "dir/inner/moved"), grove.InvalidArgument, "Rename of a directory into itself")
+				})
+				e.as("Remove removes a file, a symlink or an empty directory; a directory that is not empty is FailedPrecondition and is left as it is.", func() {
+					e.wantCode(fsys.Remove("dir"), grove.FailedPrecondition, "Remove of a directory that is not empty")
+					if _, err := fsys.Stat("dir/inner"); err != nil {
+						e.fail("a refused Remove changed the directory: %v", err)
+					}
+				})
+				if e.caps.Symlinks {
+					e.as("A link never replaces anything: a name that exists is AlreadyExists.", func() {
+						e.wantCode(fsys.Symlink("src/main.go", "README.md"), grove.AlreadyExists, "Symlink onto a file")
+						e.wantCode(fsys.Symlink("src/main.go", "dir"), grove.AlreadyExists, "Symlink onto a directory")
+					})
+				}
+				if e.read(h, "README.md") != "hello\n" {
+					e.fail("a refused call changed README.md")
+				}
+			},
+		},
+	}
+}

@@ -14,7 +14,7 @@ import (
 // headCases are the cases of creating, holding, archiving, destroying and
 // attaching heads.
 func headCases() []testCase {
-	return slices.Concat(createCases(), holderCases(), destroyCases(), hostCases())
+	return slices.Concat(createCases(), holderCases(), destroyCases(), hostCases(), optionCases())
 }
 
 // createCases are the clauses of CreateHead.
@@ -355,81 +355,6 @@ func destroyCases() []testCase {
 func hostCases() []testCase {
 	return []testCase{
 		{
-			name:   "a_remote_on_a_backend_without_Remote_is_Unimplemented",
-			clause: "a backend without Capabilities.Remote answers it with Unimplemented.",
-			run: func(e *env) {
-				if e.caps.Remote {
-					return // honoured: a backend's own tests push and relocate
-				}
-				_, err := workspace.Open(e.ctx, e.b, e.fx.Locator, &workspace.OpenOptions{Remote: &grove.Remote{URL: e.t.TempDir()}})
-				e.wantCode(err, grove.Unimplemented, "OpenOptions.Remote on a backend without Capabilities.Remote")
-			},
-		},
-		{
-			name:   "setup_and_teardown_hooks_run_in_host_directories_or_are_Unimplemented",
-			clause: "A backend without HostRoot answers either with Unimplemented.",
-			run: func(e *env) {
-				outside := e.t.TempDir()
-				torn := filepath.Join(outside, "torn")
-				hooks := &workspace.OpenOptions{Setup: &grove.Hook{Command: "echo ran> set.up"}, Teardown: &grove.Hook{Command: "echo down> " + torn}}
-				ws, err := workspace.Open(e.ctx, e.b, e.fx.Locator, hooks)
-				if !e.caps.HostRoot {
-					e.wantCode(err, grove.Unimplemented, "Setup and Teardown on a backend without HostRoot")
-					return
-				}
-				e.must(err, "workspace.Open with hooks")
-				defer ws.Close()
-				heads := func(ws *workspace.Workspace) map[string]bool {
-					hs, err := ws.Heads(e.ctx)
-					e.must(err, "Heads")
-					out := map[string]bool{}
-					for _, h := range hs {
-						out[h.Name] = true
-					}
-					return out
-				}
-				e.as("Setup, when set, runs in every head the workspace makes (a create, a fork, a Recreate) once its files are in place and before the head is returned", func() {
-					h := e.create(ws.NewHead(e.name("hooked")).From(e.fx.Base))
-					if got := strings.TrimSpace(e.read(h, "set.up")); got != "ran" {
-						e.fail("the Setup hook's file in the new head holds %q, want \"ran\"", got)
-					}
-					e.as("Teardown, when set, runs in a head's directory before Destroy removes it", func() {
-						_, err := h.Destroy(e.ctx, nil)
-						e.must(err, "Destroy")
-						if data, err := os.ReadFile(torn); err != nil || strings.TrimSpace(string(data)) != "down" {
-							e.fail("the Teardown hook did not run before Destroy (%q, %v)", data, err)
-						}
-					})
-				})
-				e.as("a setup that fails or times out undoes that create completely", func() {
-					bad, err := workspace.Open(e.ctx, e.b, e.fx.Locator, &workspace.OpenOptions{Setup: &grove.Hook{Command: "exit 3"}})
-					e.must(err, "workspace.Open with a failing Setup")
-					defer bad.Close()
-					name := e.name("setup-fails")
-					_, err = bad.NewHead(name).From(e.fx.Base).Create(e.ctx)
-					e.wantCode(err, grove.FailedPrecondition, "a create whose Setup fails")
-					var he *grove.HookError
-					if !errors.As(err, &he) {
-						e.fail("a failed Setup's error wraps no *grove.HookError: %v", err)
-					}
-					if heads(bad)[name] {
-						e.fail("a create whose Setup failed left head %q", name)
-					}
-				})
-				e.as("a teardown that fails refuses the destroy the same way, with nothing removed", func() {
-					keep, err := workspace.Open(e.ctx, e.b, e.fx.Locator, &workspace.OpenOptions{Teardown: &grove.Hook{Command: "exit 5"}})
-					e.must(err, "workspace.Open with a failing Teardown")
-					defer keep.Close()
-					h := e.create(keep.NewHead(e.name("teardown-fails")).From(e.fx.Base))
-					_, err = h.Destroy(e.ctx, nil)
-					e.wantCode(err, grove.FailedPrecondition, "a destroy whose Teardown fails")
-					if e.read(h, "README.md") != "hello\n" || !heads(keep)[h.Info().Name] {
-						e.fail("a destroy refused by its Teardown removed the head")
-					}
-				})
-			},
-		},
-		{
 			name:   "attach_makes_a_shared_head_over_an_existing_checkout_that_grove_never_moves",
 			clause: "Attach creates a shared head over dir, an existing checkout of the workspace that the user owns: checkpoints go to private refs only, a restore writes files only, and destroying the head only forgets it.",
 			run: func(e *env) {
@@ -500,6 +425,88 @@ func hostCases() []testCase {
 				if data, err := os.ReadFile(filepath.Join(dir, "README.md")); err != nil || string(data) != "hello\n" {
 					e.fail("the head's directory does not hold its files: %q, %v", data, err)
 				}
+			},
+		},
+	}
+}
+
+// optionCases are the clauses of the workspace options a driver must
+// honour or refuse: hooks and remotes.
+func optionCases() []testCase {
+	return []testCase{
+		{
+			name:   "setup_and_teardown_hooks_run_in_host_directories_or_are_Unimplemented",
+			clause: "A backend without HostRoot answers either with Unimplemented.",
+			run: func(e *env) {
+				outside := e.t.TempDir()
+				torn := filepath.Join(outside, "torn")
+				hooks := &workspace.OpenOptions{Setup: &grove.Hook{Command: "echo ran> set.up"}, Teardown: &grove.Hook{Command: "echo down> " + torn}}
+				ws, err := workspace.Open(e.ctx, e.b, e.fx.Locator, hooks)
+				if !e.caps.HostRoot {
+					e.wantCode(err, grove.Unimplemented, "Setup and Teardown on a backend without HostRoot")
+					return
+				}
+				e.must(err, "workspace.Open with hooks")
+				defer ws.Close()
+				heads := func(ws *workspace.Workspace) map[string]bool {
+					hs, err := ws.Heads(e.ctx)
+					e.must(err, "Heads")
+					out := map[string]bool{}
+					for _, h := range hs {
+						out[h.Name] = true
+					}
+					return out
+				}
+				e.as("Setup, when set, runs in every head the workspace makes (a create, a fork, a Recreate) once its files are in place and before the head is returned", func() {
+					h := e.create(ws.NewHead(e.name("hooked")).From(e.fx.Base))
+					if got := strings.TrimSpace(e.read(h, "set.up")); got != "ran" {
+						e.fail("the Setup hook's file in the new head holds %q, want \"ran\"", got)
+					}
+					e.as("Teardown, when set, runs in a head's directory before Destroy removes it", func() {
+						_, err := h.Destroy(e.ctx, nil)
+						e.must(err, "Destroy")
+						if data, err := os.ReadFile(torn); err != nil || strings.TrimSpace(string(data)) != "down" {
+							e.fail("the Teardown hook did not run before Destroy (%q, %v)", data, err)
+						}
+					})
+				})
+				e.as("a setup that fails or times out undoes that create completely", func() {
+					bad, err := workspace.Open(e.ctx, e.b, e.fx.Locator, &workspace.OpenOptions{Setup: &grove.Hook{Command: "exit 3"}})
+					e.must(err, "workspace.Open with a failing Setup")
+					defer bad.Close()
+					name := e.name("setup-fails")
+					_, err = bad.NewHead(name).From(e.fx.Base).Create(e.ctx)
+					e.wantCode(err, grove.FailedPrecondition, "a create whose Setup fails")
+					var he *grove.HookError
+					if !errors.As(err, &he) {
+						e.fail("a failed Setup's error wraps no *grove.HookError: %v", err)
+					}
+					if heads(bad)[name] {
+						e.fail("a create whose Setup failed left head %q", name)
+					}
+				})
+				e.as("a teardown that fails refuses the destroy the same way, with nothing removed", func() {
+					keep, err := workspace.Open(e.ctx, e.b, e.fx.Locator, &workspace.OpenOptions{Teardown: &grove.Hook{Command: "exit 5"}})
+					e.must(err, "workspace.Open with a failing Teardown")
+					defer keep.Close()
+					h := e.create(keep.NewHead(e.name("teardown-fails")).From(e.fx.Base))
+					_, err = h.Destroy(e.ctx, nil)
+					e.wantCode(err, grove.FailedPrecondition, "a destroy whose Teardown fails")
+					if e.read(h, "README.md") != "hello\n" || !heads(keep)[h.Info().Name] {
+						e.fail("a destroy refused by its Teardown removed the head")
+					}
+				})
+			},
+		},
+		{
+			name:   "a_remote_on_a_backend_without_Remote_is_Unimplemented",
+			clause: "a backend without Capabilities.Remote answers it with Unimplemented.",
+			run: func(e *env) {
+				if e.caps.Remote {
+					return // honoured: a backend's own tests push and relocate
+				}
+				_, err := workspace.Open(e.ctx, e.b, e.fx.Locator, &workspace.OpenOptions{Remote: &grove.Remote{URL: e.t.TempDir()}})
+				e.wantCode(err, grove.Unimplemented, "OpenOptions.Remote on a backend without Capabilities.Remote")
 			},
 		},
 	}
