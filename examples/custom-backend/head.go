@@ -327,9 +327,16 @@ func (h *head) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult
 		return backend.RestoreResult{}, err
 	}
 
-	for _, p := range sortedKeys(want) {
+	// From here the head changes: a cancellation stops between two files,
+	// the branch left where it was; running the restore again finishes it.
+	for i, p := range sortedKeys(want) {
 		if keep[p] {
 			continue
+		}
+		if i%64 == 0 {
+			if err := grove.ContextError(ctx, prefix+op); err != nil {
+				return backend.RestoreResult{}, err
+			}
 		}
 		// Clear the way: a file (or link) where a directory of p must be,
 		// a directory where p must be.

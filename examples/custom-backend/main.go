@@ -32,9 +32,9 @@
 // info/exclude and no core.excludesFile. Entries named .git are never
 // captured or removed. A checkpoint or status reads every file of the head
 // (there is no index to remember what is unchanged), and a diff holds both
-// trees in memory: this backend suits small heads. A restore does not
-// stop for its context once it starts writing; running it again finishes
-// it. Creating a head holds the workspace's lock while it writes the files.
+// trees in memory: this backend suits small heads. A restore cancelled
+// while it writes stops between two files, with the branch where it was;
+// running it again finishes it. Creating a head holds the workspace's lock while it writes the files.
 // The example keeps to the contract, not to speed.
 package main
 
