@@ -63,7 +63,10 @@ var ErrDamagedIndex = errors.New("damaged index")
 
 // CheckIndex verifies an index file's header and trailing checksum (SHA-1,
 // or SHA-256 for a repository of that format, told by the trailer's
-// length); a zero trailer is git's index.skipHash and is accepted.
+// length). A zero trailer is git's index.skipHash: with no checksum to
+// vouch for it, such an index passes only when its entries parse whole and
+// in git's order and its extensions fill the rest exactly (a damaged index
+// can end in zeros: its stat fields hold many).
 func CheckIndex(data []byte) error {
 	if len(data) < 12 || string(data[:4]) != "DIRC" {
 		return ErrDamagedIndex
@@ -78,7 +81,10 @@ func CheckIndex(data []byte) error {
 		}
 		body, sum := data[:len(data)-n], data[len(data)-n:]
 		if bytes.Equal(sum, make([]byte, n)) {
-			return nil
+			if wellFormed(data, n) {
+				return nil
+			}
+			continue
 		}
 		hh.Write(body)
 		if bytes.Equal(hh.Sum(nil), sum) {
@@ -86,6 +92,37 @@ func CheckIndex(data []byte) error {
 		}
 	}
 	return ErrDamagedIndex
+}
+
+// wellFormed reports whether the index data, whose object IDs are hashLen
+// bytes long, parses whole: every entry the header counts, names in git's
+// order (by name, then stage), then extensions that end exactly where the
+// trailer begins.
+func wellFormed(data []byte, hashLen int) bool {
+	var last []byte
+	lastStage, ordered := -1, true
+	extOff, ok := WalkIndex(data, hashLen, func(e *RawEntry) {
+		stage := int(e.Flags&FlagStage) >> 12
+		if c := bytes.Compare(e.Name, last); c < 0 || c == 0 && stage <= lastStage || len(e.Name) == 0 {
+			ordered = false
+		}
+		last, lastStage = append(last[:0], e.Name...), stage
+	})
+	end := len(data) - hashLen
+	if !ok || !ordered || extOff > end {
+		return false
+	}
+	for ext := data[extOff:end]; len(ext) > 0; {
+		if len(ext) < 8 {
+			return false
+		}
+		size := int(binary.BigEndian.Uint32(ext[4:8]))
+		if size < 0 || size > len(ext)-8 {
+			return false
+		}
+		ext = ext[8+size:]
+	}
+	return true
 }
 
 // Marks are the entries of an index that git add would not look at

@@ -96,3 +96,52 @@ func TestIndexBufferGoesToOneTakerAtATime(t *testing.T) {
 	k.Put(make([]byte, 0, maxKeptIndexBuf+1))
 	require.Nil(t, k.Get(), "over the bound: not kept")
 }
+
+// An index whose trailer is all zeros (git's index.skipHash) has no
+// checksum to vouch for it: it passes only when its entries and extensions
+// parse whole and in git's order. A damaged index that happens to end in
+// zeros (a truncation inside an entry's zero stat fields, say) is
+// ErrDamagedIndex, never handed to git, which would write its garbage as
+// unsorted trees.
+func TestAZeroTrailerVouchesForNothing(t *testing.T) {
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	for _, name := range []string{"a.txt", "b/c.txt", "d.txt", "e/f/g.txt"} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(name), 0o644))
+	}
+	git("add", "-A")
+	git("write-tree") // a cache-tree extension
+	data, err := os.ReadFile(filepath.Join(dir, ".git", "index"))
+	require.NoError(t, err)
+	require.NoError(t, CheckIndex(data))
+	zero := make([]byte, sha1.Size)
+
+	skip := append(append([]byte{}, data[:len(data)-sha1.Size]...), zero...)
+	require.NoError(t, CheckIndex(skip), "a whole index written with index.skipHash")
+
+	entriesEnd, ok := WalkIndex(data, sha1.Size, func(*RawEntry) {})
+	require.True(t, ok)
+	for cut := 13; cut < len(data)-sha1.Size; cut += 7 {
+		if cut == entriesEnd {
+			continue // every entry and no extension: a whole index still
+		}
+		damaged := append(append([]byte{}, data[:cut]...), zero...)
+		require.ErrorIs(t, CheckIndex(damaged), ErrDamagedIndex, "cut at %d of %d, then zeros", cut, len(data))
+	}
+	swapped := append([]byte{}, skip...)
+	// The first entry's name's first byte made greater than the next's:
+	// out of git's order.
+	swapped[12+62] = 'z'
+	require.ErrorIs(t, CheckIndex(swapped), ErrDamagedIndex, "entries out of order")
+}
