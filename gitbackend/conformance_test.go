@@ -8,5 +8,6 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel() // its own backends and repositories: it overlaps with the rest
 	backendtest.RunConformanceTests(t, githarness.New)
 }

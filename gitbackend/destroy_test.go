@@ -62,7 +62,7 @@ func TestKillDuringDestroyIsFinishedByTheNextOpen(t *testing.T) {
 	t.Parallel() // mostly waiting on git and helper processes
 	for _, r := range killRuns("destroy:marked", "destroy:trashed") {
 		t.Run(r.String(), func(t *testing.T) {
-			f := newBigFixture(t, 400)
+			f := newBigFixture(t, 250)
 			h := f.head("agent")
 			f.write(h, "work.txt", "work\n")
 			cp, err := h.Checkpoint(f.ctx, nil)

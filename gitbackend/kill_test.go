@@ -174,7 +174,7 @@ func TestKillDuringCreateLeavesAHeadOrNothing(t *testing.T) {
 	t.Parallel() // mostly waiting on git and helper processes
 	for _, r := range killRuns("create:registered") {
 		t.Run(r.String(), func(t *testing.T) {
-			f := newBigFixture(t, 400)
+			f := newBigFixture(t, 250)
 			cmd := startHelper(t, helperJob{Op: "create", Repo: f.repo, Name: "agent", Point: r.point})
 			kill(t, cmd, r.delay)
 
@@ -205,7 +205,7 @@ func TestKillDuringCheckpointLeavesARecoverableHead(t *testing.T) {
 	t.Parallel() // mostly waiting on git and helper processes
 	for _, r := range killRuns("checkpoint:captured", "checkpoint:committed", "checkpoint:recorded", "index:locked") {
 		t.Run(r.String(), func(t *testing.T) {
-			f := newBigFixture(t, 400)
+			f := newBigFixture(t, 250)
 			h := f.head("agent")
 			for i := range 50 {
 				f.write(h, fmt.Sprintf("work/%d.txt", i), fmt.Sprintf("work %d\n", i))
@@ -234,7 +234,7 @@ func TestKillDuringRestoreLeavesARecoverableHead(t *testing.T) {
 	t.Parallel() // mostly waiting on git and helper processes
 	for _, r := range killRuns("restore:written", "restore:pruned", "restore:cleaned", "index:locked") {
 		t.Run(r.String(), func(t *testing.T) {
-			f := newBigFixture(t, 400)
+			f := newBigFixture(t, 250)
 			h := f.head("agent")
 			// The target: the base with 200 files changed.
 			for i := range 200 {

@@ -822,7 +822,7 @@ func cancelledHalfWayCases() []testCase {
 				// end within three quarters of that time (a driver that
 				// looks at its context only as a call starts runs to the
 				// end).
-				const long = 60 * time.Millisecond
+				const long = 40 * time.Millisecond
 				round := 0
 				change := func(n int) {
 					round++
@@ -860,7 +860,7 @@ func cancelledHalfWayCases() []testCase {
 							e.fail("%s, uncancelled: %v", c.what, err)
 							return
 						}
-						if full >= long || n >= 8000 {
+						if full >= long || n >= 4000 {
 							break
 						}
 						n *= 2
