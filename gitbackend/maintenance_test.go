@@ -21,7 +21,7 @@ import (
 	"github.com/groveworks/grove/workspace"
 )
 
-var maintenanceFor = flag.Duration("grove.maintenance", 4*time.Second,
+var maintenanceFor = flag.Duration("grove.maintenance", 2*time.Second,
 	"how long the concurrent-maintenance stress test runs (longer: -grove.maintenance=2m)")
 
 // maintenanceCommands are what editors, cron jobs and people run on a

@@ -13,14 +13,14 @@ import (
 	"github.com/groveworks/grove/workspace"
 )
 
-// A head with 200 checkpoints: retention keeps exactly the policy's
+// A head with 120 checkpoints: retention keeps exactly the policy's
 // newest ones, every restore target, what branches and the caller pin,
 // and deletes nothing on a dry run.
 func TestRetentionKeepsExactlyWhatThePolicySays(t *testing.T) {
 	t.Parallel() // mostly waiting on git and helper processes
 	f := newFixture(t)
 	h := f.head("agent")
-	const n = 200
+	const n = 120
 	cps := make([]grove.CheckpointID, 0, n+1)
 	for i := range n {
 		f.write(h, "count.txt", fmt.Sprintf("%d\n", i))
@@ -35,9 +35,9 @@ func TestRetentionKeepsExactlyWhatThePolicySays(t *testing.T) {
 	last, err := h.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
 	cps = append(cps, last.ID)
-	f.git(f.repo, "branch", "keep-me", string(cps[149]))
+	f.git(f.repo, "branch", "keep-me", string(cps[79]))
 
-	want := map[grove.CheckpointID]bool{cps[39]: true, cps[149]: true, cps[99]: true}
+	want := map[grove.CheckpointID]bool{cps[39]: true, cps[79]: true, cps[99]: true}
 	for _, id := range cps[len(cps)-10:] {
 		want[id] = true
 	}
