@@ -883,7 +883,7 @@ func cancelledHalfWayCases() []testCase {
 					switch {
 					case err != nil && (grove.CodeOf(err) != grove.Canceled || !errors.Is(err, context.DeadlineExceeded)):
 						e.fail("%s whose deadline passed an eighth of the way in: %v, want Canceled matching context.DeadlineExceeded", c.what, err)
-					case took > full*3/4:
+					case full >= long && took > full*3/4: // a call that stayed short is too noisy to time
 						e.fail("%s cancelled an eighth of the way into a %v call took %v (%v): it must stop within three quarters of its own time", c.what, full, took, err)
 					}
 					e.status(h)
