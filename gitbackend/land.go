@@ -36,14 +36,7 @@ type landRepo struct{ w *workspace }
 func (r landRepo) Run(ctx context.Context, c gitcmd.Cmd) (string, error) { return r.w.repo.Run(ctx, c) }
 
 func (r landRepo) Bytes(ctx context.Context, c gitcmd.Cmd) ([]byte, error) {
-	rp := r.w.repo
-	if c.GitDir == "" {
-		c.GitDir, c.CommonDir = rp.Common, rp.Common
-	}
-	if c.Dir == "" {
-		c.Dir = rp.Common
-	}
-	return rp.Runner.Run(ctx, c)
+	return r.w.repo.Bytes(ctx, c)
 }
 
 func (r landRepo) Version() gitcmd.Version { return r.w.repo.Runner.Version() }

@@ -4,7 +4,6 @@ import (
 	"crypto/sha1"
 	"encoding/binary"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -14,15 +13,7 @@ import (
 // readMarks reads index versions 2, 3 and 4 as git writes them.
 func TestGitlinksReadsEveryIndexVersion(t *testing.T) {
 	dir := t.TempDir()
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
-		}
-	}
+	git := func(args ...string) { t.Helper(); plainGit(t, dir, nil, "", args...) }
 	git("init", "-q")
 	for _, name := range []string{"a.txt", "dir/b.txt", "dir/sub/a-longer-name-for-padding.txt", "z.txt"} {
 		p := filepath.Join(dir, filepath.FromSlash(name))
@@ -105,15 +96,7 @@ func TestIndexBufferGoesToOneTakerAtATime(t *testing.T) {
 // unsorted trees.
 func TestAZeroTrailerVouchesForNothing(t *testing.T) {
 	dir := t.TempDir()
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
-		}
-	}
+	git := func(args ...string) { t.Helper(); plainGit(t, dir, nil, "", args...) }
 	git("init", "-q")
 	for _, name := range []string{"a.txt", "b/c.txt", "d.txt", "e/f/g.txt"} {
 		p := filepath.Join(dir, filepath.FromSlash(name))

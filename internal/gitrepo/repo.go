@@ -81,15 +81,25 @@ func (rp *Repo) ObjectFormat(ctx context.Context) (string, error) {
 // Run runs git on the repository itself, with no working tree (as in a
 // bare repository), in the common git dir unless c says otherwise.
 func (rp *Repo) Run(ctx context.Context, c gitcmd.Cmd) (string, error) {
+	return rp.Runner.Output(ctx, rp.on(c))
+}
+
+// Bytes is Run that returns git's output as it is, untrimmed.
+func (rp *Repo) Bytes(ctx context.Context, c gitcmd.Cmd) ([]byte, error) {
+	return rp.Runner.Run(ctx, rp.on(c))
+}
+
+// on points c at the repository itself unless it names a git dir: the
+// common dir named too (git would follow a commondir file an agent wrote
+// there, from the main git dir as from any), and run from it.
+func (rp *Repo) on(c gitcmd.Cmd) gitcmd.Cmd {
 	if c.GitDir == "" && !c.Discover {
-		// The common dir named too: git would follow a commondir file an
-		// agent wrote there, from the main git dir as from any.
 		c.GitDir, c.CommonDir = rp.Common, rp.Common
 	}
 	if c.Dir == "" {
 		c.Dir = rp.Common
 	}
-	return rp.Runner.Output(ctx, c)
+	return c
 }
 
 // Git is Run with only arguments.
