@@ -1,6 +1,7 @@
 package gitbackend_test
 
 import (
+	"flag"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -71,6 +72,10 @@ func fileSwapper(t *testing.T, root, name, data, target string, stop <-chan stru
 	return &wg
 }
 
+// swapRace is how long each swap race runs.
+var swapRace = flag.Duration("grove.race", time.Second,
+	"how long each symlink-swap race runs (CI-sized; longer: -grove.race=1m)")
+
 // raceFor runs attack until d has passed, at least n times.
 func raceFor(d time.Duration, n int, attack func()) {
 	end := time.Now().Add(d)
@@ -94,7 +99,7 @@ func TestFSGitUnreachableWhileADirectoryIsSwappedForALink(t *testing.T) {
 	stop := make(chan struct{})
 	wg := swapper(t, b.root, "s", "D", "L", stop)
 	var reads, wins atomic.Int64
-	raceFor(2*time.Second, 2000, func() {
+	raceFor(*swapRace, 2000, func() {
 		data, err := b.fsys.ReadFile("s/.git")
 		b.noSecret("ReadFile s/.git", data)
 		if err == nil {
@@ -131,7 +136,7 @@ func TestFSGitUnreachableWhileAFileIsSwappedForALinkToGit(t *testing.T) {
 	b := newAttackBench(t, f.head("race-file"))
 	stop := make(chan struct{})
 	wg := fileSwapper(t, b.root, "x", "plain\n", ".git", stop)
-	raceFor(2*time.Second, 2000, func() {
+	raceFor(*swapRace, 2000, func() {
 		data, err := b.fsys.ReadFile("x")
 		b.noSecret("ReadFile x", data)
 		if err == nil && string(data) != "plain\n" {
@@ -162,7 +167,7 @@ func TestFSGitDirectoryUnreachableWhileAFileIsSwappedForALinkIntoIt(t *testing.T
 	stop := make(chan struct{})
 	wg1 := fileSwapper(t, b.root, "x", "plain\n", ".git/config", stop)
 	wg2 := swapper(t, b.root, "s", "D", "L", stop)
-	raceFor(2*time.Second, 300, func() {
+	raceFor(*swapRace, 300, func() {
 		data, _ := b.fsys.ReadFile("x")
 		b.noSecret("ReadFile x", data)
 		data, _ = b.fsys.ReadFile("s/config")

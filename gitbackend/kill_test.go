@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -147,8 +148,11 @@ func kill(t *testing.T, cmd *exec.Cmd, delay time.Duration) {
 }
 
 // killDelays are the timed kills, besides the named crash points, so that
-// some kills land inside a git command grove is running.
-var killDelays = []time.Duration{0, 3 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond}
+// some kills land inside a git command grove is running: CI's two, or with
+// -grove.allkills four.
+var killDelays = []time.Duration{0, 30 * time.Millisecond}
+
+var allKills = flag.Bool("grove.allkills", false, "kill after 0, 3, 10 and 30 ms (CI: 0 and 30 ms)")
 
 // killRun is one kill: at a crash point, or after a delay.
 type killRun struct {
@@ -164,7 +168,11 @@ func killRuns(points ...string) []killRun {
 	for _, p := range points {
 		runs = append(runs, killRun{point: p})
 	}
-	for _, d := range killDelays {
+	delays := killDelays
+	if *allKills {
+		delays = []time.Duration{0, 3 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond}
+	}
+	for _, d := range delays {
 		runs = append(runs, killRun{delay: d})
 	}
 	return runs
