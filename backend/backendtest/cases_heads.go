@@ -3,9 +3,11 @@ package backendtest
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/workspace"
@@ -503,10 +505,54 @@ func optionCases() []testCase {
 			clause: "a backend without Capabilities.Remote answers it with Unimplemented.",
 			run: func(e *env) {
 				if e.caps.Remote {
-					return // honoured: a backend's own tests push and relocate
+					return // honoured: see the next case
 				}
 				_, err := workspace.Open(e.ctx, e.b, e.fx.Locator, &workspace.OpenOptions{Remote: &grove.Remote{URL: e.t.TempDir()}})
 				e.wantCode(err, grove.Unimplemented, "OpenOptions.Remote on a backend without Capabilities.Remote")
+			},
+		},
+		{
+			name:   "a_remote_receives_each_head_and_its_checkpoints",
+			clause: "when it makes a head, and after each checkpoint and restore of one of its heads, pushes the head's branch and its checkpoint refs there in the background, under refs/grove/<head-id>/",
+			run: func(e *env) {
+				if !e.caps.Remote {
+					return // refused: see the case before
+				}
+				// A Remote is a Git remote: a bare repository made by git.
+				url := filepath.Join(e.t.TempDir(), "remote.git")
+				if out, err := exec.CommandContext(e.ctx, "git", "init", "-q", "--bare", url).CombinedOutput(); err != nil {
+					e.fail("git init --bare: %v: %s", err, out)
+					return
+				}
+				ws, err := workspace.Open(e.ctx, e.b, e.fx.Locator, &workspace.OpenOptions{Remote: &grove.Remote{URL: url}})
+				e.must(err, "workspace.Open with a Remote")
+				defer ws.Close()
+				h := e.create(ws.NewHead(e.name("pushed")).From(e.fx.Base))
+				e.write(h, "pushed.txt", "travels\n")
+				cp := e.checkpoint(h, nil)
+				prefix := "refs/grove/" + string(h.Info().ID) + "/"
+				// The push is in the background: wait for it, as long as a
+				// slow machine may need.
+				var refs string
+				for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+					out, err := exec.CommandContext(e.ctx, "git", "--git-dir", url, "for-each-ref", "--format=%(objectname) %(refname)").Output()
+					if err != nil {
+						e.fail("git for-each-ref in the remote: %v", err)
+						return
+					}
+					if refs = string(out); strings.Contains(refs, string(cp.ID)+" "+prefix) || time.Now().After(deadline) {
+						break
+					}
+				}
+				if !strings.Contains(refs, string(cp.ID)+" "+prefix) {
+					e.fail("20 s after a checkpoint the remote holds no ref under %s at it; it holds:\n%s", prefix, refs)
+				}
+				for _, line := range strings.Split(strings.TrimSpace(refs), "\n") {
+					_, ref, _ := strings.Cut(line, " ")
+					if branch, ok := strings.CutPrefix(ref, "refs/heads/"); ok && !strings.HasPrefix(branch, "grove/") {
+						e.fail("the workspace pushed a branch that is not grove's: %s", line)
+					}
+				}
 			},
 		},
 	}
