@@ -81,8 +81,11 @@ type Capabilities struct {
 	// Symlinks: FS.Symlink and symlinks in checkpoints. Without it
 	// Symlink answers Unimplemented.
 	Symlinks bool
-	// FileModes: FS.Chmod and executable bits in checkpoints. Without it
-	// Chmod answers Unimplemented.
+	// FileModes: FS.Chmod and executable bits in checkpoints. A file with
+	// any execute bit set (0700 or 0750 as much as 0755) is checkpointed as
+	// executable and any other as not, and a restore gives each back so,
+	// whatever the umask of the process that restores. Without it Chmod
+	// answers Unimplemented.
 	FileModes bool
 	// Recreate: Reopen and OpenHead with ReopenOptions.Recreate rebuild a
 	// head whose files are gone. Without it the workspace layer answers a

@@ -318,6 +318,7 @@ var methodRules = []struct{ word, method string }{
 	{"commits_lists", "Head.Commits"},
 	{"wrong_kind", "FS.MkdirAll, FS.Rename, FS.Remove, FS.Symlink"},
 	{"mode_WriteFile", "FS.WriteFile"},
+	{"modes_beyond", "Capabilities.FileModes (Head.Checkpoint, Head.Restore)"},
 	{"edge_cases", "Head.Log, FS.WriteFile, Workspace.CreateHead, Workspace.Materialize"},
 	{"binding", "Backend.Reopen"},
 	{"reopen", "Backend.Reopen"},

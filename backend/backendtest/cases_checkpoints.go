@@ -1,6 +1,7 @@
 package backendtest
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,6 +80,64 @@ func captureCases() []testCase {
 				got := e.treeAt(grove.Rev(cp.ID))
 				if !got["src/main.go"].exec || got["bin/run.sh"].exec {
 					e.fail("modes after checkpoint: src/main.go %v, bin/run.sh %v; want executable and not", got["src/main.go"], got["bin/run.sh"])
+				}
+			},
+		},
+		{
+			name:   "modes_beyond_0644_and_0755_keep_their_executable_bit_through_checkpoint_and_restore",
+			clause: "A file with any execute bit set (0700 or 0750 as much as 0755) is checkpointed as executable and any other as not, and a restore gives each back so, whatever the umask of the process that restores.",
+			run: func(e *env) {
+				if !e.caps.FileModes {
+					return // Chmod is Unimplemented, checked elsewhere
+				}
+				h := e.head()
+				modes := map[string]fs.FileMode{"m/0700": 0o700, "m/0750": 0o750, "m/0711": 0o711, "m/0744": 0o744, "m/0600": 0o600, "m/0664": 0o664, "m/0444": 0o444}
+				for name, mode := range modes {
+					e.write(h, name, name+"\n")
+					e.must(h.FS().Chmod(name, mode), "Chmod "+name)
+				}
+				cp := e.checkpoint(h, nil)
+				got := e.treeAt(grove.Rev(cp.ID))
+				check := func(when string, exec func(string) bool) {
+					for name, mode := range modes {
+						if want := mode&0o111 != 0; exec(name) != want {
+							e.fail("%s: %s (mode %v) executable %v, want %v", when, name, mode, exec(name), want)
+						}
+					}
+				}
+				check("in the checkpoint", func(name string) bool { return got[name].exec })
+				onDisk := func(name string) bool {
+					info, err := h.FS().Stat(name)
+					e.must(err, "Stat "+name)
+					return info.Mode().Perm()&0o111 != 0
+				}
+				_, err := h.Restore(e.ctx, grove.Rev(e.base), nil)
+				e.must(err, "Restore to the base")
+				_, err = h.Restore(e.ctx, grove.Rev(cp.ID), nil)
+				e.must(err, "Restore to the checkpoint")
+				check("after a restore", onDisk)
+				if again := e.checkpoint(h, nil); again.New {
+					e.fail("a checkpoint right after restoring %s made a new one (%s): the restore changed a mode", cp.ID, again.ID)
+				}
+				if !e.caps.Persistent {
+					return
+				}
+				// Again from another process whose umask is 077: a file
+				// restored executable may be 0700, and is still executable.
+				_, err = h.Restore(e.ctx, grove.Rev(e.base), nil)
+				e.must(err, "Restore to the base")
+				bind := h.Binding()
+				e.must(h.Close(), "Close")
+				if res := e.child(childRestore, bind, grove.Rev(cp.ID)); res.Code != "" {
+					e.fail("the restore in a process with umask 077 failed: %s %s", res.Code, res.Error)
+					return
+				}
+				h, err = workspace.Reopen(e.ctx, e.b, bind, nil)
+				e.must(err, "Reopen")
+				defer h.Close()
+				check("after a restore under umask 077", onDisk)
+				if again := e.checkpoint(h, nil); again.New || again.ID != cp.ID {
+					e.fail("a checkpoint right after a restore under umask 077 made %s (new: %v), want %s unchanged: the restore lost or added an executable bit", again.ID, again.New, cp.ID)
 				}
 			},
 		},

@@ -22,12 +22,16 @@ const childEnv = "GROVE_BACKENDTEST_CHILD"
 // childMarker starts the line on which a child reports its result.
 const childMarker = "GROVE-BACKENDTEST-CHILD "
 
-// What a child process is asked to do.
-const childReopen = "reopen" // reopen a binding through a new harness's backend, then close it
+// What a child process is asked to do, through a new harness's backend.
+const (
+	childReopen  = "reopen"  // reopen a binding, then close it
+	childRestore = "restore" // reopen a binding, restore its head to Rev discarding its work, close it; under umask 077 where there is one
+)
 
 type childRequest struct {
 	Action  string `json:"action"`
 	Binding []byte `json:"binding"`
+	Rev     string `json:"rev,omitempty"`
 }
 
 // childResult is what a child reports: the code of its failure ("" when
@@ -38,12 +42,16 @@ type childResult struct {
 }
 
 // child runs the test binary again as another process doing action with
-// bind, and returns what it reported.
-func (e *env) child(action string, bind grove.Binding) childResult {
+// bind (and rev, for childRestore), and returns what it reported.
+func (e *env) child(action string, bind grove.Binding, rev ...grove.Rev) childResult {
 	e.t.Helper()
 	data, err := bind.Encode()
 	e.must(err, "Binding.Encode")
-	req, _ := json.Marshal(childRequest{Action: action, Binding: data})
+	r := childRequest{Action: action, Binding: data}
+	if len(rev) > 0 {
+		r.Rev = string(rev[0])
+	}
+	req, _ := json.Marshal(r)
 	var pattern []string
 	for _, part := range strings.Split(e.top, "/") {
 		pattern = append(pattern, "^"+regexp.QuoteMeta(part)+"$")
@@ -81,7 +89,7 @@ func runChild(t *testing.T, newHarness HarnessMaker, req string) {
 		os.Stdout.WriteString(childMarker + string(data) + "\n")
 	}
 	var r childRequest
-	if err := json.Unmarshal([]byte(req), &r); err != nil || r.Action != childReopen {
+	if err := json.Unmarshal([]byte(req), &r); err != nil || r.Action != childReopen && r.Action != childRestore {
 		t.Fatalf("backendtest: a child process got a request it cannot read: %q", req)
 	}
 	h, err := newHarness(ctx, t)
@@ -98,9 +106,15 @@ func runChild(t *testing.T, newHarness HarnessMaker, req string) {
 	if err != nil {
 		t.Fatalf("DecodeBinding: %v", err)
 	}
+	if r.Action == childRestore {
+		restrictUmask()
+	}
 	hd, err := workspace.Reopen(ctx, b, bind, nil)
+	if err == nil && r.Action == childRestore {
+		_, err = hd.Restore(ctx, grove.Rev(r.Rev), &workspace.RestoreOptions{Discard: true})
+	}
 	report(err)
-	if err == nil {
+	if hd != nil {
 		_ = hd.Close()
 	}
 }
