@@ -80,8 +80,15 @@ func TestBrokenBackendsFailTheSuite(t *testing.T) {
 		{"ignores-nested-gitignore", "ignored_means_gitignore_files_at_any_depth_with_negation", "Ignored means what git means"},
 		{"uppercase-checkpoint-ids", "a_checkpoint_ID_is_lowercase_hex_and_resolves_as_a_revision", "at least 40 lowercase hexadecimal digits"},
 		{"log-of-fresh-head-fails", "the_edge_cases_have_their_codes", "A fresh head has no checkpoints"},
+		{"cancelled-at-entry-only", "a_long_call_cancelled_half_way_stops_soon_after_with_Canceled", "during the call as well as before it"},
+		{"hooks-ignored", "setup_and_teardown_hooks_run_in_host_directories_or_are_Unimplemented", "A backend without HostRoot answers either with Unimplemented"},
+		{"claims-remote", "a_remote_receives_each_head_and_its_checkpoints", "pushes the head's branch and its checkpoint refs there"},
+		{"restore-shape-is-internal", "restore_refuses_with_Conflict_where_an_ignored_file_or_directory_has_the_other_shape", "it fails with Conflict and changes nothing"},
+		{"remove-not-empty-is-internal", "FS_calls_on_a_name_of_the_wrong_kind_have_their_codes", "a directory that is not empty is FailedPrecondition"},
+		{"exec-only-at-0755", "modes_beyond_0644_and_0755_keep_their_executable_bit_through_checkpoint_and_restore", "0700 or 0750 as much as 0755"},
 	} {
 		t.Run(c.breakage, func(t *testing.T) {
+			t.Parallel() // each in its own process; claims-remote mostly waits
 			cmd := exec.Command(os.Args[0], "-test.run=^TestSuiteOverWrapper$/^"+c.failing+"$", "-test.v")
 			cmd.Env = append(os.Environ(), breakageEnv+"="+c.breakage)
 			out, err := cmd.CombinedOutput()
@@ -115,6 +122,16 @@ type brokenBackend struct {
 }
 
 func (b *brokenBackend) OpenWorkspace(ctx context.Context, locator string, opts *backend.OpenOptions) (backend.Workspace, error) {
+	if opts != nil {
+		o := *opts
+		switch b.breakage {
+		case "hooks-ignored":
+			o.Setup, o.Teardown = nil, nil
+		case "claims-remote":
+			o.Remote = nil
+		}
+		opts = &o
+	}
 	ws, err := b.Backend.OpenWorkspace(ctx, locator, opts)
 	if err != nil {
 		return nil, err
@@ -253,6 +270,9 @@ func (h *brokenHead) Checkpoint(ctx context.Context, opts *backend.CheckpointOpt
 
 func (h *brokenHead) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult, error) {
 	res, err := h.Head.Restore(h.uncancelled(ctx), to)
+	if h.breakage == "restore-shape-is-internal" && grove.CodeOf(err) == grove.Conflict {
+		err = grove.Errorf(grove.Internal, "broken: restore", "a directory is in the way")
+	}
 	if err == nil && h.breakage == "restore-deletes-ignored" {
 		for _, p := range ignoredPaths(h.FS()) {
 			_ = h.FS().Remove(p)
@@ -280,13 +300,25 @@ func (h *brokenHead) Status(ctx context.Context) (grove.Status, error) {
 }
 
 // uncancelled is ctx, unless the breakage is to ignore cancellation: then
-// Checkpoint, Restore and Status run to the end whatever the caller's
-// context does.
+// Checkpoint, Restore, Status and Materialize run to the end whatever the
+// caller's context does (for cancelled-at-entry-only, once they have
+// started).
 func (h *brokenHead) uncancelled(ctx context.Context) context.Context {
-	if h.breakage == "ignores-cancellation" {
+	return uncancelled(h.breakage, ctx)
+}
+
+func uncancelled(breakage string, ctx context.Context) context.Context {
+	switch {
+	case breakage == "ignores-cancellation":
+		return context.WithoutCancel(ctx)
+	case breakage == "cancelled-at-entry-only" && ctx.Err() == nil:
 		return context.WithoutCancel(ctx)
 	}
 	return ctx
+}
+
+func (w *brokenWorkspace) Materialize(ctx context.Context, at grove.Rev, dir string) error {
+	return w.Workspace.Materialize(uncancelled(w.breakage, ctx), at, dir)
 }
 
 // modeDroppingHarness is a harness that loses the executable bits of the
@@ -337,6 +369,8 @@ func (b *brokenBackend) Capabilities() grove.Capabilities {
 		c.Persistent = true
 	case "claims-cross-process":
 		c.CrossProcessIsolation = true
+	case "claims-remote":
+		c.Remote = true
 	case "denies-cas":
 		c.SharedCAS = false
 	}
@@ -373,7 +407,7 @@ func (h *brokenHead) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, 
 
 func (h *brokenHead) FS() grove.FS {
 	switch h.breakage {
-	case "links-out-are-not-found", "cas-not-atomic", "mkdir-over-file-already-exists",
+	case "links-out-are-not-found", "cas-not-atomic", "mkdir-over-file-already-exists", "remove-not-empty-is-internal", "exec-only-at-0755",
 		"honest-no-cas", "honest-no-symlinks", "honest-no-filemodes":
 		return brokenFS{FS: h.Head.FS(), breakage: h.breakage}
 	}
@@ -436,11 +470,24 @@ func (f brokenFS) Symlink(target, name string) error {
 	return f.FS.Symlink(target, name)
 }
 
+// Chmod, broken: only 0755 counts as executable.
 func (f brokenFS) Chmod(name string, mode fs.FileMode) error {
 	if f.breakage == "honest-no-filemodes" {
 		return unimplemented("chmod", name)
 	}
+	if f.breakage == "exec-only-at-0755" && mode.Perm() != 0o755 {
+		mode &^= 0o111
+	}
 	return f.FS.Chmod(name, mode)
+}
+
+// Remove, broken: a directory that is not empty is Internal.
+func (f brokenFS) Remove(name string) error {
+	err := f.FS.Remove(name)
+	if f.breakage == "remove-not-empty-is-internal" && grove.CodeOf(err) == grove.FailedPrecondition {
+		return grove.Errorf(grove.Internal, "broken: remove", "directory not empty")
+	}
+	return err
 }
 
 // WriteFileIf, broken: compare, then write, with a window between.

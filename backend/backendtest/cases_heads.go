@@ -534,7 +534,7 @@ func optionCases() []testCase {
 				// The push is in the background: wait for it, as long as a
 				// slow machine may need.
 				var refs string
-				for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 					out, err := exec.CommandContext(e.ctx, "git", "--git-dir", url, "for-each-ref", "--format=%(objectname) %(refname)").Output()
 					if err != nil {
 						e.fail("git for-each-ref in the remote: %v", err)
@@ -545,7 +545,7 @@ func optionCases() []testCase {
 					}
 				}
 				if !strings.Contains(refs, string(cp.ID)+" "+prefix) {
-					e.fail("20 s after a checkpoint the remote holds no ref under %s at it; it holds:\n%s", prefix, refs)
+					e.fail("10 s after a checkpoint the remote holds no ref under %s at it; it holds:\n%s", prefix, refs)
 				}
 				for _, line := range strings.Split(strings.TrimSpace(refs), "\n") {
 					_, ref, _ := strings.Cut(line, " ")
