@@ -22,12 +22,15 @@ func TestRunHookBoundsWhatAHookCanDo(t *testing.T) {
 	defer cancel()
 	t.Setenv("GIT_DIR", "/somewhere/else")
 	t.Setenv("GROVE_SECRET", "s3cret")
-	env := `printf '%s|%s' "${GIT_DIR-unset}" "${GROVE_SECRET-unset}" > env`
-	if err := backendutil.RunHook(ctx, nil, "test: create", "h", grove.HookSetup, &grove.Hook{Command: env}, dir, nil); err != nil {
+	// From the process, from the backend's env and from the hook's own:
+	// none passes.
+	env := &grove.Hook{Command: `printf '%s|%s|%s|%s' "${GIT_DIR-unset}" "${GROVE_SECRET-unset}" "${GIT_WORK_TREE-unset}" "${GROVE_TOKEN-unset}" > env`,
+		Env: []string{"GIT_WORK_TREE=/hook", "GROVE_TOKEN=t"}}
+	if err := backendutil.RunHook(ctx, nil, "test: create", "h", grove.HookSetup, env, dir, []string{"GIT_DIR=/backend", "GROVE_SECRET=b"}); err != nil {
 		t.Fatal(err)
 	}
-	if data, _ := os.ReadFile(filepath.Join(dir, "env")); string(data) != "unset|unset" {
-		t.Errorf("the hook saw GIT_DIR|GROVE_SECRET = %q, want neither", data)
+	if data, _ := os.ReadFile(filepath.Join(dir, "env")); string(data) != "unset|unset|unset|unset" {
+		t.Errorf("the hook saw GIT_DIR|GROVE_SECRET|GIT_WORK_TREE|GROVE_TOKEN = %q, want none", data)
 	}
 
 	long := &grove.Hook{Command: `i=0; while [ $i -lt 3000 ]; do echo "line $i of a long output padded to be long enough"; i=$((i+1)); done; echo last; exit 1`}
