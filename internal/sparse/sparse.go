@@ -1,0 +1,93 @@
+// Package sparse is the set of directories a sparse head materialises,
+// in git's cone mode: every file at the top, every file directly in a
+// directory on the way to one of the set's directories, and everything
+// below one of them.
+//
+// A set is grove's own record (the head's manifest): it is never read
+// back from a file in a head or its git dir, which the head's agent can
+// write. Patterns renders it for git, which reads it from a git dir grove
+// writes it into just before the one command that needs it.
+package sparse
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Set is a normalised cone: clean slash paths of directories, sorted, none
+// inside another. The zero Set (nil) is no sparse set: the whole tree.
+type Set []string
+
+// New validates and normalises dirs: each a relative slash path of a
+// directory, with no "." or ".." element, no .git element and no trailing
+// slash beyond one; duplicates and directories inside another are dropped.
+// An empty dirs, or a dir that names the top ("."), is the whole tree
+// (nil).
+func New(dirs []string) (Set, error) {
+	var s Set
+	for _, d := range dirs {
+		d = strings.TrimSuffix(d, "/")
+		if d == "" || d == "." {
+			return nil, nil
+		}
+		if strings.HasPrefix(d, "/") || strings.ContainsAny(d, "\\\x00\n") {
+			return nil, fmt.Errorf("sparse directory %q: want a relative slash path inside the tree", d)
+		}
+		for _, el := range strings.Split(d, "/") {
+			if el == "" || el == "." || el == ".." || strings.EqualFold(el, ".git") {
+				return nil, fmt.Errorf("sparse directory %q: want a clean path with no %q element", d, el)
+			}
+		}
+		s = append(s, d)
+	}
+	slices.Sort(s)
+	s = slices.Compact(s)
+	out := s[:0]
+	for _, d := range s {
+		if len(out) > 0 && strings.HasPrefix(d, out[len(out)-1]+"/") {
+			continue // inside the one before, which sorts first
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Contains reports whether the file at slash path p is materialised: at
+// the top, directly in a directory on the way to one of s's, or below one
+// of them. Every path is, for the whole tree.
+func (s Set) Contains(p string) bool {
+	if s == nil {
+		return true
+	}
+	dir := path.Dir(p)
+	if dir == "." {
+		return true
+	}
+	for _, d := range s {
+		if dir == d || strings.HasPrefix(dir, d+"/") || strings.HasPrefix(d, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// Patterns is s as the content of a cone-mode sparse-checkout file.
+func (s Set) Patterns() string {
+	var b strings.Builder
+	b.WriteString("/*\n!/*/\n")
+	parents := map[string]bool{}
+	for _, d := range s {
+		els := strings.Split(d, "/")
+		for i := 1; i < len(els); i++ {
+			p := strings.Join(els[:i], "/")
+			if !parents[p] {
+				parents[p] = true
+				fmt.Fprintf(&b, "/%s/\n!/%s/*/\n", p, p)
+			}
+		}
+		fmt.Fprintf(&b, "/%s/\n", d)
+	}
+	return b.String()
+}
