@@ -14,6 +14,10 @@ type HeadInfo struct {
 	Root     string       // the head's directory on the host, "" if it has none
 	Base     CheckpointID // the commit the head was created from
 	State    HeadState
+	// Sparse is the set of directories a sparse head materialises (git's
+	// cone mode: with every file at the top and directly in a directory on
+	// the way to one of them), nil for a head with the whole tree.
+	Sparse []string
 }
 
 // Signature names the author of a checkpoint.

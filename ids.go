@@ -96,6 +96,11 @@ type Capabilities struct {
 	// checkpoints there, share one workspace ID among the clones of one
 	// project through it, and implement Relocator.
 	Remote bool
+	// Sparse: sparse heads (HeadSpec.Sparse), which materialise only a
+	// set of directories and whose checkpoints are whole trees. Without
+	// it the workspace layer answers a create with a Sparse set with
+	// Unimplemented.
+	Sparse bool
 }
 
 // WorkspaceInfo identifies a workspace.

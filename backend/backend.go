@@ -260,6 +260,12 @@ type HeadSpec struct {
 	Branch string       // the head's branch; empty means grove/<name> or the next free grove/<name>-N
 	Dir    string       // the head's directory; empty means under OpenOptions.HeadsDir
 	Attach string       // an existing checkout to attach to, instead of creating one
+	// Sparse, when not nil, makes a sparse head: only these directories
+	// are materialised (see grove.HeadInfo.Sparse; the workspace layer has
+	// normalised them), the rest of the tree is kept, unchanged, in every
+	// checkpoint; a file written outside them is captured as any other.
+	// The set is the backend's record, never read back from the head.
+	Sparse []string
 }
 
 // CheckpointOptions configure Checkpoint. The zero value takes the defaults.

@@ -110,7 +110,7 @@ func (b *Backend) ID() grove.ID { return BackendID }
 func (b *Backend) Capabilities() grove.Capabilities {
 	return grove.Capabilities{
 		Attach: true, SharedCAS: true, HostRoot: true, CrossProcessIsolation: true,
-		Persistent: true, Symlinks: true, FileModes: true, Recreate: true, Remote: true,
+		Persistent: true, Symlinks: true, FileModes: true, Recreate: true, Remote: true, Sparse: true,
 	}
 }
 

@@ -114,28 +114,57 @@ func copyIndex(buf *gitfmt.Buffer, src, dst string) ([]byte, error) {
 // of the checkpoint; without the entry, the nested repository is an
 // untracked directory, whose files capture adds. It clears the
 // assume-unchanged and skip-worktree marks, behind which git add would
-// not see an edit, and a checkpoint would silently miss it.
+// not see an edit, and a checkpoint would silently miss it; in a sparse
+// head, the skip-worktree marks of files that are not there are kept, and
+// set where the set leaves a file out (see sparseMarks).
 //
 // seeded, when not nil, is priv's content, read and checked as it was
 // copied: its marks are parsed from it instead of reading priv again.
 func (h *head) unmark(ctx context.Context, priv string, seeded []byte) error {
-	var marks gitfmt.Marks
-	var err error
-	if seeded != nil {
-		marks, err = gitfmt.MarksOf(seeded)
-	} else {
-		marks, err = h.w.repo.Index.ReadMarks(priv)
+	data := seeded
+	if data == nil {
+		var err error
+		if data, err = h.w.repo.Index.ReadIndex(priv); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		defer h.w.repo.Index.Put(data)
 	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	marks, err := gitfmt.MarksOf(data)
 	if err != nil {
 		return err
 	}
-	for _, step := range []struct {
-		paths []string
-		flag  string
-	}{{marks.Gitlinks, "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {marks.Skipped, "--no-skip-worktree"}} {
+	skipped := marks.Skipped
+	if h.manifest().Sparse != nil {
+		skipped = nil // see markSparse
+		if err := h.markSparse(ctx, priv, data); err != nil {
+			return err
+		}
+	}
+	return h.updateIndex(ctx, priv, []indexStep{{marks.Gitlinks, "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {skipped, "--no-skip-worktree"}})
+}
+
+// markSparse makes the skip-worktree marks of the index at priv, whose
+// content is data, a sparse head's (see sparseMarks).
+func (h *head) markSparse(ctx context.Context, priv string, data []byte) error {
+	mf := h.manifest()
+	unmark, mark, err := sparseMarks(data, mf.Dir, mf.Sparse)
+	if err != nil {
+		return err
+	}
+	return h.updateIndex(ctx, priv, []indexStep{{unmark, "--no-skip-worktree"}, {mark, "--skip-worktree"}})
+}
+
+// indexStep is one git update-index over paths, with flag.
+type indexStep struct {
+	paths []string
+	flag  string
+}
+
+// updateIndex runs the steps with paths on the index at priv, in order.
+func (h *head) updateIndex(ctx context.Context, priv string, steps []indexStep) error {
+	for _, step := range steps {
 		if len(step.paths) == 0 {
 			continue
 		}

@@ -82,6 +82,13 @@ func (h *head) restore(ctx context.Context, mf registry.Manifest, target string)
 	}
 	defer os.Remove(priv)
 	env := []string{"GIT_INDEX_FILE=" + priv}
+	if mf.Sparse != nil {
+		// A file on disk outside the set is the reset's to replace or
+		// remove, as in the set: its mark would hide it from the reset.
+		if err := h.markSparse(ctx, priv, data); err != nil {
+			return err
+		}
+	}
 	many := h.w.repo.ManyFiles(priv)
 	drops, keep, err := h.plan(ctx, mf, priv, data, st.commit, target)
 	if err != nil {
@@ -109,7 +116,11 @@ func (h *head) restore(ctx context.Context, mf registry.Manifest, target string)
 	if drops {
 		// git reset removes the files it drops before it writes new ones:
 		// write target's content first.
-		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"checkout", "-f", target, "--", ":/"}, Parallel: many}); err != nil {
+		sparse, err := sparseArgs(mf.Admin, mf.Sparse)
+		if err != nil {
+			return err
+		}
+		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append(sparse, "checkout", "-f", target, "--", ":/"), Parallel: many}); err != nil {
 			return err
 		}
 	}
@@ -216,7 +227,11 @@ func (h *head) resetFiles(ctx context.Context, mf registry.Manifest, env []strin
 	if err := scratchGitDir(dir, h.w.repo.Common, target); err != nil {
 		return err
 	}
-	_, err := h.git(ctx, gitcmd.Cmd{GitDir: dir, Env: env, Args: []string{"-c", "core.logAllRefUpdates=false", "reset", "-q", "--hard", target}, Parallel: parallel})
+	sparse, err := sparseArgs(dir, mf.Sparse)
+	if err != nil {
+		return err
+	}
+	_, err = h.git(ctx, gitcmd.Cmd{GitDir: dir, Env: env, Args: append(sparse, "-c", "core.logAllRefUpdates=false", "reset", "-q", "--hard", target), Parallel: parallel})
 	return err
 }
 

@@ -269,6 +269,9 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	if spec.Attach != "" {
 		return w.attach(ctx, spec)
 	}
+	if spec.Sparse != nil && w.sealed() {
+		return nil, fail(grove.Unimplemented, "", "a sparse head under a sandbox: its sealed git dir holds the whole index")
+	}
 	from := spec.From
 	if from == "" {
 		from = "HEAD"
@@ -391,7 +394,7 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 	mf := &registry.Manifest{
 		ID: grove.HeadID(uuid.NewString()), Name: spec.Name, Access: spec.Access, Branch: branch,
 		Dir: dir, Base: grove.CheckpointID(commit), State: grove.StateActive, Creating: true,
-		Created: time.Now().UTC(), Clone: w.clone,
+		Created: time.Now().UTC(), Clone: w.clone, Sparse: spec.Sparse,
 	}
 	hl, err := lock.TryLock(w.meta.HeadLock(mf.ID), "create")
 	if err != nil {
@@ -472,9 +475,12 @@ const headIDFile = "grove-head-id"
 // recorded (see register) says the head's ID file and manifest are
 // written; callers hold its head lock.
 func (w *workspace) populate(ctx context.Context, mf *registry.Manifest, recorded func() error) error {
-	all, err := w.copyFromDisk(ctx, mf)
-	if err != nil {
-		return err
+	var all bool
+	var err error
+	if mf.Sparse == nil { // a sparse head checks out its set: a copy would bring the whole tree
+		if all, err = w.copyFromDisk(ctx, mf); err != nil {
+			return err
+		}
 	}
 	if all {
 		if f := w.b.seams.afterDiskCopy; f != nil {
@@ -485,8 +491,11 @@ func (w *workspace) populate(ctx context.Context, mf *registry.Manifest, recorde
 		_, err = w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"diff-files", "--quiet"}})
 	}
 	if !all || err != nil {
-		_, err = w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "--reset", "-u", "HEAD"},
-			Parallel: w.repo.ManyFiles(filepath.Join(mf.Admin, "index"))})
+		var args []string
+		if args, err = sparseArgs(mf.Admin, mf.Sparse); err == nil {
+			_, err = w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir, Args: append(args, "read-tree", "--reset", "-u", "HEAD"),
+				Parallel: w.repo.ManyFiles(filepath.Join(mf.Admin, "index"))})
+		}
 	}
 	if err != nil {
 		if grove.CodeOf(err) == grove.Canceled {
@@ -520,6 +529,10 @@ func (w *workspace) prepare(ctx context.Context, op string, mf *registry.Manifes
 	return w.runHook(ctx, op, grove.HookSetup, w.setup, mf)
 }
 
+// sealed reports whether commands on head content run under a sandbox,
+// each head's git dir sealed (see seal.go).
+func (w *workspace) sealed() bool { return w.sandbox != nil && w.sandbox.Kind != grove.SandboxNone }
+
 // runHook runs h (when set) in the head's directory, where the
 // workspace's sandbox says (under one, through the head's private git
 // dir, as an agent's commands run): see sandbox.RunHook.
@@ -533,7 +546,7 @@ func (w *workspace) runHook(ctx context.Context, op, kind string, h *grove.Hook,
 	}
 	c := sandbox.Command{Dir: mf.Dir,
 		Env: []string{"GROVE_HEAD=" + mf.Name, "GROVE_HEAD_ID=" + string(mf.ID), "GROVE_HEAD_DIR=" + mf.Dir, "GROVE_REPO=" + repo}}
-	if w.sandbox != nil && w.sandbox.Kind != grove.SandboxNone {
+	if w.sealed() {
 		if err := w.sealSync(ctx, *mf); err != nil {
 			return err
 		}

@@ -205,8 +205,9 @@ func (h *Head) Restore(ctx context.Context, to grove.Rev, opts *RestoreOptions) 
 // is returned holding its isolation lock. A name a live or archived head
 // has is AlreadyExists before anything is checkpointed; a create that
 // fails for another reason (its directory is taken) leaves the checkpoint
-// of the source, which holds the source's state as it was. The head's
-// workspace must be open. opts may be nil. A read-only view does not fork
+// of the source, which holds the source's state as it was. A fork of a
+// sparse head is sparse with the same set. The head's workspace must be
+// open. opts may be nil. A read-only view does not fork
 // (PermissionDenied): forking creates a head in the workspace.
 func (h *Head) Fork(ctx context.Context, name string, opts *ForkOptions) (*Head, error) {
 	const op = "fork"
@@ -253,7 +254,8 @@ func (h *Head) Fork(ctx context.Context, name string, opts *ForkOptions) (*Head,
 	} else if err := h.checkOpen(op); err != nil {
 		return nil, err
 	}
-	nh, err := h.ws.ws.CreateHead(ctx, &backend.HeadSpec{Name: name, Access: grove.Isolated, From: from})
+	// A fork materialises what its source does.
+	nh, err := h.ws.ws.CreateHead(ctx, &backend.HeadSpec{Name: name, Access: grove.Isolated, From: from, Sparse: h.h.Info().Sparse})
 	if err != nil {
 		return nil, wrap(op, h.name, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/sparse"
 )
 
 // Workspace is an open workspace: a project's lineage of heads. It is safe
@@ -367,6 +368,20 @@ func (b *HeadBuilder) Dir(dir string) *HeadBuilder { b.spec.Dir = dir; return b 
 // is InvalidArgument.
 func (b *HeadBuilder) Attach(dir string) *HeadBuilder { b.spec.Attach = dir; return b }
 
+// Sparse makes the head sparse: only dirs (slash paths from the top) are
+// materialised, with every file at the top and directly in a directory
+// on the way to one of them, as git's cone mode does; checkpoints keep
+// the rest of the tree as the head's base had it, and a file written
+// outside the set is captured like any other. No dirs, or ".", is the
+// whole tree. A dir that is not a clean relative path inside the tree
+// (a ".." or ".git" element, a leading "/") is InvalidArgument at Create,
+// and so is a sparse attached head; a backend without
+// Capabilities.Sparse is Unimplemented.
+func (b *HeadBuilder) Sparse(dirs ...string) *HeadBuilder {
+	b.spec.Sparse = append([]string{}, dirs...)
+	return b
+}
+
 // Spec returns the HeadSpec the builder describes so far.
 func (b *HeadBuilder) Spec() backend.HeadSpec { return b.spec }
 
@@ -406,11 +421,30 @@ func (b *HeadBuilder) Create(ctx context.Context) (*Head, error) {
 	if spec.Access == "" {
 		spec.Access = grove.Isolated
 	}
+	if err := b.w.sparse(op, &spec); err != nil {
+		return nil, err
+	}
 	h, err := b.w.ws.CreateHead(ctx, &spec)
 	if err != nil {
 		return nil, wrap(op, spec.Name, err)
 	}
 	return newHead(b.w, h, false), nil
+}
+
+// sparse normalises spec.Sparse (nil for the whole tree) and refuses what
+// cannot be made of it.
+func (w *Workspace) sparse(op string, spec *backend.HeadSpec) error {
+	set, err := sparse.New(spec.Sparse)
+	switch {
+	case err != nil:
+		return fail(grove.InvalidArgument, op, spec.Name, "%v", err)
+	case set != nil && spec.Attach != "":
+		return fail(grove.InvalidArgument, op, spec.Name, "an attached head keeps its checkout as it is: it cannot be sparse")
+	case set != nil && !w.b.Capabilities().Sparse:
+		return fail(grove.Unimplemented, op, spec.Name, "the %s backend has no sparse heads", w.b.ID())
+	}
+	spec.Sparse = set
+	return nil
 }
 
 // noRecreate turns err, the failure of an open that asked for Recreate

@@ -309,6 +309,7 @@ var methodRules = []struct{ word, method string }{
 	{"setup_and_teardown", "OpenOptions.Setup and Teardown (Workspace.CreateHead, Head.Destroy)"},
 	{"remote_on_a_backend", "OpenOptions.Remote (Backend.OpenWorkspace)"},
 	{"a_remote_receives", "OpenOptions.Remote (Backend.OpenWorkspace)"},
+	{"sparse_heads", "HeadSpec.Sparse and Capabilities.Sparse (Workspace.CreateHead)"},
 	{"set_archived", "Workspace.SetArchived"},
 	{"after_Close", "Backend.Close"},
 	{"reopen_reason", "Backend.Reopen (Reason)"},

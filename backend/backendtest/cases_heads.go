@@ -512,6 +512,67 @@ func optionCases() []testCase {
 			},
 		},
 		{
+			name:   "sparse_heads_materialise_their_set_and_checkpoint_whole_trees_or_are_Unimplemented",
+			clause: "Sparse, when not nil, makes a sparse head: only these directories are materialised",
+			run: func(e *env) {
+				_, err := e.ws.NewHead(e.name("bad-sparse")).From(e.fx.Base).Sparse("../out").Create(e.ctx)
+				e.wantCode(err, grove.InvalidArgument, "a sparse directory outside the tree")
+				name := e.name("sparse")
+				h, err := e.ws.NewHead(name).From(e.fx.Base).Sparse("src/util/").Create(e.ctx)
+				if !e.caps.Sparse {
+					e.wantCode(err, grove.Unimplemented, "HeadSpec.Sparse on a backend without Capabilities.Sparse")
+					return
+				}
+				e.must(err, "Create with Sparse")
+				defer h.Close()
+				if got := h.Info().Sparse; len(got) != 1 || got[0] != "src/util" {
+					e.fail("a sparse head's Info().Sparse = %q, want [src/util]", got)
+				}
+				e.as("git's cone mode does", func() {
+					for p, want := range map[string]bool{"README.md": true, "src/main.go": true, "src/util/util.go": true, "bin/run.sh": false} {
+						if got := e.exists(h, p); got != want {
+							e.fail("%s in a head sparse on src/util: %v, want %v", p, got, want)
+						}
+					}
+				})
+				if st := e.status(h); st.Dirty {
+					e.fail("a new sparse head is dirty: %+v", st.Changes)
+				}
+				e.as("a file written outside the set is captured as any other", func() {
+					e.write(h, "src/util/more.go", "package util // more\n")
+					e.must(h.FS().MkdirAll("bin", 0o755), "MkdirAll bin")
+					e.write(h, "bin/agent.txt", "outside\n")
+					cp := e.checkpoint(h, nil)
+					want := e.expectedBase()
+					want["src/util/more.go"] = file{data: "package util // more\n"}
+					want["bin/agent.txt"] = file{data: "outside\n"}
+					e.sameTree(e.treeAt(grove.Rev(cp.ID)), want, "a checkpoint of a sparse head (a whole tree)")
+					if st := e.status(h); st.Dirty {
+						e.fail("a sparse head is dirty right after a checkpoint: %+v", st.Changes)
+					}
+					_, err := h.Restore(e.ctx, e.fx.Base, nil)
+					e.must(err, "Restore to the base")
+					if e.exists(h, "bin/agent.txt") || e.exists(h, "src/util/more.go") || e.exists(h, "bin/run.sh") || !e.exists(h, "src/util/util.go") {
+						e.fail("after a restore the sparse head does not hold its set's files alone")
+					}
+					e.sameTree(e.treeAt(grove.Rev(e.checkpoint(h, nil).ID)), e.expectedBase(), "a checkpoint right after restoring the base")
+					_, err = h.Restore(e.ctx, grove.Rev(cp.ID), nil)
+					e.must(err, "Restore to the checkpoint")
+					if e.read(h, "src/util/more.go") != "package util // more\n" || e.exists(h, "bin/run.sh") {
+						e.fail("a restore to the checkpoint did not bring back the set's files alone")
+					}
+				})
+				e.as("A fork of a sparse head is sparse with the same set", func() {
+					f, err := h.Fork(e.ctx, e.name("sparse-fork"), nil)
+					e.must(err, "Fork")
+					defer f.Close()
+					if got := f.Info().Sparse; len(got) != 1 || got[0] != "src/util" || e.exists(f, "bin/run.sh") || !e.exists(f, "src/util/more.go") {
+						e.fail("the fork of a sparse head: set %q, bin/run.sh there %v", got, e.exists(f, "bin/run.sh"))
+					}
+				})
+			},
+		},
+		{
 			name:   "a_remote_receives_each_head_and_its_checkpoints",
 			clause: "when it makes a head, and after each checkpoint and restore of one of its heads, pushes the head's branch and its checkpoint refs there in the background, under refs/grove/<head-id>/",
 			run: func(e *env) {

@@ -73,6 +73,10 @@ type Manifest struct {
 	// (see CloneID); a binding names it, so that a binding of a head
 	// in another clone never opens this clone's copy of it.
 	Clone string `json:"clone,omitempty"`
+	// Sparse is the set of directories a sparse head materialises (see
+	// package sparse), nil for the whole tree: grove's record, never read
+	// back from the head or its git dir.
+	Sparse []string `json:"sparse,omitempty"`
 }
 
 // Info is the head m records, as the backend reports it.
@@ -80,6 +84,7 @@ func (m *Manifest) Info() grove.HeadInfo {
 	return grove.HeadInfo{
 		ID: m.ID, Name: m.Name, Access: m.Access, Attached: m.Attached,
 		Branch: m.Branch, Root: m.Dir, Base: m.Base, State: m.State,
+		Sparse: slices.Clone(m.Sparse),
 	}
 }
 

@@ -1,0 +1,164 @@
+package gitbackend_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/gitbackend"
+	"github.com/groveworks/grove/workspace"
+)
+
+// sparseFixture is a repository with a file in and out of a sparse set
+// and a head sparse on src.
+func sparseFixture(t *testing.T) (*fixture, *workspace.Head) {
+	t.Helper()
+	f := newFixture(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(f.repo, "docs", "deep"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(f.repo, "docs", "deep", "guide.md"), []byte("guide\n"), 0o644))
+	f.git(f.repo, "add", "-A")
+	f.git(f.repo, "commit", "-qm", "docs")
+	h, err := f.ws.NewHead("sparse").From("main").Sparse("src").Create(f.ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	return f, h
+}
+
+// onDisk lists the files under root, .git aside.
+func onDisk(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Name() == ".git" {
+			return nil // a head's .git is a file
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	}))
+	return out
+}
+
+// A sparse head holds its set alone, and the user's own git sees it clean
+// after a create and after a restore.
+func TestASparseHeadIsCleanToTheUsersGit(t *testing.T) {
+	f, h := sparseFixture(t)
+	root := h.Info().Root
+	assert.ElementsMatch(t, []string{".gitignore", "README.md", "src/main.go"}, onDisk(t, root))
+	assert.Empty(t, f.git(root, "status", "--porcelain"))
+	f.write(h, "src/new.go", "package main // new\n")
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "guide\n", f.git(f.repo, "show", string(cp.ID)+":docs/deep/guide.md")+"\n")
+	_, err = h.Restore(f.ctx, "main", nil)
+	require.NoError(t, err)
+	assert.Empty(t, f.git(root, "status", "--porcelain"))
+	assert.ElementsMatch(t, []string{".gitignore", "README.md", "src/main.go"}, onDisk(t, root))
+}
+
+// The agent's own sparse configuration — its worktree's sparse-checkout
+// file rewritten, replaced by a link or a FIFO, core.sparseCheckout and
+// extensions.worktreeConfig turned on — never changes what grove
+// materialises or captures: the set is grove's record.
+func TestAttackTheAgentsSparseConfigurationChangesNothing(t *testing.T) {
+	// Each plant goes where git would read a sparse-checkout file for a
+	// command grove runs: the head's git dir, and the scratch git dir of
+	// its restores.
+	plantFile := func(t *testing.T, admin string, put func(p string)) {
+		for _, dir := range []string{admin, filepath.Join(admin, "grove-reset")} {
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, "info"), 0o755))
+			p := filepath.Join(dir, "info", "sparse-checkout")
+			require.NoError(t, os.RemoveAll(p))
+			put(p)
+		}
+	}
+	write := func(t *testing.T, content string) func(string) {
+		return func(p string) { require.NoError(t, os.WriteFile(p, []byte(content), 0o644)) }
+	}
+	for name, plant := range map[string]func(t *testing.T, f *fixture, admin string){
+		"everything": func(t *testing.T, f *fixture, admin string) { plantFile(t, admin, write(t, "/*\n")) },
+		"nothing":    func(t *testing.T, f *fixture, admin string) { plantFile(t, admin, write(t, "!/*\n")) },
+		"link": func(t *testing.T, f *fixture, admin string) {
+			outside := filepath.Join(t.TempDir(), "mine")
+			require.NoError(t, os.WriteFile(outside, []byte("/*\n"), 0o644))
+			plantFile(t, admin, func(p string) { require.NoError(t, os.Symlink(outside, p)) })
+			t.Cleanup(func() {
+				data, _ := os.ReadFile(outside)
+				assert.Equal(t, "/*\n", string(data), "grove wrote through the agent's link")
+			})
+		},
+		"fifo": func(t *testing.T, f *fixture, admin string) { plantFile(t, admin, func(p string) { mkfifo(t, p) }) },
+		"config": func(t *testing.T, f *fixture, admin string) {
+			appendFile(t, filepath.Join(commonOf(f), "config"), "[extensions]\n\tworktreeConfig = true\n")
+			appendFile(t, filepath.Join(admin, "config.worktree"), "[core]\n\tsparseCheckout = true\n\tsparseCheckoutCone = false\n")
+			plantFile(t, admin, write(t, "/README.md\n"))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, h := sparseFixture(t)
+			root := h.Info().Root
+			admin := adminOf(t, root)
+			f.write(h, "src/edit.go", "package main // edit\n")
+			plant(t, f, admin)
+			cp, err := h.Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+			// The checkpoint is the whole tree: nothing outside the set
+			// was dropped, the edit is in.
+			for p, want := range map[string]string{"docs/deep/guide.md": "guide\n", "bin/run.sh": "#!/bin/sh\n", "src/edit.go": "package main // edit\n"} {
+				got, err := gitUser(f.ctx, f.repo, "show", string(cp.ID)+":"+p)
+				require.NoError(t, err, p)
+				assert.Equal(t, want, got+"\n", p)
+			}
+			_, err = h.Restore(f.ctx, "main", nil)
+			require.NoError(t, err)
+			assert.ElementsMatch(t, []string{".gitignore", "README.md", "src/main.go"}, onDisk(t, root), "what the restore materialised")
+			_, err = h.Restore(f.ctx, grove.Rev(cp.ID), nil)
+			require.NoError(t, err)
+			assert.ElementsMatch(t, []string{".gitignore", "README.md", "src/main.go", "src/edit.go"}, onDisk(t, root), "what the restore materialised")
+			again, err := h.Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+			assert.False(t, again.New, "a checkpoint right after the restore made a new one")
+		})
+	}
+}
+
+// What the agent writes outside the set, or hides behind a skip-worktree
+// mark of its own, is captured, never lost.
+func TestAttackWorkHiddenBehindSkipWorktreeIsCaptured(t *testing.T) {
+	f, h := sparseFixture(t)
+	root := h.Info().Root
+	f.write(h, "docs/deep/guide.md", "rewritten outside the set\n")
+	f.write(h, "src/main.go", "package main // hidden\n")
+	f.git(root, "update-index", "--skip-worktree", "src/main.go")
+	st, err := h.Status(f.ctx)
+	require.NoError(t, err)
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	require.True(t, cp.New, "status %+v", st)
+	for p, want := range map[string]string{"docs/deep/guide.md": "rewritten outside the set\n", "src/main.go": "package main // hidden\n", "bin/run.sh": "#!/bin/sh\n"} {
+		got, err := gitUser(f.ctx, f.repo, "show", string(cp.ID)+":"+p)
+		require.NoError(t, err, p)
+		assert.Equal(t, want, got+"\n", p)
+	}
+}
+
+// Sparse heads are refused under a sandbox, for now, with a typed error.
+func TestASparseHeadUnderASandboxIsUnimplemented(t *testing.T) {
+	f := newFixture(t)
+	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, &workspace.OpenOptions{Sandbox: &grove.Sandbox{Kind: grove.SandboxBwrap}})
+	require.NoError(t, err)
+	defer ws.Close()
+	_, err = ws.NewHead("s").From("main").Sparse("src").Create(f.ctx)
+	require.Equal(t, grove.Unimplemented, grove.CodeOf(err), "%v", err)
+	assert.True(t, strings.Contains(err.Error(), "sandbox"), "%v", err)
+}
