@@ -136,24 +136,13 @@ func (h *head) unmark(ctx context.Context, priv string, seeded []byte) error {
 		return err
 	}
 	skipped := marks.Skipped
-	if h.manifest().Sparse != nil {
+	if mf := h.manifest(); mf.Sparse != nil {
 		skipped = nil // see markSparse
-		if err := h.markSparse(ctx, priv, data); err != nil {
+		if err := markSparse(ctx, h.git, mf, priv, data); err != nil {
 			return err
 		}
 	}
-	return h.updateIndex(ctx, priv, []indexStep{{marks.Gitlinks, "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {skipped, "--no-skip-worktree"}})
-}
-
-// markSparse makes the skip-worktree marks of the index at priv, whose
-// content is data, a sparse head's (see sparseMarks).
-func (h *head) markSparse(ctx context.Context, priv string, data []byte) error {
-	mf := h.manifest()
-	unmark, mark, err := sparseMarks(data, mf.Dir, mf.Sparse)
-	if err != nil {
-		return err
-	}
-	return h.updateIndex(ctx, priv, []indexStep{{unmark, "--no-skip-worktree"}, {mark, "--skip-worktree"}})
+	return updateIndex(ctx, h.git, priv, []indexStep{{marks.Gitlinks, "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {skipped, "--no-skip-worktree"}})
 }
 
 // indexStep is one git update-index over paths, with flag.
@@ -162,13 +151,15 @@ type indexStep struct {
 	flag  string
 }
 
-// updateIndex runs the steps with paths on the index at priv, in order.
-func (h *head) updateIndex(ctx context.Context, priv string, steps []indexStep) error {
+// updateIndex runs the steps with paths on the index at index, in order,
+// through run (a head's git, or a command of the workspace's aimed at the
+// index's worktree).
+func updateIndex(ctx context.Context, run func(context.Context, gitcmd.Cmd) (string, error), index string, steps []indexStep) error {
 	for _, step := range steps {
 		if len(step.paths) == 0 {
 			continue
 		}
-		if _, err := h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Stdin: strings.NewReader(strings.Join(step.paths, "\x00") + "\x00"),
+		if _, err := run(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + index}, Stdin: strings.NewReader(strings.Join(step.paths, "\x00") + "\x00"),
 			Args: []string{"update-index", step.flag, "-z", "--stdin"}}); err != nil {
 			return err
 		}

@@ -399,8 +399,12 @@ func (w *workspace) reregister(ctx context.Context, mf *registry.Manifest) error
 	if err := w.relink(mf, admin); err != nil {
 		return err
 	}
-	_, err = w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "HEAD"}})
-	return err
+	c := gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir}
+	c.Args = []string{"read-tree", "HEAD"}
+	if _, err = w.repo.Run(ctx, c); err != nil {
+		return err
+	}
+	return markSparse(ctx, w.runAs(c), *mf, filepath.Join(mf.Admin, "index"), nil)
 }
 
 // relink points head mf's directory and the registration admin at each

@@ -132,8 +132,12 @@ func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) er
 	}
 	_ = rl.Unlock()
 	w.b.crashPoint("recreate:registered")
-	if _, err := w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir,
-		Args: []string{"read-tree", "--reset", "-u", "HEAD"}, Parallel: w.repo.ManyFiles(filepath.Join(mf.Admin, "index"))}); err != nil {
+	sparse, err := sparseArgs(mf.Admin, mf.Sparse)
+	if err == nil {
+		_, err = w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir,
+			Args: append(sparse, "read-tree", "--reset", "-u", "HEAD"), Parallel: w.repo.ManyFiles(filepath.Join(mf.Admin, "index"))})
+	}
+	if err != nil {
 		undo()
 		return fail(grove.Internal, err)
 	}
@@ -241,6 +245,9 @@ func (w *workspace) leftover(ctx context.Context, mf *registry.Manifest) error {
 		Env: []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}}
 	c.Args = []string{"read-tree", "HEAD"}
 	if _, err := w.repo.Run(ctx, c); err != nil {
+		return err
+	}
+	if err := markSparse(ctx, w.runAs(c), *mf, filepath.Join(tmp, "index"), nil); err != nil {
 		return err
 	}
 	c.Args = []string{"status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=none"}

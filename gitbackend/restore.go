@@ -85,7 +85,7 @@ func (h *head) restore(ctx context.Context, mf registry.Manifest, target string)
 	if mf.Sparse != nil {
 		// A file on disk outside the set is the reset's to replace or
 		// remove, as in the set: its mark would hide it from the reset.
-		if err := h.markSparse(ctx, priv, data); err != nil {
+		if err := markSparse(ctx, h.git, mf, priv, data); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package gitbackend
 
 import (
+	"context"
 	"crypto/sha1"
 	"crypto/sha256"
 	"errors"
@@ -9,7 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/gitfmt"
+	"github.com/groveworks/grove/internal/registry"
 	"github.com/groveworks/grove/internal/sparse"
 )
 
@@ -51,6 +54,36 @@ func sparseArgs(gitDir string, set []string) ([]string, error) {
 		return nil, err
 	}
 	return []string{"-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=true"}, nil
+}
+
+// markSparse gives the index at index — data, or read from the file when
+// nil — the skip-worktree marks of head mf (see sparseMarks), through run;
+// nothing for a head with the whole tree.
+func markSparse(ctx context.Context, run func(context.Context, gitcmd.Cmd) (string, error), mf registry.Manifest, index string, data []byte) error {
+	if mf.Sparse == nil {
+		return nil
+	}
+	if data == nil {
+		var err error
+		if data, err = os.ReadFile(index); err != nil {
+			return err
+		}
+	}
+	unmark, mark, err := sparseMarks(data, mf.Dir, mf.Sparse)
+	if err != nil {
+		return err
+	}
+	return updateIndex(ctx, run, index, []indexStep{{unmark, "--no-skip-worktree"}, {mark, "--skip-worktree"}})
+}
+
+// runAs runs a git command in the place base names (its git dir, work
+// tree and environment, the command's own environment after them).
+func (w *workspace) runAs(base gitcmd.Cmd) func(context.Context, gitcmd.Cmd) (string, error) {
+	return func(ctx context.Context, c gitcmd.Cmd) (string, error) {
+		c.GitDir, c.CommonDir, c.WorkTree, c.Dir = base.GitDir, base.CommonDir, base.WorkTree, base.Dir
+		c.Env = append(append([]string{}, base.Env...), c.Env...)
+		return w.repo.Run(ctx, c)
+	}
 }
 
 // sparseMarks decides, for the index data of a sparse head at dir with

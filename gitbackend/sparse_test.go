@@ -162,3 +162,32 @@ func TestASparseHeadUnderASandboxIsUnimplemented(t *testing.T) {
 	require.Equal(t, grove.Unimplemented, grove.CodeOf(err), "%v", err)
 	assert.True(t, strings.Contains(err.Error(), "sandbox"), "%v", err)
 }
+
+// A sparse head rebuilt by Recreate holds its set alone, and its next
+// checkpoint finds nothing changed: nothing outside the set was taken for
+// deleted.
+func TestRecreateRebuildsASparseHeadSparse(t *testing.T) {
+	for _, how := range []string{"rm -rf", "rm -rf then git worktree prune"} {
+		t.Run(how, func(t *testing.T) {
+			f, h := sparseFixture(t)
+			f.write(h, "src/work.go", "package main // work\n")
+			cp, err := h.Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+			info, bind := h.Info(), h.Binding()
+			require.NoError(t, h.Close())
+			require.NoError(t, os.RemoveAll(info.Root))
+			if how != "rm -rf" {
+				f.git(f.repo, "worktree", "prune")
+			}
+			r, err := workspace.Reopen(f.ctx, f.ws.Backend(), bind, &workspace.ReopenOptions{Recreate: true})
+			require.NoError(t, err)
+			defer r.Close()
+			assert.Equal(t, []string{"src"}, r.Info().Sparse)
+			assert.ElementsMatch(t, []string{".gitignore", "README.md", "src/main.go", "src/work.go"}, onDisk(t, info.Root))
+			assert.Empty(t, f.git(info.Root, "status", "--porcelain"))
+			again, err := r.Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+			assert.False(t, again.New, "the first checkpoint of the rebuilt head made %s over %s", again.ID, cp.ID)
+		})
+	}
+}
