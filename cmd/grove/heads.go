@@ -33,11 +33,12 @@ type headJSON struct {
 	Error          *errorObject       `json:"error,omitempty"` // ls: why the head could not be read
 	Base           grove.CheckpointID `json:"base"`
 	Dir            string             `json:"dir"`
+	Sparse         []string           `json:"sparse,omitempty"` // the directories of a sparse head
 }
 
 func headOut(hi grove.HeadInfo) headJSON {
 	return headJSON{Name: hi.Name, ID: hi.ID, Access: hi.Access, Attached: hi.Attached, Branch: hi.Branch,
-		State: hi.State, Base: hi.Base, Dir: hi.Root}
+		State: hi.State, Base: hi.Base, Dir: hi.Root, Sparse: hi.Sparse}
 }
 
 // checkpointJSON is a checkpoint as --json prints it.
@@ -160,6 +161,7 @@ func headDir(dir, name string) (string, error) {
 func (a *app) newCmd() *cobra.Command {
 	var from, dir string
 	var shared bool
+	var sparse []string
 	cmd := &cobra.Command{
 		Use:   "new NAME",
 		Short: "Create a head: a linked worktree on its own branch; prints its directory",
@@ -168,13 +170,20 @@ worktree on its own branch (grove/NAME). The head is isolated (one holder at
 a time) unless --shared. It goes beside the repository, in <repo>.grove/NAME,
 or in DIR with --dir (DIR/NAME when DIR is an existing directory).
 
+With --sparse DIR[,DIR...] the head is sparse: only those directories are
+checked out (with every file at the top, and directly in a directory on the
+way to one of them, as git's cone mode does). Checkpoints still hold the
+whole tree; a file written outside the set is captured like any other, and
+forks of the head are sparse with the same set.
+
 The ignored files the main checkout's .worktreeinclude names (an .env, local
 settings) are copied in, then the [setup] command of the main checkout's
 .grove.toml runs in the head; if it fails, nothing of the head is left and
 its output is shown.`,
 		Example: `  grove new agent-1
   grove new review --from v1.2 --shared
-  grove new scratch --dir /tmp/heads`,
+  grove new scratch --dir /tmp/heads
+  grove new ui --sparse web/app,web/shared`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -185,6 +194,9 @@ its output is shown.`,
 			b := ws.NewHead(name).From(grove.Rev(from))
 			if shared {
 				b.Shared()
+			}
+			if len(sparse) > 0 {
+				b.Sparse(sparse...)
 			}
 			d, err := headDir(dir, name)
 			if err != nil {
@@ -206,6 +218,7 @@ its output is shown.`,
 	cmd.Flags().StringVar(&from, "from", "", "the revision to start from (default: HEAD)")
 	cmd.Flags().BoolVar(&shared, "shared", false, "make a shared head (many holders, compare-and-set writes)")
 	cmd.Flags().StringVar(&dir, "dir", "", "the head's directory (DIR/NAME when DIR is an existing directory)")
+	cmd.Flags().StringSliceVar(&sparse, "sparse", nil, "check out only these directories (comma-separated, or the flag repeated)")
 	return cmd
 }
 
@@ -251,13 +264,14 @@ destroying it only forgets it.`,
 func (a *app) lsCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "ls",
-		Short: "List the heads: name, access, branch, state, dirty, last checkpoint, directory",
+		Short: "List the heads: name, access, branch, state, dirty, last checkpoint, sparse set, directory",
 		Long: `List the repository's heads, live and archived. DIRTY is "yes" when a
 checkpoint now would make a commit, and "?" when the head cannot be read (its
 directory is gone, for example: the reason is printed on stderr, or given as
 "error" with --json). CHECKPOINT is the head's newest checkpoint (after a
 restore, the safety checkpoint it took); --json also gives "commit", the
-commit the head is at. Listing takes no lock: a head a session holds is
+commit the head is at. SPARSE is a sparse head's set of directories ("-" for
+a head with the whole tree; "sparse" with --json). Listing takes no lock: a head a session holds is
 listed while it works.`,
 		Example: `  grove ls
   grove ls --json | jq -r '.[] | select(.dirty) | .name'`,
@@ -301,7 +315,7 @@ listed while it works.`,
 			}
 			return a.print(out, func(w io.Writer) {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tACCESS\tBRANCH\tSTATE\tDIRTY\tCHECKPOINT\tDIR")
+				fmt.Fprintln(tw, "NAME\tACCESS\tBRANCH\tSTATE\tDIRTY\tCHECKPOINT\tSPARSE\tDIR")
 				for _, h := range out {
 					dirty := "?"
 					switch {
@@ -310,7 +324,11 @@ listed while it works.`,
 					case h.Dirty != nil:
 						dirty = "no"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", quote(h.Name), h.Access, quote(h.Branch), h.State, dirty, short(h.LastCheckpoint), quote(h.Dir))
+					set := "-"
+					if h.Sparse != nil {
+						set = quote(strings.Join(h.Sparse, ","))
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", quote(h.Name), h.Access, quote(h.Branch), h.State, dirty, short(h.LastCheckpoint), set, quote(h.Dir))
 				}
 				_ = tw.Flush()
 			})
