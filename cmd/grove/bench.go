@@ -32,6 +32,7 @@ same work, grove and git alternating within each run (one untimed run of
 each comes first, as a warm-up):
 
   create          grove new                 git worktree add
+  create-sparse   grove new --sparse        git worktree add --no-checkout, sparse-checkout set, reset --hard
   checkpoint-N    checkpoint, N changes     git add -A && git commit
   restore-100     restore 100 files back    git reset --hard && git clean -fd
   status          status                    git status --porcelain

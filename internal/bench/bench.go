@@ -226,6 +226,9 @@ func Ops() []Op {
 			}),
 		},
 		{Name: "create", Grove: s.create, Git: s.worktreeAdd("c", func() string { return "main" })},
+		// A sparse head of SparseSet beside git's own sparse worktree of
+		// it: added without a checkout, the set made, then checked out.
+		{Name: "create-sparse", Grove: s.createSparse, Git: s.sparseWorktreeAdd},
 		{Name: "checkpoint-0", Grove: checkpoint, Git: timed(gitCommit)},
 		{Name: "checkpoint-1", Prepare: touchBoth(1), Grove: checkpoint, Git: timed(gitCommit)},
 		{Name: "checkpoint-100", Prepare: touchBoth(100), Grove: checkpoint, Git: timed(gitCommit)},
@@ -280,6 +283,37 @@ func (s *ops) create(e *Env) (func() error, error) {
 		return nil, err
 	}
 	return func() error { return e.destroy(h) }, nil
+}
+
+// SparseSet is the directory the sparse rows check out: the first 2,500
+// generated files (all of them below that).
+const SparseSet = "d00/e00"
+
+func (s *ops) createSparse(e *Env) (func() error, error) {
+	s.seq++
+	h, err := e.WS.NewHead(fmt.Sprintf("c%d", s.seq)).From("main").Sparse(SparseSet).Create(e.Ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return e.destroy(h) }, nil
+}
+
+// sparseWorktreeAdd is git making a sparse worktree of SparseSet:
+// git worktree add --no-checkout, git sparse-checkout set, and the
+// checkout worktree add itself runs (git reset --hard).
+func (s *ops) sparseWorktreeAdd(e *Env) (func() error, error) {
+	s.seq++
+	name := fmt.Sprintf("plain-s%d", s.seq)
+	dir := filepath.Join(filepath.Dir(e.GitDir), name)
+	if err := e.Git("worktree", "add", "-q", "--no-checkout", "-b", name, dir, "main"); err != nil {
+		return nil, err
+	}
+	for _, args := range [][]string{{"sparse-checkout", "set", SparseSet}, {"reset", "-q", "--hard"}} {
+		if _, err := usergit.Git(e.Ctx, dir, args...); err != nil {
+			return nil, err
+		}
+	}
+	return func() error { return e.Git("worktree", "remove", "--force", dir) }, nil
 }
 
 // worktreeAdd is git adding a worktree of the revision rev gives, on a
