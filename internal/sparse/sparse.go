@@ -14,6 +14,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Set is a normalised cone: clean slash paths of directories, sorted, none
@@ -21,20 +22,21 @@ import (
 type Set []string
 
 // New validates and normalises dirs: each a relative slash path of a
-// directory, with no "." or ".." element, no .git element and no trailing
-// slash beyond one; duplicates and directories inside another are dropped.
-// An empty dirs, or a dir that names the top ("."), is the whole tree
-// (nil).
+// directory (a trailing slash is dropped), valid UTF-8, with no empty,
+// "." or ".." element, no .git element, and none of the characters git's
+// cone patterns would read as a glob (* ? [ ] and the backslash);
+// duplicates and directories inside another are dropped. No dirs, or "."
+// among them, is the whole tree (nil).
 func New(dirs []string) (Set, error) {
 	var s Set
 	for _, d := range dirs {
-		d = strings.TrimSuffix(d, "/")
-		if d == "" || d == "." {
+		if d == "." || d == "./" || d == "" && len(dirs) == 1 {
 			return nil, nil
 		}
-		if strings.HasPrefix(d, "/") || strings.ContainsAny(d, "\\\x00\n") {
-			return nil, fmt.Errorf("sparse directory %q: want a relative slash path inside the tree", d)
+		if !utf8.ValidString(d) || strings.HasPrefix(d, "/") || strings.ContainsAny(d, "*?[]\\\x00\n") {
+			return nil, fmt.Errorf("sparse directory %q: want a relative slash path inside the tree, with no glob character", d)
 		}
+		d = strings.TrimSuffix(d, "/")
 		for _, el := range strings.Split(d, "/") {
 			if el == "" || el == "." || el == ".." || strings.EqualFold(el, ".git") {
 				return nil, fmt.Errorf("sparse directory %q: want a clean path with no %q element", d, el)
@@ -44,12 +46,17 @@ func New(dirs []string) (Set, error) {
 	}
 	slices.Sort(s)
 	s = slices.Compact(s)
+	kept := map[string]bool{}
 	out := s[:0]
 	for _, d := range s {
-		if len(out) > 0 && strings.HasPrefix(d, out[len(out)-1]+"/") {
-			continue // inside the one before, which sorts first
+		inside := false
+		for p := path.Dir(d); p != "." && !inside; p = path.Dir(p) {
+			inside = kept[p]
 		}
-		out = append(out, d)
+		if !inside { // ancestors sort first, so they are kept already
+			kept[d] = true
+			out = append(out, d)
+		}
 	}
 	return out, nil
 }
