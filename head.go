@@ -50,6 +50,9 @@ const (
 	SkipTooLarge       SkipReason = "too-large"       // a new untracked file over the size cap
 	SkipEmptyDirectory SkipReason = "empty-directory" // git cannot hold an empty directory
 	SkipIrregular      SkipReason = "irregular"       // a FIFO, socket or device
+	// SkipSparseConflict: a file or link where a sparse head keeps a
+	// directory outside its set; capturing it would drop that directory.
+	SkipSparseConflict SkipReason = "sparse-conflict"
 )
 
 // Skipped is a path a checkpoint did not capture.

@@ -34,7 +34,8 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 		capSize = grove.DefaultMaxNewFileSize
 	}
 	env := []string{"GIT_INDEX_FILE=" + priv}
-	if err := h.unmark(ctx, priv, seeded); err != nil {
+	blockers, err := h.unmark(ctx, priv, seeded)
+	if err != nil {
 		return nil, err
 	}
 	out, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"ls-files", "-z", "-o", "--exclude-standard", "--directory"}})
@@ -82,6 +83,10 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 		}
 	}
 	specs := []string{"."}
+	for _, p := range blockers {
+		skipped = append(skipped, grove.Skipped{Path: p, Reason: grove.SkipSparseConflict})
+		specs = append(specs, ":(exclude,literal)"+p)
+	}
 	tooBig := map[string]bool{}
 	for _, p := range big {
 		skipped = append(skipped, grove.Skipped{Path: p, Reason: grove.SkipTooLarge, Size: sizes[p]})

@@ -156,6 +156,31 @@ func (h *head) git(ctx context.Context, c gitcmd.Cmd) (string, error) {
 	return h.w.repo.Runner.Output(ctx, c)
 }
 
+// sparseStatusIndex copies the index of sparse head mf for one Status, in
+// its git dir, and returns the copy and what removes it: a head with no
+// index yet gets an empty one.
+func (h *head) sparseStatusIndex(ctx context.Context, mf registry.Manifest) (string, func(), error) {
+	f, err := os.CreateTemp(mf.Admin, "grove-status-index-*")
+	if err != nil {
+		return "", nil, err
+	}
+	tmp := f.Name()
+	_ = f.Close()
+	cleanup := func() { _ = os.Remove(tmp); _ = os.Remove(tmp + ".lock") }
+	data, err := h.w.repo.Index.ReadIndex(filepath.Join(mf.Admin, "index"))
+	if err == nil {
+		err = os.WriteFile(tmp, data, 0o644)
+		h.w.repo.Index.Put(data)
+	}
+	if err != nil {
+		cleanup()
+		if err = h.rebuildIndex(ctx, tmp, "HEAD"); err != nil {
+			return "", nil, err
+		}
+	}
+	return tmp, cleanup, nil
+}
+
 // Files grove keeps in a worktree's git dir.
 const (
 	privateIndex = "grove-index" // the checkpoint's private index
@@ -345,6 +370,20 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 			cmd = gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + polled}, Args: statusArgs}
 		}
 	}
+	var blockers []string
+	if mf.Sparse != nil {
+		// What a checkpoint would take (see markSparse), from a copy of
+		// the index with its marks.
+		tmp, cleanup, err := h.sparseStatusIndex(ctx, mf)
+		if err != nil {
+			return grove.Status{}, h.wrap(op, err)
+		}
+		defer cleanup()
+		if blockers, err = markSparse(ctx, h.git, mf, tmp, nil); err != nil {
+			return grove.Status{}, h.wrap(op, err)
+		}
+		cmd = gitcmd.Cmd{NoOptionalLocks: true, Env: []string{"GIT_INDEX_FILE=" + tmp}, Args: statusArgs}
+	}
 	out, err := h.git(ctx, cmd)
 	if err != nil && grove.CodeOf(err) == grove.Internal && !mf.Attached {
 		// The head's index may be damaged: answer from an index read from
@@ -354,7 +393,11 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 		if f, terr := os.CreateTemp(mf.Admin, "grove-status-index-*"); terr == nil {
 			tmp := f.Name()
 			_ = f.Close()
-			if rerr := h.rebuildIndex(ctx, tmp, "HEAD"); rerr == nil {
+			rerr := h.rebuildIndex(ctx, tmp, "HEAD")
+			if rerr == nil {
+				blockers, rerr = markSparse(ctx, h.git, mf, tmp, nil)
+			}
+			if rerr == nil {
 				out, err = h.git(ctx, gitcmd.Cmd{NoOptionalLocks: true, Env: []string{"GIT_INDEX_FILE=" + tmp}, Args: statusArgs})
 			}
 			_ = os.Remove(tmp)
@@ -397,6 +440,9 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 			}
 		case strings.HasPrefix(rec, "? "):
 			p := strings.TrimPrefix(rec, "? ")
+			if slices.Contains(blockers, p) {
+				continue // a checkpoint skips it (SkipSparseConflict)
+			}
 			st.Changes = append(st.Changes, grove.Change{Path: p, Kind: grove.ChangeUntracked})
 			full := filepath.Join(mf.Dir, filepath.FromSlash(p))
 			if strings.HasSuffix(p, "/") {

@@ -115,34 +115,32 @@ func copyIndex(buf *gitfmt.Buffer, src, dst string) ([]byte, error) {
 // untracked directory, whose files capture adds. It clears the
 // assume-unchanged and skip-worktree marks, behind which git add would
 // not see an edit, and a checkpoint would silently miss it; in a sparse
-// head, the skip-worktree marks of files that are not there are kept, and
-// set where the set leaves a file out (see sparseMarks).
+// head, see markSparse: it returns the blockers that checkpoint skips.
 //
 // seeded, when not nil, is priv's content, read and checked as it was
 // copied: its marks are parsed from it instead of reading priv again.
-func (h *head) unmark(ctx context.Context, priv string, seeded []byte) error {
+func (h *head) unmark(ctx context.Context, priv string, seeded []byte) (blockers []string, err error) {
 	data := seeded
 	if data == nil {
-		var err error
 		if data, err = h.w.repo.Index.ReadIndex(priv); errors.Is(err, fs.ErrNotExist) {
-			return nil
+			return nil, nil
 		} else if err != nil {
-			return err
+			return nil, err
 		}
 		defer h.w.repo.Index.Put(data)
 	}
 	marks, err := gitfmt.MarksOf(data)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	skipped := marks.Skipped
 	if mf := h.manifest(); mf.Sparse != nil {
 		skipped = nil // see markSparse
-		if err := markSparse(ctx, h.git, mf, priv, data); err != nil {
-			return err
+		if blockers, err = markSparse(ctx, h.git, mf, priv, data); err != nil {
+			return nil, err
 		}
 	}
-	return updateIndex(ctx, h.git, priv, []indexStep{{marks.Gitlinks, "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {skipped, "--no-skip-worktree"}})
+	return blockers, updateIndex(ctx, h.git, priv, []indexStep{{marks.Gitlinks, "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {skipped, "--no-skip-worktree"}})
 }
 
 // indexStep is one git update-index over paths, with flag.

@@ -19,6 +19,9 @@ func mkfifo(t *testing.T, p string) {
 	require.NoError(t, syscall.Mkfifo(p, 0o644))
 }
 
+// mkfifoQuiet makes a FIFO at p if it can, as an agent racing grove does.
+func mkfifoQuiet(p string) { _ = syscall.Mkfifo(p, 0o644) }
+
 // holdLock takes the lock file at path as `flock path sleep inf` would,
 // and returns its release.
 func holdLock(t *testing.T, path string) (release func()) {

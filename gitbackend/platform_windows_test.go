@@ -18,6 +18,9 @@ func mkfifo(t *testing.T, _ string) {
 	t.Skip("Windows has no FIFOs")
 }
 
+// mkfifoQuiet does nothing: Windows has no FIFOs.
+func mkfifoQuiet(string) {}
+
 // holdLock takes the lock file at path and returns its release.
 func holdLock(t *testing.T, path string) (release func()) {
 	t.Helper()

@@ -404,7 +404,8 @@ func (w *workspace) reregister(ctx context.Context, mf *registry.Manifest) error
 	if _, err = w.repo.Run(ctx, c); err != nil {
 		return err
 	}
-	return markSparse(ctx, w.runAs(c), *mf, filepath.Join(mf.Admin, "index"), nil)
+	_, err = markSparse(ctx, w.runAs(c), *mf, filepath.Join(mf.Admin, "index"), nil)
+	return err
 }
 
 // relink points head mf's directory and the registration admin at each

@@ -132,10 +132,15 @@ func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) er
 	}
 	_ = rl.Unlock()
 	w.b.crashPoint("recreate:registered")
-	sparse, err := sparseArgs(mf.Admin, mf.Sparse)
-	if err == nil {
+	if mf.Sparse != nil {
+		if c, ok := w.repo.Ref("refs/heads/" + mf.Branch); ok {
+			err = w.checkoutSparse(ctx, mf, filepath.Join(mf.Admin, "index"), c)
+		} else {
+			err = fmt.Errorf("the head's branch %s is gone", mf.Branch)
+		}
+	} else {
 		_, err = w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir,
-			Args: append(sparse, "read-tree", "--reset", "-u", "HEAD"), Parallel: w.repo.ManyFiles(filepath.Join(mf.Admin, "index"))})
+			Args: []string{"read-tree", "--reset", "-u", "HEAD"}, Parallel: w.repo.ManyFiles(filepath.Join(mf.Admin, "index"))})
 	}
 	if err != nil {
 		undo()
@@ -146,6 +151,9 @@ func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) er
 		return err
 	}
 	mf.Rebuilding = false
+	if c, ok := w.repo.Ref("refs/heads/" + mf.Branch); ok && mf.Sparse != nil {
+		mf.SparseBase = grove.CheckpointID(c) // what the rebuild checked out
+	}
 	if err := w.meta.WriteManifest(mf); err != nil {
 		undo()
 		return fail(grove.Internal, err)
@@ -247,7 +255,7 @@ func (w *workspace) leftover(ctx context.Context, mf *registry.Manifest) error {
 	if _, err := w.repo.Run(ctx, c); err != nil {
 		return err
 	}
-	if err := markSparse(ctx, w.runAs(c), *mf, filepath.Join(tmp, "index"), nil); err != nil {
+	if _, err := markSparse(ctx, w.runAs(c), *mf, filepath.Join(tmp, "index"), nil); err != nil {
 		return err
 	}
 	c.Args = []string{"status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=none"}

@@ -43,12 +43,36 @@ func (h *head) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult
 	if err := h.w.meta.PinRestore(mf.ID, target); err != nil {
 		return backend.RestoreResult{}, h.fail(grove.Internal, op, "recording the restore target: %v", err)
 	}
+	if mf.Sparse != nil {
+		// What the files outside the set stand for is the target's from
+		// here: recorded first, put back if the restore fails.
+		if err := h.setSparseBase(grove.CheckpointID(target)); err != nil {
+			return backend.RestoreResult{}, h.fail(grove.Internal, op, "recording the sparse base: %v", err)
+		}
+	}
 	err = h.restore(ctx, mf, target)
 	if err != nil {
+		if mf.Sparse != nil {
+			_ = h.setSparseBase(mf.SparseBase)
+		}
 		return backend.RestoreResult{}, h.wrap(op, err)
 	}
 	h.w.schedulePush(mf)
 	return backend.RestoreResult{Commit: grove.CheckpointID(target)}, nil
+}
+
+// setSparseBase records base as the head's SparseBase, in its manifest
+// and in h; callers hold the head lock.
+func (h *head) setSparseBase(base grove.CheckpointID) error {
+	mf := h.manifest()
+	mf.SparseBase = base
+	if err := h.w.meta.WriteManifest(&mf); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.mf.SparseBase = base
+	h.mu.Unlock()
+	return nil
 }
 
 // restore makes the head's files equal target's; callers hold the head
@@ -85,7 +109,7 @@ func (h *head) restore(ctx context.Context, mf registry.Manifest, target string)
 	if mf.Sparse != nil {
 		// A file on disk outside the set is the reset's to replace or
 		// remove, as in the set: its mark would hide it from the reset.
-		if err := markSparse(ctx, h.git, mf, priv, data); err != nil {
+		if _, err := markSparse(ctx, h.git, mf, priv, data); err != nil {
 			return err
 		}
 	}
@@ -116,11 +140,16 @@ func (h *head) restore(ctx context.Context, mf registry.Manifest, target string)
 	if drops {
 		// git reset removes the files it drops before it writes new ones:
 		// write target's content first.
-		sparse, err := sparseArgs(mf.Admin, mf.Sparse)
-		if err != nil {
-			return err
+		c := gitcmd.Cmd{Env: env, Args: []string{"checkout", "-f", target, "--", ":/"}, Parallel: many}
+		if mf.Sparse != nil {
+			dir, args, cleanup, err := sparseGitDir(h.w.repo.Common, target, mf.Sparse)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			c.GitDir, c.Args = dir, append(args, c.Args...)
 		}
-		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append(sparse, "checkout", "-f", target, "--", ":/"), Parallel: many}); err != nil {
+		if _, err := h.git(ctx, c); err != nil {
 			return err
 		}
 	}
@@ -224,14 +253,19 @@ const resetDir = "grove-reset"
 // reset check out in parallel (see repo.manyFiles).
 func (h *head) resetFiles(ctx context.Context, mf registry.Manifest, env []string, target string, parallel bool) error {
 	dir := filepath.Join(mf.Admin, resetDir)
-	if err := scratchGitDir(dir, h.w.repo.Common, target); err != nil {
+	args := []string{"-c", "core.logAllRefUpdates=false"}
+	if mf.Sparse != nil {
+		// The set is read from a git dir out of the agent's reach.
+		sdir, sargs, cleanup, err := sparseGitDir(h.w.repo.Common, target, mf.Sparse)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		dir, args = sdir, sargs
+	} else if err := scratchGitDir(dir, h.w.repo.Common, target); err != nil {
 		return err
 	}
-	sparse, err := sparseArgs(dir, mf.Sparse)
-	if err != nil {
-		return err
-	}
-	_, err = h.git(ctx, gitcmd.Cmd{GitDir: dir, Env: env, Args: append(sparse, "-c", "core.logAllRefUpdates=false", "reset", "-q", "--hard", target), Parallel: parallel})
+	_, err := h.git(ctx, gitcmd.Cmd{GitDir: dir, Env: env, Args: append(args, "reset", "-q", "--hard", target), Parallel: parallel})
 	return err
 }
 

@@ -4,10 +4,11 @@ import (
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
-	"errors"
-	"io/fs"
+	"encoding/hex"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/groveworks/grove/internal/gitcmd"
@@ -16,64 +17,92 @@ import (
 	"github.com/groveworks/grove/internal/sparse"
 )
 
-// sparseArgs writes set, when not nil, into gitDir/info/sparse-checkout
-// and returns the options that make the next git command, run with that
-// git dir, apply it; nil for a head with the whole tree. The file is
-// grove's, written afresh before each command that reads it (whatever is
-// there, the agent's or a link, is removed first) and never read back.
-func sparseArgs(gitDir string, set []string) ([]string, error) {
-	if set == nil {
-		return nil, nil
-	}
-	root, err := os.OpenRoot(gitDir)
+// sparseGitDir makes, for one sparse checkout, a git dir of grove's own
+// under a new private temporary directory: it shares common, its HEAD is
+// commit (detached), and its sparse-checkout file is set's cone. It
+// returns the dir, the options that make a git command run there apply
+// the set, and what removes it. The set is never written where the agent
+// can reach it before git reads it: a head's own git dir is the agent's to
+// write, and a FIFO put there once grove has written the file would hang
+// git's read of it.
+func sparseGitDir(common, commit string, set []string) (dir string, args []string, cleanup func(), err error) {
+	tmp, err := os.MkdirTemp("", "grove-sparse-")
 	if err != nil {
-		return nil, err
+		return "", nil, nil, err
 	}
-	defer root.Close()
-	if fi, err := root.Lstat("info"); err == nil && !fi.IsDir() {
-		if err := root.Remove("info"); err != nil {
-			return nil, err
-		}
+	cleanup = func() { _ = os.RemoveAll(tmp) }
+	dir = filepath.Join(tmp, "git")
+	err = scratchGitDir(dir, common, commit)
+	if err == nil {
+		err = os.Mkdir(filepath.Join(dir, "info"), 0o700)
 	}
-	if err := root.Mkdir("info", 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, err
-	}
-	name := filepath.Join("info", "sparse-checkout")
-	if err := root.RemoveAll(name); err != nil {
-		return nil, err
-	}
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	_, err = f.WriteString(sparse.Set(set).Patterns())
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "info", "sparse-checkout"), []byte(sparse.Set(set).Patterns()), 0o600)
 	}
 	if err != nil {
-		return nil, err
+		cleanup()
+		return "", nil, nil, err
 	}
-	return []string{"-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=true"}, nil
+	return dir, []string{"-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=true", "-c", "core.logAllRefUpdates=false"}, cleanup, nil
 }
 
-// markSparse gives the index at index — data, or read from the file when
-// nil — the skip-worktree marks of head mf (see sparseMarks), through run;
-// nothing for a head with the whole tree.
-func markSparse(ctx context.Context, run func(context.Context, gitcmd.Cmd) (string, error), mf registry.Manifest, index string, data []byte) error {
-	if mf.Sparse == nil {
-		return nil
-	}
-	if data == nil {
-		var err error
-		if data, err = os.ReadFile(index); err != nil {
-			return err
-		}
-	}
-	unmark, mark, err := sparseMarks(data, mf.Dir, mf.Sparse)
+// checkoutSparse makes the index at index and the files of sparse head mf
+// commit's, the set's files alone written (git read-tree --reset -u).
+func (w *workspace) checkoutSparse(ctx context.Context, mf *registry.Manifest, index, commit string) error {
+	dir, args, cleanup, err := sparseGitDir(w.repo.Common, commit, mf.Sparse)
 	if err != nil {
 		return err
 	}
-	return updateIndex(ctx, run, index, []indexStep{{unmark, "--no-skip-worktree"}, {mark, "--skip-worktree"}})
+	defer cleanup()
+	_, err = w.repo.Run(ctx, gitcmd.Cmd{GitDir: dir, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir,
+		Env: []string{"GIT_INDEX_FILE=" + index}, Args: append(args, "read-tree", "--reset", "-u", "HEAD"), Parallel: w.repo.ManyFiles(index)})
+	return err
+}
+
+// markSparse gives the index at index — data, or read from the file when
+// nil — the skip-worktree marks of head mf (see sparseWalk), through run,
+// and returns the blockers it found; nothing for a head with the whole
+// tree.
+func markSparse(ctx context.Context, run func(context.Context, gitcmd.Cmd) (string, error), mf registry.Manifest, index string, data []byte) (blockers []string, err error) {
+	if mf.Sparse == nil {
+		return nil, nil
+	}
+	if data == nil {
+		if data, err = os.ReadFile(index); err != nil {
+			return nil, err
+		}
+	}
+	var m sparseMarks
+	for _, hashLen := range []int{sha1.Size, sha256.Size} {
+		if m, err = sparseWalk(data, hashLen, mf.Dir, mf.Sparse); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(m.unsure) > 0 {
+		// Kept only where the files outside the set stand for what the
+		// head's disk was last made from; otherwise the agent deleted it.
+		out, err := run(ctx, gitcmd.Cmd{Args: []string{"ls-tree", "-r", "-z", "--full-tree", string(mf.SparseBase)}})
+		if err != nil {
+			return nil, err
+		}
+		base := map[string]string{}
+		for _, rec := range strings.Split(out, "\x00") {
+			if meta, p, ok := strings.Cut(rec, "\t"); ok {
+				if f := strings.Fields(meta); len(f) == 3 {
+					base[p] = f[2]
+				}
+			}
+		}
+		for p, oid := range m.unsure {
+			if base[p] == oid {
+				m.mark = append(m.mark, p)
+			}
+		}
+	}
+	return m.blockers, updateIndex(ctx, run, index, []indexStep{{m.unmark, "--no-skip-worktree"}, {m.mark, "--skip-worktree"}})
 }
 
 // runAs runs a git command in the place base names (its git dir, work
@@ -86,53 +115,90 @@ func (w *workspace) runAs(base gitcmd.Cmd) func(context.Context, gitcmd.Cmd) (st
 	}
 }
 
-// sparseMarks decides, for the index data of a sparse head at dir with
-// set, which entries a checkpoint must look at and which it must keep as
-// they are: an entry whose file is on disk is looked at (its skip-worktree
-// mark cleared: a file written outside the set is captured, never lost
-// behind the mark); one outside the set whose file is not is kept
-// (marked), never taken for a deletion. In the set, a missing file is a
-// deletion, as in any head. Directories are looked up once each.
-func sparseMarks(data []byte, dir string, set sparse.Set) (unmark, mark []string, err error) {
-	for _, hashLen := range []int{sha1.Size, sha256.Size} {
-		if unmark, mark, ok := sparseWalk(data, hashLen, dir, set); ok {
-			return unmark, mark, nil
-		}
-	}
-	return nil, nil, gitfmt.ErrDamagedIndex
+// sparseMarks is what a checkpoint of a sparse head does with the
+// entries of its index (see sparseWalk).
+type sparseMarks struct {
+	unmark, mark []string
+	// unsure are the entries outside the set whose files are not on disk
+	// and not marked, with their object IDs: kept where mf.SparseBase has
+	// the same, taken for deleted otherwise.
+	unsure map[string]string
+	// blockers are the files and links where the head keeps a directory
+	// outside its set: capturing one would drop that directory from the
+	// checkpoint, so a checkpoint skips it.
+	blockers []string
 }
 
-func sparseWalk(data []byte, hashLen int, dir string, set sparse.Set) (unmark, mark []string, ok bool) {
-	dirs := map[string]bool{}
-	exists := func(d string) bool {
-		if d == "." {
-			return true
+// sparseWalk reads index data of a sparse head at dir with set. An entry
+// whose file is on disk is looked at (its skip-worktree mark cleared: a
+// file written outside the set is captured, never lost behind the mark),
+// and so is one in the set (a missing file there is a deletion, whatever
+// mark the agent set). One outside the set whose file is not on disk is
+// kept if marked (never materialised), or looked up if not (see unsure).
+// Directories are looked up once each.
+func sparseWalk(data []byte, hashLen int, dir string, set sparse.Set) (m sparseMarks, err error) {
+	const (
+		isDir = iota + 1
+		absent
+		blocked // a file or a link where the tree has a directory
+	)
+	kinds := map[string]int{".": isDir}
+	var kind func(d string) int
+	kind = func(d string) int {
+		if k, ok := kinds[d]; ok {
+			return k
 		}
-		if e, ok := dirs[d]; ok {
-			return e
+		k := absent
+		if pk := kind(path.Dir(d)); pk == isDir {
+			if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(d))); err == nil {
+				k = blocked
+				if fi.IsDir() {
+					k = isDir
+				}
+			}
+		} else if pk == blocked {
+			k = blocked
 		}
-		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(d)))
-		e := err == nil && fi.IsDir()
-		dirs[d] = e
-		return e
+		kinds[d] = k
+		return k
 	}
-	_, ok = gitfmt.WalkIndex(data, hashLen, func(e *gitfmt.RawEntry) {
+	blockers := map[string]bool{}
+	m.unsure = map[string]string{}
+	_, ok := gitfmt.WalkIndex(data, hashLen, func(e *gitfmt.RawEntry) {
 		if e.Flags&gitfmt.FlagStage != 0 || e.Mode == 0o160000 {
 			return
 		}
 		p := string(e.Name)
 		skipped := e.Ext&gitfmt.FlagSkipWorktree != 0
+		inSet := set.Contains(p)
 		present := false
-		if d := p[:max(0, strings.LastIndexByte(p, '/'))]; d == "" || exists(d) {
+		switch kind(path.Dir(p)) {
+		case isDir:
 			_, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p)))
 			present = err == nil
+		case blocked:
+			if !inSet {
+				for d := path.Dir(p); d != "."; d = path.Dir(d) {
+					if kind(path.Dir(d)) == isDir {
+						blockers[d] = true // the topmost file in the way
+						break
+					}
+				}
+			}
 		}
 		switch {
-		case skipped && present:
-			unmark = append(unmark, p)
-		case !skipped && !present && !set.Contains(p):
-			mark = append(mark, p)
+		case skipped && (present || inSet):
+			m.unmark = append(m.unmark, p)
+		case !present && !inSet && !skipped:
+			m.unsure[p] = hex.EncodeToString(e.OID)
 		}
 	})
-	return unmark, mark, ok
+	if !ok {
+		return sparseMarks{}, gitfmt.ErrDamagedIndex
+	}
+	for b := range blockers {
+		m.blockers = append(m.blockers, b)
+	}
+	slices.Sort(m.blockers)
+	return m, nil
 }

@@ -1,10 +1,12 @@
 package gitbackend_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -190,4 +192,139 @@ func TestRecreateRebuildsASparseHeadSparse(t *testing.T) {
 			assert.False(t, again.New, "the first checkpoint of the rebuilt head made %s over %s", again.ID, cp.ID)
 		})
 	}
+}
+
+// showsAt reports whether commit cp holds path p.
+func showsAt(f *fixture, cp grove.CheckpointID, p string) bool {
+	_, err := gitUser(f.ctx, f.repo, "cat-file", "-e", string(cp)+":"+p)
+	return err == nil
+}
+
+// A deletion is a deletion where the agent could see the file: in the
+// set, whatever mark it set first, and outside it for a file it wrote
+// there itself. Clearing every mark of its index (git read-tree HEAD)
+// deletes nothing.
+func TestASparseHeadRecordsTheAgentsDeletionsAndNoOthers(t *testing.T) {
+	f, h := sparseFixture(t)
+	root := h.Info().Root
+	f.write(h, "docs/tmp.txt", "mine, outside the set\n")
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	require.True(t, showsAt(f, cp.ID, "docs/tmp.txt"))
+
+	f.git(root, "update-index", "--skip-worktree", "src/main.go")
+	require.NoError(t, os.Remove(filepath.Join(root, "src", "main.go")))
+	require.NoError(t, os.Remove(filepath.Join(root, "docs", "tmp.txt")))
+	cp, err = h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.False(t, showsAt(f, cp.ID, "src/main.go"), "a deletion in the set hidden behind a mark")
+	assert.False(t, showsAt(f, cp.ID, "docs/tmp.txt"), "the agent's own file outside the set, deleted")
+	assert.True(t, showsAt(f, cp.ID, "docs/deep/guide.md"))
+
+	f.git(root, "read-tree", "HEAD")
+	cp, err = h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.False(t, cp.New, "clearing the index's marks made a checkpoint")
+	for _, p := range []string{"docs/deep/guide.md", "bin/run.sh"} {
+		assert.True(t, showsAt(f, cp.ID, p), p)
+	}
+}
+
+// A file or a link where a sparse head keeps a directory outside its set
+// is skipped, never captured over that directory; Destroy without Discard
+// refuses to lose it.
+func TestAttackAFileInTheWayOfADirectoryOutsideTheSet(t *testing.T) {
+	for _, kind := range []string{"file", "link"} {
+		t.Run(kind, func(t *testing.T) {
+			f, h := sparseFixture(t)
+			root := h.Info().Root
+			if kind == "file" {
+				f.write(h, "docs", "a file where docs/ is\n")
+			} else {
+				require.NoError(t, os.Symlink("src", filepath.Join(root, "docs")))
+			}
+			cp, err := h.Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+			assert.True(t, showsAt(f, cp.ID, "docs/deep/guide.md"), "the directory outside the set was dropped")
+			assert.Contains(t, cp.Skipped, grove.Skipped{Path: "docs", Reason: grove.SkipSparseConflict})
+			_, err = h.Destroy(f.ctx, nil)
+			require.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
+			_, err = os.Lstat(filepath.Join(root, "docs"))
+			assert.NoError(t, err, "the refused destroy removed the file")
+		})
+	}
+}
+
+// An agent swapping FIFOs in where a sparse-checkout file could be read —
+// its head's git dir, its restores' scratch git dir — while restores run
+// hangs nothing: grove's set is read from a git dir out of its reach.
+func TestAttackFIFOsSwappedInDuringRestoresHangNothing(t *testing.T) {
+	f, h := sparseFixture(t)
+	root := h.Info().Root
+	admin := adminOf(t, root)
+	f.write(h, "src/edit.go", "package main // edit\n")
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, dir := range []string{admin, filepath.Join(admin, "grove-reset")} {
+				p := filepath.Join(dir, "info", "sparse-checkout")
+				_ = os.MkdirAll(filepath.Dir(p), 0o755)
+				_ = os.Remove(p)
+				mkfifoQuiet(p)
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
+	defer cancel()
+	for i := range 10 {
+		to := grove.Rev("main")
+		if i%2 == 1 {
+			to = grove.Rev(cp.ID)
+		}
+		_, err := h.Restore(ctx, to, nil)
+		require.NoError(t, err, "restore %d", i)
+	}
+	close(stop)
+	<-done
+	assert.ElementsMatch(t, []string{".gitignore", "README.md", "src/main.go", "src/edit.go"}, onDisk(t, root))
+}
+
+// Status says what the next checkpoint would take: an edit outside the set
+// (behind its mark) is a change, marks the agent cleared are not, and a
+// file in the way of a directory outside the set is not either.
+func TestSparseStatusAgreesWithTheCheckpoint(t *testing.T) {
+	f, h := sparseFixture(t)
+	root := h.Info().Root
+	st, err := h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.False(t, st.Dirty, "%+v", st.Changes)
+	f.git(root, "read-tree", "HEAD") // every mark cleared
+	st, err = h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.False(t, st.Dirty, "%+v", st.Changes)
+	f.write(h, "docs", "in the way\n")
+	st, err = h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.False(t, st.Dirty, "%+v", st.Changes)
+	require.NoError(t, os.Remove(filepath.Join(root, "docs")))
+	f.write(h, "docs/deep/guide.md", "edited outside the set\n")
+	st, err = h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.True(t, st.Dirty)
+	assert.Equal(t, []grove.Change{{Path: "docs/deep/guide.md", Kind: grove.ChangeModified}}, st.Changes)
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.True(t, cp.New)
+	st, err = h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.False(t, st.Dirty, "%+v", st.Changes)
 }

@@ -396,6 +396,9 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 		Dir: dir, Base: grove.CheckpointID(commit), State: grove.StateActive, Creating: true,
 		Created: time.Now().UTC(), Clone: w.clone, Sparse: spec.Sparse,
 	}
+	if spec.Sparse != nil {
+		mf.SparseBase = grove.CheckpointID(commit)
+	}
 	hl, err := lock.TryLock(w.meta.HeadLock(mf.ID), "create")
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -490,12 +493,12 @@ func (w *workspace) populate(ctx context.Context, mf *registry.Manifest, recorde
 		// index, diff-files exits 0 only if each file is its entry's.
 		_, err = w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"diff-files", "--quiet"}})
 	}
-	if !all || err != nil {
-		var args []string
-		if args, err = sparseArgs(mf.Admin, mf.Sparse); err == nil {
-			_, err = w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir, Args: append(args, "read-tree", "--reset", "-u", "HEAD"),
-				Parallel: w.repo.ManyFiles(filepath.Join(mf.Admin, "index"))})
-		}
+	switch {
+	case mf.Sparse != nil:
+		err = w.checkoutSparse(ctx, mf, filepath.Join(mf.Admin, "index"), string(mf.Base))
+	case !all || err != nil:
+		_, err = w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "--reset", "-u", "HEAD"},
+			Parallel: w.repo.ManyFiles(filepath.Join(mf.Admin, "index"))})
 	}
 	if err != nil {
 		if grove.CodeOf(err) == grove.Canceled {
@@ -663,6 +666,9 @@ func (w *workspace) OpenHead(ctx context.Context, name string, opts *backend.Reo
 func (w *workspace) open(ctx context.Context, op string, mf *registry.Manifest, opts *backend.ReopenOptions) (*head, error) {
 	fail := func(code grove.Code, reason grove.Reason, format string, args ...any) error {
 		return &grove.Error{Code: code, Op: op, Head: mf.Name, Reason: reason, Err: fmt.Errorf(format, args...)}
+	}
+	if mf.Sparse != nil && w.sealed() {
+		return nil, fail(grove.Unimplemented, "", "a sparse head under a sandbox: its sealed git dir holds the whole index")
 	}
 	err := w.verify(mf, fail)
 	if err != nil && opts != nil && opts.Recreate && !opts.ReadOnly && !mf.Attached {

@@ -357,8 +357,9 @@ func (h *Head) setArchived(ctx context.Context, op string, archived bool) error 
 // nil.
 //
 // Destroy without Discard never deletes what no checkpoint holds: when the
-// final checkpoint had to skip new files over the size cap
-// (Skipped with reason too-large), nothing is destroyed and the error is
+// final checkpoint had to skip new files over the size cap (Skipped with
+// reason too-large), or files in the way of a sparse head's directories
+// (sparse-conflict), nothing is destroyed and the error is
 // FailedPrecondition naming them; the final checkpoint is still returned.
 // Empty directories and irregular files hold no data and do not refuse.
 func (h *Head) Destroy(ctx context.Context, opts *DestroyOptions) (DestroyResult, error) {
@@ -384,13 +385,13 @@ func (h *Head) Destroy(ctx context.Context, opts *DestroyOptions) (DestroyResult
 		}
 		var lost []string
 		for _, s := range cp.Skipped {
-			if s.Reason == grove.SkipTooLarge {
+			if s.Reason == grove.SkipTooLarge || s.Reason == grove.SkipSparseConflict {
 				lost = append(lost, s.Path)
 			}
 		}
 		if len(lost) > 0 {
 			return res, fail(grove.FailedPrecondition, op, h.name,
-				"%d file(s) no checkpoint can hold would be lost (over the size cap: %s); include them in a checkpoint, move them away, or destroy with Discard",
+				"%d file(s) no checkpoint can hold would be lost (over the size cap, or in the way of a sparse head's directory: %s); include them in a checkpoint, move them away, or destroy with Discard",
 				len(lost), strings.Join(lost, ", "))
 		}
 	}

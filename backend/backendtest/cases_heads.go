@@ -538,7 +538,7 @@ func optionCases() []testCase {
 				if st := e.status(h); st.Dirty {
 					e.fail("a new sparse head is dirty: %+v", st.Changes)
 				}
-				e.as("a file written outside the set is captured as any other", func() {
+				e.as("a file written outside them is captured as any other", func() {
 					e.write(h, "src/util/more.go", "package util // more\n")
 					e.must(h.FS().MkdirAll("bin", 0o755), "MkdirAll bin")
 					e.write(h, "bin/agent.txt", "outside\n")

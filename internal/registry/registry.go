@@ -77,6 +77,13 @@ type Manifest struct {
 	// package sparse), nil for the whole tree: grove's record, never read
 	// back from the head or its git dir.
 	Sparse []string `json:"sparse,omitempty"`
+	// SparseBase is, for a sparse head, the commit its files outside the
+	// set stand for: its base at create, the target of its last restore,
+	// its branch's commit when it was rebuilt. A file outside the set that
+	// is not on disk and not marked skip-worktree is kept by a checkpoint
+	// if this commit has it as the index does, and taken for deleted if
+	// not (the agent wrote it, then removed it).
+	SparseBase grove.CheckpointID `json:"sparse_base,omitempty"`
 }
 
 // Info is the head m records, as the backend reports it.
