@@ -379,9 +379,11 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 			return grove.Status{}, h.wrap(op, err)
 		}
 		defer cleanup()
-		if blockers, err = markSparse(ctx, h.git, mf, tmp, nil); err != nil {
+		m, err := markSparse(ctx, h.git, mf, tmp, nil)
+		if err != nil {
 			return grove.Status{}, h.wrap(op, err)
 		}
+		blockers = m.blockers
 		cmd = gitcmd.Cmd{NoOptionalLocks: true, Env: []string{"GIT_INDEX_FILE=" + tmp}, Args: statusArgs}
 	}
 	out, err := h.git(ctx, cmd)
@@ -395,7 +397,9 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 			_ = f.Close()
 			rerr := h.rebuildIndex(ctx, tmp, "HEAD")
 			if rerr == nil {
-				blockers, rerr = markSparse(ctx, h.git, mf, tmp, nil)
+				var m sparseMarks
+				m, rerr = markSparse(ctx, h.git, mf, tmp, nil)
+				blockers = m.blockers
 			}
 			if rerr == nil {
 				out, err = h.git(ctx, gitcmd.Cmd{NoOptionalLocks: true, Env: []string{"GIT_INDEX_FILE=" + tmp}, Args: statusArgs})

@@ -136,9 +136,11 @@ func (h *head) unmark(ctx context.Context, priv string, seeded []byte) (blockers
 	skipped := marks.Skipped
 	if mf := h.manifest(); mf.Sparse != nil {
 		skipped = nil // see markSparse
-		if blockers, err = markSparse(ctx, h.git, mf, priv, data); err != nil {
+		m, err := markSparse(ctx, h.git, mf, priv, data)
+		if err != nil {
 			return nil, err
 		}
+		blockers = m.blockers
 	}
 	return blockers, updateIndex(ctx, h.git, priv, []indexStep{{marks.Gitlinks, "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {skipped, "--no-skip-worktree"}})
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/registry"
@@ -19,7 +20,8 @@ import (
 
 // sparseGitDir makes, for one sparse checkout, a git dir of grove's own
 // under a new private temporary directory: it shares common, its HEAD is
-// commit (detached), and its sparse-checkout file is set's cone. It
+// commit (detached), and its sparse-checkout file is set's cone (nil: the
+// whole tree). It
 // returns the dir, the options that make a git command run there apply
 // the set, and what removes it. The set is never written where the agent
 // can reach it before git reads it: a head's own git dir is the agent's to
@@ -32,18 +34,23 @@ func sparseGitDir(common, commit string, set []string) (dir string, args []strin
 	}
 	cleanup = func() { _ = os.RemoveAll(tmp) }
 	dir = filepath.Join(tmp, "git")
+	// The whole tree is one pattern, outside cone mode.
+	patterns, cone := "/*\n", "false"
+	if set != nil {
+		patterns, cone = sparse.Set(set).Patterns(), "true"
+	}
 	err = scratchGitDir(dir, common, commit)
 	if err == nil {
 		err = os.Mkdir(filepath.Join(dir, "info"), 0o700)
 	}
 	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "info", "sparse-checkout"), []byte(sparse.Set(set).Patterns()), 0o600)
+		err = os.WriteFile(filepath.Join(dir, "info", "sparse-checkout"), []byte(patterns), 0o600)
 	}
 	if err != nil {
 		cleanup()
 		return "", nil, nil, err
 	}
-	return dir, []string{"-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=true", "-c", "core.logAllRefUpdates=false"}, cleanup, nil
+	return dir, []string{"-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=" + cone, "-c", "core.logAllRefUpdates=false"}, cleanup, nil
 }
 
 // checkoutSparse makes the index at index and the files of sparse head mf
@@ -61,32 +68,30 @@ func (w *workspace) checkoutSparse(ctx context.Context, mf *registry.Manifest, i
 
 // markSparse gives the index at index — data, or read from the file when
 // nil — the skip-worktree marks of head mf (see sparseWalk), through run,
-// and returns the blockers it found; nothing for a head with the whole
-// tree.
-func markSparse(ctx context.Context, run func(context.Context, gitcmd.Cmd) (string, error), mf registry.Manifest, index string, data []byte) (blockers []string, err error) {
+// and returns what it found; nothing for a head with the whole tree.
+func markSparse(ctx context.Context, run func(context.Context, gitcmd.Cmd) (string, error), mf registry.Manifest, index string, data []byte) (m sparseMarks, err error) {
 	if mf.Sparse == nil {
-		return nil, nil
+		return m, nil
 	}
 	if data == nil {
 		if data, err = os.ReadFile(index); err != nil {
-			return nil, err
+			return m, err
 		}
 	}
-	var m sparseMarks
 	for _, hashLen := range []int{sha1.Size, sha256.Size} {
 		if m, err = sparseWalk(data, hashLen, mf.Dir, mf.Sparse); err == nil {
 			break
 		}
 	}
 	if err != nil {
-		return nil, err
+		return m, err
 	}
 	if len(m.unsure) > 0 {
 		// Kept only where the files outside the set stand for what the
 		// head's disk was last made from; otherwise the agent deleted it.
 		out, err := run(ctx, gitcmd.Cmd{Args: []string{"ls-tree", "-r", "-z", "--full-tree", string(mf.SparseBase)}})
 		if err != nil {
-			return nil, err
+			return m, err
 		}
 		base := map[string]string{}
 		for _, rec := range strings.Split(out, "\x00") {
@@ -99,10 +104,12 @@ func markSparse(ctx context.Context, run func(context.Context, gitcmd.Cmd) (stri
 		for p, oid := range m.unsure {
 			if base[p] == oid {
 				m.mark = append(m.mark, p)
+			} else {
+				m.deleted = append(m.deleted, p)
 			}
 		}
 	}
-	return m.blockers, updateIndex(ctx, run, index, []indexStep{{m.unmark, "--no-skip-worktree"}, {m.mark, "--skip-worktree"}})
+	return m, updateIndex(ctx, run, index, []indexStep{{m.unmark, "--no-skip-worktree"}, {m.mark, "--skip-worktree"}})
 }
 
 // runAs runs a git command in the place base names (its git dir, work
@@ -127,6 +134,9 @@ type sparseMarks struct {
 	// outside its set: capturing one would drop that directory from the
 	// checkpoint, so a checkpoint skips it.
 	blockers []string
+	// deleted are the files the agent deleted: in the set and not on
+	// disk, or unsure and not what SparseBase has (markSparse fills it).
+	deleted []string
 }
 
 // sparseWalk reads index data of a sparse head at dir with set. An entry
@@ -192,6 +202,9 @@ func sparseWalk(data []byte, hashLen int, dir string, set sparse.Set) (m sparseM
 		case !present && !inSet && !skipped:
 			m.unsure[p] = hex.EncodeToString(e.OID)
 		}
+		if inSet && !present {
+			m.deleted = append(m.deleted, p)
+		}
 	})
 	if !ok {
 		return sparseMarks{}, gitfmt.ErrDamagedIndex
@@ -201,4 +214,82 @@ func sparseWalk(data []byte, hashLen int, dir string, set sparse.Set) (m sparseM
 	}
 	slices.Sort(m.blockers)
 	return m, nil
+}
+
+// SetSparse makes set the head's (see backend.Sparser): git sparse-checkout
+// reapply, with the new set read from a private git dir, over a private
+// copy of the head's index that has the old set's marks (see markSparse);
+// then the manifest records the set, and the copy becomes the head's index.
+func (h *head) SetSparse(ctx context.Context, set []string) error {
+	const op = "set sparse"
+	mf, err := h.enterTree(ctx, "SetSparse")
+	if err != nil {
+		return err
+	}
+	switch {
+	case mf.Attached:
+		return h.fail(grove.FailedPrecondition, op, "an attached head cannot be sparse")
+	case h.w.sealed():
+		return h.fail(grove.Unimplemented, op, "a sparse head under a sandbox: its sealed git dir holds the whole index")
+	}
+	l, err := h.lock(ctx, mf, op)
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	st, err := h.state(ctx, mf, op)
+	if err != nil {
+		return err
+	}
+	if st.op != "" {
+		return h.fail(grove.FailedPrecondition, op, "a %s is in progress in the head; finish or abort it first", st.op)
+	}
+	priv, data, err := h.seedIndex(ctx, mf, privateIndex, st.commit)
+	defer h.w.repo.Index.Put(data)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(priv)
+	m, err := markSparse(ctx, h.git, mf, priv, data)
+	if err != nil {
+		return h.wrap(op, err)
+	}
+	swap, err := h.lockIndex(ctx, mf, "")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if swap != nil {
+			swap.abort()
+		}
+	}()
+	dir, args, cleanup, err := sparseGitDir(h.w.repo.Common, st.commit, set)
+	if err != nil {
+		return h.wrap(op, err)
+	}
+	defer cleanup()
+	if _, err := h.git(ctx, gitcmd.Cmd{GitDir: dir, Env: []string{"GIT_INDEX_FILE=" + priv}, Args: append(args, "sparse-checkout", "reapply")}); err != nil {
+		return h.wrap(op, err)
+	}
+	// git marks a missing file outside the new set as never checked out:
+	// one the agent deleted stays a deletion.
+	if err := updateIndex(ctx, h.git, priv, []indexStep{{m.deleted, "--no-skip-worktree"}}); err != nil {
+		return h.wrap(op, err)
+	}
+	next := h.manifest()
+	next.Sparse = set
+	if set == nil {
+		next.SparseBase = ""
+	} else if mf.Sparse == nil {
+		next.SparseBase = grove.CheckpointID(st.commit)
+	}
+	if err := h.w.meta.WriteManifest(&next); err != nil {
+		return h.wrap(op, err)
+	}
+	h.mu.Lock()
+	h.mf.Sparse, h.mf.SparseBase = next.Sparse, next.SparseBase
+	h.mu.Unlock()
+	err = swap.commit(priv)
+	swap = nil
+	return h.wrap(op, err)
 }

@@ -328,3 +328,57 @@ func TestSparseStatusAgreesWithTheCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, st.Dirty, "%+v", st.Changes)
 }
+
+// SetSparse widens, narrows and drops a head's set in place, never losing
+// a change, and the set it leaves is the one a new process reopens.
+func TestSetSparseChangesTheSetInPlace(t *testing.T) {
+	f, h := sparseFixture(t)
+	root := h.Info().Root
+	config := f.git(f.repo, "config", "--list", "--local")
+	clean := func(what string) {
+		t.Helper()
+		assert.Empty(t, f.git(root, "status", "--porcelain"), what)
+		cp, err := h.Checkpoint(f.ctx, nil)
+		require.NoError(t, err)
+		assert.False(t, cp.New, "%s: a checkpoint found a change", what)
+	}
+	require.NoError(t, h.SetSparse(f.ctx, "docs/", "src"))
+	assert.Equal(t, []string{"docs", "src"}, h.Info().Sparse)
+	assert.ElementsMatch(t, []string{".gitignore", "README.md", "src/main.go", "docs/deep/guide.md"}, onDisk(t, root))
+	clean("widened")
+
+	f.write(h, "src/main.go", "package main // changed\n")
+	require.NoError(t, h.SetSparse(f.ctx, "docs"))
+	assert.ElementsMatch(t, []string{".gitignore", "README.md", "src/main.go", "docs/deep/guide.md"}, onDisk(t, root), "a changed file left the disk")
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	got, err := gitUser(f.ctx, f.repo, "show", string(cp.ID)+":src/main.go")
+	require.NoError(t, err)
+	assert.Equal(t, "package main // changed", got)
+	// Captured: the agent may delete it, and the deletion outlives a
+	// change of the set.
+	require.NoError(t, os.Remove(filepath.Join(root, "src", "main.go")))
+	require.NoError(t, h.SetSparse(f.ctx, "docs"))
+	cp, err = h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.False(t, showsAt(f, cp.ID, "src/main.go"), "the agent's deletion was lost")
+	clean("narrowed")
+
+	require.NoError(t, h.SetSparse(f.ctx))
+	assert.Nil(t, h.Info().Sparse)
+	assert.ElementsMatch(t, []string{".gitignore", "README.md", "bin/run.sh", "docs/deep/guide.md"}, onDisk(t, root))
+	clean("the whole tree")
+
+	require.NoError(t, h.SetSparse(f.ctx, "src"))
+	assert.ElementsMatch(t, []string{".gitignore", "README.md"}, onDisk(t, root))
+	clean("sparse again")
+	assert.Equal(t, config, f.git(f.repo, "config", "--list", "--local"), "the repository's configuration changed")
+
+	bind := h.Binding()
+	require.NoError(t, h.Close())
+	r, err := workspace.Reopen(f.ctx, gitbackend.New(gitbackend.Options{}), bind, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	assert.Equal(t, []string{"src"}, r.Info().Sparse)
+	require.Equal(t, grove.InvalidArgument, grove.CodeOf(r.SetSparse(f.ctx, "../x")))
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/sparse"
 )
 
 // Head is one open head. Its methods are safe for concurrent use: calls
@@ -197,6 +198,35 @@ func (h *Head) Restore(ctx context.Context, to grove.Rev, opts *RestoreOptions) 
 	dr, err := h.h.Restore(ctx, to)
 	res.Commit = dr.Commit
 	return res, wrap(op, h.name, err)
+}
+
+// SetSparse changes the head's sparse set in place, dirs as
+// HeadBuilder.Sparse takes them (none, or ".", is the whole tree): the
+// files the new set adds are checked out, and those it leaves out are
+// removed from disk where unchanged; a changed file stays, and is captured
+// like any file outside the set. Nothing is checkpointed and no work is
+// lost. Bad dirs are InvalidArgument; an attached head is
+// FailedPrecondition; a backend without sparse heads is Unimplemented; a
+// read-only view is PermissionDenied.
+func (h *Head) SetSparse(ctx context.Context, dirs ...string) error {
+	const op = "set sparse"
+	set, err := sparse.New(dirs)
+	if err != nil {
+		return fail(grove.InvalidArgument, op, h.name, "%v", err)
+	}
+	unlock, err := h.begin(ctx, op, true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	sp, ok := h.h.(backend.Sparser)
+	switch {
+	case !ok || !h.ws.b.Capabilities().Sparse:
+		return fail(grove.Unimplemented, op, h.name, "the %s backend cannot change a head's sparse set", h.ws.b.ID())
+	case h.h.Info().Attached:
+		return fail(grove.FailedPrecondition, op, h.name, "an attached head keeps its checkout as it is: it cannot be sparse")
+	}
+	return wrap(op, h.name, sp.SetSparse(ctx, set))
 }
 
 // Fork creates a new isolated head called name from this head: by default

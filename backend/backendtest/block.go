@@ -153,3 +153,13 @@ func (h *blockingHead) Destroy(ctx context.Context, opts *backend.DestroyOptions
 	h.blocks.park(ctx, "Destroy")
 	return h.Head.Destroy(ctx, opts)
 }
+
+// SetSparse is the inner head's, for a head that has it (a
+// backend.Sparser), and Unimplemented otherwise.
+func (h *blockingHead) SetSparse(ctx context.Context, set []string) error {
+	h.blocks.park(ctx, "SetSparse")
+	if s, ok := h.Head.(backend.Sparser); ok {
+		return s.SetSparse(ctx, set)
+	}
+	return grove.Errorf(grove.Unimplemented, "backendtest: set sparse", "the head is no backend.Sparser")
+}

@@ -521,6 +521,7 @@ func optionCases() []testCase {
 				h, err := e.ws.NewHead(name).From(e.fx.Base).Sparse("src/util/").Create(e.ctx)
 				if !e.caps.Sparse {
 					e.wantCode(err, grove.Unimplemented, "HeadSpec.Sparse on a backend without Capabilities.Sparse")
+					e.wantCode(e.head().SetSparse(e.ctx, "src"), grove.Unimplemented, "Head.SetSparse on a backend without Capabilities.Sparse")
 					return
 				}
 				e.must(err, "Create with Sparse")
@@ -568,6 +569,15 @@ func optionCases() []testCase {
 					defer f.Close()
 					if got := f.Info().Sparse; len(got) != 1 || got[0] != "src/util" || e.exists(f, "bin/run.sh") || !e.exists(f, "src/util/more.go") {
 						e.fail("the fork of a sparse head: set %q, bin/run.sh there %v", got, e.exists(f, "bin/run.sh"))
+					}
+				})
+				e.as("the files the new set adds are checked out", func() {
+					e.must(h.SetSparse(e.ctx, "bin", "src/util"), "SetSparse")
+					if got := h.Info().Sparse; len(got) != 2 || e.read(h, "bin/run.sh") != "#!/bin/sh\necho run\n" {
+						e.fail("after SetSparse(bin, src/util): set %q, bin/run.sh %q", got, e.read(h, "bin/run.sh"))
+					}
+					if st := e.status(h); st.Dirty {
+						e.fail("a widened sparse head is dirty: %+v", st.Changes)
 					}
 				})
 			},
