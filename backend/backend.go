@@ -265,6 +265,9 @@ type HeadSpec struct {
 	// normalised them), the rest of the tree is kept, unchanged, in every
 	// checkpoint; a file written outside them is captured as any other.
 	// The set is the backend's record, never read back from the head.
+	// Empty and not nil asks for the whole tree; nil leaves it to the
+	// backend (the Git backend's heads inherit the set of a sparse main
+	// checkout).
 	Sparse []string
 }
 

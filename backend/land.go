@@ -17,8 +17,9 @@ type Lander interface {
 	// *LandConflict that lists the paths, with nothing changed. It never
 	// moves a branch a worktree has checked out without updating that
 	// worktree's index and files with it, and refuses (FailedPrecondition
-	// naming the worktree) when that worktree has changes of its own or a
-	// file, untracked or ignored, where the land would write. The head, its
+	// naming the worktree) when that worktree has changes of its own, is
+	// a sparse checkout (entries marked skip-worktree or assume-unchanged),
+	// or has a file, untracked or ignored, where the land would write. The head, its
 	// branch and its checkpoints are never changed.
 	Land(ctx context.Context, opts *LandOptions) (grove.LandResult, error)
 	// Patch returns the commits from..to (merges left out) as a series in

@@ -23,11 +23,43 @@ func wantUnimplemented(t *testing.T, err error, feature string) {
 	assert.Contains(t, err.Error(), feature)
 }
 
-func TestSparseCheckoutIsRefusedAtOpen(t *testing.T) {
+// A sparse main checkout opens, and its heads inherit its set unless they
+// ask for one of their own or for the whole tree; work lands in it without
+// checking out anything outside the user's set.
+func TestASparseMainCheckoutOpensAndItsHeadsInheritItsSet(t *testing.T) {
 	f := newFixture(t)
 	f.git(f.repo, "sparse-checkout", "set", "src")
-	_, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, nil)
-	wantUnimplemented(t, err, "sparse checkout")
+	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	a, err := ws.NewHead("a").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer a.Close()
+	assert.Equal(t, []string{"src"}, a.Info().Sparse)
+	assert.NoFileExists(t, filepath.Join(a.Info().Root, "bin", "run.sh"))
+	b, err := ws.NewHead("b").From("main").Sparse().Create(f.ctx)
+	require.NoError(t, err)
+	defer b.Close()
+	assert.Nil(t, b.Info().Sparse)
+	assert.FileExists(t, filepath.Join(b.Info().Root, "bin", "run.sh"))
+	fb, err := b.Fork(f.ctx, "b2", nil)
+	require.NoError(t, err)
+	defer fb.Close()
+	assert.Nil(t, fb.Info().Sparse, "the fork of a whole head inherited the main checkout's set")
+
+	// grove's git does not move a sparse checkout's files: the land
+	// onto its branch is refused, and lands onto a new branch.
+	f.write(a, "src/main.go", "package main // landed\n")
+	_, err = a.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	_, err = a.Land(f.ctx, &workspace.LandOptions{Onto: "main"})
+	require.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), "sparse checkout")
+	assert.NoFileExists(t, filepath.Join(f.repo, "bin", "run.sh"), "the refused land checked out a file outside the user's set")
+	assert.Empty(t, f.git(f.repo, "status", "--porcelain"))
+	_, err = a.Land(f.ctx, &workspace.LandOptions{Onto: "main", Branch: "landed"})
+	require.NoError(t, err)
+	assert.Equal(t, "package main // landed", f.git(f.repo, "show", "landed:src/main.go"))
 }
 
 func TestPartialCloneIsRefusedAtOpen(t *testing.T) {

@@ -373,7 +373,9 @@ func (b *HeadBuilder) Attach(dir string) *HeadBuilder { b.spec.Attach = dir; ret
 // on the way to one of them, as git's cone mode does; checkpoints keep
 // the rest of the tree as the head's base had it, and a file written
 // outside the set is captured like any other. No dirs, or ".", is the
-// whole tree. A dir that is not a clean relative path inside the tree
+// whole tree, also where the backend would have given the head a set of
+// its own (the Git backend's heads inherit the set of a sparse main
+// checkout when Sparse is not called). A dir that is not a clean relative path inside the tree
 // (a ".." or ".git" element, a leading "/") is InvalidArgument at Create,
 // and so is a sparse attached head; a backend without
 // Capabilities.Sparse is Unimplemented.
@@ -431,9 +433,13 @@ func (b *HeadBuilder) Create(ctx context.Context) (*Head, error) {
 	return newHead(b.w, h, false), nil
 }
 
-// sparse normalises spec.Sparse (nil for the whole tree) and refuses what
-// cannot be made of it.
+// sparse normalises spec.Sparse as the builder set it (empty: the whole
+// tree, asked for; nil: the backend's default) and refuses what cannot be
+// made of it.
 func (w *Workspace) sparse(op string, spec *backend.HeadSpec) error {
+	if spec.Sparse == nil {
+		return nil // the backend's default
+	}
 	set, err := sparse.New(spec.Sparse)
 	switch {
 	case err != nil:
@@ -442,8 +448,11 @@ func (w *Workspace) sparse(op string, spec *backend.HeadSpec) error {
 		return fail(grove.InvalidArgument, op, spec.Name, "an attached head keeps its checkout as it is: it cannot be sparse")
 	case set != nil && !w.b.Capabilities().Sparse:
 		return fail(grove.Unimplemented, op, spec.Name, "the %s backend has no sparse heads", w.b.ID())
+	case set == nil:
+		spec.Sparse = []string{} // the whole tree, asked for
+	default:
+		spec.Sparse = set
 	}
-	spec.Sparse = set
 	return nil
 }
 

@@ -162,6 +162,7 @@ func (a *app) newCmd() *cobra.Command {
 	var from, dir string
 	var shared bool
 	var sparse []string
+	var noSparse bool
 	cmd := &cobra.Command{
 		Use:   "new NAME",
 		Short: "Create a head: a linked worktree on its own branch; prints its directory",
@@ -174,7 +175,10 @@ With --sparse DIR[,DIR...] the head is sparse: only those directories are
 checked out (with every file at the top, and directly in a directory on the
 way to one of them, as git's cone mode does). Checkpoints still hold the
 whole tree; a file written outside the set is captured like any other, and
-forks of the head are sparse with the same set.
+forks of the head are sparse with the same set. When the main checkout is a
+cone-mode sparse checkout (git sparse-checkout set), a new head has its set
+unless --sparse says otherwise (--sparse=inherit says the same) or
+--no-sparse asks for the whole tree. grove sparse changes a head's set.
 
 The ignored files the main checkout's .worktreeinclude names (an .env, local
 settings) are copied in, then the [setup] command of the main checkout's
@@ -195,7 +199,12 @@ its output is shown.`,
 			if shared {
 				b.Shared()
 			}
-			if len(sparse) > 0 {
+			switch {
+			case noSparse:
+				b.Sparse()
+			case len(sparse) == 1 && sparse[0] == "inherit":
+				// the default: the main checkout's own set, if it has one
+			case len(sparse) > 0:
 				b.Sparse(sparse...)
 			}
 			d, err := headDir(dir, name)
@@ -218,7 +227,9 @@ its output is shown.`,
 	cmd.Flags().StringVar(&from, "from", "", "the revision to start from (default: HEAD)")
 	cmd.Flags().BoolVar(&shared, "shared", false, "make a shared head (many holders, compare-and-set writes)")
 	cmd.Flags().StringVar(&dir, "dir", "", "the head's directory (DIR/NAME when DIR is an existing directory)")
-	cmd.Flags().StringSliceVar(&sparse, "sparse", nil, "check out only these directories (comma-separated, or the flag repeated)")
+	cmd.Flags().StringSliceVar(&sparse, "sparse", nil, "check out only these directories (comma-separated, or the flag repeated); inherit: the main checkout's set")
+	cmd.Flags().BoolVar(&noSparse, "no-sparse", false, "check out the whole tree, also when the main checkout is sparse")
+	cmd.MarkFlagsMutuallyExclusive("sparse", "no-sparse")
 	return cmd
 }
 

@@ -163,8 +163,6 @@ func (rp *Repo) CheckShape(ctx context.Context) error {
 		lower := strings.ToLower(key)
 		feature := ""
 		switch {
-		case lower == "core.sparsecheckout" && isTrue(val):
-			feature = "sparse checkout (core.sparseCheckout)"
 		case lower == "extensions.partialclone" && val != "":
 			feature = "partial clone (extensions.partialClone)"
 		case strings.HasPrefix(lower, "remote.") && strings.HasSuffix(lower, ".promisor") && isTrue(val):
@@ -179,6 +177,62 @@ func (rp *Repo) CheckShape(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// MainSparse returns the sparse set of the main worktree when it is a
+// cone-mode sparse checkout — core.sparseCheckout and
+// core.sparseCheckoutCone set in the repository's own configuration (not
+// on a command line), and its info/sparse-checkout in cone form with no
+// escaped character — for heads to inherit; nil otherwise.
+func (rp *Repo) MainSparse(ctx context.Context) ([]string, error) {
+	out, err := rp.Git(ctx, "config", "-z", "--list", "--show-scope")
+	if err != nil && gitcmd.ExitCode(err) != 1 {
+		return nil, err
+	}
+	on, cone := false, false
+	recs := strings.Split(out, "\x00")
+	for i := 0; i+1 < len(recs); i += 2 {
+		if recs[i] == "command" {
+			continue
+		}
+		key, val, _ := strings.Cut(recs[i+1], "\n")
+		switch strings.ToLower(key) {
+		case "core.sparsecheckout":
+			on = isTrue(val)
+		case "core.sparsecheckoutcone":
+			cone = isTrue(val)
+		}
+	}
+	if !on || !cone {
+		return nil, nil
+	}
+	data, err := regfile.Read(filepath.Join(rp.Common, "info", "sparse-checkout"), 1<<20)
+	if err != nil {
+		return nil, nil // no file: git checks out everything
+	}
+	parents := map[string]bool{}
+	var dirs []string
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "#") || line == "/*" || line == "!/*/":
+		case strings.ContainsRune(line, '\\'):
+			return nil, nil
+		case strings.HasPrefix(line, "!/") && strings.HasSuffix(line, "/*/"):
+			parents[strings.TrimSuffix(strings.TrimPrefix(line, "!/"), "/*/")] = true
+		case strings.HasPrefix(line, "/") && strings.HasSuffix(line, "/"):
+			dirs = append(dirs, strings.Trim(line, "/"))
+		default:
+			return nil, nil // not cone form
+		}
+	}
+	var set []string
+	for _, d := range dirs {
+		if !parents[d] {
+			set = append(set, d)
+		}
+	}
+	return set, nil
 }
 
 func isTrue(v string) bool {

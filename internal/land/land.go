@@ -508,6 +508,12 @@ func (l *lander) moveCheckedOut(ctx context.Context, op, branch, old, next strin
 			return "", refuse("has a %s in progress", marker)
 		}
 	}
+	// grove's git ignores sparse checkouts: moving a sparse checkout's
+	// files would write the ones its user left out.
+	var buf gitfmt.Buffer
+	if marks, err := buf.ReadMarks(filepath.Join(gitDir, "index")); err != nil && !errors.Is(err, fs.ErrNotExist) || len(marks.Skipped) > 0 || len(marks.Assumed) > 0 {
+		return "", refuse("is a sparse checkout, or has files marked skip-worktree or assume-unchanged (or an index grove cannot read)")
+	}
 	c := gitcmd.Cmd{GitDir: gitDir, CommonDir: l.repo.Common(), WorkTree: dir, Dir: dir, NoOptionalLocks: true}
 	c.Args = []string{"status", "--porcelain", "--untracked-files=no", "--ignore-submodules=all"}
 	if out, err := l.repo.Run(ctx, c); err != nil {
