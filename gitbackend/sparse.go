@@ -14,6 +14,7 @@ import (
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/gitfmt"
+	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
 	"github.com/groveworks/grove/internal/sparse"
 )
@@ -21,12 +22,11 @@ import (
 // sparseGitDir makes, for one sparse checkout, a git dir of grove's own
 // under a new private temporary directory: it shares common, its HEAD is
 // commit (detached), and its sparse-checkout file is set's cone (nil: the
-// whole tree). It
-// returns the dir, the options that make a git command run there apply
-// the set, and what removes it. The set is never written where the agent
-// can reach it before git reads it: a head's own git dir is the agent's to
-// write, and a FIFO put there once grove has written the file would hang
-// git's read of it.
+// whole tree). It returns the dir, the options that make a git command run
+// there apply the set, and what removes it. The set is never written where
+// the agent can reach it before git reads it: a head's own git dir is the
+// agent's to write, and a FIFO put there once grove has written the file
+// would hang git's read of it.
 func sparseGitDir(common, commit string, set []string) (dir string, args []string, cleanup func(), err error) {
 	tmp, err := os.MkdirTemp("", "grove-sparse-")
 	if err != nil {
@@ -74,7 +74,7 @@ func markSparse(ctx context.Context, run func(context.Context, gitcmd.Cmd) (stri
 		return m, nil
 	}
 	if data == nil {
-		if data, err = os.ReadFile(index); err != nil {
+		if data, err = regfile.Read(index, gitfmt.MaxIndexFile); err != nil {
 			return m, err
 		}
 	}
@@ -89,9 +89,12 @@ func markSparse(ctx context.Context, run func(context.Context, gitcmd.Cmd) (stri
 	if len(m.unsure) > 0 {
 		// Kept only where the files outside the set stand for what the
 		// head's disk was last made from; otherwise the agent deleted it.
-		out, err := run(ctx, gitcmd.Cmd{Args: []string{"ls-tree", "-r", "-z", "--full-tree", string(mf.SparseBase)}})
-		if err != nil {
-			return m, err
+		// (With no record of that, every one is kept.)
+		out := ""
+		if mf.SparseBase != "" {
+			if out, err = run(ctx, gitcmd.Cmd{Args: []string{"ls-tree", "-r", "-z", "--full-tree", string(mf.SparseBase)}}); err != nil {
+				return m, err
+			}
 		}
 		base := map[string]string{}
 		for _, rec := range strings.Split(out, "\x00") {
@@ -102,7 +105,7 @@ func markSparse(ctx context.Context, run func(context.Context, gitcmd.Cmd) (stri
 			}
 		}
 		for p, oid := range m.unsure {
-			if base[p] == oid {
+			if base[p] == oid || mf.SparseBase == "" {
 				m.mark = append(m.mark, p)
 			} else {
 				m.deleted = append(m.deleted, p)

@@ -369,16 +369,16 @@ func (b *HeadBuilder) Dir(dir string) *HeadBuilder { b.spec.Dir = dir; return b 
 func (b *HeadBuilder) Attach(dir string) *HeadBuilder { b.spec.Attach = dir; return b }
 
 // Sparse makes the head sparse: only dirs (slash paths from the top) are
-// materialised, with every file at the top and directly in a directory
-// on the way to one of them, as git's cone mode does; checkpoints keep
-// the rest of the tree as the head's base had it, and a file written
-// outside the set is captured like any other. No dirs, or ".", is the
-// whole tree, also where the backend would have given the head a set of
-// its own (the Git backend's heads inherit the set of a sparse main
-// checkout when Sparse is not called). A dir that is not a clean relative path inside the tree
-// (a ".." or ".git" element, a leading "/") is InvalidArgument at Create,
-// and so is a sparse attached head; a backend without
-// Capabilities.Sparse is Unimplemented.
+// materialised, with every file at the top and directly in a directory on
+// the way to one of them, as git's cone mode does; checkpoints keep the
+// rest of the tree as the head's base had it, and a file written outside
+// the set is captured like any other. No dirs, or ".", is the whole tree,
+// also where the backend would have given the head a set of its own (the
+// Git backend's heads inherit the set of a sparse main checkout when
+// Sparse is not called). A dir that is not a clean relative path inside
+// the tree (a ".." or ".git" element, a leading "/", a glob character) is
+// InvalidArgument at Create, and so is a sparse attached head; a backend
+// without Capabilities.Sparse is Unimplemented.
 func (b *HeadBuilder) Sparse(dirs ...string) *HeadBuilder {
 	b.spec.Sparse = append([]string{}, dirs...)
 	return b

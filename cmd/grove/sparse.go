@@ -29,7 +29,7 @@ set: nothing is lost and nothing is checkpointed.`,
 			case len(args) == 1:
 				return nil
 			case len(args) < 3 || args[1] != "set" && args[1] != "add":
-				return errors.New(`want NAME, or NAME set DIR..., or NAME add DIR...`)
+				return errors.New("want NAME, or NAME set DIR, or NAME add DIR (one or more)")
 			}
 			return nil
 		}),
