@@ -54,6 +54,7 @@ func onDisk(t *testing.T, root string) []string {
 // A sparse head holds its set alone, and the user's own git sees it clean
 // after a create and after a restore.
 func TestASparseHeadIsCleanToTheUsersGit(t *testing.T) {
+	t.Parallel()
 	f, h := sparseFixture(t)
 	root := h.Info().Root
 	assert.ElementsMatch(t, []string{".gitignore", "README.md", "src/main.go"}, onDisk(t, root))
@@ -73,6 +74,7 @@ func TestASparseHeadIsCleanToTheUsersGit(t *testing.T) {
 // extensions.worktreeConfig turned on — never changes what grove
 // materialises or captures: the set is grove's record.
 func TestAttackTheAgentsSparseConfigurationChangesNothing(t *testing.T) {
+	t.Parallel()
 	// Each plant goes where git would read a sparse-checkout file for a
 	// command grove runs: the head's git dir, and the scratch git dir of
 	// its restores.
@@ -137,6 +139,7 @@ func TestAttackTheAgentsSparseConfigurationChangesNothing(t *testing.T) {
 // What the agent writes outside the set, or hides behind a skip-worktree
 // mark of its own, is captured, never lost.
 func TestAttackWorkHiddenBehindSkipWorktreeIsCaptured(t *testing.T) {
+	t.Parallel()
 	f, h := sparseFixture(t)
 	root := h.Info().Root
 	f.write(h, "docs/deep/guide.md", "rewritten outside the set\n")
@@ -156,6 +159,7 @@ func TestAttackWorkHiddenBehindSkipWorktreeIsCaptured(t *testing.T) {
 
 // Sparse heads are refused under a sandbox, for now, with a typed error.
 func TestASparseHeadUnderASandboxIsUnimplemented(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, &workspace.OpenOptions{Sandbox: &grove.Sandbox{Kind: grove.SandboxBwrap}})
 	require.NoError(t, err)
@@ -169,6 +173,7 @@ func TestASparseHeadUnderASandboxIsUnimplemented(t *testing.T) {
 // checkpoint finds nothing changed: nothing outside the set was taken for
 // deleted.
 func TestRecreateRebuildsASparseHeadSparse(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"rm -rf", "rm -rf then git worktree prune"} {
 		t.Run(how, func(t *testing.T) {
 			f, h := sparseFixture(t)
@@ -205,6 +210,7 @@ func showsAt(f *fixture, cp grove.CheckpointID, p string) bool {
 // there itself. Clearing every mark of its index (git read-tree HEAD)
 // deletes nothing.
 func TestASparseHeadRecordsTheAgentsDeletionsAndNoOthers(t *testing.T) {
+	t.Parallel()
 	f, h := sparseFixture(t)
 	root := h.Info().Root
 	f.write(h, "docs/tmp.txt", "mine, outside the set\n")
@@ -234,6 +240,7 @@ func TestASparseHeadRecordsTheAgentsDeletionsAndNoOthers(t *testing.T) {
 // is skipped, never captured over that directory; Destroy without Discard
 // refuses to lose it.
 func TestAttackAFileInTheWayOfADirectoryOutsideTheSet(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"file", "link"} {
 		t.Run(kind, func(t *testing.T) {
 			f, h := sparseFixture(t)
@@ -259,6 +266,7 @@ func TestAttackAFileInTheWayOfADirectoryOutsideTheSet(t *testing.T) {
 // its head's git dir, its restores' scratch git dir — while restores run
 // hangs nothing: grove's set is read from a git dir out of its reach.
 func TestAttackFIFOsSwappedInDuringRestoresHangNothing(t *testing.T) {
+	t.Parallel()
 	f, h := sparseFixture(t)
 	root := h.Info().Root
 	admin := adminOf(t, root)
@@ -281,11 +289,12 @@ func TestAttackFIFOsSwappedInDuringRestoresHangNothing(t *testing.T) {
 				_ = os.Remove(p)
 				mkfifoQuiet(p)
 			}
+			time.Sleep(200 * time.Microsecond) // racing, not spinning a core away
 		}
 	}()
 	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
 	defer cancel()
-	for i := range 10 {
+	for i := range 6 {
 		to := grove.Rev("main")
 		if i%2 == 1 {
 			to = grove.Rev(cp.ID)
@@ -302,6 +311,7 @@ func TestAttackFIFOsSwappedInDuringRestoresHangNothing(t *testing.T) {
 // (behind its mark) is a change, marks the agent cleared are not, and a
 // file in the way of a directory outside the set is not either.
 func TestSparseStatusAgreesWithTheCheckpoint(t *testing.T) {
+	t.Parallel()
 	f, h := sparseFixture(t)
 	root := h.Info().Root
 	st, err := h.Status(f.ctx)
@@ -332,6 +342,7 @@ func TestSparseStatusAgreesWithTheCheckpoint(t *testing.T) {
 // SetSparse widens, narrows and drops a head's set in place, never losing
 // a change, and the set it leaves is the one a new process reopens.
 func TestSetSparseChangesTheSetInPlace(t *testing.T) {
+	t.Parallel()
 	f, h := sparseFixture(t)
 	root := h.Info().Root
 	config := f.git(f.repo, "config", "--list", "--local")

@@ -80,6 +80,8 @@ func TestBrokenBackendsFailTheSuite(t *testing.T) {
 		{"ignores-nested-gitignore", "ignored_means_gitignore_files_at_any_depth_with_negation", "Ignored means what git means"},
 		{"uppercase-checkpoint-ids", "a_checkpoint_ID_is_lowercase_hex_and_resolves_as_a_revision", "at least 40 lowercase hexadecimal digits"},
 		{"log-of-fresh-head-fails", "the_edge_cases_have_their_codes", "A fresh head has no checkpoints"},
+		// Timed: caught by a bound on the call's own time, which a machine
+		// loaded by the whole suite can blur; it must fail one of three runs.
 		{"cancelled-at-entry-only", "a_long_call_cancelled_half_way_stops_soon_after_with_Canceled", "during the call as well as before it"},
 		{"hooks-ignored", "setup_and_teardown_hooks_run_in_host_directories_or_are_Unimplemented", "A backend without HostRoot answers either with Unimplemented"},
 		{"claims-remote", "a_remote_receives_each_head_and_its_checkpoints", "pushes the head's branch and its checkpoint refs there"},
@@ -89,10 +91,20 @@ func TestBrokenBackendsFailTheSuite(t *testing.T) {
 	} {
 		t.Run(c.breakage, func(t *testing.T) {
 			t.Parallel() // each in its own process; claims-remote mostly waits
-			cmd := exec.Command(os.Args[0], "-test.run=^TestSuiteOverWrapper$/^"+c.failing+"$", "-test.v")
-			cmd.Env = append(os.Environ(), breakageEnv+"="+c.breakage)
-			out, err := cmd.CombinedOutput()
+			runs := 1
+			if c.breakage == "cancelled-at-entry-only" {
+				runs = 3
+			}
+			var out []byte
+			var err error
 			var exit *exec.ExitError
+			for range runs {
+				cmd := exec.Command(os.Args[0], "-test.run=^TestSuiteOverWrapper$/^"+c.failing+"$", "-test.v")
+				cmd.Env = append(os.Environ(), breakageEnv+"="+c.breakage)
+				if out, err = cmd.CombinedOutput(); errors.As(err, &exit) {
+					break
+				}
+			}
 			if !errors.As(err, &exit) {
 				t.Fatalf("the suite over a backend broken by %s did not fail (err %v):\n%s", c.breakage, err, tail(out))
 			}

@@ -185,6 +185,10 @@ func (rp *Repo) CheckShape(ctx context.Context) error {
 // on a command line), and its info/sparse-checkout in cone form with no
 // escaped character — for heads to inherit; nil otherwise.
 func (rp *Repo) MainSparse(ctx context.Context) ([]string, error) {
+	file := filepath.Join(rp.Common, "info", "sparse-checkout")
+	if _, err := os.Lstat(file); err != nil {
+		return nil, nil // the usual case, without a git process
+	}
 	out, err := rp.Git(ctx, "config", "-z", "--list", "--show-scope")
 	if err != nil && gitcmd.ExitCode(err) != 1 {
 		return nil, err
@@ -206,7 +210,7 @@ func (rp *Repo) MainSparse(ctx context.Context) ([]string, error) {
 	if !on || !cone {
 		return nil, nil
 	}
-	data, err := regfile.Read(filepath.Join(rp.Common, "info", "sparse-checkout"), 1<<20)
+	data, err := regfile.Read(file, 1<<20)
 	if err != nil {
 		return nil, nil // no file: git checks out everything
 	}
