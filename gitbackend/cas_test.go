@@ -27,6 +27,7 @@ const casChild = "GROVE_TEST_CAS_CHILD"
 // read-digest-then-WriteFileIf lose no update: the compare-and-set holds
 // across processes, not only within one.
 func TestWriteFileIfAcrossProcesses(t *testing.T) {
+	t.Parallel() // mostly waiting on git, helper processes or a clock
 	if spec := os.Getenv(casChild); spec != "" {
 		casIncrement(t, spec)
 		return

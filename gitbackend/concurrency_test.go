@@ -50,6 +50,7 @@ func churn(ctx context.Context, b backend.Backend, repo, name string, rounds int
 }
 
 func TestEightGoroutinesChurnOneRepository(t *testing.T) {
+	t.Parallel() // mostly waiting on git, helper processes or a clock
 	f := newFixture(t)
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
@@ -68,6 +69,7 @@ func TestEightGoroutinesChurnOneRepository(t *testing.T) {
 }
 
 func TestFourProcessesChurnOneRepository(t *testing.T) {
+	t.Parallel() // mostly waiting on git, helper processes or a clock
 	f := newFixture(t)
 	var cmds []*exec.Cmd
 	for p := range 4 {

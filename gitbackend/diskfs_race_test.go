@@ -85,6 +85,7 @@ func raceFor(d time.Duration, n int, attack func()) {
 }
 
 func TestFSGitUnreachableWhileADirectoryIsSwappedForALink(t *testing.T) {
+	t.Parallel() // mostly waiting on git, helper processes or a clock
 	// "s" flips between a real directory holding an ordinary file named
 	// .git (a nested repository's, which is the agent's) and a symlink to
 	// the root: whatever "s/.git" resolves to at the moment an operation
@@ -129,6 +130,7 @@ func TestFSGitUnreachableWhileADirectoryIsSwappedForALink(t *testing.T) {
 }
 
 func TestFSGitUnreachableWhileAFileIsSwappedForALinkToGit(t *testing.T) {
+	t.Parallel() // mostly waiting on git, helper processes or a clock
 	// "x" flips between an ordinary file and a symlink to .git (planted
 	// behind grove's back): reads never return .git, writes and chmods
 	// never reach it.
@@ -154,6 +156,7 @@ func TestFSGitUnreachableWhileAFileIsSwappedForALinkToGit(t *testing.T) {
 }
 
 func TestFSGitDirectoryUnreachableWhileAFileIsSwappedForALinkIntoIt(t *testing.T) {
+	t.Parallel() // mostly waiting on git, helper processes or a clock
 	// The same in an attached checkout, whose .git is a directory: a link
 	// into it (.git/config) swapped in must never be read or written.
 	f := newFixture(t)

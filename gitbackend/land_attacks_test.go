@@ -105,6 +105,7 @@ func TestLandRebaseKeepsCommitsThatStartEmpty(t *testing.T) {
 // A land cancelled while git writes the user's checkout runs to its end:
 // the checkout is never left half-written (or locked).
 func TestLandCancelledMidWayNeverHalfWritesTheCheckout(t *testing.T) {
+	t.Parallel() // mostly waiting on git, helper processes or a clock
 	f := newBigFixture(t, 2000)
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()

@@ -51,6 +51,7 @@ func TestStatusPollsWhileGitHoldsTheIndexLock(t *testing.T) {
 // --auto now and then: after enough checkpoints the loose objects are
 // packed.
 func TestCheckpointsRunGitGCAuto(t *testing.T) {
+	t.Parallel() // mostly waiting on git, helper processes or a clock
 	f := newFixture(t)
 	// Two packs over a limit of one: git gc --auto will collect for sure.
 	f.git(f.repo, "repack", "-q")

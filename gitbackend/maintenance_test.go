@@ -43,6 +43,7 @@ var maintenanceCommands = [][]string{
 // every checkpoint grove reported stays readable; git status works in
 // every head; git fsck is clean.
 func TestOperationsSurviveConcurrentMaintenance(t *testing.T) {
+	t.Parallel() // mostly waiting on git, helper processes or a clock
 	f := newBigFixture(t, 300)
 	origin := filepath.Join(t.TempDir(), "origin.git")
 	f.git(f.repo, "clone", "-q", "--bare", f.repo, origin)

@@ -16,6 +16,7 @@ import (
 // A FIFO where HEAD's loose object would be: nothing in-process opens it
 // (it would block), and the operation ends with its context.
 func TestAttackFIFOLooseObject(t *testing.T) {
+	t.Parallel() // mostly waiting on git, helper processes or a clock
 	f := newFixture(t)
 	h := f.head("a")
 	f.write(h, "x.txt", "x")

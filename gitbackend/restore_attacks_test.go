@@ -152,6 +152,7 @@ func TestAttackTheRestoreRecordIsNotWrittenThrough(t *testing.T) {
 // never written through or believed, and no branch but the head's own
 // moves.
 func TestAttackTheRestoresScratchGitDirIsMadeNew(t *testing.T) {
+	t.Parallel() // mostly waiting on git, helper processes or a clock
 	for _, planted := range []string{"link", "dir", "head-symlink", "head-hardlink", "head-no-commit", "commondir", "lock"} {
 		t.Run(planted, func(t *testing.T) {
 			f, h, target := restoreFixture(t)

@@ -23,6 +23,7 @@ import (
 // cancellation: on a large repository, one head's checkpoint stalled every
 // other head's operations. It now runs in the background, holding neither.
 func TestMaintenanceRunsOutsideGrovesLocks(t *testing.T) {
+	t.Parallel() // mostly waiting on git, helper processes or a clock
 	f := newFixture(t)
 	b := gitbackend.New(gitbackend.Options{})
 	type seen struct{ repoHeld, headHeld bool }
@@ -98,6 +99,7 @@ func TestCloseStopsBackgroundPushes(t *testing.T) {
 // start: no WaitGroup is added to while it is waited on at zero (the race
 // detector reports that), and a wait that times out leaves nothing behind.
 func TestWaitingWhileWorkStartsIsSafe(t *testing.T) {
+	t.Parallel() // mostly waiting on git, helper processes or a clock
 	f := newFleet(t)
 	a := f.host("a")
 	h, err := a.ws.NewHead("agent").From("main").Create(f.ctx)
