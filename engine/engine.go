@@ -433,7 +433,7 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 	}
 	rec := sessionRecord{
 		id: id, agent: spec.agent, placement: spec.placement.record(),
-		digest: digest(spec.placement.record(), perm, snap, backendID(b), spec.config, spec.policy, s.roots),
+		digest: digest(spec.placement.record(), perm, snap, backendID(b), spec.config, spec.policy, s.roots, sparseOf(s)),
 		parent: spec.parent, lastCheckpoint: grove.CheckpointID(s.lastCheckpoint),
 		perm: perm, snap: snap, config: spec.config, policy: spec.policy, roots: s.roots,
 	}
@@ -859,7 +859,7 @@ func (r *resumption) checkConfig() error {
 	if r.s.roots, err = r.e.checkRoots(r.roots, headDirOf(r.s), repoOf(r.s)); err != nil {
 		return err
 	}
-	if digest(r.rec.placement, r.perm, r.snap, backendID(r.b), r.config, r.layers, r.s.roots) != r.rec.digest {
+	if digest(r.rec.placement, r.perm, r.snap, backendID(r.b), r.config, r.layers, r.s.roots, sparseOf(r.s)) != r.rec.digest {
 		if !r.opts.AllowConfigDrift {
 			return r.fail(ConfigDrift, errorf(grove.FailedPrecondition, resumeOp, "the session's configuration changed since it was bound"))
 		}

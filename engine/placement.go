@@ -266,9 +266,9 @@ func snapshotFor(asked *SnapshotPolicy, engine SnapshotPolicy, perm Permission, 
 }
 
 // digest is the configuration digest: placement, access, snapshot
-// policy, backend ID, the caller's opaque configuration and the path
-// policy.
-func digest(placement string, access Permission, snap SnapshotPolicy, backendID grove.ID, config []byte, policy []Policy, roots []Root) string {
+// policy, backend ID, the caller's opaque configuration, the path policy,
+// the roots and the head's sparse set.
+func digest(placement string, access Permission, snap SnapshotPolicy, backendID grove.ID, config []byte, policy []Policy, roots []Root, sparse []string) string {
 	if len(config) == 0 {
 		config = nil // no configuration, however it is spelled
 	}
@@ -281,6 +281,9 @@ func digest(placement string, access Permission, snap SnapshotPolicy, backendID 
 	}
 	if len(roots) > 0 {
 		fields["roots"] = roots
+	}
+	if len(sparse) > 0 { // a head with the whole tree keeps the digest it had
+		fields["sparse"] = sparse
 	}
 	rec, _ := json.Marshal(fields)
 	sum := sha256.Sum256(rec)

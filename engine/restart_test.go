@@ -228,6 +228,12 @@ func TestResumeFailuresAreTypedAndNeverSubstituteAHead(t *testing.T) {
 			require.NoError(t, err)
 		}},
 		{name: "configuration changed", kind: engine.ConfigDrift, code: grove.FailedPrecondition, backends: true, config: "model=b"},
+		{name: "sparse set changed", kind: engine.ConfigDrift, code: grove.FailedPrecondition, backends: true, disturb: func(t *testing.T, r *restartEnv, was result) {
+			h, err := openWS(t, r.repo).OpenHead(context.Background(), "session-"+was.Session, nil)
+			require.NoError(t, err)
+			defer h.Close()
+			require.NoError(t, h.SetSparse(context.Background(), "src"))
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -96,6 +96,15 @@ func (e *Engine) checkRoots(roots []Root, headDir, repo string) ([]Root, error) 
 	return out, nil
 }
 
+// sparseOf is the sparse set of the session's head, nil for none or the
+// whole tree: part of its configuration, compared on resume.
+func sparseOf(s *Session) []string {
+	if s.head == nil {
+		return nil
+	}
+	return s.head.Info().Sparse
+}
+
 // headDirOf is the session's head's directory on the host, "" for none.
 func headDirOf(s *Session) string {
 	if s.head == nil {

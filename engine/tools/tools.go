@@ -50,6 +50,7 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
+	"github.com/groveworks/grove/internal/sparse"
 )
 
 // DefaultMaxOutput bounds what one tool call returns, in bytes, when
@@ -226,7 +227,7 @@ func (t *Set) explain(tool string, err error) error {
 	msg := err.Error()
 	switch code {
 	case grove.NotFound:
-		msg = "not found: " + t.hideHost(msg)
+		msg = "not found: " + t.hideHost(msg) + t.outsideSparse(err)
 	case grove.PermissionDenied:
 		msg = "permission denied: " + t.hideHost(innermost(err).Error())
 	case grove.PathEscape:
@@ -238,6 +239,22 @@ func (t *Set) explain(tool string, err error) error {
 		msg = t.hideHost(msg)
 	}
 	return &Error{Tool: tool, Code: code, Message: msg, Err: err}
+}
+
+// outsideSparse explains a path err names that lies outside the sparse
+// set of the session's head: it is in the repository, not checked out.
+func (t *Set) outsideSparse(err error) string {
+	var ge *grove.Error
+	h := t.s.Head()
+	if h == nil || !errors.As(err, &ge) || ge.Path == "" {
+		return ""
+	}
+	set := h.Info().Sparse
+	if set == nil || sparse.Set(set).Contains(ge.Path) {
+		return ""
+	}
+	return fmt.Sprintf("; %s lies outside this head's sparse set (%s), so it is not checked out here: the user can widen the set (grove sparse %s add DIR)",
+		ge.Path, strings.Join(set, ", "), h.Info().Name)
 }
 
 // innermost is the deepest cause of err: the words of the rule that

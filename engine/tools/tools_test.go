@@ -526,3 +526,41 @@ func TestGlobAndGrepReadNestedGitignoresAsGitDoes(t *testing.T) {
 		assert.NotContains(t, out, "/workspace/nest/build/keep.txt")
 	}
 }
+
+// A session's head inherits a sparse main checkout's set; a read outside
+// it names the set and how to widen it, and the tools see the set alone.
+func TestAReadOutsideASparseHeadsSetSaysHowToWidenIt(t *testing.T) {
+	ctx := context.Background()
+	repo := filepath.Join(t.TempDir(), "repo")
+	require.NoError(t, githarness.InitRepo(ctx, repo, fstest.MapFS{
+		"README.md":    {Data: []byte("# demo\n")},
+		"src/app.go":   {Data: []byte("package app\n")},
+		"docs/note.md": {Data: []byte("note\n")},
+	}))
+	_, err := githarness.Git(ctx, repo, "sparse-checkout", "set", "docs")
+	require.NoError(t, err)
+	gb := gitbackend.New(gitbackend.Options{})
+	e, err := engine.Open(ctx, engine.Options{Path: filepath.Join(t.TempDir(), "grove.db"), Backends: []workspace.Backend{gb},
+		Placement: engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: repo}}})
+	require.NoError(t, err)
+	defer e.Close()
+	s, err := e.NewSession(ctx, nil)
+	require.NoError(t, err)
+	defer s.Close()
+	require.Equal(t, []string{"docs"}, s.Head().Info().Sparse)
+	set, err := tools.New(s, nil)
+	require.NoError(t, err)
+	_, err = set.Call(ctx, "read_file", json.RawMessage(`{"path":"src/app.go"}`))
+	var te *tools.Error
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, grove.NotFound, te.Code)
+	assert.Contains(t, te.Message, "outside this head's sparse set (docs)")
+	assert.Contains(t, te.Message, "grove sparse "+s.Head().Info().Name+" add DIR")
+	out, err := set.Call(ctx, "glob", json.RawMessage(`{"pattern":"**/*"}`))
+	require.NoError(t, err)
+	assert.Contains(t, out, "docs/note.md")
+	assert.NotContains(t, out, "src/app.go")
+	_, err = set.Call(ctx, "read_file", json.RawMessage(`{"path":"nope.md"}`))
+	require.ErrorAs(t, err, &te)
+	assert.NotContains(t, te.Message, "sparse", "a file that is nowhere is simply not found")
+}
