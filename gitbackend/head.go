@@ -2,6 +2,8 @@ package gitbackend
 
 import (
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,6 +156,24 @@ func (h *head) git(ctx context.Context, c gitcmd.Cmd) (string, error) {
 	c.CommonDir = h.w.repo.Common
 	h.mu.Unlock()
 	return h.w.repo.Runner.Output(ctx, c)
+}
+
+// sparseIndexAsIs reports whether the index of sparse head mf already has
+// the marks a checkpoint would give it, with no file in the way of the
+// set: Status then reads it as any head's (the usual case, and the fast
+// one). Any doubt is a no.
+func (h *head) sparseIndexAsIs(mf registry.Manifest) bool {
+	data, err := h.w.repo.Index.ReadIndex(filepath.Join(mf.Admin, "index"))
+	if err != nil {
+		return false
+	}
+	defer h.w.repo.Index.Put(data)
+	for _, hashLen := range []int{sha1.Size, sha256.Size} {
+		if m, err := sparseWalk(data, hashLen, mf.Dir, mf.Sparse); err == nil {
+			return len(m.unmark) == 0 && len(m.mark) == 0 && len(m.unsure) == 0 && len(m.blockers) == 0
+		}
+	}
+	return false
 }
 
 // sparseStatusIndex copies the index of sparse head mf for one Status, in
@@ -371,7 +391,7 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 		}
 	}
 	var blockers []string
-	if mf.Sparse != nil {
+	if mf.Sparse != nil && !h.sparseIndexAsIs(mf) {
 		// What a checkpoint would take (see markSparse), from a copy of
 		// the index with its marks.
 		tmp, cleanup, err := h.sparseStatusIndex(ctx, mf)

@@ -33,6 +33,7 @@ each comes first, as a warm-up):
 
   create          grove new                 git worktree add
   create-sparse   grove new --sparse        git worktree add --no-checkout, sparse-checkout set, reset --hard
+  checkpoint-sparse-1, status-sparse        the same on a sparse head, 1 change, beside git's sparse worktree
   checkpoint-N    checkpoint, N changes     git add -A && git commit
   restore-100     restore 100 files back    git reset --hard && git clean -fd
   status          status                    git status --porcelain

@@ -88,13 +88,16 @@ func FilePath(i int) string {
 // Env is one generated repository with a grove head and a plain git
 // worktree side by side, both fresh from main.
 type Env struct {
-	Ctx     context.Context
-	Repo    string
-	N       int
-	WS      *workspace.Workspace
-	Head    *workspace.Head
-	GitDir  string // the plain git worktree
-	created int
+	Ctx    context.Context
+	Repo   string
+	N      int
+	WS     *workspace.Workspace
+	Head   *workspace.Head
+	GitDir string // the plain git worktree
+
+	sparseHead *workspace.Head // the sparse rows' head, once made
+	sparseDir  string          // and plain git's sparse worktree
+	created    int
 }
 
 // NewEnv generates a repository of n files under dir and opens it.
@@ -123,10 +126,39 @@ func NewEnv(ctx context.Context, dir string, n int) (*Env, error) {
 	return e, nil
 }
 
-// Close releases the workspace and the head.
+// Close releases the workspace and the heads.
 func (e *Env) Close() {
+	if e.sparseHead != nil {
+		_ = e.sparseHead.Close()
+	}
 	_ = e.Head.Close()
 	_ = e.WS.Close()
+}
+
+// sparseFiles is how many generated files SparseSet holds.
+func (e *Env) sparseFiles() int { return min(e.N, 2500) }
+
+// sparse makes, once, the sparse head and the plain git sparse worktree
+// of SparseSet that the sparse rows time.
+func (e *Env) sparse() error {
+	if e.sparseHead != nil {
+		return nil
+	}
+	h, err := e.WS.NewHead("bench-sparse").From("main").Sparse(SparseSet).Create(e.Ctx)
+	if err != nil {
+		return err
+	}
+	e.sparseHead = h
+	e.sparseDir = filepath.Join(filepath.Dir(e.GitDir), "plain-sparse")
+	if err := e.Git("worktree", "add", "-q", "--no-checkout", "-b", "plain-sparse", e.sparseDir, "main"); err != nil {
+		return err
+	}
+	for _, args := range [][]string{{"sparse-checkout", "set", SparseSet}, {"reset", "-q", "--hard"}} {
+		if _, err := usergit.Git(e.Ctx, e.sparseDir, args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Git runs plain git in the plain worktree.
@@ -136,10 +168,13 @@ func (e *Env) Git(args ...string) error {
 }
 
 // Touch rewrites k generated files in dir (different content each call).
-func (e *Env) Touch(dir string, k int) error {
+func (e *Env) Touch(dir string, k int) error { return e.touch(dir, k, e.N) }
+
+// touch rewrites k of the first n generated files in dir.
+func (e *Env) touch(dir string, k, n int) error {
 	e.created++
 	for i := range k {
-		p := filepath.Join(dir, FilePath((i*7919+e.created)%e.N))
+		p := filepath.Join(dir, FilePath((i*7919+e.created)%n))
 		if err := os.WriteFile(p, fmt.Appendf(nil, "changed %d %d\n", e.created, i), 0o644); err != nil {
 			return err
 		}
@@ -229,6 +264,37 @@ func Ops() []Op {
 		// A sparse head of SparseSet beside git's own sparse worktree of
 		// it: added without a checkout, the set made, then checked out.
 		{Name: "create-sparse", Grove: s.createSparse, Git: s.sparseWorktreeAdd},
+		// A sparse head of SparseSet with one of its files changed, beside
+		// git's sparse worktree of the same set.
+		{
+			Name: "checkpoint-sparse-1",
+			Prepare: func(e *Env) error {
+				if err := e.sparse(); err != nil {
+					return err
+				}
+				if err := e.touch(e.sparseHead.Info().Root, 1, e.sparseFiles()); err != nil {
+					return err
+				}
+				return e.touch(e.sparseDir, 1, e.sparseFiles())
+			},
+			Grove: timed(func(e *Env) error { _, err := e.sparseHead.Checkpoint(e.Ctx, nil); return err }),
+			Git: timed(func(e *Env) error {
+				if _, err := usergit.Git(e.Ctx, e.sparseDir, "add", "-A"); err != nil {
+					return err
+				}
+				_, _ = usergit.Git(e.Ctx, e.sparseDir, "commit", "-q", "-m", "bench")
+				return nil
+			}),
+		},
+		{
+			Name:    "status-sparse",
+			Prepare: func(e *Env) error { return e.sparse() },
+			Grove:   timed(func(e *Env) error { _, err := e.sparseHead.Status(e.Ctx); return err }),
+			Git: timed(func(e *Env) error {
+				_, err := usergit.Git(e.Ctx, e.sparseDir, "status", "--porcelain")
+				return err
+			}),
+		},
 		{Name: "checkpoint-0", Grove: checkpoint, Git: timed(gitCommit)},
 		{Name: "checkpoint-1", Prepare: touchBoth(1), Grove: checkpoint, Git: timed(gitCommit)},
 		{Name: "checkpoint-100", Prepare: touchBoth(100), Grove: checkpoint, Git: timed(gitCommit)},
