@@ -32,8 +32,8 @@ same work, grove and git alternating within each run (one untimed run of
 each comes first, as a warm-up):
 
   create          grove new                 git worktree add
-  create-sparse   grove new --sparse        git worktree add --no-checkout, sparse-checkout set, reset --hard
-  checkpoint-sparse-1, status-sparse        the same on a sparse head, 1 change, beside git's sparse worktree
+  sparse-create   grove new --sparse        git worktree add --no-checkout, sparse-checkout set, reset --hard
+  sparse-checkpoint-1, sparse-status        checkpoint-1 and status of a sparse head, beside git's sparse worktree
   checkpoint-N    checkpoint, N changes     git add -A && git commit
   restore-100     restore 100 files back    git reset --hard && git clean -fd
   status          status                    git status --porcelain

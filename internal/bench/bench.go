@@ -263,11 +263,11 @@ func Ops() []Op {
 		{Name: "create", Grove: s.create, Git: s.worktreeAdd("c", func() string { return "main" })},
 		// A sparse head of SparseSet beside git's own sparse worktree of
 		// it: added without a checkout, the set made, then checked out.
-		{Name: "create-sparse", Grove: s.createSparse, Git: s.sparseWorktreeAdd},
+		{Name: "sparse-create", Grove: s.createSparse, Git: s.sparseWorktreeAdd},
 		// A sparse head of SparseSet with one of its files changed, beside
 		// git's sparse worktree of the same set.
 		{
-			Name: "checkpoint-sparse-1",
+			Name: "sparse-checkpoint-1",
 			Prepare: func(e *Env) error {
 				if err := e.sparse(); err != nil {
 					return err
@@ -287,7 +287,7 @@ func Ops() []Op {
 			}),
 		},
 		{
-			Name:    "status-sparse",
+			Name:    "sparse-status",
 			Prepare: func(e *Env) error { return e.sparse() },
 			Grove:   timed(func(e *Env) error { _, err := e.sparseHead.Status(e.Ctx); return err }),
 			Git: timed(func(e *Env) error {
