@@ -12,6 +12,8 @@ type Sparser interface {
 	// are checked out; those it leaves out are removed from disk where
 	// they hold what the head's index does, and left, to be captured as
 	// any file outside the set, where they hold changes. The head's
-	// branch, checkpoints and uncommitted work are unchanged.
+	// branch, checkpoints and uncommitted work are unchanged: a file the
+	// agent deleted stays deleted, and a change that would delete ignored
+	// files with the directories leaving the set is FailedPrecondition.
 	SetSparse(ctx context.Context, set []string) error
 }

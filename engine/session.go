@@ -445,7 +445,8 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 		}
 		from = grove.Rev(cp.ID)
 	}
-	h, err := cws.NewHead(name).From(from).Create(ctx)
+	// The child materialises what its parent does (none: the whole tree).
+	h, err := cws.NewHead(name).From(from).Sparse(s.head.Info().Sparse...).Create(ctx)
 	if err != nil {
 		_ = cws.Close()
 		return nil, err

@@ -115,6 +115,44 @@ func markSparse(ctx context.Context, run func(context.Context, gitcmd.Cmd) (stri
 	return m, updateIndex(ctx, run, index, []indexStep{{m.unmark, "--no-skip-worktree"}, {m.mark, "--skip-worktree"}})
 }
 
+// hashLenOf is the length of the object IDs of index data: SHA-1's unless
+// only SHA-256's parse.
+func hashLenOf(data []byte) int {
+	if _, ok := gitfmt.WalkIndex(data, sha1.Size, func(*gitfmt.RawEntry) {}); ok {
+		return sha1.Size
+	}
+	return sha256.Size
+}
+
+// ignoredOutside lists (at most five of) the ignored files of the head,
+// as the index at priv sees them, that set leaves out: git deletes them
+// with their directories when it narrows a head to set.
+func (h *head) ignoredOutside(ctx context.Context, priv string, set []string) ([]string, error) {
+	if set == nil {
+		return nil, nil
+	}
+	out, err := h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Args: []string{"ls-files", "-z", "-o", "-i", "--exclude-standard", "--directory"}})
+	if err != nil {
+		return nil, err
+	}
+	var lost []string
+	for _, p := range strings.Split(out, "\x00") {
+		if p == "" || len(lost) == 5 {
+			continue
+		}
+		// An ignored directory is listed as one entry, "dir/": its files
+		// are where a file in it would be.
+		probe := p
+		if strings.HasSuffix(p, "/") {
+			probe += "x"
+		}
+		if !sparse.Set(set).Contains(probe) {
+			lost = append(lost, p)
+		}
+	}
+	return lost, nil
+}
+
 // runAs runs a git command in the place base names (its git dir, work
 // tree and environment, the command's own environment after them).
 func (w *workspace) runAs(base gitcmd.Cmd) func(context.Context, gitcmd.Cmd) (string, error) {
@@ -253,9 +291,23 @@ func (h *head) SetSparse(ctx context.Context, set []string) error {
 		return err
 	}
 	defer os.Remove(priv)
-	m, err := markSparse(ctx, h.git, mf, priv, data)
+	// The old set's view of the index: what is a deletion, what is kept.
+	// A whole head's deletions are every tracked file not on disk.
+	var m sparseMarks
+	if mf.Sparse != nil {
+		m, err = markSparse(ctx, h.git, mf, priv, data)
+	} else if m, err = sparseWalk(data, hashLenOf(data), mf.Dir, nil); err == nil {
+		err = updateIndex(ctx, h.git, priv, []indexStep{{m.unmark, "--no-skip-worktree"}})
+	}
 	if err != nil {
 		return h.wrap(op, err)
+	}
+	// git removes a directory leaving the set when it holds ignored files
+	// alone: those are in no checkpoint, so such a change is refused.
+	if lost, err := h.ignoredOutside(ctx, priv, set); err != nil {
+		return h.wrap(op, err)
+	} else if len(lost) > 0 {
+		return h.fail(grove.FailedPrecondition, op, "ignored files would be deleted with the directories leaving the set (%s); move them, or keep their directories in the set", strings.Join(lost, ", "))
 	}
 	swap, err := h.lockIndex(ctx, mf, "")
 	if err != nil {
@@ -271,20 +323,13 @@ func (h *head) SetSparse(ctx context.Context, set []string) error {
 		return h.wrap(op, err)
 	}
 	defer cleanup()
-	if _, err := h.git(ctx, gitcmd.Cmd{GitDir: dir, Env: []string{"GIT_INDEX_FILE=" + priv}, Args: append(args, "sparse-checkout", "reapply")}); err != nil {
-		return h.wrap(op, err)
-	}
-	// git marks a missing file outside the new set as never checked out:
-	// one the agent deleted stays a deletion.
-	if err := updateIndex(ctx, h.git, priv, []indexStep{{m.deleted, "--no-skip-worktree"}}); err != nil {
-		return h.wrap(op, err)
-	}
+	// The record first: once git starts changing files, the new set is
+	// the one that explains the disk, whatever happens next; and the
+	// files outside it stand for the head's commit, as its index does.
 	next := h.manifest()
-	next.Sparse = set
+	next.Sparse, next.SparseBase = set, grove.CheckpointID(st.commit)
 	if set == nil {
 		next.SparseBase = ""
-	} else if mf.Sparse == nil {
-		next.SparseBase = grove.CheckpointID(st.commit)
 	}
 	if err := h.w.meta.WriteManifest(&next); err != nil {
 		return h.wrap(op, err)
@@ -292,6 +337,17 @@ func (h *head) SetSparse(ctx context.Context, set []string) error {
 	h.mu.Lock()
 	h.mf.Sparse, h.mf.SparseBase = next.Sparse, next.SparseBase
 	h.mu.Unlock()
+	fctx, cancel := cleanupContext(ctx) // not cut short half-way
+	defer cancel()
+	if _, err := h.git(fctx, gitcmd.Cmd{GitDir: dir, Env: []string{"GIT_INDEX_FILE=" + priv}, Args: append(args, "sparse-checkout", "reapply")}); err != nil {
+		return h.wrap(op, err)
+	}
+	// git marks a missing file outside the new set as never checked out:
+	// one the agent deleted is taken out of the index, a deletion the next
+	// checkpoint records whatever marks it gets later.
+	if err := updateIndex(fctx, h.git, priv, []indexStep{{m.deleted, "--force-remove"}}); err != nil {
+		return h.wrap(op, err)
+	}
 	err = swap.commit(priv)
 	swap = nil
 	return h.wrap(op, err)

@@ -393,3 +393,56 @@ func TestSetSparseChangesTheSetInPlace(t *testing.T) {
 	assert.Equal(t, []string{"src"}, r.Info().Sparse)
 	require.Equal(t, grove.InvalidArgument, grove.CodeOf(r.SetSparse(f.ctx, "../x")))
 }
+
+// What a set change must not lose (the second hostile review): a deletion
+// in a whole head made sparse, an ignored file in a directory leaving the
+// set, an edit checkpointed in a directory that a narrowing then leaves.
+func TestSetSparseLosesNothing(t *testing.T) {
+	t.Parallel()
+	f, h := sparseFixture(t)
+	root := h.Info().Root
+	require.NoError(t, h.SetSparse(f.ctx)) // the whole tree
+	require.NoError(t, os.Remove(filepath.Join(root, "bin", "run.sh")))
+	require.NoError(t, h.SetSparse(f.ctx, "src"))
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.False(t, showsAt(f, cp.ID, "bin/run.sh"), "a deletion made in the whole head was lost")
+
+	require.NoError(t, h.SetSparse(f.ctx, "src", "docs"))
+	f.write(h, "docs/deep/guide.md", "edited\n")
+	f.write(h, "docs/deep/secret.log", "ignored, in no checkpoint\n")
+	_, err = h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	err = h.SetSparse(f.ctx, "src")
+	require.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), "docs/deep/secret.log")
+	assert.FileExists(t, filepath.Join(root, "docs", "deep", "secret.log"))
+	require.NoError(t, os.Remove(filepath.Join(root, "docs", "deep", "secret.log")))
+	require.NoError(t, h.SetSparse(f.ctx, "src"))
+	f.git(root, "read-tree", "HEAD") // every mark cleared
+	cp, err = h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	got, err := gitUser(f.ctx, f.repo, "show", string(cp.ID)+":docs/deep/guide.md")
+	require.NoError(t, err, "the edit checkpointed before the narrowing was dropped")
+	assert.Equal(t, "edited", got)
+}
+
+// A land onto a branch checked out in a sparse checkout is refused even
+// when the user's set covers every file the tree has now.
+func TestALandIntoASparseCheckoutWithNoMarksIsRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.git(f.repo, "sparse-checkout", "set", "src", "bin")
+	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	h, err := ws.NewHead("a").From("main").Sparse().Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	f.write(h, "other/x.txt", "outside the user's set\n")
+	_, err = h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	_, err = h.Land(f.ctx, &workspace.LandOptions{Onto: "main"})
+	require.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
+	assert.NoFileExists(t, filepath.Join(f.repo, "other", "x.txt"))
+}

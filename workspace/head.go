@@ -204,8 +204,10 @@ func (h *Head) Restore(ctx context.Context, to grove.Rev, opts *RestoreOptions) 
 // HeadBuilder.Sparse takes them (none, or ".", is the whole tree): the
 // files the new set adds are checked out, and those it leaves out are
 // removed from disk where unchanged; a changed file stays, and is captured
-// like any file outside the set. Nothing is checkpointed and no work is
-// lost. Bad dirs are InvalidArgument; an attached head is
+// like any file outside the set; a file deleted stays deleted. Nothing is
+// checkpointed and no work is lost: a change that would take ignored files
+// (which no checkpoint holds) with the directories leaving the set is
+// FailedPrecondition. Bad dirs are InvalidArgument; an attached head is
 // FailedPrecondition; a backend without sparse heads is Unimplemented; a
 // read-only view is PermissionDenied.
 func (h *Head) SetSparse(ctx context.Context, dirs ...string) error {

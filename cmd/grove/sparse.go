@@ -20,7 +20,9 @@ for a head with the whole tree). "set DIR..." makes DIR... the set ("set ."
 the whole tree); "add DIR..." adds DIR... to it. The files the new set adds
 are checked out; those it leaves out are removed from the head where
 unchanged. A changed file stays, and is captured like any file outside the
-set: nothing is lost and nothing is checkpointed.`,
+set; a deleted file stays deleted; nothing is checkpointed. A change that
+would delete ignored files (an .env, a build directory) with the
+directories leaving the set is refused: move them first.`,
 		Example: `  grove sparse ui
   grove sparse ui add web/icons
   grove sparse ui set .`,

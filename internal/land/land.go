@@ -509,9 +509,12 @@ func (l *lander) moveCheckedOut(ctx context.Context, op, branch, old, next strin
 		}
 	}
 	// grove's git ignores sparse checkouts: moving a sparse checkout's
-	// files would write the ones its user left out.
+	// files would write the ones its user left out. A checkout with a
+	// sparse-checkout file counts as one, whether it lists every file of
+	// the tree now or not.
 	var buf gitfmt.Buffer
-	if marks, err := buf.ReadMarks(filepath.Join(gitDir, "index")); err != nil && !errors.Is(err, fs.ErrNotExist) || len(marks.Skipped) > 0 || len(marks.Assumed) > 0 {
+	_, noSparseFile := os.Lstat(filepath.Join(gitDir, "info", "sparse-checkout"))
+	if marks, err := buf.ReadMarks(filepath.Join(gitDir, "index")); noSparseFile == nil || err != nil && !errors.Is(err, fs.ErrNotExist) || len(marks.Skipped) > 0 || len(marks.Assumed) > 0 {
 		return "", refuse("is a sparse checkout, or has files marked skip-worktree or assume-unchanged (or an index grove cannot read)")
 	}
 	c := gitcmd.Cmd{GitDir: gitDir, CommonDir: l.repo.Common(), WorkTree: dir, Dir: dir, NoOptionalLocks: true}
