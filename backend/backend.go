@@ -265,10 +265,12 @@ type HeadSpec struct {
 	// normalised them), the rest of the tree is kept, unchanged, in every
 	// checkpoint; a file written outside them is captured as any other.
 	// The set is the backend's record, never read back from the head.
-	// Empty and not nil asks for the whole tree; nil leaves it to the
-	// backend (the Git backend's heads inherit the set of a sparse main
-	// checkout).
 	Sparse []string
+	// SparseFromMain, with Sparse nil, asks for the sparse set of the
+	// repository's main checkout, where it has one the backend can read
+	// (the Git backend: a cone-mode sparse checkout); the whole tree
+	// otherwise.
+	SparseFromMain bool
 }
 
 // CheckpointOptions configure Checkpoint. The zero value takes the defaults.

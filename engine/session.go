@@ -445,8 +445,12 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 		}
 		from = grove.Rev(cp.ID)
 	}
-	// The child materialises what its parent does (none: the whole tree).
-	h, err := cws.NewHead(name).From(from).Sparse(s.head.Info().Sparse...).Create(ctx)
+	// The child materialises what its parent does.
+	b := cws.NewHead(name).From(from)
+	if set := s.head.Info().Sparse; set != nil {
+		b.Sparse(set...)
+	}
+	h, err := b.Create(ctx)
 	if err != nil {
 		_ = cws.Close()
 		return nil, err

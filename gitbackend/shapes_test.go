@@ -23,19 +23,24 @@ func wantUnimplemented(t *testing.T, err error, feature string) {
 	assert.Contains(t, err.Error(), feature)
 }
 
-// A sparse main checkout opens, and its heads inherit its set unless they
-// ask for one of their own or for the whole tree; work lands in it without
-// checking out anything outside the user's set.
+// A sparse main checkout opens. A head takes its set when asked to
+// (SparseFromMain, as grove new does), never unasked: the set of a checkout
+// an agent's git can configure is no library default; work lands in it
+// without checking out anything outside the user's set.
 func TestASparseMainCheckoutOpensAndItsHeadsInheritItsSet(t *testing.T) {
 	f := newFixture(t)
 	f.git(f.repo, "sparse-checkout", "set", "src")
 	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, nil)
 	require.NoError(t, err)
 	defer ws.Close()
-	a, err := ws.NewHead("a").From("main").Create(f.ctx)
+	a, err := ws.NewHead("a").From("main").SparseFromMain().Create(f.ctx)
 	require.NoError(t, err)
 	defer a.Close()
 	assert.Equal(t, []string{"src"}, a.Info().Sparse)
+	whole, err := ws.NewHead("whole").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer whole.Close()
+	assert.Nil(t, whole.Info().Sparse, "a head took the main checkout's set unasked")
 	assert.NoFileExists(t, filepath.Join(a.Info().Root, "bin", "run.sh"))
 	b, err := ws.NewHead("b").From("main").Sparse().Create(f.ctx)
 	require.NoError(t, err)

@@ -269,17 +269,13 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	if spec.Attach != "" {
 		return w.attach(ctx, spec)
 	}
-	if spec.Sparse == nil && !w.sealed() {
+	if spec.Sparse == nil && spec.SparseFromMain && !w.sealed() {
 		set, err := w.repo.MainSparse(ctx)
 		if err != nil {
 			return nil, err
 		}
 		copied := *spec
-		copied.Sparse, spec = set, &copied // a head inherits the main checkout's set
-	}
-	if len(spec.Sparse) == 0 {
-		copied := *spec
-		copied.Sparse, spec = nil, &copied
+		copied.Sparse, spec = set, &copied
 	}
 	if spec.Sparse != nil && w.sealed() {
 		return nil, fail(grove.Unimplemented, "", "a sparse head under a sandbox: its sealed git dir holds the whole index")

@@ -287,11 +287,7 @@ func (h *Head) Fork(ctx context.Context, name string, opts *ForkOptions) (*Head,
 		return nil, err
 	}
 	// A fork materialises what its source does.
-	set := h.h.Info().Sparse
-	if set == nil {
-		set = []string{} // the whole tree, as its source
-	}
-	nh, err := h.ws.ws.CreateHead(ctx, &backend.HeadSpec{Name: name, Access: grove.Isolated, From: from, Sparse: set})
+	nh, err := h.ws.ws.CreateHead(ctx, &backend.HeadSpec{Name: name, Access: grove.Isolated, From: from, Sparse: h.h.Info().Sparse})
 	if err != nil {
 		return nil, wrap(op, h.name, err)
 	}

@@ -372,15 +372,23 @@ func (b *HeadBuilder) Attach(dir string) *HeadBuilder { b.spec.Attach = dir; ret
 // materialised, with every file at the top and directly in a directory on
 // the way to one of them, as git's cone mode does; checkpoints keep the
 // rest of the tree as the head's base had it, and a file written outside
-// the set is captured like any other. No dirs, or ".", is the whole tree,
-// also where the backend would have given the head a set of its own (the
-// Git backend's heads inherit the set of a sparse main checkout when
-// Sparse is not called). A dir that is not a clean relative path inside
-// the tree (a ".." or ".git" element, a leading "/", a glob character) is
-// InvalidArgument at Create, and so is a sparse attached head; a backend
-// without Capabilities.Sparse is Unimplemented.
+// the set is captured like any other. No dirs, or ".", is the whole tree.
+// A dir that is not a clean relative path inside the tree (a ".." or
+// ".git" element, a leading "/", a glob character) is InvalidArgument at
+// Create, and so is a sparse attached head; a backend without
+// Capabilities.Sparse is Unimplemented.
 func (b *HeadBuilder) Sparse(dirs ...string) *HeadBuilder {
 	b.spec.Sparse = append([]string{}, dirs...)
+	return b
+}
+
+// SparseFromMain gives the head the sparse set of the repository's main
+// checkout, when it is a sparse checkout the backend can read (for the
+// Git backend, a cone-mode one: git sparse-checkout set), and the whole
+// tree otherwise; Sparse, called too, wins. It is read when the head is
+// made: a head's set is its own record from then on.
+func (b *HeadBuilder) SparseFromMain() *HeadBuilder {
+	b.spec.SparseFromMain = true
 	return b
 }
 
@@ -433,13 +441,13 @@ func (b *HeadBuilder) Create(ctx context.Context) (*Head, error) {
 	return newHead(b.w, h, false), nil
 }
 
-// sparse normalises spec.Sparse as the builder set it (empty: the whole
-// tree, asked for; nil: the backend's default) and refuses what cannot be
-// made of it.
+// sparse normalises spec.Sparse (nil for the whole tree) and refuses what
+// cannot be made of it.
 func (w *Workspace) sparse(op string, spec *backend.HeadSpec) error {
 	if spec.Sparse == nil {
-		return nil // the backend's default
+		return nil
 	}
+	spec.SparseFromMain = false // Sparse wins
 	set, err := sparse.New(spec.Sparse)
 	switch {
 	case err != nil:
@@ -448,11 +456,8 @@ func (w *Workspace) sparse(op string, spec *backend.HeadSpec) error {
 		return fail(grove.InvalidArgument, op, spec.Name, "an attached head keeps its checkout as it is: it cannot be sparse")
 	case set != nil && !w.b.Capabilities().Sparse:
 		return fail(grove.Unimplemented, op, spec.Name, "the %s backend has no sparse heads", w.b.ID())
-	case set == nil:
-		spec.Sparse = []string{} // the whole tree, asked for
-	default:
-		spec.Sparse = set
 	}
+	spec.Sparse = set
 	return nil
 }
 

@@ -201,10 +201,9 @@ its output is shown.`,
 			}
 			switch {
 			case noSparse:
-				b.Sparse()
-			case len(sparse) == 1 && sparse[0] == "inherit":
-				// the default: the main checkout's own set, if it has one
-			case len(sparse) > 0:
+			case len(sparse) == 0 || len(sparse) == 1 && sparse[0] == "inherit":
+				b.SparseFromMain() // the user's own checkout says, if it is sparse
+			default:
 				b.Sparse(sparse...)
 			}
 			d, err := headDir(dir, name)

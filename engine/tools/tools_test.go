@@ -527,8 +527,8 @@ func TestGlobAndGrepReadNestedGitignoresAsGitDoes(t *testing.T) {
 	}
 }
 
-// A session's head inherits a sparse main checkout's set; a read outside
-// it names the set and how to widen it, and the tools see the set alone.
+// A read outside the sparse set of a session's head names the set and how
+// to widen it, and the tools see the set alone.
 func TestAReadOutsideASparseHeadsSetSaysHowToWidenIt(t *testing.T) {
 	ctx := context.Background()
 	repo := filepath.Join(t.TempDir(), "repo")
@@ -537,8 +537,6 @@ func TestAReadOutsideASparseHeadsSetSaysHowToWidenIt(t *testing.T) {
 		"src/app.go":   {Data: []byte("package app\n")},
 		"docs/note.md": {Data: []byte("note\n")},
 	}))
-	_, err := githarness.Git(ctx, repo, "sparse-checkout", "set", "docs")
-	require.NoError(t, err)
 	gb := gitbackend.New(gitbackend.Options{})
 	e, err := engine.Open(ctx, engine.Options{Path: filepath.Join(t.TempDir(), "grove.db"), Backends: []workspace.Backend{gb},
 		Placement: engine.Placement{PerSession: &engine.PerSession{Backend: gb, Root: repo}}})
@@ -547,7 +545,7 @@ func TestAReadOutsideASparseHeadsSetSaysHowToWidenIt(t *testing.T) {
 	s, err := e.NewSession(ctx, nil)
 	require.NoError(t, err)
 	defer s.Close()
-	require.Equal(t, []string{"docs"}, s.Head().Info().Sparse)
+	require.NoError(t, s.Head().SetSparse(ctx, "docs"))
 	set, err := tools.New(s, nil)
 	require.NoError(t, err)
 	_, err = set.Call(ctx, "read_file", json.RawMessage(`{"path":"src/app.go"}`))
