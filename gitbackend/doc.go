@@ -62,6 +62,17 @@
 // that names commands, hooks, info/ and foreign refs are reported and
 // Reconcile puts them back.
 //
+// # Sparse heads
+//
+// A sparse head's set is its manifest's, never read back from the head:
+// git reads it from a private git dir made for the one command that
+// checks files out (create, recreate, restore, SetSparse). Before every
+// checkpoint, Status and restore, the index's skip-worktree marks are made
+// the set's (sparse.go): a file on disk is looked at, one outside the set
+// that is not on disk is kept unless the agent put it there and removed it
+// (SparseBase tells), a file in the way of a directory outside the set is
+// skipped. Sparse heads are Unimplemented under a sandbox.
+//
 // # Departures and limits
 //
 //   - Heads default to <parent of the main worktree>/<repository>.grove/<name>
@@ -69,8 +80,8 @@
 //     not known); a heads directory or head directory inside the main
 //     worktree is InvalidArgument. A workspace returned by Reopen creates new
 //     heads (forks) beside the reopened head.
-//   - Sparse checkout, partial clone and filter drivers are refused at open
-//     while grove has no head in the repository, and a commit with
+//   - Partial clone and filter drivers are refused at open while grove has
+//     no head in the repository, and a commit with
 //     submodules or Git LFS attributes is refused at create, each with
 //     Unimplemented naming the feature.
 //   - Irregular files (FIFOs, sockets, devices) are listed as skipped only
