@@ -153,6 +153,25 @@ func (h *head) ignoredOutside(ctx context.Context, priv string, set []string) ([
 	return lost, nil
 }
 
+// stagedOutside lists (at most five of) the paths whose entry in the
+// index at priv differs from commit's and that set leaves out.
+func (h *head) stagedOutside(ctx context.Context, priv, commit string, set []string) ([]string, error) {
+	if set == nil {
+		return nil, nil
+	}
+	out, err := h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Args: []string{"diff-index", "--cached", "-z", "--name-only", "--no-renames", commit}})
+	if err != nil {
+		return nil, err
+	}
+	var staged []string
+	for _, p := range strings.Split(out, "\x00") {
+		if p != "" && len(staged) < 5 && !sparse.Set(set).Contains(p) {
+			staged = append(staged, p)
+		}
+	}
+	return staged, nil
+}
+
 // runAs runs a git command in the place base names (its git dir, work
 // tree and environment, the command's own environment after them).
 func (w *workspace) runAs(base gitcmd.Cmd) func(context.Context, gitcmd.Cmd) (string, error) {
@@ -303,11 +322,19 @@ func (h *head) SetSparse(ctx context.Context, set []string) error {
 		return h.wrap(op, err)
 	}
 	// git removes a directory leaving the set when it holds ignored files
-	// alone: those are in no checkpoint, so such a change is refused.
+	// alone, and a file leaving it that holds what the index does: an
+	// ignored file is in no checkpoint, and a change staged (git add) and
+	// not checkpointed would be in the index alone. Such a change of the
+	// set is refused.
 	if lost, err := h.ignoredOutside(ctx, priv, set); err != nil {
 		return h.wrap(op, err)
 	} else if len(lost) > 0 {
 		return h.fail(grove.FailedPrecondition, op, "ignored files would be deleted with the directories leaving the set (%s); move them, or keep their directories in the set", strings.Join(lost, ", "))
+	}
+	if staged, err := h.stagedOutside(ctx, priv, st.commit, set); err != nil {
+		return h.wrap(op, err)
+	} else if len(staged) > 0 {
+		return h.fail(grove.FailedPrecondition, op, "changes staged and not checkpointed would leave the disk with the set (%s); checkpoint first", strings.Join(staged, ", "))
 	}
 	swap, err := h.lockIndex(ctx, mf, "")
 	if err != nil {

@@ -446,3 +446,23 @@ func TestALandIntoASparseCheckoutWithNoMarksIsRefused(t *testing.T) {
 	require.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
 	assert.NoFileExists(t, filepath.Join(f.repo, "other", "x.txt"))
 }
+
+// A change staged with git add and never checkpointed lives in the index
+// alone once git removes its file: a set change that would is refused.
+func TestSetSparseKeepsStagedChangesOnDisk(t *testing.T) {
+	t.Parallel()
+	f, h := sparseFixture(t)
+	root := h.Info().Root
+	require.NoError(t, h.SetSparse(f.ctx, "src", "docs"))
+	f.write(h, "docs/deep/guide.md", "staged, not checkpointed\n")
+	f.git(root, "add", "docs/deep/guide.md")
+	err := h.SetSparse(f.ctx, "src")
+	require.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), "docs/deep/guide.md")
+	data, err := os.ReadFile(filepath.Join(root, "docs", "deep", "guide.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "staged, not checkpointed\n", string(data))
+	_, err = h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	require.NoError(t, h.SetSparse(f.ctx, "src"), "once checkpointed, the change can leave the disk")
+}
