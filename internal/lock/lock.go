@@ -272,8 +272,8 @@ func (l *Lock) Unlock() error {
 	// A lock released cleanly leaves no record: a record in a lock file no
 	// one holds was left by a holder that died (see Dead).
 	_ = l.f.Truncate(0)
-	// Closing the descriptor releases the flock (unlockFile only matters on
-	// Windows).
+	// Released explicitly, not by the close: a process being started
+	// holds a copy of the descriptor until it execs.
 	unlockFile(l.f)
 	err := l.f.Close()
 	l.f = nil

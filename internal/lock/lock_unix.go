@@ -25,8 +25,10 @@ func tryLockFile(f *os.File) error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 }
 
-// unlockFile does nothing: closing f releases its flock.
-func unlockFile(*os.File) {}
+// unlockFile releases f's flock itself: closing f alone would not while
+// another descriptor of the same open file exists, as it does for a
+// moment in every process this one forks before it execs.
+func unlockFile(f *os.File) { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
 
 // processGone reports whether no process has the given PID.
 func processGone(pid int) bool {
