@@ -147,6 +147,10 @@ func kill(t *testing.T, cmd *exec.Cmd, delay time.Duration) {
 	_ = cmd.Wait()
 }
 
+// killFiles is how many files the kill tests' repositories have more
+// than the fixture's: enough that a kill at 30 ms lands inside git.
+const killFiles = 150
+
 // killDelays are the timed kills, besides the named crash points, so that
 // some kills land inside a git command grove is running: CI's two, or with
 // -grove.allkills four.
@@ -182,7 +186,7 @@ func TestKillDuringCreateLeavesAHeadOrNothing(t *testing.T) {
 	t.Parallel() // mostly waiting on git and helper processes
 	for _, r := range killRuns("create:registered") {
 		t.Run(r.String(), func(t *testing.T) {
-			f := newBigFixture(t, 250)
+			f := newBigFixture(t, killFiles)
 			cmd := startHelper(t, helperJob{Op: "create", Repo: f.repo, Name: "agent", Point: r.point})
 			kill(t, cmd, r.delay)
 
@@ -213,7 +217,7 @@ func TestKillDuringCheckpointLeavesARecoverableHead(t *testing.T) {
 	t.Parallel() // mostly waiting on git and helper processes
 	for _, r := range killRuns("checkpoint:captured", "checkpoint:committed", "checkpoint:recorded", "index:locked") {
 		t.Run(r.String(), func(t *testing.T) {
-			f := newBigFixture(t, 250)
+			f := newBigFixture(t, killFiles)
 			h := f.head("agent")
 			for i := range 50 {
 				f.write(h, fmt.Sprintf("work/%d.txt", i), fmt.Sprintf("work %d\n", i))
@@ -242,10 +246,10 @@ func TestKillDuringRestoreLeavesARecoverableHead(t *testing.T) {
 	t.Parallel() // mostly waiting on git and helper processes
 	for _, r := range killRuns("restore:written", "restore:pruned", "restore:cleaned", "index:locked") {
 		t.Run(r.String(), func(t *testing.T) {
-			f := newBigFixture(t, 250)
+			f := newBigFixture(t, killFiles)
 			h := f.head("agent")
 			// The target: the base with 200 files changed.
-			for i := range 200 {
+			for i := range killFiles * 4 / 5 {
 				f.write(h, fmt.Sprintf("gen/%03d/f.txt", i), "target\n")
 			}
 			target, err := h.Checkpoint(f.ctx, nil)

@@ -35,7 +35,7 @@ import (
 // finishes within its bounded lock wait.
 
 var (
-	tortureKills = flag.Int("grove.torture", 40, "kills the crash-and-corruption harness runs (CI-sized; -grove.torture=1000 for a long run)")
+	tortureKills = flag.Int("grove.torture", 24, "kills the crash-and-corruption harness runs (CI-sized; -grove.torture=1000 for a long run)")
 	tortureSeed  = flag.Uint64("grove.torture.seed", 0, "the seed of the harness's kill times and damage (0: from the clock); a failure prints the seed it ran with")
 )
 
