@@ -806,8 +806,6 @@ func newUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-var _ = os.Getenv
-
 // cancelledHalfWayCases are the clauses of a long call cancelled part of
 // the way into its own time.
 func cancelledHalfWayCases() []testCase {
