@@ -2,8 +2,6 @@ package gitbackend
 
 import (
 	"context"
-	"crypto/sha1"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -158,47 +156,41 @@ func (h *head) git(ctx context.Context, c gitcmd.Cmd) (string, error) {
 	return h.w.repo.Runner.Output(ctx, c)
 }
 
-// sparseIndexAsIs reports whether the index of sparse head mf already has
-// the marks a checkpoint would give it, with no file in the way of the
-// set: Status then reads it as any head's (the usual case, and the fast
-// one). Any doubt is a no.
-func (h *head) sparseIndexAsIs(mf registry.Manifest) bool {
-	data, err := h.w.repo.Index.ReadIndex(filepath.Join(mf.Admin, "index"))
-	if err != nil {
-		return false
-	}
+// sparseStatusIndex is the index a Status of sparse head mf reads, with
+// the blockers a checkpoint would skip: "" (the head's own, read as any
+// head's) when it already has the marks a checkpoint would give it, the
+// usual case; otherwise a copy in its git dir with those marks (see
+// markSparse), which cleanup removes. The head's index is read and walked
+// once; a head whose index cannot be read gets one read from HEAD.
+func (h *head) sparseStatusIndex(ctx context.Context, mf registry.Manifest) (index string, blockers []string, cleanup func(), err error) {
+	data, rerr := h.w.repo.Index.ReadIndex(filepath.Join(mf.Admin, "index"))
 	defer h.w.repo.Index.Put(data)
-	for _, hashLen := range []int{sha1.Size, sha256.Size} {
-		if m, err := sparseWalk(data, hashLen, mf.Dir, mf.Sparse); err == nil {
-			return len(m.unmark) == 0 && len(m.mark) == 0 && len(m.unsure) == 0 && len(m.blockers) == 0
+	var m sparseMarks
+	if rerr == nil {
+		if m, rerr = sparseWalk(data, mf.Dir, mf.Sparse); rerr == nil &&
+			len(m.unmark) == 0 && len(m.mark) == 0 && len(m.unsure) == 0 && len(m.blockers) == 0 {
+			return "", nil, func() {}, nil
 		}
 	}
-	return false
-}
-
-// sparseStatusIndex copies the index of sparse head mf for one Status, in
-// its git dir, and returns the copy and what removes it: a head with no
-// index yet gets an empty one.
-func (h *head) sparseStatusIndex(ctx context.Context, mf registry.Manifest) (string, func(), error) {
 	f, err := os.CreateTemp(mf.Admin, "grove-status-index-*")
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	tmp := f.Name()
 	_ = f.Close()
-	cleanup := func() { _ = os.Remove(tmp); _ = os.Remove(tmp + ".lock") }
-	data, err := h.w.repo.Index.ReadIndex(filepath.Join(mf.Admin, "index"))
-	if err == nil {
-		err = os.WriteFile(tmp, data, 0o644)
-		h.w.repo.Index.Put(data)
+	cleanup = func() { _ = os.Remove(tmp); _ = os.Remove(tmp + ".lock") }
+	if rerr == nil {
+		if err = os.WriteFile(tmp, data, 0o644); err == nil {
+			err = applySparse(ctx, h.git, mf, tmp, &m)
+		}
+	} else if err = h.rebuildIndex(ctx, tmp, "HEAD"); err == nil {
+		m, err = markSparse(ctx, h.git, mf, tmp, nil)
 	}
 	if err != nil {
 		cleanup()
-		if err = h.rebuildIndex(ctx, tmp, "HEAD"); err != nil {
-			return "", nil, err
-		}
+		return "", nil, nil, err
 	}
-	return tmp, cleanup, nil
+	return tmp, m.blockers, cleanup, nil
 }
 
 // Files grove keeps in a worktree's git dir.
@@ -391,20 +383,16 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 		}
 	}
 	var blockers []string
-	if mf.Sparse != nil && !h.sparseIndexAsIs(mf) {
-		// What a checkpoint would take (see markSparse), from a copy of
-		// the index with its marks.
-		tmp, cleanup, err := h.sparseStatusIndex(ctx, mf)
+	if mf.Sparse != nil {
+		// What a checkpoint would take, from the index with its marks.
+		tmp, b, cleanup, err := h.sparseStatusIndex(ctx, mf)
 		if err != nil {
 			return grove.Status{}, h.wrap(op, err)
 		}
 		defer cleanup()
-		m, err := markSparse(ctx, h.git, mf, tmp, nil)
-		if err != nil {
-			return grove.Status{}, h.wrap(op, err)
+		if blockers = b; tmp != "" {
+			cmd = gitcmd.Cmd{NoOptionalLocks: true, Env: []string{"GIT_INDEX_FILE=" + tmp}, Args: statusArgs}
 		}
-		blockers = m.blockers
-		cmd = gitcmd.Cmd{NoOptionalLocks: true, Env: []string{"GIT_INDEX_FILE=" + tmp}, Args: statusArgs}
 	}
 	out, err := h.git(ctx, cmd)
 	if err != nil && grove.CodeOf(err) == grove.Internal && !mf.Attached {

@@ -78,22 +78,23 @@ func markSparse(ctx context.Context, run func(context.Context, gitcmd.Cmd) (stri
 			return m, err
 		}
 	}
-	for _, hashLen := range []int{sha1.Size, sha256.Size} {
-		if m, err = sparseWalk(data, hashLen, mf.Dir, mf.Sparse); err == nil {
-			break
-		}
-	}
-	if err != nil {
+	if m, err = sparseWalk(data, mf.Dir, mf.Sparse); err != nil {
 		return m, err
 	}
+	return m, applySparse(ctx, run, mf, index, &m)
+}
+
+// applySparse gives the index at index the marks m says, deciding each
+// unsure entry first: kept where the files outside the set stand for what
+// the head's disk was last made from (mf.SparseBase), deleted otherwise
+// (with no record of that, every one is kept).
+func applySparse(ctx context.Context, run func(context.Context, gitcmd.Cmd) (string, error), mf registry.Manifest, index string, m *sparseMarks) error {
 	if len(m.unsure) > 0 {
-		// Kept only where the files outside the set stand for what the
-		// head's disk was last made from; otherwise the agent deleted it.
-		// (With no record of that, every one is kept.)
 		out := ""
 		if mf.SparseBase != "" {
+			var err error
 			if out, err = run(ctx, gitcmd.Cmd{Args: []string{"ls-tree", "-r", "-z", "--full-tree", string(mf.SparseBase)}}); err != nil {
-				return m, err
+				return err
 			}
 		}
 		base := map[string]string{}
@@ -112,16 +113,7 @@ func markSparse(ctx context.Context, run func(context.Context, gitcmd.Cmd) (stri
 			}
 		}
 	}
-	return m, updateIndex(ctx, run, index, []indexStep{{m.unmark, "--no-skip-worktree"}, {m.mark, "--skip-worktree"}})
-}
-
-// hashLenOf is the length of the object IDs of index data: SHA-1's unless
-// only SHA-256's parse.
-func hashLenOf(data []byte) int {
-	if _, ok := gitfmt.WalkIndex(data, sha1.Size, func(*gitfmt.RawEntry) {}); ok {
-		return sha1.Size
-	}
-	return sha256.Size
+	return updateIndex(ctx, run, index, []indexStep{{m.unmark, "--no-skip-worktree"}, {m.mark, "--skip-worktree"}})
 }
 
 // ignoredOutside lists (at most five of) the ignored files of the head,
@@ -206,7 +198,18 @@ type sparseMarks struct {
 // mark the agent set). One outside the set whose file is not on disk is
 // kept if marked (never materialised), or looked up if not (see unsure).
 // Directories are looked up once each.
-func sparseWalk(data []byte, hashLen int, dir string, set sparse.Set) (m sparseMarks, err error) {
+func sparseWalk(data []byte, dir string, set sparse.Set) (sparseMarks, error) {
+	for _, hashLen := range []int{sha1.Size, sha256.Size} {
+		if m, ok := sparseWalkAs(data, hashLen, dir, set); ok {
+			return m, nil
+		}
+	}
+	return sparseMarks{}, gitfmt.ErrDamagedIndex
+}
+
+// sparseWalkAs is sparseWalk over object IDs of hashLen bytes; ok is false
+// if the entries do not parse so.
+func sparseWalkAs(data []byte, hashLen int, dir string, set sparse.Set) (m sparseMarks, ok bool) {
 	const (
 		isDir = iota + 1
 		absent
@@ -234,7 +237,7 @@ func sparseWalk(data []byte, hashLen int, dir string, set sparse.Set) (m sparseM
 	}
 	blockers := map[string]bool{}
 	m.unsure = map[string]string{}
-	_, ok := gitfmt.WalkIndex(data, hashLen, func(e *gitfmt.RawEntry) {
+	_, ok = gitfmt.WalkIndex(data, hashLen, func(e *gitfmt.RawEntry) {
 		if e.Flags&gitfmt.FlagStage != 0 || e.Mode == 0o160000 {
 			return
 		}
@@ -267,13 +270,13 @@ func sparseWalk(data []byte, hashLen int, dir string, set sparse.Set) (m sparseM
 		}
 	})
 	if !ok {
-		return sparseMarks{}, gitfmt.ErrDamagedIndex
+		return sparseMarks{}, false
 	}
 	for b := range blockers {
 		m.blockers = append(m.blockers, b)
 	}
 	slices.Sort(m.blockers)
-	return m, nil
+	return m, true
 }
 
 // SetSparse makes set the head's (see backend.Sparser): git sparse-checkout
@@ -315,7 +318,7 @@ func (h *head) SetSparse(ctx context.Context, set []string) error {
 	var m sparseMarks
 	if mf.Sparse != nil {
 		m, err = markSparse(ctx, h.git, mf, priv, data)
-	} else if m, err = sparseWalk(data, hashLenOf(data), mf.Dir, nil); err == nil {
+	} else if m, err = sparseWalk(data, mf.Dir, nil); err == nil {
 		err = updateIndex(ctx, h.git, priv, []indexStep{{m.unmark, "--no-skip-worktree"}})
 	}
 	if err != nil {

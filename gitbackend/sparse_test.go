@@ -2,8 +2,10 @@ package gitbackend_test
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,24 +33,10 @@ func sparseFixture(t *testing.T) (*fixture, *workspace.Head) {
 	return f, h
 }
 
-// onDisk lists the files under root, .git aside.
+// onDisk lists the files under root, .git aside (see diskFiles).
 func onDisk(t *testing.T, root string) []string {
 	t.Helper()
-	var out []string
-	require.NoError(t, filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Name() == ".git" {
-			return nil // a head's .git is a file
-		}
-		if !d.IsDir() {
-			rel, _ := filepath.Rel(root, p)
-			out = append(out, filepath.ToSlash(rel))
-		}
-		return nil
-	}))
-	return out
+	return slices.Collect(maps.Keys(diskFiles(t, root)))
 }
 
 // A sparse head holds its set alone, and the user's own git sees it clean
