@@ -147,3 +147,27 @@ func TestAShapeAnAgentConfiguresDoesNotLockGroveOut(t *testing.T) {
 		})
 	}
 }
+
+// The main checkout's sparse-checkout file and configuration are the
+// agent's to write too: a FIFO there, or a file in no cone form, hangs
+// nothing and gives a head asking for the main checkout's set the whole
+// tree.
+func TestAttackAPlantedMainSparseFileHangsNothing(t *testing.T) {
+	for name, plant := range map[string]func(t *testing.T, p string){
+		"fifo":    func(t *testing.T, p string) { mkfifo(t, p) },
+		"no cone": func(t *testing.T, p string) { require.NoError(t, os.WriteFile(p, []byte("/README.md\n!/src/*\n"), 0o644)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			appendFile(t, filepath.Join(commonOf(f), "config"), "[core]\n\tsparseCheckout = true\n\tsparseCheckoutCone = true\n")
+			p := filepath.Join(commonOf(f), "info", "sparse-checkout")
+			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			plant(t, p)
+			h, err := f.ws.NewHead("h").From("main").SparseFromMain().Create(f.ctx)
+			require.NoError(t, err)
+			defer h.Close()
+			assert.Nil(t, h.Info().Sparse)
+			assert.FileExists(t, filepath.Join(h.Info().Root, "bin", "run.sh"))
+		})
+	}
+}
