@@ -154,8 +154,10 @@ func TestAShapeAnAgentConfiguresDoesNotLockGroveOut(t *testing.T) {
 // tree.
 func TestAttackAPlantedMainSparseFileHangsNothing(t *testing.T) {
 	for name, plant := range map[string]func(t *testing.T, p string){
-		"fifo":    func(t *testing.T, p string) { mkfifo(t, p) },
-		"no cone": func(t *testing.T, p string) { require.NoError(t, os.WriteFile(p, []byte("/README.md\n!/src/*\n"), 0o644)) },
+		"fifo": func(t *testing.T, p string) { mkfifo(t, p) },
+		"no cone": func(t *testing.T, p string) {
+			require.NoError(t, os.WriteFile(p, []byte("/README.md\n!/src/*\n"), 0o644))
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
