@@ -42,6 +42,7 @@ type Store struct {
 	packed   *Packed // packed-refs as last read
 
 	trees   treeCache   // trees read in-process
+	packs   packsCache  // pack indexes read by Has
 	commits commitCache // commits read in-process
 }
 
