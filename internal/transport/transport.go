@@ -264,6 +264,27 @@ func (t *Transfer) Fetch(ctx context.Context, refspecs ...string) (missing bool,
 	return false, err
 }
 
+// FetchObjects fetches the objects ids from the remote into the transfer
+// directory in one request, each tree with the trees below it but no
+// blob (what a partial clone's own lazy fetch asks for), and marks each
+// pack it wrote as a promisor remote's: in the repository, git then takes
+// the blobs those trees name as promised, not lost.
+func (t *Transfer) FetchObjects(ctx context.Context, ids []string) error {
+	args := append(t.c.Remote.args(), "-c", "fetch.negotiationAlgorithm=noop",
+		"fetch", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "--stdin", "--", t.c.Remote.URL)
+	_, err := t.c.Runner.Output(ctx, gitcmd.Cmd{GitDir: t.dir, Dir: t.dir, Args: args, Stdin: strings.NewReader(strings.Join(ids, "\n") + "\n")})
+	if err != nil {
+		return err
+	}
+	packs, err := filepath.Glob(filepath.Join(t.dir, "objects", "pack", "pack-*.pack"))
+	for _, p := range packs {
+		if err == nil {
+			err = os.WriteFile(strings.TrimSuffix(p, ".pack")+".promisor", nil, 0o444)
+		}
+	}
+	return err
+}
+
 // Import moves what the transfer fetched into the repository:
 // packs (each pack before its index, so git never sees an index without
 // its pack) and loose objects, written under temporary names and renamed.
