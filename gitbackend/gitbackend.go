@@ -60,6 +60,17 @@ type Options struct {
 	// head is checked as locate.CheckLocator says, and such a repository's main
 	// checkout is known only when it is opened from there.
 	Anchors string
+	// Promisor, when set, returns the remote from which the missing
+	// objects of a partial clone (a repository cloned with --filter) are
+	// fetched, given the repository's common git dir; nil means none, and
+	// an operation that needs an object the repository lacks then fails
+	// with FailedPrecondition, having changed nothing. The repository's
+	// own configuration (remote.*.promisor, remote.*.url), which an agent
+	// can write, never decides where grove connects. Fetches run as
+	// Remote's transfers do, in one request per operation, and only for
+	// the objects the operation reads: a sparse head's set, what a restore
+	// or a diff changes.
+	Promisor func(ctx context.Context, common string) (*grove.Remote, error)
 }
 
 // DefaultPushAttempts is how many times a background push is tried by

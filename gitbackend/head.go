@@ -552,9 +552,21 @@ func (h *head) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error)
 		defer os.Remove(tmp + ".lock")
 		env = []string{"GIT_INDEX_FILE=" + tmp}
 		args = append(args, "--cached")
+		if h.w.repo.Promised() {
+			tree, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"write-tree"}})
+			if err == nil {
+				err = h.w.ensureTrees(ctx, op, nil, [2]string{a, tree}, [2]string{tree, a})
+			}
+			if err != nil {
+				return grove.Diff{}, h.wrap(op, err)
+			}
+		}
 	} else {
 		b, err := h.w.repo.Resolve(ctx, op, to)
 		if err != nil {
+			return grove.Diff{}, err
+		}
+		if err := h.w.ensureTrees(ctx, op, nil, [2]string{a, b}, [2]string{b, a}); err != nil {
 			return grove.Diff{}, err
 		}
 		args = append(args, b)

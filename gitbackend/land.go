@@ -63,6 +63,12 @@ func (r landRepo) ManyFiles() bool { return r.w.repo.ManyFiles("") }
 func (r landRepo) Common() string  { return r.w.repo.Common }
 func (r landRepo) Main() string    { return r.w.repo.Main }
 
+func (r landRepo) Promised() bool { return r.w.repo.Promised() }
+
+func (r landRepo) Ensure(ctx context.Context, op string, pairs ...[2]string) error {
+	return r.w.ensureTrees(ctx, op, nil, pairs...)
+}
+
 func (r landRepo) HeadAt(dir string) (string, bool) {
 	mf, _ := r.w.insideHead(dir)
 	if mf == nil {

@@ -55,6 +55,11 @@ func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) er
 	if filepath.Dir(mf.Admin) != regs {
 		return fail(grove.FailedPrecondition, fmt.Errorf("the head's recorded git dir %s is not one of %s", mf.Admin, regs))
 	}
+	if c, ok := w.repo.Ref("refs/heads/" + mf.Branch); ok {
+		if err := w.ensureTrees(ctx, "recreate", mf.Sparse, [2]string{c, ""}); err != nil {
+			return err
+		}
+	}
 	rl, err := w.lockRepo(ctx, "recreate "+mf.Name)
 	if err != nil {
 		return err

@@ -33,6 +33,11 @@ func (h *head) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult
 	if err != nil {
 		return backend.RestoreResult{}, err
 	}
+	// What the target changes, from the files on disk (the branch's).
+	current, _ := h.w.repo.Ref("refs/heads/" + mf.Branch)
+	if err := h.w.ensureTrees(ctx, op, mf.Sparse, [2]string{target, current}); err != nil {
+		return backend.RestoreResult{}, err
+	}
 	l, err := h.lock(ctx, mf, op)
 	if err != nil {
 		return backend.RestoreResult{}, err

@@ -67,15 +67,6 @@ func TestASparseMainCheckoutOpensAndItsHeadsInheritItsSet(t *testing.T) {
 	assert.Equal(t, "package main // landed", f.git(f.repo, "show", "landed:src/main.go"))
 }
 
-func TestPartialCloneIsRefusedAtOpen(t *testing.T) {
-	f := newFixture(t)
-	f.git(f.repo, "config", "uploadpack.allowFilter", "true")
-	clone := filepath.Join(t.TempDir(), "clone")
-	f.git(t.TempDir(), "clone", "-q", "--filter=blob:none", "file://"+f.repo, clone)
-	_, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), clone, nil)
-	wantUnimplemented(t, err, "partial clone")
-}
-
 func TestFilterDriversAreRefusedAtOpen(t *testing.T) {
 	f := newFixture(t)
 	f.git(f.repo, "config", "filter.lfs.smudge", "git-lfs smudge -- %f")

@@ -339,6 +339,9 @@ func (h *head) SetSparse(ctx context.Context, set []string) error {
 	} else if len(staged) > 0 {
 		return h.fail(grove.FailedPrecondition, op, "changes staged and not checkpointed would leave the disk with the set (%s); checkpoint first", strings.Join(staged, ", "))
 	}
+	if err := h.w.ensureTrees(ctx, op, set, [2]string{st.commit, ""}); err != nil {
+		return err
+	}
 	swap, err := h.lockIndex(ctx, mf, "")
 	if err != nil {
 		return err

@@ -288,6 +288,9 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	if err != nil {
 		return nil, err
 	}
+	if err := w.ensureTrees(ctx, op, spec.Sparse, [2]string{commit, ""}); err != nil {
+		return nil, err
+	}
 	if err := w.repo.CheckTree(ctx, op, commit); err != nil {
 		return nil, err
 	}
@@ -848,6 +851,9 @@ func (w *workspace) Materialize(ctx context.Context, at grove.Rev, dir string) e
 	}
 	commit, err := w.repo.Resolve(ctx, "materialize", at)
 	if err != nil {
+		return err
+	}
+	if err := w.ensureTrees(ctx, "materialize", nil, [2]string{commit, ""}); err != nil {
 		return err
 	}
 	// The path is checked as given and as resolved: a symlink an agent

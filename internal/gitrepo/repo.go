@@ -163,10 +163,6 @@ func (rp *Repo) CheckShape(ctx context.Context) error {
 		lower := strings.ToLower(key)
 		feature := ""
 		switch {
-		case lower == "extensions.partialclone" && val != "":
-			feature = "partial clone (extensions.partialClone)"
-		case strings.HasPrefix(lower, "remote.") && strings.HasSuffix(lower, ".promisor") && isTrue(val):
-			feature = "partial clone (" + key + ")"
 		case strings.HasPrefix(lower, "filter.") && val != "" &&
 			(strings.HasSuffix(lower, ".clean") || strings.HasSuffix(lower, ".smudge") || strings.HasSuffix(lower, ".process")):
 			feature = "filter drivers such as Git LFS's (" + key + ")"

@@ -61,6 +61,12 @@ type Repo interface {
 	Main() string
 	// HeadAt reports the grove head whose directory holds dir, if any.
 	HeadAt(dir string) (name string, ok bool)
+	// Promised reports whether the repository is a partial clone, which
+	// can lack objects its commits name; Ensure makes sure it holds the
+	// objects that reading what differs between each pair of commits
+	// needs, fetching those it lacks.
+	Promised() bool
+	Ensure(ctx context.Context, op string, pairs ...[2]string) error
 }
 
 // Head is the head whose work lands.
@@ -221,6 +227,16 @@ func (l *lander) checkBranchName(ctx context.Context, op, name string) error {
 // mergeTree merges theirs into ours with git merge-tree --write-tree and
 // returns the tree, or the conflicting paths.
 func (l *lander) mergeTree(ctx context.Context, ours, theirs string) (string, []string, error) {
+	if l.repo.Promised() {
+		// What either side changed since their merge base, on both sides.
+		base, err := l.git(ctx, "merge-base", ours, theirs)
+		if err != nil && gitcmd.ExitCode(err) != 1 { // 1: none
+			return "", nil, err
+		}
+		if err := l.repo.Ensure(ctx, "land", [2]string{ours, base}, [2]string{base, ours}, [2]string{theirs, base}, [2]string{base, theirs}); err != nil {
+			return "", nil, err
+		}
+	}
 	var out bytes.Buffer
 	_, err := l.repo.Run(ctx, gitcmd.Cmd{Stdout: &out,
 		Args: []string{"merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", ours, theirs}})
@@ -491,6 +507,9 @@ func (l *lander) moveCheckedOut(ctx context.Context, op, branch, old, next strin
 	if len(cos) == 0 {
 		return "", l.writeBranch(ctx, op, update)
 	}
+	if err := l.repo.Ensure(ctx, op, [2]string{next, old}); err != nil {
+		return "", err
+	}
 	dir := cos[0].dir
 	refuse := func(format string, args ...any) error {
 		return &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: " + op, Head: l.name(), Path: dir,
@@ -702,6 +721,24 @@ func (l *lander) patch(ctx context.Context, from, to grove.Rev, opts *backend.Pa
 			return nil, err
 		}
 		rng = a + ".." + one
+	}
+	if l.repo.Promised() {
+		// Each commit of the series, beside its parent.
+		list, err := l.git(ctx, "rev-list", "--parents", rng)
+		if err != nil {
+			return nil, l.wrap(op, err)
+		}
+		var pairs [][2]string
+		for _, line := range strings.Split(list, "\n") {
+			if f := strings.Fields(line); len(f) == 1 {
+				pairs = append(pairs, [2]string{f[0], ""})
+			} else if len(f) > 1 {
+				pairs = append(pairs, [2]string{f[0], f[1]}, [2]string{f[1], f[0]})
+			}
+		}
+		if err := l.repo.Ensure(ctx, op, pairs...); err != nil {
+			return nil, err
+		}
 	}
 	out, err := l.repo.Bytes(ctx, gitcmd.Cmd{Args: []string{
 		// Whatever the repository's configuration (which an agent can
