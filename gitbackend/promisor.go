@@ -67,7 +67,7 @@ func (w *workspace) ensureTrees(ctx context.Context, op string, set sparse.Set, 
 		}
 		if round == 3 { // a tree, then its blobs: two fetches are enough
 			return &grove.Error{Code: grove.Unavailable, Op: "gitbackend: " + op, Path: want.first(),
-				Err: fmt.Errorf("the promisor remote did not send %d objects asked for (%s)", len(want), want)}
+				Err: fmt.Errorf("the promisor remote did not send what was asked for (%d objects: %s)", len(want), want)}
 		}
 		if err := w.fetchObjects(ctx, op, want); err != nil {
 			return err
@@ -157,7 +157,7 @@ func (w *workspace) fetchObjects(ctx context.Context, op string, want wanted) er
 	}
 	if remote == nil {
 		return &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: " + op, Path: want.first(), Err: fmt.Errorf(
-			"the repository is a partial clone that lacks %d objects this needs (%s); grove fetches them only from a remote it is given "+
+			"the repository is a partial clone and lacks what this needs (%d objects: %s); grove fetches them only from a remote it is given "+
 				"(gitbackend.Options.Promisor: grove --promisor, or [partial_clone] in .grove.toml), never from the repository's own configuration, which an agent can write",
 			len(want), want)}
 	}
@@ -181,7 +181,7 @@ func (w *workspace) fetchObjects(ctx context.Context, op string, want wanted) er
 			return err
 		}
 		return &grove.Error{Code: grove.Unavailable, Op: "gitbackend: " + op, Path: want.first(),
-			Err: fmt.Errorf("fetching %d missing objects (%s) from %s: %w", len(want), want, rm.URL, err)}
+			Err: fmt.Errorf("fetching what the partial clone lacks (%d objects: %s) from %s: %w", len(want), want, rm.URL, err)}
 	}
 	if err := t.Import(); err != nil {
 		return grove.Errorf(grove.Internal, "gitbackend: "+op, "storing the objects fetched: %w", err)

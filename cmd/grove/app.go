@@ -34,6 +34,7 @@ type app struct {
 	remote       string        // --remote, else $GROVE_REMOTE: the Git remote checkpoints travel to
 	remoteConfig []string      // --remote-config: git configuration for the transfers to the remote
 	sandboxKind  string        // --sandbox: where commands on head content run ("": .grove.toml's)
+	promisor     string        // --promisor, else $GROVE_PROMISOR: where a partial clone's missing objects come from
 
 	gb  *gitbackend.Backend
 	ws  *workspace.Workspace
@@ -181,6 +182,7 @@ object {"code","op","head","reason","message"} on stderr.`,
 	pf.StringVar(&a.database, "database", os.Getenv("GROVE_DATABASE"), "the session database: a SQLite file or a postgres:// URL (default $GROVE_DATABASE, else $GROVE_HOME/grove.db)")
 	pf.StringVar(&a.remote, "remote", os.Getenv("GROVE_REMOTE"), "a Git remote URL that checkpoints are pushed to, for sessions to resume on other hosts (default $GROVE_REMOTE)")
 	pf.StringVar(&a.sandboxKind, "sandbox", "", "where setup, teardown, grove run and the run tool run commands: bwrap, or none (default: .grove.toml's [sandbox], else none)")
+	pf.StringVar(&a.promisor, "promisor", os.Getenv("GROVE_PROMISOR"), "in a partial clone (git clone --filter), the Git remote URL its missing objects are fetched from (default $GROVE_PROMISOR, else .grove.toml's [partial_clone]); never the repository's own remote.origin.url, which an agent can write")
 	pf.StringArrayVar(&a.remoteConfig, "remote-config", nil, "git configuration KEY=VALUE for the transfers to --remote only, such as core.sshCommand or http.extraHeader (repeatable); the repository's own configuration is never used for them")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &failure{op: opName(cmd), err: err, usage: true}
@@ -328,9 +330,19 @@ func (a *app) backend() *gitbackend.Backend {
 		if home, err := groveHome(); err == nil {
 			anchors = filepath.Join(home, "anchors")
 		}
-		a.gb = gitbackend.New(gitbackend.Options{PushAttempts: 2, Anchors: anchors})
+		a.gb = gitbackend.New(gitbackend.Options{PushAttempts: 2, Anchors: anchors, Promisor: a.promisorRemote})
 	}
 	return a.gb
+}
+
+// promisorRemote is where a partial clone's missing objects come from:
+// --promisor, else the main checkout's .grove.toml (read when the
+// workspace opened, before any head reads objects).
+func (a *app) promisorRemote(context.Context, string) (*grove.Remote, error) {
+	if a.promisor != "" {
+		return &grove.Remote{URL: a.promisor}, nil
+	}
+	return a.config.PartialClone.remote(), nil
 }
 
 // groveHome is where grove keeps its state: $GROVE_HOME, else

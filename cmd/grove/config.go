@@ -31,8 +31,14 @@ import (
 //	read_only = ["/opt/toolchain"]  # more host paths shown read-only
 //	env = ["NPM_TOKEN"]             # variables passed from grove's environment
 //
+//	[partial_clone]      # a clone made with git clone --filter
+//	remote = "https://git.example.com/mono.git"  # where its missing objects are fetched from
+//	config = ["http.extraHeader=..."]            # git configuration for those fetches alone
+//
 // A hook's network = true lets it reach the network inside the sandbox
-// (npm ci); nothing else there can.
+// (npm ci); nothing else there can. The partial clone's remote is read
+// here (or from --promisor) because the repository's own remote.origin.url
+// is configuration an agent can write.
 const configFile = ".grove.toml"
 
 // projectConfig is what .grove.toml holds.
@@ -40,6 +46,22 @@ type projectConfig struct {
 	Setup    *hookConfig    `toml:"setup"`
 	Teardown *hookConfig    `toml:"teardown"`
 	Sandbox  *sandboxConfig `toml:"sandbox"`
+	// PartialClone is the [partial_clone] table.
+	PartialClone *partialCloneConfig `toml:"partial_clone"`
+}
+
+// partialCloneConfig is the [partial_clone] table.
+type partialCloneConfig struct {
+	Remote string   `toml:"remote"`
+	Config []string `toml:"config"`
+}
+
+// remote is the promisor remote c names (nil for none).
+func (c *partialCloneConfig) remote() *grove.Remote {
+	if c == nil || c.Remote == "" {
+		return nil
+	}
+	return &grove.Remote{URL: c.Remote, Config: c.Config}
 }
 
 // hookConfig is one [setup] or [teardown] table.
@@ -85,6 +107,9 @@ func parseConfig(data []byte) (projectConfig, error) {
 		if err := sandbox.Check(sb); err != nil {
 			return c, fmt.Errorf("[sandbox]: %v", err)
 		}
+	}
+	if c.PartialClone != nil && strings.TrimSpace(c.PartialClone.Remote) == "" {
+		return c, fmt.Errorf("[partial_clone] has no remote")
 	}
 	for name, h := range map[string]*hookConfig{"setup": c.Setup, "teardown": c.Teardown} {
 		if h == nil {
