@@ -121,9 +121,7 @@ func (w *workspace) lacking(ctx context.Context, op string, tree, except []byte,
 		case e.Mode == 0o160000: // a submodule's commit lives in its own repository
 			continue
 		case e.Mode == 0o040000 && !set.Contains(p+"/-"):
-			continue
-		case e.Mode != 0o040000 && !set.Contains(p):
-			continue
+			continue // the set holds no file directly in p, so none below it
 		}
 		id := hex.EncodeToString(e.OID)
 		has, err := w.repo.Has(id)
