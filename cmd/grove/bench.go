@@ -32,6 +32,7 @@ same work, grove and git alternating within each run (one untimed run of
 each comes first, as a warm-up):
 
   create          grove new                 git worktree add
+  partial-create  grove new                 git worktree add, both in a blob-less clone (--filter=blob:none)
   sparse-create   grove new --sparse        git worktree add --no-checkout, sparse-checkout set, reset --hard
   sparse-checkpoint-1, sparse-status        checkpoint-1 and status of a sparse head, beside git's sparse worktree
   checkpoint-N    checkpoint, N changes     git add -A && git commit

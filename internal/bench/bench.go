@@ -95,8 +95,10 @@ type Env struct {
 	Head   *workspace.Head
 	GitDir string // the plain git worktree
 
-	sparseHead *workspace.Head // the sparse rows' head, once made
-	sparseDir  string          // and plain git's sparse worktree
+	sparseHead *workspace.Head      // the sparse rows' head, once made
+	sparseDir  string               // and plain git's sparse worktree
+	partialWS  *workspace.Workspace // the partial-create row's blob-less clone, once made
+	partial    string               // its main checkout
 	created    int
 }
 
@@ -131,8 +133,34 @@ func (e *Env) Close() {
 	if e.sparseHead != nil {
 		_ = e.sparseHead.Close()
 	}
+	if e.partialWS != nil {
+		_ = e.partialWS.Close()
+	}
 	_ = e.Head.Close()
 	_ = e.WS.Close()
+}
+
+// partialClone makes, once, a blob-less clone of the repository (git
+// clone --filter=blob:none --no-checkout, from a file URL) and opens it
+// with the repository as its promisor. The row's warm-up run fetches the
+// blobs (on whichever side runs first); the timed runs then compare
+// grove's look for missing objects and its create with git's.
+func (e *Env) partialClone() error {
+	if e.partialWS != nil {
+		return nil
+	}
+	if err := e.Git("config", "uploadpack.allowFilter", "true"); err != nil {
+		return err
+	}
+	e.partial = filepath.Join(filepath.Dir(e.GitDir), "partial")
+	url := "file://" + e.Repo
+	if _, err := usergit.Git(e.Ctx, filepath.Dir(e.partial), "clone", "-q", "--filter=blob:none", "--no-checkout", url, e.partial); err != nil {
+		return err
+	}
+	b := gitbackend.New(gitbackend.Options{Promisor: func(context.Context, string) (*grove.Remote, error) { return &grove.Remote{URL: url}, nil }})
+	ws, err := workspace.Open(e.Ctx, b, e.partial, nil)
+	e.partialWS = ws
+	return err
 }
 
 // sparseFiles is how many generated files SparseSet holds.
@@ -184,12 +212,15 @@ func (e *Env) touch(dir string, k, n int) error {
 
 // destroy discards the head h and waits for its files to be deleted, so
 // that no deletion of grove's runs beside the next timed step.
-func (e *Env) destroy(h *workspace.Head) error {
+func (e *Env) destroy(h *workspace.Head) error { return e.destroyIn(e.WS, h) }
+
+// destroyIn destroys head h of ws, and waits for its files to be deleted.
+func (e *Env) destroyIn(ws *workspace.Workspace, h *workspace.Head) error {
 	if _, err := h.Destroy(e.Ctx, &workspace.DestroyOptions{Discard: true}); err != nil {
 		return err
 	}
 	var gb *gitbackend.Backend
-	if !e.WS.Backend().As(&gb) {
+	if !ws.Backend().As(&gb) {
 		return nil
 	}
 	return gb.WaitDeletions(e.Ctx)
@@ -261,6 +292,9 @@ func Ops() []Op {
 			}),
 		},
 		{Name: "create", Grove: s.create, Git: s.worktreeAdd("c", func() string { return "main" })},
+		// A head in a blob-less clone of the repository, beside git
+		// worktree add in the same clone.
+		{Name: "partial-create", Prepare: func(e *Env) error { return e.partialClone() }, Grove: s.createPartial, Git: s.partialWorktreeAdd},
 		// A sparse head of SparseSet beside git's own sparse worktree of
 		// it: added without a checkout, the set made, then checked out.
 		{Name: "sparse-create", Grove: s.createSparse, Git: s.sparseWorktreeAdd},
@@ -349,6 +383,28 @@ func (s *ops) create(e *Env) (func() error, error) {
 		return nil, err
 	}
 	return func() error { return e.destroy(h) }, nil
+}
+
+func (s *ops) createPartial(e *Env) (func() error, error) {
+	s.seq++
+	h, err := e.partialWS.NewHead(fmt.Sprintf("c%d", s.seq)).From("origin/main").Create(e.Ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return e.destroyIn(e.partialWS, h) }, nil
+}
+
+func (s *ops) partialWorktreeAdd(e *Env) (func() error, error) {
+	s.seq++
+	name := fmt.Sprintf("plain-p%d", s.seq)
+	dir := filepath.Join(filepath.Dir(e.partial), name)
+	if _, err := usergit.Git(e.Ctx, e.partial, "worktree", "add", "-q", "-b", name, dir, "origin/main"); err != nil {
+		return nil, err
+	}
+	return func() error {
+		_, err := usergit.Git(e.Ctx, e.partial, "worktree", "remove", "--force", dir)
+		return err
+	}, nil
 }
 
 // SparseSet is the directory the sparse rows check out: the first 2,500
