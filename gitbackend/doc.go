@@ -73,6 +73,14 @@
 // (SparseBase tells), a file in the way of a directory outside the set is
 // skipped. Sparse heads are Unimplemented under a sandbox.
 //
+// # Partial clones
+//
+// grove's git never fetches. Before an operation reads objects, the ones
+// it needs and the clone lacks are found in-process (gitfmt.Store.Has)
+// and fetched in one request, in a transfer directory, from the remote
+// Options.Promisor returns (promisor.go) — never from the repository's
+// own remote configuration, which an agent can write.
+//
 // # Departures and limits
 //
 //   - Heads default to <parent of the main worktree>/<repository>.grove/<name>
@@ -80,7 +88,7 @@
 //     not known); a heads directory or head directory inside the main
 //     worktree is InvalidArgument. A workspace returned by Reopen creates new
 //     heads (forks) beside the reopened head.
-//   - Partial clone and filter drivers are refused at open while grove has
+//   - Filter drivers are refused at open while grove has
 //     no head in the repository, and a commit with
 //     submodules or Git LFS attributes is refused at create, each with
 //     Unimplemented naming the feature.

@@ -185,9 +185,9 @@ func (b *Backend) enter(ctx context.Context, op string) (*gitcmd.Runner, error) 
 // inside a main or linked worktree, or a bare repository. The workspace is
 // the repository (its common git dir); its ID is created on first open and
 // kept under <common git dir>/grove. A path outside any repository is
-// NotFound; a repository using a feature grove does not drive (sparse
-// checkout, partial clone, filter drivers such as Git LFS's) is
-// Unimplemented naming it. HeadsDir must not lie inside the repository's
+// NotFound; a repository using a feature grove does not drive (filter
+// drivers such as Git LFS's) is Unimplemented naming it. A partial clone
+// opens (see Options.Promisor). HeadsDir must not lie inside the repository's
 // working tree or a head (InvalidArgument).
 func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backend.OpenOptions) (backend.Workspace, error) {
 	const op = "gitbackend: open"
