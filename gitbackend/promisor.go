@@ -52,7 +52,7 @@ func (w *workspace) ensureTrees(ctx context.Context, op string, set sparse.Set, 
 			if err != nil {
 				return err
 			}
-			except, err := w.treeOf(ctx, op, p[1], want)
+			except, err := w.treeOf(ctx, op, p[1], wanted{}) // never fetched: a tree lacking is none
 			if err != nil {
 				return err
 			}
@@ -65,7 +65,7 @@ func (w *workspace) ensureTrees(ctx context.Context, op string, set sparse.Set, 
 		if len(want) == 0 {
 			return nil
 		}
-		if round == 3 { // a tree, then its blobs: two fetches are enough
+		if round == 3 { // a commit's trees, then their blobs: two fetches do, the third is slack
 			return &grove.Error{Code: grove.Unavailable, Op: "gitbackend: " + op, Path: want.first(),
 				Err: fmt.Errorf("the promisor remote did not send what was asked for (%d objects: %s)", len(want), want)}
 		}
@@ -108,8 +108,10 @@ func (w *workspace) lacking(ctx context.Context, op string, tree, except []byte,
 	}
 	var other map[string]gitfmt.TreeEntry
 	if except != nil {
-		if other, ok = w.repo.TreeAny(ctx, except); !ok {
-			other = nil
+		// One the clone lacks is never asked of git (which would try to
+		// fetch it): it is then as if it were none.
+		if has, _ := w.repo.Has(hex.EncodeToString(except)); has {
+			other, _ = w.repo.TreeAny(ctx, except)
 		}
 	}
 	for name, e := range ents {
