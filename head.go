@@ -16,7 +16,8 @@ type HeadInfo struct {
 	State    HeadState
 	// Sparse is the set of directories a sparse head materialises (git's
 	// cone mode: with every file at the top and directly in a directory on
-	// the way to one of them), nil for a head with the whole tree.
+	// the way to one of them), nil for a head with the whole tree, empty
+	// for one with the top's files alone.
 	Sparse []string
 }
 

@@ -263,8 +263,10 @@ type HeadSpec struct {
 	// Sparse, when not nil, makes a sparse head: only these directories
 	// are materialised (see grove.HeadInfo.Sparse; the workspace layer has
 	// normalised them), the rest of the tree is kept, unchanged, in every
-	// checkpoint; a file written outside them is captured as any other.
-	// The set is the backend's record, never read back from the head.
+	// checkpoint; a file written outside them is captured as any other;
+	// a set of no directory is the top's files alone (an empty, non-nil
+	// Sparse). The set is the backend's record, never read back from the
+	// head.
 	Sparse []string
 	// SparseFromMain, with Sparse nil, asks for the sparse set of the
 	// repository's main checkout, where it has one the backend can read

@@ -282,8 +282,8 @@ func digest(placement string, access Permission, snap SnapshotPolicy, backendID 
 	if len(roots) > 0 {
 		fields["roots"] = roots
 	}
-	if len(sparse) > 0 { // a head with the whole tree keeps the digest it had
-		fields["sparse"] = sparse
+	if sparse != nil { // a head with the whole tree keeps the digest it had
+		fields["sparse"] = sparse // [] for the top's files alone
 	}
 	rec, _ := json.Marshal(fields)
 	sum := sha256.Sum256(rec)

@@ -313,3 +313,41 @@ func TestAttackAPromisorRemoteTheAgentConfiguredIsNeverUsed(t *testing.T) {
 	assert.Len(t, d.Files, 43)
 	assert.NoFileExists(t, pwned) // and the empty server the agent named had nothing to give
 }
+
+// Scalar's own shape: a blob-less clone whose main checkout holds the
+// top's files alone (git clone --sparse, no set yet). A head inheriting it
+// holds them alone too — a set of no directory, kept on reopen and fork —
+// and fetches nothing; widening it fetches what it adds.
+func TestATopOnlyCloneMakesTopOnlyHeads(t *testing.T) {
+	t.Parallel()
+	p := partialFixture(t, "blob:none", true, trusted)
+	before := p.fetches()
+	h, err := p.ws.NewHead("agent").From("origin/wide").SparseFromMain().Create(p.ctx)
+	require.NoError(t, err)
+	set := h.Info().Sparse
+	assert.NotNil(t, set)
+	assert.Empty(t, set)
+	assert.ElementsMatch(t, []string{".gitignore", "README.md"}, onDisk(t, h.Info().Root))
+	assert.Equal(t, before, p.fetches())
+	assert.Empty(t, p.git(h.Info().Root, "status", "--porcelain"))
+	cp, err := h.Checkpoint(p.ctx, nil)
+	require.NoError(t, err)
+	fork, err := p.ws.NewHead("fork").From(grove.Rev(cp.ID)).Sparse().Create(p.ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{}, fork.Info().Sparse)
+	require.NoError(t, fork.Close())
+	require.NoError(t, h.Close())
+
+	ws, err := workspace.Open(p.ctx, p.b, p.repo, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	h, err = ws.OpenHead(p.ctx, "agent", nil)
+	require.NoError(t, err)
+	defer h.Close()
+	assert.Equal(t, []string{}, h.Info().Sparse, "the manifest keeps a set of no directory")
+	require.NoError(t, h.SetSparse(p.ctx, "lib"))
+	assert.Equal(t, before+1, p.fetches())
+	assert.FileExists(t, filepath.Join(h.Info().Root, "lib", "a.go"))
+	assert.NoDirExists(t, filepath.Join(h.Info().Root, "big"))
+	p.fsck()
+}

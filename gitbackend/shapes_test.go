@@ -42,7 +42,7 @@ func TestASparseMainCheckoutOpensAndItsHeadsInheritItsSet(t *testing.T) {
 	defer whole.Close()
 	assert.Nil(t, whole.Info().Sparse, "a head took the main checkout's set unasked")
 	assert.NoFileExists(t, filepath.Join(a.Info().Root, "bin", "run.sh"))
-	b, err := ws.NewHead("b").From("main").Sparse().Create(f.ctx)
+	b, err := ws.NewHead("b").From("main").Sparse(".").Create(f.ctx)
 	require.NoError(t, err)
 	defer b.Close()
 	assert.Nil(t, b.Info().Sparse)

@@ -363,7 +363,7 @@ func TestSetSparseChangesTheSetInPlace(t *testing.T) {
 	assert.False(t, showsAt(f, cp.ID, "src/main.go"), "the agent's deletion was lost")
 	clean("narrowed")
 
-	require.NoError(t, h.SetSparse(f.ctx))
+	require.NoError(t, h.SetSparse(f.ctx, "."))
 	assert.Nil(t, h.Info().Sparse)
 	assert.ElementsMatch(t, []string{".gitignore", "README.md", "bin/run.sh", "docs/deep/guide.md"}, onDisk(t, root))
 	clean("the whole tree")
@@ -389,7 +389,7 @@ func TestSetSparseLosesNothing(t *testing.T) {
 	t.Parallel()
 	f, h := sparseFixture(t)
 	root := h.Info().Root
-	require.NoError(t, h.SetSparse(f.ctx)) // the whole tree
+	require.NoError(t, h.SetSparse(f.ctx, ".")) // the whole tree
 	require.NoError(t, os.Remove(filepath.Join(root, "bin", "run.sh")))
 	require.NoError(t, h.SetSparse(f.ctx, "src"))
 	cp, err := h.Checkpoint(f.ctx, nil)

@@ -201,7 +201,8 @@ func (h *Head) Restore(ctx context.Context, to grove.Rev, opts *RestoreOptions) 
 }
 
 // SetSparse changes the head's sparse set in place, dirs as
-// HeadBuilder.Sparse takes them (none, or ".", is the whole tree): the
+// HeadBuilder.Sparse takes them (none is the top's files alone, "." the
+// whole tree): the
 // files the new set adds are checked out, and those it leaves out are
 // removed from disk where unchanged; a changed file stays, and is captured
 // like any file outside the set; a file deleted stays deleted. Nothing is
@@ -212,7 +213,7 @@ func (h *Head) Restore(ctx context.Context, to grove.Rev, opts *RestoreOptions) 
 // read-only view is PermissionDenied.
 func (h *Head) SetSparse(ctx context.Context, dirs ...string) error {
 	const op = "set sparse"
-	set, err := sparse.New(dirs)
+	set, err := sparse.New(append([]string{}, dirs...)) // none: the top alone
 	if err != nil {
 		return fail(grove.InvalidArgument, op, h.name, "%v", err)
 	}

@@ -372,7 +372,8 @@ func (b *HeadBuilder) Attach(dir string) *HeadBuilder { b.spec.Attach = dir; ret
 // materialised, with every file at the top and directly in a directory on
 // the way to one of them, as git's cone mode does; checkpoints keep the
 // rest of the tree as the head's base had it, and a file written outside
-// the set is captured like any other. No dirs, or ".", is the whole tree.
+// the set is captured like any other. No dirs is the top's files alone (as
+// git sparse-checkout set with none); "." among them, the whole tree.
 // A dir that is not a clean relative path inside the tree (a ".." or
 // ".git" element, a leading "/", a glob character) is InvalidArgument at
 // Create, and so is a sparse attached head; a backend without

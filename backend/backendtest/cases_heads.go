@@ -580,6 +580,14 @@ func optionCases() []testCase {
 						e.fail("a widened sparse head is dirty: %+v", st.Changes)
 					}
 				})
+				e.as("a set of no directory is the top's files alone", func() {
+					top, err := e.ws.NewHead(e.name("sparse-top")).From(e.fx.Base).Sparse().Create(e.ctx)
+					e.must(err, "Create with Sparse()")
+					defer top.Close()
+					if got := top.Info().Sparse; got == nil || len(got) != 0 || !e.exists(top, "README.md") || e.exists(top, "src/main.go") {
+						e.fail("a head sparse on no directory: set %#v, src/main.go there %v", got, e.exists(top, "src/main.go"))
+					}
+				})
 			},
 		},
 		{

@@ -33,12 +33,34 @@ type headJSON struct {
 	Error          *errorObject       `json:"error,omitempty"` // ls: why the head could not be read
 	Base           grove.CheckpointID `json:"base"`
 	Dir            string             `json:"dir"`
-	Sparse         []string           `json:"sparse,omitempty"` // the directories of a sparse head
+	Sparse         *[]string          `json:"sparse,omitempty"` // the directories of a sparse head ([] for the top's files alone)
 }
 
 func headOut(hi grove.HeadInfo) headJSON {
-	return headJSON{Name: hi.Name, ID: hi.ID, Access: hi.Access, Attached: hi.Attached, Branch: hi.Branch,
-		State: hi.State, Base: hi.Base, Dir: hi.Root, Sparse: hi.Sparse}
+	out := headJSON{Name: hi.Name, ID: hi.ID, Access: hi.Access, Attached: hi.Attached, Branch: hi.Branch,
+		State: hi.State, Base: hi.Base, Dir: hi.Root}
+	if hi.Sparse != nil {
+		out.Sparse = &hi.Sparse
+	}
+	return out
+}
+
+// sparseDirs are the directories a --sparse flag or grove sparse names,
+// as HeadBuilder.Sparse takes them: "/" alone is the top's files alone.
+func sparseDirs(dirs []string) []string {
+	if len(dirs) == 1 && dirs[0] == "/" {
+		return []string{}
+	}
+	return dirs
+}
+
+// sparseText is a head's set as grove ls and grove sparse print it: "/"
+// for the top's files alone.
+func sparseText(set []string) []string {
+	if len(set) == 0 {
+		return []string{"/"}
+	}
+	return set
 }
 
 // checkpointJSON is a checkpoint as --json prints it.
@@ -204,7 +226,7 @@ its output is shown.`,
 			case len(sparse) == 0 || len(sparse) == 1 && sparse[0] == "inherit":
 				b.SparseFromMain() // the user's own checkout says, if it is sparse
 			default:
-				b.Sparse(sparse...)
+				b.Sparse(sparseDirs(sparse)...)
 			}
 			d, err := headDir(dir, name)
 			if err != nil {
@@ -226,7 +248,7 @@ its output is shown.`,
 	cmd.Flags().StringVar(&from, "from", "", "the revision to start from (default: HEAD)")
 	cmd.Flags().BoolVar(&shared, "shared", false, "make a shared head (many holders, compare-and-set writes)")
 	cmd.Flags().StringVar(&dir, "dir", "", "the head's directory (DIR/NAME when DIR is an existing directory)")
-	cmd.Flags().StringSliceVar(&sparse, "sparse", nil, "check out only these directories (comma-separated, or the flag repeated); inherit: the main checkout's set")
+	cmd.Flags().StringSliceVar(&sparse, "sparse", nil, "check out only these directories (comma-separated, or the flag repeated); /: the top's files alone; inherit: the main checkout's set")
 	cmd.Flags().BoolVar(&noSparse, "no-sparse", false, "check out the whole tree, also when the main checkout is sparse")
 	cmd.MarkFlagsMutuallyExclusive("sparse", "no-sparse")
 	return cmd
@@ -281,7 +303,8 @@ directory is gone, for example: the reason is printed on stderr, or given as
 "error" with --json). CHECKPOINT is the head's newest checkpoint (after a
 restore, the safety checkpoint it took); --json also gives "commit", the
 commit the head is at. SPARSE is a sparse head's set of directories ("-" for
-a head with the whole tree; "sparse" with --json). Listing takes no lock: a head a session holds is
+a head with the whole tree, "/" for the top's files alone; "sparse" with
+--json). Listing takes no lock: a head a session holds is
 listed while it works.`,
 		Example: `  grove ls
   grove ls --json | jq -r '.[] | select(.dirty) | .name'`,
@@ -336,7 +359,7 @@ listed while it works.`,
 					}
 					set := "-"
 					if h.Sparse != nil {
-						set = quote(strings.Join(h.Sparse, ","))
+						set = quote(strings.Join(sparseText(*h.Sparse), ","))
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", quote(h.Name), h.Access, quote(h.Branch), h.State, dirty, short(h.LastCheckpoint), set, quote(h.Dir))
 				}

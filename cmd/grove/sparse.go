@@ -16,8 +16,9 @@ func (a *app) sparseCmd() *cobra.Command {
 		Use:   "sparse NAME [set|add DIR...]",
 		Short: "Show or change the directories a sparse head checks out",
 		Long: `With NAME alone, print the head's sparse set, one directory a line (nothing
-for a head with the whole tree). "set DIR..." makes DIR... the set ("set ."
-the whole tree); "add DIR..." adds DIR... to it. The files the new set adds
+for a head with the whole tree, "/" for one with the top's files alone).
+"set DIR..." makes DIR... the set ("set ." the whole tree, "set /" the
+top's files alone); "add DIR..." adds DIR... to it. The files the new set adds
 are checked out; those it leaves out are removed from the head where
 unchanged. A changed file stays, and is captured like any file outside the
 set; a deleted file stays deleted; nothing is checkpointed. A change that
@@ -39,12 +40,12 @@ directories leaving the set is refused: move them first.`,
 			write := len(args) > 1
 			return a.withHead(cmd, args[0], write, func(h *workspace.Head) error {
 				if write {
-					dirs := args[2:]
+					dirs := sparseDirs(args[2:])
 					if args[1] == "add" {
 						if cur := h.Info().Sparse; cur != nil {
 							dirs = append(slices.Clone(cur), dirs...)
 						} else {
-							dirs = nil // the whole tree holds them already
+							dirs = []string{"."} // the whole tree holds them already
 						}
 					}
 					if err := h.SetSparse(a.ctx, dirs...); err != nil {
@@ -53,6 +54,9 @@ directories leaving the set is refused: move them first.`,
 				}
 				set := h.Info().Sparse
 				return a.print(headOut(h.Info()), func(w io.Writer) {
+					if set != nil {
+						set = sparseText(set)
+					}
 					for _, d := range set {
 						fmt.Fprintln(w, quote(d))
 					}

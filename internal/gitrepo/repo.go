@@ -226,7 +226,7 @@ func (rp *Repo) MainSparse(ctx context.Context) ([]string, error) {
 			return nil, nil // not cone form
 		}
 	}
-	var set []string
+	set := []string{} // no directory: the top's files alone
 	for _, d := range dirs {
 		if !parents[d] {
 			set = append(set, d)

@@ -76,7 +76,7 @@ type Manifest struct {
 	// Sparse is the set of directories a sparse head materialises (see
 	// package sparse), nil for the whole tree: grove's record, never read
 	// back from the head or its git dir.
-	Sparse []string `json:"sparse,omitempty"`
+	Sparse []string `json:"sparse"` // null for the whole tree, [] for the top's files alone
 	// SparseBase is, for a sparse head, the commit its files outside the
 	// set stand for: its base at create, the target of its last restore,
 	// its branch's commit when it was rebuilt. A file outside the set that

@@ -18,17 +18,23 @@ import (
 )
 
 // Set is a normalised cone: clean slash paths of directories, sorted, none
-// inside another. The zero Set (nil) is no sparse set: the whole tree.
+// inside another. The zero Set (nil) is no sparse set: the whole tree; an
+// empty one is the top's files alone (git sparse-checkout set with no
+// directory, as git clone --sparse and scalar clone leave a checkout).
 type Set []string
 
 // New validates and normalises dirs: each a relative slash path of a
 // directory (a trailing slash is dropped), valid UTF-8, with no empty,
 // "." or ".." element, no .git element, and none of the characters git's
 // cone patterns would read as a glob (* ? [ ] and the backslash);
-// duplicates and directories inside another are dropped. No dirs, or "."
-// among them, is the whole tree (nil).
+// duplicates and directories inside another are dropped. Nil dirs, or "."
+// among them, is the whole tree (nil); none (an empty list) the top's
+// files alone (an empty Set).
 func New(dirs []string) (Set, error) {
-	var s Set
+	if dirs == nil {
+		return nil, nil
+	}
+	s := Set{}
 	for _, d := range dirs {
 		if d == "." || d == "./" || d == "" && len(dirs) == 1 {
 			return nil, nil

@@ -14,10 +14,13 @@ func TestNewNormalisesAndRefuses(t *testing.T) {
 	if err != nil || !slices.Equal(s, Set{"a", "a-b", "b"}) {
 		t.Fatalf("New = %v, %v; want [a a-b b]", s, err)
 	}
-	for _, whole := range [][]string{nil, {}, {"."}, {"a", "./"}} {
+	for _, whole := range [][]string{nil, {"."}, {"a", "./"}} {
 		if s, err := New(whole); err != nil || s != nil {
 			t.Errorf("New(%q) = %v, %v; want the whole tree", whole, s, err)
 		}
+	}
+	if s, err := New([]string{}); err != nil || s == nil || len(s) != 0 {
+		t.Errorf("New([]) = %#v, %v; want the top's files alone (an empty Set)", s, err)
 	}
 	for _, bad := range []string{"/abs", "/", "a/../b", "a//b", ".git", "a/.GIT/b", "a\\b", "./a", "a*", "c[x]", "q?", "a\xff"} {
 		if _, err := New([]string{bad}); err == nil {
@@ -54,7 +57,7 @@ func TestContainsIsWhatGitMaterialises(t *testing.T) {
 	}
 	git("add", ".")
 	git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
-	for _, dirs := range [][]string{{"a"}, {"b/c"}, {"b/c", "a/q"}, {"c/d/e"}, {"b"}} {
+	for _, dirs := range [][]string{{"a"}, {"b/c"}, {"b/c", "a/q"}, {"c/d/e"}, {"b"}, {}} {
 		s, err := New(dirs)
 		if err != nil {
 			t.Fatal(err)
