@@ -218,10 +218,8 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		"-c", "diff.external=",
 		"-c", "core.alternateRefsCommand=",
 		"-c", "core.splitIndex=false",
-		// No transport, so no lazy fetch of a missing object from a
-		// promisor remote an agent configured (whose uploadpack is a
-		// command), and no sparse checkout an agent turned on after open.
-		"-c", "protocol.allow=never",
+		// No sparse checkout an agent turned on after open (and no
+		// transport: see GIT_ALLOW_PROTOCOL in env).
 		"-c", "core.sparseCheckout=false", "-c", "core.sparseCheckoutCone=false", "-c", "index.sparse=false",
 		// Output grove parses stays what it parses: UTF-8, uncoloured;
 		// and an index's entries are never trusted without a look.
@@ -528,7 +526,14 @@ func (r *Runner) env(c Cmd) []string {
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false",
 		"GIT_EDITOR=false", "GIT_SEQUENCE_EDITOR=false", "GIT_PAGER=cat", "PAGER=cat",
-		"GIT_NO_LAZY_FETCH=1", // git 2.44 and later; older git has protocol.allow=never above
+		// No transport at all, whatever the repository's configuration
+		// allows (a protocol.<name>.allow it holds outranks a
+		// protocol.allow=never on the command line): no lazy fetch of an
+		// object a partial clone lacks from a remote an agent configured
+		// (whose uploadpack, or an ext:: URL, is a command). A transfer
+		// names its one protocol in Cmd.Env. And no lazy fetch (git
+		// 2.39.4, 2.40.2… and 2.44 on).
+		"GIT_ALLOW_PROTOCOL=", "GIT_NO_LAZY_FETCH=1",
 		// Replacement objects (refs/replace/*, which an agent can write)
 		// would make git read another commit or tree than the one named.
 		"GIT_NO_REPLACE_OBJECTS=1",

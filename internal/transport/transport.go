@@ -153,13 +153,16 @@ func ParseRemote(op string, r *grove.Remote) (*Remote, error) {
 	return rm, nil
 }
 
-// args are a transfer's configuration: only the remote's transport is
-// allowed, objects fetched are checked, nothing is collected in the
-// transfer directory; then the caller's entries, which come last and so
-// take effect over grove's (core.sshCommand, credential.helper).
+// env is a transfer's environment: only the remote's transport is
+// allowed (grove's git allows none).
+func (rm *Remote) env() []string { return []string{"GIT_ALLOW_PROTOCOL=" + rm.Scheme} }
+
+// args are a transfer's configuration: objects fetched are checked,
+// nothing is collected in the transfer directory; then the caller's
+// entries, which come last and so take effect over grove's
+// (core.sshCommand, credential.helper).
 func (rm *Remote) args() []string {
 	a := []string{
-		"-c", "protocol." + rm.Scheme + ".allow=always",
 		"-c", "fetch.fsckObjects=true", "-c", "gc.auto=0",
 		"-c", "fetch.unpackLimit=1", "-c", "transfer.unpackLimit=1",
 		"-c", "fetch.writeCommitGraph=false", "-c", "fetch.recurseSubmodules=false",
@@ -237,10 +240,11 @@ func (t *Transfer) Close() { _ = os.RemoveAll(t.dir) }
 // Git runs Git in the transfer directory; transport is set for a command
 // that reaches the remote.
 func (t *Transfer) Git(ctx context.Context, transport bool, args ...string) (string, error) {
+	c := gitcmd.Cmd{GitDir: t.dir, Dir: t.dir, Args: args}
 	if transport {
-		args = append(t.c.Remote.args(), args...)
+		c.Args, c.Env = append(t.c.Remote.args(), args...), t.c.Remote.env()
 	}
-	return t.c.Runner.Output(ctx, gitcmd.Cmd{GitDir: t.dir, Dir: t.dir, Args: args})
+	return t.c.Runner.Output(ctx, c)
 }
 
 // Unreachable is the error of a transfer that failed for want of the
@@ -272,7 +276,8 @@ func (t *Transfer) Fetch(ctx context.Context, refspecs ...string) (missing bool,
 func (t *Transfer) FetchObjects(ctx context.Context, ids []string) error {
 	args := append(t.c.Remote.args(), "-c", "fetch.negotiationAlgorithm=noop",
 		"fetch", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "--stdin", "--", t.c.Remote.URL)
-	_, err := t.c.Runner.Output(ctx, gitcmd.Cmd{GitDir: t.dir, Dir: t.dir, Args: args, Stdin: strings.NewReader(strings.Join(ids, "\n") + "\n")})
+	_, err := t.c.Runner.Output(ctx, gitcmd.Cmd{GitDir: t.dir, Dir: t.dir, Args: args, Env: t.c.Remote.env(),
+		Stdin: strings.NewReader(strings.Join(ids, "\n") + "\n")})
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func TestParseRemoteAllowsOnlyItsTransports(t *testing.T) {
 	rm, err := ParseRemote("test", &grove.Remote{URL: "ssh://example.com/r.git"})
 	require.NoError(t, err)
 	assert.Contains(t, rm.args(), "core.sshCommand=ssh", "an ssh remote runs the system's ssh")
-	assert.Contains(t, rm.args(), "protocol.ssh.allow=always")
+	assert.Equal(t, []string{"GIT_ALLOW_PROTOCOL=ssh"}, rm.env(), "its transport alone")
 
 	rm, err = ParseRemote("test", &grove.Remote{URL: "https://me:s3cret@example.com/r.git"})
 	require.NoError(t, err)
