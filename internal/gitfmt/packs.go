@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -20,9 +22,11 @@ import (
 // clone, git asked about an object it lacks tries to fetch it from the
 // repository's promisor remote, which its configuration names. Pack
 // indexes (version 2, the only one git has written since 1.5.2) are read
-// in-process, go-git's reader being built for one hash length only; an
-// index that does not read as one is an error, never an answer.
-// Objects an alternates file lends are not looked for.
+// in-process — their fan-out table, then a binary search of their names
+// on disk, so that an index of any size (one an agent planted, too) costs
+// a few reads, never its size in memory; go-git's reader is built for one
+// hash length only. An index that does not read as one is an error, never
+// an answer. Objects an alternates file lends are not looked for.
 func (s *Store) Has(id string) (bool, error) {
 	raw, err := hex.DecodeString(id)
 	if err != nil || len(raw) < 20 {
@@ -31,59 +35,65 @@ func (s *Store) Has(id string) (bool, error) {
 	if fi, err := os.Lstat(filepath.Join(s.dir, "objects", id[:2], id[2:])); err == nil && fi.Mode().IsRegular() {
 		return true, nil
 	}
-	idxs, err := s.packIndexes()
-	if err != nil {
+	s.packs.mu.Lock()
+	defer s.packs.mu.Unlock()
+	if err := s.scanPacks(true); err != nil {
 		return false, err
 	}
-	for _, ix := range idxs {
-		if ix.has(raw) {
-			return true, nil
+	for _, ix := range s.packs.idxs {
+		found, err := ix.has(raw)
+		if found || err != nil {
+			return found, err
 		}
 	}
 	return false, nil
 }
 
-// packIndex is the part of a pack's index Has reads: the fan-out table
-// and the sorted object names.
+// packIndex is an open pack index and what Has reads of it first: the
+// fan-out table, and where the sorted names start.
 type packIndex struct {
+	f       *os.File
 	fanout  [256]uint32
-	names   []byte
 	hashLen int
 }
 
-func (ix *packIndex) has(id []byte) bool {
+// packIndexHeader is the length of a version-2 index's header and fan-out
+// table, after which its names start.
+const packIndexHeader = 8 + 256*4
+
+func (ix *packIndex) has(id []byte) (bool, error) {
 	if len(id) != ix.hashLen {
-		return false
+		return false, nil
 	}
 	lo := uint32(0)
 	if id[0] > 0 {
 		lo = ix.fanout[id[0]-1]
 	}
-	hi := ix.fanout[id[0]]
-	n := int(hi - lo)
-	i := sort.Search(n, func(i int) bool {
-		at := (int(lo) + i) * ix.hashLen
-		return bytes.Compare(ix.names[at:at+ix.hashLen], id) >= 0
-	})
-	at := (int(lo) + i) * ix.hashLen
-	return i < n && bytes.Equal(ix.names[at:at+ix.hashLen], id)
+	n := int(ix.fanout[id[0]] - lo)
+	name := make([]byte, ix.hashLen)
+	var rerr error
+	read := func(i int) []byte {
+		if _, err := ix.f.ReadAt(name, packIndexHeader+int64(int(lo)+i)*int64(ix.hashLen)); err != nil && rerr == nil {
+			rerr = fmt.Errorf("gitfmt: pack index %s: %w", ix.f.Name(), err)
+		}
+		return name
+	}
+	i := sort.Search(n, func(i int) bool { return bytes.Compare(read(i), id) >= 0 })
+	return i < n && bytes.Equal(read(i), id) && rerr == nil, rerr
 }
 
 // packsCache is the pack directory as last read, with its modification
 // time (a pack added or removed changes it): whether a promisor pack is
-// among its packs, their indexes' names, and the indexes once Has needed
-// them.
+// among its packs, their indexes' names, and the indexes, open, once Has
+// needed them.
 type packsCache struct {
 	mu       sync.Mutex
 	read     bool
 	mtime    time.Time
 	promised bool
 	names    []string     // of the indexes whose pack is there
-	idxs     []*packIndex // nil until read
+	idxs     []*packIndex // nil until opened
 }
-
-// maxPackIndex bounds an index read in-process (about 70 million objects).
-const maxPackIndex = 2 << 30
 
 // Promised reports whether the repository is a partial clone: its pack
 // directory holds a promisor pack (one with a .promisor file), as git's
@@ -95,21 +105,25 @@ func (s *Store) Promised() bool {
 	return s.packs.promised
 }
 
-func (s *Store) packIndexes() ([]*packIndex, error) {
-	s.packs.mu.Lock()
-	defer s.packs.mu.Unlock()
-	if err := s.scanPacks(true); err != nil {
-		return nil, err
+// scanPacks brings s.packs up to date, with the indexes opened if
+// indexes is set; callers hold s.packs.mu. An index that went away
+// between the listing and its opening (a repack removed it) makes the
+// directory be listed again.
+func (s *Store) scanPacks(indexes bool) error {
+	for attempt := 0; ; attempt++ {
+		err := s.scanPacksOnce(indexes)
+		if !errors.Is(err, fs.ErrNotExist) || attempt == 3 {
+			return err
+		}
+		s.packs.read = false
 	}
-	return s.packs.idxs, nil
 }
 
-// scanPacks brings s.packs up to date, with the indexes read if
-// indexes is set; callers hold s.packs.mu.
-func (s *Store) scanPacks(indexes bool) error {
+func (s *Store) scanPacksOnce(indexes bool) error {
 	dir := filepath.Join(s.dir, "objects", "pack")
 	fi, err := os.Stat(dir)
 	if err != nil {
+		s.closeIndexes()
 		s.packs.read, s.packs.promised, s.packs.names, s.packs.idxs = false, false, nil, []*packIndex{}
 		return nil // no packs
 	}
@@ -118,6 +132,7 @@ func (s *Store) scanPacks(indexes bool) error {
 		if err != nil {
 			return err
 		}
+		s.closeIndexes()
 		s.packs.read, s.packs.mtime, s.packs.promised, s.packs.names, s.packs.idxs = true, fi.ModTime(), false, nil, nil
 		have := map[string]bool{}
 		for _, e := range ents {
@@ -142,49 +157,56 @@ func (s *Store) scanPacks(indexes bool) error {
 	}
 	idxs := []*packIndex{}
 	for _, name := range s.packs.names {
-		data, err := regfile.Read(filepath.Join(dir, name), maxPackIndex)
-		if err == nil {
-			var ix *packIndex
-			if ix, err = parsePackIndex(data); err == nil {
-				idxs = append(idxs, ix)
-				continue
+		ix, err := openPackIndex(filepath.Join(dir, name))
+		if err != nil {
+			for _, ix := range idxs {
+				_ = ix.f.Close()
 			}
+			return err
 		}
-		return fmt.Errorf("gitfmt: pack index %s: %w", filepath.Join(dir, name), err)
+		idxs = append(idxs, ix)
 	}
 	s.packs.idxs = idxs
 	return nil
 }
 
-// parsePackIndex reads a version-2 pack index: a header, the fan-out
-// table, the names; then CRCs, offsets and two trailing hashes, by whose
-// length the hash length is told.
-func parsePackIndex(data []byte) (*packIndex, error) {
-	const header = 8 + 256*4
-	if len(data) < header || !bytes.Equal(data[:8], []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
-		return nil, fmt.Errorf("not a version-2 pack index")
+func (s *Store) closeIndexes() {
+	for _, ix := range s.packs.idxs {
+		_ = ix.f.Close()
 	}
-	ix := &packIndex{}
+}
+
+// openPackIndex opens a version-2 pack index and reads its header: the
+// fan-out table, and from the file's length the hash length — names,
+// CRCs and 4-byte offsets, then at most one 8-byte offset per object (for
+// packs over 2 GiB), then two hashes; only one hash length fits.
+func openPackIndex(path string) (*packIndex, error) {
+	f, fi, err := regfile.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(format string, args ...any) (*packIndex, error) {
+		_ = f.Close()
+		return nil, fmt.Errorf("gitfmt: pack index %s: "+format, append([]any{path}, args...)...)
+	}
+	head := make([]byte, packIndexHeader)
+	if _, err := f.ReadAt(head, 0); err != nil || !bytes.Equal(head[:8], []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
+		return fail("not a version-2 pack index")
+	}
+	ix := &packIndex{f: f}
 	for i := range ix.fanout {
-		ix.fanout[i] = binary.BigEndian.Uint32(data[8+4*i:])
+		ix.fanout[i] = binary.BigEndian.Uint32(head[8+4*i:])
 		if i > 0 && ix.fanout[i] < ix.fanout[i-1] {
-			return nil, fmt.Errorf("fan-out table not in order")
+			return fail("fan-out table not in order")
 		}
 	}
-	n := int(ix.fanout[255])
-	for _, hashLen := range []int{20, 32} {
-		// names, CRCs and 4-byte offsets; then at most one 8-byte offset
-		// per object, for packs over 2 GiB, which this skips. Only one
-		// hash length fits.
-		min := header + n*(hashLen+8) + 2*hashLen
-		if len(data) >= min && (len(data)-min)%8 == 0 && (len(data)-min)/8 <= n {
-			ix.hashLen = hashLen
-			ix.names = data[header : header+n*hashLen]
-			break
+	n, size := int64(ix.fanout[255]), fi.Size()
+	for _, hashLen := range []int64{20, 32} {
+		min := packIndexHeader + n*(hashLen+8) + 2*hashLen
+		if size >= min && (size-min)%8 == 0 && (size-min)/8 <= n {
+			ix.hashLen = int(hashLen)
+			return ix, nil
 		}
 	}
-	if ix.hashLen == 0 {
-		return nil, fmt.Errorf("its length fits no hash")
-	}
-	return ix, nil
+	return fail("its length fits no hash")
 }

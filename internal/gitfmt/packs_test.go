@@ -1,13 +1,16 @@
 package gitfmt
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -66,4 +69,51 @@ func TestHasIsWhatGitHolds(t *testing.T) {
 			require.ErrorContains(t, err, "version-2")
 		})
 	}
+}
+
+// A pack a repack removed between the listing of the pack directory and
+// the opening of its index makes Has list the directory again, never fail.
+func TestHasLooksAgainWhenARepackRemovedAPack(t *testing.T) {
+	s, dir := testRepo(t)
+	plainGit(t, dir, nil, "", "repack", "-q", "-a", "-d")
+	id := plainGit(t, dir, nil, "", "rev-parse", "HEAD:a.txt")
+	require.False(t, s.Promised()) // lists the pack directory
+	packDir := filepath.Join(dir, ".git", "objects", "pack")
+	fi, err := os.Stat(packDir)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.txt"), []byte("b\n"), 0o644))
+	plainGit(t, dir, nil, "", "add", "b.txt")
+	plainGit(t, dir, []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}, "", "commit", "-qm", "two")
+	plainGit(t, dir, nil, "", "repack", "-q", "-a", "-d") // a new pack; the listed one is gone
+	require.NoError(t, os.Chtimes(packDir, fi.ModTime(), fi.ModTime()))
+	ok, err := s.Has(id)
+	require.NoError(t, err)
+	assert.True(t, ok)
+}
+
+// An index an agent planted, as large as it likes (a sparse file claiming
+// 76 million objects), costs Has a few reads: not its size in memory.
+func TestAPlantedHugeIndexCostsAFewReads(t *testing.T) {
+	s, dir := testRepo(t)
+	packDir := filepath.Join(dir, ".git", "objects", "pack")
+	require.NoError(t, os.WriteFile(filepath.Join(packDir, "pack-evil.pack"), nil, 0o644))
+	const n = 76_000_000
+	head := []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}
+	for i := 0; i < 256; i++ {
+		head = binary.BigEndian.AppendUint32(head, n)
+	}
+	f, err := os.Create(filepath.Join(packDir, "pack-evil.idx"))
+	require.NoError(t, err)
+	_, err = f.Write(head)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(int64(len(head))+n*28+40)) // a hole: no disk
+	require.NoError(t, f.Close())
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	ok, err := s.Has(strings.Repeat("ab", 20))
+	require.NoError(t, err)
+	assert.False(t, ok)
+	runtime.ReadMemStats(&after)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated by one lookup")
 }
