@@ -89,11 +89,11 @@ func (w *workspace) treeOf(ctx context.Context, op, commit string, want wanted) 
 		}
 		return raw, nil
 	}
-	if has, err := w.repo.Has(tree); err != nil || !has {
-		if err == nil {
-			want[tree] = "/"
-		}
-		return nil, err
+	if has, err := w.repo.Has(tree); err != nil {
+		return nil, grove.Errorf(grove.Internal, "gitbackend: "+op, "%w", err)
+	} else if !has {
+		want[tree] = "/"
+		return nil, nil
 	}
 	return hex.DecodeString(tree)
 }
