@@ -1,0 +1,7 @@
+//go:build unix
+
+package lfs
+
+import "golang.org/x/sys/unix"
+
+func mkfifo(path string) error { return unix.Mkfifo(path, 0o644) }
