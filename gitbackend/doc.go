@@ -89,9 +89,11 @@
 //     worktree is InvalidArgument. A workspace returned by Reopen creates new
 //     heads (forks) beside the reopened head.
 //   - Filter drivers are refused at open while grove has
-//     no head in the repository, and a commit with
-//     submodules or Git LFS attributes is refused at create, each with
-//     Unimplemented naming the feature.
+//     no head in the repository, and a commit with Git LFS attributes is
+//     refused at create, each with Unimplemented naming the feature.
+//   - A head's submodules are empty directories, as git worktree add
+//     leaves them; checkpoints keep their gitlinks while they stay empty,
+//     and capture what an agent puts there as files (see GITBACKEND.md).
 //   - Irregular files (FIFOs, sockets, devices) are listed as skipped only
 //     inside directories git reports as wholly untracked: git itself skips
 //     them silently elsewhere. They never make a checkpoint fail or hang.

@@ -471,6 +471,7 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 	if st.Commit == "(initial)" {
 		st.Commit = ""
 	}
+	h.submoduleChanges(mf, &st)
 	slices.SortFunc(st.Changes, func(a, b grove.Change) int { return strings.Compare(a.Path, b.Path) })
 	slices.Sort(st.Conflicts)
 	last, err := h.w.repo.Checkpoints(ctx, mf.ID, 1)
@@ -481,6 +482,29 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 		st.LastCheckpoint = last[0].ID
 	}
 	return st, nil
+}
+
+// submoduleChanges adds to st what became of the head's submodule
+// directories, which git status does not look into (grove's git never
+// runs inside one): one that holds anything is modified (a checkpoint
+// captures its files), one that is gone deleted. Only a head with a
+// .gitmodules has its index read for them.
+func (h *head) submoduleChanges(mf registry.Manifest, st *grove.Status) {
+	if _, err := os.Lstat(filepath.Join(mf.Dir, ".gitmodules")); err != nil {
+		return
+	}
+	marks, err := h.w.repo.Index.ReadMarks(filepath.Join(mf.Admin, "index"))
+	if err != nil {
+		return
+	}
+	for _, p := range marks.Gitlinks {
+		kind := gitlinkState(mf.Dir, p)
+		if kind == "" || slices.Contains(marks.Skipped, p) || slices.ContainsFunc(st.Changes, func(c grove.Change) bool { return c.Path == p }) {
+			continue
+		}
+		st.Changes = append(st.Changes, grove.Change{Path: p, Kind: kind})
+		st.Dirty = true
+	}
 }
 
 // holdsFiles reports whether dir holds a file or symlink outside any

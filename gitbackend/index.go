@@ -108,11 +108,14 @@ func copyIndex(buf *gitfmt.Buffer, src, dst string) ([]byte, error) {
 }
 
 // unmark makes git add see every entry of the index at priv as it is in
-// the working tree. It removes gitlink entries (a nested repository an
-// agent staged with git add): git add would run git status inside each,
-// with the nested repository's own configuration, and keep its files out
-// of the checkpoint; without the entry, the nested repository is an
-// untracked directory, whose files capture adds. It clears the
+// the working tree. It removes the gitlink entries whose directory holds
+// anything (a nested repository an agent staged with git add, a
+// submodule it checked out, files it wrote into an empty submodule's
+// directory): git add would run git status inside each, with the nested
+// repository's own configuration, and keep its files out of the
+// checkpoint; without the entry, the directory is untracked, and capture
+// adds its files. A submodule left as its commit's checkout leaves it
+// (an empty directory), and keeps its gitlink. It clears the
 // assume-unchanged and skip-worktree marks, behind which git add would
 // not see an edit, and a checkpoint would silently miss it; in a sparse
 // head, see markSparse: it returns the blockers that checkpoint skips.
@@ -142,7 +145,44 @@ func (h *head) unmark(ctx context.Context, priv string, seeded []byte) (blockers
 		}
 		blockers = m.blockers
 	}
-	return blockers, updateIndex(ctx, h.git, priv, []indexStep{{marks.Gitlinks, "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {skipped, "--no-skip-worktree"}})
+	return blockers, updateIndex(ctx, h.git, priv, []indexStep{{populated(h.manifest().Dir, marks.Gitlinks), "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {skipped, "--no-skip-worktree"}})
+}
+
+// populated returns the gitlinks of the head at dir whose path holds
+// something other than the empty directory a checkout leaves for a
+// submodule (a missing one is git add's deletion; one outside a sparse
+// set is kept by its mark).
+func populated(dir string, gitlinks []string) []string {
+	var out []string
+	for _, p := range gitlinks {
+		if gitlinkState(dir, p) == grove.ChangeModified {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// gitlinkState is what became of the submodule directory p of the head
+// at dir: "" for the empty directory a checkout leaves, ChangeDeleted
+// when gone, ChangeModified when it holds anything or is not a directory.
+func gitlinkState(dir, p string) grove.ChangeKind {
+	full := filepath.Join(dir, filepath.FromSlash(p))
+	fi, err := os.Lstat(full)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return grove.ChangeDeleted
+	case err != nil || !fi.IsDir():
+		return grove.ChangeModified
+	}
+	f, err := os.Open(full)
+	if err != nil {
+		return grove.ChangeModified
+	}
+	defer f.Close()
+	if names, _ := f.Readdirnames(1); len(names) > 0 {
+		return grove.ChangeModified
+	}
+	return ""
 }
 
 // indexStep is one git update-index over paths, with flag.

@@ -66,6 +66,37 @@ func (h *head) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult
 	return backend.RestoreResult{Commit: grove.CheckpointID(target)}, nil
 }
 
+// emptySubmodules gives each submodule directory of the head at dir that
+// holds anything (files the agent wrote there, a submodule it checked out
+// itself) back as the empty directory a checkout leaves: the restore's
+// target records the submodule's commit, not those files, which the
+// workspace's safety checkpoint took, as files, unless the caller
+// discarded them. The removal is confined to the head (os.Root): a link
+// an agent planted on the way leads nowhere else.
+func emptySubmodules(dir string, gitlinks []string) error {
+	var root *os.Root
+	for _, p := range gitlinks {
+		if gitlinkState(dir, p) != grove.ChangeModified {
+			continue
+		}
+		if root == nil {
+			var err error
+			if root, err = os.OpenRoot(dir); err != nil {
+				return err
+			}
+			defer root.Close()
+		}
+		name := filepath.FromSlash(p)
+		if err := root.RemoveAll(name); err != nil {
+			return err
+		}
+		if err := root.Mkdir(name, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // setSparseBase records base as the head's SparseBase, in its manifest
 // and in h; callers hold the head lock.
 func (h *head) setSparseBase(base grove.CheckpointID) error {
@@ -163,12 +194,22 @@ func (h *head) restore(ctx context.Context, mf registry.Manifest, target string)
 		return err
 	}
 	h.w.b.crashPoint("restore:pruned")
-	clean := func(ctx context.Context, env []string) error {
+	if mf.Attached {
+		// The user's own checkout: its submodules are its own.
 		_, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append([]string{"clean", "-f", "-d", "-q"}, keep...)})
 		return err
 	}
-	if mf.Attached {
-		return clean(ctx, env)
+	var gitlinks []string // the target's submodules, whose directories git clean does not enter
+	if marks, err := h.w.repo.Index.ReadMarks(priv); err == nil {
+		gitlinks = marks.Gitlinks
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	clean := func(ctx context.Context, env []string) error {
+		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append([]string{"clean", "-f", "-d", "-q"}, keep...)}); err != nil {
+			return err
+		}
+		return emptySubmodules(mf.Dir, gitlinks)
 	}
 	// The tracked files are the target's now: moving the branch and
 	// swapping the index in finish even if ctx ends, so that the branch

@@ -84,18 +84,6 @@ func TestLFSAttributesAreRefusedAtCreate(t *testing.T) {
 	assertNothingLeft(t, f, "agent")
 }
 
-func TestSubmodulesAreRefusedAtCreate(t *testing.T) {
-	f := newFixture(t)
-	sub := filepath.Join(t.TempDir(), "sub")
-	f.git(t.TempDir(), "init", "-q", sub)
-	f.git(sub, "commit", "-q", "--allow-empty", "-m", "sub")
-	f.git(f.repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "lib")
-	f.git(f.repo, "commit", "-qm", "submodule")
-	_, err := f.ws.NewHead("agent").From("main").Create(f.ctx)
-	wantUnimplemented(t, err, "submodules")
-	assertNothingLeft(t, f, "agent")
-}
-
 // assertNothingLeft checks that a refused create left no branch, directory
 // or registration.
 func assertNothingLeft(t *testing.T, f *fixture, name string) {

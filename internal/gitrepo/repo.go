@@ -291,7 +291,7 @@ func (rp *Repo) CheckBranchName(ctx context.Context, branch string) error {
 }
 
 // CheckTree refuses to make a head from a commit whose files need
-// something grove does not drive: submodules, or Git LFS attributes.
+// something grove does not drive: Git LFS attributes.
 // The commit's top tree and its .gitattributes are read in-process when
 // they are loose objects; otherwise git reads them.
 func (rp *Repo) CheckTree(ctx context.Context, op, commit string) error {
@@ -310,13 +310,8 @@ func (rp *Repo) CheckTree(ctx context.Context, op, commit string) error {
 	}
 	for _, name := range names {
 		feature := ""
-		switch name {
-		case ".gitmodules":
-			feature = "submodules (.gitmodules)"
-		case ".gitattributes":
-			if strings.Contains(attrs, "filter=lfs") {
-				feature = "Git LFS (filter=lfs in .gitattributes)"
-			}
+		if name == ".gitattributes" && strings.Contains(attrs, "filter=lfs") {
+			feature = "Git LFS (filter=lfs in .gitattributes)"
 		}
 		if feature != "" {
 			return &grove.Error{Code: grove.Unimplemented, Op: "gitbackend: " + op, Path: name,

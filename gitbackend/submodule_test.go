@@ -1,0 +1,180 @@
+package gitbackend_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/workspace"
+)
+
+// submoduleFixture is a repository whose main branch has a submodule at
+// lib (with a submodule of its own), checked out in the main checkout as
+// git submodule update --init --recursive leaves it.
+func submoduleFixture(t *testing.T) (f *fixture, gitlink string) {
+	t.Helper()
+	f = newFixture(t)
+	tmp := t.TempDir()
+	inner, outer := filepath.Join(tmp, "inner"), filepath.Join(tmp, "outer")
+	f.git(tmp, "init", "-q", "-b", "main", inner)
+	f.writeFile(inner, "deep.txt", "deep\n")
+	f.git(inner, "add", "deep.txt")
+	f.git(inner, "commit", "-qm", "inner")
+	f.git(tmp, "init", "-q", "-b", "main", outer)
+	f.writeFile(outer, "lib.go", "package lib\n")
+	f.git(outer, "add", "lib.go")
+	f.git(outer, "-c", "protocol.file.allow=always", "submodule", "add", "-q", inner, "inner")
+	f.git(outer, "commit", "-qm", "outer")
+	f.git(f.repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", outer, "lib")
+	f.git(f.repo, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init", "--recursive")
+	f.git(f.repo, "commit", "-qm", "submodule")
+	gitlink = strings.Fields(f.git(f.repo, "ls-tree", "HEAD", "lib"))[2]
+	return f, gitlink
+}
+
+// gitlinkAt is the commit the tree of rev records for path ("" for none).
+func gitlinkAt(f *fixture, rev, path string) string {
+	out := f.git(f.repo, "ls-tree", rev, path)
+	if fs := strings.Fields(out); len(fs) == 4 && fs[0] == "160000" {
+		return fs[2]
+	}
+	return ""
+}
+
+// A repository with submodules makes heads. Their submodules are left as
+// git worktree add leaves them (empty directories: checking them out is
+// the user's, or grove's later), and every checkpoint, restore, fork and
+// land keeps each gitlink exactly; the user's git sees the head clean.
+func TestASubmodulesGitlinkSurvivesTheLifecycle(t *testing.T) {
+	t.Parallel()
+	f, gitlink := submoduleFixture(t)
+	h, err := f.ws.NewHead("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	root := h.Info().Root
+	ents, err := os.ReadDir(filepath.Join(root, "lib"))
+	require.NoError(t, err)
+	assert.Empty(t, ents, "an empty submodule directory, as git worktree add leaves it")
+	assert.Empty(t, f.git(root, "status", "--porcelain"))
+	assert.Contains(t, f.git(root, "submodule", "status"), "-"+gitlink+" lib")
+	st, err := h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.False(t, st.Dirty, "%+v", st.Changes)
+
+	f.write(h, "README.md", "changed\n")
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.Equal(t, gitlink, gitlinkAt(f, string(cp.ID), "lib"), "the checkpoint keeps the gitlink")
+	_, err = h.Restore(f.ctx, "main", nil)
+	require.NoError(t, err)
+	_, err = h.Restore(f.ctx, grove.Rev(cp.ID), nil)
+	require.NoError(t, err)
+	assert.Empty(t, f.git(root, "status", "--porcelain"))
+	fork, err := h.Fork(f.ctx, "fork", nil)
+	require.NoError(t, err)
+	defer fork.Close()
+	assert.DirExists(t, filepath.Join(fork.Info().Root, "lib"))
+	res, err := h.Land(f.ctx, &workspace.LandOptions{Branch: "landed"})
+	require.NoError(t, err)
+	assert.Equal(t, gitlink, gitlinkAt(f, string(res.Commit), "lib"))
+	assert.Equal(t, "changed\n", f.git(f.repo, "show", "landed:README.md")+"\n")
+}
+
+// Files the agent writes into a submodule's directory (by hand, or by
+// checking the submodule out itself) are never lost: Status says so, a
+// checkpoint captures them as files (as any nested repository's), and a
+// restore gives the directory back empty.
+func TestWorkInASubmodulesDirectoryIsCaptured(t *testing.T) {
+	t.Parallel()
+	f, _ := submoduleFixture(t)
+	h, err := f.ws.NewHead("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	f.write(h, "lib/notes.txt", "the agent's\n")
+	st, err := h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.True(t, st.Dirty)
+	assert.Contains(t, st.Changes, grove.Change{Path: "lib", Kind: grove.ChangeModified})
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "the agent's", f.git(f.repo, "show", string(cp.ID)+":lib/notes.txt"))
+	_, err = h.Restore(f.ctx, "main", nil)
+	require.NoError(t, err)
+	ents, err := os.ReadDir(filepath.Join(h.Info().Root, "lib"))
+	require.NoError(t, err)
+	assert.Empty(t, ents)
+	st, err = h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.False(t, st.Dirty, "%+v", st.Changes)
+
+	// Deleting the directory is the submodule's deletion, as to git.
+	require.NoError(t, os.Remove(filepath.Join(h.Info().Root, "lib")))
+	st, err = h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.Contains(t, st.Changes, grove.Change{Path: "lib", Kind: grove.ChangeDeleted})
+	cp, err = h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, gitlinkAt(f, string(cp.ID), "lib"))
+}
+
+// An agent that points a submodule's URL at a command (.gitmodules, the
+// shared config), gives it an update command, or replaces its directory
+// with a link out of the head, makes grove run nothing, fetch nothing and
+// touch nothing outside the head, through every operation.
+func TestAttackASubmoduleTheAgentConfiguresRunsNothing(t *testing.T) {
+	t.Parallel()
+	f, gitlink := submoduleFixture(t)
+	h, err := f.ws.NewHead("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	root := h.Info().Root
+	tmp := t.TempDir()
+	pwned := filepath.Join(tmp, "pwned")
+	cmd := "!touch " + pwned
+	f.write(h, ".gitmodules", "[submodule \"lib\"]\n\tpath = lib\n\turl = ext::sh -c touch% "+pwned+"\n\tupdate = "+cmd+"\n")
+	for _, kv := range [][2]string{
+		{"submodule.lib.url", "ext::sh -c touch% " + pwned},
+		{"submodule.lib.update", cmd},
+		{"submodule.recurse", "true"},
+		{"protocol.ext.allow", "always"},
+		{"core.hooksPath", tmp},
+	} {
+		f.git(root, "config", kv[0], kv[1])
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(tmp, "post-checkout"), []byte("#!/bin/sh\ntouch "+pwned+"\n"), 0o755))
+
+	// The submodule's directory, a link to a directory of the user's.
+	outside := filepath.Join(tmp, "users")
+	f.writeFile(outside, "keep.txt", "the user's\n")
+	require.NoError(t, os.Remove(filepath.Join(root, "lib")))
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "lib")))
+
+	st, err := h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.Contains(t, st.Changes, grove.Change{Path: "lib", Kind: grove.ChangeModified})
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, gitlinkAt(f, string(cp.ID), "lib"), "the link is captured as what it is")
+	_, err = h.Restore(f.ctx, "main", nil)
+	require.NoError(t, err)
+	fi, err := os.Lstat(filepath.Join(root, "lib"))
+	require.NoError(t, err)
+	assert.True(t, fi.IsDir(), "the restore gives the submodule its empty directory back")
+	fork, err := h.Fork(f.ctx, "fork", nil)
+	require.NoError(t, err)
+	_, err = fork.Destroy(f.ctx, nil)
+	require.NoError(t, err)
+	_, err = h.Land(f.ctx, &workspace.LandOptions{Branch: "landed"})
+	require.NoError(t, err)
+	assert.Equal(t, gitlink, gitlinkAt(f, "landed", "lib"))
+
+	assert.NoFileExists(t, pwned, "a command the agent configured ran")
+	data, err := os.ReadFile(filepath.Join(outside, "keep.txt"))
+	require.NoError(t, err, "the user's directory behind the link was touched")
+	assert.Equal(t, "the user's\n", string(data))
+}
