@@ -112,6 +112,15 @@ func TestWorkInASubmodulesDirectoryIsCaptured(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, st.Dirty, "%+v", st.Changes)
 
+	// A restore of a head with work there takes it in its safety
+	// checkpoint first.
+	f.write(h, "lib/unsaved.txt", "not checkpointed\n")
+	res, err := h.Restore(f.ctx, "main", nil)
+	require.NoError(t, err)
+	require.NotNil(t, res.Safety)
+	assert.Equal(t, "not checkpointed", f.git(f.repo, "show", string(res.Safety.ID)+":lib/unsaved.txt"))
+	assert.NoFileExists(t, filepath.Join(h.Info().Root, "lib", "unsaved.txt"))
+
 	// Deleting the directory is the submodule's deletion, as to git.
 	require.NoError(t, os.Remove(filepath.Join(h.Info().Root, "lib")))
 	st, err = h.Status(f.ctx)
