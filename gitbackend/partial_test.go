@@ -356,3 +356,28 @@ func TestATopOnlyCloneMakesTopOnlyHeads(t *testing.T) {
 	assert.NoDirExists(t, filepath.Join(h.Info().Root, "big"))
 	p.fsck()
 }
+
+// A head whose commits name objects a partial clone lacks (a sparse
+// head's blobs outside its set) cannot be pushed to a fleet remote that
+// is not its promisor: the push gives up at once, FailedPrecondition
+// saying why, instead of retrying for half a minute.
+func TestAPushThatLacksObjectsFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	p := partialFixture(t, "blob:none", true, trusted)
+	fleet := filepath.Join(t.TempDir(), "fleet.git")
+	p.git(filepath.Dir(fleet), "init", "-q", "--bare", fleet)
+	ws, err := workspace.Open(p.ctx, p.b, p.repo, &workspace.OpenOptions{Remote: &grove.Remote{URL: fleet}})
+	require.NoError(t, err)
+	defer ws.Close()
+	h, err := ws.NewHead("agent").From("origin/wide").Sparse("lib").Create(p.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second) // the retries would take 30 s
+	defer cancel()
+	require.NoError(t, p.b.WaitPushes(ctx))
+	failures := p.b.PushFailures()
+	require.Len(t, failures, 1)
+	assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(failures[0].Err), "%v", failures[0].Err)
+	assert.False(t, failures[0].Lost, "the head is still this clone's")
+	assert.ErrorContains(t, failures[0].Err, "partial clone")
+}

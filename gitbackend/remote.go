@@ -238,11 +238,14 @@ func (w *workspace) pushHead(ctx context.Context, mf registry.Manifest) {
 		if ctx.Err() != nil {
 			return
 		}
-		if !retry {
-			if err != nil {
+		if err == nil || !retry && grove.CodeOf(err) != grove.FailedPrecondition {
+			if err != nil { // refused: another clone took the head over
 				w.pushFailed(mf, true, err)
 			}
 			return
+		}
+		if !retry {
+			break // the clone lacks what the push needs: no retry can help
 		}
 	}
 	w.pushFailed(mf, false, err)

@@ -95,6 +95,10 @@ func SplitCredentials(u string) (string, string) {
 	return pu.String(), auth
 }
 
+// lacking is what git says when a push needs an object the repository
+// does not hold (a partial clone's, which grove's git never fetches).
+var lacking = regexp.MustCompile(`unable to read [0-9a-f]{40}|lazy fetching disabled|could not fetch [0-9a-f]{40} from promisor remote`)
+
 // scpLike is the [user@]host:path form git reads as ssh.
 var scpLike = regexp.MustCompile(`^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._-]+:.`)
 
@@ -624,6 +628,11 @@ func (c *Client) PushOnce(ctx context.Context, mf registry.Manifest) (retry bool
 			rec.Lost, rec.Error = true, err.Error()
 			_ = c.Registry.WritePushed(mf.ID, rec)
 			return false, err
+		}
+		if lacking.MatchString(gitcmd.Stderr(err)) {
+			// Trying again cannot help: the objects are not here.
+			return false, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: push", Head: mf.Name, Path: c.Remote.URL,
+				Err: fmt.Errorf("the head's commits name objects this partial clone lacks (a sparse head's files outside its set, say); push it to its promisor remote, or fetch them first: %w", err)}
 		}
 		return true, err
 	}
