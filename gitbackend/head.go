@@ -167,7 +167,7 @@ func (h *head) sparseStatusIndex(ctx context.Context, mf registry.Manifest) (ind
 	defer h.w.repo.Index.Put(data)
 	var m sparseMarks
 	if rerr == nil {
-		if m, rerr = sparseWalk(data, mf.Dir, mf.Sparse); rerr == nil &&
+		if m, rerr = sparseWalk(data, mf.Dir, mf.Sparse, false); rerr == nil &&
 			len(m.unmark) == 0 && len(m.mark) == 0 && len(m.unsure) == 0 && len(m.blockers) == 0 {
 			return "", nil, func() {}, nil
 		}
@@ -184,7 +184,7 @@ func (h *head) sparseStatusIndex(ctx context.Context, mf registry.Manifest) (ind
 			err = applySparse(ctx, h.git, mf, tmp, &m)
 		}
 	} else if err = h.rebuildIndex(ctx, tmp, "HEAD"); err == nil {
-		m, err = markSparse(ctx, h.git, mf, tmp, nil)
+		m, err = markSparse(ctx, h.git, mf, tmp, nil, false)
 	}
 	if err != nil {
 		cleanup()
@@ -406,7 +406,7 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 			rerr := h.rebuildIndex(ctx, tmp, "HEAD")
 			if rerr == nil {
 				var m sparseMarks
-				m, rerr = markSparse(ctx, h.git, mf, tmp, nil)
+				m, rerr = markSparse(ctx, h.git, mf, tmp, nil, false)
 				blockers = m.blockers
 			}
 			if rerr == nil {

@@ -139,7 +139,7 @@ func (h *head) unmark(ctx context.Context, priv string, seeded []byte) (blockers
 	skipped := marks.Skipped
 	if mf := h.manifest(); mf.Sparse != nil {
 		skipped = nil // see markSparse
-		m, err := markSparse(ctx, h.git, mf, priv, data)
+		m, err := markSparse(ctx, h.git, mf, priv, data, false)
 		if err != nil {
 			return nil, err
 		}

@@ -404,7 +404,7 @@ func (w *workspace) reregister(ctx context.Context, mf *registry.Manifest) error
 	if _, err = w.repo.Run(ctx, c); err != nil {
 		return err
 	}
-	_, err = markSparse(ctx, w.runAs(c), *mf, filepath.Join(mf.Admin, "index"), nil)
+	_, err = markSparse(ctx, w.runAs(c), *mf, filepath.Join(mf.Admin, "index"), nil, false)
 	return err
 }
 

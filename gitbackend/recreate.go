@@ -260,7 +260,7 @@ func (w *workspace) leftover(ctx context.Context, mf *registry.Manifest) error {
 	if _, err := w.repo.Run(ctx, c); err != nil {
 		return err
 	}
-	if _, err := markSparse(ctx, w.runAs(c), *mf, filepath.Join(tmp, "index"), nil); err != nil {
+	if _, err := markSparse(ctx, w.runAs(c), *mf, filepath.Join(tmp, "index"), nil, false); err != nil {
 		return err
 	}
 	c.Args = []string{"status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=none"}

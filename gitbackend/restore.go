@@ -145,7 +145,7 @@ func (h *head) restore(ctx context.Context, mf registry.Manifest, target string)
 	if mf.Sparse != nil {
 		// A file on disk outside the set is the reset's to replace or
 		// remove, as in the set: its mark would hide it from the reset.
-		if _, err := markSparse(ctx, h.git, mf, priv, data); err != nil {
+		if _, err := markSparse(ctx, h.git, mf, priv, data, false); err != nil {
 			return err
 		}
 	}

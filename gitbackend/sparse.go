@@ -67,9 +67,10 @@ func (w *workspace) checkoutSparse(ctx context.Context, mf *registry.Manifest, i
 }
 
 // markSparse gives the index at index — data, or read from the file when
-// nil — the skip-worktree marks of head mf (see sparseWalk), through run,
-// and returns what it found; nothing for a head with the whole tree.
-func markSparse(ctx context.Context, run func(context.Context, gitcmd.Cmd) (string, error), mf registry.Manifest, index string, data []byte) (m sparseMarks, err error) {
+// nil — the skip-worktree marks of head mf (see sparseWalk; deletions
+// says whether the set's deleted files are looked for), through run, and
+// returns what it found; nothing for a head with the whole tree.
+func markSparse(ctx context.Context, run func(context.Context, gitcmd.Cmd) (string, error), mf registry.Manifest, index string, data []byte, deletions bool) (m sparseMarks, err error) {
 	if mf.Sparse == nil {
 		return m, nil
 	}
@@ -78,7 +79,7 @@ func markSparse(ctx context.Context, run func(context.Context, gitcmd.Cmd) (stri
 			return m, err
 		}
 	}
-	if m, err = sparseWalk(data, mf.Dir, mf.Sparse); err != nil {
+	if m, err = sparseWalk(data, mf.Dir, mf.Sparse, deletions); err != nil {
 		return m, err
 	}
 	return m, applySparse(ctx, run, mf, index, &m)
@@ -197,10 +198,12 @@ type sparseMarks struct {
 // and so is one in the set (a missing file there is a deletion, whatever
 // mark the agent set). One outside the set whose file is not on disk is
 // kept if marked (never materialised), or looked up if not (see unsure).
-// Directories are looked up once each.
-func sparseWalk(data []byte, dir string, set sparse.Set) (sparseMarks, error) {
+// Directories are looked up once each. An unmarked file in the set is
+// looked up only for deletions (git add and git status see it as any
+// file): a change of the set needs them, a checkpoint or a status not.
+func sparseWalk(data []byte, dir string, set sparse.Set, deletions bool) (sparseMarks, error) {
 	for _, hashLen := range []int{sha1.Size, sha256.Size} {
-		if m, ok := sparseWalkAs(data, hashLen, dir, set); ok {
+		if m, ok := sparseWalkAs(data, hashLen, dir, set, deletions); ok {
 			return m, nil
 		}
 	}
@@ -209,7 +212,7 @@ func sparseWalk(data []byte, dir string, set sparse.Set) (sparseMarks, error) {
 
 // sparseWalkAs is sparseWalk over object IDs of hashLen bytes; ok is false
 // if the entries do not parse so.
-func sparseWalkAs(data []byte, hashLen int, dir string, set sparse.Set) (m sparseMarks, ok bool) {
+func sparseWalkAs(data []byte, hashLen int, dir string, set sparse.Set, deletions bool) (m sparseMarks, ok bool) {
 	const (
 		isDir = iota + 1
 		absent
@@ -244,6 +247,9 @@ func sparseWalkAs(data []byte, hashLen int, dir string, set sparse.Set) (m spars
 		p := string(e.Name)
 		skipped := e.Ext&gitfmt.FlagSkipWorktree != 0
 		inSet := set.Contains(p)
+		if inSet && !skipped && !deletions {
+			return // git sees it as any file
+		}
 		present := false
 		switch kind(path.Dir(p)) {
 		case isDir:
@@ -317,8 +323,8 @@ func (h *head) SetSparse(ctx context.Context, set []string) error {
 	// A whole head's deletions are every tracked file not on disk.
 	var m sparseMarks
 	if mf.Sparse != nil {
-		m, err = markSparse(ctx, h.git, mf, priv, data)
-	} else if m, err = sparseWalk(data, mf.Dir, nil); err == nil {
+		m, err = markSparse(ctx, h.git, mf, priv, data, true)
+	} else if m, err = sparseWalk(data, mf.Dir, nil, true); err == nil {
 		err = updateIndex(ctx, h.git, priv, []indexStep{{m.unmark, "--no-skip-worktree"}})
 	}
 	if err != nil {
