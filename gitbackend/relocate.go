@@ -16,6 +16,7 @@ import (
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
+	"github.com/groveworks/grove/internal/sparse"
 	"github.com/groveworks/grove/internal/transport"
 )
 
@@ -173,9 +174,24 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 	if _, err := t.Fetch(ctx, "+"+registry.RefPrefix(id)+"*:"+registry.RefPrefix(id)+"*"); err != nil {
 		return res, w.remoteClient().Unreachable(op, err)
 	}
-	tip, prevOwner, ops, seq, err := fetchedRefs(ctx, t, id)
+	tip, prevOwner, sparseRef, ops, seq, err := fetchedRefs(ctx, t, id)
 	if err != nil {
 		return res, grove.Errorf(grove.Internal, op, "%w", err)
+	}
+	// The head's sparse set, as the remote records it; one that does not
+	// read as a set is the whole tree.
+	var set sparse.Set
+	var sparseMsg string
+	if sparseRef != "" {
+		if msg, err := t.Git(ctx, false, "cat-file", "commit", sparseRef); err == nil {
+			if _, body, ok := strings.Cut(msg, "\n\n"); ok {
+				if dirs, ok := transport.ParseSparseMessage(body); ok {
+					if set, err = sparse.New(dirs); err == nil {
+						sparseMsg = transport.SparseMessage(set)
+					}
+				}
+			}
+		}
 	}
 	if tip == "" {
 		return res, fail(grove.NotFound, grove.ReasonMissing, "the remote holds nothing of head %s: it was never pushed", id)
@@ -198,7 +214,7 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 		}
 		return res, w.remoteClient().Unreachable(op, err)
 	}
-	_ = w.meta.WritePushed(id, registry.PushRecord{URL: w.remote.URL, Owner: owner, Commit: tip, Seq: seq})
+	_ = w.meta.WritePushed(id, registry.PushRecord{URL: w.remote.URL, Owner: owner, Commit: tip, Seq: seq, Sparse: sparseMsg})
 
 	rl, err := w.lockRepo(ctx, "relocate "+p.Name)
 	if err != nil {
@@ -227,6 +243,9 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 		// manifest names, and git picks the new one.
 		Admin: filepath.Join(w.repo.Common, "worktrees", registry.TempPrefix+"relocate-"+strconv.FormatInt(time.Now().UnixNano(), 36)),
 		Base:  grove.CheckpointID(tip), State: grove.StateActive, Created: time.Now().UTC(), Clone: w.clone,
+	}
+	if set != nil {
+		mf.Sparse, mf.SparseBase = set, grove.CheckpointID(tip)
 	}
 	if _, err := os.Lstat(mf.Dir); err == nil {
 		mf.Dir = filepath.Join(w.headsDir, p.Name+"-"+string(id)[:8])
@@ -258,10 +277,10 @@ func (w *workspace) holdsHead(dir string, id grove.HeadID) string {
 // fetchedRefs reads what a fetch brought of head id: its remote tip, the
 // commit naming its owner, and the update-ref lines that set its
 // checkpoint refs with the highest sequence number among them.
-func fetchedRefs(ctx context.Context, t *transport.Transfer, id grove.HeadID) (tip, owner string, ops []string, seq int, err error) {
+func fetchedRefs(ctx context.Context, t *transport.Transfer, id grove.HeadID) (tip, owner, sparse string, ops []string, seq int, err error) {
 	out, err := t.Git(ctx, false, "for-each-ref", "--format=%(refname) %(objectname)", registry.RefPrefix(id))
 	if err != nil {
-		return "", "", nil, 0, err
+		return "", "", "", nil, 0, err
 	}
 	for _, line := range strings.Split(out, "\n") {
 		name, oid, ok := strings.Cut(line, " ")
@@ -271,6 +290,8 @@ func fetchedRefs(ctx context.Context, t *transport.Transfer, id grove.HeadID) (t
 			tip = oid
 		case name == transport.RemoteOwner(id):
 			owner = oid
+		case name == transport.RemoteSparse(id):
+			sparse = oid
 		default:
 			n, err := strconv.Atoi(strings.TrimPrefix(name, registry.RefPrefix(id)))
 			if err == nil && name == registry.RefName(id, n) {
@@ -279,7 +300,7 @@ func fetchedRefs(ctx context.Context, t *transport.Transfer, id grove.HeadID) (t
 			}
 		}
 	}
-	return tip, owner, ops, seq, nil
+	return tip, owner, sparse, ops, seq, nil
 }
 
 // keepStale adds to ops what moves head id's branch to tip and keeps,

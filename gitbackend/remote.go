@@ -80,6 +80,8 @@ func (b *Backend) pushBackoff() time.Duration {
 
 // schedulePush pushes head mf to the workspace's remote in the
 // background; a push already running for it runs once more when done.
+// Each push reads the head's manifest as it then is (its sparse set may
+// have changed since mf).
 func (w *workspace) schedulePush(mf registry.Manifest) {
 	if w.remote == nil || mf.Attached {
 		return
@@ -102,7 +104,11 @@ func (w *workspace) schedulePush(mf registry.Manifest) {
 	p.running[key] = job
 	started := p.tasks.Start("", func(ctx context.Context) {
 		for {
-			w.pushHead(ctx, mf)
+			cur := mf
+			if m, err := w.meta.ReadManifest(mf.ID); err == nil {
+				cur = *m
+			}
+			w.pushHead(ctx, cur)
 			p.mu.Lock()
 			if !job.again || ctx.Err() != nil {
 				delete(p.running, key)

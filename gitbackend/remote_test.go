@@ -578,3 +578,36 @@ func mustGit(t *testing.T, f *fleet, dir string, args ...string) string {
 	require.NoError(t, err)
 	return out
 }
+
+// A sparse head relocates sparse, with its set as it last was (changed
+// in place after its last checkpoint too), checked out alone; a head made
+// whole again relocates whole.
+func TestASparseHeadRelocatesWithItsSet(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.host("a"), f.host("b")
+	ha, err := a.ws.NewHead("agent").From("main").Sparse("src").Create(f.ctx)
+	require.NoError(t, err)
+	writeFile(t, ha, "src/new.go", "package main // new\n")
+	_, err = ha.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	require.NoError(t, ha.SetSparse(f.ctx, "src", "bin"))
+	a.wait()
+
+	hb, _, err := b.ws.Relocate(f.ctx, ha.Binding(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"bin", "src"}, hb.Info().Sparse)
+	assert.Equal(t, "package main // new\n", readFile(t, hb, "src/new.go"))
+	assert.Equal(t, "#!/bin/sh\n", readFile(t, hb, "bin/run.sh"))
+	out, err := githarness.Git(f.ctx, hb.Info().Root, "status", "--porcelain")
+	require.NoError(t, err)
+	assert.Empty(t, out)
+	require.NoError(t, ha.Close())
+	require.NoError(t, hb.SetSparse(f.ctx, "."))
+	b.wait()
+	require.NoError(t, hb.Close())
+
+	hc, _, err := a.ws.Relocate(f.ctx, hb.Binding(), nil)
+	require.NoError(t, err)
+	defer hc.Close()
+	assert.Nil(t, hc.Info().Sparse)
+}

@@ -389,5 +389,8 @@ func (h *head) SetSparse(ctx context.Context, set []string) error {
 	}
 	err = swap.commit(priv)
 	swap = nil
+	if err == nil {
+		h.w.schedulePush(next) // the remote records the set, for relocation
+	}
 	return h.wrap(op, err)
 }

@@ -557,6 +557,7 @@ type PushRecord struct {
 	Owner  string    `json:"owner,omitempty"`  // the owner commit this clone pushed (gitbackend's remoteOwner)
 	Commit string    `json:"commit,omitempty"` // the head's branch on the remote
 	Seq    int       `json:"seq,omitempty"`    // the greatest checkpoint ref pushed
+	Sparse string    `json:"sparse,omitempty"` // the remote's record of the head's sparse set (transport.SparseMessage)
 	At     time.Time `json:"at"`
 	// Error is the last attempt's failure, when the pushes gave up; the
 	// next checkpoint, restore or open tries again.

@@ -509,6 +509,46 @@ func Mirrored(branch string) bool {
 	return strings.HasPrefix(branch, "grove/") && !strings.Contains(branch, "..")
 }
 
+// RemoteSparse is the remote ref of the commit whose message records the
+// head's sparse set (SparseMessage), absent for a head with the whole
+// tree: a relocated head is made with it.
+func RemoteSparse(id grove.HeadID) string { return registry.RefPrefix(id) + "sparse" }
+
+// SparseMessage is the message that records sparse set set ("" for the
+// whole tree, which no commit records).
+func SparseMessage(set []string) string {
+	if set == nil {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("grove sparse\n")
+	for i, d := range set {
+		if i == 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("grove-sparse: " + d + "\n")
+	}
+	return b.String()
+}
+
+// ParseSparseMessage reads the set a SparseMessage records; ok is false
+// for any other message.
+func ParseSparseMessage(msg string) (set []string, ok bool) {
+	lines := strings.Split(strings.TrimRight(msg, "\n"), "\n")
+	if lines[0] != "grove sparse" || len(lines) == 2 || len(lines) > 2 && lines[1] != "" {
+		return nil, false
+	}
+	set = []string{}
+	for _, l := range lines[min(2, len(lines)):] {
+		d, found := strings.CutPrefix(l, "grove-sparse: ")
+		if !found {
+			return nil, false
+		}
+		set = append(set, d)
+	}
+	return set, true
+}
+
 // RemoteOwner is the remote ref of the commit that names the clone that
 // holds head id.
 func RemoteOwner(id grove.HeadID) string { return registry.RefPrefix(id) + "owner" }
@@ -594,6 +634,24 @@ func (c *Client) PushOnce(ctx context.Context, mf registry.Manifest) (retry bool
 			tip = newest
 		}
 	}
+	// The sparse set, as the remote records it: a head relocated from
+	// there is made with it.
+	sparse := SparseMessage(mf.Sparse)
+	if sparse != rec.Sparse {
+		if sparse == "" {
+			specs = append(specs, ":"+RemoteSparse(mf.ID))
+		} else {
+			tree, err := c.Repo.Git(ctx, "mktree")
+			if err != nil {
+				return true, err
+			}
+			commit, err := c.Repo.Git(ctx, "commit-tree", tree, "-m", sparse)
+			if err != nil {
+				return true, err
+			}
+			specs = append(specs, "+"+commit+":"+RemoteSparse(mf.ID))
+		}
+	}
 	if tip != "" && tip != rec.Commit {
 		specs = append(specs, "+"+tip+":"+RemoteHead(mf.ID))
 		if Mirrored(mf.Branch) {
@@ -636,7 +694,7 @@ func (c *Client) PushOnce(ctx context.Context, mf registry.Manifest) (retry bool
 		}
 		return true, err
 	}
-	rec.Owner, rec.Commit, rec.Seq, rec.Error = owner, tip, seq, ""
+	rec.Owner, rec.Commit, rec.Seq, rec.Sparse, rec.Error = owner, tip, seq, sparse, ""
 	// Pushed. A record that fails to write only makes the next push
 	// carry refs the remote already has.
 	_ = c.Registry.WritePushed(mf.ID, rec)

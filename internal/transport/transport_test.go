@@ -48,3 +48,19 @@ func TestParseRemoteAllowsOnlyItsTransports(t *testing.T) {
 		assert.NotContains(t, a, "s3cret", "credentials on the command line")
 	}
 }
+
+// A sparse set travels in a commit message and reads back as it was: the
+// whole tree as no message, a set of no directory apart from it; any
+// other message is no set.
+func TestSparseMessagesRoundTrip(t *testing.T) {
+	assert.Equal(t, "", SparseMessage(nil))
+	for _, set := range [][]string{{}, {"src"}, {"a/b", "c"}} {
+		got, ok := ParseSparseMessage(SparseMessage(set))
+		require.True(t, ok, "%q", set)
+		assert.Equal(t, set, got)
+	}
+	for _, bad := range []string{"", "grove owner\n", "grove sparse\nsrc\n", "grove sparse\n\nsrc\n", "grove sparse\n\ngrove-sparse: a\nother\n"} {
+		_, ok := ParseSparseMessage(bad)
+		assert.False(t, ok, "%q", bad)
+	}
+}
