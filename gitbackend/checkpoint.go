@@ -34,7 +34,7 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 		capSize = grove.DefaultMaxNewFileSize
 	}
 	env := []string{"GIT_INDEX_FILE=" + priv}
-	blockers, err := h.unmark(ctx, priv, seeded)
+	blockers, gitlinks, err := h.unmark(ctx, priv, seeded)
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +134,14 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 			return nil, err
 		}
 	}
+	if err := h.keepGitlinks(ctx, env, gitlinks); err != nil {
+		return nil, err
+	}
+	// A submodule's empty directory is its gitlink, kept: not skipped.
+	skipped = slices.DeleteFunc(skipped, func(s grove.Skipped) bool {
+		_, kept := gitlinks[s.Path]
+		return kept && s.Reason == grove.SkipEmptyDirectory
+	})
 	var include []string
 	for _, p := range opts.Include {
 		if grove.CheckPath("include", p) != nil {

@@ -471,7 +471,9 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 	if st.Commit == "(initial)" {
 		st.Commit = ""
 	}
-	h.submoduleChanges(mf, &st)
+	if err := h.submoduleChanges(ctx, mf, &st); err != nil {
+		return grove.Status{}, h.wrap(op, err)
+	}
 	slices.SortFunc(st.Changes, func(a, b grove.Change) int { return strings.Compare(a.Path, b.Path) })
 	slices.Sort(st.Conflicts)
 	last, err := h.w.repo.Checkpoints(ctx, mf.ID, 1)
@@ -486,25 +488,67 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 
 // submoduleChanges adds to st what became of the head's submodule
 // directories, which git status does not look into (grove's git never
-// runs inside one): one that holds anything is modified (a checkpoint
-// captures its files), one that is gone deleted. Only a head with a
-// .gitmodules has its index read for them.
-func (h *head) submoduleChanges(mf registry.Manifest, st *grove.Status) {
+// runs inside one): one gone is deleted; one that holds a file a
+// checkpoint would capture (one git does not ignore, outside any .git) is
+// modified; one that is not a directory any more is modified. Only a head
+// with a .gitmodules has its index read for them (a gitlink staged with
+// git add alone is not looked at).
+func (h *head) submoduleChanges(ctx context.Context, mf registry.Manifest, st *grove.Status) error {
 	if _, err := os.Lstat(filepath.Join(mf.Dir, ".gitmodules")); err != nil {
-		return
+		return nil
 	}
 	marks, err := h.w.repo.Index.ReadMarks(filepath.Join(mf.Admin, "index"))
 	if err != nil {
-		return
+		return nil // git status answered from this index a moment ago
 	}
 	for _, p := range marks.Gitlinks {
-		kind := gitlinkState(mf.Dir, p)
-		if kind == "" || slices.Contains(marks.Skipped, p) || slices.ContainsFunc(st.Changes, func(c grove.Change) bool { return c.Path == p }) {
+		if slices.Contains(marks.Skipped, p) || slices.ContainsFunc(st.Changes, func(c grove.Change) bool { return c.Path == p }) {
 			continue
 		}
-		st.Changes = append(st.Changes, grove.Change{Path: p, Kind: kind})
-		st.Dirty = true
+		kind := grove.ChangeModified // not a directory any more
+		full := filepath.Join(mf.Dir, filepath.FromSlash(p))
+		if fi, err := os.Lstat(full); os.IsNotExist(err) {
+			kind = grove.ChangeDeleted
+		} else if err == nil && fi.IsDir() {
+			kind = ""
+			if files := filesIn(full, p); len(files) > 0 {
+				ignored, err := h.git(ctx, gitcmd.Cmd{Stdin: strings.NewReader(strings.Join(files, "\x00") + "\x00"),
+					Args: []string{"check-ignore", "--no-index", "-z", "--stdin"}})
+				if err != nil && gitcmd.ExitCode(err) != 1 {
+					return err
+				}
+				if strings.Count(ignored, "\x00") < len(files) {
+					kind = grove.ChangeModified // a file a checkpoint captures
+				}
+			}
+		}
+		if kind != "" {
+			st.Changes = append(st.Changes, grove.Change{Path: p, Kind: kind})
+			st.Dirty = true
+		}
 	}
+	return nil
+}
+
+// filesIn lists, as slash paths under rel, the files and links below the
+// directory dir outside any .git entry, reading each directory without
+// blocking or following a link (regfile.ReadDir).
+func filesIn(dir, rel string) []string {
+	ents, err := regfile.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		switch {
+		case e.Name() == ".git":
+		case e.IsDir():
+			out = append(out, filesIn(filepath.Join(dir, e.Name()), rel+"/"+e.Name())...)
+		default:
+			out = append(out, rel+"/"+e.Name())
+		}
+	}
+	return out
 }
 
 // holdsFiles reports whether dir holds a file or symlink outside any

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -108,81 +109,90 @@ func copyIndex(buf *gitfmt.Buffer, src, dst string) ([]byte, error) {
 }
 
 // unmark makes git add see every entry of the index at priv as it is in
-// the working tree. It removes the gitlink entries whose directory holds
-// anything (a nested repository an agent staged with git add, a
-// submodule it checked out, files it wrote into an empty submodule's
-// directory): git add would run git status inside each, with the nested
+// the working tree. It removes the gitlink entries whose path is there (a
+// submodule's directory, a nested repository an agent staged with git
+// add): git add would run git status inside each, with the nested
 // repository's own configuration, and keep its files out of the
 // checkpoint; without the entry, the directory is untracked, and capture
-// adds its files. A submodule left as its commit's checkout leaves it
-// (an empty directory), and keeps its gitlink. It clears the
-// assume-unchanged and skip-worktree marks, behind which git add would
-// not see an edit, and a checkpoint would silently miss it; in a sparse
-// head, see markSparse: it returns the blockers that checkpoint skips.
+// adds what it holds as files. It returns them, by path with their
+// commits, for keepGitlinks to put back where nothing was added. It
+// clears the assume-unchanged and skip-worktree marks, behind which git
+// add would not see an edit, and a checkpoint would silently miss it; in
+// a sparse head, see markSparse: it returns the blockers that checkpoint
+// skips.
 //
 // seeded, when not nil, is priv's content, read and checked as it was
 // copied: its marks are parsed from it instead of reading priv again.
-func (h *head) unmark(ctx context.Context, priv string, seeded []byte) (blockers []string, err error) {
+func (h *head) unmark(ctx context.Context, priv string, seeded []byte) (blockers []string, gitlinks map[string]string, err error) {
 	data := seeded
 	if data == nil {
 		if data, err = h.w.repo.Index.ReadIndex(priv); errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
+			return nil, nil, nil
 		} else if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		defer h.w.repo.Index.Put(data)
 	}
 	marks, err := gitfmt.MarksOf(data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	skipped := marks.Skipped
-	if mf := h.manifest(); mf.Sparse != nil {
+	mf := h.manifest()
+	if mf.Sparse != nil {
 		skipped = nil // see markSparse
 		m, err := markSparse(ctx, h.git, mf, priv, data, false)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		blockers = m.blockers
 	}
-	return blockers, updateIndex(ctx, h.git, priv, []indexStep{{populated(h.manifest().Dir, marks.Gitlinks), "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {skipped, "--no-skip-worktree"}})
-}
-
-// populated returns the gitlinks of the head at dir whose path holds
-// something other than the empty directory a checkout leaves for a
-// submodule (a missing one is git add's deletion; one outside a sparse
-// set is kept by its mark).
-func populated(dir string, gitlinks []string) []string {
-	var out []string
-	for _, p := range gitlinks {
-		if gitlinkState(dir, p) == grove.ChangeModified {
-			out = append(out, p)
+	var present []string
+	for i, p := range marks.Gitlinks {
+		if _, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(p))); err == nil && !slices.Contains(marks.Skipped, p) {
+			if gitlinks == nil {
+				gitlinks = map[string]string{}
+			}
+			gitlinks[p] = marks.GitlinkIDs[i]
+			present = append(present, p)
 		}
 	}
-	return out
+	return blockers, gitlinks, updateIndex(ctx, h.git, priv, []indexStep{{present, "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {skipped, "--no-skip-worktree"}})
 }
 
-// gitlinkState is what became of the submodule directory p of the head
-// at dir: "" for the empty directory a checkout leaves, ChangeDeleted
-// when gone, ChangeModified when it holds anything or is not a directory.
-func gitlinkState(dir, p string) grove.ChangeKind {
-	full := filepath.Join(dir, filepath.FromSlash(p))
-	fi, err := os.Lstat(full)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return grove.ChangeDeleted
-	case err != nil || !fi.IsDir():
-		return grove.ChangeModified
+// keepGitlinks puts back, in the index env names, each gitlink unmark took
+// out under which the add found nothing to capture (an empty submodule
+// directory, or one holding ignored files or empty directories alone):
+// the checkpoint records the submodule's commit, as before. The others
+// leave gitlinks, which then holds the gitlinks kept.
+func (h *head) keepGitlinks(ctx context.Context, env []string, gitlinks map[string]string) error {
+	if len(gitlinks) == 0 {
+		return nil
 	}
-	f, err := os.Open(full)
+	args := []string{"ls-files", "-z", "--"}
+	for p := range gitlinks {
+		args = append(args, ":(literal)"+p)
+	}
+	out, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: args})
 	if err != nil {
-		return grove.ChangeModified
+		return err
 	}
-	defer f.Close()
-	if names, _ := f.Readdirnames(1); len(names) > 0 {
-		return grove.ChangeModified
+	for _, e := range strings.Split(out, "\x00") {
+		for p := range gitlinks {
+			if e == p || strings.HasPrefix(e, p+"/") {
+				delete(gitlinks, p) // captured as what it holds now
+			}
+		}
 	}
-	return ""
+	var info strings.Builder
+	for p, id := range gitlinks {
+		info.WriteString("160000 " + id + "\t" + p + "\x00")
+	}
+	if info.Len() == 0 {
+		return nil
+	}
+	_, err = h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(info.String()), Args: []string{"update-index", "-z", "--index-info"}})
+	return err
 }
 
 // indexStep is one git update-index over paths, with flag.

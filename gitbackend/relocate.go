@@ -203,6 +203,10 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 	if err := w.repo.CheckTree(ctx, "relocate", tip); err != nil {
 		return res, err
 	}
+	if set != nil && w.sealed() {
+		// Refused before the head is taken over: its owner keeps it.
+		return res, fail(grove.Unimplemented, "", "a sparse head under a sandbox: its sealed git dir holds the whole index")
+	}
 	// Take the head over: from now on only this clone's pushes of it land.
 	owner, err := w.remoteClient().OwnerCommit(ctx, id)
 	if err != nil {

@@ -611,3 +611,25 @@ func TestASparseHeadRelocatesWithItsSet(t *testing.T) {
 	defer hc.Close()
 	assert.Nil(t, hc.Info().Sparse)
 }
+
+// A sparse head is not relocated into a workspace with a sandbox (which
+// has no sparse heads): refused before it is taken over, so its owner
+// still pushes it.
+func TestASparseHeadIsNotTakenOverBySandboxedClone(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.host("a"), f.host("b")
+	ha, err := a.ws.NewHead("agent").From("main").Sparse("src").Create(f.ctx)
+	require.NoError(t, err)
+	defer ha.Close()
+	a.wait()
+	sealed, err := workspace.Open(f.ctx, b.b, b.clone, &workspace.OpenOptions{Remote: &grove.Remote{URL: f.remote}, Sandbox: &grove.Sandbox{Kind: grove.SandboxBwrap}})
+	require.NoError(t, err)
+	defer sealed.Close()
+	_, _, err = sealed.Relocate(f.ctx, ha.Binding(), nil)
+	assert.Equal(t, grove.Unimplemented, grove.CodeOf(err), "%v", err)
+	writeFile(t, ha, "src/more.go", "package main // more\n")
+	_, err = ha.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	a.wait()
+	assert.Empty(t, a.b.PushFailures(), "the owner still pushes its head")
+}

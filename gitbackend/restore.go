@@ -66,31 +66,67 @@ func (h *head) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult
 	return backend.RestoreResult{Commit: grove.CheckpointID(target)}, nil
 }
 
-// emptySubmodules gives each submodule directory of the head at dir that
-// holds anything (files the agent wrote there, a submodule it checked out
-// itself) back as the empty directory a checkout leaves: the restore's
-// target records the submodule's commit, not those files, which the
-// workspace's safety checkpoint took, as files, unless the caller
-// discarded them. The removal is confined to the head (os.Root): a link
-// an agent planted on the way leads nowhere else.
-func emptySubmodules(dir string, gitlinks []string) error {
-	var root *os.Root
-	for _, p := range gitlinks {
-		if gitlinkState(dir, p) != grove.ChangeModified {
-			continue
+// submoduleIndex prepares the clean of the submodule directories of the
+// head at dir that hold anything (files the agent wrote there, a
+// repository it made or checked out): a copy of the index at priv (the
+// restore's target's) without their gitlinks, beside priv, in which git
+// clean sees them as untracked directories. It returns the copy and the
+// directories; none, "". A gitlink outside a sparse head's set is left.
+func (h *head) submoduleIndex(ctx context.Context, dir, priv string) (index string, paths []string, err error) {
+	data, err := h.w.repo.Index.ReadIndex(priv)
+	defer h.w.repo.Index.Put(data)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil, nil
+	} else if err != nil {
+		return "", nil, err
+	}
+	marks, err := gitfmt.MarksOf(data)
+	if err != nil {
+		return "", nil, err
+	}
+	for _, p := range marks.Gitlinks {
+		if ents, err := regfile.ReadDir(filepath.Join(dir, filepath.FromSlash(p))); err == nil && len(ents) > 0 && !slices.Contains(marks.Skipped, p) {
+			paths = append(paths, p)
 		}
-		if root == nil {
-			var err error
-			if root, err = os.OpenRoot(dir); err != nil {
-				return err
-			}
-			defer root.Close()
-		}
-		name := filepath.FromSlash(p)
-		if err := root.RemoveAll(name); err != nil {
-			return err
-		}
-		if err := root.Mkdir(name, 0o755); err != nil {
+	}
+	if len(paths) == 0 {
+		return "", nil, nil
+	}
+	index = priv + ".submodules"
+	if err := os.WriteFile(index, data, 0o644); err != nil {
+		return "", nil, err
+	}
+	if err := updateIndex(ctx, h.git, index, []indexStep{{paths, "--force-remove"}}); err != nil {
+		_ = os.Remove(index)
+		return "", nil, err
+	}
+	return index, paths, nil
+}
+
+// cleanSubmodules removes from the submodule directories paths what git
+// clean removes from an untracked directory — the files a checkpoint
+// captures, never ignored files or a repository — through the index
+// submoduleIndex made, and gives back each directory git clean removed
+// whole, empty, as a checkout leaves it. The workspace's safety
+// checkpoint took those files, unless the caller discarded them.
+func (h *head) cleanSubmodules(ctx context.Context, dir, index string, paths, keep []string) error {
+	if index == "" {
+		return nil
+	}
+	args := append(append([]string{"clean", "-f", "-d", "-q"}, keep...), "--")
+	for _, p := range paths {
+		args = append(args, ":(literal)"+p)
+	}
+	if _, err := h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + index}, Args: args}); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, p := range paths {
+		if err := root.Mkdir(filepath.FromSlash(p), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
 	}
@@ -199,17 +235,17 @@ func (h *head) restore(ctx context.Context, mf registry.Manifest, target string)
 		_, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append([]string{"clean", "-f", "-d", "-q"}, keep...)})
 		return err
 	}
-	var gitlinks []string // the target's submodules, whose directories git clean does not enter
-	if marks, err := h.w.repo.Index.ReadMarks(priv); err == nil {
-		gitlinks = marks.Gitlinks
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	// The target's submodules, whose directories git clean does not enter.
+	subIndex, subPaths, err := h.submoduleIndex(ctx, mf.Dir, priv)
+	if err != nil {
 		return err
 	}
+	defer os.Remove(subIndex)
 	clean := func(ctx context.Context, env []string) error {
 		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append([]string{"clean", "-f", "-d", "-q"}, keep...)}); err != nil {
 			return err
 		}
-		return emptySubmodules(mf.Dir, gitlinks)
+		return h.cleanSubmodules(ctx, mf.Dir, subIndex, subPaths, keep)
 	}
 	// The tracked files are the target's now: moving the branch and
 	// swapping the index in finish even if ctx ends, so that the branch

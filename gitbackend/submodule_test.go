@@ -187,3 +187,56 @@ func TestAttackASubmoduleTheAgentConfiguresRunsNothing(t *testing.T) {
 	require.NoError(t, err, "the user's directory behind the link was touched")
 	assert.Equal(t, "the user's\n", string(data))
 }
+
+// What a checkpoint does not capture in a submodule's directory — files
+// git ignores, empty directories, a repository's .git — keeps its
+// gitlink, agrees with Status, and survives a restore; a repository the
+// agent made there keeps its history.
+func TestASubmodulesDirectoryKeepsWhatNoCheckpointHolds(t *testing.T) {
+	t.Parallel()
+	f, gitlink := submoduleFixture(t)
+	h, err := f.ws.NewHead("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	root := h.Info().Root
+	f.write(h, "lib/secret.log", "ignored\n") // *.log is ignored
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "lib", "build"), 0o755))
+	st, err := h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.False(t, st.Dirty, "%+v", st.Changes)
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.Equal(t, gitlink, gitlinkAt(f, string(cp.ID), "lib"), "nothing captured there: the gitlink stays")
+
+	f.git(filepath.Join(root, "lib"), "init", "-q")
+	f.write(h, "lib/made.txt", "the agent's repository\n")
+	f.git(filepath.Join(root, "lib"), "add", "made.txt")
+	f.git(filepath.Join(root, "lib"), "commit", "-qm", "the agent's history")
+	res, err := h.Restore(f.ctx, "main", nil)
+	require.NoError(t, err)
+	require.NotNil(t, res.Safety)
+	assert.Equal(t, "the agent's repository", f.git(f.repo, "show", string(res.Safety.ID)+":lib/made.txt"))
+	assert.FileExists(t, filepath.Join(root, "lib", "secret.log"), "an ignored file is never removed")
+	assert.Contains(t, f.git(filepath.Join(root, "lib"), "log", "--oneline"), "the agent's history", "nor a repository")
+}
+
+// A FIFO (or anything else) put where a submodule's directory was hangs
+// no Status: it is a change, looked at without opening it.
+func TestAFIFOForASubmoduleHangsNothing(t *testing.T) {
+	t.Parallel()
+	f, _ := submoduleFixture(t)
+	h, err := f.ws.NewHead("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	lib := filepath.Join(h.Info().Root, "lib")
+	require.NoError(t, os.Remove(lib))
+	mkfifo(t, lib)
+	st, err := h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.Contains(t, st.Changes, grove.Change{Path: "lib", Kind: grove.ChangeModified})
+	_, err = h.Restore(f.ctx, "main", &workspace.RestoreOptions{Discard: true})
+	require.NoError(t, err)
+	fi, err := os.Lstat(lib)
+	require.NoError(t, err)
+	assert.True(t, fi.IsDir())
+}

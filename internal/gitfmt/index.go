@@ -131,6 +131,9 @@ func wellFormed(data []byte, hashLen int) bool {
 // changes in the working tree git add does not see.
 type Marks struct {
 	Gitlinks, Assumed, Skipped []string
+	// GitlinkIDs are the commits the gitlinks record, in hex, in the
+	// order of Gitlinks.
+	GitlinkIDs []string
 	// IgnoreFiles are the entries named .gitignore, with their object IDs
 	// in hex.
 	IgnoreFiles []Entry
@@ -276,6 +279,7 @@ func WalkMarks(data []byte, hashLen int, each func(e *RawEntry)) (marks Marks, e
 		switch {
 		case e.Mode == 0o160000:
 			marks.Gitlinks = append(marks.Gitlinks, string(e.Name))
+			marks.GitlinkIDs = append(marks.GitlinkIDs, hex.EncodeToString(e.OID))
 		case e.Flags&FlagAssumeValid != 0:
 			marks.Assumed = append(marks.Assumed, string(e.Name))
 		case e.Ext&FlagSkipWorktree != 0:

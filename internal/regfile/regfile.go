@@ -122,6 +122,26 @@ func ReadIn(root *os.Root, name string, limit int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, limit+1))
 }
 
+// ReadDir lists the directory at path without blocking and without
+// following a link in its last element: a FIFO, a link or anything else
+// put there, even between a caller's Lstat and this call, is an error,
+// never a wait.
+func ReadDir(path string) ([]fs.DirEntry, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|ONonBlock|ONoFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", path)
+	}
+	return f.ReadDir(-1)
+}
+
 // ReadDirIn lists the directory name under root, which must be a
 // directory itself, not a link to one.
 func ReadDirIn(root *os.Root, name string) ([]fs.DirEntry, error) {
