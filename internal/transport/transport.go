@@ -96,7 +96,8 @@ func SplitCredentials(u string) (string, string) {
 }
 
 // lacking is what git says when a push needs an object the repository
-// does not hold (a partial clone's, which grove's git never fetches).
+// does not hold (a partial clone's, which grove's git never fetches, or a
+// damaged repository's: no retry helps either).
 var lacking = regexp.MustCompile(`unable to read [0-9a-f]{40}|lazy fetching disabled|could not fetch [0-9a-f]{40} from promisor remote`)
 
 // scpLike is the [user@]host:path form git reads as ssh.
@@ -690,7 +691,7 @@ func (c *Client) PushOnce(ctx context.Context, mf registry.Manifest) (retry bool
 		if lacking.MatchString(gitcmd.Stderr(err)) {
 			// Trying again cannot help: the objects are not here.
 			return false, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: push", Head: mf.Name, Path: c.Remote.URL,
-				Err: fmt.Errorf("the head's commits name objects this partial clone lacks (a sparse head's files outside its set, say); push it to its promisor remote, or fetch them first: %w", err)}
+				Err: fmt.Errorf("the head's commits name objects this repository lacks (a partial clone's: a sparse head's files outside its set, say; or a damaged repository's); push it to its promisor remote, or fetch them first: %w", err)}
 		}
 		return true, err
 	}
