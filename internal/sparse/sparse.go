@@ -14,6 +14,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -25,8 +26,9 @@ type Set []string
 
 // New validates and normalises dirs: each a relative slash path of a
 // directory (a trailing slash is dropped), valid UTF-8, with no empty,
-// "." or ".." element, no .git element, and none of the characters git's
-// cone patterns would read as a glob (* ? [ ] and the backslash);
+// "." or ".." element, no .git element, no control character, and none
+// of the characters git's cone patterns would read as a glob (* ? [ ] and
+// the backslash);
 // duplicates and directories inside another are dropped. Nil dirs, or "."
 // among them, is the whole tree (nil); none (an empty list) the top's
 // files alone (an empty Set).
@@ -39,8 +41,8 @@ func New(dirs []string) (Set, error) {
 		if d == "." || d == "./" || d == "" && len(dirs) == 1 {
 			return nil, nil
 		}
-		if !utf8.ValidString(d) || strings.HasPrefix(d, "/") || strings.ContainsAny(d, "*?[]\\\x00\n") {
-			return nil, fmt.Errorf("sparse directory %q: want a relative slash path inside the tree, with no glob character", d)
+		if !utf8.ValidString(d) || strings.HasPrefix(d, "/") || strings.ContainsAny(d, "*?[]\\") || strings.ContainsFunc(d, unicode.IsControl) {
+			return nil, fmt.Errorf("sparse directory %q: want a relative slash path inside the tree, with no glob or control character", d)
 		}
 		d = strings.TrimSuffix(d, "/")
 		for _, el := range strings.Split(d, "/") {

@@ -22,7 +22,7 @@ func TestNewNormalisesAndRefuses(t *testing.T) {
 	if s, err := New([]string{}); err != nil || s == nil || len(s) != 0 {
 		t.Errorf("New([]) = %#v, %v; want the top's files alone (an empty Set)", s, err)
 	}
-	for _, bad := range []string{"/abs", "/", "a/../b", "a//b", ".git", "a/.GIT/b", "a\\b", "./a", "a*", "c[x]", "q?", "a\xff"} {
+	for _, bad := range []string{"/abs", "/", "a/../b", "a//b", ".git", "a/.GIT/b", "a\\b", "./a", "a*", "c[x]", "q?", "a\xff", "src\r", "a\tb", "x\x7f"} {
 		if _, err := New([]string{bad}); err == nil {
 			t.Errorf("New(%q) was accepted", bad)
 		}
