@@ -66,6 +66,28 @@ func (h *head) Restore(ctx context.Context, to grove.Rev) (backend.RestoreResult
 	return backend.RestoreResult{Commit: grove.CheckpointID(target)}, nil
 }
 
+// cleaner returns what removes the head's untracked files, ignored ones
+// but keep's patterns excepted (git clean with the index env names), and
+// what a checkpoint captures in the directories of the target's
+// submodules (see cleanSubmodules; an attached head's are the user's
+// own); the target's index is at priv. done removes what it prepared.
+func (h *head) cleaner(ctx context.Context, mf registry.Manifest, priv string, keep []string) (clean func(context.Context, []string) error, done func(), err error) {
+	var subIndex string
+	var subPaths []string
+	if !mf.Attached {
+		if subIndex, subPaths, err = h.submoduleIndex(ctx, mf.Dir, priv); err != nil {
+			return nil, nil, err
+		}
+	}
+	clean = func(ctx context.Context, env []string) error {
+		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append([]string{"clean", "-f", "-d", "-q"}, keep...)}); err != nil {
+			return err
+		}
+		return h.cleanSubmodules(ctx, mf.Dir, subIndex, subPaths, keep)
+	}
+	return clean, func() { _ = os.Remove(subIndex) }, nil
+}
+
 // submoduleIndex prepares the clean of the submodule directories of the
 // head at dir that hold anything (files the agent wrote there, a
 // repository it made or checked out): a copy of the index at priv (the
@@ -230,22 +252,13 @@ func (h *head) restore(ctx context.Context, mf registry.Manifest, target string)
 		return err
 	}
 	h.w.b.crashPoint("restore:pruned")
-	if mf.Attached {
-		// The user's own checkout: its submodules are its own.
-		_, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append([]string{"clean", "-f", "-d", "-q"}, keep...)})
-		return err
-	}
-	// The target's submodules, whose directories git clean does not enter.
-	subIndex, subPaths, err := h.submoduleIndex(ctx, mf.Dir, priv)
+	clean, done, err := h.cleaner(ctx, mf, priv, keep)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(subIndex)
-	clean := func(ctx context.Context, env []string) error {
-		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append([]string{"clean", "-f", "-d", "-q"}, keep...)}); err != nil {
-			return err
-		}
-		return h.cleanSubmodules(ctx, mf.Dir, subIndex, subPaths, keep)
+	defer done()
+	if mf.Attached {
+		return clean(ctx, env)
 	}
 	// The tracked files are the target's now: moving the branch and
 	// swapping the index in finish even if ctx ends, so that the branch
