@@ -30,10 +30,19 @@ type head struct {
 	binding grove.Binding
 	fs      *rootfs.FS
 
-	mu     sync.Mutex
-	mf     registry.Manifest
-	bind   *lock.Lock
-	closed bool
+	mu       sync.Mutex
+	mf       registry.Manifest
+	bind     *lock.Lock
+	closed   bool
+	gitlinks gitlinkCache // see submoduleChanges
+}
+
+// gitlinkCache is what Status last read of a head's index's gitlinks, by
+// the index file's identity (regfile.FileKey): an index that did not
+// change is not read again.
+type gitlinkCache struct {
+	key      string
+	gitlinks []string // less those outside a sparse head's set
 }
 
 var _ backend.Head = (*head)(nil)
@@ -490,19 +499,35 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 // directories, which git status does not look into (grove's git never
 // runs inside one): one gone is deleted; one that holds a file a
 // checkpoint would capture (one git does not ignore, outside any .git) is
-// modified; one that is not a directory any more is modified. Only a head
-// with a .gitmodules has its index read for them (a gitlink staged with
-// git add alone is not looked at).
+// modified; one that is not a directory any more is modified. The index's
+// gitlinks are read once for each version of the index file.
 func (h *head) submoduleChanges(ctx context.Context, mf registry.Manifest, st *grove.Status) error {
-	if _, err := os.Lstat(filepath.Join(mf.Dir, ".gitmodules")); err != nil {
-		return nil
-	}
-	marks, err := h.w.repo.Index.ReadMarks(filepath.Join(mf.Admin, "index"))
+	index := filepath.Join(mf.Admin, "index")
+	fi, err := os.Stat(index)
 	if err != nil {
 		return nil // git status answered from this index a moment ago
 	}
-	for _, p := range marks.Gitlinks {
-		if slices.Contains(marks.Skipped, p) || slices.ContainsFunc(st.Changes, func(c grove.Change) bool { return c.Path == p }) {
+	key, _ := regfile.FileKey(fi)
+	h.mu.Lock()
+	c := h.gitlinks
+	h.mu.Unlock()
+	if key == "" || c.key != key {
+		marks, err := h.w.repo.Index.ReadMarks(index)
+		if err != nil {
+			return nil
+		}
+		c = gitlinkCache{key: key}
+		for _, p := range marks.Gitlinks {
+			if !slices.Contains(marks.Skipped, p) {
+				c.gitlinks = append(c.gitlinks, p)
+			}
+		}
+		h.mu.Lock()
+		h.gitlinks = c
+		h.mu.Unlock()
+	}
+	for _, p := range c.gitlinks {
+		if slices.ContainsFunc(st.Changes, func(c grove.Change) bool { return c.Path == p }) {
 			continue
 		}
 		kind := grove.ChangeModified // not a directory any more

@@ -240,3 +240,25 @@ func TestAFIFOForASubmoduleHangsNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, fi.IsDir())
 }
+
+// A gitlink committed with no .gitmodules (git add of an embedded
+// repository) is looked into by Status as by a checkpoint: work put
+// there is a change, and is captured.
+func TestAGitlinkWithoutGitmodulesIsLookedInto(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	commit := strings.TrimSpace(f.git(f.repo, "rev-parse", "HEAD"))
+	f.git(f.repo, "update-index", "--add", "--cacheinfo", "160000,"+commit+",vendor/x")
+	f.git(f.repo, "commit", "-qm", "an embedded repository")
+	h := f.head("agent")
+	st, err := h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.False(t, st.Dirty, "%+v", st.Changes)
+	f.write(h, "vendor/x/work.txt", "the agent's\n")
+	st, err = h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.Contains(t, st.Changes, grove.Change{Path: "vendor/x", Kind: grove.ChangeModified})
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "the agent's", f.git(f.repo, "show", string(cp.ID)+":vendor/x/work.txt"))
+}
