@@ -134,14 +134,6 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 			return nil, err
 		}
 	}
-	if err := h.keepGitlinks(ctx, env, gitlinks); err != nil {
-		return nil, err
-	}
-	// A submodule's empty directory is its gitlink, kept: not skipped.
-	skipped = slices.DeleteFunc(skipped, func(s grove.Skipped) bool {
-		_, kept := gitlinks[s.Path]
-		return kept && s.Reason == grove.SkipEmptyDirectory
-	})
 	var include []string
 	for _, p := range opts.Include {
 		if grove.CheckPath("include", p) != nil {
@@ -157,6 +149,15 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 			return nil, err
 		}
 	}
+	// The last git add is done: the gitlinks go back where nothing was
+	// captured (a submodule's empty directory is its gitlink, not skipped).
+	if err := h.keepGitlinks(ctx, env, gitlinks); err != nil {
+		return nil, err
+	}
+	skipped = slices.DeleteFunc(skipped, func(s grove.Skipped) bool {
+		_, kept := gitlinks[s.Path]
+		return kept && s.Reason == grove.SkipEmptyDirectory
+	})
 	slices.SortFunc(skipped, func(a, b grove.Skipped) int { return strings.Compare(a.Path, b.Path) })
 	return skipped, nil
 }

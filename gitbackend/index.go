@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
+	"github.com/groveworks/grove/internal/sparse"
 )
 
 // seedIndex copies the head's index to a private index in its git dir, so
@@ -109,13 +109,16 @@ func copyIndex(buf *gitfmt.Buffer, src, dst string) ([]byte, error) {
 }
 
 // unmark makes git add see every entry of the index at priv as it is in
-// the working tree. It removes the gitlink entries whose path is there (a
-// submodule's directory, a nested repository an agent staged with git
-// add): git add would run git status inside each, with the nested
-// repository's own configuration, and keep its files out of the
-// checkpoint; without the entry, the directory is untracked, and capture
-// adds what it holds as files. It returns them, by path with their
-// commits, for keepGitlinks to put back where nothing was added. It
+// the working tree. It removes every gitlink entry (a submodule's, a
+// nested repository's an agent staged with git add): git add would run
+// git status inside each repository it found there, with that
+// repository's own configuration (a filter it names would run), and keep
+// its files out of the checkpoint; without the entry, the directory is
+// untracked, and capture adds what it holds as files. It returns those
+// whose directory is there (or outside a sparse head's set), by path with
+// their commits, for keepGitlinks to put back, once no git add runs any
+// more, where nothing was added; a gitlink whose directory is gone is a
+// deletion. It
 // clears the assume-unchanged and skip-worktree marks, behind which git
 // add would not see an edit, and a checkpoint would silently miss it; in
 // a sparse head, see markSparse: it returns the blockers that checkpoint
@@ -147,17 +150,16 @@ func (h *head) unmark(ctx context.Context, priv string, seeded []byte) (blockers
 		}
 		blockers = m.blockers
 	}
-	var present []string
 	for i, p := range marks.Gitlinks {
-		if _, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(p))); err == nil && !slices.Contains(marks.Skipped, p) {
+		fi, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(p)))
+		if err == nil && fi.IsDir() || !sparse.Set(mf.Sparse).Contains(p) {
 			if gitlinks == nil {
 				gitlinks = map[string]string{}
 			}
 			gitlinks[p] = marks.GitlinkIDs[i]
-			present = append(present, p)
 		}
 	}
-	return blockers, gitlinks, updateIndex(ctx, h.git, priv, []indexStep{{present, "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {skipped, "--no-skip-worktree"}})
+	return blockers, gitlinks, updateIndex(ctx, h.git, priv, []indexStep{{marks.Gitlinks, "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {skipped, "--no-skip-worktree"}})
 }
 
 // keepGitlinks puts back, in the index env names, each gitlink unmark took

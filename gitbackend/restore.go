@@ -114,15 +114,23 @@ func (h *head) submoduleIndex(ctx context.Context, dir, priv string) (index stri
 	if len(paths) == 0 {
 		return "", nil, nil
 	}
-	index = priv + ".submodules"
+	index, err = h.withoutGitlinks(ctx, priv, data, paths)
+	return index, paths, err
+}
+
+// withoutGitlinks writes beside the index at priv (its content data) a
+// copy without the gitlinks paths, in which git sees what their
+// directories hold as untracked files, and returns its path.
+func (h *head) withoutGitlinks(ctx context.Context, priv string, data []byte, paths []string) (string, error) {
+	index := priv + ".nogitlinks"
 	if err := os.WriteFile(index, data, 0o644); err != nil {
-		return "", nil, err
+		return "", err
 	}
 	if err := updateIndex(ctx, h.git, index, []indexStep{{paths, "--force-remove"}}); err != nil {
 		_ = os.Remove(index)
-		return "", nil, err
+		return "", err
 	}
-	return index, paths, nil
+	return index, nil
 }
 
 // cleanSubmodules removes from the submodule directories paths what git
@@ -622,7 +630,23 @@ func (h *head) plan(ctx context.Context, mf registry.Manifest, priv string, data
 	if err != nil {
 		return false, nil, err
 	}
-	if err := h.checkIgnoredCollisions(ctx, mf, priv, target, adds); err != nil {
+	// What is ignored is asked of an index without the gitlinks: git
+	// looks into a submodule's directory then, as capture does (and asked
+	// about a path in one, it fails).
+	ignoring := priv
+	if len(marks.Gitlinks) > 0 {
+		if data == nil {
+			if data, err = h.w.repo.Index.ReadIndex(priv); err != nil {
+				return false, nil, err
+			}
+			defer h.w.repo.Index.Put(data)
+		}
+		if ignoring, err = h.withoutGitlinks(ctx, priv+".plan", data, marks.Gitlinks); err != nil {
+			return false, nil, err
+		}
+		defer os.Remove(ignoring)
+	}
+	if err := h.checkIgnoredCollisions(ctx, mf, ignoring, target, adds); err != nil {
 		return false, nil, err
 	}
 	// What is ignored now stays ignored for git clean, whatever
@@ -633,7 +657,7 @@ func (h *head) plan(ctx context.Context, mf registry.Manifest, priv string, data
 	// does, the clean ignores exactly what is ignored now, and the listing
 	// is not needed.
 	if rules || merr != nil || ignoreFilesChanged(mf.Dir, marks) {
-		if keep, err = h.keepIgnored(ctx, mf, []string{"GIT_INDEX_FILE=" + priv}); err != nil {
+		if keep, err = h.keepIgnored(ctx, mf, []string{"GIT_INDEX_FILE=" + ignoring}); err != nil {
 			return false, nil, err
 		}
 	}

@@ -262,3 +262,62 @@ func TestAGitlinkWithoutGitmodulesIsLookedInto(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "the agent's", f.git(f.repo, "show", string(cp.ID)+":vendor/x/work.txt"))
 }
+
+// No git add grove runs ever meets a gitlink whose directory holds a
+// repository: git would run git status in it, with its own configuration
+// (a clean filter it names would run). The agent stages its repository,
+// whose filter marks every file, as a gitlink under an ignored directory
+// that a checkpoint includes.
+func TestAttackAFilterInARepositoryAtAGitlinkNeverRuns(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	h := f.head("agent")
+	root := h.Info().Root
+	pwned := filepath.Join(t.TempDir(), "pwned")
+	repo := filepath.Join(root, "ignored", "evil")
+	f.writeFile(repo, "a.txt", "a\n")
+	f.writeFile(repo, ".gitattributes", "* filter=evil\n")
+	f.git(repo, "init", "-q")
+	f.git(repo, "add", "-A")
+	f.git(repo, "commit", "-qm", "evil")
+	f.git(repo, "config", "filter.evil.clean", "touch "+pwned+"; cat")
+	f.git(root, "add", "-f", "ignored/evil") // the gitlink, in the head's index
+	f.write(h, "ignored/evil/a.txt", "changed\n")
+	_, err := h.Checkpoint(f.ctx, &workspace.CheckpointOptions{Include: []string{"ignored"}})
+	require.NoError(t, err)
+	_, err = h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.NoFileExists(t, pwned, "the agent's filter ran")
+}
+
+// A restore keeps a file in a submodule's directory that is ignored now,
+// even to a target whose rules no longer ignore it (the file is in no
+// checkpoint), and fails for no path in one (git's check-ignore refuses
+// a path inside a submodule).
+func TestARestoreKeepsWhatIsIgnoredInASubmodulesDirectory(t *testing.T) {
+	t.Parallel()
+	f, _ := submoduleFixture(t)
+	f.writeFile(f.repo, ".gitignore", "ignored/\n") // *.log no longer ignored
+	f.git(f.repo, "commit", "-qam", "rules")
+	f.git(f.repo, "tag", "newrules")
+	h, err := f.ws.NewHead("agent").From("main~1").Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	f.write(h, "lib/secret.log", "ignored now\n")
+	res, err := h.Restore(f.ctx, "newrules", nil)
+	require.NoError(t, err)
+	assert.Nil(t, res.Safety, "nothing to capture")
+	assert.FileExists(t, filepath.Join(h.Info().Root, "lib", "secret.log"))
+
+	// A checkpoint that captured files in lib, restored while lib holds
+	// others: no error from git about paths in a submodule.
+	f.write(h, "lib/work.txt", "work\n")
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	_, err = h.Restore(f.ctx, "main", nil)
+	require.NoError(t, err)
+	f.write(h, "lib/work.txt", "other work\n")
+	_, err = h.Restore(f.ctx, grove.Rev(cp.ID), &workspace.RestoreOptions{Discard: true})
+	require.NoError(t, err)
+	assert.Equal(t, "work\n", readFile(t, h, "lib/work.txt"))
+}

@@ -151,6 +151,24 @@ func (h *Head) Checkpoint(ctx context.Context, opts *CheckpointOptions) (grove.C
 	return res, wrap(op, h.name, err)
 }
 
+// unkept refuses an operation that would delete files the checkpoint cp
+// could not hold: over the size cap, or in the way of a sparse head's
+// directory.
+func unkept(op, name string, cp grove.CheckpointResult) error {
+	var lost []string
+	for _, s := range cp.Skipped {
+		if s.Reason == grove.SkipTooLarge || s.Reason == grove.SkipSparseConflict {
+			lost = append(lost, s.Path)
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	return fail(grove.FailedPrecondition, op, name,
+		"%d file(s) no checkpoint can hold would be lost (over the size cap, or in the way of a sparse head's directory: %s); include them in a checkpoint, move them away, or %s with Discard",
+		len(lost), strings.Join(lost, ", "), op)
+}
+
 // Restore makes the head equal to revision to (a checkpoint, branch, tag or
 // commit), losing nothing: unless opts.Discard, a dirty head is first
 // checkpointed, and that safety checkpoint is returned in Safety. Then
@@ -158,7 +176,9 @@ func (h *Head) Checkpoint(ctx context.Context, opts *CheckpointOptions) (grove.C
 // and not in to are removed, ignored files are never touched, and for a
 // head grove created the branch is reset to to. Where to tracks a path that
 // is an ignored file in the head now, Restore fails with Conflict and
-// changes no file. A revision that does not resolve is NotFound and changes
+// changes no file; where the head holds files no checkpoint can hold (over
+// the size cap), it fails with FailedPrecondition after the safety
+// checkpoint, and changes no file. A revision that does not resolve is NotFound and changes
 // nothing: it is resolved before the safety checkpoint is taken. opts may
 // be nil.
 func (h *Head) Restore(ctx context.Context, to grove.Rev, opts *RestoreOptions) (RestoreResult, error) {
@@ -193,6 +213,9 @@ func (h *Head) Restore(ctx context.Context, to grove.Rev, opts *RestoreOptions) 
 		}
 		if cp.New {
 			res.Safety = &cp
+		}
+		if err := unkept(op, h.name, cp); err != nil {
+			return res, err
 		}
 	}
 	dr, err := h.h.Restore(ctx, to)
@@ -416,16 +439,8 @@ func (h *Head) Destroy(ctx context.Context, opts *DestroyOptions) (DestroyResult
 		if cp.New {
 			res.Final = &cp
 		}
-		var lost []string
-		for _, s := range cp.Skipped {
-			if s.Reason == grove.SkipTooLarge || s.Reason == grove.SkipSparseConflict {
-				lost = append(lost, s.Path)
-			}
-		}
-		if len(lost) > 0 {
-			return res, fail(grove.FailedPrecondition, op, h.name,
-				"%d file(s) no checkpoint can hold would be lost (over the size cap, or in the way of a sparse head's directory: %s); include them in a checkpoint, move them away, or destroy with Discard",
-				len(lost), strings.Join(lost, ", "))
+		if err := unkept(op, h.name, cp); err != nil {
+			return res, err
 		}
 	}
 	if err := h.h.Destroy(ctx, driverDestroy(&o)); err != nil {
