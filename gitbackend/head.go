@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -555,8 +556,9 @@ func (h *head) submoduleChanges(ctx context.Context, mf registry.Manifest, st *g
 	return nil
 }
 
-// filesIn lists, as slash paths under rel, the files and links below the
-// directory dir outside any .git entry, reading each directory without
+// filesIn lists, as slash paths under rel, the files a checkpoint would
+// take below the directory dir (links, and regular files up to the new
+// file size cap) outside any .git entry, reading each directory without
 // blocking or following a link (regfile.ReadDir).
 func filesIn(dir, rel string) []string {
 	ents, err := regfile.ReadDir(dir)
@@ -569,8 +571,12 @@ func filesIn(dir, rel string) []string {
 		case e.Name() == ".git":
 		case e.IsDir():
 			out = append(out, filesIn(filepath.Join(dir, e.Name()), rel+"/"+e.Name())...)
-		default:
+		case e.Type()&fs.ModeSymlink != 0:
 			out = append(out, rel+"/"+e.Name())
+		case e.Type().IsRegular():
+			if fi, err := e.Info(); err == nil && fi.Size() <= grove.DefaultMaxNewFileSize {
+				out = append(out, rel+"/"+e.Name())
+			}
 		}
 	}
 	return out

@@ -263,10 +263,19 @@ func (w *workspace) leftover(ctx context.Context, mf *registry.Manifest) error {
 	if _, err := markSparse(ctx, w.runAs(c), *mf, filepath.Join(tmp, "index"), nil, false); err != nil {
 		return err
 	}
-	c.Args = []string{"status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=none"}
+	// git never looks into a submodule's directory (it would run git
+	// status there, with that repository's configuration): grove does.
+	c.Args = []string{"status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=all"}
 	out, err := w.repo.Run(ctx, c)
 	if err != nil {
 		return err
+	}
+	if marks, err := w.repo.Index.ReadMarks(filepath.Join(tmp, "index")); err == nil {
+		for _, p := range marks.Gitlinks {
+			if ents, err := regfile.ReadDir(filepath.Join(mf.Dir, filepath.FromSlash(p))); err == nil && len(ents) > 0 {
+				return fmt.Errorf("%s holds files in %q, which its commit records as a submodule", mf.Dir, p)
+			}
+		}
 	}
 	var partial []string
 	for _, rec := range strings.Split(out, "\x00") {
