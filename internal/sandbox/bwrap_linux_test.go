@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -223,6 +224,11 @@ func TestAsAnUnprivilegedUser(t *testing.T) {
 // and cifs credentials, tokens a tool stored there). The keyring calls
 // are refused inside.
 func TestAttackBwrapReadsNoKeyOfTheCallersKeyring(t *testing.T) {
+	// A process with no session keyring gets one at this AddKey, in the
+	// credentials of its calling thread alone: the commands below are
+	// started from that thread, or they would not inherit it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	id, err := unix.AddKey("user", "grove-probe", []byte("KEYRING SECRET"), unix.KEY_SPEC_SESSION_KEYRING)
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = unix.KeyctlInt(unix.KEYCTL_UNLINK, id, unix.KEY_SPEC_SESSION_KEYRING, 0, 0) })
