@@ -128,13 +128,17 @@ type Fixture struct {
 	Checkout string
 }
 
-// HarnessMaker makes a fresh Harness for one case.
+// HarnessMaker makes a fresh Harness for one case. Cases run in parallel
+// (see RunConformanceTests): it is called from several goroutines at once.
 type HarnessMaker func(ctx context.Context, t *testing.T) (Harness, error)
 
 type testCase struct {
 	name   string // a sentence: the rule the case checks
 	clause string // the contract text a failure quotes
 	run    func(e *env)
+	// alone is set for a case that times its calls: it runs before the
+	// others, with none of them beside it.
+	alone bool
 }
 
 // allCases returns every case of the suite, in the order they run: the
@@ -144,7 +148,10 @@ func allCases() []testCase {
 }
 
 // RunConformanceTests runs every case of the suite against the backend the
-// harnesses make, each as a subtest of t, always in the same order.
+// harnesses make, each as a subtest of t with a harness of its own: the
+// harness's fixture first, then the cases that time their calls one after
+// another, then the others in parallel (as many at once as -test.parallel
+// allows).
 //
 // Cases that need a second process (Persistent, CrossProcessIsolation)
 // run the test binary again, selecting t's test, with an environment
@@ -159,8 +166,20 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 		return
 	}
 	top := t.Name()
-	for i, c := range allCases() {
+	all := allCases()
+	cases := []testCase{all[0]} // the fixture first, then the timed cases, then the others
+	for _, alone := range []bool{true, false} {
+		for _, c := range all[1:] {
+			if c.alone == alone {
+				cases = append(cases, c)
+			}
+		}
+	}
+	for i, c := range cases {
 		ok := t.Run(c.name, func(t *testing.T) {
+			if i > 0 && !c.alone {
+				t.Parallel()
+			}
 			e := setup(t, newHarness, c.clause)
 			e.top = top
 			c.run(e)

@@ -235,6 +235,7 @@ func cancelledCallCases() []testCase {
 		},
 		{
 			name:   "cancelling_a_call_while_the_driver_runs_it_returns_promptly_with_Canceled",
+			alone:  true,
 			clause: "Cancellation is honoured during the call as well as before it, and a cancelled call leaves the head usable.",
 			run: func(e *env) {
 				h := e.head()
@@ -272,6 +273,7 @@ func serializedCallCases() []testCase {
 	return []testCase{
 		{
 			name:   "calls_on_one_head_wait_for_each_other_and_give_up_when_their_context_ends",
+			alone:  true,
 			clause: "the workspace layer serializes them with a process-wide lock per head. Status, Info, Binding and the FS take no such lock",
 			run: func(e *env) {
 				h := e.create(e.ws.NewHead("serial").From(e.fx.Base).Shared())

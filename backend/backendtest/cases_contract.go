@@ -137,6 +137,7 @@ func cancelledInsideCases() []testCase {
 	return []testCase{
 		{
 			name:   "a_call_cancelled_in_the_middle_of_the_drivers_own_work_is_Canceled_or_done_and_the_head_stays_usable",
+			alone:  true,
 			clause: "Cancellation is honoured during the call as well as before it, and a cancelled call leaves the head usable.",
 			run: func(e *env) {
 				h := e.head()
@@ -176,6 +177,7 @@ func cancelledInsideCases() []testCase {
 		},
 		{
 			name:   "a_context_that_ends_at_any_point_inside_a_driver_call_gives_success_or_Canceled",
+			alone:  true,
 			clause: "Cancellation is honoured during the call as well as before it, and a cancelled call leaves the head usable.",
 			run: func(e *env) {
 				h := e.create(e.ws.NewHead(e.name("countdown")).From(e.fx.Base).Shared())
@@ -812,6 +814,7 @@ func cancelledHalfWayCases() []testCase {
 	return []testCase{
 		{
 			name:   "a_long_call_cancelled_half_way_stops_soon_after_with_Canceled",
+			alone:  true,
 			clause: "Cancellation is honoured during the call as well as before it, and a cancelled call leaves the head usable.",
 			run: func(e *env) {
 				h := e.head()
