@@ -20,7 +20,7 @@ func TestRetentionKeepsExactlyWhatThePolicySays(t *testing.T) {
 	t.Parallel() // mostly waiting on git and helper processes
 	f := newFixture(t)
 	h := f.head("agent")
-	const n = 120
+	const n = 60
 	cps := make([]grove.CheckpointID, 0, n+1)
 	for i := range n {
 		f.write(h, "count.txt", fmt.Sprintf("%d\n", i))
@@ -29,19 +29,19 @@ func TestRetentionKeepsExactlyWhatThePolicySays(t *testing.T) {
 		require.True(t, cp.New)
 		cps = append(cps, cp.ID)
 	}
-	_, err := h.Restore(f.ctx, grove.Rev(cps[39]), nil)
+	_, err := h.Restore(f.ctx, grove.Rev(cps[19]), nil)
 	require.NoError(t, err)
 	f.write(h, "after.txt", "after the restore\n")
 	last, err := h.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
 	cps = append(cps, last.ID)
-	f.git(f.repo, "branch", "keep-me", string(cps[79]))
+	f.git(f.repo, "branch", "keep-me", string(cps[39]))
 
-	want := map[grove.CheckpointID]bool{cps[39]: true, cps[79]: true, cps[99]: true}
+	want := map[grove.CheckpointID]bool{cps[19]: true, cps[39]: true, cps[49]: true}
 	for _, id := range cps[len(cps)-10:] {
 		want[id] = true
 	}
-	policy := &workspace.RetentionPolicy{KeepLast: 10, Keep: []grove.CheckpointID{cps[99]}, DryRun: true}
+	policy := &workspace.RetentionPolicy{KeepLast: 10, Keep: []grove.CheckpointID{cps[49]}, DryRun: true}
 	check := func(rep grove.RetentionReport) {
 		t.Helper()
 		require.Len(t, rep.Heads, 1)
@@ -79,7 +79,7 @@ func TestRetentionKeepsExactlyWhatThePolicySays(t *testing.T) {
 
 	// The head goes on: its restore target still restores, and the next
 	// checkpoint is its newest.
-	_, err = h.Restore(f.ctx, grove.Rev(cps[39]), nil)
+	_, err = h.Restore(f.ctx, grove.Rev(cps[19]), nil)
 	require.NoError(t, err)
 	f.write(h, "later.txt", "later\n")
 	next, err := h.Checkpoint(f.ctx, nil)
