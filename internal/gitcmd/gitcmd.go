@@ -21,8 +21,11 @@
 //   - reads neither the system nor the user's global configuration
 //     (GIT_CONFIG_NOSYSTEM=1, GIT_CONFIG_GLOBAL=/dev/null): grove behaves the
 //     same on every machine, and a user's core.excludesFile does not change
-//     what a checkpoint captures. The repository's own config still applies,
-//     with the overrides above taking precedence;
+//     what a checkpoint captures; nor any excludes or attributes file that
+//     configuration names, nor the user's own ($XDG_CONFIG_HOME/git/...):
+//     what is ignored and what a file's attributes are come from the tree
+//     and the repository's info/ alone. The repository's own config still
+//     applies, with the overrides above taking precedence;
 //   - runs in the C locale (LC_ALL=C), so messages are stable;
 //   - keeps git's untracked cache fresh (core.untrackedCache=true) and
 //     checks out in parallel (checkout.workers, Options.CheckoutWorkers)
@@ -236,11 +239,16 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		// repository's own configuration, which grove has not read.
 		"-c", "submodule.recurse=false", "-c", "diff.submodule=short", "-c", "status.submoduleSummary=false",
 		"-c", "diff.ignoreSubmodules=all",
-		// What a file's bytes are is decided by the tree's attributes
-		// (.gitattributes, info/attributes), never by configuration a
+		// What a file's bytes are (and whether it is an LFS file) is
+		// decided by the tree's attributes (.gitattributes,
+		// info/attributes), never by an attributes file configuration
+		// names (an agent's FIFO there hung every command that looked at
+		// a file's content) nor the user's own, which git reads even
+		// with no global configuration; nor by configuration a
 		// head could set for itself: the Linux defaults, fixed, so a
 		// checkpoint restored in any head and materialized anywhere gives
 		// the same bytes, modes and symlinks.
+		"-c", "core.attributesFile=/dev/null",
 		"-c", "core.autocrlf=false", "-c", "core.eol=lf",
 		"-c", "core.symlinks=true", "-c", "core.fileMode=true", "-c", "core.ignoreCase=false",
 		// Names another file system would take for .git (".git.",
