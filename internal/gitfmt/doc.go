@@ -18,9 +18,13 @@
 // without blocking (a FIFO would hang the reader) and up to a bound;
 // objects are read only from loose files, verified against their names,
 // never through alternates or packs; index parsers never panic, whatever
-// the bytes (FuzzReadMarks). One object is written: a commit, as git
-// commit-tree would write it, byte for byte (Store.WriteCommit). Refs,
-// indexes and working trees are changed by git only.
+// the bytes (FuzzReadMarks). Two kinds of object are written, as git
+// writes them, byte for byte: a commit (Store.WriteCommit, as git
+// commit-tree would) and a blob (Store.WriteBlob: an LFS pointer). Of an
+// index, only the stat data and the assume-unchanged mark of an existing
+// entry are written in place (PutStat, SetAssumeValid, then Reseal), for
+// files grove itself wrote or hashed. Refs, an index's entries and working
+// trees are changed by git only.
 //
 // The restore diff (Store.DiffIndex) compares an index's cache-tree with
 // the target's trees, remembered by ID, and looks only into directories

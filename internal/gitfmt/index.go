@@ -137,6 +137,9 @@ type Marks struct {
 	// IgnoreFiles are the entries named .gitignore, with their object IDs
 	// in hex.
 	IgnoreFiles []Entry
+	// AttributeFiles are the entries named .gitattributes (in any case),
+	// with their object IDs in hex.
+	AttributeFiles []Entry
 	// Tree is the Tree the entries make, as the cache-Tree extension
 	// records it, or "".
 	Tree string
@@ -275,6 +278,8 @@ func WalkMarks(data []byte, hashLen int, each func(e *RawEntry)) (marks Marks, e
 		}
 		if IsIgnoreFile(string(e.Name)) {
 			marks.IgnoreFiles = append(marks.IgnoreFiles, Entry{Path: string(e.Name), Mode: e.Mode, OID: hex.EncodeToString(e.OID)})
+		} else if IsAttributesFile(string(e.Name)) {
+			marks.AttributeFiles = append(marks.AttributeFiles, Entry{Path: string(e.Name), Mode: e.Mode, OID: hex.EncodeToString(e.OID)})
 		}
 		switch {
 		case e.Mode == 0o160000:

@@ -479,6 +479,18 @@ func (s *Store) WriteCommit(tree, parent string, author, committer grove.Signatu
 	return id, true
 }
 
+// WriteBlob writes data as a loose blob, the object git hash-object -w
+// --no-filters writes, and returns its ID: SHA-1, or SHA-256 where hashLen
+// is 32. It fails, with nothing written, where writeLoose leaves the
+// object to git (a shared repository's new fan-out directory).
+func (s *Store) WriteBlob(data []byte, hashLen int) (string, error) {
+	raw := append(fmt.Appendf(nil, "blob %d\x00", len(data)), data...)
+	hh := NewHash(hashLen)
+	hh.Write(raw)
+	id := hex.EncodeToString(hh.Sum(nil))
+	return id, s.writeLoose(id, raw)
+}
+
 // writeLoose stores raw (an object's header and content) as the loose
 // object id, as git does: compressed into a temporary file beside it (its
 // mode 0444 less the umask), then renamed into place, so that a reader
@@ -512,7 +524,7 @@ func (s *Store) writeLoose(id string, raw []byte) error {
 	} else if err != nil || !fi.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
-	if typ, _, ok := s.Loose(id, len(raw)); ok && typ == "commit" {
+	if typ, _, ok := s.Loose(id, len(raw)); ok && strings.HasPrefix(string(raw), typ+" ") {
 		return nil
 	}
 	var buf bytes.Buffer
@@ -579,6 +591,12 @@ func (s *Store) TreeOf(ctx context.Context, id string) (string, bool) {
 // a file tracked as .GitIgnore.
 func IsIgnoreFile(p string) bool {
 	return strings.EqualFold(p[strings.LastIndexByte(p, '/')+1:], ".gitignore")
+}
+
+// IsAttributesFile reports whether path p names a .gitattributes file, in
+// any case (see IsIgnoreFile).
+func IsAttributesFile(p string) bool {
+	return strings.EqualFold(p[strings.LastIndexByte(p, '/')+1:], ".gitattributes")
 }
 
 // BlobID returns the git object ID of the file at full as git would store

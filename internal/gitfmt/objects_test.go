@@ -2,6 +2,8 @@ package gitfmt
 
 import (
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -94,6 +96,30 @@ func TestWriteCommitIsGitCommitTree(t *testing.T) {
 		sig := grove.Signature{Name: tc.name, Email: tc.email}
 		_, ok := rp.WriteCommit(tree, parent, sig, sig, when, tc.msg)
 		require.False(t, ok, "%q", tc)
+	}
+}
+
+// WriteBlob writes the blob git hash-object -w writes, with the same ID,
+// in SHA-1 and SHA-256 repositories; writing it again keeps it.
+func TestWriteBlobIsGitHashObject(t *testing.T) {
+	for _, format := range []string{"sha1", "sha256"} {
+		dir := t.TempDir()
+		plainGit(t, dir, nil, "", "init", "-q", "--object-format="+format)
+		s := NewStore(filepath.Join(dir, ".git"), nil)
+		hashLen := sha1.Size
+		if format == "sha256" {
+			hashLen = sha256.Size
+		}
+		for _, data := range []string{"", "one line\n", "version https://git-lfs.github.com/spec/v1\noid sha256:x\nsize 3\n", "nul\x00inside"} {
+			got, err := s.WriteBlob([]byte(data), hashLen)
+			require.NoError(t, err)
+			require.Equal(t, plainGit(t, dir, nil, data, "hash-object", "--stdin"), got, "%s %q", format, data)
+			require.Equal(t, "blob", plainGit(t, dir, nil, "", "cat-file", "-t", got))
+			again, err := s.WriteBlob([]byte(data), hashLen)
+			require.NoError(t, err)
+			require.Equal(t, got, again)
+		}
+		plainGit(t, dir, nil, "", "fsck", "--strict")
 	}
 }
 

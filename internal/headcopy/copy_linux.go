@@ -175,32 +175,32 @@ type diskCopier struct {
 
 // copy copies name from the directory src to the directory dst if its
 // content is the blob f names, returning the copy's stat data.
-func (c *diskCopier) copy(src, dst int, name string, f *Entry) (Stat, bool) {
+func (c *diskCopier) copy(src, dst int, name string, f *Entry) (gitfmt.Stat, bool) {
 	var st unix.Stat_t
 	if f.mode == 0o120000 {
 		n, err := unix.Readlinkat(src, name, c.buf)
 		if err != nil || n == len(c.buf) {
-			return Stat{}, false
+			return gitfmt.Stat{}, false
 		}
 		target := c.buf[:n]
 		if !c.isBlob(f.oid, target, int64(n)) {
-			return Stat{}, false
+			return gitfmt.Stat{}, false
 		}
 		if unix.Symlinkat(string(target), dst, name) != nil {
-			return Stat{}, false
+			return gitfmt.Stat{}, false
 		}
 		if unix.Fstatat(dst, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-			return Stat{}, false
+			return gitfmt.Stat{}, false
 		}
 		return statOf(&st), true
 	}
 	in, err := unix.Openat(src, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return Stat{}, false
+		return gitfmt.Stat{}, false
 	}
 	defer unix.Close(in)
 	if unix.Fstat(in, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Dev != c.dev || st.Size > maxCopySize {
-		return Stat{}, false
+		return gitfmt.Stat{}, false
 	}
 	perm := uint32(0o666)
 	if f.mode == 0o100755 {
@@ -208,7 +208,7 @@ func (c *diskCopier) copy(src, dst int, name string, f *Entry) (Stat, bool) {
 	}
 	out, err := unix.Openat(dst, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
-		return Stat{}, false
+		return gitfmt.Stat{}, false
 	}
 	defer unix.Close(out)
 	// The copy keeps the source's modification time (see fromdisk.go).
@@ -217,7 +217,7 @@ func (c *diskCopier) copy(src, dst int, name string, f *Entry) (Stat, bool) {
 		unix.UtimesNanoAt(dst, name, []unix.Timespec{{Nsec: unix.UTIME_OMIT}, mtime}, unix.AT_SYMLINK_NOFOLLOW) != nil ||
 		unix.Fstat(out, &st) != nil {
 		_ = unix.Unlinkat(dst, name, 0)
-		return Stat{}, false
+		return gitfmt.Stat{}, false
 	}
 	return statOf(&st), true
 }
@@ -279,10 +279,10 @@ func (c *diskCopier) isBlob(oid, content []byte, size int64) bool {
 }
 
 // statOf is st as git records it.
-func statOf(st *unix.Stat_t) Stat {
-	return Stat{
-		ctimeSec: uint64(st.Ctim.Sec), ctimeNsec: uint64(st.Ctim.Nsec),
-		mtimeSec: uint64(st.Mtim.Sec), mtimeNsec: uint64(st.Mtim.Nsec),
-		dev: st.Dev, ino: st.Ino, uid: uint64(st.Uid), gid: uint64(st.Gid), size: uint64(st.Size),
+func statOf(st *unix.Stat_t) gitfmt.Stat {
+	return gitfmt.Stat{
+		CtimeSec: uint32(st.Ctim.Sec), CtimeNsec: uint32(st.Ctim.Nsec),
+		MtimeSec: uint32(st.Mtim.Sec), MtimeNsec: uint32(st.Mtim.Nsec),
+		Dev: uint32(st.Dev), Ino: uint32(st.Ino), UID: st.Uid, GID: st.Gid, Size: uint32(st.Size),
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/internal/gitfmt"
 )
 
 // blobSum is the SHA-1 object ID of a blob holding content.
@@ -46,8 +48,8 @@ func TestCopyFilesHashesWhatItCopies(t *testing.T) {
 	require.NoError(t, err)
 	require.NotZero(t, fi.Mode()&0o100, "the entry's mode, not the source's")
 	require.True(t, files[2].copied)
-	require.Equal(t, fi.Sys().(*syscall.Stat_t).Ino, files[2].st.ino)
-	require.Equal(t, uint64(fi.Size()), files[2].st.size)
+	require.Equal(t, uint32(fi.Sys().(*syscall.Stat_t).Ino), files[2].st.Ino)
+	require.Equal(t, uint32(fi.Size()), files[2].st.Size)
 	for _, p := range []string{"d/link", "d/swapped"} {
 		_, err := os.Lstat(filepath.Join(dst, p))
 		require.ErrorIs(t, err, os.ErrNotExist, p)
@@ -55,8 +57,8 @@ func TestCopyFilesHashesWhatItCopies(t *testing.T) {
 	require.True(t, files[0].copied)
 	require.False(t, files[1].copied)
 	require.False(t, files[3].copied)
-	require.Equal(t, Stat{}, files[1].st)
-	require.Equal(t, Stat{}, files[3].st)
+	require.Equal(t, gitfmt.Stat{}, files[1].st)
+	require.Equal(t, gitfmt.Stat{}, files[3].st)
 }
 
 // A file over maxCopySize is left to the checkout, even when it is its

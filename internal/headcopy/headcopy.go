@@ -2,7 +2,6 @@ package headcopy
 
 import (
 	"bytes"
-	"encoding/binary"
 
 	"github.com/groveworks/grove/internal/gitfmt"
 )
@@ -62,7 +61,7 @@ type Entry struct {
 	oid    []byte
 	path   string
 	copied bool
-	st     Stat
+	st     gitfmt.Stat
 }
 
 // Stamp matches the copies in files (a List's entries, after Files)
@@ -89,7 +88,7 @@ func Stamp(index []byte, hashLen int, files []Entry) (matched, entries int, ok b
 		f := &files[j]
 		j++
 		if f.copied && f.mode == e.Mode && bytes.Equal(f.oid, e.OID) && unmarked(e) {
-			putStat(index, e.Off, f.st)
+			gitfmt.PutStat(index, e.Off, f.st)
 			matched++
 		}
 	})
@@ -97,28 +96,6 @@ func Stamp(index []byte, hashLen int, files []Entry) (matched, entries int, ok b
 		return 0, entries, false
 	}
 	// The stat data is in; the checksum covers it.
-	if sum := index[len(index)-hashLen:]; !bytes.Equal(sum, make([]byte, hashLen)) { // a zero trailer is index.skipHash
-		hh := gitfmt.NewHash(hashLen)
-		hh.Write(index[:len(index)-hashLen])
-		copy(sum, hh.Sum(nil))
-	}
+	gitfmt.Reseal(index, hashLen)
 	return matched, entries, true
-}
-
-// putStat writes a file's stat data into its index entry at off, as git
-// records it: every field its low 32 bits.
-func putStat(data []byte, off int, st Stat) {
-	for i, v := range [...]uint64{st.ctimeSec, st.ctimeNsec, st.mtimeSec, st.mtimeNsec, st.dev, st.ino} {
-		binary.BigEndian.PutUint32(data[off+4*i:], uint32(v))
-	}
-	// off+24 is the mode, which stays the entry's.
-	binary.BigEndian.PutUint32(data[off+28:], uint32(st.uid))
-	binary.BigEndian.PutUint32(data[off+32:], uint32(st.gid))
-	binary.BigEndian.PutUint32(data[off+36:], uint32(st.size))
-}
-
-// Stat is what git records of a file's stat.
-type Stat struct {
-	ctimeSec, ctimeNsec, mtimeSec, mtimeNsec uint64
-	dev, ino, uid, gid, size                 uint64
 }
