@@ -7,22 +7,30 @@
 // A pointer is a small text blob naming an object by its SHA-256 and
 // size. The store is <common git dir>/lfs/objects/<oid[0:2]>/<oid[2:4]>/<oid>,
 // shared by every worktree of the repository. Everything under the common
-// git dir can be written by an agent in a head, so an object is hostile
-// input: it is read only as a regular file, never followed through a
-// link, and its content is checked against its name as it is copied out.
+// git dir can be written by an agent in a head, so the store is hostile
+// input: it is reached through os.Root on the common git dir (a link
+// leads nowhere outside it), an object is read only as a regular file,
+// never through a link and without blocking, its content is checked
+// against its name as it is copied out, and an object stored is written
+// under its name whatever was there.
 package lfs
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/groveworks/grove/internal/headcopy"
 	"github.com/groveworks/grove/internal/regfile"
@@ -89,18 +97,23 @@ func (p Pointer) Bytes() []byte {
 	return []byte(fmt.Sprintf("%s\noid sha256:%s\nsize %d\n", Version, p.OID, p.Size))
 }
 
-// Store is a repository's LFS object store.
+// Store is a repository's LFS object store. Every file of it is reached
+// through os.Root on the common git dir: a link an agent put at lfs/,
+// objects/ or a fan-out directory leads nowhere outside the repository.
 type Store struct {
-	dir string // <common git dir>/lfs
+	common string
 }
 
 // StoreOf is the store of the repository whose common git dir is common.
-func StoreOf(common string) Store { return Store{dir: filepath.Join(common, "lfs")} }
+func StoreOf(common string) Store { return Store{common: common} }
+
+// name is where, under the common git dir, the store keeps p's object.
+func name(p Pointer) string {
+	return "lfs/objects/" + p.OID[:2] + "/" + p.OID[2:4] + "/" + p.OID
+}
 
 // Path is where the store keeps the object p names.
-func (s Store) Path(p Pointer) string {
-	return filepath.Join(s.dir, "objects", p.OID[:2], p.OID[2:4], p.OID)
-}
+func (s Store) Path(p Pointer) string { return filepath.Join(s.common, filepath.FromSlash(name(p))) }
 
 // ErrMissing is wrapped by the error for an object the store does not
 // hold.
@@ -110,22 +123,50 @@ var ErrMissing = errors.New("lfs: object not in the store")
 // what its name says.
 var ErrCorrupt = errors.New("lfs: object does not match its name")
 
-// Put stores the content r gives and returns its pointer. The content is
-// written to a temporary file in the store as it is hashed, then renamed
-// to its name; an object already there is kept (objects are named by
-// their content).
+// Put stores the content r gives and returns its pointer.
 func (s Store) Put(r io.Reader) (Pointer, error) {
-	tmpDir := filepath.Join(s.dir, "tmp")
-	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
-		return Pointer{}, err
-	}
-	f, err := os.CreateTemp(tmpDir, "grove-*")
+	return s.put(func(tmp *os.File, h hash.Hash) (int64, error) {
+		return io.Copy(io.MultiWriter(tmp, h), r)
+	})
+}
+
+// PutFile stores the content of the regular file in (from its start) and
+// returns its pointer: the stored object shares in's blocks where the file
+// system can (copy-on-write), and is hashed from what the store holds
+// either way, so that its name is always its content's, whatever is
+// written to in meanwhile.
+func (s Store) PutFile(in *os.File) (Pointer, error) {
+	return s.put(func(tmp *os.File, h hash.Hash) (int64, error) {
+		if headcopy.CloneFile(tmp, in) {
+			return io.Copy(h, tmp)
+		}
+		return io.Copy(io.MultiWriter(tmp, h), io.NewSectionReader(in, 0, 1<<62))
+	})
+}
+
+// put writes an object through fill, which writes the content to tmp (a
+// new file in the store) and hashes it with h, then renames it to its
+// name, over any object there: the store then holds content checked
+// against its name, whatever an agent planted there before.
+func (s Store) put(fill func(tmp *os.File, h hash.Hash) (int64, error)) (Pointer, error) {
+	root, err := os.OpenRoot(s.common)
 	if err != nil {
 		return Pointer{}, err
 	}
-	defer os.Remove(f.Name()) // after a rename, nothing
+	defer root.Close()
+	if err := root.MkdirAll("lfs/tmp", 0o755); err != nil {
+		return Pointer{}, err
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmpName := "lfs/tmp/grove-" + hex.EncodeToString(rnd[:])
+	f, err := root.OpenFile(tmpName, os.O_RDWR|os.O_CREATE|os.O_EXCL|regfile.ONoFollow, 0o644)
+	if err != nil {
+		return Pointer{}, err
+	}
+	defer root.Remove(tmpName) // after a rename, nothing
 	h := sha256.New()
-	size, err := io.Copy(io.MultiWriter(f, h), r)
+	size, err := fill(f, h)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -136,52 +177,75 @@ func (s Store) Put(r io.Reader) (Pointer, error) {
 		return Pointer{}, err
 	}
 	p := Pointer{OID: hex.EncodeToString(h.Sum(nil)), Size: size}
-	dst := s.Path(p)
-	if fi, err := os.Lstat(dst); err == nil && fi.Mode().IsRegular() && fi.Size() == size {
-		return p, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	dst := name(p)
+	if err := root.MkdirAll(path.Dir(dst), 0o755); err != nil {
 		return Pointer{}, err
 	}
-	return p, os.Rename(f.Name(), dst)
+	return p, root.Rename(tmpName, dst)
 }
 
 // Has reports whether the store holds an object by p's name and of its
 // size (its content is checked when it is copied out).
 func (s Store) Has(p Pointer) bool {
-	fi, err := os.Lstat(s.Path(p))
+	root, err := os.OpenRoot(s.common)
+	if err != nil {
+		return false
+	}
+	defer root.Close()
+	fi, err := root.Lstat(name(p))
 	return err == nil && fi.Mode().IsRegular() && fi.Size() == p.Size
 }
 
-// WriteFile writes the content of the object p names to a new file at
-// dst with permissions perm: sharing the object's blocks where the file
-// system can (copy-on-write), copied otherwise, and read through either
-// way to check it against p. An object the store lacks is ErrMissing; one
-// that is not a regular file of p's size and hash is ErrCorrupt. A dst
-// that exists is an error; on any error dst is removed.
-func (s Store) WriteFile(p Pointer, dst string, perm os.FileMode) (err error) {
-	path := s.Path(p)
-	// The name itself, never what a link there points at: the file
-	// opened must be the one found (os.SameFile), whatever was swapped in
-	// between.
-	lfi, err := os.Lstat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%w: %s", ErrMissing, p.OID)
-	} else if err != nil || !lfi.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s is not a regular file", ErrCorrupt, p.OID)
-	}
-	in, fi, err := regfile.Open(path)
+// WriteTo writes the content of the object p names to out, an empty file
+// opened for reading and writing: sharing the object's blocks where the
+// file system can (copy-on-write), copied otherwise, and read through
+// either way to check it against p. It returns the object's modification
+// time. An object the store lacks is ErrMissing; one that is not a
+// regular file of p's size and hash is ErrCorrupt; out may then hold
+// anything.
+func (s Store) WriteTo(p Pointer, out *os.File) (time.Time, error) {
+	root, err := os.OpenRoot(s.common)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrCorrupt, p.OID, err)
+		return time.Time{}, fmt.Errorf("%w: %s: %v", ErrMissing, p.OID, err)
+	}
+	defer root.Close()
+	// The name itself, never what a link there points at, opened without
+	// waiting (a FIFO planted there).
+	in, err := root.OpenFile(name(p), os.O_RDONLY|regfile.ONoFollow|regfile.ONonBlock, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return time.Time{}, fmt.Errorf("%w: %s", ErrMissing, p.OID)
+	} else if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, p.OID, err)
 	}
 	defer in.Close()
-	if !os.SameFile(lfi, fi) {
-		return fmt.Errorf("%w: %s was replaced while it was opened", ErrCorrupt, p.OID)
+	fi, err := in.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return time.Time{}, fmt.Errorf("%w: %s is not a regular file", ErrCorrupt, p.OID)
 	}
 	if fi.Size() != p.Size {
-		return fmt.Errorf("%w: %s is %d bytes, not %d", ErrCorrupt, p.OID, fi.Size(), p.Size)
+		return time.Time{}, fmt.Errorf("%w: %s is %d bytes, not %d", ErrCorrupt, p.OID, fi.Size(), p.Size)
 	}
-	out, err := os.OpenFile(dst, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+	h := sha256.New()
+	var n int64
+	if p.Size > 0 && headcopy.CloneFile(out, in) {
+		n, err = io.Copy(h, io.NewSectionReader(out, 0, p.Size+1))
+	} else {
+		n, err = io.Copy(io.MultiWriter(out, h), io.LimitReader(in, p.Size+1))
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	if n != p.Size || hex.EncodeToString(h.Sum(nil)) != p.OID {
+		return time.Time{}, fmt.Errorf("%w: %s", ErrCorrupt, p.OID)
+	}
+	return fi.ModTime(), nil
+}
+
+// WriteFile writes the content of the object p names to a new file at
+// dst with permissions perm, as WriteTo writes it. A dst that exists is
+// an error; on any error dst is removed.
+func (s Store) WriteFile(p Pointer, dst string, perm os.FileMode) (err error) {
+	out, err := os.OpenFile(dst, os.O_RDWR|os.O_CREATE|os.O_EXCL|regfile.ONoFollow, perm)
 	if err != nil {
 		return err
 	}
@@ -193,18 +257,6 @@ func (s Store) WriteFile(p Pointer, dst string, perm os.FileMode) (err error) {
 			_ = os.Remove(dst)
 		}
 	}()
-	h := sha256.New()
-	var n int64
-	if p.Size > 0 && headcopy.CloneFile(out, in) {
-		n, err = io.Copy(h, io.NewSectionReader(out, 0, p.Size+1))
-	} else {
-		n, err = io.Copy(io.MultiWriter(out, h), io.LimitReader(in, p.Size+1))
-	}
-	if err != nil {
-		return err
-	}
-	if n != p.Size || hex.EncodeToString(h.Sum(nil)) != p.OID {
-		return fmt.Errorf("%w: %s", ErrCorrupt, p.OID)
-	}
-	return nil
+	_, err = s.WriteTo(p, out)
+	return err
 }

@@ -149,3 +149,68 @@ func TestWriteFileChecksTheObject(t *testing.T) {
 		assert.NoFileExists(t, dst, name)
 	}
 }
+
+// PutFile stores a file's content under its name, and a corrupt object an
+// agent planted under that name is replaced by the checked content.
+func TestPutFileStoresCheckedContentOverAPlantedObject(t *testing.T) {
+	common := t.TempDir()
+	s := StoreOf(common)
+	content := []byte(strings.Repeat("content of a large file\n", 4000))
+	src := filepath.Join(t.TempDir(), "big.bin")
+	require.NoError(t, os.WriteFile(src, content, 0o644))
+	p, err := s.Put(bytes.NewReader(content))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(s.Path(p), bytes.Repeat([]byte("x"), len(content)), 0o644), "the agent's object, of the right size")
+
+	f, err := os.Open(src)
+	require.NoError(t, err)
+	defer f.Close()
+	got, err := s.PutFile(f)
+	require.NoError(t, err)
+	assert.Equal(t, p, got)
+	stored, err := os.ReadFile(s.Path(p))
+	require.NoError(t, err)
+	assert.Equal(t, content, stored)
+}
+
+// A link an agent put where the store's directories are leads nowhere
+// outside the repository: nothing is written or read there.
+func TestAttackALinkedStoreDirectoryLeadsNowhere(t *testing.T) {
+	for _, link := range []string{"lfs", "lfs/objects", "lfs/tmp"} {
+		t.Run(link, func(t *testing.T) {
+			common, outside := t.TempDir(), t.TempDir()
+			s := StoreOf(common)
+			p, err := StoreOf(outside).Put(strings.NewReader("outside\n"))
+			require.NoError(t, err)
+			full := filepath.Join(common, filepath.FromSlash(link))
+			require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+			target := filepath.Join(outside, filepath.FromSlash(link))
+			require.NoError(t, os.MkdirAll(target, 0o755))
+			require.NoError(t, os.Symlink(target, full))
+			before := listTree(t, outside)
+
+			_, err = s.Put(strings.NewReader("new content\n"))
+			assert.Error(t, err)
+			assert.Equal(t, before, listTree(t, outside), "a Put wrote outside the repository")
+			if link != "lfs/tmp" {
+				assert.False(t, s.Has(p), "Has looked outside the repository")
+				out, err := os.CreateTemp(t.TempDir(), "out")
+				require.NoError(t, err)
+				_, err = s.WriteTo(p, out)
+				assert.Error(t, err, "WriteTo read outside the repository")
+				_ = out.Close()
+			}
+		})
+	}
+}
+
+// listTree is every path under dir.
+func listTree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		out = append(out, p)
+		return err
+	}))
+	return out
+}
