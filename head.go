@@ -108,6 +108,10 @@ type Status struct {
 	LastCheckpoint CheckpointID // the newest checkpoint in Log, "" if none
 	InProgress     Operation    // a merge-like operation in progress, if any
 	Archived       bool
+	// LFSMissing lists, sorted, the Git LFS files the head holds as their
+	// pointers because the repository's LFS store lacks their content
+	// (see the backend's documentation for how it is fetched).
+	LFSMissing []string
 }
 
 // FileStat is one file's line counts in a Diff.

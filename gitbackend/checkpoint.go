@@ -15,6 +15,7 @@ import (
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/gitrepo"
 	"github.com/groveworks/grove/internal/registry"
 )
@@ -44,17 +45,20 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 	}
 	var skipped []grove.Skipped
 	var big, walked []string
-	var nested nestedRepos
+	var found untrackedFinds
 	sizes := map[string]int64{}
 	for _, name := range strings.Split(out, "\x00") {
 		if name == "" {
 			continue
 		}
 		if dir, ok := strings.CutSuffix(name, "/"); ok {
-			s, b := walkUntracked(mf.Dir, dir, capSize, sizes, &nested)
+			s, b := walkUntracked(mf.Dir, dir, capSize, sizes, &found)
 			skipped = append(skipped, s...)
 			walked = append(walked, b...)
 			continue
+		}
+		if gitfmt.IsAttributesFile(name) {
+			found.attributes = append(found.attributes, name)
 		}
 		if capSize < 0 {
 			continue
@@ -82,6 +86,15 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 			}
 		}
 	}
+	// LFS files go to the store, whatever their size: staged here, left
+	// alone by the git add below.
+	stage, err := h.stageLFS(ctx, mf.Dir, priv, out != "", found.attributes)
+	if err != nil {
+		return nil, err
+	}
+	if stage != nil {
+		big = slices.DeleteFunc(big, func(p string) bool { return stage.untracked[p] })
+	}
 	specs := []string{"."}
 	for _, p := range blockers {
 		skipped = append(skipped, grove.Skipped{Path: p, Reason: grove.SkipSparseConflict})
@@ -95,7 +108,7 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 	}
 	// git would add a nested repository as a bare gitlink (or fail on one
 	// with no commit): its files are added one by one below instead.
-	for _, r := range nested.roots {
+	for _, r := range found.roots {
 		specs = append(specs, ":(exclude,literal)"+r)
 	}
 	// With no untracked path to add, git add -u stages the same changes
@@ -129,8 +142,8 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 			return nil, err
 		}
 	}
-	if len(nested.files) > 0 {
-		if err := h.addNested(ctx, env, nested.files, tooBig); err != nil {
+	if len(found.files) > 0 {
+		if err := h.addNested(ctx, env, found.files, tooBig); err != nil {
 			return nil, err
 		}
 	}
@@ -154,6 +167,9 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 	if err := h.keepGitlinks(ctx, env, gitlinks); err != nil {
 		return nil, err
 	}
+	if err := h.unstageLFS(ctx, priv, stage); err != nil {
+		return nil, err
+	}
 	skipped = slices.DeleteFunc(skipped, func(s grove.Skipped) bool {
 		_, kept := gitlinks[s.Path]
 		return kept && s.Reason == grove.SkipEmptyDirectory
@@ -166,20 +182,23 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 // regular file, a symlink or a directory.
 var notAddable = regexp.MustCompile(`(?m)^error: (.+): can only add regular files, symbolic links or git-directories$`)
 
-// nestedRepos are the repositories found inside untracked directories
-// (scaffolding tools run git init): their roots, and the files under them
-// that are not in a git dir.
-type nestedRepos struct {
-	roots []string
-	files []string
+// untrackedFinds is what walkUntracked found in untracked directories:
+// the repositories there (scaffolding tools run git init), their roots
+// and the files under them that are not in a git dir; and the attributes
+// files outside them.
+type untrackedFinds struct {
+	roots      []string
+	files      []string
+	attributes []string
 }
 
 // walkUntracked walks a directory git reported as wholly untracked. It
 // lists the empty directories and irregular files in it as skipped,
 // returns the files over the cap (which may still be ignored), and
-// collects the nested repositories it finds with their files. A ".git"
-// entry is never walked into or collected, at any depth.
-func walkUntracked(root, dir string, capSize int64, sizes map[string]int64, nested *nestedRepos) ([]grove.Skipped, []string) {
+// collects the nested repositories it finds with their files, and the
+// attributes files. A ".git" entry is never walked into or collected, at
+// any depth.
+func walkUntracked(root, dir string, capSize int64, sizes map[string]int64, found *untrackedFinds) ([]grove.Skipped, []string) {
 	var skipped []grove.Skipped
 	var big []string
 	var walk func(rel string, inNested bool)
@@ -197,7 +216,7 @@ func walkUntracked(root, dir string, capSize int64, sizes map[string]int64, nest
 			return
 		}
 		if !inNested && slices.ContainsFunc(ents, func(e fs.DirEntry) bool { return e.Name() == ".git" }) {
-			nested.roots = append(nested.roots, rel)
+			found.roots = append(found.roots, rel)
 			inNested = true
 		}
 		for _, e := range ents {
@@ -214,11 +233,13 @@ func walkUntracked(root, dir string, capSize int64, sizes map[string]int64, nest
 					sizes[p] = info.Size()
 				}
 				if inNested {
-					nested.files = append(nested.files, p)
+					found.files = append(found.files, p)
+				} else if gitfmt.IsAttributesFile(p) {
+					found.attributes = append(found.attributes, p)
 				}
 			case t&fs.ModeSymlink != 0:
 				if inNested {
-					nested.files = append(nested.files, p)
+					found.files = append(found.files, p)
 				}
 			default:
 				skipped = append(skipped, grove.Skipped{Path: p, Reason: grove.SkipIrregular})

@@ -35,15 +35,17 @@ type head struct {
 	mf       registry.Manifest
 	bind     *lock.Lock
 	closed   bool
-	gitlinks gitlinkCache // see submoduleChanges
+	gitlinks gitlinkCache       // see submoduleChanges
+	lfsSeen  map[string]lfsSeen // see holdsContent
 }
 
-// gitlinkCache is what Status last read of a head's index's gitlinks, by
+// gitlinkCache is what Status last read of a head's index's marks, by
 // the index file's identity (regfile.FileKey): an index that did not
 // change is not read again.
 type gitlinkCache struct {
-	key      string
-	gitlinks []string // less those outside a sparse head's set
+	key        string
+	gitlinks   []string // less those outside a sparse head's set
+	attributes []gitfmt.Entry
 }
 
 var _ backend.Head = (*head)(nil)
@@ -433,7 +435,14 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 		return grove.Status{}, h.wrap(op, err)
 	}
 	st := grove.Status{InProgress: inProgress(mf.Admin), Archived: mf.State == grove.StateArchived}
-	for _, rec := range strings.Split(out, "\x00") {
+	// Paths whose answer depends on whether they are LFS files: a file
+	// modified to git whose entry is a pointer (its content may be the
+	// pointer's), a new file over the cap (an LFS file is taken whatever
+	// its size).
+	var lfsMaybe []lfsCandidate
+	records := strings.Split(out, "\x00")
+	gate := lfsGate(h.w.repo.Common, mf.Dir, h.indexMarks(mf).attributes, untrackedAttributes(records))
+	for _, rec := range records {
 		switch {
 		case strings.HasPrefix(rec, "# branch.oid "):
 			st.Commit = grove.CheckpointID(strings.TrimPrefix(rec, "# branch.oid "))
@@ -450,6 +459,11 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 				kind = grove.ChangeAdded
 			case f[1][0] == 'D' || f[1][1] == 'D':
 				kind = grove.ChangeDeleted
+			case gate && f[1] == ".M" && f[4] == f[5] && f[4] != "160000":
+				if ptr, ok := h.pointerBlob(ctx, f[7]); ok {
+					lfsMaybe = append(lfsMaybe, lfsCandidate{path: f[8], ptr: &ptr})
+					continue
+				}
 			}
 			st.Changes = append(st.Changes, grove.Change{Path: f[8], Kind: kind})
 			st.Dirty = true
@@ -475,11 +489,16 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 				}
 			} else if fi, err := os.Lstat(full); err != nil || fi.Size() <= grove.DefaultMaxNewFileSize || !fi.Mode().IsRegular() {
 				st.Dirty = true
+			} else if gate {
+				lfsMaybe = append(lfsMaybe, lfsCandidate{path: p})
 			}
 		}
 	}
 	if st.Commit == "(initial)" {
 		st.Commit = ""
+	}
+	if err := h.resolveLFS(ctx, mf, lfsMaybe, &st); err != nil {
+		return grove.Status{}, h.wrap(op, err)
 	}
 	if err := h.submoduleChanges(ctx, mf, &st); err != nil {
 		return grove.Status{}, h.wrap(op, err)
@@ -503,31 +522,7 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 // modified; one that is not a directory any more is modified. The index's
 // gitlinks are read once for each version of the index file.
 func (h *head) submoduleChanges(ctx context.Context, mf registry.Manifest, st *grove.Status) error {
-	index := filepath.Join(mf.Admin, "index")
-	fi, err := os.Stat(index)
-	if err != nil {
-		return nil // git status answered from this index a moment ago
-	}
-	key, _ := regfile.FileKey(fi)
-	h.mu.Lock()
-	c := h.gitlinks
-	h.mu.Unlock()
-	if key == "" || c.key != key {
-		marks, err := h.w.repo.Index.ReadMarks(index)
-		if err != nil {
-			return nil
-		}
-		c = gitlinkCache{key: key}
-		for _, p := range marks.Gitlinks {
-			if !slices.Contains(marks.Skipped, p) {
-				c.gitlinks = append(c.gitlinks, p)
-			}
-		}
-		h.mu.Lock()
-		h.gitlinks = c
-		h.mu.Unlock()
-	}
-	for _, p := range c.gitlinks {
+	for _, p := range h.indexMarks(mf).gitlinks {
 		if slices.ContainsFunc(st.Changes, func(c grove.Change) bool { return c.Path == p }) {
 			continue
 		}
@@ -554,6 +549,38 @@ func (h *head) submoduleChanges(ctx context.Context, mf registry.Manifest, st *g
 		}
 	}
 	return nil
+}
+
+// indexMarks returns what Status needs of the marks of the head's index,
+// read once for each version of the file; nothing where it cannot be
+// read (git status answered from it a moment ago).
+func (h *head) indexMarks(mf registry.Manifest) gitlinkCache {
+	index := filepath.Join(mf.Admin, "index")
+	fi, err := os.Stat(index)
+	if err != nil {
+		return gitlinkCache{}
+	}
+	key, _ := regfile.FileKey(fi)
+	h.mu.Lock()
+	c := h.gitlinks
+	h.mu.Unlock()
+	if key != "" && c.key == key {
+		return c
+	}
+	marks, err := h.w.repo.Index.ReadMarks(index)
+	if err != nil {
+		return gitlinkCache{}
+	}
+	c = gitlinkCache{key: key, attributes: marks.AttributeFiles}
+	for _, p := range marks.Gitlinks {
+		if !slices.Contains(marks.Skipped, p) {
+			c.gitlinks = append(c.gitlinks, p)
+		}
+	}
+	h.mu.Lock()
+	h.gitlinks = c
+	h.mu.Unlock()
+	return c
 }
 
 // filesIn lists, as slash paths under rel, the files a checkpoint would

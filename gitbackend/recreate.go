@@ -147,6 +147,9 @@ func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) er
 		_, err = w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir,
 			Args: []string{"read-tree", "--reset", "-u", "HEAD"}, Parallel: w.repo.ManyFiles(filepath.Join(mf.Admin, "index"))})
 	}
+	if err == nil {
+		err = w.checkoutLFS(ctx, mf, filepath.Join(mf.Admin, "index"))
+	}
 	if err != nil {
 		undo()
 		return fail(grove.Internal, err)

@@ -200,9 +200,6 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 	if err := t.Import(); err != nil {
 		return res, grove.Errorf(grove.Internal, op, "moving the fetched objects into the repository: %w", err)
 	}
-	if err := w.repo.CheckTree(ctx, "relocate", tip); err != nil {
-		return res, err
-	}
 	if set != nil && w.sealed() {
 		// Refused before the head is taken over: its owner keeps it.
 		return res, fail(grove.Unimplemented, "", "a sparse head under a sandbox: its sealed git dir holds the whole index")

@@ -260,6 +260,11 @@ func (h *head) restore(ctx context.Context, mf registry.Manifest, target string)
 		return err
 	}
 	h.w.b.crashPoint("restore:pruned")
+	// Before the clean starts: the content goes in through temporary
+	// files beside the pointers, which the clean would take.
+	if err := h.w.checkoutLFS(ctx, &mf, priv); err != nil {
+		return err
+	}
 	clean, done, err := h.cleaner(ctx, mf, priv, keep)
 	if err != nil {
 		return err

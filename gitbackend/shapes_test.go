@@ -67,21 +67,13 @@ func TestASparseMainCheckoutOpensAndItsHeadsInheritItsSet(t *testing.T) {
 	assert.Equal(t, "package main // landed", f.git(f.repo, "show", "landed:src/main.go"))
 }
 
+// A filter other than Git LFS's (which grove does itself) would change
+// what a file's bytes are: refused.
 func TestFilterDriversAreRefusedAtOpen(t *testing.T) {
 	f := newFixture(t)
-	f.git(f.repo, "config", "filter.lfs.smudge", "git-lfs smudge -- %f")
+	f.git(f.repo, "config", "filter.crypt.smudge", "git-crypt smudge")
 	_, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, nil)
 	wantUnimplemented(t, err, "filter drivers")
-}
-
-func TestLFSAttributesAreRefusedAtCreate(t *testing.T) {
-	f := newFixture(t)
-	require.NoError(t, os.WriteFile(filepath.Join(f.repo, ".gitattributes"), []byte("*.bin filter=lfs diff=lfs merge=lfs -text\n"), 0o644))
-	f.git(f.repo, "add", ".gitattributes")
-	f.git(f.repo, "commit", "-qm", "lfs")
-	_, err := f.ws.NewHead("agent").From("main").Create(f.ctx)
-	wantUnimplemented(t, err, "Git LFS")
-	assertNothingLeft(t, f, "agent")
 }
 
 // assertNothingLeft checks that a refused create left no branch, directory

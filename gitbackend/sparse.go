@@ -387,6 +387,9 @@ func (h *head) SetSparse(ctx context.Context, set []string) error {
 	if err := updateIndex(fctx, h.git, priv, []indexStep{{m.deleted, "--force-remove"}}); err != nil {
 		return h.wrap(op, err)
 	}
+	if err := h.w.checkoutLFS(fctx, &next, priv); err != nil {
+		return h.wrap(op, err)
+	}
 	err = swap.commit(priv)
 	swap = nil
 	if err == nil {

@@ -291,9 +291,6 @@ func (w *workspace) CreateHead(ctx context.Context, spec *backend.HeadSpec) (bac
 	if err := w.ensureTrees(ctx, op, spec.Sparse, [2]string{commit, ""}); err != nil {
 		return nil, err
 	}
-	if err := w.repo.CheckTree(ctx, op, commit); err != nil {
-		return nil, err
-	}
 	// A taken name is the answer before anything about its directory
 	// (register checks again under the repository lock).
 	if all, err := w.meta.Manifests(); err == nil {
@@ -511,9 +508,15 @@ func (w *workspace) populate(ctx context.Context, mf *registry.Manifest, recorde
 		_, err = w.repo.Run(ctx, gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir, Args: []string{"read-tree", "--reset", "-u", "HEAD"},
 			Parallel: w.repo.ManyFiles(filepath.Join(mf.Admin, "index"))})
 	}
+	if err == nil {
+		err = w.checkoutLFS(ctx, mf, filepath.Join(mf.Admin, "index"))
+	}
 	if err != nil {
 		if grove.CodeOf(err) == grove.Canceled {
 			return err
+		}
+		if cerr := grove.ContextError(ctx, "gitbackend: create head"); cerr != nil {
+			return cerr
 		}
 		return &grove.Error{Code: grove.Internal, Op: "gitbackend: create head", Head: mf.Name, Path: mf.Dir, Err: err}
 	}

@@ -66,6 +66,20 @@ func (s *Store) fallbackObject(ctx context.Context, id string, max int) (typ str
 	return s.fallback(ctx, id, max)
 }
 
+// Blob returns the content of the blob id when it is at most max bytes:
+// its loose object, or else from the fallback. ok is false for an object
+// that is not a blob, a larger one, or one neither gives.
+func (s *Store) Blob(ctx context.Context, id string, max int) ([]byte, bool) {
+	typ, body, ok := s.Loose(id, max)
+	if !ok {
+		typ, body, ok = s.fallbackObject(ctx, id, max)
+	}
+	if !ok || typ != "blob" || len(body) > max {
+		return nil, false
+	}
+	return body, true
+}
+
 // MaxCommitSize bounds the commit objects read in-process: a larger one
 // (nothing git writes for grove) is left to git.
 const MaxCommitSize = 1 << 20

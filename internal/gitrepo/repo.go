@@ -12,13 +12,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -163,9 +161,11 @@ func (rp *Repo) CheckShape(ctx context.Context) error {
 		lower := strings.ToLower(key)
 		feature := ""
 		switch {
-		case strings.HasPrefix(lower, "filter.") && val != "" &&
+		case strings.HasPrefix(lower, "filter.") && !strings.HasPrefix(lower, "filter.lfs.") && val != "" &&
 			(strings.HasSuffix(lower, ".clean") || strings.HasSuffix(lower, ".smudge") || strings.HasSuffix(lower, ".process")):
-			feature = "filter drivers such as Git LFS's (" + key + ")"
+			// Git LFS's are grove's to do (in-process); any other filter
+			// would change what a file's bytes are.
+			feature = "filter drivers (" + key + ")"
 		}
 		if feature != "" {
 			return &grove.Error{Code: grove.Unimplemented, Op: "gitbackend: open", Path: rp.Common,
@@ -289,74 +289,6 @@ func (rp *Repo) CheckBranchName(ctx context.Context, branch string) error {
 	_, err := rp.Git(ctx, "check-ref-format", "refs/heads/"+branch)
 	return err
 }
-
-// CheckTree refuses to make a head from a commit whose files need
-// something grove does not drive: Git LFS attributes.
-// The commit's top tree and its .gitattributes are read in-process when
-// they are loose objects; otherwise git reads them.
-func (rp *Repo) CheckTree(ctx context.Context, op, commit string) error {
-	names, attrs, ok := rp.TopFiles(commit)
-	if !ok {
-		out, err := rp.Git(ctx, "ls-tree", "-z", "--name-only", commit, "--", ".gitmodules", ".gitattributes")
-		if err != nil {
-			return err
-		}
-		names = strings.Split(out, "\x00")
-		if slices.Contains(names, ".gitattributes") {
-			if attrs, err = rp.Git(ctx, "cat-file", "blob", commit+":.gitattributes"); err != nil {
-				return err
-			}
-		}
-	}
-	for _, name := range names {
-		feature := ""
-		if name == ".gitattributes" && strings.Contains(attrs, "filter=lfs") {
-			feature = "Git LFS (filter=lfs in .gitattributes)"
-		}
-		if feature != "" {
-			return &grove.Error{Code: grove.Unimplemented, Op: "gitbackend: " + op, Path: name,
-				Err: fmt.Errorf("commit %.12s uses %s, which grove does not drive", commit, feature)}
-		}
-	}
-	return nil
-}
-
-// TopFiles reads in-process which of .gitattributes and .gitmodules the
-// top tree of commit holds (in git's order), and the content of the first;
-// ok is false unless the commit, its top tree and that blob are loose
-// objects of the shapes git writes.
-func (rp *Repo) TopFiles(commit string) (names []string, attrs string, ok bool) {
-	tree, ok := rp.CommitTree(commit)
-	if !ok {
-		return nil, "", false
-	}
-	oid, err := hex.DecodeString(tree)
-	if err != nil {
-		return nil, "", false
-	}
-	ents, ok := rp.Tree(oid)
-	if !ok {
-		return nil, "", false
-	}
-	if e, found := ents[".gitattributes"]; found {
-		if e.Mode == 0o40000 || e.Mode == 0o160000 {
-			return nil, "", false // git's cat-file answers for a tree or gitlink
-		}
-		typ, body, ok := rp.Loose(hex.EncodeToString(e.OID), maxAttributesSize)
-		if !ok || typ != "blob" {
-			return nil, "", false
-		}
-		names, attrs = append(names, ".gitattributes"), string(body)
-	}
-	if _, found := ents[".gitmodules"]; found {
-		names = append(names, ".gitmodules")
-	}
-	return names, attrs, true
-}
-
-// maxAttributesSize bounds a .gitattributes read in-process; git reads a
-// larger one.
-const maxAttributesSize = 1 << 20
 
 // Formats for reading commits: fields separated by NUL, records by RS.
 const (

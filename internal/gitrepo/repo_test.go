@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,52 +106,6 @@ func TestLastCheckpointRefusesSymlinkedRefs(t *testing.T) {
 	require.NoError(t, os.Symlink(forged, filepath.Join(rp.Common, "refs", "grove", string(id))))
 	_, ok := rp.LastCheckpoint(id)
 	require.False(t, ok)
-}
-
-// What checkTree reads in-process (the top tree's .gitattributes and
-// .gitmodules) is what git's ls-tree and cat-file give.
-func TestTopFilesIsLsTree(t *testing.T) {
-	rp, dir := testRepo(t)
-	env := []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x"}
-	commit := func(files map[string]string) string {
-		t.Helper()
-		for name, data := range files {
-			p := filepath.Join(dir, filepath.FromSlash(name))
-			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-			require.NoError(t, os.WriteFile(p, []byte(data), 0o644))
-		}
-		plainGit(t, dir, nil, "", "add", "-A")
-		plainGit(t, dir, env, "", "commit", "-q", "--allow-empty", "-m", "c")
-		return plainGit(t, dir, nil, "", "rev-parse", "HEAD")
-	}
-	for _, tc := range []struct {
-		what  string
-		files map[string]string
-		names []string
-	}{
-		{"neither", nil, nil},
-		{"attributes", map[string]string{".gitattributes": "*.bin filter=lfs\n"}, []string{".gitattributes"}},
-		{"both", map[string]string{".gitmodules": "[submodule \"x\"]\n"}, []string{".gitattributes", ".gitmodules"}},
-		{"one deeper only", map[string]string{"sub/.gitmodules": "x\n"}, []string{".gitattributes", ".gitmodules"}},
-	} {
-		c := commit(tc.files)
-		names, attrs, ok := rp.TopFiles(c)
-		require.True(t, ok, tc.what)
-		require.Equal(t, tc.names, names, tc.what)
-		want := ""
-		if slices.Contains(names, ".gitattributes") {
-			want = plainGit(t, dir, nil, "", "cat-file", "blob", c+":.gitattributes") + "\n"
-		}
-		require.Equal(t, want, attrs, tc.what)
-	}
-	require.NoError(t, os.Remove(filepath.Join(dir, ".gitattributes")))
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".gitattributes"), 0o755))
-	c := commit(map[string]string{".gitattributes/x": "y\n"})
-	_, _, ok := rp.TopFiles(c)
-	require.False(t, ok, "a .gitattributes directory is git's to answer")
-	plainGit(t, dir, nil, "", "gc", "-q")
-	_, _, ok = rp.TopFiles(c)
-	require.False(t, ok, "a packed commit is git's to read")
 }
 
 // manyFiles judges by the index it is given, else the main worktree's,

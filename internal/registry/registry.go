@@ -21,6 +21,7 @@
 //	                      so that no operation on live heads costs what history holds
 //	trash-dirs            the trash directories destroys used (see TrashDirs)
 //	heads/<head-id>.op    present while an operation that writes the head's index runs
+//	heads/<head-id>.lfs-missing  the head's LFS files left as their pointers (see LFSMissing)
 //	locks/repo.lock       the short per-repository lock
 //	locks/<head-id>.lock  the per-head lock around checkpoint, restore and destroy
 //	locks/<head-id>.bind  the isolation lock of an isolated head
@@ -583,6 +584,41 @@ func (m Dir) WritePushed(id grove.HeadID, rec PushRecord) error {
 	rec.At = time.Now().UTC()
 	data, _ := json.MarshalIndent(rec, "", "  ")
 	return WriteFileAtomic(m.PushedFile(id), append(data, '\n'))
+}
+
+// lfsMissingFile lists head id's LFS files left as their pointers.
+func (m Dir) lfsMissingFile(id grove.HeadID) string {
+	return filepath.Join(m.HeadsDir(), string(id)+".lfs-missing")
+}
+
+// LFSMissing returns the paths SetLFSMissing last recorded for head id:
+// its LFS files that were left as their pointers, the store lacking their
+// content. A missing, unreadable or oversized record is none.
+func (m Dir) LFSMissing(id grove.HeadID) []string {
+	data, err := regfile.Read(m.lfsMissingFile(id), MaxSmallFile)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range strings.Split(string(data), "\x00") {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// SetLFSMissing records paths (NUL-separated: a path may hold any other
+// byte) as head id's LFS files left as their pointers; none removes the
+// record.
+func (m Dir) SetLFSMissing(id grove.HeadID, paths []string) error {
+	if len(paths) == 0 {
+		if err := os.Remove(m.lfsMissingFile(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	return WriteFileAtomic(m.lfsMissingFile(id), []byte(strings.Join(paths, "\x00")+"\x00"))
 }
 
 // WatchFile is head id's tamper-watch baseline.

@@ -1,0 +1,266 @@
+package gitbackend_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/internal/lfs"
+	"github.com/groveworks/grove/workspace"
+)
+
+// lfsFixture is a repository set up by the real git lfs (which .ci/run
+// installs): *.bin tracked, assets/a.bin committed with content base.
+type lfsFixture struct {
+	*fixture
+	base []byte
+}
+
+// newLFSFixture makes it, with every git-lfs process recorded (see
+// recordGitLFS) unless it runs for the test's own interop checks.
+func newLFSFixture(t *testing.T) *lfsFixture {
+	t.Helper()
+	recordGitLFS(t)
+	f := &lfsFixture{fixture: newFixture(t), base: content("base", 300_000)}
+	f.userGit(f.repo, "lfs", "install", "--local")
+	f.userGit(f.repo, "lfs", "track", "*.bin")
+	require.NoError(t, os.MkdirAll(filepath.Join(f.repo, "assets"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(f.repo, "assets", "a.bin"), f.base, 0o644))
+	f.userGit(f.repo, "add", ".gitattributes", "assets/a.bin")
+	f.userGit(f.repo, "commit", "-qm", "lfs")
+	return f
+}
+
+// content is n bytes of a text made from seed.
+func content(seed string, n int) []byte {
+	return bytes.Repeat([]byte(seed+" content of a large file\n"), n/(len(seed)+24)+1)[:n]
+}
+
+// recordGitLFS puts a git-lfs on PATH that records every call to it (and
+// runs the real one), and fails the test at its end if grove made any:
+// grove drives LFS itself and runs no filter.
+func recordGitLFS(t *testing.T) {
+	t.Helper()
+	real, err := exec.LookPath("git-lfs")
+	require.NoError(t, err, "git-lfs is needed (Debian's git-lfs; .ci/run installs it)")
+	dir := t.TempDir()
+	log := filepath.Join(dir, "calls")
+	script := fmt.Sprintf("#!/bin/sh\n[ -n \"$GROVE_TEST_USER_LFS\" ] || echo \"$* (in $PWD, GIT_DIR=$GIT_DIR GIT_INDEX_FILE=$GIT_INDEX_FILE)\" >> %q\nexec %q \"$@\"\n", log, real)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "git-lfs"), []byte(script), 0o755))
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Cleanup(func() {
+		calls, _ := os.ReadFile(log)
+		assert.Empty(t, string(calls), "grove ran git-lfs")
+	})
+}
+
+// userGit runs the user's git (git-lfs's filters included), whose calls
+// of git-lfs are not grove's.
+func (f *lfsFixture) userGit(dir string, args ...string) string {
+	f.t.Helper()
+	f.t.Setenv("GROVE_TEST_USER_LFS", "1")
+	defer os.Unsetenv("GROVE_TEST_USER_LFS")
+	return f.git(dir, args...)
+}
+
+// bareGit runs git with no filter at all: what it reports of a head is
+// what its index and files say, as git with no git-lfs installed sees it.
+func (f *lfsFixture) bareGit(dir string, args ...string) string {
+	f.t.Helper()
+	return f.git(dir, append([]string{"-c", "filter.lfs.process=", "-c", "filter.lfs.clean=", "-c", "filter.lfs.smudge=", "-c", "filter.lfs.required=false"}, args...)...)
+}
+
+// writeAged writes a file of the head as an agent would have a while ago:
+// git trusts the stat data of a file written before the second its index
+// was written in, and looks at the content of one written in that second
+// ("racy git") until the index is written again.
+func (f *lfsFixture) writeAged(h *workspace.Head, name string, data []byte) {
+	f.t.Helper()
+	f.write(h, name, string(data))
+	then := time.Now().Add(-3 * time.Second)
+	require.NoError(f.t, os.Chtimes(filepath.Join(h.Info().Root, filepath.FromSlash(name)), then, then))
+}
+
+func (f *lfsFixture) read(h *workspace.Head, name string) []byte {
+	f.t.Helper()
+	data, err := os.ReadFile(filepath.Join(h.Info().Root, filepath.FromSlash(name)))
+	require.NoError(f.t, err)
+	return data
+}
+
+// pointerAt is the LFS pointer the commit holds at name.
+func (f *lfsFixture) pointerAt(rev grove.CheckpointID, name string) lfs.Pointer {
+	f.t.Helper()
+	blob := f.git(f.repo, "cat-file", "blob", string(rev)+":"+name)
+	p, err := lfs.Parse([]byte(blob + "\n"))
+	require.NoError(f.t, err, "%s:%s is not a pointer: %q", rev, name, blob)
+	return p
+}
+
+func pointerOf(data []byte) lfs.Pointer {
+	sum := sha256.Sum256(data)
+	return lfs.Pointer{OID: hex.EncodeToString(sum[:]), Size: int64(len(data))}
+}
+
+// assertClean checks that a head is clean to grove, to the user's git and
+// to a git with no filter (its entries carry the stat data of the files
+// grove wrote).
+func (f *lfsFixture) assertClean(h *workspace.Head) {
+	f.t.Helper()
+	st, err := h.Status(f.ctx)
+	require.NoError(f.t, err)
+	assert.False(f.t, st.Dirty, "grove: %+v", st.Changes)
+	assert.Empty(f.t, st.Changes)
+	assert.Empty(f.t, f.bareGit(h.Info().Root, "status", "--porcelain"), "git with no filter")
+	assert.Empty(f.t, f.userGit(h.Info().Root, "status", "--porcelain"), "the user's git, with git-lfs")
+}
+
+// A head of an LFS repository holds its LFS files' content, from the
+// repository's store; a checkpoint stores what changed and commits its
+// pointer, whatever its size; restores both ways and a fork with dirty
+// LFS work bring the content back; and git lfs agrees with every commit.
+func TestLFSHeadLifecycle(t *testing.T) {
+	f := newLFSFixture(t)
+	a := f.head("a")
+	assert.Equal(t, f.base, f.read(a, "assets/a.bin"), "the content, not the pointer")
+	f.assertClean(a)
+
+	changed := content("changed", 200_000)
+	big := content("big", grove.DefaultMaxNewFileSize+1)
+	f.writeAged(a, "assets/a.bin", changed)
+	f.writeAged(a, "deep/dir/new.bin", big)
+	f.write(a, "README.md", "edited\n")
+	st, err := a.Status(f.ctx)
+	require.NoError(t, err)
+	assert.True(t, st.Dirty)
+	assert.ElementsMatch(t, []grove.Change{
+		{Path: "README.md", Kind: grove.ChangeModified},
+		{Path: "assets/a.bin", Kind: grove.ChangeModified},
+		{Path: "deep/dir/new.bin", Kind: grove.ChangeUntracked},
+	}, st.Changes)
+
+	cp, err := a.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	require.True(t, cp.New)
+	assert.Empty(t, cp.Skipped, "an LFS file is taken whatever its size")
+	assert.Equal(t, pointerOf(changed), f.pointerAt(cp.ID, "assets/a.bin"))
+	assert.Equal(t, pointerOf(big), f.pointerAt(cp.ID, "deep/dir/new.bin"))
+	f.assertClean(a)
+	again, err := a.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.False(t, again.New, "nothing changed")
+
+	// git lfs, from the main checkout, agrees with the checkpoint.
+	files := f.userGit(f.repo, "lfs", "ls-files", "--long", string(cp.ID))
+	assert.Regexp(t, pointerOf(changed).OID+" [-*] assets/a.bin", files)
+	assert.Regexp(t, pointerOf(big).OID+" [-*] deep/dir/new.bin", files)
+	assert.Contains(t, f.userGit(f.repo, "lfs", "fsck", string(cp.ID)), "Git LFS fsck OK")
+
+	_, err = a.Restore(f.ctx, "main", nil)
+	require.NoError(t, err)
+	assert.Equal(t, f.base, f.read(a, "assets/a.bin"))
+	assert.NoFileExists(t, filepath.Join(a.Info().Root, "deep", "dir", "new.bin"))
+	f.assertClean(a)
+	_, err = a.Restore(f.ctx, grove.Rev(cp.ID), nil)
+	require.NoError(t, err)
+	assert.Equal(t, changed, f.read(a, "assets/a.bin"))
+	assert.Equal(t, big, f.read(a, "deep/dir/new.bin"))
+	f.assertClean(a)
+
+	dirty := content("dirty", 100_000)
+	f.writeAged(a, "assets/a.bin", dirty)
+	b, err := a.Fork(f.ctx, "b", nil)
+	require.NoError(t, err)
+	defer b.Close()
+	assert.Equal(t, dirty, f.read(b, "assets/a.bin"), "the fork has the uncommitted LFS work")
+	assert.Equal(t, big, f.read(b, "deep/dir/new.bin"))
+	f.assertClean(b)
+	f.assertClean(a)
+
+	// The restore's safety checkpoint keeps dirty LFS work.
+	f.write(b, "assets/a.bin", "short\n")
+	res, err := b.Restore(f.ctx, "main", nil)
+	require.NoError(t, err)
+	require.NotNil(t, res.Safety)
+	assert.Equal(t, pointerOf([]byte("short\n")), f.pointerAt(res.Safety.ID, "assets/a.bin"))
+	assert.Equal(t, f.base, f.read(b, "assets/a.bin"))
+}
+
+// A touched LFS file (same content, new time) is no change, to Status
+// and to a checkpoint; it costs a hash once, and its stat data after.
+func TestATouchedLFSFileIsNoChange(t *testing.T) {
+	f := newLFSFixture(t)
+	a := f.head("a")
+	f.writeAged(a, "assets/a.bin", f.base)
+	st, err := a.Status(f.ctx)
+	require.NoError(t, err)
+	assert.False(t, st.Dirty, "%+v", st.Changes)
+	assert.Empty(t, st.Changes)
+	cp, err := a.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.False(t, cp.New)
+	f.assertClean(a)
+}
+
+// An LFS file written in the second its checkpoint's index is (git then
+// looks at its content, which is not its entry's pointer) is no change to
+// Status, which hashes it to see.
+func TestAnLFSFileCheckpointedInTheSecondItWasWrittenIsClean(t *testing.T) {
+	f := newLFSFixture(t)
+	a := f.head("a")
+	for i := range 3 {
+		f.write(a, "assets/a.bin", fmt.Sprintf("new content %d\n", i))
+		_, err := a.Checkpoint(f.ctx, nil)
+		require.NoError(t, err)
+		for range 2 {
+			st, err := a.Status(f.ctx)
+			require.NoError(t, err)
+			assert.False(t, st.Dirty, "%+v", st.Changes)
+			assert.Empty(t, st.Changes)
+		}
+		assert.Empty(t, f.userGit(a.Info().Root, "status", "--porcelain"), "the user's git, with git-lfs")
+		cp, err := a.Checkpoint(f.ctx, nil)
+		require.NoError(t, err)
+		assert.False(t, cp.New)
+	}
+}
+
+// An LFS file whose content the store lacks is left as its pointer and
+// listed in Status.LFSMissing, until the content is there.
+func TestAnLFSFileMissingFromTheStoreStaysAPointer(t *testing.T) {
+	f := newLFSFixture(t)
+	missing := content("missing", 50_000)
+	ptr := pointerOf(missing)
+	pfile := filepath.Join(t.TempDir(), "pointer")
+	require.NoError(t, os.WriteFile(pfile, ptr.Bytes(), 0o644))
+	id := f.userGit(f.repo, "hash-object", "-w", "--no-filters", pfile)
+	f.userGit(f.repo, "update-index", "--add", "--cacheinfo", "100644,"+id+",assets/gone.bin")
+	f.userGit(f.repo, "commit", "-qm", "a pointer to an object the store lacks")
+
+	a := f.head("a")
+	assert.Equal(t, ptr.Bytes(), f.read(a, "assets/gone.bin"))
+	assert.Equal(t, f.base, f.read(a, "assets/a.bin"))
+	st, err := a.Status(f.ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"assets/gone.bin"}, st.LFSMissing)
+	assert.False(t, st.Dirty)
+	cp, err := a.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.False(t, cp.New, "the pointer is the file's: nothing changed")
+
+	_, err = lfs.StoreOf(commonOf(f.fixture)).Put(bytes.NewReader(missing))
+	require.NoError(t, err)
+	st, err = a.Status(f.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, st.LFSMissing, "the store has it now")
+}
