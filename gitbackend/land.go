@@ -2,6 +2,7 @@ package gitbackend
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
@@ -62,6 +63,15 @@ func (r landRepo) UpdateRefs(ctx context.Context, ops []string) error {
 func (r landRepo) ManyFiles() bool { return r.w.repo.ManyFiles("") }
 func (r landRepo) Common() string  { return r.w.repo.Common }
 func (r landRepo) Main() string    { return r.w.repo.Main }
+
+func (r landRepo) FinishCheckout(ctx context.Context, c gitcmd.Cmd) error {
+	_, err := r.w.materializeLFS(ctx, r.w.runAs(c), c.Dir, filepath.Join(c.GitDir, "index"))
+	return err
+}
+
+func (r landRepo) RefreshLFS(ctx context.Context, c gitcmd.Cmd, blobs map[string]string) (bool, error) {
+	return r.w.refreshLFS(ctx, c.Dir, filepath.Join(c.GitDir, "index"), blobs)
+}
 
 func (r landRepo) Promised() bool { return r.w.repo.Promised() }
 

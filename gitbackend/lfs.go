@@ -590,12 +590,14 @@ func materializeFile(root *os.Root, store lfs.Store, p string, ptr lfs.Pointer, 
 	return st, nil
 }
 
-// lfsSeen is a file holdsContent hashed: its stat data, the content's
-// SHA-256, and when it was hashed.
+// lfsSeen is a file holdsContent hashed: its stat data, the pointer it
+// was compared with and whether it held that content, and when it was
+// hashed.
 type lfsSeen struct {
-	st  gitfmt.Stat
-	oid string
-	at  time.Time
+	st    gitfmt.Stat
+	ptr   lfs.Pointer
+	holds bool
+	at    time.Time
 }
 
 // maxLFSSeen bounds what a head handle remembers of hashed files.
@@ -621,26 +623,25 @@ func (h *head) holdsContent(root *os.Root, p string, ptr lfs.Pointer) bool {
 	h.mu.Lock()
 	seen, found := h.lfsSeen[p]
 	h.mu.Unlock()
-	if ok && found && seen.st == st && !st.Racy(seen.at) {
-		return seen.oid == ptr.OID
+	if ok && found && seen.st == st && seen.ptr == ptr && !st.Racy(seen.at) {
+		return seen.holds
 	}
 	at := time.Now()
-	sum := sha256.New()
-	if n, err := io.Copy(sum, io.LimitReader(f, ptr.Size+1)); err != nil || n != ptr.Size {
+	holds, err := ptr.Holds(f)
+	if err != nil {
 		return false
 	}
-	oid := hex.EncodeToString(sum.Sum(nil))
 	if after, err := f.Stat(); ok && err == nil {
 		if st2, _ := gitfmt.StatOf(after); st2 == st {
 			h.mu.Lock()
 			if h.lfsSeen == nil || len(h.lfsSeen) >= maxLFSSeen {
 				h.lfsSeen = map[string]lfsSeen{}
 			}
-			h.lfsSeen[p] = lfsSeen{st: st, oid: oid, at: at}
+			h.lfsSeen[p] = lfsSeen{st: st, ptr: ptr, holds: holds, at: at}
 			h.mu.Unlock()
 		}
 	}
-	return oid == ptr.OID
+	return holds
 }
 
 // lfsCandidate is a path Status reports as it is or not depending on
@@ -732,4 +733,103 @@ func untrackedAttributes(records []string) []string {
 		}
 	}
 	return out
+}
+
+// refreshLFS is landRepo.RefreshLFS, for the worktree at dir whose index
+// is at index. A file is vouched for by its content, read between two
+// identical fstats of one open file. The index is then written anew
+// (stamped now, once the second of the newest file vouched for is past,
+// so that git trusts their stat data), and every other entry git could
+// not have trusted against the old index's time is smudged (its size
+// zeroed, as git does) so that git still looks at its content.
+func (w *workspace) refreshLFS(ctx context.Context, dir, index string, blobs map[string]string) (bool, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return false, err
+	}
+	defer root.Close()
+	store := lfs.StoreOf(w.repo.Common)
+	stats := map[string]gitfmt.Stat{}
+	var newest int64
+	for p, blob := range blobs {
+		data, ok := w.repo.Blob(ctx, blob, lfs.MaxPointerSize)
+		if !ok {
+			return false, nil
+		}
+		ptr, err := lfs.Parse(data)
+		if err != nil || !store.Has(ptr) {
+			return false, nil
+		}
+		st, ok := statHolding(root, p, ptr)
+		if !ok {
+			return false, nil
+		}
+		stats[p], newest = st, max(newest, int64(st.MtimeSec))
+	}
+	wait := time.Until(time.Unix(newest+1, 0))
+	if wait > 2*time.Second {
+		return false, nil // a file from the future: git could never trust it
+	}
+	if err := sleep(ctx, wait); err != nil {
+		return false, err
+	}
+	hashLen, err := w.hashLen(ctx)
+	if err != nil {
+		return false, err
+	}
+	data, mtime, err := readIndexFile(&w.repo.Index, index)
+	if err != nil {
+		return false, err
+	}
+	defer w.repo.Index.Put(data)
+	if _, ok := gitfmt.WalkIndex(data, hashLen, func(e *gitfmt.RawEntry) {
+		if st, ok := stats[string(e.Name)]; ok && e.Flags&gitfmt.FlagStage == 0 {
+			gitfmt.PutStat(data, e.Off, st)
+		} else if st := gitfmt.StatAt(data, e.Off); st.Racy(mtime) && st.Size != 0 {
+			st.Size = 0
+			gitfmt.PutStat(data, e.Off, st)
+		}
+	}); !ok {
+		return false, nil
+	}
+	gitfmt.Reseal(data, hashLen)
+	return true, writeIndexAt(index, data, time.Now())
+}
+
+// statHolding returns the stat data of the regular file p under root when
+// it holds the content ptr names, the same before and after reading it.
+func statHolding(root *os.Root, p string, ptr lfs.Pointer) (gitfmt.Stat, bool) {
+	f, err := root.OpenFile(p, os.O_RDONLY|regfile.ONoFollow|regfile.ONonBlock, 0)
+	if err != nil {
+		return gitfmt.Stat{}, false
+	}
+	defer f.Close()
+	before, err := f.Stat()
+	if err != nil || !before.Mode().IsRegular() {
+		return gitfmt.Stat{}, false
+	}
+	if held, err := ptr.Holds(f); err != nil || !held {
+		return gitfmt.Stat{}, false
+	}
+	after, err := f.Stat()
+	st, ok := gitfmt.StatOf(before)
+	if st2, ok2 := gitfmt.StatOf(after); err != nil || !ok || !ok2 || st != st2 {
+		return gitfmt.Stat{}, false
+	}
+	return st, true
+}
+
+// sleep waits d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return grove.ContextError(ctx, "gitbackend: land")
+	}
 }

@@ -264,3 +264,52 @@ func TestAnLFSFileMissingFromTheStoreStaysAPointer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, st.LFSMissing, "the store has it now")
 }
+
+// A head's LFS work landed onto the branch the main checkout has checked
+// out reaches the user as content, the checkout clean to their git; git
+// lfs push sends it to a remote from the main checkout; and a plain git
+// user's clone of the landed branch gets it with git lfs pull. A head
+// made by Materialize holds content too.
+func TestLandedLFSWorkIsAPlainGitLFSUsersToo(t *testing.T) {
+	f := newLFSFixture(t)
+	a := f.head("a")
+	changed, added := content("landed", 150_000), content("added", 80_000)
+	f.writeAged(a, "assets/a.bin", changed)
+	f.writeAged(a, "assets/b.bin", added)
+	res, err := a.Land(f.ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, f.repo, res.Worktree, "the main checkout moved with main")
+	got, err := os.ReadFile(filepath.Join(f.repo, "assets", "a.bin"))
+	require.NoError(t, err)
+	assert.Equal(t, changed, got, "the main checkout has the content, not the pointer")
+	got, err = os.ReadFile(filepath.Join(f.repo, "assets", "b.bin"))
+	require.NoError(t, err)
+	assert.Equal(t, added, got)
+	assert.Empty(t, f.userGit(f.repo, "status", "--porcelain"), "the user's git, with git-lfs")
+	assert.Empty(t, f.bareGit(f.repo, "status", "--porcelain"), "git with no filter")
+	assert.Contains(t, f.userGit(f.repo, "lfs", "fsck"), "Git LFS fsck OK")
+
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	f.userGit(f.repo, "init", "-q", "--bare", remote)
+	f.userGit(f.repo, "remote", "add", "origin", "file://"+remote)
+	f.userGit(f.repo, "push", "-q", "origin", "main")
+	f.userGit(f.repo, "lfs", "push", "--all", "origin", "main")
+	for _, want := range [][]byte{f.base, changed, added} {
+		assert.FileExists(t, lfs.StoreOf(remote).Path(pointerOf(want)), "git lfs push sent it")
+	}
+
+	clone := filepath.Join(t.TempDir(), "clone")
+	f.userGit(f.repo, "-c", "filter.lfs.smudge=git-lfs smudge --skip", "-c", "filter.lfs.process=git-lfs filter-process --skip",
+		"clone", "-q", "-b", "main", "file://"+remote, clone)
+	f.userGit(clone, "lfs", "install", "--local")
+	f.userGit(clone, "lfs", "pull")
+	got, err = os.ReadFile(filepath.Join(clone, "assets", "b.bin"))
+	require.NoError(t, err)
+	assert.Equal(t, added, got, "git lfs pull in a clone of the landed branch")
+
+	dir := filepath.Join(t.TempDir(), "out")
+	require.NoError(t, f.ws.Materialize(f.ctx, "main", dir))
+	got, err = os.ReadFile(filepath.Join(dir, "assets", "a.bin"))
+	require.NoError(t, err)
+	assert.Equal(t, changed, got, "Materialize writes LFS content")
+}

@@ -884,12 +884,15 @@ func (w *workspace) Materialize(ctx context.Context, at grove.Rev, dir string) e
 	tmp, err := os.MkdirTemp("", "grove-materialize-")
 	if err == nil {
 		defer os.RemoveAll(tmp)
-		_, err = w.repo.Run(ctx, gitcmd.Cmd{
-			GitDir: w.repo.Common, CommonDir: w.repo.Common, WorkTree: dir, Dir: dir,
-			Args:     []string{"read-tree", "--reset", "-u", commit},
-			Env:      []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")},
-			Parallel: w.repo.ManyFiles(""),
-		})
+		index := filepath.Join(tmp, "index")
+		c := gitcmd.Cmd{GitDir: w.repo.Common, CommonDir: w.repo.Common, WorkTree: dir, Dir: dir,
+			Env: []string{"GIT_INDEX_FILE=" + index}}
+		c.Args, c.Parallel = []string{"read-tree", "--reset", "-u", commit}, w.repo.ManyFiles("")
+		if _, err = w.repo.Run(ctx, c); err == nil {
+			// LFS files get their content; those the store lacks stay
+			// their pointers, as in a head.
+			_, err = w.materializeLFS(ctx, w.runAs(c), dir, index)
+		}
 	}
 	if err != nil {
 		undo()

@@ -29,6 +29,7 @@ import (
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/gitfmt"
+	"github.com/groveworks/grove/internal/lfs"
 	"github.com/groveworks/grove/internal/lock"
 	"github.com/groveworks/grove/internal/regfile"
 )
@@ -67,6 +68,17 @@ type Repo interface {
 	// needs, fetching those it lacks.
 	Promised() bool
 	Ensure(ctx context.Context, op string, pairs ...[2]string) error
+	// FinishCheckout finishes a checkout git made through c (of the
+	// worktree at c.Dir, whose index is in c.GitDir): the LFS files git
+	// wrote as their pointers get their content from the store.
+	FinishCheckout(ctx context.Context, c gitcmd.Cmd) error
+	// RefreshLFS reports whether each file of blobs (paths of the
+	// worktree c is git for, which git sees modified, to the blob each
+	// has in the index) is an LFS file holding its pointer's content,
+	// content the store has; when all are, their index entries get their
+	// files' stat data, as git with git-lfs would give them, so that git
+	// takes them as unchanged.
+	RefreshLFS(ctx context.Context, c gitcmd.Cmd, blobs map[string]string) (bool, error)
 }
 
 // Head is the head whose work lands.
@@ -537,10 +549,9 @@ func (l *lander) moveCheckedOut(ctx context.Context, op, branch, old, next strin
 		return "", refuse("is a sparse checkout, or has files marked skip-worktree or assume-unchanged (or an index grove cannot read)")
 	}
 	c := gitcmd.Cmd{GitDir: gitDir, CommonDir: l.repo.Common(), WorkTree: dir, Dir: dir, NoOptionalLocks: true}
-	c.Args = []string{"status", "--porcelain", "--untracked-files=no", "--ignore-submodules=all"}
-	if out, err := l.repo.Run(ctx, c); err != nil {
+	if changed, err := l.uncommitted(ctx, c, old); err != nil {
 		return "", err
-	} else if out != "" {
+	} else if changed {
 		return "", refuse("has uncommitted changes")
 	}
 	if p, why, err := l.inTheWay(ctx, c, dir, old, next); err != nil {
@@ -575,7 +586,51 @@ func (l *lander) moveCheckedOut(ctx context.Context, op, branch, old, next strin
 		return "", &grove.Error{Code: grove.Conflict, Op: "gitbackend: " + op, Head: l.name(),
 			Err: fmt.Errorf("branch %q moved while landing; nothing was written: %w", branch, err)}
 	}
+	if err := l.repo.FinishCheckout(wctx, c); err != nil {
+		return dir, &grove.Error{Code: grove.Internal, Op: "gitbackend: " + op, Head: l.name(), Path: dir,
+			Err: fmt.Errorf("branch %q landed and %s moved with it, but its LFS files could not all be given their content (git lfs checkout there does): %w", branch, dir, err)}
+	}
 	return dir, nil
+}
+
+// uncommitted reports whether the worktree c is git for (its HEAD old)
+// has changes of its own. An LFS file that git (running
+// no filter) sees modified is not one when it holds its pointer's content:
+// git compared the content with the pointer, the file's stat data being
+// racy or not git's.
+func (l *lander) uncommitted(ctx context.Context, c gitcmd.Cmd, old string) (bool, error) {
+	c.Args = []string{"status", "--porcelain", "-z", "--untracked-files=no", "--ignore-submodules=all"}
+	out, err := l.repo.Run(ctx, c)
+	if err != nil || out == "" {
+		return false, err
+	}
+	var modified []string
+	for _, rec := range strings.Split(out, "\x00") {
+		p, ok := strings.CutPrefix(rec, " M ")
+		if rec == "" {
+			continue
+		} else if !ok {
+			return true, nil
+		}
+		modified = append(modified, p)
+	}
+	ls, err := l.git(ctx, append([]string{"ls-tree", "-z", "--full-tree", old, "--"}, modified...)...)
+	if err != nil {
+		return false, err
+	}
+	blobs := map[string]string{}
+	for _, rec := range strings.Split(ls, "\x00") {
+		if meta, p, ok := strings.Cut(rec, "\t"); ok {
+			if f := strings.Fields(meta); len(f) == 3 && f[1] == "blob" {
+				blobs[p] = f[2]
+			}
+		}
+	}
+	if len(blobs) != len(modified) {
+		return true, nil
+	}
+	held, err := l.repo.RefreshLFS(ctx, c, blobs)
+	return !held, err
 }
 
 // inTheWay returns a path of the worktree at dir (whose git command is c)
@@ -676,11 +731,32 @@ func (l *lander) inTheWay(ctx context.Context, c gitcmd.Cmd, dir, old, next stri
 		return "", "", fmt.Errorf("git hash-object answered %d hashes for %d files", len(ids), len(files))
 	}
 	for i, w := range files {
-		if ids[i] != w.blob {
+		if ids[i] != w.blob && !l.holdsLFSContent(ctx, filepath.Join(dir, filepath.FromSlash(w.path)), w.blob) {
 			return w.path, "has changes of its own (by content)", nil
 		}
 	}
 	return "", "", nil
+}
+
+// holdsLFSContent reports whether the file at p holds the content of the
+// LFS pointer that is blob, content the store has: what git-lfs (or
+// grove) checked out for it, which moving on loses nothing of.
+func (l *lander) holdsLFSContent(ctx context.Context, p, blob string) bool {
+	data, err := l.repo.Bytes(ctx, gitcmd.Cmd{Args: []string{"cat-file", "blob", blob}})
+	if err != nil || len(data) > lfs.MaxPointerSize {
+		return false
+	}
+	ptr, err := lfs.Parse(data)
+	if err != nil || !lfs.StoreOf(l.repo.Common()).Has(ptr) {
+		return false
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|regfile.ONoFollow|regfile.ONonBlock, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	ok, err := ptr.Holds(f)
+	return err == nil && ok
 }
 
 // hashBlob returns the ID git gives a blob of data in this repository.

@@ -97,6 +97,17 @@ func (p Pointer) Bytes() []byte {
 	return []byte(fmt.Sprintf("%s\noid sha256:%s\nsize %d\n", Version, p.OID, p.Size))
 }
 
+// Holds reports whether r reads as exactly the content p names: p.Size
+// bytes whose SHA-256 is p.OID. It reads no more than one byte past that.
+func (p Pointer) Holds(r io.Reader) (bool, error) {
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(r, p.Size+1))
+	if err != nil {
+		return false, err
+	}
+	return n == p.Size && hex.EncodeToString(h.Sum(nil)) == p.OID, nil
+}
+
 // Store is a repository's LFS object store. Every file of it is reached
 // through os.Root on the common git dir: a link an agent put at lfs/,
 // objects/ or a fan-out directory leads nowhere outside the repository.

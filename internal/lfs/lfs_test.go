@@ -2,6 +2,8 @@ package lfs
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"os/exec"
@@ -213,4 +215,18 @@ func listTree(t *testing.T, dir string) []string {
 		return err
 	}))
 	return out
+}
+
+func TestHoldsComparesSizeAndHash(t *testing.T) {
+	data := []byte("some content\n")
+	sum := sha256.Sum256(data)
+	p := Pointer{OID: hex.EncodeToString(sum[:]), Size: int64(len(data))}
+	for _, c := range []struct {
+		r    string
+		want bool
+	}{{string(data), true}, {string(data) + "x", false}, {string(data[:5]), false}, {"other content\n", false}} {
+		ok, err := p.Holds(strings.NewReader(c.r))
+		require.NoError(t, err)
+		assert.Equal(t, c.want, ok, "%q", c.r)
+	}
 }
