@@ -698,7 +698,8 @@ func (h *head) resolveLFS(ctx context.Context, mf registry.Manifest, maybe []lfs
 }
 
 // lfsMissing returns the LFS files the last checkout left as their
-// pointers that still are, their content still missing from the store.
+// pointers (the store lacked their content, or held it corrupt) that
+// still are: a restore fills them once the store has their content.
 func (h *head) lfsMissing(mf registry.Manifest) []string {
 	recorded := h.w.meta.LFSMissing(mf.ID)
 	if len(recorded) == 0 {
@@ -709,14 +710,13 @@ func (h *head) lfsMissing(mf registry.Manifest) []string {
 		return nil
 	}
 	defer root.Close()
-	store := lfs.StoreOf(h.w.repo.Common)
 	var out []string
 	for _, p := range recorded {
 		data, err := regfile.ReadIn(root, p, lfs.MaxPointerSize)
 		if err != nil {
 			continue
 		}
-		if ptr, err := lfs.Parse(data); err == nil && !store.Has(ptr) {
+		if _, err := lfs.Parse(data); err == nil {
 			out = append(out, p)
 		}
 	}

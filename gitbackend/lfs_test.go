@@ -2,12 +2,17 @@ package gitbackend_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -262,7 +267,30 @@ func TestAnLFSFileMissingFromTheStoreStaysAPointer(t *testing.T) {
 	require.NoError(t, err)
 	st, err = a.Status(f.ctx)
 	require.NoError(t, err)
-	assert.Empty(t, st.LFSMissing, "the store has it now")
+	assert.Equal(t, []string{"assets/gone.bin"}, st.LFSMissing, "the store has it, the head not yet")
+	_, err = a.Restore(f.ctx, "main", nil)
+	require.NoError(t, err)
+	assert.Equal(t, missing, f.read(a, "assets/gone.bin"), "a restore fills it")
+	st, err = a.Status(f.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, st.LFSMissing)
+	f.assertClean(a)
+}
+
+// An object planted corrupt in the store (its name's size, not its
+// content) never reaches a head: the file stays its pointer, reported.
+func TestAttackACorruptObjectInTheStoreStaysAPointer(t *testing.T) {
+	f := newLFSFixture(t)
+	ptr := pointerOf(f.base)
+	obj := lfs.StoreOf(commonOf(f.fixture)).Path(ptr)
+	require.NoError(t, os.Chmod(obj, 0o644))
+	require.NoError(t, os.WriteFile(obj, bytes.Repeat([]byte("x"), int(ptr.Size)), 0o644))
+	a := f.head("a")
+	assert.Equal(t, ptr.Bytes(), f.read(a, "assets/a.bin"))
+	st, err := a.Status(f.ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"assets/a.bin"}, st.LFSMissing)
+	assert.False(t, st.Dirty)
 }
 
 // A head's LFS work landed onto the branch the main checkout has checked
@@ -312,4 +340,72 @@ func TestLandedLFSWorkIsAPlainGitLFSUsersToo(t *testing.T) {
 	got, err = os.ReadFile(filepath.Join(dir, "assets", "a.bin"))
 	require.NoError(t, err)
 	assert.Equal(t, changed, got, "Materialize writes LFS content")
+}
+
+// An endpoint an agent can name (.lfsconfig in the tree, lfs.url in the
+// repository's configuration) is never asked for anything: content the
+// store lacks stays missing through create, status, checkpoint, restore
+// and fork.
+func TestAttackAnLFSEndpointFromTheRepositoryIsNeverAsked(t *testing.T) {
+	f := newLFSFixture(t)
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		http.Error(w, "no", http.StatusNotFound)
+	}))
+	defer srv.Close()
+	missing := content("fetch me", 20_000)
+	pfile := filepath.Join(t.TempDir(), "pointer")
+	require.NoError(t, os.WriteFile(pfile, pointerOf(missing).Bytes(), 0o644))
+	id := f.userGit(f.repo, "hash-object", "-w", "--no-filters", pfile)
+	f.userGit(f.repo, "update-index", "--add", "--cacheinfo", "100644,"+id+",assets/remote.bin")
+	require.NoError(t, os.WriteFile(filepath.Join(f.repo, ".lfsconfig"), []byte("[lfs]\n\turl = "+srv.URL+"/lfs\n"), 0o644))
+	f.userGit(f.repo, "add", ".lfsconfig")
+	f.userGit(f.repo, "commit", "-qm", "an endpoint")
+	f.userGit(f.repo, "config", "lfs.url", srv.URL+"/config")
+	f.userGit(f.repo, "config", "remote.origin.url", srv.URL+"/origin.git")
+
+	a := f.head("a")
+	st, err := a.Status(f.ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"assets/remote.bin"}, st.LFSMissing)
+	f.writeAged(a, "assets/a.bin", content("new", 10_000))
+	_, err = a.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	b, err := a.Fork(f.ctx, "b", nil)
+	require.NoError(t, err)
+	defer b.Close()
+	_, err = b.Restore(f.ctx, "main", nil)
+	require.NoError(t, err)
+	assert.Zero(t, asked.Load(), "grove asked an endpoint the repository names")
+}
+
+// An agent that makes every file an LFS file, puts a FIFO at an LFS path
+// and a link to a file outside its head at another gets a checkpoint
+// that stores what is its own: the FIFO skipped, the link a link (its
+// target's content never read into the store), its files as pointers.
+func TestAttackAnAgentsLFSAttributesReachNothingOutside(t *testing.T) {
+	f := newLFSFixture(t)
+	a := f.head("a")
+	root := a.Info().Root
+	outside := filepath.Join(t.TempDir(), "secret")
+	secret := []byte("a secret outside the head\n")
+	require.NoError(t, os.WriteFile(outside, secret, 0o600))
+	f.write(a, ".gitattributes", "* filter=lfs diff=lfs merge=lfs -text\n")
+	f.write(a, "notes.txt", "the agent's notes\n")
+	require.NoError(t, os.Remove(filepath.Join(root, "assets", "a.bin")))
+	mkfifo(t, filepath.Join(root, "assets", "a.bin"))
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "link.bin")))
+
+	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
+	defer cancel()
+	cp, err := a.Checkpoint(ctx, nil)
+	require.NoError(t, err)
+	assert.Contains(t, cp.Skipped, grove.Skipped{Path: "assets/a.bin", Reason: grove.SkipIrregular})
+	assert.Equal(t, pointerOf([]byte("the agent's notes\n")), f.pointerAt(cp.ID, "notes.txt"))
+	assert.Equal(t, "120000", strings.Fields(f.git(f.repo, "ls-tree", string(cp.ID), "link.bin"))[0])
+	assert.NoFileExists(t, lfs.StoreOf(commonOf(f.fixture)).Path(pointerOf(secret)), "the link's target was read into the store")
+	st, err := a.Status(ctx)
+	require.NoError(t, err)
+	assert.False(t, st.Dirty, "%+v", st.Changes)
 }
