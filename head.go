@@ -109,8 +109,9 @@ type Status struct {
 	InProgress     Operation    // a merge-like operation in progress, if any
 	Archived       bool
 	// LFSMissing lists, sorted, the Git LFS files the head holds as their
-	// pointers because the repository's LFS store lacks their content
-	// (see the backend's documentation for how it is fetched).
+	// pointers because the repository's LFS store lacked their content
+	// (or held it corrupt) at the last checkout; a later checkout fills
+	// them once the store has it. They are not changes.
 	LFSMissing []string
 }
 

@@ -88,9 +88,15 @@
 //     not known); a heads directory or head directory inside the main
 //     worktree is InvalidArgument. A workspace returned by Reopen creates new
 //     heads (forks) beside the reopened head.
-//   - Filter drivers are refused at open while grove has
-//     no head in the repository, and a commit with Git LFS attributes is
-//     refused at create, each with Unimplemented naming the feature.
+//   - Git LFS works without git-lfs: no filter of any configuration runs,
+//     grove reads pointers and the common dir's lfs/objects in-process
+//     (lfs.go, package lfs) and writes the stat data of the LFS files it
+//     materializes or stores into the index in place (git with git-lfs
+//     would leave the same). LFS files are captured whatever their size;
+//     content the store lacks is left as the pointer (Status.LFSMissing)
+//     and never fetched, and lfs.storage, lfs.url and .lfsconfig are not
+//     read. Filter drivers other than filter.lfs.* are refused at open
+//     while grove has no head in the repository (Unimplemented).
 //   - A head's submodules are empty directories, as git worktree add
 //     leaves them; checkpoints keep their gitlinks while they stay empty,
 //     and capture what an agent puts there as files (see GITBACKEND.md).

@@ -551,10 +551,14 @@ unmerged path ("conflict"), and the last checkpoint.`,
 					Commit         grove.CheckpointID `json:"commit"`
 					LastCheckpoint grove.CheckpointID `json:"last_checkpoint"`
 					InProgress     string             `json:"in_progress,omitempty"`
+					LFSMissing     []string           `json:"lfs_missing"`
 				}{Dirty: st.Dirty, Changes: []change{}, Conflicts: st.Conflicts, Commit: st.Commit,
-					LastCheckpoint: st.LastCheckpoint, InProgress: string(st.InProgress)}
+					LastCheckpoint: st.LastCheckpoint, InProgress: string(st.InProgress), LFSMissing: st.LFSMissing}
 				if out.Conflicts == nil {
 					out.Conflicts = []string{}
+				}
+				if out.LFSMissing == nil {
+					out.LFSMissing = []string{}
 				}
 				for _, c := range st.Changes {
 					out.Changes = append(out.Changes, change{Path: c.Path, Kind: string(c.Kind)})
@@ -565,6 +569,9 @@ unmerged path ("conflict"), and the last checkpoint.`,
 					}
 					for _, p := range st.Conflicts {
 						fmt.Fprintf(w, "%-9s %s\n", "conflict", quote(p))
+					}
+					for _, p := range st.LFSMissing {
+						fmt.Fprintf(w, "%-9s %s\n", "lfs-missing", quote(p))
 					}
 					if st.InProgress != grove.OpNone && st.InProgress != "" {
 						fmt.Fprintf(w, "in progress: %s\n", st.InProgress)
