@@ -99,7 +99,12 @@ type Env struct {
 	sparseDir  string               // and plain git's sparse worktree
 	partialWS  *workspace.Workspace // the partial-create row's blob-less clone, once made
 	partial    string               // its main checkout
+	lfsEnv     *lfsEnv              // the lfs rows' repository, once made
 	created    int
+
+	// LFSBytes is how much LFS content the lfs rows' repository holds
+	// (DefaultLFSBytes when not positive).
+	LFSBytes int64
 }
 
 // NewEnv generates a repository of n files under dir and opens it.
@@ -135,6 +140,9 @@ func (e *Env) Close() {
 	}
 	if e.partialWS != nil {
 		_ = e.partialWS.Close()
+	}
+	if e.lfsEnv != nil {
+		e.lfsEnv.close()
 	}
 	_ = e.Head.Close()
 	_ = e.WS.Close()
@@ -283,7 +291,7 @@ func Ops() []Op {
 			return e.Touch(e.GitDir, n)
 		}
 	}
-	return []Op{
+	return append([]Op{
 		{
 			Name: "lower-bound",
 			Grove: timed(func(e *Env) error {
@@ -362,7 +370,7 @@ func Ops() []Op {
 			Git:     timed(func(e *Env) error { return e.Git("worktree", "remove", "--force", s.destroyDir) }),
 		},
 		{Name: "reopen", Grove: timed(reopen)},
-	}
+	}, s.lfsOps()...)
 }
 
 // ops is the state the operations of one Ops list share.
