@@ -65,7 +65,7 @@ func (r landRepo) Common() string  { return r.w.repo.Common }
 func (r landRepo) Main() string    { return r.w.repo.Main }
 
 func (r landRepo) FinishCheckout(ctx context.Context, c gitcmd.Cmd) error {
-	_, err := r.w.materializeLFS(ctx, r.w.runAs(c), c.Dir, filepath.Join(c.GitDir, "index"))
+	_, err := r.w.materializeLFS(ctx, r.w.runAs(c), c.Dir, filepath.Join(c.GitDir, "index"), nil)
 	return err
 }
 

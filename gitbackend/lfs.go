@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -451,7 +452,12 @@ func readIndexFile(buf *gitfmt.Buffer, path string) ([]byte, time.Time, error) {
 // index is at index, and records those left as their pointers.
 func (w *workspace) checkoutLFS(ctx context.Context, mf *registry.Manifest, index string) error {
 	run := w.runAs(gitcmd.Cmd{GitDir: mf.Admin, CommonDir: w.repo.Common, WorkTree: mf.Dir, Dir: mf.Dir})
-	missing, err := w.materializeLFS(ctx, run, mf.Dir, index)
+	// Every pointer is recorded as missing before any is filled: a
+	// process killed in between leaves a head whose Status lists the
+	// ones still pointers, never one that silently holds them.
+	missing, err := w.materializeLFS(ctx, run, mf.Dir, index, func(pointers []string) error {
+		return w.meta.SetLFSMissing(mf.ID, pointers)
+	})
 	if err != nil {
 		return err
 	}
@@ -464,8 +470,10 @@ func (w *workspace) checkoutLFS(ctx context.Context, mf *registry.Manifest, inde
 // kept, its modification time the object's, or a second before the
 // index's, so that git takes the entry's stat data as it is), and the
 // entry that file's stat data. It returns the LFS files left as their
-// pointers, the store lacking their content.
-func (w *workspace) materializeLFS(ctx context.Context, run func(context.Context, gitcmd.Cmd) (string, error), dir, index string) ([]string, error) {
+// pointers, the store lacking their content. pending, when not nil, is
+// called with the LFS files that are their pointers before any is
+// replaced.
+func (w *workspace) materializeLFS(ctx context.Context, run func(context.Context, gitcmd.Cmd) (string, error), dir, index string, pending func([]string) error) ([]string, error) {
 	data, mtime, err := readIndexFile(&w.repo.Index, index)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -498,16 +506,27 @@ func (w *workspace) materializeLFS(ctx context.Context, run func(context.Context
 	}
 	defer root.Close()
 	store := lfs.StoreOf(w.repo.Common)
+	pointers := map[string]lfs.Pointer{}
+	for p, e := range entries {
+		if ptr, ok := checkedOutPointer(root, p, e.oid); ok {
+			pointers[p] = ptr
+		} // else not the pointer git wrote: the content, or the agent's
+	}
+	if len(pointers) == 0 {
+		return nil, nil
+	}
+	if pending != nil {
+		if err := pending(slices.Sorted(maps.Keys(pointers))); err != nil {
+			return nil, err
+		}
+	}
 	stats := map[string]gitfmt.Stat{}
 	var missing []string
-	for p, e := range entries {
+	for p, ptr := range pointers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		ptr, ok := checkedOutPointer(root, p, e.oid)
-		if !ok {
-			continue // not the pointer git wrote: the content, or the agent's
-		}
+		e := entries[p]
 		st, err := materializeFile(root, store, p, ptr, e.mode, mtime)
 		if errors.Is(err, lfs.ErrMissing) || errors.Is(err, lfs.ErrCorrupt) {
 			missing = append(missing, p)
@@ -516,6 +535,7 @@ func (w *workspace) materializeLFS(ctx context.Context, run func(context.Context
 			return nil, fmt.Errorf("materializing %s: %w", p, err)
 		}
 		stats[p] = st
+		w.b.crashPoint("lfs:materialized")
 	}
 	if len(stats) > 0 {
 		err = editIndexEntries(index, data, hashLen, mtime, func(e *gitfmt.RawEntry) {

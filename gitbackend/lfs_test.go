@@ -409,3 +409,52 @@ func TestAttackAnAgentsLFSAttributesReachNothingOutside(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, st.Dirty, "%+v", st.Changes)
 }
+
+// A restore killed while it gives LFS files their content leaves a head
+// whose Status lists the files still their pointers; the next restore
+// fills them.
+func TestKillDuringLFSMaterializingIsReportedAndRepaired(t *testing.T) {
+	f := newLFSFixture(t)
+	a := f.head("a")
+	var want [][]byte
+	for i := range 3 {
+		data := content(fmt.Sprintf("target %d", i), 60_000)
+		want = append(want, data)
+		f.writeAged(a, fmt.Sprintf("assets/t%d.bin", i), data)
+	}
+	target, err := a.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	_, err = a.Restore(f.ctx, "main", nil)
+	require.NoError(t, err)
+	bind := a.Binding()
+	require.NoError(t, a.Close())
+	data, err := bind.Encode()
+	require.NoError(t, err)
+
+	cmd := startHelper(t, helperJob{Op: "restore", Binding: data, Target: string(target.ID), Point: "lfs:materialized"})
+	kill(t, cmd, 0)
+
+	h := reopenAfterKill(t, f.fixture, bind)
+	st, err := h.Status(f.ctx)
+	require.NoError(t, err)
+	var pointers []string
+	for i := range 3 {
+		name := fmt.Sprintf("assets/t%d.bin", i)
+		if got := f.read(h, name); !bytes.Equal(got, want[i]) {
+			assert.Equal(t, pointerOf(want[i]).Bytes(), got, "%s is its content or its pointer", name)
+			pointers = append(pointers, name)
+		}
+	}
+	require.NotEmpty(t, pointers, "the kill came before every file was filled")
+	assert.Equal(t, pointers, st.LFSMissing, "the files left as pointers are reported")
+
+	_, err = h.Restore(f.ctx, grove.Rev(target.ID), nil)
+	require.NoError(t, err)
+	for i := range 3 {
+		assert.Equal(t, want[i], f.read(h, fmt.Sprintf("assets/t%d.bin", i)))
+	}
+	st, err = h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, st.LFSMissing)
+	f.assertClean(h)
+}

@@ -891,7 +891,7 @@ func (w *workspace) Materialize(ctx context.Context, at grove.Rev, dir string) e
 		if _, err = w.repo.Run(ctx, c); err == nil {
 			// LFS files get their content; those the store lacks stay
 			// their pointers, as in a head.
-			_, err = w.materializeLFS(ctx, w.runAs(c), dir, index)
+			_, err = w.materializeLFS(ctx, w.runAs(c), dir, index, nil)
 		}
 	}
 	if err != nil {

@@ -594,10 +594,10 @@ func (l *lander) moveCheckedOut(ctx context.Context, op, branch, old, next strin
 }
 
 // uncommitted reports whether the worktree c is git for (its HEAD old)
-// has changes of its own. An LFS file that git (running
-// no filter) sees modified is not one when it holds its pointer's content:
-// git compared the content with the pointer, the file's stat data being
-// racy or not git's.
+// has changes of its own. An LFS file that git (running no filter) sees
+// modified is not one when it holds its pointer's content: git compared
+// the content with the pointer, the file's stat data being racy or not
+// git's (RefreshLFS).
 func (l *lander) uncommitted(ctx context.Context, c gitcmd.Cmd, old string) (bool, error) {
 	c.Args = []string{"status", "--porcelain", "-z", "--untracked-files=no", "--ignore-submodules=all"}
 	out, err := l.repo.Run(ctx, c)
@@ -614,7 +614,8 @@ func (l *lander) uncommitted(ctx context.Context, c gitcmd.Cmd, old string) (boo
 		}
 		modified = append(modified, p)
 	}
-	ls, err := l.git(ctx, append([]string{"ls-tree", "-z", "--full-tree", old, "--"}, modified...)...)
+	ls, err := l.repo.Run(ctx, gitcmd.Cmd{Env: []string{"GIT_LITERAL_PATHSPECS=1"},
+		Args: append([]string{"ls-tree", "-z", "--full-tree", old, "--"}, modified...)})
 	if err != nil {
 		return false, err
 	}
