@@ -115,6 +115,13 @@ type Status struct {
 	LFSMissing []string
 }
 
+// LFSFetch is what a fetch of a head's missing Git LFS content did: the
+// files given their content, and those still their pointers, sorted.
+type LFSFetch struct {
+	Filled  []string `json:"filled"`
+	Missing []string `json:"missing"`
+}
+
 // FileStat is one file's line counts in a Diff.
 type FileStat struct {
 	Path    string

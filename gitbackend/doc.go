@@ -94,8 +94,8 @@
 //     materializes or stores into the index in place (git with git-lfs
 //     would leave the same). LFS files are captured whatever their size;
 //     content the store lacks is left as the pointer (Status.LFSMissing)
-//     and never fetched, and lfs.storage, lfs.url and .lfsconfig are not
-//     read. Filter drivers other than filter.lfs.* are refused at open
+//     until FetchLFS gets it from the caller's remote alone; lfs.storage,
+//     lfs.url and .lfsconfig are not read. Filter drivers other than filter.lfs.* are refused at open
 //     while grove has no head in the repository (Unimplemented).
 //   - A head's submodules are empty directories, as git worktree add
 //     leaves them; checkpoints keep their gitlinks while they stay empty,

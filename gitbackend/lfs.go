@@ -11,6 +11,8 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -24,6 +26,7 @@ import (
 	"github.com/groveworks/grove/internal/lfs"
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
+	"github.com/groveworks/grove/internal/transport"
 )
 
 // Git LFS, driven by grove: no filter runs (the runner neutralizes every
@@ -852,4 +855,97 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return grove.ContextError(ctx, "gitbackend: land")
 	}
+}
+
+// FetchLFS is backend.LFSFetcher: the content of the head's LFS files
+// that are their pointers, from remote alone, then a fill of those files
+// (as after a checkout).
+func (h *head) FetchLFS(ctx context.Context, remote *grove.Remote) (grove.LFSFetch, error) {
+	const op = "fetch lfs"
+	mf, err := h.enterTree(ctx, "FetchLFS")
+	if err != nil {
+		return grove.LFSFetch{}, err
+	}
+	from, err := lfsRemote(remote)
+	if err != nil {
+		return grove.LFSFetch{}, h.fail(grove.InvalidArgument, op, "%v", err)
+	}
+	l, err := h.lock(ctx, mf, op)
+	if err != nil {
+		return grove.LFSFetch{}, err
+	}
+	defer l.Unlock()
+	before := h.lfsMissing(mf)
+	if len(before) == 0 {
+		return grove.LFSFetch{Filled: []string{}, Missing: []string{}}, nil
+	}
+	root, err := os.OpenRoot(mf.Dir)
+	if err != nil {
+		return grove.LFSFetch{}, h.wrap(op, err)
+	}
+	var ptrs []lfs.Pointer
+	seen := map[lfs.Pointer]bool{}
+	for _, p := range before {
+		data, err := regfile.ReadIn(root, p, lfs.MaxPointerSize)
+		if err != nil {
+			continue
+		}
+		if ptr, err := lfs.Parse(data); err == nil && !seen[ptr] {
+			seen[ptr] = true
+			ptrs = append(ptrs, ptr)
+		}
+	}
+	root.Close()
+	store := lfs.StoreOf(h.w.repo.Common)
+	// What the remote lacks, or sends wrong, stays missing (res.Missing).
+	_, err = lfs.Fetch(ctx, from, ptrs, store)
+	if err != nil {
+		if cerr := grove.ContextError(ctx, "gitbackend: "+op); cerr != nil {
+			return grove.LFSFetch{}, cerr
+		}
+		return grove.LFSFetch{}, &grove.Error{Code: grove.Unavailable, Op: "gitbackend: " + op, Head: mf.Name, Err: err}
+	}
+	if err := h.w.checkoutLFS(ctx, &mf, filepath.Join(mf.Admin, "index")); err != nil {
+		return grove.LFSFetch{}, h.wrap(op, err)
+	}
+	res := grove.LFSFetch{Filled: []string{}, Missing: h.lfsMissing(mf)}
+	if res.Missing == nil {
+		res.Missing = []string{}
+	}
+	for _, p := range before {
+		if !slices.Contains(res.Missing, p) {
+			res.Filled = append(res.Filled, p)
+		}
+	}
+	return res, nil
+}
+
+// lfsRemote is what lfs.Fetch takes for the caller's remote: a local
+// repository, or an http(s) one whose credentials (in its URL, or
+// http.extraHeader entries of its Config) go as request headers.
+func lfsRemote(r *grove.Remote) (lfs.Remote, error) {
+	if r == nil || r.URL == "" {
+		return lfs.Remote{}, errors.New("no remote to fetch LFS content from")
+	}
+	u, auth := transport.SplitCredentials(r.URL)
+	from := lfs.Remote{URL: u, Header: http.Header{}}
+	if auth != "" {
+		k, v, _ := strings.Cut(auth, ": ")
+		from.Header.Set(k, v)
+	}
+	for _, kv := range r.Config {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !strings.EqualFold(k, "http.extraHeader") {
+			return lfs.Remote{}, fmt.Errorf("the remote's configuration %q: only http.extraHeader entries apply to an LFS fetch", kv)
+		}
+		hk, hv, ok := strings.Cut(v, ":")
+		if !ok {
+			return lfs.Remote{}, fmt.Errorf("the remote's configuration %q is not a header", kv)
+		}
+		from.Header.Add(strings.TrimSpace(hk), strings.TrimSpace(hv))
+	}
+	if pu, err := url.Parse(u); err != nil || !(pu.Scheme == "http" || pu.Scheme == "https" || pu.Scheme == "file" || pu.Scheme == "" && filepath.IsAbs(u)) {
+		return lfs.Remote{}, fmt.Errorf("LFS content is fetched from an http(s) remote or a local repository, not %q", u)
+	}
+	return from, nil
 }

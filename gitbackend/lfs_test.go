@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -457,4 +459,114 @@ func TestKillDuringLFSMaterializingIsReportedAndRepaired(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, st.LFSMissing)
 	f.assertClean(h)
+}
+
+// missingPointer commits, at name, the pointer of data, whose content
+// the repository's store lacks, and returns that pointer.
+func (f *lfsFixture) missingPointer(name string, data []byte) lfs.Pointer {
+	f.t.Helper()
+	ptr := pointerOf(data)
+	pfile := filepath.Join(f.t.TempDir(), "pointer")
+	require.NoError(f.t, os.WriteFile(pfile, ptr.Bytes(), 0o644))
+	id := f.userGit(f.repo, "hash-object", "-w", "--no-filters", pfile)
+	f.userGit(f.repo, "update-index", "--add", "--cacheinfo", "100644,"+id+","+name)
+	f.userGit(f.repo, "commit", "-qm", "a pointer to "+name)
+	return ptr
+}
+
+// FetchLFS from a local repository's store fills the head's missing LFS
+// files, and only those: the agent's work in other files stays.
+func TestFetchLFSFromALocalRepositoryFillsTheHead(t *testing.T) {
+	f := newLFSFixture(t)
+	missing := content("kept elsewhere", 70_000)
+	f.missingPointer("assets/far.bin", missing)
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	f.userGit(f.repo, "init", "-q", "--bare", remote)
+	_, err := lfs.StoreOf(remote).Put(bytes.NewReader(missing))
+	require.NoError(t, err)
+
+	a := f.head("a")
+	f.write(a, "README.md", "the agent's work\n")
+	res, err := a.FetchLFS(f.ctx, &grove.Remote{URL: "file://" + remote})
+	require.NoError(t, err)
+	assert.Equal(t, grove.LFSFetch{Filled: []string{"assets/far.bin"}, Missing: []string{}}, res)
+	assert.Equal(t, missing, f.read(a, "assets/far.bin"))
+	assert.Equal(t, "the agent's work\n", string(f.read(a, "README.md")))
+	st, err := a.Status(f.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, st.LFSMissing)
+	assert.Equal(t, []grove.Change{{Path: "README.md", Kind: grove.ChangeModified}}, st.Changes)
+	assert.Empty(t, f.userGit(a.Info().Root, "status", "--porcelain", "--", "assets"), "the user's git, with git-lfs")
+
+	_, err = a.FetchLFS(f.ctx, &grove.Remote{URL: "ssh://host/repo.git"})
+	assert.Equal(t, grove.InvalidArgument, grove.CodeOf(err), "%v", err)
+}
+
+// FetchLFS over http asks the given remote's LFS server (the batch API,
+// its credentials as a header), stores only content that is its
+// pointer's, and never asks the endpoint .lfsconfig names.
+func TestFetchLFSOverHTTPTakesOnlyWhatItAskedFor(t *testing.T) {
+	f := newLFSFixture(t)
+	good, bad := content("served", 40_000), content("served wrong", 30_000)
+	f.missingPointer("assets/good.bin", good)
+	f.missingPointer("assets/bad.bin", bad)
+	var planted atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { planted.Add(1) }))
+	defer elsewhere.Close()
+	require.NoError(t, os.WriteFile(filepath.Join(f.repo, ".lfsconfig"), []byte("[lfs]\n\turl = "+elsewhere.URL+"\n"), 0o644))
+	f.userGit(f.repo, "add", ".lfsconfig")
+	f.userGit(f.repo, "commit", "-qm", "an endpoint")
+
+	var srv *httptest.Server
+	var auth []string
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/team/repo.git/info/lfs/objects/batch":
+			auth = append(auth, r.Header.Get("Authorization"))
+			var req struct {
+				Operation string `json:"operation"`
+				Objects   []struct {
+					OID  string `json:"oid"`
+					Size int64  `json:"size"`
+				} `json:"objects"`
+			}
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Operation != "download" {
+				http.Error(w, "bad request", http.StatusBadRequest)
+				return
+			}
+			var objs []map[string]any
+			for _, o := range req.Objects {
+				objs = append(objs, map[string]any{"oid": o.OID, "size": o.Size,
+					"actions": map[string]any{"download": map[string]any{"href": srv.URL + "/dl/" + o.OID}}})
+			}
+			w.Header().Set("Content-Type", "application/vnd.git-lfs+json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"transfer": "basic", "objects": objs})
+		case r.Method == http.MethodGet && r.URL.Path == "/dl/"+pointerOf(good).OID:
+			_, _ = w.Write(good)
+		case r.Method == http.MethodGet && r.URL.Path == "/dl/"+pointerOf(bad).OID:
+			_, _ = w.Write(content("not what was asked", len(bad)))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+
+	a := f.head("a")
+	st, err := a.Status(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"assets/bad.bin", "assets/good.bin"}, st.LFSMissing)
+	u := strings.Replace(srv.URL, "http://", "http://me:s3cret@", 1) + "/team/repo"
+	res, err := a.FetchLFS(f.ctx, &grove.Remote{URL: u})
+	require.NoError(t, err)
+	assert.Equal(t, grove.LFSFetch{Filled: []string{"assets/good.bin"}, Missing: []string{"assets/bad.bin"}}, res)
+	assert.Equal(t, good, f.read(a, "assets/good.bin"))
+	assert.Equal(t, pointerOf(bad).Bytes(), f.read(a, "assets/bad.bin"))
+	assert.Equal(t, []string{"Basic " + base64.StdEncoding.EncodeToString([]byte("me:s3cret"))}, auth)
+	store := lfs.StoreOf(commonOf(f.fixture))
+	assert.False(t, store.Has(pointerOf(bad)), "content that is not the pointer's was stored")
+	assert.Zero(t, planted.Load(), "the endpoint .lfsconfig names was asked")
+	st, err = a.Status(f.ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"assets/bad.bin"}, st.LFSMissing)
+	assert.False(t, st.Dirty, "%+v", st.Changes)
 }

@@ -255,6 +255,29 @@ func (h *Head) SetSparse(ctx context.Context, dirs ...string) error {
 	return wrap(op, h.name, sp.SetSparse(ctx, set))
 }
 
+// FetchLFS fetches the content of the head's Git LFS files that are their
+// pointers (Status.LFSMissing) from remote, and only from it (never an
+// endpoint the repository's configuration or .lfsconfig names, which an
+// agent can write), and gives those files their content; see
+// backend.LFSFetcher. A nil remote is InvalidArgument.
+func (h *Head) FetchLFS(ctx context.Context, remote *grove.Remote) (grove.LFSFetch, error) {
+	const op = "fetch lfs"
+	if remote == nil || remote.URL == "" {
+		return grove.LFSFetch{}, fail(grove.InvalidArgument, op, h.name, "no remote to fetch LFS content from")
+	}
+	unlock, err := h.begin(ctx, op, true)
+	if err != nil {
+		return grove.LFSFetch{}, err
+	}
+	defer unlock()
+	f, ok := h.h.(backend.LFSFetcher)
+	if !ok {
+		return grove.LFSFetch{}, fail(grove.Unimplemented, op, h.name, "the %s backend does not drive Git LFS", h.ws.b.ID())
+	}
+	res, err := f.FetchLFS(ctx, remote)
+	return res, wrap(op, h.name, err)
+}
+
 // Fork creates a new isolated head called name from this head: by default
 // from a checkpoint of its state now, uncommitted work included; with
 // opts.From, from that revision, without touching this head. The new head

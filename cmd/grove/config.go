@@ -35,6 +35,10 @@ import (
 //	remote = "https://git.example.com/mono.git"  # where its missing objects are fetched from
 //	config = ["http.extraHeader=..."]            # git configuration for those fetches alone
 //
+//	[lfs]                # where grove lfs fetch gets missing Git LFS content
+//	remote = "https://git.example.com/mono.git"  # its LFS server is <remote>/info/lfs
+//	config = ["http.extraHeader=Authorization: Bearer ..."]
+//
 // A hook's network = true lets it reach the network inside the sandbox
 // (npm ci); nothing else there can. The partial clone's remote is read
 // here (or from --promisor) because the repository's own remote.origin.url
@@ -48,6 +52,8 @@ type projectConfig struct {
 	Sandbox  *sandboxConfig `toml:"sandbox"`
 	// PartialClone is the [partial_clone] table.
 	PartialClone *partialCloneConfig `toml:"partial_clone"`
+	// LFS is the [lfs] table: the same keys, for grove lfs fetch.
+	LFS *partialCloneConfig `toml:"lfs"`
 }
 
 // partialCloneConfig is the [partial_clone] table.
@@ -110,6 +116,9 @@ func parseConfig(data []byte) (projectConfig, error) {
 	}
 	if c.PartialClone != nil && strings.TrimSpace(c.PartialClone.Remote) == "" {
 		return c, fmt.Errorf("[partial_clone] has no remote")
+	}
+	if c.LFS != nil && strings.TrimSpace(c.LFS.Remote) == "" {
+		return c, fmt.Errorf("[lfs] has no remote")
 	}
 	for name, h := range map[string]*hookConfig{"setup": c.Setup, "teardown": c.Teardown} {
 		if h == nil {

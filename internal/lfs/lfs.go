@@ -136,9 +136,19 @@ var ErrCorrupt = errors.New("lfs: object does not match its name")
 
 // Put stores the content r gives and returns its pointer.
 func (s Store) Put(r io.Reader) (Pointer, error) {
-	return s.put(func(tmp *os.File, h hash.Hash) (int64, error) {
+	return s.put(nil, func(tmp *os.File, h hash.Hash) (int64, error) {
 		return io.Copy(io.MultiWriter(tmp, h), r)
 	})
+}
+
+// PutWanted stores the content r gives as the object want names, reading
+// no more than one byte past its size: content that is not want's is
+// ErrCorrupt, and nothing is stored.
+func (s Store) PutWanted(r io.Reader, want Pointer) error {
+	_, err := s.put(&want, func(tmp *os.File, h hash.Hash) (int64, error) {
+		return io.Copy(io.MultiWriter(tmp, h), io.LimitReader(r, want.Size+1))
+	})
+	return err
 }
 
 // PutFile stores the content of the regular file in (from its start) and
@@ -147,7 +157,7 @@ func (s Store) Put(r io.Reader) (Pointer, error) {
 // either way, so that its name is always its content's, whatever is
 // written to in meanwhile.
 func (s Store) PutFile(in *os.File) (Pointer, error) {
-	return s.put(func(tmp *os.File, h hash.Hash) (int64, error) {
+	return s.put(nil, func(tmp *os.File, h hash.Hash) (int64, error) {
 		if headcopy.CloneFile(tmp, in) {
 			return io.Copy(h, tmp)
 		}
@@ -158,8 +168,9 @@ func (s Store) PutFile(in *os.File) (Pointer, error) {
 // put writes an object through fill, which writes the content to tmp (a
 // new file in the store) and hashes it with h, then renames it to its
 // name, over any object there: the store then holds content checked
-// against its name, whatever an agent planted there before.
-func (s Store) put(fill func(tmp *os.File, h hash.Hash) (int64, error)) (Pointer, error) {
+// against its name, whatever an agent planted there before. With want,
+// content that is not want's is ErrCorrupt and is not stored.
+func (s Store) put(want *Pointer, fill func(tmp *os.File, h hash.Hash) (int64, error)) (Pointer, error) {
 	root, err := os.OpenRoot(s.common)
 	if err != nil {
 		return Pointer{}, err
@@ -188,6 +199,9 @@ func (s Store) put(fill func(tmp *os.File, h hash.Hash) (int64, error)) (Pointer
 		return Pointer{}, err
 	}
 	p := Pointer{OID: hex.EncodeToString(h.Sum(nil)), Size: size}
+	if want != nil && p != *want {
+		return Pointer{}, fmt.Errorf("%w: %s came as %d bytes of %s", ErrCorrupt, want.OID, p.Size, p.OID)
+	}
 	dst := name(p)
 	if err := root.MkdirAll(path.Dir(dst), 0o755); err != nil {
 		return Pointer{}, err
