@@ -759,21 +759,40 @@ func untrackedAttributes(records []string) []string {
 }
 
 // refreshLFS is landRepo.RefreshLFS, for the worktree at dir whose index
-// is at index. A file is vouched for by its content, read between two
-// identical fstats of one open file. The index is then written anew
-// (stamped now, once the second of the newest file vouched for is past,
-// so that git trusts their stat data), and every other entry git could
-// not have trusted against the old index's time is smudged (its size
-// zeroed, as git does) so that git still looks at its content.
+// is at index. A file is vouched for by its content, read (once the
+// second of the newest file is past) between two identical fstats of one
+// open file, its times before the second the reading began: a rewrite in
+// or after it changes a time git compares. Under the index's lock, each
+// entry still recording its vouched blob gets the file's stat data, every
+// other entry git could not have trusted against the old index's time is
+// smudged (its size zeroed, as git does) so that git still looks at its
+// content, and the index is written anew, stamped now.
 func (w *workspace) refreshLFS(ctx context.Context, dir, index string, blobs map[string]string) (bool, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return false, err
 	}
 	defer root.Close()
+	// Past the second of the newest file first, then hashed: a rewrite
+	// while or after it is read has a time git tells from the stamp.
+	var newest int64
+	for p := range blobs {
+		fi, err := root.Lstat(p)
+		if err != nil {
+			return false, nil
+		}
+		newest = max(newest, fi.ModTime().Unix())
+	}
+	wait := time.Until(time.Unix(newest+1, 0))
+	if wait > 2*time.Second {
+		return false, nil // a file from the future: git could never trust it
+	}
+	if err := sleep(ctx, wait); err != nil {
+		return false, err
+	}
+	begun := time.Now().Unix()
 	store := lfs.StoreOf(w.repo.Common)
 	stats := map[string]gitfmt.Stat{}
-	var newest int64
 	for p, blob := range blobs {
 		data, ok := w.repo.Blob(ctx, blob, lfs.MaxPointerSize)
 		if !ok {
@@ -784,39 +803,60 @@ func (w *workspace) refreshLFS(ctx context.Context, dir, index string, blobs map
 			return false, nil
 		}
 		st, ok := statHolding(root, p, ptr)
-		if !ok {
+		if !ok || int64(st.MtimeSec) >= begun || int64(st.CtimeSec) >= begun {
 			return false, nil
 		}
-		stats[p], newest = st, max(newest, int64(st.MtimeSec))
-	}
-	wait := time.Until(time.Unix(newest+1, 0))
-	if wait > 2*time.Second {
-		return false, nil // a file from the future: git could never trust it
-	}
-	if err := sleep(ctx, wait); err != nil {
-		return false, err
+		stats[p] = st
 	}
 	hashLen, err := w.hashLen(ctx)
 	if err != nil {
 		return false, err
 	}
+	// The index is read under its lock, and each entry stamped must still
+	// record the blob vouched for.
+	lock := index + ".lock"
+	lf, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL|regfile.ONoFollow, 0o644)
+	if err != nil {
+		return false, nil // git holds it: the land refuses, nothing changed
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = lf.Close()
+			_ = os.Remove(lock)
+		}
+	}()
 	data, mtime, err := readIndexFile(&w.repo.Index, index)
 	if err != nil {
 		return false, err
 	}
 	defer w.repo.Index.Put(data)
+	stamped := 0
+	same := true
 	if _, ok := gitfmt.WalkIndex(data, hashLen, func(e *gitfmt.RawEntry) {
 		if st, ok := stats[string(e.Name)]; ok && e.Flags&gitfmt.FlagStage == 0 {
+			if hex.EncodeToString(e.OID) != blobs[string(e.Name)] {
+				same = false
+			}
 			gitfmt.PutStat(data, e.Off, st)
+			stamped++
 		} else if st := gitfmt.StatAt(data, e.Off); st.Racy(mtime) && st.Size != 0 {
 			st.Size = 0
 			gitfmt.PutStat(data, e.Off, st)
 		}
-	}); !ok {
+	}); !ok || !same || stamped != len(stats) {
 		return false, nil
 	}
 	gitfmt.Reseal(data, hashLen)
-	return true, writeIndexAt(index, data, time.Now())
+	_, err = lf.Write(data)
+	if cerr := lf.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(lock, index)
+	}
+	committed = err == nil
+	return err == nil, err
 }
 
 // statHolding returns the stat data of the regular file p under root when
