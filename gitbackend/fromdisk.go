@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/gitcmd"
@@ -157,14 +158,27 @@ func (w *workspace) headAtTree(mf *registry.Manifest, tree string, hashLen int) 
 // file (path.lock, which must not exist), as git does: never written
 // through whatever is at path. Not synced.
 func writeThroughLock(path string, data []byte) error {
+	return replaceThroughLock(path, time.Time{}, func() ([]byte, error) { return data, nil })
+}
+
+// replaceThroughLock is writeThroughLock with the content made by build
+// while the lock is held (an error from build leaves path as it was),
+// and the new file stamped mtime unless it is zero.
+func replaceThroughLock(path string, mtime time.Time, build func() ([]byte, error)) error {
 	lock := path + ".lock"
 	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	data, err := build()
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && !mtime.IsZero() {
+		err = os.Chtimes(lock, mtime, mtime)
 	}
 	if err == nil {
 		err = os.Rename(lock, path)

@@ -405,31 +405,7 @@ func editIndexEntries(path string, data []byte, hashLen int, mtime time.Time, ed
 		return fmt.Errorf("%s does not read as an index", path)
 	}
 	gitfmt.Reseal(data, hashLen)
-	return writeIndexAt(path, data, mtime)
-}
-
-// writeIndexAt replaces the index at path with data through its lock
-// file, as git does, the file stamped mtime.
-func writeIndexAt(path string, data []byte, mtime time.Time) error {
-	lock := path + ".lock"
-	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL|regfile.ONoFollow, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chtimes(lock, mtime, mtime)
-	}
-	if err == nil {
-		err = os.Rename(lock, path)
-	}
-	if err != nil {
-		_ = os.Remove(lock)
-	}
-	return err
+	return replaceThroughLock(path, mtime, func() ([]byte, error) { return data, nil })
 }
 
 // readIndex reads the index at path, checked, in the kept buffer (handed
@@ -814,50 +790,38 @@ func (w *workspace) refreshLFS(ctx context.Context, dir, index string, blobs map
 	}
 	// The index is read under its lock, and each entry stamped must still
 	// record the blob vouched for.
-	lock := index + ".lock"
-	lf, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL|regfile.ONoFollow, 0o644)
-	if err != nil {
-		return false, nil // git holds it: the land refuses, nothing changed
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			_ = lf.Close()
-			_ = os.Remove(lock)
+	var data []byte
+	defer func() { w.repo.Index.Put(data) }()
+	err = replaceThroughLock(index, time.Now(), func() ([]byte, error) {
+		var mtime time.Time
+		var err error
+		if data, mtime, err = readIndexFile(&w.repo.Index, index); err != nil {
+			return nil, err
 		}
-	}()
-	data, mtime, err := readIndexFile(&w.repo.Index, index)
-	if err != nil {
-		return false, err
-	}
-	defer w.repo.Index.Put(data)
-	stamped := 0
-	same := true
-	if _, ok := gitfmt.WalkIndex(data, hashLen, func(e *gitfmt.RawEntry) {
-		if st, ok := stats[string(e.Name)]; ok && e.Flags&gitfmt.FlagStage == 0 {
-			if hex.EncodeToString(e.OID) != blobs[string(e.Name)] {
-				same = false
+		stamped, same := 0, true
+		if _, ok := gitfmt.WalkIndex(data, hashLen, func(e *gitfmt.RawEntry) {
+			if st, ok := stats[string(e.Name)]; ok && e.Flags&gitfmt.FlagStage == 0 {
+				same = same && hex.EncodeToString(e.OID) == blobs[string(e.Name)]
+				gitfmt.PutStat(data, e.Off, st)
+				stamped++
+			} else if st := gitfmt.StatAt(data, e.Off); st.Racy(mtime) && st.Size != 0 {
+				st.Size = 0
+				gitfmt.PutStat(data, e.Off, st)
 			}
-			gitfmt.PutStat(data, e.Off, st)
-			stamped++
-		} else if st := gitfmt.StatAt(data, e.Off); st.Racy(mtime) && st.Size != 0 {
-			st.Size = 0
-			gitfmt.PutStat(data, e.Off, st)
+		}); !ok || !same || stamped != len(stats) {
+			return nil, errNotVouched
 		}
-	}); !ok || !same || stamped != len(stats) {
-		return false, nil
+		gitfmt.Reseal(data, hashLen)
+		return data, nil
+	})
+	if errors.Is(err, errNotVouched) || errors.Is(err, fs.ErrExist) {
+		return false, nil // changed meanwhile, or git holds the lock: the land refuses
 	}
-	gitfmt.Reseal(data, hashLen)
-	_, err = lf.Write(data)
-	if cerr := lf.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(lock, index)
-	}
-	committed = err == nil
 	return err == nil, err
 }
+
+// errNotVouched is refreshLFS's reason to leave an index as it was.
+var errNotVouched = errors.New("the index no longer records what was vouched for")
 
 // statHolding returns the stat data of the regular file p under root when
 // it holds the content ptr names, the same before and after reading it.
