@@ -1,6 +1,7 @@
 package grove
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -19,6 +20,10 @@ type HeadInfo struct {
 	// the way to one of them), nil for a head with the whole tree, empty
 	// for one with the top's files alone.
 	Sparse []string
+	// NoSubmodules is set for a head whose submodules are left empty
+	// directories (as git worktree add leaves them) instead of checked
+	// out; a fork of it is made the same way.
+	NoSubmodules bool
 }
 
 // Signature names the author of a checkpoint.
@@ -113,6 +118,38 @@ type Status struct {
 	// (or held it corrupt) at the last checkout; a later checkout fills
 	// them once the store has it. They are not changes.
 	LFSMissing []string
+	// Submodules are the head's checked-out submodules, recursively,
+	// sorted by path, each with the changes inside it; a submodule whose
+	// commit or files changed is also a change of its path in Changes.
+	Submodules []SubmoduleStatus
+}
+
+// SubmoduleStatus is the state of one checked-out submodule of a head.
+type SubmoduleStatus struct {
+	Path     string       `json:"path"`     // from the head's top, slash-separated
+	Name     string       `json:"name"`     // its name in .gitmodules
+	Recorded CheckpointID `json:"recorded"` // the commit its superproject's index records
+	Commit   CheckpointID `json:"commit"`   // the commit checked out in it (its HEAD)
+	// Changes are its files' changes, paths from the head's top, sorted:
+	// what the next checkpoint commits in the submodule's repository.
+	Changes []Change `json:"changes,omitempty"`
+}
+
+// SubmoduleError is the cause (inside an *Error whose Code is NotFound)
+// of an operation that could not check a head's submodule out: the
+// submodule's repository lacks the commit the head's tree records.
+// Nothing is fetched for it: fetching it into the repository (git fetch
+// in the main checkout's submodule), or a head made without submodules,
+// is the way on.
+type SubmoduleError struct {
+	Path       string // the submodule's path in the head
+	Name       string // its name in .gitmodules
+	Commit     string // the commit the tree records
+	Repository string // the submodule's repository, which lacks it
+}
+
+func (e *SubmoduleError) Error() string {
+	return fmt.Sprintf("submodule %q (%s): commit %s is not in its repository %s", e.Name, e.Path, e.Commit, e.Repository)
 }
 
 // LFSFetch is what a fetch of a head's missing Git LFS content did: the

@@ -273,6 +273,12 @@ type HeadSpec struct {
 	// (the Git backend: a cone-mode sparse checkout); the whole tree
 	// otherwise.
 	SparseFromMain bool
+	// NoSubmodules leaves the head's submodules empty directories, as git
+	// worktree add does, in this head and through its restores and
+	// repairs (grove.HeadInfo.NoSubmodules); by default they are checked
+	// out at the commits the tree records, from the repositories the
+	// repository holds for them.
+	NoSubmodules bool
 }
 
 // CheckpointOptions configure Checkpoint. The zero value takes the defaults.

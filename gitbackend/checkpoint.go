@@ -28,14 +28,28 @@ import (
 // temporary files are never seen.
 //
 // seeded, when not nil, is priv's content as the caller copied it there.
-func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, seeded []byte, opts *backend.CheckpointOptions) ([]grove.Skipped, error) {
+//
+// The head's checked-out submodules are committed first, each in its own
+// repository (see captureModule: with record, on the head's refs there,
+// their HEADs moved), and priv records those commits.
+func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, seeded []byte, opts *backend.CheckpointOptions, record bool) ([]grove.Skipped, error) {
 	defer h.fs.HoldWrites()()
 	capSize := opts.MaxNewFileSize
 	if capSize == 0 {
 		capSize = grove.DefaultMaxNewFileSize
 	}
 	env := []string{"GIT_INDEX_FILE=" + priv}
-	blockers, gitlinks, err := h.unmark(ctx, priv, seeded)
+	mods, err := h.w.headModules(ctx, mf, priv)
+	if err != nil {
+		return nil, err
+	}
+	modCommits := map[string]string{}
+	for _, m := range mods {
+		if modCommits[m.rel], err = h.captureModule(ctx, mf, m, opts, record); err != nil {
+			return nil, err
+		}
+	}
+	blockers, gitlinks, err := h.unmark(ctx, priv, seeded, modCommits)
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +114,9 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 		skipped = append(skipped, grove.Skipped{Path: p, Reason: grove.SkipSparseConflict})
 		specs = append(specs, ":(exclude,literal)"+p)
 	}
+	for p := range modCommits {
+		specs = append(specs, ":(exclude,literal)"+p)
+	}
 	tooBig := map[string]bool{}
 	for _, p := range big {
 		skipped = append(skipped, grove.Skipped{Path: p, Reason: grove.SkipTooLarge, Size: sizes[p]})
@@ -118,30 +135,11 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 	if out == "" {
 		mode = "-u"
 	}
-	// A tracked file replaced by a FIFO, a socket or a device makes git add
-	// fail: such a path is dropped from the index, listed as skipped, and
-	// the add runs again without it.
-	for tries := 0; ; tries++ {
-		_, err := h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(specs, "\x00") + "\x00"),
-			Args: []string{"add", mode, "--pathspec-from-file=-", "--pathspec-file-nul"}})
-		if err == nil {
-			break
-		}
-		m := notAddable.FindAllStringSubmatch(gitcmd.Stderr(err), -1)
-		if m == nil || tries >= 64 {
-			return nil, err
-		}
-		var drop []string
-		for _, g := range m {
-			drop = append(drop, g[1])
-			skipped = append(skipped, grove.Skipped{Path: g[1], Reason: grove.SkipIrregular})
-			specs = append(specs, ":(exclude,literal)"+g[1])
-		}
-		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(drop, "\x00") + "\x00"),
-			Args: []string{"update-index", "--force-remove", "-z", "--stdin"}}); err != nil {
-			return nil, err
-		}
+	irregular, err := addAll(ctx, h.git, env, specs, mode)
+	if err != nil {
+		return nil, err
 	}
+	skipped = append(skipped, irregular...)
 	if len(found.files) > 0 {
 		if err := h.addNested(ctx, env, found.files, tooBig); err != nil {
 			return nil, err
@@ -167,6 +165,9 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 	if err := h.keepGitlinks(ctx, env, gitlinks); err != nil {
 		return nil, err
 	}
+	if err := setGitlinks(ctx, h.git, env, modCommits); err != nil {
+		return nil, err
+	}
 	if err := h.unstageLFS(ctx, priv, stage); err != nil {
 		return nil, err
 	}
@@ -176,6 +177,50 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 	})
 	slices.SortFunc(skipped, func(a, b grove.Skipped) int { return strings.Compare(a.Path, b.Path) })
 	return skipped, nil
+}
+
+// addAll runs git add (mode -A or -u) of specs on the index env names,
+// through run. A tracked file replaced by a FIFO, a socket or a device
+// makes git add fail: such a path is dropped from the index, returned as
+// skipped, and the add runs again without it.
+func addAll(ctx context.Context, run func(context.Context, gitcmd.Cmd) (string, error), env, specs []string, mode string) ([]grove.Skipped, error) {
+	var skipped []grove.Skipped
+	specs = slices.Clone(specs)
+	for tries := 0; ; tries++ {
+		_, err := run(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(specs, "\x00") + "\x00"),
+			Args: []string{"add", mode, "--pathspec-from-file=-", "--pathspec-file-nul"}})
+		if err == nil {
+			return skipped, nil
+		}
+		m := notAddable.FindAllStringSubmatch(gitcmd.Stderr(err), -1)
+		if m == nil || tries >= 64 {
+			return nil, err
+		}
+		var drop []string
+		for _, g := range m {
+			drop = append(drop, g[1])
+			skipped = append(skipped, grove.Skipped{Path: g[1], Reason: grove.SkipIrregular})
+			specs = append(specs, ":(exclude,literal)"+g[1])
+		}
+		if _, err := run(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(drop, "\x00") + "\x00"),
+			Args: []string{"update-index", "--force-remove", "-z", "--stdin"}}); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// setGitlinks records, in the index env names, each path of gitlinks as
+// a gitlink to its commit.
+func setGitlinks(ctx context.Context, run func(context.Context, gitcmd.Cmd) (string, error), env []string, gitlinks map[string]string) error {
+	if len(gitlinks) == 0 {
+		return nil
+	}
+	var info strings.Builder
+	for p, id := range gitlinks {
+		info.WriteString("160000 " + id + "\t" + p + "\x00")
+	}
+	_, err := run(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(info.String()), Args: []string{"update-index", "-z", "--index-info"}})
+	return err
 }
 
 // notAddable is git add's complaint about a path that is no longer a
@@ -339,7 +384,7 @@ func (h *head) checkpoint(ctx context.Context, mf registry.Manifest, opts *backe
 		// A second try runs on an index rebuilt from the commit.
 		first := seeded
 		seeded = nil
-		skipped, err = h.capture(ctx, mf, priv, first, opts)
+		skipped, err = h.capture(ctx, mf, priv, first, opts, true)
 		h.w.repo.Index.Put(first) // for ReadMarks below
 		if err != nil {
 			return err

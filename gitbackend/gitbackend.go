@@ -71,6 +71,11 @@ type Options struct {
 	// the objects the operation reads: a sparse head's set, what a restore
 	// or a diff changes.
 	Promisor func(ctx context.Context, common string) (*grove.Remote, error)
+	// Progress, when set, is told of each step of a long checkout (each
+	// submodule a create, fork, restore or repair checks out in head,
+	// as step), as it begins. It is called on the operation's goroutine
+	// and must return quickly.
+	Progress func(head, step string)
 }
 
 // DefaultPushAttempts is how many times a background push is tried by

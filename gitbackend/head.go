@@ -521,9 +521,35 @@ func (h *head) Status(ctx context.Context) (grove.Status, error) {
 // checkpoint would capture (one git does not ignore, outside any .git) is
 // modified; one that is not a directory any more is modified. The index's
 // gitlinks are read once for each version of the index file.
+//
+// A checked-out submodule is asked instead (see moduleStatus).
 func (h *head) submoduleChanges(ctx context.Context, mf registry.Manifest, st *grove.Status) error {
-	for _, p := range h.indexMarks(mf).gitlinks {
-		if slices.ContainsFunc(st.Changes, func(c grove.Change) bool { return c.Path == p }) {
+	gitlinks := h.indexMarks(mf).gitlinks
+	if len(gitlinks) == 0 {
+		return nil
+	}
+	mods, err := h.w.headModules(ctx, mf, filepath.Join(mf.Admin, "index"))
+	if err != nil {
+		return err
+	}
+	checkedOut := map[string]bool{}
+	for _, m := range mods {
+		checkedOut[m.path] = true
+		if slices.ContainsFunc(st.Changes, func(c grove.Change) bool { return c.Path == m.path }) {
+			continue
+		}
+		dirty, err := h.moduleStatus(ctx, mf, m, st)
+		if err != nil {
+			return err
+		}
+		if dirty {
+			st.Changes = append(st.Changes, grove.Change{Path: m.path, Kind: grove.ChangeModified})
+			st.Dirty = true
+		}
+	}
+	slices.SortFunc(st.Submodules, func(a, b grove.SubmoduleStatus) int { return strings.Compare(a.Path, b.Path) })
+	for _, p := range gitlinks {
+		if checkedOut[p] || slices.ContainsFunc(st.Changes, func(c grove.Change) bool { return c.Path == p }) {
 			continue
 		}
 		kind := grove.ChangeModified // not a directory any more
@@ -647,7 +673,7 @@ func (h *head) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error)
 	// The prefixes are pinned: diff.noprefix or diff.mnemonicPrefix in the
 	// repository's config (which an agent can set) would change the patch's
 	// headers, which callers read.
-	args := []string{"diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-color", "--ignore-submodules=all", "--src-prefix=a/", "--dst-prefix=b/", a}
+	args := []string{"diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-color", "--ignore-submodules=dirty", "--src-prefix=a/", "--dst-prefix=b/", a}
 	var env []string
 	if to == grove.Live {
 		f, err := os.CreateTemp(mf.Admin, "grove-diff-index-*")
@@ -668,7 +694,7 @@ func (h *head) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error)
 		}
 		if err == nil {
 			err = h.retryOnIndex(ctx, tmp, "HEAD", func() error {
-				_, err := h.capture(ctx, mf, tmp, nil, &backend.CheckpointOptions{})
+				_, err := h.capture(ctx, mf, tmp, nil, &backend.CheckpointOptions{}, false)
 				return err
 			})
 		}
@@ -770,6 +796,9 @@ func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error 
 		if trashed, err = h.removeWorktree(mf); err != nil {
 			return h.wrap(op, err)
 		}
+		// Its submodules' registrations go with it (their work is in the
+		// checkpoints a destroy without Discard made first).
+		_ = h.w.dropModules(mf.ID, nil)
 	}
 	tomb, err := h.w.meta.ReadManifest(mf.ID)
 	if err != nil {

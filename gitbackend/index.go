@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,7 +127,10 @@ func copyIndex(buf *gitfmt.Buffer, src, dst string) ([]byte, error) {
 //
 // seeded, when not nil, is priv's content, read and checked as it was
 // copied: its marks are parsed from it instead of reading priv again.
-func (h *head) unmark(ctx context.Context, priv string, seeded []byte) (blockers []string, gitlinks map[string]string, err error) {
+//
+// The gitlinks of keep (checked-out submodules, which capture commits
+// itself) are left in the index and out of gitlinks.
+func (h *head) unmark(ctx context.Context, priv string, seeded []byte, keep map[string]string) (blockers []string, gitlinks map[string]string, err error) {
 	data := seeded
 	if data == nil {
 		if data, err = h.w.repo.Index.ReadIndex(priv); errors.Is(err, fs.ErrNotExist) {
@@ -150,7 +154,14 @@ func (h *head) unmark(ctx context.Context, priv string, seeded []byte) (blockers
 		}
 		blockers = m.blockers
 	}
+	remove := marks.Gitlinks
+	if len(keep) > 0 {
+		remove = slices.DeleteFunc(slices.Clone(remove), func(p string) bool { _, ok := keep[p]; return ok })
+	}
 	for i, p := range marks.Gitlinks {
+		if _, ok := keep[p]; ok {
+			continue
+		}
 		fi, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(p)))
 		if err == nil && fi.IsDir() || !sparse.Set(mf.Sparse).Contains(p) {
 			if gitlinks == nil {
@@ -159,7 +170,7 @@ func (h *head) unmark(ctx context.Context, priv string, seeded []byte) (blockers
 			gitlinks[p] = marks.GitlinkIDs[i]
 		}
 	}
-	return blockers, gitlinks, updateIndex(ctx, h.git, priv, []indexStep{{marks.Gitlinks, "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {skipped, "--no-skip-worktree"}})
+	return blockers, gitlinks, updateIndex(ctx, h.git, priv, []indexStep{{remove, "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {skipped, "--no-skip-worktree"}})
 }
 
 // keepGitlinks puts back, in the index env names, each gitlink unmark took
@@ -186,15 +197,7 @@ func (h *head) keepGitlinks(ctx context.Context, env []string, gitlinks map[stri
 			}
 		}
 	}
-	var info strings.Builder
-	for p, id := range gitlinks {
-		info.WriteString("160000 " + id + "\t" + p + "\x00")
-	}
-	if info.Len() == 0 {
-		return nil
-	}
-	_, err = h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(info.String()), Args: []string{"update-index", "-z", "--index-info"}})
-	return err
+	return setGitlinks(ctx, h.git, env, gitlinks)
 }
 
 // indexStep is one git update-index over paths, with flag.

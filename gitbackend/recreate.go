@@ -150,8 +150,14 @@ func (w *workspace) recreate(ctx context.Context, op string, id grove.HeadID) er
 	if err == nil {
 		err = w.checkoutLFS(ctx, mf, filepath.Join(mf.Admin, "index"))
 	}
+	if err == nil {
+		err = w.checkoutModules(ctx, mf, filepath.Join(mf.Admin, "index"), true)
+	}
 	if err != nil {
 		undo()
+		if grove.CodeOf(err) == grove.NotFound || grove.CodeOf(err) == grove.Canceled {
+			return err
+		}
 		return fail(grove.Internal, err)
 	}
 	if err := w.prepare(ctx, op, mf); err != nil {

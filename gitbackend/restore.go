@@ -265,6 +265,11 @@ func (h *head) restore(ctx context.Context, mf registry.Manifest, target string)
 	if err := h.w.checkoutLFS(ctx, &mf, priv); err != nil {
 		return err
 	}
+	// The submodules too: a checkout the target has no submodule for is
+	// unregistered, and its files are left to the clean.
+	if err := h.w.checkoutModules(ctx, &mf, priv, true); err != nil {
+		return err
+	}
 	clean, done, err := h.cleaner(ctx, mf, priv, keep)
 	if err != nil {
 		return err

@@ -390,6 +390,9 @@ func (h *head) SetSparse(ctx context.Context, set []string) error {
 	if err := h.w.checkoutLFS(fctx, &next, priv); err != nil {
 		return h.wrap(op, err)
 	}
+	if err := h.w.checkoutModules(fctx, &next, priv, false); err != nil {
+		return h.wrap(op, err)
+	}
 	err = swap.commit(priv)
 	swap = nil
 	if err == nil {

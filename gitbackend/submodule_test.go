@@ -53,7 +53,7 @@ func gitlinkAt(f *fixture, rev, path string) string {
 func TestASubmodulesGitlinkSurvivesTheLifecycle(t *testing.T) {
 	t.Parallel()
 	f, gitlink := submoduleFixture(t)
-	h, err := f.ws.NewHead("agent").From("main").Create(f.ctx)
+	h, err := f.ws.NewHead("agent").From("main").NoSubmodules().Create(f.ctx)
 	require.NoError(t, err)
 	defer h.Close()
 	root := h.Info().Root
@@ -92,7 +92,7 @@ func TestASubmodulesGitlinkSurvivesTheLifecycle(t *testing.T) {
 func TestWorkInASubmodulesDirectoryIsCaptured(t *testing.T) {
 	t.Parallel()
 	f, _ := submoduleFixture(t)
-	h, err := f.ws.NewHead("agent").From("main").Create(f.ctx)
+	h, err := f.ws.NewHead("agent").From("main").NoSubmodules().Create(f.ctx)
 	require.NoError(t, err)
 	defer h.Close()
 	f.write(h, "lib/notes.txt", "the agent's\n")
@@ -138,7 +138,7 @@ func TestWorkInASubmodulesDirectoryIsCaptured(t *testing.T) {
 func TestAttackASubmoduleTheAgentConfiguresRunsNothing(t *testing.T) {
 	t.Parallel()
 	f, gitlink := submoduleFixture(t)
-	h, err := f.ws.NewHead("agent").From("main").Create(f.ctx)
+	h, err := f.ws.NewHead("agent").From("main").NoSubmodules().Create(f.ctx)
 	require.NoError(t, err)
 	defer h.Close()
 	root := h.Info().Root
@@ -195,7 +195,7 @@ func TestAttackASubmoduleTheAgentConfiguresRunsNothing(t *testing.T) {
 func TestASubmodulesDirectoryKeepsWhatNoCheckpointHolds(t *testing.T) {
 	t.Parallel()
 	f, gitlink := submoduleFixture(t)
-	h, err := f.ws.NewHead("agent").From("main").Create(f.ctx)
+	h, err := f.ws.NewHead("agent").From("main").NoSubmodules().Create(f.ctx)
 	require.NoError(t, err)
 	defer h.Close()
 	root := h.Info().Root
@@ -225,7 +225,7 @@ func TestASubmodulesDirectoryKeepsWhatNoCheckpointHolds(t *testing.T) {
 func TestAFIFOForASubmoduleHangsNothing(t *testing.T) {
 	t.Parallel()
 	f, _ := submoduleFixture(t)
-	h, err := f.ws.NewHead("agent").From("main").Create(f.ctx)
+	h, err := f.ws.NewHead("agent").From("main").NoSubmodules().Create(f.ctx)
 	require.NoError(t, err)
 	defer h.Close()
 	lib := filepath.Join(h.Info().Root, "lib")
@@ -300,7 +300,7 @@ func TestARestoreKeepsWhatIsIgnoredInASubmodulesDirectory(t *testing.T) {
 	f.writeFile(f.repo, ".gitignore", "ignored/\n") // *.log no longer ignored
 	f.git(f.repo, "commit", "-qam", "rules")
 	f.git(f.repo, "tag", "newrules")
-	h, err := f.ws.NewHead("agent").From("main~1").Create(f.ctx)
+	h, err := f.ws.NewHead("agent").From("main~1").NoSubmodules().Create(f.ctx)
 	require.NoError(t, err)
 	defer h.Close()
 	f.write(h, "lib/secret.log", "ignored now\n")

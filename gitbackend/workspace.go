@@ -135,7 +135,7 @@ func (w *workspace) undo(ctx context.Context, mf *registry.Manifest, recovered b
 		}
 	}
 	if removeDir {
-		errs = append(errs, w.removeCreated(ctx, mf.Dir))
+		errs = append(errs, w.dropModules(mf.ID, nil), w.removeCreated(ctx, mf.Dir))
 	}
 	// A git worktree add killed half-way leaves its registration locked
 	// ("initializing"), which prune would keep: remove it directly.
@@ -402,7 +402,7 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 	mf := &registry.Manifest{
 		ID: grove.HeadID(uuid.NewString()), Name: spec.Name, Access: spec.Access, Branch: branch,
 		Dir: dir, Base: grove.CheckpointID(commit), State: grove.StateActive, Creating: true,
-		Created: time.Now().UTC(), Clone: w.clone, Sparse: spec.Sparse,
+		Created: time.Now().UTC(), Clone: w.clone, Sparse: spec.Sparse, NoSubmodules: spec.NoSubmodules,
 	}
 	if spec.Sparse != nil {
 		mf.SparseBase = grove.CheckpointID(commit)
@@ -511,8 +511,11 @@ func (w *workspace) populate(ctx context.Context, mf *registry.Manifest, recorde
 	if err == nil {
 		err = w.checkoutLFS(ctx, mf, filepath.Join(mf.Admin, "index"))
 	}
+	if err == nil {
+		err = w.checkoutModules(ctx, mf, filepath.Join(mf.Admin, "index"), true)
+	}
 	if err != nil {
-		if grove.CodeOf(err) == grove.Canceled {
+		if grove.CodeOf(err) == grove.Canceled || grove.CodeOf(err) == grove.NotFound {
 			return err
 		}
 		if cerr := grove.ContextError(ctx, "gitbackend: create head"); cerr != nil {

@@ -285,7 +285,8 @@ func (h *Head) FetchLFS(ctx context.Context, remote *grove.Remote) (grove.LFSFet
 // has is AlreadyExists before anything is checkpointed; a create that
 // fails for another reason (its directory is taken) leaves the checkpoint
 // of the source, which holds the source's state as it was. A fork of a
-// sparse head is sparse with the same set. The head's workspace must be
+// sparse head is sparse with the same set, and one of a head without
+// submodules (HeadBuilder.NoSubmodules) has none either. The head's workspace must be
 // open. opts may be nil. A read-only view does not fork
 // (PermissionDenied): forking creates a head in the workspace.
 func (h *Head) Fork(ctx context.Context, name string, opts *ForkOptions) (*Head, error) {
@@ -334,7 +335,7 @@ func (h *Head) Fork(ctx context.Context, name string, opts *ForkOptions) (*Head,
 		return nil, err
 	}
 	// A fork materialises what its source does.
-	nh, err := h.ws.ws.CreateHead(ctx, &backend.HeadSpec{Name: name, Access: grove.Isolated, From: from, Sparse: h.h.Info().Sparse})
+	nh, err := h.ws.ws.CreateHead(ctx, &backend.HeadSpec{Name: name, Access: grove.Isolated, From: from, Sparse: h.h.Info().Sparse, NoSubmodules: h.h.Info().NoSubmodules})
 	if err != nil {
 		return nil, wrap(op, h.name, err)
 	}

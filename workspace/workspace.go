@@ -393,6 +393,16 @@ func (b *HeadBuilder) SparseFromMain() *HeadBuilder {
 	return b
 }
 
+// NoSubmodules leaves the head's submodules empty directories, as git
+// worktree add does (and its forks', restores' and repairs'). By default
+// a backend that can (the Git backend) checks each out at the commit the
+// tree records, from the repository it already holds for it, fetching
+// nothing.
+func (b *HeadBuilder) NoSubmodules() *HeadBuilder {
+	b.spec.NoSubmodules = true
+	return b
+}
+
 // Spec returns the HeadSpec the builder describes so far.
 func (b *HeadBuilder) Spec() backend.HeadSpec { return b.spec }
 

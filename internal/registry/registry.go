@@ -85,6 +85,10 @@ type Manifest struct {
 	// if this commit has it as the index does, and taken for deleted if
 	// not (the agent wrote it, then removed it).
 	SparseBase grove.CheckpointID `json:"sparse_base,omitempty"`
+	// NoSubmodules leaves the head's submodules empty, as git worktree
+	// add does, instead of checking them out (see gitbackend's
+	// submodule.go).
+	NoSubmodules bool `json:"no_submodules,omitempty"`
 }
 
 // Info is the head m records, as the backend reports it.
@@ -92,7 +96,7 @@ func (m *Manifest) Info() grove.HeadInfo {
 	return grove.HeadInfo{
 		ID: m.ID, Name: m.Name, Access: m.Access, Attached: m.Attached,
 		Branch: m.Branch, Root: m.Dir, Base: m.Base, State: m.State,
-		Sparse: slices.Clone(m.Sparse),
+		Sparse: slices.Clone(m.Sparse), NoSubmodules: m.NoSubmodules,
 	}
 }
 
