@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -41,6 +42,8 @@ type app struct {
 	eng *engine.Engine
 
 	config projectConfig // the project's .grove.toml, once the workspace is open
+
+	shown atomic.Pointer[progress] // the progress line on screen, if any
 }
 
 // run runs grove with args and returns its exit status.
@@ -330,7 +333,12 @@ func (a *app) backend() *gitbackend.Backend {
 		if home, err := groveHome(); err == nil {
 			anchors = filepath.Join(home, "anchors")
 		}
-		a.gb = gitbackend.New(gitbackend.Options{PushAttempts: 2, Anchors: anchors, Promisor: a.promisorRemote})
+		a.gb = gitbackend.New(gitbackend.Options{PushAttempts: 2, Anchors: anchors, Promisor: a.promisorRemote,
+			Progress: func(_, step string) {
+				if p := a.shown.Load(); p != nil {
+					p.step.Store(&step)
+				}
+			}})
 	}
 	return a.gb
 }

@@ -184,7 +184,7 @@ func (a *app) newCmd() *cobra.Command {
 	var from, dir string
 	var shared bool
 	var sparse []string
-	var noSparse bool
+	var noSparse, noSubmodules bool
 	cmd := &cobra.Command{
 		Use:   "new NAME",
 		Short: "Create a head: a linked worktree on its own branch; prints its directory",
@@ -201,6 +201,14 @@ forks of the head are sparse with the same set. When the main checkout is a
 cone-mode sparse checkout (git sparse-checkout set), a new head has its set
 unless --sparse says otherwise (--sparse=inherit says the same) or
 --no-sparse asks for the whole tree. grove sparse changes a head's set.
+
+Submodules are checked out, recursively, at the commits the tree records,
+from the repositories the main checkout already has for them (git submodule
+update --init made them there): each head's checkout shares their objects and
+nothing is fetched. A submodule never initialised there is left empty, and so
+is every one with --no-submodules (as git worktree add leaves them; forks of
+the head too). A checkpoint commits the work inside each submodule in the
+submodule's own repository and records that commit.
 
 The ignored files the main checkout's .worktreeinclude names (an .env, local
 settings) are copied in, then the [setup] command of the main checkout's
@@ -220,6 +228,9 @@ its output is shown.`,
 			b := ws.NewHead(name).From(grove.Rev(from))
 			if shared {
 				b.Shared()
+			}
+			if noSubmodules {
+				b.NoSubmodules()
 			}
 			switch {
 			case noSparse:
@@ -250,6 +261,7 @@ its output is shown.`,
 	cmd.Flags().StringVar(&dir, "dir", "", "the head's directory (DIR/NAME when DIR is an existing directory)")
 	cmd.Flags().StringSliceVar(&sparse, "sparse", nil, "check out only these directories (comma-separated, or the flag repeated); /: the top's files alone; inherit: the main checkout's set")
 	cmd.Flags().BoolVar(&noSparse, "no-sparse", false, "check out the whole tree, also when the main checkout is sparse")
+	cmd.Flags().BoolVar(&noSubmodules, "no-submodules", false, "leave submodules empty, as git worktree add does")
 	cmd.MarkFlagsMutuallyExclusive("sparse", "no-sparse")
 	return cmd
 }
@@ -526,14 +538,19 @@ and runs the project's setup.`,
 }
 
 func (a *app) statusCmd() *cobra.Command {
-	return &cobra.Command{
+	var recurse bool
+	cmd := &cobra.Command{
 		Use:   "status NAME",
 		Short: "Show a head's changed paths with their kind, conflicts, and last checkpoint",
 		Long: `Show what a checkpoint of the head would record now: one line per changed path
 ("added", "modified", "deleted" or "untracked", then the path), one per
-unmerged path ("conflict"), and the last checkpoint.`,
-		Example: `  grove status agent-1`,
-		Args:    args(cobra.ExactArgs(1)),
+unmerged path ("conflict"), and the last checkpoint. A submodule whose files or
+commit changed is one "modified" line; with --recurse, the changed files inside
+each submodule follow, as paths from the head's top. --json always lists the
+submodules with their changes.`,
+		Example: `  grove status agent-1
+  grove status agent-1 --recurse`,
+		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withHead(cmd, args[0], false, func(h *workspace.Head) error {
 				st, err := h.Status(a.ctx)
@@ -544,6 +561,13 @@ unmerged path ("conflict"), and the last checkpoint.`,
 					Path string `json:"path"`
 					Kind string `json:"kind"`
 				}
+				type submodule struct {
+					Path     string             `json:"path"`
+					Name     string             `json:"name"`
+					Recorded grove.CheckpointID `json:"recorded"` // what the head's index records
+					Commit   grove.CheckpointID `json:"commit"`   // what is checked out in it
+					Changes  []change           `json:"changes"`
+				}
 				out := struct {
 					Dirty          bool               `json:"dirty"`
 					Changes        []change           `json:"changes"`
@@ -552,8 +576,17 @@ unmerged path ("conflict"), and the last checkpoint.`,
 					LastCheckpoint grove.CheckpointID `json:"last_checkpoint"`
 					InProgress     string             `json:"in_progress,omitempty"`
 					LFSMissing     []string           `json:"lfs_missing"`
+					Submodules     []submodule        `json:"submodules"`
 				}{Dirty: st.Dirty, Changes: []change{}, Conflicts: st.Conflicts, Commit: st.Commit,
-					LastCheckpoint: st.LastCheckpoint, InProgress: string(st.InProgress), LFSMissing: st.LFSMissing}
+					LastCheckpoint: st.LastCheckpoint, InProgress: string(st.InProgress), LFSMissing: st.LFSMissing,
+					Submodules: []submodule{}}
+				for _, s := range st.Submodules {
+					sm := submodule{Path: s.Path, Name: s.Name, Recorded: s.Recorded, Commit: s.Commit, Changes: []change{}}
+					for _, c := range s.Changes {
+						sm.Changes = append(sm.Changes, change{Path: c.Path, Kind: string(c.Kind)})
+					}
+					out.Submodules = append(out.Submodules, sm)
+				}
 				if out.Conflicts == nil {
 					out.Conflicts = []string{}
 				}
@@ -566,6 +599,14 @@ unmerged path ("conflict"), and the last checkpoint.`,
 				return a.print(out, func(w io.Writer) {
 					for _, c := range st.Changes {
 						fmt.Fprintf(w, "%-9s %s\n", c.Kind, quote(c.Path))
+					}
+					for _, s := range st.Submodules {
+						if !recurse {
+							break
+						}
+						for _, c := range s.Changes {
+							fmt.Fprintf(w, "%-9s %s\n", c.Kind, quote(c.Path))
+						}
 					}
 					for _, p := range st.Conflicts {
 						fmt.Fprintf(w, "%-9s %s\n", "conflict", quote(p))
@@ -585,6 +626,8 @@ unmerged path ("conflict"), and the last checkpoint.`,
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&recurse, "recurse", false, "also list the changed files inside submodules")
+	return cmd
 }
 
 func (a *app) diffCmd() *cobra.Command {

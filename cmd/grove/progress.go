@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,6 +16,7 @@ import (
 type progress struct {
 	w    io.Writer
 	what string
+	step atomic.Pointer[string] // the step under way (a submodule's checkout), if told
 	stop chan struct{}
 	done sync.WaitGroup
 }
@@ -34,18 +36,29 @@ func (a *app) startProgress(what string) func() {
 	if !isTerminal(a.stderr) {
 		return func() {}
 	}
-	return showProgress(a.stderr, what)
+	p := newProgress(a.stderr, what)
+	a.shown.Store(p)
+	return func() {
+		a.shown.CompareAndSwap(p, nil)
+		p.end()
+	}
 }
 
 // showProgress shows what on w until the returned function is called.
-func showProgress(w io.Writer, what string) func() {
+func showProgress(w io.Writer, what string) func() { return newProgress(w, what).end }
+
+// newProgress starts showing what on w; end stops it.
+func newProgress(w io.Writer, what string) *progress {
 	p := &progress{w: w, what: what, stop: make(chan struct{})}
 	p.done.Add(1)
 	go p.run()
-	return func() {
-		close(p.stop)
-		p.done.Wait()
-	}
+	return p
+}
+
+// end stops the progress line and erases it.
+func (p *progress) end() {
+	close(p.stop)
+	p.done.Wait()
 }
 
 func (p *progress) run() {
@@ -65,7 +78,11 @@ func (p *progress) run() {
 			return
 		case <-t.C:
 			shown = true
-			fmt.Fprintf(p.w, "\r\x1b[Kgrove: %s %c %.1fs", p.what, spin[i%len(spin)], time.Since(start).Seconds())
+			what := p.what
+			if step := p.step.Load(); step != nil {
+				what += ": " + *step
+			}
+			fmt.Fprintf(p.w, "\r\x1b[Kgrove: %s %c %.1fs", what, spin[i%len(spin)], time.Since(start).Seconds())
 			t.Reset(every)
 		}
 	}

@@ -48,6 +48,18 @@ func TestProgressShowsLongOperationsOnly(t *testing.T) {
 	assert.Empty(t, short.String())
 }
 
+// A step the backend reports (a submodule being checked out) shows
+// beside what the operation is.
+func TestProgressShowsTheStepUnderWay(t *testing.T) {
+	var out lockedBuffer
+	p := newProgress(&out, `creating head "a"`)
+	step := "submodule lib/inner"
+	p.step.Store(&step)
+	time.Sleep(600 * time.Millisecond)
+	p.end()
+	assert.Contains(t, out.String(), `grove: creating head "a": submodule lib/inner `)
+}
+
 // Only a terminal gets progress: a pipe or a file does not.
 func TestProgressIsQuietWithoutATerminal(t *testing.T) {
 	r, w, err := os.Pipe()
