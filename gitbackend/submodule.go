@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
@@ -38,6 +39,39 @@ import (
 // repository first (deepest first), on the head's private refs there
 // (refs/grove/<head-id>/m/<commit>), moves the submodule's detached HEAD
 // to it, and records the commit as the superproject's gitlink.
+
+// moduleCache is what the workspace learnt of submodules, each an
+// immutable fact: the names a .gitmodules blob gives, the tree of a
+// commit.
+type moduleCache struct {
+	names memo[map[string]string] // by .gitmodules blob ID
+	trees memo[string]            // by commit ID
+}
+
+// memo is a small map of immutable facts, safe for concurrent use,
+// emptied when it grows past maxMemo entries.
+type memo[V any] struct {
+	mu sync.Mutex
+	m  map[string]V
+}
+
+const maxMemo = 4096
+
+func (c *memo[V]) get(k string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *memo[V]) put(k string, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxMemo {
+		c.m = map[string]V{}
+	}
+	c.m[k] = v
+}
 
 // module is one submodule of a head as grove checks it out.
 type module struct {
@@ -75,7 +109,7 @@ func (w *workspace) modulesOf(ctx context.Context, hid grove.HeadID, superRepo, 
 	if len(marks.Gitlinks) == 0 {
 		return nil, nil
 	}
-	names, err := w.moduleNames(ctx, superRepo, superAdmin, index)
+	names, err := w.moduleNames(ctx, superRepo, marks.Gitmodules)
 	if err != nil {
 		return nil, err
 	}
@@ -96,22 +130,26 @@ func (w *workspace) modulesOf(ctx context.Context, hid grove.HeadID, superRepo, 
 	return mods, nil
 }
 
-// moduleNames reads the .gitmodules the index at index records (through
-// git config, which parses it as git does) and returns the name of each
-// submodule path whose name is safe to make a path of.
-func (w *workspace) moduleNames(ctx context.Context, superRepo, superAdmin, index string) (map[string]string, error) {
-	out, err := w.repo.Runner.Output(ctx, gitcmd.Cmd{GitDir: superAdmin, CommonDir: superRepo, Env: []string{"GIT_INDEX_FILE=" + index},
-		Args: []string{"config", "-z", "--blob=:.gitmodules", "--list"}})
+// moduleNames reads the .gitmodules blob (of repository repo; "" for
+// none) through git config, which parses it as git does, and returns the
+// name of each submodule path whose name is safe to make a path of. A
+// blob is read once.
+func (w *workspace) moduleNames(ctx context.Context, repo, blob string) (map[string]string, error) {
+	if blob == "" {
+		return nil, nil
+	}
+	if names, ok := w.mods.names.get(blob); ok {
+		return names, nil
+	}
+	out, err := w.repo.Runner.Output(ctx, gitcmd.Cmd{GitDir: repo, Args: []string{"config", "-z", "--blob=" + blob, "--list"}})
 	if err != nil {
-		if strings.Contains(gitcmd.Stderr(err), "unable to resolve config blob") {
-			return nil, nil // no .gitmodules
-		}
 		if grove.CodeOf(err) == grove.Canceled {
 			return nil, err
 		}
-		return nil, nil // one git cannot parse: no submodule git would check out
+		return nil, nil // unreadable, or one git cannot parse: no submodule git would check out
 	}
 	names := map[string]string{}
+	defer func() { w.mods.names.put(blob, names) }()
 	for _, rec := range strings.Split(out, "\x00") {
 		key, value, _ := strings.Cut(rec, "\n")
 		name, ok := strings.CutPrefix(key, "submodule.")
@@ -473,15 +511,30 @@ func (h *head) captureModule(ctx context.Context, mf registry.Manifest, m *modul
 	if err := setGitlinks(ctx, run, env, commits); err != nil {
 		return "", err
 	}
-	tree, err := run(ctx, gitcmd.Cmd{Env: env, Args: []string{"write-tree"}})
-	if err != nil {
-		return "", err
+	// The tree: the index's cache-tree when git add kept it whole (it
+	// checked each path), else git's write-tree. HEAD's: read in-process
+	// for a detached HEAD whose commit's tree is known, else from git.
+	tree := ""
+	if marks, err := h.w.repo.Index.ReadMarks(priv); err == nil {
+		tree = marks.Tree
 	}
-	out, err := run(ctx, gitcmd.Cmd{Args: []string{"rev-parse", "-q", "HEAD^{commit}", "HEAD^{tree}"}})
-	if err != nil {
-		return "", err
+	if tree == "" {
+		if tree, err = run(ctx, gitcmd.Cmd{Env: env, Args: []string{"write-tree"}}); err != nil {
+			return "", err
+		}
 	}
-	head, headTree, _ := strings.Cut(out, "\n")
+	head, headTree := headCommitOf(m.admin), ""
+	if head != "" {
+		headTree, _ = h.w.mods.trees.get(head)
+	}
+	if headTree == "" {
+		out, err := run(ctx, gitcmd.Cmd{Args: []string{"rev-parse", "-q", "HEAD^{commit}", "HEAD^{tree}"}})
+		if err != nil {
+			return "", err
+		}
+		head, headTree, _ = strings.Cut(out, "\n")
+		h.w.mods.trees.put(head, headTree)
+	}
 	commit := head
 	if tree != headTree {
 		cp := newCheckpoint(opts, head)
@@ -494,6 +547,7 @@ func (h *head) captureModule(ctx context.Context, mf registry.Manifest, m *modul
 		}); err != nil {
 			return "", err
 		}
+		h.w.mods.trees.put(commit, tree)
 	}
 	if !record {
 		return commit, nil
@@ -505,9 +559,8 @@ func (h *head) captureModule(ctx context.Context, mf registry.Manifest, m *modul
 			return "", err
 		}
 	}
-	headFile, err := regfile.Read(filepath.Join(m.admin, "HEAD"), registry.MaxSmallFile)
-	if err != nil || strings.HasPrefix(gitfmt.GitLine(headFile), "ref: ") {
-		return commit, nil // on a branch: the agent's, left as it is
+	if headCommitOf(m.admin) == "" {
+		return commit, nil // on a branch (the agent's), left as it is
 	}
 	// The index is locked (git's index.lock, holding the final content)
 	// before HEAD moves, and renamed in after: a git command of the
@@ -589,4 +642,18 @@ func (h *head) moduleStatus(ctx context.Context, mf registry.Manifest, m *module
 	slices.SortFunc(ss.Changes, func(a, b grove.Change) int { return strings.Compare(a.Path, b.Path) })
 	st.Submodules = append(st.Submodules, ss)
 	return ss.Commit != grove.CheckpointID(m.commit) || len(ss.Changes) > 0, nil
+}
+
+// headCommitOf is the commit the git dir admin's HEAD names directly
+// (detached), or "" when it names a branch (or cannot be read).
+func headCommitOf(admin string) string {
+	data, err := regfile.Read(filepath.Join(admin, "HEAD"), registry.MaxSmallFile)
+	if err != nil {
+		return ""
+	}
+	line := gitfmt.GitLine(data)
+	if (len(line) == 40 || len(line) == 64) && strings.Trim(line, "0123456789abcdef") == "" {
+		return line
+	}
+	return ""
 }

@@ -44,6 +44,8 @@ type workspace struct {
 	setup, teardown *grove.Hook    // OpenOptions' (or ReopenOptions')
 	sandbox         *grove.Sandbox // where they run; nil: the host
 
+	mods moduleCache // see submodule.go
+
 	mu     sync.Mutex
 	closed bool
 }

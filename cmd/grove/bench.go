@@ -46,6 +46,9 @@ each comes first, as a warm-up):
   lfs-checkpoint-1  checkpoint, 1 change    git add -A && git commit, with git-lfs
                   (a repository with --lfs-mb of Git LFS content in 16 files,
                   committed by git lfs; skipped where git-lfs is not installed)
+  submodules-create  grove new              git worktree add && git submodule update --init
+  submodules-checkpoint-1  checkpoint, 1 change  git add -A && git commit
+                  (a repository with 5 submodules of 500 files each)
 
 It prints the medians, the ratio grove/git, the grove process's peak memory
 and the runs timed: an operation whose sides have not spent --min-time each

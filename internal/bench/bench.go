@@ -100,6 +100,7 @@ type Env struct {
 	partialWS  *workspace.Workspace // the partial-create row's blob-less clone, once made
 	partial    string               // its main checkout
 	lfsEnv     *lfsEnv              // the lfs rows' repository, once made
+	subEnv     *subEnv              // the submodule rows' repository, once made
 	created    int
 
 	// LFSBytes is how much LFS content the lfs rows' repository holds
@@ -143,6 +144,9 @@ func (e *Env) Close() {
 	}
 	if e.lfsEnv != nil {
 		e.lfsEnv.close()
+	}
+	if e.subEnv != nil {
+		e.subEnv.close()
 	}
 	_ = e.Head.Close()
 	_ = e.WS.Close()
@@ -370,7 +374,7 @@ func Ops() []Op {
 			Git:     timed(func(e *Env) error { return e.Git("worktree", "remove", "--force", s.destroyDir) }),
 		},
 		{Name: "reopen", Grove: timed(reopen)},
-	}, s.lfsOps()...)
+	}, append(s.lfsOps(), s.submoduleOps()...)...)
 }
 
 // ops is the state the operations of one Ops list share.

@@ -143,6 +143,9 @@ type Marks struct {
 	// Tree is the Tree the entries make, as the cache-Tree extension
 	// records it, or "".
 	Tree string
+	// Gitmodules is the object ID, in hex, of the top .gitmodules entry
+	// (merged: stage 0), or "".
+	Gitmodules string
 }
 
 // Entry is one path of an index, its mode and the object it records.
@@ -275,6 +278,9 @@ func WalkMarks(data []byte, hashLen int, each func(e *RawEntry)) (marks Marks, e
 	extOff, ok = WalkIndex(data, hashLen, func(e *RawEntry) {
 		if each != nil {
 			each(e)
+		}
+		if string(e.Name) == ".gitmodules" && e.Flags&FlagStage == 0 && e.Mode != 0o160000 {
+			marks.Gitmodules = hex.EncodeToString(e.OID)
 		}
 		if IsIgnoreFile(string(e.Name)) {
 			marks.IgnoreFiles = append(marks.IgnoreFiles, Entry{Path: string(e.Name), Mode: e.Mode, OID: hex.EncodeToString(e.OID)})
