@@ -365,7 +365,10 @@ func (w *workspace) addModuleWorktree(ctx context.Context, mf *registry.Manifest
 	}
 	// Not interrupted, as git worktree add for a head is not (see register).
 	actx, cancel := cleanupContext(ctx)
-	_, err = w.repo.Runner.Output(actx, gitcmd.Cmd{GitDir: m.repo, Args: []string{"worktree", "add", "--detach", "--no-checkout", "-q", m.dir, m.commit}})
+	err = w.splitModuleConfig(actx, m.repo)
+	if err == nil {
+		_, err = w.repo.Runner.Output(actx, gitcmd.Cmd{GitDir: m.repo, Args: []string{"worktree", "add", "--detach", "--no-checkout", "-q", m.dir, m.commit}})
+	}
 	cancel()
 	if err != nil {
 		return err
@@ -382,6 +385,55 @@ func (w *workspace) addModuleWorktree(ctx context.Context, mf *registry.Manifest
 	}
 	m.admin = admin
 	return nil
+}
+
+// splitModuleConfig gives the submodule repository repo the layout
+// git-worktree(1) asks of a repository with linked worktrees: its
+// core.worktree (the main checkout's submodule directory, which git
+// submodule writes into the common config) moved into the main
+// worktree's config.worktree, and extensions.worktreeConfig set, so that
+// no head's checkout sees it. Left in the common config, git submodule
+// update run in a head rewrites it to that head's directory, and the
+// user's own checkout of the submodule then shows the head's files. Each
+// step leaves a layout git reads as before; callers hold the repository
+// lock.
+func (w *workspace) splitModuleConfig(ctx context.Context, repo string) error {
+	common, local := filepath.Join(repo, "config"), filepath.Join(repo, "config.worktree")
+	get := func(file, key string, extra ...string) (string, error) {
+		out, err := w.repo.Run(ctx, gitcmd.Cmd{Args: append([]string{"config", "--file", file, "--no-includes"}, append(extra, "--get", key)...)})
+		if gitcmd.ExitCode(err) == 1 {
+			return "", nil // no such key
+		}
+		return strings.TrimRight(out, "\n"), err
+	}
+	set := func(file string, args ...string) error {
+		_, err := w.repo.Run(ctx, gitcmd.Cmd{Args: append([]string{"config", "--file", file}, args...)})
+		if gitcmd.ExitCode(err) == 5 {
+			return nil // unsetting what is not there
+		}
+		return err
+	}
+	ext, err := get(common, "extensions.worktreeConfig", "--type=bool")
+	if err != nil {
+		return err
+	}
+	tree, err := get(common, "core.worktree")
+	if err != nil || tree == "" && ext == "true" {
+		return err
+	}
+	if tree != "" {
+		if mine, err := get(local, "core.worktree"); err != nil {
+			return err
+		} else if mine == "" {
+			if err := set(local, "core.worktree", tree); err != nil {
+				return err
+			}
+		}
+		if err := set(common, "--unset-all", "core.worktree"); err != nil {
+			return err
+		}
+	}
+	return set(common, "extensions.worktreeConfig", "true")
 }
 
 // headModules lists the checked-out submodules of head mf whose index is

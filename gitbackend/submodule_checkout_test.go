@@ -258,3 +258,83 @@ func TestAttackASubmoduleCheckoutRunsNothingAndStaysInside(t *testing.T) {
 	_, err = os.Stat(filepath.Join(users, ".git", "worktrees"))
 	assert.True(t, os.IsNotExist(err), "the user's repository got a registration")
 }
+
+// The user's git agrees with grove in a head: git submodule status shows
+// each submodule at the commit grove's checkpoint recorded, and git
+// submodule update (from the objects there, fetching nothing) changes
+// nothing; work the agent commits in a submodule on a branch of its own
+// is recorded by the next checkpoint, the branch left where it is.
+func TestGitSubmoduleCommandsAgreeWithGrove(t *testing.T) {
+	t.Parallel()
+	f, gitlink := submoduleFixture(t)
+	h, err := f.ws.NewHead("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	root := h.Info().Root
+	lib := filepath.Join(root, "lib")
+	f.write(h, "lib/inner/deep.txt", "changed\n")
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	newLink := gitlinkAt(f, string(cp.ID), "lib")
+	subs := f.git(root, "submodule", "status", "--recursive")
+	assert.Contains(t, subs, newLink+" lib")
+	for _, line := range strings.Split(subs, "\n") {
+		assert.False(t, strings.HasPrefix(line, "+") || strings.HasPrefix(line, "-"), "not what grove recorded: %s", line)
+	}
+	f.git(root, "submodule", "update", "--recursive")
+	assert.Equal(t, "changed\n", readFile(t, h, "lib/inner/deep.txt"))
+	assert.Empty(t, f.git(root, "status", "--porcelain"))
+	// git submodule update in a head leaves the user's checkout of each
+	// submodule its own (it rewrites a core.worktree the head can see).
+	mainLib := filepath.Join(f.repo, "lib")
+	for _, dir := range []string{mainLib, filepath.Join(mainLib, "inner")} {
+		assert.Equal(t, dir, strings.TrimSpace(f.git(dir, "rev-parse", "--show-toplevel")))
+	}
+	assert.Empty(t, f.git(f.repo, "status", "--porcelain"))
+	libRepo := filepath.Join(commonOf(f), "modules", "lib")
+	assert.Equal(t, mainLib, strings.TrimSpace(f.git(libRepo, "rev-parse", "--show-toplevel")), "git in the submodule's repository works on the user's checkout")
+
+	// The agent's own branch and commit in lib.
+	f.git(lib, "checkout", "-q", "-b", "agent-work")
+	f.write(h, "lib/agent.txt", "committed by the agent\n")
+	f.git(lib, "add", "agent.txt")
+	f.git(lib, "-c", "user.name=a", "-c", "user.email=a@x", "commit", "-qm", "the agent's commit")
+	agentCommit := strings.TrimSpace(f.git(lib, "rev-parse", "HEAD"))
+	f.write(h, "lib/uncommitted.txt", "not committed\n")
+	cp2, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	recorded := gitlinkAt(f, string(cp2.ID), "lib")
+	assert.Equal(t, agentCommit, strings.TrimSpace(f.git(libRepo, "rev-parse", recorded+"^")), "on top of the agent's commit")
+	assert.Equal(t, "not committed", f.git(libRepo, "show", recorded+":uncommitted.txt"))
+	assert.Equal(t, agentCommit, strings.TrimSpace(f.git(lib, "rev-parse", "agent-work")), "the agent's branch is left where it was")
+	_, err = h.Restore(f.ctx, "main", nil)
+	require.NoError(t, err)
+	assert.Equal(t, gitlink, strings.TrimSpace(f.git(lib, "rev-parse", "HEAD")))
+	_, err = h.Restore(f.ctx, grove.Rev(cp2.ID), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "not committed\n", readFile(t, h, "lib/uncommitted.txt"))
+	assert.Equal(t, "committed by the agent\n", readFile(t, h, "lib/agent.txt"))
+}
+
+// A head deleted by hand is rebuilt by Recreate with its submodules at
+// the commits its last checkpoint recorded.
+func TestRecreateChecksSubmodulesOutAgain(t *testing.T) {
+	t.Parallel()
+	f, _ := submoduleFixture(t)
+	h, err := f.ws.NewHead("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	f.write(h, "lib/inner/deep.txt", "checkpointed deep\n")
+	_, err = h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	info, bind := h.Info(), h.Binding()
+	require.NoError(t, h.Close())
+	require.NoError(t, os.RemoveAll(info.Root))
+	r, err := workspace.Reopen(f.ctx, f.ws.Backend(), bind, &workspace.ReopenOptions{Recreate: true})
+	require.NoError(t, err)
+	defer r.Close()
+	assert.Equal(t, "checkpointed deep\n", readFile(t, r, "lib/inner/deep.txt"))
+	st, err := r.Status(f.ctx)
+	require.NoError(t, err)
+	assert.False(t, st.Dirty, "%+v", st.Changes)
+	assert.Empty(t, f.git(info.Root, "status", "--porcelain"))
+}
