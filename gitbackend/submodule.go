@@ -1,6 +1,7 @@
 package gitbackend
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/go-git/go-git/v5/plumbing/format/config"
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
@@ -337,6 +340,9 @@ func (w *workspace) checkoutModule(ctx context.Context, mf *registry.Manifest, m
 			}
 		}
 	}
+	if err := m.pinWorktree(); err != nil {
+		return err
+	}
 	fctx, cancel := cleanupContext(ctx)
 	_, err := w.repo.Runner.Output(fctx, m.cmd(gitcmd.Cmd{Args: []string{"update-ref", "--no-deref", "HEAD", m.commit}, Finish: true}))
 	cancel()
@@ -380,11 +386,31 @@ func (w *workspace) addModuleWorktree(ctx context.Context, mf *registry.Manifest
 	if err == nil {
 		err = registry.WriteFileAtomic(filepath.Join(admin, headIDFile), []byte(string(mf.ID)+"\n"))
 	}
+	if err == nil {
+		m.admin = admin
+		err = m.pinWorktree()
+	}
 	if err != nil {
+		m.admin = ""
 		return &grove.Error{Code: grove.Internal, Op: op, Head: mf.Name, Path: m.path, Err: err}
 	}
-	m.admin = admin
 	return nil
+}
+
+// pinWorktree writes the checkout's own config.worktree with nothing but
+// core.worktree, its directory: a core.worktree written to the submodule
+// repository's shared config (as git config run in any checkout of it
+// does) then moves no checkout but the user's, which splitModuleConfig
+// pins the same way, and whatever else was set there for this checkout
+// alone is gone.
+func (m *module) pinWorktree() error {
+	cfg := config.New()
+	cfg.Section("core").SetOption("worktree", m.dir)
+	var buf bytes.Buffer
+	if err := config.NewEncoder(&buf).Encode(cfg); err != nil {
+		return err
+	}
+	return registry.WriteFileAtomic(filepath.Join(m.admin, "config.worktree"), buf.Bytes())
 }
 
 // splitModuleConfig gives the submodule repository repo the layout
@@ -394,9 +420,9 @@ func (w *workspace) addModuleWorktree(ctx context.Context, mf *registry.Manifest
 // worktree's config.worktree, and extensions.worktreeConfig set, so that
 // no head's checkout sees it. Left in the common config, git submodule
 // update run in a head rewrites it to that head's directory, and the
-// user's own checkout of the submodule then shows the head's files. Each
-// step leaves a layout git reads as before; callers hold the repository
-// lock.
+// user's own checkout of the submodule then shows the head's files; each
+// head's checkout pins its own (pinWorktree). Each step leaves a layout
+// git reads as before; callers hold the repository lock.
 func (w *workspace) splitModuleConfig(ctx context.Context, repo string) error {
 	common, local := filepath.Join(repo, "config"), filepath.Join(repo, "config.worktree")
 	get := func(file, key string, extra ...string) (string, error) {

@@ -338,3 +338,24 @@ func TestRecreateChecksSubmodulesOutAgain(t *testing.T) {
 	assert.False(t, st.Dirty, "%+v", st.Changes)
 	assert.Empty(t, f.git(info.Root, "status", "--porcelain"))
 }
+
+// core.worktree an agent sets in its head's submodule (git config there
+// writes the submodule repository's shared config) redirects neither
+// another head's checkout of it nor the user's.
+func TestAttackAHeadsSubmoduleCoreWorktreeReachesNoOtherCheckout(t *testing.T) {
+	t.Parallel()
+	f, _ := submoduleFixture(t)
+	a, err := f.ws.NewHead("a").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := f.ws.NewHead("b").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer b.Close()
+	elsewhere := t.TempDir()
+	f.git(filepath.Join(a.Info().Root, "lib"), "config", "core.worktree", elsewhere)
+	for _, dir := range []string{filepath.Join(a.Info().Root, "lib"), filepath.Join(b.Info().Root, "lib"), filepath.Join(f.repo, "lib")} {
+		assert.Equal(t, dir, strings.TrimSpace(f.git(dir, "rev-parse", "--show-toplevel")), "git in %s", dir)
+	}
+	assert.Empty(t, f.git(b.Info().Root, "status", "--porcelain"))
+	assert.Empty(t, f.git(f.repo, "status", "--porcelain"))
+}
