@@ -97,9 +97,16 @@
 //     until FetchLFS gets it from the caller's remote alone; lfs.storage,
 //     lfs.url and .lfsconfig are not read. Filter drivers other than filter.lfs.* are refused at open
 //     while grove has no head in the repository (Unimplemented).
-//   - A head's submodules are empty directories, as git worktree add
-//     leaves them; checkpoints keep their gitlinks while they stay empty,
-//     and capture what an agent puts there as files (see GITBACKEND.md).
+//   - A head's submodules are checked out, recursively, as linked
+//     worktrees of the repository's own submodule repositories
+//     (<common>/modules/<name>), at the commits its index records;
+//     nothing is cloned or fetched, and a commit the store lacks is
+//     NotFound with a *grove.SubmoduleError. A checkpoint commits work
+//     inside them in their repositories first (submodule.go).
+//     HeadBuilder.NoSubmodules, attached heads and sealed workspaces
+//     leave them empty, as git worktree add does; checkpoints then keep
+//     their gitlinks while they stay empty and capture what an agent
+//     puts there as files (see GITBACKEND.md).
 //   - Irregular files (FIFOs, sockets, devices) are listed as skipped only
 //     inside directories git reports as wholly untracked: git itself skips
 //     them silently elsewhere. They never make a checkpoint fail or hang.

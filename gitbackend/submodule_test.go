@@ -46,9 +46,8 @@ func gitlinkAt(f *fixture, rev, path string) string {
 	return ""
 }
 
-// A repository with submodules makes heads. Their submodules are left as
-// git worktree add leaves them (empty directories: checking them out is
-// the user's, or grove's later), and every checkpoint, restore, fork and
+// A head made with NoSubmodules leaves its submodules as git worktree add
+// leaves them (empty directories), and every checkpoint, restore, fork and
 // land keeps each gitlink exactly; the user's git sees the head clean.
 func TestASubmodulesGitlinkSurvivesTheLifecycle(t *testing.T) {
 	t.Parallel()
