@@ -34,26 +34,48 @@ import (
 // their HEADs moved), and priv records those commits.
 func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, seeded []byte, opts *backend.CheckpointOptions, record bool) ([]grove.Skipped, error) {
 	defer h.fs.HoldWrites()()
+	mods, err := h.w.headModules(ctx, mf, priv)
+	if err != nil {
+		return nil, err
+	}
+	var skipped []grove.Skipped
+	modCommits := map[string]string{}
+	for _, m := range mods {
+		var s []grove.Skipped
+		if modCommits[m.rel], s, err = h.captureModule(ctx, mf, m, opts, record); err != nil {
+			return nil, err
+		}
+		skipped = append(skipped, s...)
+	}
+	s, err := h.captureTree(ctx, worktree{git: h.git, dir: mf.Dir, top: true}, priv, seeded, opts, modCommits)
+	skipped = append(skipped, s...)
+	slices.SortFunc(skipped, func(a, b grove.Skipped) int { return strings.Compare(a.Path, b.Path) })
+	return skipped, err
+}
+
+// A worktree is one checkout a capture stages: the head's (top), or one
+// of its submodules', whose paths are its own. Sparse sets, LFS and
+// included paths are the top's alone.
+type worktree struct {
+	git func(context.Context, gitcmd.Cmd) (string, error)
+	dir string
+	top bool
+}
+
+// captureTree stages t's state into the index priv (seeded, when not
+// nil, its content) as capture says, each path of modCommits recorded as
+// a gitlink to its commit, and returns what it skipped.
+func (h *head) captureTree(ctx context.Context, t worktree, priv string, seeded []byte, opts *backend.CheckpointOptions, modCommits map[string]string) ([]grove.Skipped, error) {
 	capSize := opts.MaxNewFileSize
 	if capSize == 0 {
 		capSize = grove.DefaultMaxNewFileSize
 	}
 	env := []string{"GIT_INDEX_FILE=" + priv}
-	mods, err := h.w.headModules(ctx, mf, priv)
+	blockers, gitlinks, err := h.unmark(ctx, t, priv, seeded, modCommits)
 	if err != nil {
 		return nil, err
 	}
-	modCommits := map[string]string{}
-	for _, m := range mods {
-		if modCommits[m.rel], err = h.captureModule(ctx, mf, m, opts, record); err != nil {
-			return nil, err
-		}
-	}
-	blockers, gitlinks, err := h.unmark(ctx, priv, seeded, modCommits)
-	if err != nil {
-		return nil, err
-	}
-	out, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"ls-files", "-z", "-o", "--exclude-standard", "--directory"}})
+	out, err := t.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"ls-files", "-z", "-o", "--exclude-standard", "--directory"}})
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +88,7 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 			continue
 		}
 		if dir, ok := strings.CutSuffix(name, "/"); ok {
-			s, b := walkUntracked(mf.Dir, dir, capSize, sizes, &found)
+			s, b := walkUntracked(t.dir, dir, capSize, sizes, &found)
 			skipped = append(skipped, s...)
 			walked = append(walked, b...)
 			continue
@@ -77,7 +99,7 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 		if capSize < 0 {
 			continue
 		}
-		if st, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(name))); err == nil && st.Mode().IsRegular() && st.Size() > capSize {
+		if st, err := os.Lstat(filepath.Join(t.dir, filepath.FromSlash(name))); err == nil && st.Mode().IsRegular() && st.Size() > capSize {
 			big = append(big, name)
 			sizes[name] = st.Size()
 		}
@@ -85,7 +107,7 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 	if len(walked) > 0 {
 		// Files found by walking an untracked directory may be ignored;
 		// only the ones git would capture count as skipped.
-		ignored, err := h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(walked, "\x00") + "\x00"),
+		ignored, err := t.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(walked, "\x00") + "\x00"),
 			Args: []string{"check-ignore", "-z", "--stdin"}})
 		if err != nil && gitcmd.ExitCode(err) != 1 {
 			return nil, err
@@ -102,9 +124,11 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 	}
 	// LFS files go to the store, whatever their size: staged here, left
 	// alone by the git add below.
-	stage, err := h.stageLFS(ctx, mf.Dir, priv, out != "", found.attributes)
-	if err != nil {
-		return nil, err
+	var stage *lfsStage
+	if t.top {
+		if stage, err = h.stageLFS(ctx, t.dir, priv, out != "", found.attributes); err != nil {
+			return nil, err
+		}
 	}
 	if stage != nil {
 		big = slices.DeleteFunc(big, func(p string) bool { return stage.untracked[p] })
@@ -135,48 +159,49 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 	if out == "" {
 		mode = "-u"
 	}
-	irregular, err := addAll(ctx, h.git, env, specs, mode)
+	irregular, err := addAll(ctx, t.git, env, specs, mode)
 	if err != nil {
 		return nil, err
 	}
 	skipped = append(skipped, irregular...)
 	if len(found.files) > 0 {
-		if err := h.addNested(ctx, env, found.files, tooBig); err != nil {
+		if err := addNested(ctx, t.git, env, found.files, tooBig); err != nil {
 			return nil, err
 		}
 	}
 	var include []string
 	for _, p := range opts.Include {
+		if !t.top {
+			break
+		}
 		if grove.CheckPath("include", p) != nil {
 			return nil, h.fail(grove.InvalidArgument, "checkpoint", "include path %q is not a valid name", p)
 		}
-		if _, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(p))); err == nil {
+		if _, err := os.Lstat(filepath.Join(t.dir, filepath.FromSlash(p))); err == nil {
 			include = append(include, ":(literal)"+p)
 		}
 	}
 	if len(include) > 0 {
-		if _, err := h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(include, "\x00") + "\x00"),
+		if _, err := t.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(include, "\x00") + "\x00"),
 			Args: []string{"add", "-A", "-f", "--pathspec-from-file=-", "--pathspec-file-nul"}}); err != nil {
 			return nil, err
 		}
 	}
 	// The last git add is done: the gitlinks go back where nothing was
 	// captured (a submodule's empty directory is its gitlink, not skipped).
-	if err := h.keepGitlinks(ctx, env, gitlinks); err != nil {
+	if err := keepGitlinks(ctx, t.git, env, gitlinks); err != nil {
 		return nil, err
 	}
-	if err := setGitlinks(ctx, h.git, env, modCommits); err != nil {
+	if err := setGitlinks(ctx, t.git, env, modCommits); err != nil {
 		return nil, err
 	}
 	if err := h.unstageLFS(ctx, priv, stage); err != nil {
 		return nil, err
 	}
-	skipped = slices.DeleteFunc(skipped, func(s grove.Skipped) bool {
+	return slices.DeleteFunc(skipped, func(s grove.Skipped) bool {
 		_, kept := gitlinks[s.Path]
 		return kept && s.Reason == grove.SkipEmptyDirectory
-	})
-	slices.SortFunc(skipped, func(a, b grove.Skipped) int { return strings.Compare(a.Path, b.Path) })
-	return skipped, nil
+	}), nil
 }
 
 // addAll runs git add (mode -A or -u) of specs on the index env names,
@@ -299,8 +324,8 @@ func walkUntracked(root, dir string, capSize int64, sizes map[string]int64, foun
 // one by one (git would add each repository as a gitlink): the files git
 // ignores (the head's ignore rules and the nested repositories' own) and
 // the ones over the cap are left out. Paths cross to git NUL-separated.
-func (h *head) addNested(ctx context.Context, env []string, files []string, tooBig map[string]bool) error {
-	out, err := h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(files, "\x00") + "\x00"),
+func addNested(ctx context.Context, git func(context.Context, gitcmd.Cmd) (string, error), env []string, files []string, tooBig map[string]bool) error {
+	out, err := git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(files, "\x00") + "\x00"),
 		Args: []string{"check-ignore", "-z", "--stdin", "--no-index"}})
 	if err != nil && gitcmd.ExitCode(err) != 1 {
 		return err
@@ -318,7 +343,7 @@ func (h *head) addNested(ctx context.Context, env []string, files []string, tooB
 	if len(add) == 0 {
 		return nil
 	}
-	_, err = h.git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(add, "\x00") + "\x00"),
+	_, err = git(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(add, "\x00") + "\x00"),
 		Args: []string{"update-index", "--add", "-z", "--stdin"}})
 	return err
 }

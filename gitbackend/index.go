@@ -130,7 +130,7 @@ func copyIndex(buf *gitfmt.Buffer, src, dst string) ([]byte, error) {
 //
 // The gitlinks of keep (checked-out submodules, which capture commits
 // itself) are left in the index and out of gitlinks.
-func (h *head) unmark(ctx context.Context, priv string, seeded []byte, keep map[string]string) (blockers []string, gitlinks map[string]string, err error) {
+func (h *head) unmark(ctx context.Context, t worktree, priv string, seeded []byte, keep map[string]string) (blockers []string, gitlinks map[string]string, err error) {
 	data := seeded
 	if data == nil {
 		if data, err = h.w.repo.Index.ReadIndex(priv); errors.Is(err, fs.ErrNotExist) {
@@ -146,7 +146,7 @@ func (h *head) unmark(ctx context.Context, priv string, seeded []byte, keep map[
 	}
 	skipped := marks.Skipped
 	mf := h.manifest()
-	if mf.Sparse != nil {
+	if t.top && mf.Sparse != nil {
 		skipped = nil // see markSparse
 		m, err := markSparse(ctx, h.git, mf, priv, data, false)
 		if err != nil {
@@ -162,15 +162,15 @@ func (h *head) unmark(ctx context.Context, priv string, seeded []byte, keep map[
 		if _, ok := keep[p]; ok {
 			continue
 		}
-		fi, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(p)))
-		if err == nil && fi.IsDir() || !sparse.Set(mf.Sparse).Contains(p) {
+		fi, err := os.Lstat(filepath.Join(t.dir, filepath.FromSlash(p)))
+		if err == nil && fi.IsDir() || t.top && !sparse.Set(mf.Sparse).Contains(p) {
 			if gitlinks == nil {
 				gitlinks = map[string]string{}
 			}
 			gitlinks[p] = marks.GitlinkIDs[i]
 		}
 	}
-	return blockers, gitlinks, updateIndex(ctx, h.git, priv, []indexStep{{remove, "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {skipped, "--no-skip-worktree"}})
+	return blockers, gitlinks, updateIndex(ctx, t.git, priv, []indexStep{{remove, "--force-remove"}, {marks.Assumed, "--no-assume-unchanged"}, {skipped, "--no-skip-worktree"}})
 }
 
 // keepGitlinks puts back, in the index env names, each gitlink unmark took
@@ -178,7 +178,7 @@ func (h *head) unmark(ctx context.Context, priv string, seeded []byte, keep map[
 // directory, or one holding ignored files or empty directories alone):
 // the checkpoint records the submodule's commit, as before. The others
 // leave gitlinks, which then holds the gitlinks kept.
-func (h *head) keepGitlinks(ctx context.Context, env []string, gitlinks map[string]string) error {
+func keepGitlinks(ctx context.Context, git func(context.Context, gitcmd.Cmd) (string, error), env []string, gitlinks map[string]string) error {
 	if len(gitlinks) == 0 {
 		return nil
 	}
@@ -186,7 +186,7 @@ func (h *head) keepGitlinks(ctx context.Context, env []string, gitlinks map[stri
 	for p := range gitlinks {
 		args = append(args, ":(literal)"+p)
 	}
-	out, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: args})
+	out, err := git(ctx, gitcmd.Cmd{Env: env, Args: args})
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ func (h *head) keepGitlinks(ctx context.Context, env []string, gitlinks map[stri
 			}
 		}
 	}
-	return setGitlinks(ctx, h.git, env, gitlinks)
+	return setGitlinks(ctx, git, env, gitlinks)
 }
 
 // indexStep is one git update-index over paths, with flag.

@@ -552,42 +552,51 @@ func walkModuleRepos(dir string, depth int, fn func(repo string)) {
 // index swapped in under git's lock; a HEAD on a branch (the agent's
 // checkout) is left where it is. Without record, the commit is written
 // and nothing else changes (Diff).
-func (h *head) captureModule(ctx context.Context, mf registry.Manifest, m *module, opts *backend.CheckpointOptions, record bool) (string, error) {
+func (h *head) captureModule(ctx context.Context, mf registry.Manifest, m *module, opts *backend.CheckpointOptions, record bool) (string, []grove.Skipped, error) {
 	run := func(ctx context.Context, c gitcmd.Cmd) (string, error) { return h.w.repo.Runner.Output(ctx, m.cmd(c)) }
 	// A file of its own: a Diff may capture beside a checkpoint.
 	f, err := os.CreateTemp(m.admin, privateIndex+"-*")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	priv := f.Name()
 	_ = f.Close()
 	_ = os.Remove(priv)
 	defer os.Remove(priv)
 	data, err := copyIndex(&h.w.repo.Index, filepath.Join(m.admin, "index"), priv)
-	h.w.repo.Index.Put(data)
 	if err != nil {
+		h.w.repo.Index.Put(data)
+		data = nil
 		if _, err := run(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Args: []string{"read-tree", "HEAD"}}); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
-	env := []string{"GIT_INDEX_FILE=" + priv}
 	nested, err := h.w.nestedModules(ctx, mf.ID, m, priv)
 	if err != nil {
-		return "", err
+		h.w.repo.Index.Put(data)
+		return "", nil, err
 	}
+	var skipped []grove.Skipped
 	commits := map[string]string{}
-	specs := []string{"."}
 	for _, n := range nested {
-		if commits[n.rel], err = h.captureModule(ctx, mf, n, opts, record); err != nil {
-			return "", err
+		var s []grove.Skipped
+		if commits[n.rel], s, err = h.captureModule(ctx, mf, n, opts, record); err != nil {
+			h.w.repo.Index.Put(data)
+			return "", nil, err
 		}
-		specs = append(specs, ":(exclude,literal)"+n.rel)
+		skipped = append(skipped, s...)
 	}
-	if _, err := addAll(ctx, run, env, specs, "-A"); err != nil {
-		return "", err
+	// Its own files as the head's are staged: a repository an agent made
+	// in it is files, and one it staged there as a gitlink is looked into
+	// by grove, never by git.
+	s, err := h.captureTree(ctx, worktree{git: run, dir: m.dir}, priv, data, opts, commits)
+	h.w.repo.Index.Put(data)
+	if err != nil {
+		return "", nil, err
 	}
-	if err := setGitlinks(ctx, run, env, commits); err != nil {
-		return "", err
+	for _, sk := range s {
+		sk.Path = m.path + "/" + sk.Path
+		skipped = append(skipped, sk)
 	}
 	// The tree: the index's cache-tree when git add kept it whole (it
 	// checked each path), else git's write-tree. HEAD's: read in-process
@@ -597,8 +606,8 @@ func (h *head) captureModule(ctx context.Context, mf registry.Manifest, m *modul
 		tree = marks.Tree
 	}
 	if tree == "" {
-		if tree, err = run(ctx, gitcmd.Cmd{Env: env, Args: []string{"write-tree"}}); err != nil {
-			return "", err
+		if tree, err = run(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Args: []string{"write-tree"}}); err != nil {
+			return "", nil, err
 		}
 	}
 	head, headTree := headCommitOf(m.admin), ""
@@ -608,7 +617,7 @@ func (h *head) captureModule(ctx context.Context, mf registry.Manifest, m *modul
 	if headTree == "" {
 		out, err := run(ctx, gitcmd.Cmd{Args: []string{"rev-parse", "-q", "HEAD^{commit}", "HEAD^{tree}"}})
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		head, headTree, _ = strings.Cut(out, "\n")
 		h.w.mods.trees.put(head, headTree)
@@ -623,22 +632,22 @@ func (h *head) captureModule(ctx context.Context, mf registry.Manifest, m *modul
 			Stdin:  strings.NewReader(cp.Message),
 			Args:   []string{"commit-tree", tree, "-p", head},
 		}); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		h.w.mods.trees.put(commit, tree)
 	}
 	if !record {
-		return commit, nil
+		return commit, skipped, nil
 	}
 	fctx, cancel := cleanupContext(ctx) // a ref transaction is never cut short
 	defer cancel()
 	if commit != m.commit {
 		if _, err := run(fctx, gitcmd.Cmd{Args: []string{"update-ref", "refs/grove/" + string(mf.ID) + "/m/" + commit, commit}, Finish: true}); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
 	if headCommitOf(m.admin) == "" {
-		return commit, nil // on a branch (the agent's), left as it is
+		return commit, skipped, nil // on a branch (the agent's), left as it is
 	}
 	// The index is locked (git's index.lock, holding the final content)
 	// before HEAD moves, and renamed in after: a git command of the
@@ -646,21 +655,21 @@ func (h *head) captureModule(ctx context.Context, mf registry.Manifest, m *modul
 	lockPath := filepath.Join(m.admin, indexLock)
 	if err := os.Link(priv, lockPath); err != nil {
 		if errors.Is(err, fs.ErrExist) && commit == head {
-			return commit, nil // nothing moves: the index stays as it is
+			return commit, skipped, nil // nothing moves: the index stays as it is
 		}
 		if errors.Is(err, fs.ErrExist) {
-			return "", &grove.Error{Code: grove.Busy, Op: "gitbackend: checkpoint", Head: mf.Name, Path: lockPath,
+			return "", nil, &grove.Error{Code: grove.Busy, Op: "gitbackend: checkpoint", Head: mf.Name, Path: lockPath,
 				Err: fmt.Errorf("submodule %s's index is locked by another git command", m.path)}
 		}
-		return "", err
+		return "", nil, err
 	}
 	if commit != head {
 		if _, err := run(fctx, gitcmd.Cmd{Args: []string{"update-ref", "--no-deref", "HEAD", commit, head}, Finish: true}); err != nil {
 			_ = os.Remove(lockPath)
-			return "", err
+			return "", nil, err
 		}
 	}
-	return commit, os.Rename(lockPath, filepath.Join(m.admin, "index"))
+	return commit, skipped, os.Rename(lockPath, filepath.Join(m.admin, "index"))
 }
 
 // moduleStatus adds submodule m's state (and its submodules') to

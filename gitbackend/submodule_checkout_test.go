@@ -359,3 +359,49 @@ func TestAttackAHeadsSubmoduleCoreWorktreeReachesNoOtherCheckout(t *testing.T) {
 	assert.Empty(t, f.git(b.Info().Root, "status", "--porcelain"))
 	assert.Empty(t, f.git(f.repo, "status", "--porcelain"))
 }
+
+// A repository an agent makes inside a submodule (a scaffolding tool's
+// git init) is captured as files, as one in the head's top is: a fork
+// and a restore bring its files back, and no command its configuration
+// names runs, even once the agent stages it in the submodule as a
+// gitlink.
+func TestANestedRepositoryInASubmoduleIsCapturedAsFiles(t *testing.T) {
+	t.Parallel()
+	f, _ := submoduleFixture(t)
+	h, err := f.ws.NewHead("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	tool := filepath.Join(h.Info().Root, "lib", "tool")
+	f.git(h.Info().Root, "init", "-q", tool)
+	pwned := filepath.Join(t.TempDir(), "pwned")
+	f.git(tool, "config", "filter.evil.clean", "touch "+pwned+"; cat")
+	f.git(tool, "config", "filter.evil.required", "true")
+	f.writeFile(tool, ".gitattributes", "* filter=evil\n")
+	f.writeFile(tool, "gen.txt", "generated\n")
+	f.git(tool, "-c", "filter.evil.clean=cat", "add", ".")
+	f.git(tool, "-c", "filter.evil.clean=cat", "commit", "-qm", "scaffold")
+	f.writeFile(tool, "gen.txt", "edited\n")
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	lib := gitlinkAt(f, string(cp.ID), "lib")
+	require.NotEmpty(t, lib)
+	libRepo := filepath.Join(commonOf(f), "modules", "lib")
+	assert.Equal(t, "edited", f.git(libRepo, "show", lib+":tool/gen.txt"))
+
+	fork, err := h.Fork(f.ctx, "fork", nil)
+	require.NoError(t, err)
+	defer fork.Close()
+	data, err := os.ReadFile(filepath.Join(fork.Info().Root, "lib", "tool", "gen.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "edited\n", string(data))
+
+	// Staged in the submodule's index as a gitlink, it is still files.
+	f.git(filepath.Join(h.Info().Root, "lib"), "add", "tool")
+	f.writeFile(tool, "gen.txt", "again\n")
+	cp, err = h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "again", f.git(libRepo, "show", gitlinkAt(f, string(cp.ID), "lib")+":tool/gen.txt"))
+	_, err = h.Status(f.ctx)
+	require.NoError(t, err)
+	assert.NoFileExists(t, pwned, "a filter the nested repository names ran")
+}
