@@ -101,6 +101,11 @@ type Capabilities struct {
 	// it the workspace layer answers a create with a Sparse set with
 	// Unimplemented.
 	Sparse bool
+	// PathCheckpoints: Checkpoint honours CheckpointOptions.Paths,
+	// capturing those paths alone on top of the current checkpoint.
+	// Without it the workspace layer takes a whole checkpoint instead
+	// (which holds the paths too).
+	PathCheckpoints bool
 }
 
 // WorkspaceInfo identifies a workspace.

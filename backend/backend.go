@@ -287,6 +287,14 @@ type CheckpointOptions struct {
 	Author         grove.Signature // zero: DefaultAuthor
 	MaxNewFileSize int64           // 0: DefaultMaxNewFileSize; negative: no cap
 	Include        []string        // ignored files or directories to capture anyway (slash paths)
+	// Paths, when not empty (only with Capabilities.PathCheckpoints),
+	// narrows the checkpoint: its tree is the current checkpoint's with
+	// each of these paths (slash paths; a directory stands for
+	// everything under it) as a whole checkpoint would capture it now,
+	// and removed where the head no longer holds it; every other path
+	// is as the current checkpoint has it, changed or not. Skipped
+	// lists what was skipped among them.
+	Paths []string
 }
 
 // RestoreResult is what a driver's Restore returns.

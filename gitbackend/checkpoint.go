@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -41,6 +42,9 @@ func (h *head) capture(ctx context.Context, mf registry.Manifest, priv string, s
 	var skipped []grove.Skipped
 	modCommits := map[string]string{}
 	for _, m := range mods {
+		if len(opts.Paths) > 0 && !slices.ContainsFunc(opts.Paths, func(p string) bool { return within(p, m.rel) }) {
+			continue // a narrowed checkpoint keeps the submodule's gitlink as it was
+		}
 		var s []grove.Skipped
 		if modCommits[m.rel], s, err = h.captureModule(ctx, mf, m, opts, record); err != nil {
 			return nil, err
@@ -75,7 +79,13 @@ func (h *head) captureTree(ctx context.Context, t worktree, priv string, seeded 
 	if err != nil {
 		return nil, err
 	}
-	out, err := t.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"ls-files", "-z", "-o", "--exclude-standard", "--directory"}})
+	specs := []string{"."}
+	var out string
+	if narrow := t.top && len(opts.Paths) > 0; narrow {
+		specs, out, err = narrowed(ctx, t.git, t.dir, env, opts.Paths)
+	} else {
+		out, err = t.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"ls-files", "-z", "-o", "--exclude-standard", "--directory"}})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +143,7 @@ func (h *head) captureTree(ctx context.Context, t worktree, priv string, seeded 
 	if stage != nil {
 		big = slices.DeleteFunc(big, func(p string) bool { return stage.untracked[p] })
 	}
-	specs := []string{"."}
+	nothing := len(specs) == 0 // of the paths asked for, none is there to capture
 	for _, p := range blockers {
 		skipped = append(skipped, grove.Skipped{Path: p, Reason: grove.SkipSparseConflict})
 		specs = append(specs, ":(exclude,literal)"+p)
@@ -159,11 +169,13 @@ func (h *head) captureTree(ctx context.Context, t worktree, priv string, seeded 
 	if out == "" {
 		mode = "-u"
 	}
-	irregular, err := addAll(ctx, t.git, env, specs, mode)
-	if err != nil {
-		return nil, err
+	if !nothing {
+		irregular, err := addAll(ctx, t.git, env, specs, mode)
+		if err != nil {
+			return nil, err
+		}
+		skipped = append(skipped, irregular...)
 	}
-	skipped = append(skipped, irregular...)
 	if len(found.files) > 0 {
 		if err := addNested(ctx, t.git, env, found.files, tooBig); err != nil {
 			return nil, err
@@ -203,6 +215,83 @@ func (h *head) captureTree(ctx context.Context, t worktree, priv string, seeded 
 		return kept && s.Reason == grove.SkipEmptyDirectory
 	}), nil
 }
+
+// narrowed is what a checkpoint narrowed to paths stages (see
+// backend.CheckpointOptions.Paths), asked of git on the index env names
+// in one listing: the pathspecs of the paths that are tracked or
+// untracked and not ignored (a path neither is left as the current
+// checkpoint has it: an ignored file is not captured, and one that is
+// gone and was never tracked has nothing to remove), and, as git
+// ls-files -o lists them, the untracked entries among them. A path in a
+// nested repository is no pathspec: the repository's files are added as
+// a whole checkpoint adds them (see walkUntracked).
+func narrowed(ctx context.Context, git func(context.Context, gitcmd.Cmd) (string, error), dir string, env, paths []string) (specs []string, untracked string, err error) {
+	// ls-files takes its pathspecs as arguments alone: a few hundred at
+	// a time.
+	var out string
+	for chunk := range slices.Chunk(paths, 256) {
+		args := []string{"ls-files", "-z", "-t", "-c", "-o", "--exclude-standard", "--"}
+		for _, p := range chunk {
+			args = append(args, ":(literal)"+p)
+		}
+		o, err := git(ctx, gitcmd.Cmd{Env: env, Args: args})
+		if err != nil {
+			return nil, "", err
+		}
+		out += o
+	}
+	var listed []string
+	var others strings.Builder
+	for _, e := range strings.Split(out, "\x00") {
+		if len(e) < 3 {
+			continue
+		}
+		name := e[2:]
+		if e[0] == '?' {
+			others.WriteString(name + "\x00")
+		}
+		if !strings.HasSuffix(name, "/") {
+			listed = append(listed, name)
+		}
+	}
+	var roots []string
+	for _, p := range paths {
+		if slices.ContainsFunc(listed, func(l string) bool { return within(l, p) }) {
+			specs = append(specs, ":(literal)"+p)
+		} else if r := nestedRoot(dir, p); r != "" && !slices.Contains(roots, r) {
+			roots = append(roots, r)
+		}
+	}
+	if len(roots) > 0 {
+		// git lists nothing inside a repository the agent made: the
+		// repository itself is listed when it is untracked and not
+		// ignored, and then captured whole.
+		args := []string{"ls-files", "-z", "-o", "--exclude-standard", "--"}
+		for _, r := range roots {
+			args = append(args, ":(literal)"+r)
+		}
+		o, err := git(ctx, gitcmd.Cmd{Env: env, Args: args})
+		if err != nil {
+			return nil, "", err
+		}
+		others.WriteString(o)
+	}
+	return specs, others.String(), nil
+}
+
+// nestedRoot is the nearest directory above slash path p, under dir,
+// that holds a .git entry ("" for none).
+func nestedRoot(dir, p string) string {
+	for d := path.Dir(p); d != "."; d = path.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(d), ".git")); err == nil {
+			return d
+		}
+	}
+	return ""
+}
+
+// within reports whether slash path p is dir or lies under it.
+func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
 // addAll runs git add (mode -A or -u) of specs on the index env names,
 // through run. A tracked file replaced by a FIFO, a socket or a device

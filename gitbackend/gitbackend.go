@@ -122,11 +122,12 @@ func (b *Backend) ID() grove.ID { return BackendID }
 
 // Capabilities: everything — attach, shared compare-and-set (within a
 // process), host directories, isolation across processes, persistence,
-// symlinks and file modes.
+// symlinks, file modes, recreation, remotes, sparse heads and
+// checkpoints narrowed to paths.
 func (b *Backend) Capabilities() grove.Capabilities {
 	return grove.Capabilities{
 		Attach: true, SharedCAS: true, HostRoot: true, CrossProcessIsolation: true,
-		Persistent: true, Symlinks: true, FileModes: true, Recreate: true, Remote: true, Sparse: true,
+		Persistent: true, Symlinks: true, FileModes: true, Recreate: true, Remote: true, Sparse: true, PathCheckpoints: true,
 	}
 }
 

@@ -135,10 +135,14 @@ func (h *Head) FS() grove.FS { return h.fs }
 // files that are not ignored, with modes and symlinks — as
 // backend.Head.Checkpoint describes. opts may be nil; an empty Message is
 // "grove checkpoint" and a zero Author is DefaultAuthor. Include entries
-// must be valid FS names.
+// must be valid FS names. With Paths it captures those paths alone (see
+// CheckpointOptions.Paths).
 func (h *Head) Checkpoint(ctx context.Context, opts *CheckpointOptions) (grove.CheckpointResult, error) {
 	const op = "checkpoint"
 	o, err := driverCheckpoint(op, opts, "grove checkpoint")
+	if err == nil && opts != nil {
+		o.Paths, err = driverPaths(op, opts.Paths, h.ws.b.Capabilities())
+	}
 	if err != nil {
 		return grove.CheckpointResult{}, wrap(op, h.name, err)
 	}

@@ -126,6 +126,17 @@ type CheckpointOptions struct {
 	// Include names ignored files or directories (slash paths, valid FS
 	// names) to capture anyway.
 	Include []string
+	// Paths, when not empty, narrows Head.Checkpoint to these paths
+	// (valid FS names; a directory stands for everything under it): the
+	// commit is the current checkpoint with those paths as they are now
+	// and every other change left uncommitted, for the next whole
+	// checkpoint. It is for a caller that knows what it wrote (an agent's
+	// file tool) and wants that captured at once, in time that grows
+	// with the paths rather than the head. A backend without
+	// Capabilities.PathCheckpoints takes a whole checkpoint instead,
+	// which holds them too. The checkpoints Restore, Fork, Land and
+	// Destroy take for safety are always whole: Paths is ignored there.
+	Paths []string
 }
 
 // RestoreOptions configure Head.Restore. The zero value (or nil) keeps the
@@ -238,6 +249,21 @@ func driverCheckpoint(op string, o *CheckpointOptions, message string) (*backend
 	}
 	d.Include = append([]string(nil), o.Include...)
 	return d, nil
+}
+
+// driverPaths checks a checkpoint's Paths and returns them in the
+// driver's form: nil when the backend cannot narrow (a whole checkpoint
+// holds them too, as it does when "." is among them).
+func driverPaths(op string, paths []string, caps grove.Capabilities) ([]string, error) {
+	for _, p := range paths {
+		if err := grove.CheckPath(op, p); err != nil {
+			return nil, err
+		}
+	}
+	if !caps.PathCheckpoints || len(paths) == 0 || slices.Contains(paths, ".") {
+		return nil, nil
+	}
+	return slices.Clone(paths), nil
 }
 
 // driverDestroy is the driver's form of o: the final checkpoint and
