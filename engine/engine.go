@@ -266,6 +266,11 @@ func validSessionID(id string) bool {
 type SessionOptions struct {
 	// Agent names the agent, for people reading the journal.
 	Agent string
+	// ID is the new session's ID: empty for a random one, else a UUID
+	// of the caller's choosing (such as AgentSessionID's); one that is
+	// not a UUID is InvalidArgument, one a session has already
+	// AlreadyExists.
+	ID string
 	// Placement is where the session's head comes from; zero means the
 	// engine's placement.
 	Placement Placement
@@ -333,12 +338,13 @@ func (e *Engine) NewSession(ctx context.Context, opts *SessionOptions) (*Session
 	return e.start(ctx, sessionSpec{
 		agent: opts.Agent, placement: p, headless: opts.Headless, perm: opts.Permission,
 		snap: opts.Snapshot, config: opts.Config, exts: opts.Extensions, takeOver: opts.TakeOver,
-		policy: opts.Policy, roots: opts.Roots, wait: opts.Wait,
+		policy: opts.Policy, roots: opts.Roots, wait: opts.Wait, id: opts.ID,
 	})
 }
 
 // sessionSpec is what a new session is made of, from NewSession or Fork.
 type sessionSpec struct {
+	id        string // empty: a random one
 	agent     string
 	placement Placement // validated
 	headless  bool
@@ -385,10 +391,26 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 	if err != nil {
 		return early(err)
 	}
-	id := uuid.NewString()
+	id := spec.id
+	switch {
+	case id == "":
+		id = uuid.NewString()
+	case !validSessionID(id):
+		return early(errorf(grove.InvalidArgument, op, "session ID %q is not a UUID", id))
+	}
 	lease, err := e.st.lease(ctx, id, "session "+id)
 	if err != nil {
 		return early(err)
+	}
+	if spec.id != "" {
+		// Under the lease: a session of this ID is made once.
+		if _, _, err := e.st.load(ctx, id); err == nil {
+			_ = lease()
+			return early(errorf(grove.AlreadyExists, op, "a session %s exists", id))
+		} else if !errors.Is(err, errNoSession) {
+			_ = lease()
+			return early(err)
+		}
 	}
 	s := newSession(e, id, spec.agent, kindOf(spec.placement), perm, snap, spec.config, lease)
 	s.policy, s.pol = spec.policy, pol
@@ -936,6 +958,10 @@ func (r *resumption) journal() error {
 // tracked by the engine.
 func (r *resumption) goLive() (*Session, error) {
 	s := r.s
+	if err := s.restoreTurns(r.ctx); err != nil {
+		s.abandon(r.ctx, false)
+		return nil, err
+	}
 	s.exts = r.opts.Extensions
 	s.startLife(r.ctx)
 	if err := s.buildExtensions(); err != nil {

@@ -46,8 +46,10 @@ type ResumedEvent struct {
 // CheckpointedEvent is the payload of EventCheckpointed.
 type CheckpointedEvent struct {
 	Checkpoint grove.CheckpointID `json:"checkpoint"`
-	New        bool               `json:"new"`     // whether it made a commit
-	Skipped    int                `json:"skipped"` // paths it could not capture
+	New        bool               `json:"new"`             // whether it made a commit
+	Skipped    int                `json:"skipped"`         // paths it could not capture
+	Turn       int                `json:"turn,omitempty"`  // the turn open when it was taken (see Session.BeginTurn)
+	Paths      []string           `json:"paths,omitempty"` // what it was narrowed to, if it was (CheckpointOptions.Paths)
 }
 
 // CheckpointFailedEvent is the payload of EventCheckpointFailed.
@@ -78,13 +80,20 @@ type DestroyedEvent struct {
 
 // TurnStartedEvent is the payload of EventTurnStarted.
 type TurnStartedEvent struct {
-	Turn int `json:"turn"` // from 1
+	Turn int `json:"turn"` // from 1, counted over the session's whole journal
+	// The agent's own names for the turn, when it reported them
+	// (Session.BeginTurn): the agent CLI, its session ID, and the first
+	// line of the prompt.
+	Agent        string `json:"agent,omitempty"`
+	AgentSession string `json:"agent_session,omitempty"`
+	Prompt       string `json:"prompt,omitempty"`
 }
 
 // TurnDoneEvent is the payload of EventTurnDone.
 type TurnDoneEvent struct {
-	Turn  int    `json:"turn"`
-	Error string `json:"error,omitempty"` // why the turn failed, if it did
+	Turn       int                `json:"turn"`
+	Error      string             `json:"error,omitempty"`      // why the turn failed, if it did
+	Checkpoint grove.CheckpointID `json:"checkpoint,omitempty"` // the end-of-turn checkpoint (Session.EndTurn)
 }
 
 // TamperedEvent is the payload of EventTampered.

@@ -63,10 +63,11 @@ type Session struct {
 
 	mu             sync.Mutex
 	turn           bool
-	turns          int
-	idleOps        int             // restores and destroys in flight: no turn starts meanwhile
-	watching       bool            // the head's watch is the session's (see startLife)
-	reported       map[string]bool // the watch's changes already journaled
+	turns          int              // turns journaled, this process's and earlier ones'
+	open           TurnStartedEvent // the turn BeginTurn opened, until EndTurn (Turn 0: none)
+	idleOps        int              // restores and destroys in flight: no turn starts meanwhile
+	watching       bool             // the head's watch is the session's (see startLife)
+	reported       map[string]bool  // the watch's changes already journaled
 	closed         bool
 	idle           *time.Timer
 	idleGen        int // which idle timer is current
@@ -263,12 +264,20 @@ func (s *Session) Checkpoint(ctx context.Context, opts *workspace.CheckpointOpti
 	if err != nil {
 		return cp, err
 	}
-	return cp, s.recordCheckpoint(ctx, cp, EventCheckpointed)
+	var paths []string
+	if opts != nil {
+		paths = opts.Paths
+	}
+	return cp, s.recordCheckpoint(ctx, cp, EventCheckpointed, paths...)
 }
 
-// recordCheckpoint journals a checkpoint and makes it the session's last.
-func (s *Session) recordCheckpoint(ctx context.Context, cp grove.CheckpointResult, kind EventKind) error {
-	err := s.e.st.setLast(ctx, s.id, cp.ID, kind, CheckpointedEvent{Checkpoint: cp.ID, New: cp.New, Skipped: len(cp.Skipped)})
+// recordCheckpoint journals a checkpoint (narrowed to paths, if any),
+// with the turn open then, and makes it the session's last.
+func (s *Session) recordCheckpoint(ctx context.Context, cp grove.CheckpointResult, kind EventKind, paths ...string) error {
+	s.mu.Lock()
+	turn := s.open.Turn
+	s.mu.Unlock()
+	err := s.e.st.setLast(ctx, s.id, cp.ID, kind, CheckpointedEvent{Checkpoint: cp.ID, New: cp.New, Skipped: len(cp.Skipped), Turn: turn, Paths: paths})
 	if err == nil {
 		s.mu.Lock()
 		s.lastCheckpoint = string(cp.ID)
