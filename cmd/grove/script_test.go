@@ -26,6 +26,9 @@ import (
 // with go build, as users build it.
 var groveBin string
 
+// repoRoot is the module's root, where testdata/ is.
+var repoRoot, _ = filepath.Abs(filepath.Join("..", ".."))
+
 func TestMain(m *testing.M) {
 	os.Exit(func() int {
 		dir, err := os.MkdirTemp("", "grove-bin-")
@@ -106,8 +109,26 @@ func TestScripts(t *testing.T) {
 			"waitfile":   cmdWaitfile,
 			"waitgone":   cmdWaitgone,
 			"pgdatabase": cmdPgdatabase,
+			"payload":    cmdPayload,
 		},
 	})
+}
+
+// payload AGENT NAME CWD [DIR] writes testdata/hooks/AGENT/NAME.json, an
+// agent's documented hook payload, to payload.json in the work directory
+// with @CWD@ as CWD and @DIR@ as DIR (for stdin $WORK/payload.json).
+func cmdPayload(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 || len(args) > 4 {
+		ts.Fatalf("usage: payload AGENT NAME CWD [DIR]")
+	}
+	data, err := os.ReadFile(filepath.Join(repoRoot, "testdata", "hooks", args[0], args[1]+".json"))
+	ts.Check(err)
+	dir := ""
+	if len(args) == 4 {
+		dir = args[3]
+	}
+	text := strings.NewReplacer("@CWD@", args[2], "@DIR@", dir).Replace(string(data))
+	ts.Check(os.WriteFile(filepath.Join(ts.Getenv("WORK"), "payload.json"), []byte(text), 0o644))
 }
 
 // mkrepo DIR makes a git repository in DIR on branch main with one commit
