@@ -493,29 +493,37 @@ func (h *head) checkpoint(ctx context.Context, mf registry.Manifest, opts *backe
 	defer os.Remove(priv)
 	var skipped []grove.Skipped
 	var tree string
-	err = h.retryOnIndex(ctx, priv, st.commit, func() error {
-		var err error
-		// A second try runs on an index rebuilt from the commit.
-		first := seeded
-		seeded = nil
-		skipped, err = h.capture(ctx, mf, priv, first, opts, true)
-		h.w.repo.Index.Put(first) // for ReadMarks below
-		if err != nil {
+	narrowed := false
+	if len(opts.Paths) > 0 && st.onOwn && st.op == "" {
+		tree, narrowed = h.narrowInPlace(ctx, mf, priv, seeded, st.tree, opts.Paths)
+	}
+	if !narrowed {
+		err = h.retryOnIndex(ctx, priv, st.commit, func() error {
+			var err error
+			// A second try runs on an index rebuilt from the commit.
+			first := seeded
+			seeded = nil
+			skipped, err = h.capture(ctx, mf, priv, first, opts, true)
+			h.w.repo.Index.Put(first) // for ReadMarks below
+			if err != nil {
+				return err
+			}
+			h.w.b.crashPoint("checkpoint:captured")
+			// An index whose entries git add left as they were still has the
+			// tree git recorded for them (its cache-tree): when that is the
+			// head's commit's tree (which exists: it was read from the commit),
+			// it is the tree write-tree would give, and nothing changed. Any
+			// other tree is written by git, which checks that it exists.
+			if marks, err := h.w.repo.Index.ReadMarks(priv); err == nil && marks.Tree != "" && marks.Tree == st.tree {
+				tree = marks.Tree
+				return nil
+			}
+			tree, err = h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Args: []string{"write-tree"}})
 			return err
-		}
-		h.w.b.crashPoint("checkpoint:captured")
-		// An index whose entries git add left as they were still has the
-		// tree git recorded for them (its cache-tree): when that is the
-		// head's commit's tree (which exists: it was read from the commit),
-		// it is the tree write-tree would give, and nothing changed. Any
-		// other tree is written by git, which checks that it exists.
-		if marks, err := h.w.repo.Index.ReadMarks(priv); err == nil && marks.Tree != "" && marks.Tree == st.tree {
-			tree = marks.Tree
-			return nil
-		}
-		tree, err = h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Args: []string{"write-tree"}})
-		return err
-	})
+		})
+	} else {
+		h.w.repo.Index.Put(seeded)
+	}
 	if err != nil {
 		return grove.CheckpointResult{}, err
 	}

@@ -1,15 +1,20 @@
 package gitbackend_test
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -98,4 +103,77 @@ func TestCheckpointPathsEdges(t *testing.T) {
 	whole, err := h.Checkpoint(f.ctx, &workspace.CheckpointOptions{Paths: []string{"."}})
 	require.NoError(t, err)
 	assert.Contains(t, f.git(h.Info().Root, "ls-tree", "-r", "--name-only", string(whole.Checkpoint.ID)), "other.txt")
+}
+
+// The in-process narrowed checkpoint (every path a tracked file) gives
+// the tree git gives for the same paths, writes an index git reads as
+// clean (its cache-tree true: git write-tree agrees), and starts no git
+// but the ref update.
+func TestCheckpointPathsInProcessAgreesWithGit(t *testing.T) {
+	f := newBigFixture(t, 300)
+	var mu sync.Mutex
+	var procs []string
+	b := gitbackend.New(gitbackend.Options{})
+	gitbackend.SetProcessHook(b, func(args []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, a := range args {
+			switch a {
+			case "add", "write-tree", "ls-files", "update-index":
+				procs = append(procs, a)
+			}
+		}
+	})
+	t.Cleanup(func() { _ = b.Close() })
+	ws, err := workspace.Open(f.ctx, b, f.repo, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ws.Close() })
+	h, err := ws.NewHead("a").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	root := h.Info().Root
+	rng := rand.New(rand.NewPCG(7, 11))
+	prev := string(h.Info().Base)
+	for round := range 25 {
+		var paths []string
+		for range 1 + rng.IntN(4) {
+			i := rng.IntN(300)
+			p := fmt.Sprintf("tree/d%02d/f%04d.txt", i%20, i)
+			full := filepath.Join(root, filepath.FromSlash(p))
+			require.NoError(t, os.WriteFile(full, fmt.Appendf(nil, "round %d file %d\n", round, i), 0o644))
+			if rng.IntN(4) == 0 {
+				require.NoError(t, os.Chmod(full, 0o755))
+			}
+			paths = append(paths, p)
+		}
+		if round%5 == 0 {
+			paths = append(paths, "README.md") // unchanged: in the tree as it was
+		}
+		mu.Lock()
+		procs = nil
+		mu.Unlock()
+		cp, err := h.Checkpoint(f.ctx, &workspace.CheckpointOptions{Paths: paths})
+		require.NoError(t, err)
+		mu.Lock()
+		assert.Empty(t, procs, "round %d: staged in-process", round)
+		mu.Unlock()
+
+		// git's tree for the same paths on top of the last commit.
+		idx := filepath.Join(t.TempDir(), "index")
+		env := append(os.Environ(), "GIT_INDEX_FILE="+idx)
+		run := func(args ...string) string {
+			cmd := exec.Command("git", args...)
+			cmd.Dir, cmd.Env = root, env
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "git %v: %s", args, out)
+			return strings.TrimSpace(string(out))
+		}
+		run("read-tree", prev)
+		run(append([]string{"add", "--"}, paths...)...)
+		assert.Equal(t, run("write-tree"), f.git(root, "rev-parse", string(cp.Checkpoint.ID)+"^{tree}"), "round %d", round)
+		assert.Equal(t, f.git(root, "rev-parse", "HEAD^{tree}"), f.git(root, "write-tree"), "round %d: the cache-tree is true", round)
+		assert.Equal(t, "", f.git(root, "status", "--porcelain"), "round %d", round)
+		prev = string(cp.Checkpoint.ID)
+	}
+	f.git(f.repo, "fsck", "--strict", "--no-dangling")
 }

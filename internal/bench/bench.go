@@ -102,6 +102,7 @@ type Env struct {
 	lfsEnv     *lfsEnv              // the lfs rows' repository, once made
 	subEnv     *subEnv              // the submodule rows' repository, once made
 	created    int
+	touched    map[string][]string // the files the last touch of each directory rewrote
 
 	// LFSBytes is how much LFS content the lfs rows' repository holds
 	// (DefaultLFSBytes when not positive).
@@ -213,11 +214,16 @@ func (e *Env) Touch(dir string, k int) error { return e.touch(dir, k, e.N) }
 // touch rewrites k of the first n generated files in dir.
 func (e *Env) touch(dir string, k, n int) error {
 	e.created++
+	if e.touched == nil {
+		e.touched = map[string][]string{}
+	}
+	e.touched[dir] = e.touched[dir][:0]
 	for i := range k {
-		p := filepath.Join(dir, FilePath((i*7919+e.created)%n))
-		if err := os.WriteFile(p, fmt.Appendf(nil, "changed %d %d\n", e.created, i), 0o644); err != nil {
+		rel := FilePath((i*7919 + e.created) % n)
+		if err := os.WriteFile(filepath.Join(dir, rel), fmt.Appendf(nil, "changed %d %d\n", e.created, i), 0o644); err != nil {
 			return err
 		}
+		e.touched[dir] = append(e.touched[dir], filepath.ToSlash(rel))
 	}
 	return nil
 }
@@ -344,6 +350,23 @@ func Ops() []Op {
 		{Name: "checkpoint-0", Grove: checkpoint, Git: timed(gitCommit)},
 		{Name: "checkpoint-1", Prepare: touchBoth(1), Grove: checkpoint, Git: timed(gitCommit)},
 		{Name: "checkpoint-100", Prepare: touchBoth(100), Grove: checkpoint, Git: timed(gitCommit)},
+		// A checkpoint of the one path an agent's file tool reported
+		// (what grove hooks handle takes after each tool write), beside
+		// git adding and committing that path alone.
+		{
+			Name: "checkpoint-1-path", Prepare: touchBoth(1),
+			Grove: timed(func(e *Env) error {
+				_, err := e.Head.Checkpoint(e.Ctx, &workspace.CheckpointOptions{Paths: e.touched[e.Head.Info().Root]})
+				return err
+			}),
+			Git: timed(func(e *Env) error {
+				if err := e.Git(append([]string{"add", "--"}, e.touched[e.GitDir]...)...); err != nil {
+					return err
+				}
+				_ = e.Git("commit", "-q", "-m", "bench")
+				return nil
+			}),
+		},
 		// Each side goes back and forth between its two states (it starts
 		// at the second), on a count of its own: every run changes 100
 		// files.
