@@ -93,6 +93,16 @@
 // only then journals "closed", so nothing is journaled after "closed". A
 // turn's end is journaled even when the caller's context was cancelled.
 //
+// # Agent turns
+//
+// An agent CLI reports its turns through hooks, each perhaps another
+// process: BeginTurn opens a turn, CheckpointTurn checkpoints what a tool
+// reported writing, EndTurn takes the whole checkpoint and closes it. The
+// open turn and the count of turns are the journal's, so a resumed session
+// goes on where the last process left it; a turn whose end never came is
+// ended by the next one's beginning. AgentSessionID gives the agent's own
+// session ID a grove session ID (SessionOptions.ID) to be found by.
+//
 // # Permission
 //
 // A session is ReadWrite or ReadOnly (Permission; not to be confused with

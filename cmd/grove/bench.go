@@ -36,6 +36,8 @@ each comes first, as a warm-up):
   sparse-create   grove new --sparse        git worktree add --no-checkout, sparse-checkout set, reset --hard
   sparse-checkpoint-1, sparse-status        checkpoint-1 and status of a sparse head, beside git's sparse worktree
   checkpoint-N    checkpoint, N changes     git add -A && git commit
+                  (checkpoint-1 is also what an agent hook's end-of-turn checkpoint costs)
+  checkpoint-1-path  checkpoint of the one path a tool reported   git add PATH && git commit
   restore-100     restore 100 files back    git reset --hard && git clean -fd
   status          status                    git status --porcelain
   fork            fork, 1 change            git stash create && git worktree add

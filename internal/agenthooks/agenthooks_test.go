@@ -261,3 +261,10 @@ func snapshot(t *testing.T, dir string) map[string]string {
 	}))
 	return out
 }
+
+// A Claude Code subagent is a session of its own.
+func TestSubagentIsASessionOfItsOwn(t *testing.T) {
+	ev, err := agenthooks.Parse(agenthooks.ClaudeCode, "Stop", []byte(`{"session_id":"parent","agent_id":"sub-1","agent_type":"explorer","cwd":"/h"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "parent/sub-1", ev.Session)
+}

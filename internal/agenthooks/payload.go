@@ -61,7 +61,7 @@ type Event struct {
 	Agent   Agent
 	Name    string // the agent's own name for the event ("UserPromptSubmit")
 	Kind    Kind
-	Session string // the agent's session ID
+	Session string // the agent's session ID (a Claude Code subagent's: its parent's, "/", its own)
 	Dir     string // the agent's working directory (for WorktreeRemove: the worktree's)
 	Prompt  string // Prompt: the prompt
 	Source  string // SessionStart: startup, resume, clear, compact
@@ -92,6 +92,7 @@ var events = map[Agent]map[string]Kind{
 type raw struct {
 	HookEventName  string          `json:"hook_event_name"`
 	SessionID      string          `json:"session_id"`
+	AgentID        string          `json:"agent_id"` // Claude Code, inside a subagent
 	ConversationID string          `json:"conversation_id"` // Cursor
 	Cwd            string          `json:"cwd"`
 	WorkspaceRoots []string        `json:"workspace_roots"` // Cursor
@@ -127,6 +128,11 @@ func Parse(agent Agent, name string, data []byte) (Event, error) {
 	ev := Event{Agent: agent, Name: name, Kind: Other, Session: r.SessionID, Dir: r.Cwd, Prompt: r.Prompt, Source: r.Source}
 	if k, ok := kinds[name]; ok {
 		ev.Kind = k
+	}
+	if r.AgentID != "" && ev.Session != "" {
+		// A Claude Code subagent (with worktree isolation, in a head of
+		// its own) is a session of its own, under its parent's ID.
+		ev.Session += "/" + r.AgentID
 	}
 	if agent == Cursor {
 		ev.Session = r.ConversationID
