@@ -92,7 +92,7 @@ var events = map[Agent]map[string]Kind{
 type raw struct {
 	HookEventName  string          `json:"hook_event_name"`
 	SessionID      string          `json:"session_id"`
-	AgentID        string          `json:"agent_id"` // Claude Code, inside a subagent
+	AgentID        string          `json:"agent_id"`        // Claude Code, inside a subagent
 	ConversationID string          `json:"conversation_id"` // Cursor
 	Cwd            string          `json:"cwd"`
 	WorkspaceRoots []string        `json:"workspace_roots"` // Cursor
