@@ -85,13 +85,22 @@ func TestEveryUserOptionReachesTheDriverOrIsConsumed(t *testing.T) {
 	nonZero(t, &cp)
 	dcp, err := driverCheckpoint("checkpoint", &cp, "default")
 	require.NoError(t, err)
+	// Paths reaches the driver through driverPaths (Head.Checkpoint's
+	// alone), for a backend that can narrow.
+	dcp.Paths, err = driverPaths("checkpoint", cp.Paths, grove.Capabilities{PathCheckpoints: true})
+	require.NoError(t, err)
 	reaches(t, &cp, dcp)
+	none, err := driverPaths("checkpoint", cp.Paths, grove.Capabilities{})
+	require.NoError(t, err)
+	assert.Nil(t, none, "a backend that cannot narrow takes a whole checkpoint")
 
 	var restore RestoreOptions
 	nonZero(t, &restore)
 	reaches(t, &restore, &struct{}{}) // a driver's restore takes no options
 	safety, err := driverCheckpoint("restore", &restore.Checkpoint, "default")
 	require.NoError(t, err)
+	assert.Nil(t, safety.Paths, "a safety checkpoint is always whole")
+	safety.Paths = restore.Checkpoint.Paths
 	reaches(t, &restore.Checkpoint, safety)
 
 	var destroy DestroyOptions
