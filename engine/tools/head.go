@@ -97,9 +97,9 @@ func restoreTool() Tool {
 // forget drops what the model last read: after a restore, every file may
 // differ, and an edit must start from a fresh read.
 func (t *Set) forget() {
-	t.mu.Lock()
-	clear(t.read)
-	t.mu.Unlock()
+	t.memo.mu.Lock()
+	clear(t.memo.read)
+	t.memo.mu.Unlock()
 }
 
 func forkTool() Tool {

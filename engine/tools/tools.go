@@ -29,6 +29,12 @@
 // the paths the policy hides masked; without one it runs with the host
 // user's rights, which path policy does not hold.
 //
+// A set made by New holds its session; one made by NewLent asks for the
+// session at each call and gives it back after, so that between calls
+// another process can resume it (grove mcp --here beside an agent CLI's
+// hook handlers). What the model last read is kept across calls either
+// way.
+//
 // # Errors
 //
 // A tool that fails returns an *Error: its Code (a grove.Code) and a
@@ -129,10 +135,19 @@ type Set struct {
 	roots []string
 	max   int
 	tools []Tool
+	lend  Lend // for a lent set: where each call gets its session
+	memo  *memo
+}
 
+// memo is what the model last read, shared by every call of a set.
+type memo struct {
 	mu   sync.Mutex
 	read map[string]grove.Digest // namespace path → digest of the content last read or written
 }
+
+// Lend gives a lent Set the session one call runs on, and release, which
+// the Set calls when the call is done.
+type Lend func(ctx context.Context) (s *engine.Session, release func(), err error)
 
 // New defines the tools of session s. A tool that needs a head (every
 // tool but list_dir, read_file, write_file, edit_file, glob and grep over
@@ -143,19 +158,51 @@ func New(s *engine.Session, opts *Options) (*Set, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	t := &Set{s: s, head: s.FS(), roots: rootNames(s), max: opts.MaxOutput, read: map[string]grove.Digest{}}
+	t := newSet(opts)
+	t.s, t.head, t.roots = s, s.FS(), rootNames(s)
+	hostDir := s.Head() != nil && s.Head().Info().Root != ""
+	if err := t.define(opts.Tools, t.head != nil, hostDir); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// NewLent defines the tools of the sessions lend gives, one for each
+// call: a call asks lend for its session and releases it when done, so
+// that between calls the set holds none and another process (an agent
+// CLI's hook handlers, say) can resume it. Every tool of a session with
+// a head in a host directory is defined; what the read tools remember
+// is kept across calls.
+func NewLent(lend Lend, opts *Options) (*Set, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	t := newSet(opts)
+	t.lend = lend
+	if err := t.define(opts.Tools, true, true); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func newSet(opts *Options) *Set {
+	t := &Set{max: opts.MaxOutput, memo: &memo{read: map[string]grove.Digest{}}}
 	switch {
 	case t.max == 0:
 		t.max = DefaultMaxOutput
 	case t.max < MinMaxOutput:
 		t.max = MinMaxOutput
 	}
+	return t
+}
+
+// define picks the tools named (all a session with or without a head,
+// in a host directory or not, can have, when none is).
+func (t *Set) define(want []string, hasHead, hostDir bool) error {
 	all := definitions()
-	want := opts.Tools
 	if len(want) == 0 {
-		hostDir := s.Head() != nil && s.Head().Info().Root != ""
 		for _, d := range all {
-			if (t.head != nil || !d.NeedsHead) && (d.Name != "run" || hostDir) {
+			if (hasHead || !d.NeedsHead) && (d.Name != "run" || hostDir) {
 				want = append(want, d.Name)
 			}
 		}
@@ -163,15 +210,15 @@ func New(s *engine.Session, opts *Options) (*Set, error) {
 	for _, name := range want {
 		i := slices.IndexFunc(all, func(d Tool) bool { return d.Name == name })
 		if i < 0 {
-			return nil, &Error{Code: grove.InvalidArgument, Message: fmt.Sprintf("no tool is called %q", name)}
+			return &Error{Code: grove.InvalidArgument, Message: fmt.Sprintf("no tool is called %q", name)}
 		}
-		if all[i].NeedsHead && t.head == nil {
-			return nil, &engine.PlacementError{Kind: engine.WorkspaceToolWithoutPlacement,
+		if all[i].NeedsHead && !hasHead {
+			return &engine.PlacementError{Kind: engine.WorkspaceToolWithoutPlacement,
 				Err: fmt.Errorf("tool %s works on a head, and the session has none", name)}
 		}
 		t.tools = append(t.tools, all[i])
 	}
-	return t, nil
+	return nil
 }
 
 // Tools returns the tools defined, in a stable order.
@@ -185,11 +232,23 @@ func (t *Set) Call(ctx context.Context, name string, input json.RawMessage) (str
 	if i < 0 {
 		return "", &Error{Tool: name, Code: grove.NotFound, Message: "no such tool; the tools are " + t.names()}
 	}
-	out, err := t.tools[i].call(ctx, t, input)
-	if err != nil {
-		return "", t.explain(name, err)
+	on := t
+	if t.lend != nil {
+		s, release, err := t.lend(ctx)
+		if err != nil {
+			return "", &Error{Tool: name, Code: grove.CodeOf(err), Message: err.Error(), Err: err}
+		}
+		defer release()
+		on = &Set{s: s, head: s.FS(), roots: rootNames(s), max: t.max, tools: t.tools, memo: t.memo}
+		if on.head == nil && t.tools[i].NeedsHead {
+			return "", &Error{Tool: name, Code: grove.FailedPrecondition, Message: "the session has no head to work on"}
+		}
 	}
-	return t.bound(out), nil
+	out, err := on.tools[i].call(ctx, on, input)
+	if err != nil {
+		return "", on.explain(name, err)
+	}
+	return on.bound(out), nil
 }
 
 func (t *Set) names() string {
@@ -308,21 +367,21 @@ func decode(input json.RawMessage, v any) error {
 
 // remember records the digest of the content last read or written at p.
 func (t *Set) remember(p string, d grove.Digest) {
-	t.mu.Lock()
-	t.read[p] = d
-	t.mu.Unlock()
+	t.memo.mu.Lock()
+	t.memo.read[p] = d
+	t.memo.mu.Unlock()
 }
 
 // forgetPath drops what the model last read at p.
 func (t *Set) forgetPath(p string) {
-	t.mu.Lock()
-	delete(t.read, p)
-	t.mu.Unlock()
+	t.memo.mu.Lock()
+	delete(t.memo.read, p)
+	t.memo.mu.Unlock()
 }
 
 func (t *Set) lastRead(p string) (grove.Digest, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	d, ok := t.read[p]
+	t.memo.mu.Lock()
+	defer t.memo.mu.Unlock()
+	d, ok := t.memo.read[p]
 	return d, ok
 }
