@@ -40,12 +40,13 @@ why it cannot have it, instead of running elsewhere.`,
 		Args: args(cobra.NoArgs),
 		RunE: needSubcommand,
 	}
-	cmd.AddCommand(a.hooksInstallCmd(true), a.hooksInstallCmd(false), a.hooksStatusCmd(), a.hooksHandleCmd())
+	cmd.AddCommand(a.hooksInstallCmd(false, true), a.hooksInstallCmd(false, false), a.hooksStatusCmd(false), a.hooksHandleCmd())
 	return cmd
 }
 
-// hookTargets are the installations --agent and --scope name.
-func (a *app) hookTargets(agents []string, scope string) ([]agenthooks.Target, error) {
+// hookTargets are the installations --agent and --scope name: of the
+// hooks, or of the MCP server.
+func (a *app) hookTargets(agents []string, scope string, mcp bool) ([]agenthooks.Target, error) {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return nil, err
@@ -54,7 +55,7 @@ func (a *app) hookTargets(agents []string, scope string) ([]agenthooks.Target, e
 	if err != nil {
 		return nil, err
 	}
-	t := agenthooks.Target{Scope: agenthooks.Scope(scope), Home: home, Command: groveCommand(), State: filepath.Join(state, "hooks")}
+	t := agenthooks.Target{Scope: agenthooks.Scope(scope), Home: home, Command: groveCommand(), State: filepath.Join(state, "hooks"), MCP: mcp}
 	if t.Scope == agenthooks.Project {
 		ws, err := a.workspace()
 		if err != nil {
@@ -107,7 +108,9 @@ type hookChangeJSON struct {
 	After  string `json:"after,omitempty"`
 }
 
-func (a *app) hooksInstallCmd(install bool) *cobra.Command {
+// hooksInstallCmd is grove hooks install (or uninstall), or, with mcp,
+// grove mcp install (or uninstall).
+func (a *app) hooksInstallCmd(mcp, install bool) *cobra.Command {
 	var agents []string
 	var scope string
 	var dryRun bool
@@ -115,22 +118,38 @@ func (a *app) hooksInstallCmd(install bool) *cobra.Command {
 	if !install {
 		use, short = "uninstall", "Remove grove's hooks from agent CLIs' configuration"
 	}
+	parent, what := "hooks", `the project's (the repository's main checkout:
+.claude/settings.json, .codex/hooks.json and .codex/config.toml,
+.gemini/settings.json, .cursor/hooks.json, .opencode/plugins/grove.js) or,
+with --scope user, the user's (the same under the home directory; OpenCode's
+in ~/.config/opencode/plugins). Every key and hook of the user's is kept;`
+	if mcp {
+		parent = "mcp"
+		short = "Register grove mcp --here as an MCP server of agent CLIs"
+		if !install {
+			short = "Remove grove's MCP server from agent CLIs' configuration"
+		}
+		what = `where the project keeps MCP servers (the repository's main checkout: .mcp.json
+for Claude Code, .codex/config.toml, .gemini/settings.json, .cursor/mcp.json,
+opencode.json) or, with --scope user, where the user does (~/.claude.json,
+~/.codex/config.toml, ~/.gemini/settings.json, ~/.cursor/mcp.json,
+~/.config/opencode/opencode.json). The server is called grove and runs grove
+mcp --here: an agent started in a head gets grove's tools on that head, in the
+session its hooks use. Every key and server of the user's is kept, and a
+server called grove that is not grove's is never replaced;`
+	}
 	cmd := &cobra.Command{
 		Use:   use + " [--agent A,...] [--scope project|user] [--dry-run]",
 		Short: short,
-		Long: short + ` (every agent when --agent is not given): the
-project's (the repository's main checkout: .claude/settings.json,
-.codex/hooks.json and .codex/config.toml, .gemini/settings.json,
-.cursor/hooks.json, .opencode/plugins/grove.js) or, with --scope user, the
-user's (the same under the home directory; OpenCode's in
-~/.config/opencode/plugins). Every key and hook of the user's is kept; grove
-knows its own entries and replaces them in place, so installing twice changes
-nothing. Uninstalling a file grove left as it wrote it gives back what was
-there before, byte for byte. --dry-run prints the changes and makes none.`,
-		Example: "  grove hooks " + use + " --agent claude-code\n  grove hooks " + use + " --agent codex,gemini --scope user --dry-run",
+		Long: short + ` (every agent when --agent is not given)
+in ` + what + `
+grove knows its own entries and replaces them in place, so installing twice
+changes nothing. Uninstalling a file grove left as it wrote it gives back what
+was there before, byte for byte. --dry-run prints the changes and makes none.`,
+		Example: "  grove " + parent + " " + use + " --agent claude-code\n  grove " + parent + " " + use + " --agent codex,gemini --scope user --dry-run",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			targets, err := a.hookTargets(agents, scope)
+			targets, err := a.hookTargets(agents, scope, mcp)
 			if err != nil {
 				return fail(cmd, "", err)
 			}
@@ -198,12 +217,17 @@ func printChange(w io.Writer, before, after string) {
 	}
 }
 
-func (a *app) hooksStatusCmd() *cobra.Command {
+// hooksStatusCmd is grove hooks status, or, with mcp, grove mcp status.
+func (a *app) hooksStatusCmd(mcp bool) *cobra.Command {
 	var agents []string
+	short, example := "Say where grove's hooks are installed", "  grove hooks status --json"
+	if mcp {
+		short, example = "Say where grove's MCP server is registered", "  grove mcp status --json"
+	}
 	cmd := &cobra.Command{
 		Use:     "status [--agent A,...]",
-		Short:   "Say where grove's hooks are installed",
-		Example: "  grove hooks status --json",
+		Short:   short,
+		Example: example,
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			type row struct {
@@ -215,7 +239,7 @@ func (a *app) hooksStatusCmd() *cobra.Command {
 			}
 			rows := []row{}
 			for _, scope := range []string{"project", "user"} {
-				targets, err := a.hookTargets(agents, scope)
+				targets, err := a.hookTargets(agents, scope, mcp)
 				if err != nil {
 					if scope == "project" && grove.CodeOf(err) != grove.InvalidArgument {
 						continue // not in a repository: the user's alone
@@ -406,13 +430,23 @@ func (a *app) agentSession(ev agenthooks.Event, dir string) (*engine.Session, st
 		return nil, "", err
 	}
 	config, _ := json.Marshal(sessionConfig{Agent: string(ev.Agent)})
+	// The session of a grove mcp --here the agent started before its
+	// first hook is taken over: the server serves whoever holds the head.
 	s, err := a.startSession(hi.Name, engine.SessionOptions{ID: id, Agent: string(ev.Agent), Config: config,
-		Snapshot: &engine.SnapshotPolicy{Trigger: engine.Manual}}, nil)
+		Snapshot: &engine.SnapshotPolicy{Trigger: engine.Manual}}, func(holder engine.SessionInfo) bool { return holder.Agent == hereAgent })
 	if grove.CodeOf(err) == grove.AlreadyBound {
 		return nil, fmt.Sprintf("head %q is isolated and another session holds it (%s); start this one in another head (grove new NAME)", hi.Name, describe(&failure{err: err}).Message), nil
 	}
 	if grove.CodeOf(err) == grove.AlreadyExists { // a handler of the same session made it meanwhile
 		s, err = a.resumeAgent(id)
+	}
+	if err == nil {
+		// A server's session taken over is of no more use: closed
+		// (unless it is serving a call this moment).
+		here := engine.AgentSessionID(hereAgent, string(hi.ID))
+		if si, err := eng.SessionInfo(a.ctx, here); err == nil && si.State == engine.SessionOpen && !si.Claims {
+			_ = eng.CloseSession(a.ctx, here)
+		}
 	}
 	return s, "", err
 }

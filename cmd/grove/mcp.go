@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,15 +25,20 @@ import (
 	"github.com/groveworks/grove/engine/tools/toolsmcp"
 )
 
-// mcpAgent is the agent name of the sessions grove mcp makes.
-const mcpAgent = "grove mcp"
+// mcpAgent is the agent name of the sessions grove mcp makes; hereAgent
+// that of the sessions grove mcp --here makes, which an agent CLI's hook
+// handlers take over.
+const (
+	mcpAgent  = "grove mcp"
+	hereAgent = "grove mcp --here"
+)
 
 func (a *app) mcpCmd() *cobra.Command {
 	var head, sessionID, addr string
 	var rootSpecs, allow, deny []string
-	var readOnly bool
+	var readOnly, here bool
 	cmd := &cobra.Command{
-		Use:   "mcp (--head NAME | --session ID) [--http ADDR] [--sandbox bwrap]",
+		Use:   "mcp (--head NAME | --session ID | --here) [--http ADDR] [--sandbox bwrap]",
 		Short: "Serve a session's tools to an MCP client, over stdio or HTTP",
 		Long: `Serve the tools of one session — read_file, write_file, edit_file, list_dir,
 glob, grep, checkpoint, restore, fork, status, diff, log, run — to an MCP
@@ -42,6 +48,14 @@ client. Paths are /workspace/... whatever the backend.
 of a grove mcp that was killed); --session ID resumes that session, so a
 client that restarts the server resumes the same head. The session's ID is
 printed on stderr; the session stays open when the server ends.
+
+--here serves the head the working directory is in, as an agent CLI starts
+it (grove mcp install registers it): each tool call resumes the session that
+holds the head — the agent session grove hooks made, so the agent's hooks and
+its MCP tools share one session and its turns — or a session of the server's
+own, and lets it go when the call is done. Between calls the server holds no
+lease, so the agent's hook handlers never wait for it. A call from outside
+every head fails with the reason.
 
 Over stdio by default (the client starts grove mcp). With --http ADDR (a
 loopback address, such as 127.0.0.1:8765 or 127.0.0.1:0 for any port), it
@@ -64,15 +78,15 @@ sandbox), and the fork tool refuses to run a setup hook.`,
   grove mcp --session "$id" --http 127.0.0.1:0  # HTTP on a free loopback port`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if (head == "") == (sessionID == "") {
-				return &failure{op: opName(cmd), err: errors.New("give one of --head NAME and --session ID"), usage: true}
+			if n := btoi(head != "") + btoi(sessionID != "") + btoi(here); n != 1 {
+				return &failure{op: opName(cmd), err: errors.New("give one of --head NAME, --session ID and --here"), usage: true}
 			}
 			opts, err := sessionShape(rootSpecs, allow, deny, readOnly)
 			if err != nil {
 				return &failure{op: opName(cmd), err: err, usage: true}
 			}
-			if sessionID != "" && (len(opts.Roots) > 0 || len(opts.Policy) > 0) {
-				return &failure{op: opName(cmd), err: errors.New("--session resumes with the policy and roots the session recorded; give them with --head"), usage: true}
+			if head == "" && (len(opts.Roots) > 0 || len(opts.Policy) > 0) {
+				return &failure{op: opName(cmd), err: errors.New("--session and --here serve sessions with the policy and roots they recorded; give them with --head"), usage: true}
 			}
 			if sb := a.sandbox(); sb != nil && sb.Kind == grove.SandboxBwrap {
 				if _, err := exec.LookPath("bwrap"); err != nil {
@@ -88,21 +102,34 @@ sandbox), and the fork tool refuses to run a setup hook.`,
 					return fail(cmd, head, err)
 				}
 			}
-			s, err := a.mcpSession(head, sessionID, opts)
-			if err != nil {
-				return fail(cmd, head, err)
-			}
-			defer s.Detach()
-			set, err := tools.New(s, nil)
-			if err != nil {
-				return fail(cmd, head, err)
+			var set *tools.Set
+			if here {
+				dir, err := os.Getwd()
+				if err != nil {
+					return fail(cmd, "", err)
+				}
+				if set, err = tools.NewLent((&hereLender{a: a, dir: dir}).lend, nil); err != nil {
+					return fail(cmd, "", err)
+				}
+				fmt.Fprintf(a.stderr, "grove: mcp: serving the head %s is in, a call at a time\n", dir)
+				sessionID = ""
+			} else {
+				s, err := a.mcpSession(head, sessionID, opts)
+				if err != nil {
+					return fail(cmd, head, err)
+				}
+				defer s.Detach()
+				if set, err = tools.New(s, nil); err != nil {
+					return fail(cmd, head, err)
+				}
+				if h := s.Head(); h != nil {
+					fmt.Fprintf(a.stderr, "grove: mcp: session %s on head %q\n", s.ID(), h.Info().Name)
+				} else {
+					fmt.Fprintf(a.stderr, "grove: mcp: session %s, with no head\n", s.ID())
+				}
+				sessionID = s.ID()
 			}
 			server := toolsmcp.NewServer(set, "grove", version())
-			if h := s.Head(); h != nil {
-				fmt.Fprintf(a.stderr, "grove: mcp: session %s on head %q\n", s.ID(), h.Info().Name)
-			} else {
-				fmt.Fprintf(a.stderr, "grove: mcp: session %s, with no head\n", s.ID())
-			}
 			if addr == "" {
 				err = server.Run(a.ctx, &mcp.StdioTransport{})
 				if err != nil && a.ctx.Err() == nil && !isClosed(err) {
@@ -110,7 +137,7 @@ sandbox), and the fork tool refuses to run a setup hook.`,
 				}
 				return nil
 			}
-			return fail(cmd, head, a.serveHTTP(server, addr, token, s.ID()))
+			return fail(cmd, head, a.serveHTTP(server, addr, token, sessionID))
 		},
 	}
 	cmd.Flags().StringVar(&head, "head", "", "start a session of its own on this head")
@@ -120,7 +147,79 @@ sandbox), and the fork tool refuses to run a setup hook.`,
 	cmd.Flags().StringArrayVar(&allow, "allow", nil, "allow only paths matching this gitignore pattern (repeatable)")
 	cmd.Flags().StringArrayVar(&deny, "deny", nil, "deny paths matching this gitignore pattern (repeatable)")
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "let the tools change no file")
+	cmd.Flags().BoolVar(&here, "here", false, "serve the head the working directory is in, resuming its session for each call")
+	cmd.AddCommand(a.hooksInstallCmd(true, true), a.hooksInstallCmd(true, false), a.hooksStatusCmd(true))
 	return cmd
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// A hereLender lends grove mcp --here's tool calls, one at a time, the
+// session of the head dir is in: the one that holds it (an agent
+// session's, made by grove hooks), else one of the server's own, which
+// is made on the first call and which hook handlers take over.
+type hereLender struct {
+	a   *app
+	dir string
+	mu  sync.Mutex // held from a lend to its release
+}
+
+func (l *hereLender) lend(context.Context) (*engine.Session, func(), error) {
+	l.mu.Lock()
+	s, err := l.session()
+	if err != nil {
+		l.mu.Unlock()
+		return nil, nil, err
+	}
+	return s, func() {
+		if err := s.Detach(); err != nil {
+			fmt.Fprintf(l.a.stderr, "grove: mcp: %v\n", err)
+		}
+		l.mu.Unlock()
+	}, nil
+}
+
+func (l *hereLender) session() (*engine.Session, error) {
+	a := l.a
+	hi, ok, err := a.headAt(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, &grove.Error{Code: grove.NotFound, Err: fmt.Errorf("%s is in no grove head: the agent must be started in a head's directory (grove new NAME makes one; grove path NAME prints where)", l.dir)}
+	}
+	eng, err := a.engine()
+	if err != nil {
+		return nil, err
+	}
+	ws, err := a.workspace()
+	if err != nil {
+		return nil, err
+	}
+	if holder, ok, err := eng.Claimant(a.ctx, ws.Info().Locator, hi.Name); err != nil {
+		return nil, err
+	} else if ok {
+		return a.resumeAgent(holder.ID)
+	}
+	id := engine.AgentSessionID(hereAgent, string(hi.ID))
+	if si, err := eng.SessionInfo(a.ctx, id); err == nil {
+		if si.State == engine.SessionOpen {
+			return a.resumeAgent(id)
+		}
+		id = "" // closed by its user: another
+	}
+	config, _ := json.Marshal(sessionConfig{Agent: hereAgent})
+	s, err := a.startSession(hi.Name, engine.SessionOptions{ID: id, Agent: hereAgent, Config: config,
+		Snapshot: &engine.SnapshotPolicy{Trigger: engine.Manual}}, nil)
+	if grove.CodeOf(err) == grove.AlreadyExists { // another server made it meanwhile
+		return a.resumeAgent(id)
+	}
+	return s, err
 }
 
 // isClosed reports whether err only says that the client went away.

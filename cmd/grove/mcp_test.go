@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/internal/githarness"
 )
 
@@ -255,4 +256,127 @@ func TestMCPWithAPolicyAndARoot(t *testing.T) {
 	out, err := runGrove(t, f.repo, f.home, "mcp", "--session", f.session, "--deny", "x")
 	assert.Error(t, err, "policy flags with --session are a usage error: %s", out)
 	assert.Contains(t, err.Error(), "exit status 2")
+}
+
+// hook runs grove hooks handle for Claude Code with the payload given and
+// returns what it printed on stdout.
+func (f *mcpFixture) hook(event string, payload map[string]any) string {
+	f.t.Helper()
+	data, err := json.Marshal(payload)
+	require.NoError(f.t, err)
+	c := f.command("hooks", "handle", "--agent", "claude-code", "--event", event)
+	c.Stdin = strings.NewReader(string(data))
+	var stderr strings.Builder
+	c.Stderr = &stderr
+	out, err := c.Output()
+	require.NoError(f.t, err, "%s", stderr.String())
+	assert.NotContains(f.t, stderr.String(), "grove: hooks:", "the handler failed")
+	return string(out)
+}
+
+// grove mcp --here, as grove mcp install registers it, serves the session
+// an agent's hooks made on the head it was started in, holding it for a
+// call alone: hooks and tools interleave without waiting, into one
+// session and its turns. A server whose first call comes before any hook
+// makes a session of its own, which the hooks take over.
+func TestMCPHereSharesTheAgentsSession(t *testing.T) {
+	f := newMCPFixture(t)
+	head, err := runGrove(t, f.repo, f.home, "new", "h")
+	require.NoError(t, err)
+	// The server as grove mcp install registers it with Claude Code.
+	_, err = runGrove(t, f.repo, f.home, "mcp", "install", "--agent", "claude-code")
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(f.repo, ".mcp.json"))
+	require.NoError(t, err)
+	var registered struct {
+		MCPServers map[string]struct {
+			Command string
+			Args    []string
+		}
+	}
+	require.NoError(t, json.Unmarshal(data, &registered), "%s", data)
+	server := registered.MCPServers["grove"]
+	require.NotEmpty(t, server.Command, "%s", data)
+	if server.Command == "grove" {
+		server.Command = groveBin
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "grove-test", Version: "1"}, nil)
+	serve := func(dir string) *mcp.ClientSession {
+		c := f.command(server.Args...)
+		c.Path, c.Args[0] = server.Command, server.Command
+		c.Dir = dir
+		cs, err := client.Connect(f.ctx, &mcp.CommandTransport{Command: c}, nil)
+		require.NoError(t, err)
+		return cs
+	}
+	cs := serve(head)
+	defer cs.Close()
+
+	// The first call comes before any hook: a session of the server's own.
+	okCall(t, f.ctx, cs, "write_file", map[string]any{"path": "early.txt", "content": "early\n"})
+	payload := func(extra map[string]any) map[string]any {
+		p := map[string]any{"session_id": "claude-1", "cwd": head, "hook_event_name": "x"}
+		for k, v := range extra {
+			p[k] = v
+		}
+		return p
+	}
+	assert.Contains(t, f.hook("SessionStart", payload(map[string]any{"source": "startup"})), "checkpointed every turn")
+	out := f.hook("UserPromptSubmit", payload(map[string]any{"prompt": "add the greeting"}))
+	assert.NotContains(t, out, "block", "the hooks take the server's session over")
+
+	// While the server runs, the turn's tool calls and the agent's hooks
+	// alternate on one session.
+	okCall(t, f.ctx, cs, "edit_file", map[string]any{"path": "README.md", "old_string": "hello", "new_string": "hello, here"})
+	require.NoError(t, os.WriteFile(filepath.Join(head, "shell.txt"), []byte("from the shell\n"), 0o644))
+	f.hook("PostToolUse", payload(map[string]any{"tool_name": "Write", "tool_input": map[string]any{"file_path": filepath.Join(head, "shell.txt")}}))
+	okCall(t, f.ctx, cs, "checkpoint", map[string]any{"message": "mid-turn, over mcp"})
+	f.hook("Stop", payload(nil))
+
+	agentSession := engine.AgentSessionID("claude-code", "claude-1")
+	ls, err := runGrove(t, f.repo, f.home, "session", "ls", "--json")
+	require.NoError(t, err)
+	var sessions []struct {
+		Session, Agent, Head, State string
+		Claims                      bool
+	}
+	require.NoError(t, json.Unmarshal([]byte(ls), &sessions), ls)
+	var onHead []string
+	for _, s := range sessions {
+		if s.Head == "h" && s.Claims {
+			onHead = append(onHead, s.Agent+" "+s.Session)
+		}
+	}
+	assert.Equal(t, []string{"claude-code " + agentSession}, onHead, "one session holds the head: the agent's")
+	var own []string
+	for _, s := range sessions {
+		if s.Agent == "grove mcp --here" {
+			own = append(own, s.State)
+		}
+	}
+	assert.Equal(t, []string{"closed"}, own, "the server's own session, taken over, is closed")
+	out, err = runGrove(t, f.repo, f.home, "session", "events", agentSession, "--json")
+	require.NoError(t, err)
+	var events []struct{ Kind string }
+	require.NoError(t, json.Unmarshal([]byte(out), &events))
+	kinds := map[string]int{}
+	for _, e := range events {
+		kinds[e.Kind]++
+	}
+	assert.Equal(t, 3, kinds["checkpointed"], "the hook's, the tool's and the turn's checkpoints, in the agent session's journal: %v", kinds)
+	assert.Equal(t, 1, kinds["turn-done"])
+	turns, err := runGrove(t, f.repo, f.home, "turns", "h", "--json")
+	require.NoError(t, err)
+	assert.Contains(t, turns, "add the greeting")
+	log, err := runGrove(t, f.repo, f.home, "log", "h")
+	require.NoError(t, err)
+	assert.Contains(t, log, "mid-turn, over mcp")
+	assert.Contains(t, okCall(t, f.ctx, cs, "read_file", map[string]any{"path": "README.md"}), "hello, here")
+
+	// Started outside every head, every call says so.
+	outside := serve(f.repo)
+	defer outside.Close()
+	text, isErr := call(t, f.ctx, outside, "read_file", map[string]any{"path": "README.md"})
+	assert.True(t, isErr)
+	assert.Contains(t, text, "is in no grove head")
 }

@@ -164,7 +164,7 @@ func TestInstallKeepsTheUsersHooksAndUninstallGivesTheFilesBack(t *testing.T) {
 						}
 					}
 					if strings.HasSuffix(f, "config.toml") {
-						assert.Contains(t, text, "[features]\nweb_search = true\n\nhooks = true\n[mcp_servers.docs]")
+						assert.Contains(t, text, "[features]\nweb_search = true\nhooks = true\n\n[mcp_servers.docs]")
 					}
 				}
 

@@ -35,6 +35,10 @@ type Target struct {
 	// State is where an installation keeps the user's files as they
 	// were before it (so that Uninstall gives them back byte for byte).
 	State string
+	// MCP makes the installation grove's MCP server (grove mcp --here,
+	// registered as "grove" where the agent keeps its MCP servers)
+	// instead of its hooks.
+	MCP bool
 }
 
 // Change is one file an installation writes: Before nil when it did not
@@ -73,6 +77,12 @@ func (t Target) Files() ([]string, error) {
 	}
 	if base == "" {
 		return nil, errors.New("no directory to install into")
+	}
+	if t.MCP {
+		if files := t.mcpFiles(base); files != nil {
+			return files, nil
+		}
+		return nil, fmt.Errorf("unknown agent %q", t.Agent)
 	}
 	switch t.Agent {
 	case ClaudeCode:
@@ -145,6 +155,8 @@ func (t Target) changes(install bool) ([]Change, error) {
 // edit is path's content with grove's entries (install) or without.
 func (t Target) edit(path string, data []byte, install bool) ([]byte, error) {
 	switch {
+	case t.MCP:
+		return t.mcpEdit(path, data, install)
 	case t.Agent == OpenCode:
 		if !install {
 			if bytes.HasPrefix(data, []byte(pluginMarker)) {
@@ -280,8 +292,12 @@ func enableCodexHooks(data []byte) []byte {
 	for i, line := range lines {
 		trimmed := strings.TrimSpace(line)
 		if strings.HasPrefix(trimmed, "[") {
-			if in { // the table ends without the key: add it
-				lines[i] = "hooks = true\n" + line
+			if in { // the table ends without the key: add it after its last line
+				at := i
+				for at > 0 && strings.TrimSpace(lines[at-1]) == "" {
+					at--
+				}
+				lines[at] = "hooks = true\n" + lines[at]
 				return []byte(strings.Join(lines, ""))
 			}
 			in = trimmed == "[features]"
@@ -364,7 +380,12 @@ type record struct {
 	Wrote   string `json:"wrote"`  // the SHA-256 of what grove last wrote
 }
 
+// recordPath is where the record of path is: the hooks' and the MCP
+// server's installations into one file keep a record each.
 func (t Target) recordPath(path string) string {
+	if t.MCP {
+		path = "mcp\x00" + path
+	}
 	sum := sha256.Sum256([]byte(path))
 	return filepath.Join(t.State, hex.EncodeToString(sum[:12])+".json")
 }
