@@ -24,3 +24,9 @@ func DiskCopies(b *Backend) int64 { return b.seams.diskCopies.Load() }
 // SetAfterDiskCopy makes f run with each new head's directory once every
 // file of it was copied, before git checks the copies.
 func SetAfterDiskCopy(b *Backend, f func(dir string)) { b.seams.afterDiskCopy = f }
+
+// SetNoSeeds keeps b's new heads from being made from seeds.
+func SetNoSeeds(b *Backend) { b.seams.noSeeds = true }
+
+// Seeded is how many of b's new heads were made from seeds.
+func Seeded(b *Backend) int64 { return b.seams.seeded.Load() }

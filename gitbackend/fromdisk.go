@@ -2,8 +2,6 @@ package gitbackend
 
 import (
 	"context"
-	"crypto/sha1"
-	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"time"
@@ -52,17 +50,9 @@ func (w *workspace) copyFromDisk(ctx context.Context, mf *registry.Manifest) (al
 		return false, nil
 	}
 	commit := string(mf.Base)
-	tree, ok := w.repo.CommitTree(commit)
+	tree, hashLen, ok := w.commitTree(ctx, commit)
 	if !ok {
-		out, err := w.repo.Git(ctx, "rev-parse", "--verify", "--end-of-options", commit+"^{tree}")
-		if err != nil {
-			return false, ctxErr(ctx)
-		}
-		tree = out
-	}
-	hashLen := sha1.Size
-	if len(tree) == 2*sha256.Size {
-		hashLen = sha256.Size
+		return false, ctxErr(ctx)
 	}
 	src, files := w.headAtTree(mf, tree, hashLen)
 	least := fromDiskMin

@@ -386,6 +386,9 @@ func (w *workspace) register(ctx context.Context, spec *backend.HeadSpec, commit
 			return nil, nil, nil, nil, fail(grove.InvalidArgument, dir, "directory %s overlaps head %q at %s", dir, mf.Name, mf.Dir)
 		}
 	}
+	if seeds := filepath.Join(w.headsDir, seedsName); canon.WithinCanonical(dir, seeds) || canon.WithinCanonical(seeds, dir) {
+		return nil, nil, nil, nil, fail(grove.InvalidArgument, dir, "directory %s overlaps grove's seeds at %s", dir, seeds)
+	}
 	branch := spec.Branch
 	if branch == "" {
 		branch = "grove/" + spec.Name
@@ -491,7 +494,10 @@ func (w *workspace) populate(ctx context.Context, mf *registry.Manifest, recorde
 	var all bool
 	var err error
 	if mf.Sparse == nil { // a sparse head checks out its set: a copy would bring the whole tree
-		if all, err = w.copyFromDisk(ctx, mf); err != nil {
+		if all, err = w.fromSeed(ctx, mf); err == nil && !all {
+			all, err = w.copyFromDisk(ctx, mf)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -128,3 +128,54 @@ func TestAZeroTrailerVouchesForNothing(t *testing.T) {
 	swapped[12+62] = 'z'
 	require.ErrorIs(t, CheckIndex(swapped), ErrDamagedIndex, "entries out of order")
 }
+
+// DropExtension takes the untracked cache out of an index git wrote and
+// leaves an index git reads as the same, without it.
+func TestDropExtension(t *testing.T) {
+	dir := t.TempDir()
+	git := func(args ...string) string { t.Helper(); return plainGit(t, dir, nil, "", args...) }
+	git("init", "-q")
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", "-A")
+	git("-c", "core.untrackedCache=true", "status", "--porcelain")
+	git("-c", "core.untrackedCache=true", "update-index", "--untracked-cache")
+	path := filepath.Join(dir, ".git", "index")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extOff, ok := WalkIndex(data, sha1.Size, func(*RawEntry) {})
+	if !ok || !containsExt(data[extOff:], "UNTR") {
+		t.Fatalf("git wrote no untracked cache: %v", ok)
+	}
+	out, ok := DropExtension(data, extOff, sha1.Size, "UNTR")
+	if !ok || containsExt(out[extOff:], "UNTR") || len(out) >= len(data) {
+		t.Fatalf("DropExtension: %v, %d bytes of %d", ok, len(out), len(data))
+	}
+	if err := CheckIndex(out); err != nil {
+		t.Fatal(err)
+	}
+	before := git("ls-files", "-s", "--debug")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if after := git("ls-files", "-s", "--debug"); after != before {
+		t.Fatalf("the entries changed:\n%s\n%s", before, after)
+	}
+	// Extensions that do not parse are not guessed at.
+	if _, ok := DropExtension(data[:len(data)-30], extOff, sha1.Size, "UNTR"); ok {
+		t.Fatal("a cut index was taken apart")
+	}
+}
+
+func containsExt(ext []byte, sig string) bool {
+	for off := 0; off+8 <= len(ext)-sha1.Size; {
+		if string(ext[off:off+4]) == sig {
+			return true
+		}
+		off += 8 + int(binary.BigEndian.Uint32(ext[off+4:]))
+	}
+	return false
+}

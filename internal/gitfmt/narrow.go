@@ -135,3 +135,36 @@ func SetCacheTrees(index []byte, extOff, hashLen int, trees, old map[string][]by
 	}
 	return true
 }
+
+// DropExtension returns index without its extensions called sig (such as
+// "UNTR", the untracked cache, which names the working tree it was made
+// in), checksum made again; extOff is where the extensions begin
+// (WalkIndex's extOff). An index whose extensions do not parse is
+// returned as it is, with false.
+func DropExtension(index []byte, extOff, hashLen int, sig string) ([]byte, bool) {
+	end := len(index) - hashLen
+	if extOff < 0 || extOff > end {
+		return index, false
+	}
+	out := make([]byte, 0, len(index))
+	out = append(out, index[:extOff]...)
+	for off := extOff; off < end; {
+		if off+8 > end {
+			return index, false
+		}
+		size := int(binary.BigEndian.Uint32(index[off+4 : off+8]))
+		next := off + 8 + size
+		if size < 0 || next > end {
+			return index, false
+		}
+		if string(index[off:off+4]) != sig {
+			out = append(out, index[off:next]...)
+		}
+		off = next
+	}
+	out = append(out, make([]byte, hashLen)...)
+	hh := NewHash(hashLen)
+	hh.Write(out[:len(out)-hashLen])
+	copy(out[len(out)-hashLen:], hh.Sum(nil))
+	return out, true
+}

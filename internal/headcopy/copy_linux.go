@@ -39,6 +39,17 @@ const copyChunk = 256
 // trees are walked one directory at a time, refusing symlinks and other
 // file systems' mounts, and a file is copied from what was opened.
 func Files(ctx context.Context, src, dst string, files []Entry, hashLen int) (copied int64, err error) {
+	return copyFiles(ctx, src, dst, files, hashLen, false)
+}
+
+// CloneFiles is Files from a tree grove made itself and no agent holds (a
+// seed): each file is cloned (FICLONE), or skipped when it cannot be, and
+// its content is not read back to be checked against its blob.
+func CloneFiles(ctx context.Context, src, dst string, files []Entry, hashLen int) (copied int64, err error) {
+	return copyFiles(ctx, src, dst, files, hashLen, true)
+}
+
+func copyFiles(ctx context.Context, src, dst string, files []Entry, hashLen int, trusted bool) (copied int64, err error) {
 	srcRoot, err := openDir(unix.AT_FDCWD, src)
 	if err != nil {
 		return 0, nil
@@ -60,7 +71,7 @@ func Files(ctx context.Context, src, dst string, files []Entry, hashLen int) (co
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &diskCopier{ctx: ctx, dev: rootSt.Dev, dirs: dirStack{roots: [2]int{srcRoot, dstRoot}, dev: rootSt.Dev}, buf: make([]byte, 64<<10), hh: gitfmt.NewHash(hashLen), noClone: &noClone}
+			c := &diskCopier{ctx: ctx, trusted: trusted, dev: rootSt.Dev, dirs: dirStack{roots: [2]int{srcRoot, dstRoot}, dev: rootSt.Dev}, buf: make([]byte, 64<<10), hh: gitfmt.NewHash(hashLen), noClone: &noClone}
 			defer c.dirs.pop(0)
 			for ctx.Err() == nil {
 				i := int(next.Add(copyChunk)) - copyChunk
@@ -162,12 +173,13 @@ func (d *dirStack) enter(dir string) (int, int) {
 
 // diskCopier is one copy worker's state.
 type diskCopier struct {
-	ctx  context.Context
-	dev  uint64 // the source's device
-	dirs dirStack
-	buf  []byte
-	hh   hash.Hash
-	sum  []byte
+	ctx     context.Context
+	trusted bool   // the source is grove's own: clone, read nothing back
+	dev     uint64 // the source's device
+	dirs    dirStack
+	buf     []byte
+	hh      hash.Hash
+	sum     []byte
 	// noClone is set, for every worker, once the destination's file
 	// system refuses FICLONE: it is not asked again for each file.
 	noClone *atomic.Bool
@@ -227,6 +239,9 @@ func (c *diskCopier) copy(src, dst int, name string, f *Entry) (gitfmt.Stat, boo
 // out shares in's blocks (FICLONE), and is then read back to be hashed:
 // what is verified is always what out holds.
 func (c *diskCopier) copyContent(out, in int, size int64, oid []byte) bool {
+	if c.trusted {
+		return size == 0 || unix.IoctlFileClone(out, in) == nil
+	}
 	c.hh.Reset()
 	c.hh.Write([]byte("blob " + strconv.FormatInt(size, 10) + "\x00"))
 	from, write := in, true

@@ -12,3 +12,8 @@ const Works = false
 func Files(context.Context, string, string, []Entry, int) (int64, error) {
 	return 0, nil
 }
+
+// CloneFiles clones nothing here: see Works.
+func CloneFiles(context.Context, string, string, []Entry, int) (int64, error) {
+	return 0, nil
+}

@@ -1,0 +1,260 @@
+package gitbackend
+
+import (
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/gitfmt"
+	"github.com/groveworks/grove/internal/headcopy"
+	"github.com/groveworks/grove/internal/lock"
+	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/registry"
+)
+
+// Seeds. Where the heads directory's file system shares blocks
+// (headcopy.Probe: Btrfs snapshots, else XFS or Btrfs reflinks, APFS
+// clones), the workspace keeps one checkout of its own for each tree new
+// heads are made at — a seed, <heads dir>/.grove-seeds/<tree>, with the
+// index git wrote for it beside it — which no head is and no agent works
+// in (a head's name cannot start with '.'). A new head of that tree is
+// the seed's snapshot, or its files' clones, with the seed's index
+// carrying their stat data; populate's diff-files then checks it as it
+// checks any copy, so a seed someone changed since is no worse than a
+// copy that failed: the checkout does the rest. The first head at a tree
+// pays the seed's checkout and one snapshot, every later one a snapshot:
+// its disk is the metadata, and on Btrfs its time does not grow with the
+// number of files. The seeds of the keepSeeds trees used last are kept.
+
+const (
+	seedsName = ".grove-seeds"
+	keepSeeds = 2
+)
+
+// fromSeed fills the new head mf (registered with its .git file alone,
+// its head lock held) from the seed of its tree, making the seed when
+// there is none, and reports whether every entry of its index now has
+// its file's stat data. Its only error is a cancelled ctx: anything else
+// leaves the head to the copy and checkout that follow.
+func (w *workspace) fromSeed(ctx context.Context, mf *registry.Manifest) (all bool, err error) {
+	if w.b.seams.noSeeds || filepath.Dir(mf.Dir) != w.headsDir {
+		return false, nil
+	}
+	kind := headcopy.Probe(w.headsDir)
+	if kind == headcopy.NoCoW {
+		return false, nil
+	}
+	commit := string(mf.Base)
+	tree, hashLen, ok := w.commitTree(ctx, commit)
+	if !ok {
+		return false, ctxErr(ctx)
+	}
+	seeds := filepath.Join(w.headsDir, seedsName)
+	if err := os.MkdirAll(seeds, 0o755); err != nil {
+		return false, nil
+	}
+	l, err := lock.Acquire(ctx, filepath.Join(seeds, "lock"), "seeds")
+	if err != nil {
+		return false, ctxErr(ctx)
+	}
+	defer l.Unlock()
+	seed, index := filepath.Join(seeds, tree), filepath.Join(seeds, tree+".index")
+	data, err := w.seedIndex(ctx, seed, index)
+	if err != nil {
+		if data, err = w.makeSeed(ctx, kind, seed, index, commit); err != nil {
+			return false, ctxErr(ctx)
+		}
+		w.pruneSeeds(seeds, tree)
+	}
+	now := time.Now()
+	_ = os.Chtimes(index, now, now) // used last: kept longest
+	w.b.seams.seeded.Add(1)
+	// The untracked cache names the seed's directory: git would say it
+	// is not the head's, and grove's next command makes the head's own.
+	var list headcopy.List
+	extOff, ok := gitfmt.WalkIndex(data, hashLen, list.Add)
+	if !ok {
+		return false, nil
+	}
+	if data, ok = gitfmt.DropExtension(data, extOff, hashLen, "UNTR"); !ok {
+		return false, nil
+	}
+	switch kind {
+	case headcopy.Snapshot:
+		if err := snapshotInto(seed, mf.Dir, filepath.Join(seeds, string(mf.ID)+".new")); err != nil {
+			return false, ctxErr(ctx)
+		}
+		all = true
+	default:
+		files, _ := list.Entries() // git wrote the seed's index: it is sorted
+		if _, err := headcopy.CloneFiles(ctx, seed, mf.Dir, files, hashLen); err != nil {
+			return false, ctxErr(ctx)
+		}
+		matched, entries, ok := headcopy.Stamp(data, hashLen, files)
+		if !ok {
+			return false, clearDir(ctx, mf.Dir)
+		}
+		all = matched == entries
+	}
+	if err := writeThroughLock(filepath.Join(mf.Admin, "index"), data); err != nil {
+		return false, ctxErr(ctx)
+	}
+	return all, ctxErr(ctx)
+}
+
+// commitTree is the tree of commit and the length of the repository's
+// object names.
+func (w *workspace) commitTree(ctx context.Context, commit string) (tree string, hashLen int, ok bool) {
+	tree, ok = w.repo.CommitTree(commit)
+	if !ok {
+		out, err := w.repo.Git(ctx, "rev-parse", "--verify", "--end-of-options", commit+"^{tree}")
+		if err != nil {
+			return "", 0, false
+		}
+		tree = out
+	}
+	hashLen = sha1.Size
+	if len(tree) == 2*sha256.Size {
+		hashLen = sha256.Size
+	}
+	return tree, hashLen, true
+}
+
+// seedIndex reads the index of an existing seed. The first time it is
+// used after the second it was written in, its entries are refreshed:
+// git left those of files written in that second without their size
+// (racily clean), and every head would hash them again.
+func (w *workspace) seedIndex(ctx context.Context, seed, index string) ([]byte, error) {
+	fi, err := os.Stat(seed)
+	if err != nil || !fi.IsDir() {
+		return nil, os.ErrNotExist
+	}
+	ifi, err := os.Stat(index)
+	if err != nil {
+		return nil, err
+	}
+	fresh := strings.TrimSuffix(index, ".index") + ".fresh"
+	if _, err := os.Stat(fresh); err != nil && time.Since(ifi.ModTime()) > time.Second {
+		if _, err := w.repo.Run(ctx, w.seedCmd(seed, index, "update-index", "-q", "--refresh")); err == nil {
+			_ = os.WriteFile(fresh, nil, 0o644)
+		}
+	}
+	data, err := regfile.Read(index, gitfmt.MaxIndexFile)
+	if err == nil {
+		err = gitfmt.CheckIndex(data)
+	}
+	return data, err
+}
+
+// makeSeed checks commit out into a new seed (made beside, then renamed
+// into place) and returns its index.
+func (w *workspace) makeSeed(ctx context.Context, kind headcopy.CoW, seed, index, commit string) ([]byte, error) {
+	tmp := seed + ".new"
+	for _, p := range []string{tmp, seed, index, strings.TrimSuffix(index, ".index") + ".fresh"} {
+		_ = os.RemoveAll(p)
+	}
+	if err := headcopy.MakeTree(tmp, kind); err != nil {
+		return nil, err
+	}
+	c := w.seedCmd(tmp, index, "read-tree", "--reset", "-u", commit)
+	c.Parallel = true
+	if _, err := w.repo.Run(ctx, c); err != nil {
+		_ = os.RemoveAll(tmp)
+		_ = os.Remove(index)
+		return nil, err
+	}
+	if err := os.Rename(tmp, seed); err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, err
+	}
+	data, err := regfile.Read(index, gitfmt.MaxIndexFile)
+	if err == nil {
+		err = gitfmt.CheckIndex(data)
+	}
+	return data, err
+}
+
+// seedCmd is git on the seed at dir, through its own index.
+func (w *workspace) seedCmd(dir, index string, args ...string) gitcmd.Cmd {
+	return gitcmd.Cmd{GitDir: w.repo.Common, WorkTree: dir, Dir: dir, Env: []string{"GIT_INDEX_FILE=" + index}, Args: args}
+}
+
+// pruneSeeds removes, under the seeds' lock, all but the keepSeeds seeds
+// used last (keep among them), and what creates that died left behind.
+func (w *workspace) pruneSeeds(seeds, keep string) {
+	ents, err := os.ReadDir(seeds)
+	if err != nil {
+		return
+	}
+	type used struct {
+		tree string
+		at   time.Time
+	}
+	var trees []used
+	for _, e := range ents {
+		name := e.Name()
+		switch {
+		case strings.HasSuffix(name, ".index"):
+			if fi, err := e.Info(); err == nil && name != keep+".index" {
+				trees = append(trees, used{strings.TrimSuffix(name, ".index"), fi.ModTime()})
+			}
+		case strings.HasSuffix(name, ".new"):
+			// A head's snapshot on its way into place, or a seed's: the
+			// head's create holds its head lock while it is.
+			id := grove.HeadID(strings.TrimSuffix(name, ".new"))
+			if registry.ValidHeadID(id) && !lock.Held(w.meta.HeadLock(id)) {
+				_ = os.RemoveAll(filepath.Join(seeds, name))
+			}
+		}
+	}
+	slices.SortFunc(trees, func(a, b used) int { return b.at.Compare(a.at) })
+	for _, t := range trees[min(len(trees), keepSeeds-1):] {
+		for _, p := range []string{t.tree, t.tree + ".index", t.tree + ".fresh"} {
+			_ = os.RemoveAll(filepath.Join(seeds, p))
+		}
+	}
+}
+
+// snapshotInto replaces the head directory dir (holding the .git file
+// git worktree add wrote, and nothing else) with a snapshot of seed,
+// made at tmp (in the seeds' directory, on the same file system) and
+// renamed into place. On failure dir is as it was.
+func snapshotInto(seed, dir, tmp string) error {
+	dotGit := filepath.Join(dir, ".git")
+	gitFile, err := os.ReadFile(dotGit)
+	if err != nil {
+		return err
+	}
+	_ = os.RemoveAll(tmp)
+	if err := headcopy.SnapshotTree(seed, tmp); err != nil {
+		return err
+	}
+	undo := func(err error) error {
+		_ = os.RemoveAll(tmp)
+		_ = os.MkdirAll(dir, 0o755)
+		if _, serr := os.Lstat(dotGit); serr != nil {
+			_ = os.WriteFile(dotGit, gitFile, 0o644)
+		}
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, ".git"), gitFile, 0o644); err != nil {
+		return undo(err)
+	}
+	if err := os.Remove(dotGit); err != nil {
+		return undo(err)
+	}
+	if err := os.Remove(dir); err != nil {
+		return undo(err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return undo(err)
+	}
+	return nil
+}

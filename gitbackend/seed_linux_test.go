@@ -1,0 +1,142 @@
+package gitbackend_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/gitbackend"
+	"github.com/groveworks/grove/internal/githarness"
+	"github.com/groveworks/grove/internal/headcopy"
+	"github.com/groveworks/grove/internal/loopfs"
+	"github.com/groveworks/grove/workspace"
+)
+
+// imageFixture is a repository of 300 files, a link and an executable on
+// a loop-mounted image of fstype.
+func imageFixture(t *testing.T, fstype string) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	repo := filepath.Join(loopfs.Mount(t, fstype), "repo")
+	require.NoError(t, githarness.InitRepo(ctx, repo, baseFiles()))
+	f := &fixture{t: t, ctx: ctx, repo: repo}
+	for i := range 300 {
+		p := filepath.Join(repo, "tree", fmt.Sprintf("d%02d", i%20), fmt.Sprintf("f%04d.txt", i))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf("file %d\n", i)), 0o644))
+	}
+	require.NoError(t, os.Symlink("../README.md", filepath.Join(repo, "tree", "link")))
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "tree", "empty"), nil, 0o644))
+	f.git(repo, "add", "-A")
+	f.git(repo, "commit", "-qm", "more files")
+	f.ws = f.open()
+	t.Cleanup(func() { _ = f.ws.Close() }) // before the image is unmounted
+	return f
+}
+
+// On Btrfs a new head is a snapshot of the workspace's seed of its tree,
+// on XFS its files are the seed's clones: the same files, modes and
+// links as a checkout, a clean status and an index that needs no
+// refresh, at once. The seed is grove's own: what was written into it
+// since is found and checked out over.
+func TestHeadsFromSeeds(t *testing.T) {
+	for _, c := range []struct {
+		fstype string
+		kind   headcopy.CoW
+	}{{"btrfs", headcopy.Snapshot}, {"xfs", headcopy.Reflink}} {
+		t.Run(c.fstype, func(t *testing.T) {
+			f := imageFixture(t, c.fstype)
+			require.Equal(t, c.kind, headcopy.Probe(filepath.Dir(f.repo)))
+			want := readTree(t, f.repo)
+			a := f.head("a")
+			b := f.head("b")
+			require.EqualValues(t, 2, gitbackend.Seeded(f.b), "both heads came from the seed")
+			for _, h := range []*workspace.Head{a, b} {
+				dir := h.Info().Root
+				assert.Equal(t, want, readTree(t, dir), "the head holds the commit's files, modes and links")
+				assert.Empty(t, f.git(dir, "status", "--porcelain"))
+				assert.Empty(t, f.git(dir, "diff-files", "--name-only"), "the index has every file's stat data")
+				assert.Equal(t, f.git(f.repo, "ls-files", "-s"), f.git(dir, "ls-files", "-s"))
+			}
+			var st unix.Stat_t
+			require.NoError(t, unix.Stat(b.Info().Root, &st))
+			if c.kind == headcopy.Snapshot {
+				assert.EqualValues(t, 256, st.Ino, "the head is a subvolume of its own")
+			}
+
+			// The heads are independent: a change in one is not in the
+			// other, nor in the seed the next head comes from.
+			f.write(b, "README.md", "b's\n")
+			cp, err := b.Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+			assert.Equal(t, "b's\n", f.git(b.Info().Root, "show", string(cp.ID)+":README.md")+"\n")
+			assert.Equal(t, want["README.md"], readTree(t, a.Info().Root)["README.md"])
+
+			// Whoever writes the seed (from outside every head) is found
+			// out: the next head has the commit's content.
+			seed := filepath.Join(f.repo+".grove", ".grove-seeds")
+			ents, err := os.ReadDir(seed)
+			require.NoError(t, err)
+			var tree string
+			for _, e := range ents {
+				if e.IsDir() {
+					tree = e.Name()
+				}
+			}
+			require.NotEmpty(t, tree, "%v", ents)
+			require.NoError(t, os.WriteFile(filepath.Join(seed, tree, "src", "main.go"), []byte("package evil\n"), 0o644))
+			c3 := f.head("c")
+			assert.Equal(t, want, readTree(t, c3.Info().Root))
+			assert.Empty(t, f.git(c3.Info().Root, "status", "--porcelain"))
+
+			// A destroyed head goes, snapshot or not.
+			_, err = b.Destroy(f.ctx, &workspace.DestroyOptions{Discard: true})
+			require.NoError(t, err)
+			_, err = os.Lstat(b.Info().Root)
+			assert.ErrorIs(t, err, os.ErrNotExist)
+
+			// Heads of two more trees: the seeds of the last two are kept.
+			for i, name := range []string{"d", "e"} {
+				f.write(a, "more.txt", fmt.Sprint(i))
+				cp, err := a.Checkpoint(f.ctx, nil)
+				require.NoError(t, err)
+				h, err := f.ws.NewHead(name).From(grove.Rev(cp.ID)).Create(f.ctx)
+				require.NoError(t, err)
+				defer h.Close()
+				assert.Empty(t, f.git(h.Info().Root, "status", "--porcelain"))
+			}
+			ents, err = os.ReadDir(seed)
+			require.NoError(t, err)
+			var seeds []string
+			for _, e := range ents {
+				if e.IsDir() {
+					seeds = append(seeds, e.Name())
+				}
+			}
+			assert.Len(t, seeds, 2, "%v", seeds)
+			assert.NotContains(t, seeds, tree)
+		})
+	}
+}
+
+// On a file system that shares no blocks there are no seeds.
+func TestNoSeedsWithoutCopyOnWrite(t *testing.T) {
+	f := newBigFixture(t, 300)
+	if headcopy.Probe(filepath.Dir(f.repo)) != headcopy.NoCoW {
+		t.Fatalf("the temp dir %s shares blocks: this test needs a file system that does not", f.repo)
+	}
+	f.head("a")
+	f.head("b")
+	assert.Zero(t, gitbackend.Seeded(f.b))
+	_, err := os.Stat(filepath.Join(f.repo+".grove", ".grove-seeds"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
