@@ -155,20 +155,30 @@ func writeThroughLock(path string, data []byte) error {
 // while the lock is held (an error from build leaves path as it was),
 // and the new file stamped mtime unless it is zero.
 func replaceThroughLock(path string, mtime time.Time, build func() ([]byte, error)) error {
+	return replaceThroughLockFile(path, func(f *os.File) error {
+		data, err := build()
+		if err == nil {
+			_, err = f.Write(data)
+		}
+		if err == nil && !mtime.IsZero() {
+			err = os.Chtimes(f.Name(), mtime, mtime)
+		}
+		return err
+	})
+}
+
+// replaceThroughLockFile replaces the file at path with what fill writes
+// into its lock file (path.lock, which must not exist); an error from
+// fill leaves path as it was.
+func replaceThroughLockFile(path string, fill func(f *os.File) error) error {
 	lock := path + ".lock"
 	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		return err
 	}
-	data, err := build()
-	if err == nil {
-		_, err = f.Write(data)
-	}
+	err = fill(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil && !mtime.IsZero() {
-		err = os.Chtimes(lock, mtime, mtime)
 	}
 	if err == nil {
 		err = os.Rename(lock, path)

@@ -60,15 +60,18 @@ func (w *workspace) fromSeed(ctx context.Context, mf *registry.Manifest) (all bo
 	if err := os.MkdirAll(seeds, 0o755); err != nil {
 		return false, nil
 	}
+	if fi, err := os.Lstat(seeds); err != nil || !fi.IsDir() {
+		return false, nil // a link put there leads grove nowhere
+	}
 	l, err := lock.Acquire(ctx, filepath.Join(seeds, "lock"), "seeds")
 	if err != nil {
 		return false, ctxErr(ctx)
 	}
 	defer l.Unlock()
 	seed, index := filepath.Join(seeds, tree), filepath.Join(seeds, tree+".index")
-	data, err := w.seedIndex(ctx, seed, index)
+	data, err := w.seedIndex(ctx, seed, index, hashLen)
 	if err != nil {
-		if data, err = w.makeSeed(ctx, kind, seed, index, commit); err != nil {
+		if data, err = w.makeSeed(ctx, kind, seed, index, commit, hashLen); err != nil {
 			return false, ctxErr(ctx)
 		}
 		w.pruneSeeds(seeds, tree)
@@ -76,23 +79,23 @@ func (w *workspace) fromSeed(ctx context.Context, mf *registry.Manifest) (all bo
 	now := time.Now()
 	_ = os.Chtimes(index, now, now) // used last: kept longest
 	w.b.seams.seeded.Add(1)
-	// The untracked cache names the seed's directory: git would say it
-	// is not the head's, and grove's next command makes the head's own.
-	var list headcopy.List
-	extOff, ok := gitfmt.WalkIndex(data, hashLen, list.Add)
-	if !ok {
-		return false, nil
-	}
-	if data, ok = gitfmt.DropExtension(data, extOff, hashLen, "UNTR"); !ok {
-		return false, nil
-	}
+	headIndex := filepath.Join(mf.Admin, "index")
 	switch kind {
 	case headcopy.Snapshot:
 		if err := snapshotInto(seed, mf.Dir, filepath.Join(seeds, string(mf.ID)+".new")); err != nil {
 			return false, ctxErr(ctx)
 		}
-		all = true
+		// The snapshot's files have the seed's stat data: the head's
+		// index is the seed's, sharing its blocks too.
+		if err := cloneThroughLock(headIndex, index, data); err != nil {
+			return false, ctxErr(ctx)
+		}
+		return true, ctxErr(ctx)
 	default:
+		var list headcopy.List
+		if _, ok := gitfmt.WalkIndex(data, hashLen, list.Add); !ok {
+			return false, nil
+		}
 		files, _ := list.Entries() // git wrote the seed's index: it is sorted
 		if _, err := headcopy.CloneFiles(ctx, seed, mf.Dir, files, hashLen); err != nil {
 			return false, ctxErr(ctx)
@@ -101,12 +104,11 @@ func (w *workspace) fromSeed(ctx context.Context, mf *registry.Manifest) (all bo
 		if !ok {
 			return false, clearDir(ctx, mf.Dir)
 		}
-		all = matched == entries
+		if err := writeThroughLock(headIndex, data); err != nil {
+			return false, ctxErr(ctx)
+		}
+		return matched == entries, ctxErr(ctx)
 	}
-	if err := writeThroughLock(filepath.Join(mf.Admin, "index"), data); err != nil {
-		return false, ctxErr(ctx)
-	}
-	return all, ctxErr(ctx)
 }
 
 // commitTree is the tree of commit and the length of the repository's
@@ -131,31 +133,25 @@ func (w *workspace) commitTree(ctx context.Context, commit string) (tree string,
 // used after the second it was written in, its entries are refreshed:
 // git left those of files written in that second without their size
 // (racily clean), and every head would hash them again.
-func (w *workspace) seedIndex(ctx context.Context, seed, index string) ([]byte, error) {
+func (w *workspace) seedIndex(ctx context.Context, seed, index string, hashLen int) ([]byte, error) {
 	fi, err := os.Stat(seed)
 	if err != nil || !fi.IsDir() {
 		return nil, os.ErrNotExist
 	}
-	ifi, err := os.Stat(index)
-	if err != nil {
-		return nil, err
-	}
+	// The seed's top directory was last changed by its checkout (its
+	// index's time is its last use).
 	fresh := strings.TrimSuffix(index, ".index") + ".fresh"
-	if _, err := os.Stat(fresh); err != nil && time.Since(ifi.ModTime()) > time.Second {
+	if _, err := os.Stat(fresh); err != nil && time.Since(fi.ModTime()) > time.Second {
 		if _, err := w.repo.Run(ctx, w.seedCmd(seed, index, "update-index", "-q", "--refresh")); err == nil {
 			_ = os.WriteFile(fresh, nil, 0o644)
 		}
 	}
-	data, err := regfile.Read(index, gitfmt.MaxIndexFile)
-	if err == nil {
-		err = gitfmt.CheckIndex(data)
-	}
-	return data, err
+	return seedIndexFile(index, hashLen)
 }
 
 // makeSeed checks commit out into a new seed (made beside, then renamed
 // into place) and returns its index.
-func (w *workspace) makeSeed(ctx context.Context, kind headcopy.CoW, seed, index, commit string) ([]byte, error) {
+func (w *workspace) makeSeed(ctx context.Context, kind headcopy.CoW, seed, index, commit string, hashLen int) ([]byte, error) {
 	tmp := seed + ".new"
 	for _, p := range []string{tmp, seed, index, strings.TrimSuffix(index, ".index") + ".fresh"} {
 		_ = os.RemoveAll(p)
@@ -174,11 +170,52 @@ func (w *workspace) makeSeed(ctx context.Context, kind headcopy.CoW, seed, index
 		_ = os.RemoveAll(tmp)
 		return nil, err
 	}
+	return seedIndexFile(index, hashLen)
+}
+
+// seedIndexFile reads a seed's index, which is kept without an untracked
+// cache (which would name the seed's directory: git in a head would say
+// it is not the head's, and grove's next command makes the head's own),
+// so that a head's index can be the seed's file as it is.
+func seedIndexFile(index string, hashLen int) ([]byte, error) {
 	data, err := regfile.Read(index, gitfmt.MaxIndexFile)
 	if err == nil {
 		err = gitfmt.CheckIndex(data)
 	}
-	return data, err
+	if err != nil {
+		return nil, err
+	}
+	extOff, ok := gitfmt.WalkIndex(data, hashLen, func(*gitfmt.RawEntry) {})
+	if !ok {
+		return nil, os.ErrInvalid
+	}
+	if out, ok := gitfmt.DropExtension(data, extOff, hashLen, "UNTR"); !ok {
+		return nil, os.ErrInvalid
+	} else if len(out) != len(data) {
+		if err := writeThroughLock(index, out); err != nil {
+			return nil, err
+		}
+		data = out
+	}
+	return data, nil
+}
+
+// cloneThroughLock replaces path with a clone of the file from (which
+// holds data), through path's lock file as writeThroughLock does;
+// where the file system cannot clone, data is written.
+func cloneThroughLock(path, from string, data []byte) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return replaceThroughLockFile(path, func(out *os.File) error {
+		if headcopy.CloneFile(out, in) {
+			return nil
+		}
+		_, err := out.Write(data)
+		return err
+	})
 }
 
 // seedCmd is git on the seed at dir, through its own index.

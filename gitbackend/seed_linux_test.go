@@ -124,6 +124,22 @@ func TestHeadsFromSeeds(t *testing.T) {
 			}
 			assert.Len(t, seeds, 2, "%v", seeds)
 			assert.NotContains(t, seeds, tree)
+
+			// The seeds' directory made a link (by a hand outside every
+			// head) leads grove nowhere: the head is checked out, and
+			// nothing where the link leads is touched.
+			decoy := t.TempDir()
+			require.NoError(t, os.Mkdir(filepath.Join(decoy, "old"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(decoy, "old.index"), []byte("mine"), 0o644))
+			require.NoError(t, os.RemoveAll(seed))
+			require.NoError(t, os.Symlink(decoy, seed))
+			seeded := gitbackend.Seeded(f.b)
+			g := f.head("g")
+			assert.Empty(t, f.git(g.Info().Root, "status", "--porcelain"))
+			assert.Equal(t, seeded, gitbackend.Seeded(f.b))
+			ents, err = os.ReadDir(decoy)
+			require.NoError(t, err)
+			assert.Len(t, ents, 2, "%v", ents)
 		})
 	}
 }

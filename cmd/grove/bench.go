@@ -18,9 +18,9 @@ import (
 
 func (a *app) benchCmd() *cobra.Command {
 	var (
-		files, only, cpuProfile string
-		runs, lfsMB             int
-		minTime                 time.Duration
+		files, only, cpuProfile, dir string
+		runs, lfsMB                  int
+		minTime                      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -32,6 +32,9 @@ same work, grove and git alternating within each run (one untimed run of
 each comes first, as a warm-up):
 
   create          grove new                 git worktree add
+  create-20th     grove new of the 20th head of a commit, beside 19    git worktree add
+                  (and the disk each adds: where the file system shares blocks
+                  a new head is a snapshot or the reflinks of the workspace's seed)
   partial-create  grove new                 git worktree add, both in a blob-less clone (--filter=blob:none)
   sparse-create   grove new --sparse        git worktree add --no-checkout, sparse-checkout set, reset --hard
   sparse-checkpoint-1, sparse-status        checkpoint-1 and status of a sparse head, beside git's sparse worktree
@@ -57,11 +60,15 @@ and the runs timed: an operation whose sides have not spent --min-time each
 after --runs runs runs again (up to ten times as often, and while its runs
 have taken less than ten times --min-time), so that a median of a few
 milliseconds is not one of a handful of samples. Nothing of the user's is
-touched: the repositories live in a temporary directory, removed
-afterwards. 100,000 files take minutes.`,
+touched: the repositories live in a temporary directory (under --dir, to
+measure another file system: a Btrfs or XFS image mounted there, say),
+removed afterwards; each size's first line names the file system and what
+it offers new heads (snapshot, reflink, or none: heads are checked out).
+100,000 files take minutes.`,
 		Example: `  grove bench
   grove bench --files 1000,10000,100000 --runs 5 --json
-  grove bench --files 10000 --op restore --cpuprofile restore.pprof`,
+  grove bench --files 10000 --op restore --cpuprofile restore.pprof
+  grove bench --files 100000 --op create --dir /mnt/btrfs`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sizes, err := parseSizes(files)
@@ -88,7 +95,7 @@ afterwards. 100,000 files take minutes.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			return fail(cmd, "", a.bench(sizes, runs, minTime, only, int64(lfsMB)<<20))
+			return fail(cmd, "", a.bench(sizes, runs, minTime, only, dir, int64(lfsMB)<<20))
 		},
 	}
 	cmd.Flags().StringVar(&files, "files", "1000,10000", "comma-separated repository sizes in files")
@@ -97,6 +104,7 @@ afterwards. 100,000 files take minutes.`,
 	cmd.Flags().IntVar(&lfsMB, "lfs-mb", bench.DefaultLFSBytes>>20, "MiB of Git LFS content in the lfs rows' repository")
 	cmd.Flags().StringVar(&only, "op", "", "run only the operations whose name starts with this")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	cmd.Flags().StringVar(&dir, "dir", "", "make the repositories in a temporary directory under this one (default: the system's)")
 	return cmd
 }
 
@@ -120,7 +128,7 @@ type benchRow struct {
 	Ratio   float64 `json:"ratio,omitempty"`
 }
 
-func (a *app) bench(sizes []int, runs int, minTime time.Duration, only string, lfsBytes int64) error {
+func (a *app) bench(sizes []int, runs int, minTime time.Duration, only, under string, lfsBytes int64) error {
 	host, _ := os.Hostname()
 	if !a.json {
 		fmt.Fprintf(a.stdout, "grove bench: %s, %d CPUs, %s/%s, runs=%d (up to %d under --min-time %s), medians\n",
@@ -129,7 +137,7 @@ func (a *app) bench(sizes []int, runs int, minTime time.Duration, only string, l
 	}
 	var rows []benchRow
 	for _, n := range sizes {
-		dir, err := os.MkdirTemp("", "grove-bench-")
+		dir, err := os.MkdirTemp(under, "grove-bench-")
 		if err != nil {
 			return err
 		}
@@ -141,7 +149,8 @@ func (a *app) bench(sizes []int, runs int, minTime time.Duration, only string, l
 		}
 		e.LFSBytes = lfsBytes
 		if !a.json {
-			fmt.Fprintf(a.stdout, "%-8d (generated in %s)\n", n, time.Since(start).Round(time.Millisecond))
+			fs, cow := e.FileSystem()
+			fmt.Fprintf(a.stdout, "%-8d (generated in %s; on %s, copy-on-write: %s)\n", n, time.Since(start).Round(time.Millisecond), fs, cow)
 		}
 		for _, op := range bench.Ops() {
 			if !strings.HasPrefix(op.Name, only) {
@@ -185,6 +194,15 @@ func printBenchRow(w io.Writer, r benchRow) {
 		mem = fmt.Sprintf("%d MiB", r.PeakRSS>>20)
 	}
 	fmt.Fprintf(w, "%-8d %-15s %11s %11s %9s %9s %5d\n", r.Files, r.Op, fmt.Sprintf("%.1f ms", r.GroveMS), git, ratio, mem, r.Runs)
+	if r.FirstDisk > 0 || r.GroveDisk != 0 {
+		share := ""
+		if r.FirstDisk > 0 {
+			share = fmt.Sprintf(", %.1f%% of the first head's %s", 100*float64(r.GroveDisk)/float64(r.FirstDisk), mib(r.FirstDisk))
+		}
+		fmt.Fprintf(w, "%-8s %-15s disk per head: grove %s%s; git %s\n", "", "", mib(r.GroveDisk), share, mib(r.GitDisk))
+	}
 }
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
+	"github.com/groveworks/grove/internal/headcopy"
 	"github.com/groveworks/grove/internal/usergit"
 	"github.com/groveworks/grove/workspace"
 )
@@ -103,6 +104,8 @@ type Env struct {
 	subEnv     *subEnv              // the submodule rows' repository, once made
 	created    int
 	touched    map[string][]string // the files the last touch of each directory rewrote
+	others     []*workspace.Head   // create-20th's heads beside the bench head, once made
+	firstDisk  int64               // the disk the bench head, the workspace's first, took
 
 	// LFSBytes is how much LFS content the lfs rows' repository holds
 	// (DefaultLFSBytes when not positive).
@@ -120,9 +123,11 @@ func NewEnv(ctx context.Context, dir string, n int) (*Env, error) {
 		return nil, err
 	}
 	e.WS = ws
+	before := used(e.Repo)
 	if e.Head, err = ws.NewHead("bench").From("main").Create(ctx); err != nil {
 		return nil, err
 	}
+	e.firstDisk = used(e.Repo) - before
 	e.GitDir = filepath.Join(dir, "plain")
 	if _, err := usergit.Git(ctx, e.Repo, "worktree", "add", "-q", "-b", "plain", e.GitDir, "main"); err != nil {
 		return nil, err
@@ -148,6 +153,9 @@ func (e *Env) Close() {
 	}
 	if e.subEnv != nil {
 		e.subEnv.close()
+	}
+	for _, h := range e.others {
+		_ = h.Close()
 	}
 	_ = e.Head.Close()
 	_ = e.WS.Close()
@@ -252,6 +260,9 @@ type Op struct {
 	Prepare func(e *Env) error
 	Grove   func(e *Env) (undo func() error, err error)
 	Git     func(e *Env) (undo func() error, err error)
+	// Disk has Measure also record the disk each side's runs add to the
+	// repository's file system (Result.GroveDisk, GitDisk).
+	Disk bool
 }
 
 // timed adapts an operation with nothing to undo.
@@ -310,6 +321,11 @@ func Ops() []Op {
 			}),
 		},
 		{Name: "create", Grove: s.create, Git: s.worktreeAdd("c", func() string { return "main" })},
+		// The 20th head of the commit beside 19 others grove made (on a
+		// file system that shares blocks, the seed's 20th copy), with the
+		// disk each head adds, beside git worktree add (whose work does
+		// not depend on how many worktrees there are).
+		{Name: "create-20th", Prepare: s.nineteen, Grove: s.create, Git: s.worktreeAdd("c", func() string { return "main" }), Disk: true},
 		// A head in a blob-less clone of the repository, beside git
 		// worktree add in the same clone.
 		{Name: "partial-create", Prepare: func(e *Env) error { return e.partialClone() }, Grove: s.createPartial, Git: s.partialWorktreeAdd},
@@ -409,6 +425,18 @@ type ops struct {
 	destroyHead *workspace.Head
 	destroyDir  string
 	forkBase    string // the commit the last fork started from
+}
+
+// nineteen makes, once, 18 heads of main beside the bench head: 19.
+func (s *ops) nineteen(e *Env) error {
+	for len(e.others) < 18 {
+		h, err := e.WS.NewHead(fmt.Sprintf("other-%02d", len(e.others)+1)).From("main").Create(e.Ctx)
+		if err != nil {
+			return err
+		}
+		e.others = append(e.others, h)
+	}
+	return nil
 }
 
 func (s *ops) create(e *Env) (func() error, error) {
@@ -606,6 +634,12 @@ type Result struct {
 	// PeakRSS is the measuring process's peak resident set size after
 	// the operation's runs, in bytes (0 where the system does not say).
 	PeakRSS int64 `json:"peak_rss_bytes"`
+	// GroveDisk and GitDisk are the medians of what one run of each side
+	// added to the file system's blocks in use, for an Op with Disk;
+	// FirstDisk is what the workspace's first head of it took.
+	GroveDisk int64 `json:"grove_disk_bytes,omitempty"`
+	GitDisk   int64 `json:"git_disk_bytes,omitempty"`
+	FirstDisk int64 `json:"first_head_disk_bytes,omitempty"`
 }
 
 // Ratio is Grove/Git, or 0 without a git counterpart.
@@ -631,16 +665,28 @@ func (r Result) Ratio() float64 {
 func Measure(e *Env, op Op, runs int, minTime time.Duration) (Result, error) {
 	res := Result{Op: op.Name, Files: e.N}
 	var gs, ps []time.Duration
+	var gd, pd []time.Duration // disk added, in bytes (sorted as durations are)
 	side := func(f func(*Env) (func() error, error), into *[]time.Duration, name string) error {
 		// What the previous step wrote is flushed first, so that no side
 		// pays for the other's writeback.
 		flush()
+		var before int64
+		if op.Disk {
+			before = used(e.Repo)
+		}
 		start := time.Now()
 		undo, err := f(e)
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", op.Name, name, err)
 		}
 		*into = append(*into, time.Since(start))
+		if op.Disk {
+			disk := &gd
+			if into == &ps {
+				disk = &pd
+			}
+			*disk = append(*disk, time.Duration(used(e.Repo)-before))
+		}
 		if undo != nil {
 			if err := undo(); err != nil {
 				return fmt.Errorf("%s: %s: undo: %w", op.Name, name, err)
@@ -691,6 +737,9 @@ func Measure(e *Env, op Op, runs int, minTime time.Duration) (Result, error) {
 	}
 	res.Runs = len(gs) - 1
 	res.Grove, res.Git, res.PeakRSS = median(warm(gs)), median(warm(ps)), peakRSS()
+	if op.Disk {
+		res.GroveDisk, res.GitDisk, res.FirstDisk = int64(median(warm(gd))), int64(median(warm(pd))), e.firstDisk
+	}
 	return res, nil
 }
 
@@ -713,4 +762,12 @@ func median(ds []time.Duration) time.Duration {
 	ds = slices.Clone(ds)
 	slices.Sort(ds)
 	return ds[len(ds)/2]
+}
+
+// FileSystem names the file system the bench head is on and what it
+// offers new heads (headcopy.Probe): "snapshot", "reflink" or "none",
+// where heads are checked out.
+func (e *Env) FileSystem() (name, cow string) {
+	dir := filepath.Dir(e.Head.Info().Root)
+	return fsName(dir), headcopy.Probe(dir).String()
 }

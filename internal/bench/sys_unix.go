@@ -21,3 +21,14 @@ func peakRSS() int64 {
 
 // flush writes every file system's dirty data to disk (sync(2)).
 func flush() { syscall.Sync() }
+
+// used is how many bytes of the file system dir is on are in use, once
+// what was written is on disk.
+func used(dir string) int64 {
+	flush()
+	var fs syscall.Statfs_t
+	if syscall.Statfs(dir, &fs) != nil {
+		return 0
+	}
+	return int64(fs.Blocks-fs.Bfree) * int64(fs.Bsize)
+}

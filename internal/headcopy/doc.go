@@ -27,4 +27,11 @@
 //
 // Files copies on Linux (openat, FICLONE where the file system shares
 // blocks); elsewhere Works is false and every new head is checked out.
+//
+// A tree no agent holds — a seed grove checked out itself — is copied
+// without its content being read: Probe says what the file system
+// offers (CoW), SnapshotTree clones a tree MakeTree made in one step (a
+// Btrfs subvolume snapshot, APFS clonefile), CloneFiles clones its files
+// one by one (FICLONE). The caller checks the copy's stat data against
+// the seed's index, as it checks any copy.
 package headcopy
