@@ -60,6 +60,12 @@ type Options struct {
 	// head is checked as locate.CheckLocator says, and such a repository's main
 	// checkout is known only when it is opened from there.
 	Anchors string
+	// CacheDir, when set, is a directory of the user's, outside every
+	// repository (the grove command's is under $GROVE_HOME), where the
+	// backends of every process share what git tells once per binary or
+	// configuration content: its version, the parse of a configuration
+	// file. A short-lived process then starts no git for either.
+	CacheDir string
 	// Promisor, when set, returns the remote from which the missing
 	// objects of a partial clone (a repository cloned with --filter) are
 	// fetched, given the repository's common git dir; nil means none, and
@@ -104,6 +110,17 @@ type Backend struct {
 	closed bool
 
 	seams seams // what tests set, through export_test.go
+
+	// located is the repository ProjectFile last found, for the
+	// OpenWorkspace of the same locator that follows at once (the grove
+	// command reads .grove.toml for the options it opens with): git is
+	// not asked twice.
+	located struct {
+		sync.Mutex
+		locator string
+		repo    *gitrepo.Repo
+		at      time.Time
+	}
 
 	// Background work, owned: Close cancels each and waits for it.
 	trash       lifecycle.Deleter // deletion of destroyed heads' directories
@@ -174,7 +191,7 @@ func (b *Backend) enter(ctx context.Context, op string) (*gitcmd.Runner, error) 
 	if r != nil {
 		return r, nil
 	}
-	r, err := gitcmd.New(ctx, gitcmd.Options{Git: b.opts.Git, CheckoutWorkers: b.opts.CheckoutWorkers, LockWait: b.lockWait(), OnStart: b.seams.onStart})
+	r, err := gitcmd.New(ctx, gitcmd.Options{Git: b.opts.Git, CheckoutWorkers: b.opts.CheckoutWorkers, LockWait: b.lockWait(), OnStart: b.seams.onStart, CacheDir: b.opts.CacheDir})
 	if err != nil {
 		return nil, err
 	}
@@ -201,9 +218,11 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	if err != nil {
 		return nil, err
 	}
-	repo, err := b.locate(ctx, op, r, locator)
-	if err != nil {
-		return nil, err
+	repo := b.takeLocated(locator)
+	if repo == nil {
+		if repo, err = b.locate(ctx, op, r, locator); err != nil {
+			return nil, err
+		}
 	}
 	common := repo.Common
 	headsDir := ""
@@ -262,6 +281,30 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	}
 	w.catchUp()
 	return w, nil
+}
+
+// locatedFor bounds how long ProjectFile's repository waits for its
+// OpenWorkspace: a command's two calls, not a program's later one.
+const locatedFor = time.Second
+
+// keepLocated hands repo, found for locator, to the next OpenWorkspace of
+// it within locatedFor.
+func (b *Backend) keepLocated(locator string, repo *gitrepo.Repo) {
+	b.located.Lock()
+	defer b.located.Unlock()
+	b.located.locator, b.located.repo, b.located.at = locator, repo, time.Now()
+}
+
+// takeLocated is the repository keepLocated kept for locator, once.
+func (b *Backend) takeLocated(locator string) *gitrepo.Repo {
+	b.located.Lock()
+	defer b.located.Unlock()
+	repo := b.located.repo
+	if repo == nil || b.located.locator != locator || time.Since(b.located.at) > locatedFor {
+		return nil
+	}
+	b.located.repo = nil
+	return repo
 }
 
 // locate finds the repository holding locator (any path inside a main or

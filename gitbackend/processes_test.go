@@ -132,3 +132,32 @@ func TestProcessCounts(t *testing.T) {
 	require.Equal(t, first, st.Commit)
 	require.Equal(t, []grove.Change{{Path: "untracked.txt", Kind: grove.ChangeUntracked}}, st.Changes)
 }
+
+// The grove command reads .grove.toml (ProjectFile) and then opens the
+// workspace with what it says: the repository is found once for both.
+func TestProjectFileThenOpenFindTheRepositoryOnce(t *testing.T) {
+	f := newFixture(t)
+	gb := gitbackend.New(gitbackend.Options{})
+	var log processLog
+	gitbackend.SetProcessHook(gb, log.start)
+	revParses := func() int {
+		n := 0
+		for _, c := range log.take() {
+			if strings.HasPrefix(c, "rev-parse ") {
+				n++
+			}
+		}
+		return n
+	}
+	_, err := gb.ProjectFile(f.ctx, f.repo, ".grove.toml")
+	require.Equal(t, grove.NotFound, grove.CodeOf(err))
+	ws, err := workspace.Open(f.ctx, gb, f.repo, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	require.Equal(t, 1, revParses())
+	// Once: the next open asks again.
+	ws2, err := workspace.Open(f.ctx, gb, f.repo, nil)
+	require.NoError(t, err)
+	defer ws2.Close()
+	require.Equal(t, 1, revParses())
+}

@@ -42,6 +42,7 @@ func (b *Backend) ProjectFile(ctx context.Context, locator, path string) ([]byte
 	if err != nil {
 		return nil, err
 	}
+	b.keepLocated(locator, rp)
 	if rp.Main == "" {
 		return nil, &grove.Error{Code: grove.NotFound, Op: op, Path: path, Err: errors.New("the repository has no main working tree")}
 	}

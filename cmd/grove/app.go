@@ -329,11 +329,11 @@ func (a *app) backend() *gitbackend.Backend {
 		// checkout are recorded, out of every agent's reach: a grove
 		// command run in a head opens the head's repository, never what
 		// its .git file names now.
-		anchors := ""
+		anchors, cache := "", ""
 		if home, err := groveHome(); err == nil {
-			anchors = filepath.Join(home, "anchors")
+			anchors, cache = filepath.Join(home, "anchors"), filepath.Join(home, "cache")
 		}
-		a.gb = gitbackend.New(gitbackend.Options{PushAttempts: 2, Anchors: anchors, Promisor: a.promisorRemote,
+		a.gb = gitbackend.New(gitbackend.Options{PushAttempts: 2, Anchors: anchors, CacheDir: cache, Promisor: a.promisorRemote,
 			Progress: func(_, step string) {
 				if p := a.shown.Load(); p != nil {
 					p.step.Store(&step)

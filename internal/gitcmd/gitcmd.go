@@ -154,6 +154,12 @@ type Options struct {
 	// neutralizer. Tests use it to pin how many processes an operation
 	// costs. It must be safe for concurrent use.
 	OnStart func(args []string)
+	// CacheDir, when set, is a directory of the user's, outside every
+	// repository, where runners of every process share what they learn
+	// once per git binary or configuration content (its version, a
+	// configuration file's parse), so that a short-lived process asks
+	// git for neither again.
+	CacheDir string
 }
 
 // Runner runs git commands. It is safe for concurrent use.
@@ -166,6 +172,7 @@ type Runner struct {
 	wait     time.Duration
 	lockWait time.Duration
 	onStart  func(args []string)
+	cache    diskCache
 }
 
 var versions sync.Map // git binary path → Version
@@ -183,7 +190,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if err != nil {
 		return nil, &grove.Error{Code: grove.BackendUnavailable, Op: op, Err: fmt.Errorf("git not found: %w", err)}
 	}
-	r := &Runner{git: path, identity: opts.Identity, wait: opts.WaitDelay, lockWait: opts.LockWait, onStart: opts.OnStart}
+	r := &Runner{git: path, identity: opts.Identity, wait: opts.WaitDelay, lockWait: opts.LockWait, onStart: opts.OnStart, cache: diskCache{opts.CacheDir}}
 	if opts.CheckoutWorkers != 1 {
 		r.parallel = []string{"-c", "checkout.workers=" + strconv.Itoa(opts.CheckoutWorkers), "-c", "checkout.thresholdForParallelism=2000"}
 	}
@@ -260,12 +267,22 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if v, ok := versions.Load(path); ok {
 		r.version = v.(Version)
 	} else {
-		out, err := r.run(ctx, Cmd{Args: []string{"version"}}, false)
-		if err != nil {
-			return nil, err
+		bin, known := binaryKey(path)
+		out, cached := r.cache.get("version", bin)
+		if cached {
+			r.version, err = ParseVersion(string(out))
+			cached = err == nil && known
 		}
-		if r.version, err = ParseVersion(string(out)); err != nil {
-			return nil, &grove.Error{Code: grove.BackendUnavailable, Op: op, Err: err}
+		if !cached {
+			if out, err = r.run(ctx, Cmd{Args: []string{"version"}}, false); err != nil {
+				return nil, err
+			}
+			if r.version, err = ParseVersion(string(out)); err != nil {
+				return nil, &grove.Error{Code: grove.BackendUnavailable, Op: op, Err: err}
+			}
+			if known {
+				r.cache.put(out, "version", bin)
+			}
 		}
 		versions.Store(path, r.version)
 	}

@@ -261,6 +261,10 @@ func (r *Runner) parseFile(ctx context.Context, sig fileSig) ([]string, error) {
 // block on it) and returns its entries, "key\nvalue" each, keys as git
 // normalizes them.
 func (r *Runner) parseConfig(ctx context.Context, path string, data []byte) ([]string, error) {
+	// The same content parsed by the same git gives the same entries.
+	if out, ok := r.cache.get("config", r.git, r.version.String(), string(data)); ok {
+		return splitEntries(string(out)), nil
+	}
 	args := []string{"config", "-z", "--no-includes", "--list", "--file", "-"}
 	if r.onStart != nil {
 		r.onStart(slices.Clone(args))
@@ -279,13 +283,19 @@ func (r *Runner) parseConfig(ctx context.Context, path string, data []byte) ([]s
 		}
 		return nil, fmt.Errorf("%w: git cannot parse %s: %s", ErrConfigRefused, path, strings.TrimSpace(stderr.String()))
 	}
+	r.cache.put(out.Bytes(), "config", r.git, r.version.String(), string(data))
+	return splitEntries(out.String()), nil
+}
+
+// splitEntries splits git config -z --list's output into its entries.
+func splitEntries(out string) []string {
 	var entries []string
-	for _, e := range strings.Split(out.String(), "\x00") {
+	for _, e := range strings.Split(out, "\x00") {
 		if e != "" {
 			entries = append(entries, e)
 		}
 	}
-	return entries, nil
+	return entries
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {

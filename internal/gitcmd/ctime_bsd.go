@@ -1,0 +1,7 @@
+//go:build darwin || freebsd || netbsd || openbsd || dragonfly
+
+package gitcmd
+
+import "syscall"
+
+func changeTime(st *syscall.Stat_t) int64 { return st.Ctimespec.Nano() }
