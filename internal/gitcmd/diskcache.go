@@ -37,9 +37,13 @@ func (c diskCache) get(kind string, key ...string) ([]byte, bool) {
 }
 
 // put records data, whole or not at all (a temporary file renamed into
-// place), ignoring failure: the cache only saves work.
+// place), ignoring failure: the cache only saves work. The cache's
+// directory is made, its parent never.
 func (c diskCache) put(data []byte, kind string, key ...string) {
-	if c.dir == "" || os.MkdirAll(c.dir, 0o700) != nil {
+	if c.dir == "" {
+		return
+	}
+	if err := os.Mkdir(c.dir, 0o700); err != nil && !os.IsExist(err) {
 		return
 	}
 	f, err := os.CreateTemp(c.dir, ".tmp-*")
