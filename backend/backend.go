@@ -218,6 +218,12 @@ type OpenOptions struct {
 	// layer fills the host's); with a sandbox, a backend whose heads are
 	// not Sealers answers a hook with Unimplemented.
 	Sandbox *grove.Sandbox
+	// HeadEnv, when set, gives the variables of a head's services (its
+	// ports, its names: see workspace.Services), which Setup and Teardown
+	// get after the head's own GROVE_HEAD and friends; its error fails
+	// the hook's operation as the hook's own would. A backend that runs
+	// no hooks ignores it.
+	HeadEnv func(ctx context.Context, head grove.HeadInfo) ([]string, error)
 }
 
 // ReopenOptions configure Reopen and OpenHead.
@@ -250,6 +256,9 @@ type ReopenOptions struct {
 	// Sandbox is the sandbox of the workspace Reopen opens, as
 	// OpenOptions' is for OpenWorkspace; OpenHead uses its workspace's.
 	Sandbox *grove.Sandbox
+	// HeadEnv is the head variables of the workspace Reopen opens, as
+	// OpenOptions' are for OpenWorkspace; OpenHead uses its workspace's.
+	HeadEnv func(ctx context.Context, head grove.HeadInfo) ([]string, error)
 }
 
 // HeadSpec says what head CreateHead makes.

@@ -46,6 +46,10 @@ type Options struct {
 	// then no fork a session's agent asks for (ForkOptions.ByAgent) runs a
 	// Setup hook: it is PermissionDenied.
 	Sandbox *grove.Sandbox
+	// Services gives every head of the engine's workspaces its ports, its
+	// names and their variables (workspace.OpenOptions.Services); a
+	// session's extensions get them (Env.Vars). Nil gives none.
+	Services *workspace.Services
 }
 
 // Engine binds sessions to heads durably and resumes them after a
@@ -59,6 +63,7 @@ type Engine struct {
 	placement Placement
 	snapshot  SnapshotPolicy
 	sandbox   *grove.Sandbox // nil: the host
+	services  *workspace.Services
 
 	mu       sync.Mutex
 	closed   bool
@@ -78,7 +83,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Path == "" {
 		return nil, errorf(grove.InvalidArgument, "open", "no database path")
 	}
-	e := &Engine{leaseDir: opts.LeaseDir, byID: map[grove.ID]workspace.Backend{}, sessions: map[*Session]struct{}{}}
+	e := &Engine{leaseDir: opts.LeaseDir, byID: map[grove.ID]workspace.Backend{}, sessions: map[*Session]struct{}{}, services: opts.Services}
 	if opts.Sandbox != nil {
 		if err := sandbox.Check(opts.Sandbox); err != nil {
 			return nil, err
@@ -804,7 +809,7 @@ func (r *resumption) reopenHead() error {
 	if o.Sandbox != nil {
 		sb = o.Sandbox
 	}
-	ro := &workspace.ReopenOptions{Setup: o.Setup, Teardown: o.Teardown, Remote: remote, Sandbox: sb}
+	ro := &workspace.ReopenOptions{Setup: o.Setup, Teardown: o.Teardown, Remote: remote, Sandbox: sb, Services: e.services}
 	h, err := r.open(bind, ro, remote)
 	var be *grove.Error
 	if o.Recreate && errors.As(err, &be) && be.Code == grove.NotFound && be.Reason == grove.ReasonMissing {
@@ -977,6 +982,7 @@ func (r *resumption) goLive() (*Session, error) {
 // pushed when it lives elsewhere (workspace.Workspace.Relocate).
 func (e *Engine) relocate(ctx context.Context, bind grove.Binding, ro *workspace.ReopenOptions, remote *grove.Remote) (*workspace.Head, grove.RelocateResult, error) {
 	b, root, wo := e.placement.where()
+	wo.Services = e.services
 	if b.ID() != bind.Backend {
 		return nil, grove.RelocateResult{}, &grove.Error{Code: grove.IdentityMismatch, Op: "engine: relocate", Head: string(bind.Head), Reason: grove.ReasonBackend,
 			Err: fmt.Errorf("the session's head is of backend %q; the engine's placement is %q", bind.Backend, b.ID())}

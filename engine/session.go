@@ -186,7 +186,7 @@ func (s *Session) bindHead(ctx context.Context, spec sessionSpec) error {
 	case p.PerSession != nil:
 		ps := p.PerSession
 		s.setup, s.teardown, s.remote = ps.Setup, ps.Teardown, ps.Remote
-		if s.ws, err = workspace.Open(ctx, ps.Backend, ps.Root, &workspace.OpenOptions{HeadsDir: ps.HeadsDir, Setup: ps.Setup, Teardown: ps.Teardown, Remote: ps.Remote, Sandbox: s.e.sandbox}); err != nil {
+		if s.ws, err = workspace.Open(ctx, ps.Backend, ps.Root, &workspace.OpenOptions{HeadsDir: ps.HeadsDir, Setup: ps.Setup, Teardown: ps.Teardown, Remote: ps.Remote, Sandbox: s.e.sandbox, Services: s.e.services}); err != nil {
 			return err
 		}
 		b := s.ws.NewHead("session-" + s.id).Isolated()
@@ -203,7 +203,7 @@ func (s *Session) bindHead(ctx context.Context, spec sessionSpec) error {
 			eh, shared = p.Shared, true
 		}
 		s.setup, s.teardown, s.remote = eh.Setup, eh.Teardown, eh.Remote
-		if s.ws, err = workspace.Open(ctx, eh.Backend, eh.Root, &workspace.OpenOptions{Setup: eh.Setup, Teardown: eh.Teardown, Remote: eh.Remote, Sandbox: s.e.sandbox}); err != nil {
+		if s.ws, err = workspace.Open(ctx, eh.Backend, eh.Root, &workspace.OpenOptions{Setup: eh.Setup, Teardown: eh.Teardown, Remote: eh.Remote, Sandbox: s.e.sandbox, Services: s.e.services}); err != nil {
 			return err
 		}
 		if !shared && !spec.takeOver {
@@ -435,7 +435,7 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 	}
 	// The child gets a workspace handle of its own, so that it outlives
 	// this session's.
-	cws, err := workspace.Open(ctx, ws.Backend(), ws.Info().Locator, &workspace.OpenOptions{Setup: s.setup, Teardown: s.teardown, Remote: s.remote, Sandbox: &sb})
+	cws, err := workspace.Open(ctx, ws.Backend(), ws.Info().Locator, &workspace.OpenOptions{Setup: s.setup, Teardown: s.teardown, Remote: s.remote, Sandbox: &sb, Services: s.e.services})
 	if err != nil {
 		return nil, err
 	}
@@ -748,6 +748,10 @@ type Env struct {
 	SessionID string
 	Head      *workspace.Head // the session's head under its permission; nil for a headless session
 	FS        grove.FS        // the session's FS, permission enforced; nil for a headless session
+	// Vars are the variables of the head's services (its ports, its
+	// names: workspace.Head.Services), for an extension that starts
+	// processes itself; nil without Options.Services or a head.
+	Vars []string
 }
 
 // Extension adds a value to a session's environment, keyed by its dynamic
@@ -762,6 +766,13 @@ type Extension struct {
 func (s *Session) buildExtensions() error {
 	s.built, s.builtOrder = map[reflect.Type]any{}, nil
 	env := Env{SessionID: s.id, Head: s.view, FS: s.FS()}
+	if s.view != nil && s.e.services != nil {
+		hs, err := s.view.Services(context.Background())
+		if err != nil {
+			return err
+		}
+		env.Vars = hs.Env
+	}
 	for _, x := range s.exts {
 		if x.New == nil {
 			return errorf(grove.InvalidArgument, "extension", "an extension without a constructor")

@@ -42,6 +42,7 @@ type workspace struct {
 	remote   *transport.Remote
 
 	setup, teardown *grove.Hook    // OpenOptions' (or ReopenOptions')
+	headEnv         func(context.Context, grove.HeadInfo) ([]string, error) // their HeadEnv
 	sandbox         *grove.Sandbox // where they run; nil: the host
 
 	mods moduleCache // see submodule.go
@@ -574,6 +575,13 @@ func (w *workspace) runHook(ctx context.Context, op, kind string, h *grove.Hook,
 	}
 	c := sandbox.Command{Dir: mf.Dir,
 		Env: []string{"GROVE_HEAD=" + mf.Name, "GROVE_HEAD_ID=" + string(mf.ID), "GROVE_HEAD_DIR=" + mf.Dir, "GROVE_REPO=" + repo}}
+	if w.headEnv != nil {
+		vars, err := w.headEnv(ctx, grove.HeadInfo{ID: mf.ID, Name: mf.Name, Root: mf.Dir, Access: mf.Access, Branch: mf.Branch, Base: mf.Base, State: mf.State})
+		if err != nil {
+			return &grove.Error{Code: grove.CodeOf(err), Op: op, Head: mf.Name, Err: fmt.Errorf("the %s hook's variables: %w", kind, err)}
+		}
+		c.Env = append(c.Env, vars...)
+	}
 	if w.sealed() {
 		if err := w.sealSync(ctx, *mf); err != nil {
 			return err

@@ -45,6 +45,11 @@ func newHead(w *Workspace, h backend.Head, ownsWS bool) *Head {
 		name:   info.Name,
 		key:    headKey{backend: w.b.ID(), workspace: w.ws.Info().ID, head: info.ID},
 	}
+	// The head's block is claimed when it is made or opened, so that it
+	// holds one from then on; a failure here is said again at first use.
+	if w.services != nil && info.Root != "" {
+		_, _ = w.headServices(context.Background(), info)
+	}
 	return c.view(w, false)
 }
 
@@ -411,8 +416,26 @@ func (h *Head) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error)
 }
 
 // Archive archives the head: its files stay, new binds are refused with
-// Archived until it is unarchived, and this holder keeps working.
-func (h *Head) Archive(ctx context.Context) error { return h.setArchived(ctx, "archive", true) }
+// Archived until it is unarchived, and this holder keeps working. The
+// processes grove started in it are stopped first (Head.StopProcesses).
+func (h *Head) Archive(ctx context.Context) error { return h.ArchiveWith(ctx, nil) }
+
+// ArchiveWith is Archive as opts say (nil: as Archive).
+func (h *Head) ArchiveWith(ctx context.Context, opts *ArchiveOptions) error {
+	const op = "archive"
+	if opts == nil || !opts.KeepRunning {
+		if err := ctxErr(ctx, op, h.name); err != nil {
+			return err
+		}
+		if err := h.writable(op); err != nil {
+			return err
+		}
+		if _, err := h.stopProcesses(ctx, op); err != nil {
+			return err
+		}
+	}
+	return h.setArchived(ctx, op, true)
+}
 
 // Unarchive makes an archived head bindable again.
 func (h *Head) Unarchive(ctx context.Context) error { return h.setArchived(ctx, "unarchive", false) }
@@ -435,8 +458,10 @@ func (h *Head) setArchived(ctx context.Context, op string, archived bool) error 
 // every checkpoint are kept, the head's binding reopens as Destroyed, and
 // its name can be used again. The Git backend moves the directory aside
 // at once (into .grove-trash beside it) and deletes its files in the
-// background (gitbackend.Backend.WaitDeletions waits for that).
-// Destroying an attached head only forgets it, without Teardown: the
+// background (gitbackend.Backend.WaitDeletions waits for that). The
+// processes grove started in the head are stopped before anything is
+// removed (unless opts.KeepRunning), and its block of ports is free
+// after. Destroying an attached head only forgets it, without Teardown: the
 // user's files, branch and index stay exactly as they were. opts may be
 // nil.
 //
@@ -458,6 +483,11 @@ func (h *Head) Destroy(ctx context.Context, opts *DestroyOptions) (DestroyResult
 	}
 	defer unlock()
 	var res DestroyResult
+	if !o.KeepRunning {
+		if _, err := h.stopProcesses(ctx, op); err != nil {
+			return res, err
+		}
+	}
 	if !o.Discard {
 		cpo, _ := driverCheckpoint(op, nil, "grove: final checkpoint before destroy")
 		cp, err := h.h.Checkpoint(ctx, cpo)
@@ -471,9 +501,11 @@ func (h *Head) Destroy(ctx context.Context, opts *DestroyOptions) (DestroyResult
 			return res, err
 		}
 	}
+	id := h.h.Info().ID
 	if err := h.h.Destroy(ctx, driverDestroy(&o)); err != nil {
 		return res, wrap(op, h.name, err)
 	}
+	h.ws.releasePorts(id)
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()

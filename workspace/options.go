@@ -58,6 +58,12 @@ type OpenOptions struct {
 	// honour (an unknown kind, a relative path, a GROVE_ or GIT_ variable
 	// to pass) is InvalidArgument.
 	Sandbox *grove.Sandbox
+	// Services, when set, gives each head a block of ports of its own on
+	// the host, names of its own and variables carrying them, which
+	// Setup, Teardown and Head.Run's commands get (see Services and
+	// Head.Services). Whether set or not, Destroy and Archive stop the
+	// processes grove started in a head first (see Head.StopProcesses).
+	Services *Services
 }
 
 // ReopenOptions configure Reopen and Workspace.OpenHead. The zero value (or
@@ -96,6 +102,9 @@ type ReopenOptions struct {
 	// Sandbox is the sandbox of the workspace Reopen opens, as
 	// OpenOptions' is; OpenHead uses its workspace's and ignores it.
 	Sandbox *grove.Sandbox
+	// Services are the services of the workspace Reopen opens, as
+	// OpenOptions' are; OpenHead uses its workspace's and ignores it.
+	Services *Services
 }
 
 // check refuses options that contradict each other.
@@ -156,6 +165,9 @@ type DestroyOptions struct {
 	// Discard throws uncommitted changes away instead of taking a final
 	// checkpoint of them.
 	Discard bool
+	// KeepRunning leaves the processes grove started in the head running
+	// (Destroy stops them first otherwise: see Head.StopProcesses).
+	KeepRunning bool
 	// SkipTeardown destroys the head without running the workspace's
 	// Teardown hook.
 	SkipTeardown bool

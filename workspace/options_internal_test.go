@@ -12,10 +12,19 @@ import (
 // consumed are the user options the workspace layer acts on itself; they
 // must not reach a driver.
 var consumed = map[string]bool{
-	"RestoreOptions.Discard":    true, // no safety checkpoint
-	"RestoreOptions.Checkpoint": true, // the safety checkpoint's options (checked below)
-	"DestroyOptions.Discard":    true, // no final checkpoint
-	"ReopenOptions.Wait":        true, // the workspace layer waits
+	"RestoreOptions.Discard":     true, // no safety checkpoint
+	"RestoreOptions.Checkpoint":  true, // the safety checkpoint's options (checked below)
+	"DestroyOptions.Discard":     true, // no final checkpoint
+	"ReopenOptions.Wait":         true, // the workspace layer waits
+	"OpenOptions.Services":       true, // the workspace layer's: the driver gets HeadEnv from it
+	"ReopenOptions.Services":     true,
+	"DestroyOptions.KeepRunning": true, // the workspace layer stops the head's processes
+}
+
+// derived are the driver options the workspace layer makes from a user
+// option of another name (set once the workspace is open: see Open).
+var derived = map[string]string{
+	"HeadEnv": "Services",
 }
 
 // nonZero sets every field of the struct v points to a non-zero value
@@ -36,6 +45,10 @@ func nonZero(t *testing.T, v any) {
 			sl := reflect.MakeSlice(f.Type(), 1, 1)
 			sl.Index(0).SetString("a/b")
 			f.Set(sl)
+		case reflect.Map:
+			m := reflect.MakeMap(f.Type())
+			m.SetMapIndex(reflect.ValueOf("A"), reflect.ValueOf("x"))
+			f.Set(m)
 		case reflect.Pointer:
 			f.Set(reflect.New(f.Type().Elem()))
 			nonZero(t, f.Interface())
@@ -67,7 +80,11 @@ func reaches(t *testing.T, user, driver any) {
 		assert.Equal(t, u.Field(i).Interface(), df.Interface(), "%s changed on the way to the driver", name)
 	}
 	for i := range d.NumField() {
-		assert.True(t, u.FieldByName(d.Type().Field(i).Name).IsValid(),
+		name := d.Type().Field(i).Name
+		if from, ok := derived[name]; ok {
+			name = from
+		}
+		assert.True(t, u.FieldByName(name).IsValid(),
 			"the driver's %s.%s is fed by no user option", d.Type().Name(), d.Type().Field(i).Name)
 	}
 }

@@ -58,7 +58,8 @@ type RunResult struct {
 // a command that ran is a nil error whatever its status. A program that
 // is not there is NotFound. An ended context is Canceled, with the
 // command's status when it exited by itself within c.Grace. The command gets
-// GROVE_HEAD, GROVE_HEAD_ID and GROVE_HEAD_DIR. Under a sandbox it sees
+// GROVE_HEAD, GROVE_HEAD_ID and GROVE_HEAD_DIR, and the variables of the
+// head's services (Head.Services) before c.Env. Under a sandbox it sees
 // the head through its backend's Sealer (for the Git backend: a private git
 // dir whose commits the next checkpoint brings in). A read-only view is
 // PermissionDenied; a head with no host directory, or a sandbox its backend
@@ -82,8 +83,13 @@ func (h *Head) Run(ctx context.Context, c *Command) (RunResult, error) {
 		return RunResult{ExitCode: -1}, fail(grove.Unimplemented, op, h.name, "the head has no directory on the host to run commands in")
 	}
 	sb := h.ws.sandbox
+	vars, err := h.ws.headEnv(ctx, info)
+	if err != nil {
+		return RunResult{ExitCode: -1}, wrap(op, h.name, err)
+	}
+	env := append([]string{"GROVE_HEAD=" + info.Name, "GROVE_HEAD_ID=" + string(info.ID), "GROVE_HEAD_DIR=" + info.Root}, vars...)
 	sc := &sandbox.Command{Argv: c.Argv, Dir: info.Root, Mask: c.Mask,
-		Env:   append([]string{"GROVE_HEAD=" + info.Name, "GROVE_HEAD_ID=" + string(info.ID), "GROVE_HEAD_DIR=" + info.Root}, c.Env...),
+		Env:   append(env, c.Env...),
 		Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr, Terminal: c.Terminal, Timeout: c.Timeout, Grace: c.Grace}
 	if sb.Kind != grove.SandboxNone {
 		s, ok := h.h.(backend.Sealer)

@@ -31,7 +31,8 @@ type Workspace struct {
 type wsCore struct {
 	b       backend.Backend
 	ws      backend.Workspace
-	sandbox grove.Sandbox // where commands on head content run
+	sandbox  grove.Sandbox // where commands on head content run
+	services *Services     // OpenOptions.Services: nil for none
 
 	mu     sync.Mutex
 	closed bool
@@ -58,11 +59,22 @@ func Open(ctx context.Context, b Backend, locator string, opts *OpenOptions) (*W
 	if err := checkSandbox(b, op, "", d.Sandbox); err != nil {
 		return nil, err
 	}
+	core := &wsCore{b: b, sandbox: *d.Sandbox}
+	if opts != nil {
+		var err error
+		if core.services, err = opts.Services.copy(op); err != nil {
+			return nil, err
+		}
+	}
+	if core.services != nil {
+		d.HeadEnv = core.headEnv
+	}
 	ws, err := b.OpenWorkspace(ctx, locator, d)
 	if err != nil {
 		return nil, wrap(op, "", err)
 	}
-	return &Workspace{wsCore: &wsCore{b: b, ws: ws, sandbox: *d.Sandbox}}, nil
+	core.ws = ws
+	return &Workspace{wsCore: core}, nil
 }
 
 // Info returns the workspace's identity. It works after Close.
@@ -518,6 +530,16 @@ func Reopen(ctx context.Context, b Backend, binding grove.Binding, opts *ReopenO
 	if err := checkSandbox(b, op, string(binding.Head), d.Sandbox); err != nil {
 		return nil, err
 	}
+	core := &wsCore{b: b, sandbox: *d.Sandbox}
+	if opts != nil {
+		var err error
+		if core.services, err = opts.Services.copy(op); err != nil {
+			return nil, err
+		}
+	}
+	if core.services != nil {
+		d.HeadEnv = core.headEnv
+	}
 	var ws backend.Workspace
 	var h backend.Head
 	err := waitBound(ctx, opts, func() (err error) {
@@ -533,7 +555,8 @@ func Reopen(ctx context.Context, b Backend, binding grove.Binding, opts *ReopenO
 		return nil, &grove.Error{Code: grove.IdentityMismatch, Op: opPrefix + op, Head: string(binding.Head),
 			Reason: grove.ReasonHeadID, Err: errorf("backend reopened a head whose binding differs")}
 	}
-	hd := newHead(&Workspace{wsCore: &wsCore{b: b, ws: ws, sandbox: *d.Sandbox}}, h, true)
+	core.ws = ws
+	hd := newHead(&Workspace{wsCore: core}, h, true)
 	if opts != nil && opts.ReadOnly {
 		hd = hd.ReadOnly()
 	}

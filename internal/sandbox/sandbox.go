@@ -178,7 +178,7 @@ var base = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TERM
 // headVars are grove's own variables that describe the head a command runs
 // in; every other GROVE_ variable is grove's configuration, some of it
 // secret.
-var headVars = []string{"GROVE_HEAD", "GROVE_HEAD_ID", "GROVE_HEAD_DIR", "GROVE_REPO", "GROVE_SESSION"}
+var headVars = []string{"GROVE_HEAD", "GROVE_HEAD_ID", "GROVE_HEAD_DIR", "GROVE_REPO", "GROVE_SESSION", "GROVE_PORT", "GROVE_PORTS", "GROVE_HEAD_SLUG"}
 
 // forbidden reports whether a variable is never given to a command on
 // head content: grove's configuration (GROVE_DATABASE, GROVE_REMOTE,
@@ -193,8 +193,8 @@ func forbidden(name string) bool {
 // own, the base variables (PATH, HOME, USER, LOGNAME, LANG, LANGUAGE,
 // LC_*, TERM, COLORTERM, TZ, TMPDIR, SHELL) and those cfg.Env names; then
 // extra. No GIT_ variable and no GROVE_ variable but GROVE_HEAD,
-// GROVE_HEAD_ID, GROVE_HEAD_DIR, GROVE_REPO and GROVE_SESSION is ever in
-// it, from any of the three. A later entry of a name replaces an earlier.
+// GROVE_HEAD_ID, GROVE_HEAD_DIR, GROVE_REPO, GROVE_SESSION, GROVE_PORT,
+// GROVE_PORTS and GROVE_HEAD_SLUG is ever in it, from any of the three. A later entry of a name replaces an earlier.
 func Env(cfg *grove.Sandbox, extra ...string) []string {
 	var pass []string
 	if cfg != nil {

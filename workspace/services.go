@@ -1,0 +1,246 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"strings"
+
+	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/internal/services"
+)
+
+// Services give each head of a workspace what the services an agent
+// starts in it (a dev server, a database, docker compose) need beside
+// the other heads': a block of ports of its own on the host, names of
+// its own, and variables carrying them, which every command on the
+// head's content gets (Setup, Teardown, Head.Run: the run tool and grove
+// run). See OpenOptions.Services.
+type Services struct {
+	// PortsDir is where the host's blocks are recorded: a directory of
+	// the user's, outside every repository (the grove command's is
+	// $GROVE_HOME/ports). Every workspace that records its blocks there
+	// gets blocks no other head's overlaps.
+	PortsDir string
+	// PortBlock is how many ports each head gets: 0 means
+	// DefaultPortBlock, more than MaxPortBlock is InvalidArgument.
+	PortBlock int
+	// Env are more variables, each a template over the head's services:
+	// {{port N}} (the block's Nth port, from 0), {{slug}}, {{head}}, as
+	// in DATABASE_URL = "postgres://localhost:{{port 1}}/{{slug}}". A
+	// name that is not a variable's, or is GROVE_ or GIT_, and a template
+	// that does not parse or names a port the block lacks, are
+	// InvalidArgument at Open.
+	Env map[string]string
+}
+
+// The size of a head's block of ports.
+const (
+	DefaultPortBlock = services.DefaultBlock
+	MaxPortBlock     = services.MaxBlock
+)
+
+// PortBlock is a head's ports: Size of them from First.
+type PortBlock struct{ First, Size int }
+
+// HeadServices are what a head's services get.
+type HeadServices struct {
+	Ports PortBlock
+	// Slug names the head's containers, databases and compose project:
+	// lower case letters, digits and _, starting with a letter, at most
+	// 63 bytes, unique to the head.
+	Slug string
+	// Env is what every command on the head's content gets: GROVE_PORT
+	// (the block's first port), GROVE_PORTS ("first-last"),
+	// GROVE_HEAD_SLUG and COMPOSE_PROJECT_NAME (the slug), then
+	// Services.Env rendered.
+	Env []string
+}
+
+// copy checks s (nil: no services) as Open does, and copies it.
+func (s *Services) copy(op string) (*Services, error) {
+	if s == nil {
+		return nil, nil
+	}
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	c := *s
+	c.Env = maps.Clone(s.Env)
+	return &c, nil
+}
+
+func (s *Services) check(op string) error {
+	if s.PortsDir == "" || !filepath.IsAbs(s.PortsDir) {
+		return fail(grove.InvalidArgument, op, "", "Services.PortsDir %q is not an absolute directory", s.PortsDir)
+	}
+	if s.PortBlock < 0 || s.PortBlock > MaxPortBlock {
+		return fail(grove.InvalidArgument, op, "", "Services.PortBlock %d: a head has 1 to %d ports", s.PortBlock, MaxPortBlock)
+	}
+	if err := services.CheckTemplates(s.Env, s.size()); err != nil {
+		return &grove.Error{Code: grove.InvalidArgument, Op: opPrefix + op, Err: err}
+	}
+	return nil
+}
+
+func (s *Services) size() int {
+	if s.PortBlock == 0 {
+		return DefaultPortBlock
+	}
+	return s.PortBlock
+}
+
+// headServices claims (or finds again) the services of the head info.
+func (c *wsCore) headServices(ctx context.Context, info grove.HeadInfo) (HeadServices, error) {
+	s := c.services
+	if s == nil {
+		return HeadServices{}, nil
+	}
+	b, err := services.Registry{Dir: s.PortsDir}.Claim(ctx, string(info.ID), info.Root, s.size())
+	if err != nil {
+		code := grove.Internal
+		if errors.Is(err, services.ErrNoPorts) {
+			code = grove.Unavailable // until a head is destroyed or a program lets its port go
+		}
+		return HeadServices{}, &grove.Error{Code: code, Op: opPrefix + "services", Head: info.Name, Err: err}
+	}
+	hs := HeadServices{Ports: PortBlock{b.First, b.Size}, Slug: services.Slug(c.repoName(), info.Name, string(info.ID))}
+	if hs.Env, err = services.Vars(services.Head{Name: info.Name, Slug: hs.Slug, Ports: b}, s.Env); err != nil {
+		return HeadServices{}, &grove.Error{Code: grove.InvalidArgument, Op: opPrefix + "services", Head: info.Name, Err: err}
+	}
+	return hs, nil
+}
+
+// headEnv is headServices' variables, for the backend's hooks.
+func (c *wsCore) headEnv(ctx context.Context, info grove.HeadInfo) ([]string, error) {
+	hs, err := c.headServices(ctx, info)
+	return hs.Env, err
+}
+
+// releasePorts frees a destroyed head's block.
+func (c *wsCore) releasePorts(id grove.HeadID) {
+	if c.services != nil {
+		_ = services.Registry{Dir: c.services.PortsDir}.Release(context.Background(), string(id))
+	}
+}
+
+// repoName is the project's name as a slug begins with it: the main
+// checkout's directory (a Git repository's .git's parent).
+func (c *wsCore) repoName() string {
+	if c.ws == nil {
+		return ""
+	}
+	loc := filepath.Clean(c.ws.Info().Locator)
+	if filepath.Base(loc) == ".git" {
+		loc = filepath.Dir(loc)
+	}
+	return strings.TrimSuffix(filepath.Base(loc), ".git")
+}
+
+// Services returns the head's services: its block of ports (claimed on
+// first use, and the same one after, for as long as the head lives —
+// after a resume or a repair too, and on another host where it is free
+// there), its slug and its variables. Without OpenOptions.Services it is
+// the zero HeadServices. No block left is Unavailable.
+func (h *Head) Services(ctx context.Context) (HeadServices, error) {
+	const op = "services"
+	if err := ctxErr(ctx, op, h.name); err != nil {
+		return HeadServices{}, err
+	}
+	if err := h.checkOpen(op); err != nil {
+		return HeadServices{}, err
+	}
+	return h.ws.headServices(ctx, h.h.Info())
+}
+
+// Process is a process running in a head.
+type Process struct {
+	PID     int
+	Command string // its command line
+	Dir     string // its working directory
+	// Tracked is set for a process grove started in the head (Setup,
+	// Teardown, Head.Run: the run tool, grove run), or one such a
+	// process started, however it left its parent (setsid, a double
+	// fork): its environment carries the head's GROVE_HEAD_ID. A process
+	// found by its working directory alone is not tracked.
+	Tracked bool
+}
+
+// Processes lists the processes running in the head: those grove started
+// there (and what they started), and with all those whose working
+// directory lies in the head as well (a server started by hand). The
+// caller and its ancestors are never listed. Where processes cannot be
+// listed (a system without Linux's /proc) it is Unimplemented.
+func (h *Head) Processes(ctx context.Context, all bool) ([]Process, error) {
+	const op = "processes"
+	if err := ctxErr(ctx, op, h.name); err != nil {
+		return nil, err
+	}
+	return h.processes(op, all)
+}
+
+func (h *Head) processes(op string, all bool) ([]Process, error) {
+	info := h.h.Info()
+	if info.Root == "" {
+		return nil, nil // no directory on the host: nothing runs there
+	}
+	procs, err := services.List(string(info.ID), info.Root, all)
+	if errors.Is(err, services.ErrNoProcesses) {
+		return nil, fail(grove.Unimplemented, op, h.name, "%v", err)
+	}
+	if err != nil {
+		return nil, fail(grove.Internal, op, h.name, "%v", err)
+	}
+	out := make([]Process, len(procs))
+	for i, p := range procs {
+		out[i] = Process{PID: p.PID, Command: p.Command, Dir: p.Dir, Tracked: p.Tracked}
+	}
+	return out, nil
+}
+
+// StopGrace is how long StopProcesses (and Destroy and Archive, which
+// call it) give the head's processes after SIGTERM before SIGKILL.
+const StopGrace = services.DefaultGrace
+
+// StopProcesses stops the processes grove started in the head, and what
+// they started (the tracked ones of Processes): SIGTERM, then, after
+// StopGrace, SIGKILL for those still running. It returns how many it
+// stopped. A process started by hand is left alone. Where processes
+// cannot be listed it stops nothing and is nil.
+func (h *Head) StopProcesses(ctx context.Context) (int, error) {
+	const op = "stop processes"
+	if err := ctxErr(ctx, op, h.name); err != nil {
+		return 0, err
+	}
+	return h.stopProcesses(ctx, op)
+}
+
+func (h *Head) stopProcesses(ctx context.Context, op string) (int, error) {
+	info := h.h.Info()
+	if info.Root == "" {
+		return 0, nil
+	}
+	procs, err := services.List(string(info.ID), info.Root, false)
+	if errors.Is(err, services.ErrNoProcesses) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fail(grove.Internal, op, h.name, "%v", err)
+	}
+	if len(procs) == 0 {
+		return 0, nil
+	}
+	if err := services.Stop(ctx, procs, StopGrace); err != nil {
+		return 0, wrap(op, h.name, fmt.Errorf("stopping %d processes: %w", len(procs), ctxErr(ctx, op, h.name)))
+	}
+	return len(procs), nil
+}
+
+// ArchiveOptions configure Head.ArchiveWith. The zero value (or nil)
+// stops the head's processes first.
+type ArchiveOptions struct {
+	// KeepRunning leaves the processes grove started in the head running.
+	KeepRunning bool
+}
