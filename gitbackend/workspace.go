@@ -41,9 +41,9 @@ type workspace struct {
 	clone    string // this clone's ID (see meta.cloneID)
 	remote   *transport.Remote
 
-	setup, teardown *grove.Hook    // OpenOptions' (or ReopenOptions')
+	setup, teardown *grove.Hook                                             // OpenOptions' (or ReopenOptions')
 	headEnv         func(context.Context, grove.HeadInfo) ([]string, error) // their HeadEnv
-	sandbox         *grove.Sandbox // where they run; nil: the host
+	sandbox         *grove.Sandbox                                          // where they run; nil: the host
 
 	mods moduleCache // see submodule.go
 

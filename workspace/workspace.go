@@ -29,8 +29,8 @@ type Workspace struct {
 
 // wsCore is the state every view of one open workspace shares.
 type wsCore struct {
-	b       backend.Backend
-	ws      backend.Workspace
+	b        backend.Backend
+	ws       backend.Workspace
 	sandbox  grove.Sandbox // where commands on head content run
 	services *Services     // OpenOptions.Services: nil for none
 
