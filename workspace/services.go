@@ -182,16 +182,21 @@ func (h *Head) Processes(ctx context.Context, all bool) ([]Process, error) {
 }
 
 func (h *Head) processes(op string, all bool) ([]Process, error) {
-	info := h.h.Info()
+	return listProcesses(op, h.h.Info(), all)
+}
+
+// listProcesses lists the processes of the head info (see
+// Head.Processes).
+func listProcesses(op string, info grove.HeadInfo, all bool) ([]Process, error) {
 	if info.Root == "" {
 		return nil, nil // no directory on the host: nothing runs there
 	}
 	procs, err := services.List(string(info.ID), info.Root, all)
 	if errors.Is(err, services.ErrNoProcesses) {
-		return nil, fail(grove.Unimplemented, op, h.name, "%v", err)
+		return nil, fail(grove.Unimplemented, op, info.Name, "%v", err)
 	}
 	if err != nil {
-		return nil, fail(grove.Internal, op, h.name, "%v", err)
+		return nil, fail(grove.Internal, op, info.Name, "%v", err)
 	}
 	out := make([]Process, len(procs))
 	for i, p := range procs {
@@ -218,7 +223,12 @@ func (h *Head) StopProcesses(ctx context.Context) (int, error) {
 }
 
 func (h *Head) stopProcesses(ctx context.Context, op string) (int, error) {
-	info := h.h.Info()
+	return stopProcesses(ctx, op, h.h.Info())
+}
+
+// stopProcesses stops the tracked processes of the head info (see
+// Head.StopProcesses).
+func stopProcesses(ctx context.Context, op string, info grove.HeadInfo) (int, error) {
 	if info.Root == "" {
 		return 0, nil
 	}
@@ -227,15 +237,62 @@ func (h *Head) stopProcesses(ctx context.Context, op string) (int, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fail(grove.Internal, op, h.name, "%v", err)
+		return 0, fail(grove.Internal, op, info.Name, "%v", err)
 	}
 	if len(procs) == 0 {
 		return 0, nil
 	}
 	if err := services.Stop(ctx, procs, StopGrace); err != nil {
-		return 0, wrap(op, h.name, fmt.Errorf("stopping %d processes: %w", len(procs), ctxErr(ctx, op, h.name)))
+		return 0, wrap(op, info.Name, fmt.Errorf("stopping %d processes: %w", len(procs), ctxErr(ctx, op, info.Name)))
 	}
 	return len(procs), nil
+}
+
+// Processes lists the processes of the live or archived head called name
+// without opening it (see Head.Processes): an unknown name is NotFound.
+func (w *Workspace) Processes(ctx context.Context, name string, all bool) ([]Process, error) {
+	const op = "processes"
+	info, err := w.headNamed(ctx, op, name)
+	if err != nil {
+		return nil, err
+	}
+	return listProcesses(op, info, all)
+}
+
+// StopProcesses stops the tracked processes of the live or archived head
+// called name without opening it (see Head.StopProcesses), whoever holds
+// the head: a grove run's command among them, which lets its session go.
+// An unknown name is NotFound.
+func (w *Workspace) StopProcesses(ctx context.Context, name string) (int, error) {
+	const op = "stop processes"
+	if err := w.writable(op, name); err != nil {
+		return 0, err
+	}
+	info, err := w.headNamed(ctx, op, name)
+	if err != nil {
+		return 0, err
+	}
+	return stopProcesses(ctx, op, info)
+}
+
+// headNamed is the live or archived head called name.
+func (w *Workspace) headNamed(ctx context.Context, op, name string) (grove.HeadInfo, error) {
+	if err := w.check(ctx, op); err != nil {
+		return grove.HeadInfo{}, err
+	}
+	if err := validName(name); err != nil {
+		return grove.HeadInfo{}, fail(grove.InvalidArgument, op, name, "%v", err)
+	}
+	hs, err := w.ws.Heads(ctx)
+	if err != nil {
+		return grove.HeadInfo{}, wrap(op, name, err)
+	}
+	for _, hi := range hs {
+		if hi.Name == name {
+			return hi, nil
+		}
+	}
+	return grove.HeadInfo{}, fail(grove.NotFound, op, name, "no live or archived head has that name")
 }
 
 // ArchiveOptions configure Head.ArchiveWith. The zero value (or nil)

@@ -213,28 +213,28 @@ func (w *Workspace) Heads(ctx context.Context) ([]grove.HeadInfo, error) {
 // SetArchived archives or unarchives the head called name, whether or not
 // anyone holds it. An archived head keeps its files and cannot be opened or
 // reopened until it is unarchived; a holder that has it open keeps working.
-// An unknown or destroyed name is NotFound.
+// Archiving stops the processes grove started in the head first (see
+// Head.StopProcesses). An unknown or destroyed name is NotFound.
 func (w *Workspace) SetArchived(ctx context.Context, name string, archived bool) error {
+	return w.SetArchivedWith(ctx, name, archived, nil)
+}
+
+// SetArchivedWith is SetArchived as opts say (nil: as SetArchived).
+func (w *Workspace) SetArchivedWith(ctx context.Context, name string, archived bool, opts *ArchiveOptions) error {
 	const op = "set archived"
-	if err := w.check(ctx, op); err != nil {
-		return err
-	}
-	if err := validName(name); err != nil {
-		return fail(grove.InvalidArgument, op, name, "%v", err)
-	}
 	if err := w.writable(op, name); err != nil {
 		return err
 	}
-	hs, err := w.ws.Heads(ctx)
+	hi, err := w.headNamed(ctx, op, name)
 	if err != nil {
-		return wrap(op, name, err)
+		return err
 	}
-	for _, hi := range hs {
-		if hi.Name == name {
-			return wrap(op, name, w.ws.SetArchived(ctx, hi.ID, archived))
+	if archived && (opts == nil || !opts.KeepRunning) {
+		if _, err := stopProcesses(ctx, op, hi); err != nil {
+			return err
 		}
 	}
-	return fail(grove.NotFound, op, name, "no live or archived head has that name")
+	return wrap(op, name, w.ws.SetArchived(ctx, hi.ID, archived))
 }
 
 // Materialize writes the tree of revision at into dir, which must be empty

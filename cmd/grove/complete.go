@@ -14,7 +14,7 @@ func (a *app) completions(root *cobra.Command) {
 	heads := map[string]bool{
 		"checkpoint": true, "log": true, "restore": true, "fork": true, "status": true, "diff": true,
 		"archive": true, "unarchive": true, "destroy": true, "path": true, "session start": true, "run": true,
-		"sparse": true,
+		"sparse": true, "ps": true, "env": true,
 	}
 	sessions := map[string]bool{"session resume": true, "session events": true, "session close": true}
 	var walk func(c *cobra.Command)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/internal/sandbox"
+	"github.com/groveworks/grove/internal/services"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -35,6 +38,13 @@ import (
 //	remote = "https://git.example.com/mono.git"  # where its missing objects are fetched from
 //	config = ["http.extraHeader=..."]            # git configuration for those fetches alone
 //
+//	[services]           # what each head's services (dev servers, databases, compose) get
+//	ports = 10           # a block of ports of its own on the host: GROVE_PORT (the first), GROVE_PORTS
+//
+//	[env]                # variables every command in a head gets (setup, teardown, grove run, the run tool)
+//	PORT = "{{port 0}}"  # templates: {{port N}} (the block's Nth port), {{slug}}, {{head}}
+//	DATABASE_URL = "postgres://localhost:{{port 1}}/{{slug}}"
+//
 //	[lfs]                # where grove lfs fetch gets missing Git LFS content
 //	remote = "https://git.example.com/mono.git"  # its LFS server is <remote>/info/lfs
 //	config = ["http.extraHeader=Authorization: Bearer ..."]
@@ -54,6 +64,22 @@ type projectConfig struct {
 	PartialClone *partialCloneConfig `toml:"partial_clone"`
 	// LFS is the [lfs] table: the same keys, for grove lfs fetch.
 	LFS *partialCloneConfig `toml:"lfs"`
+	// Services is the [services] table, Env the [env] one.
+	Services *servicesConfig   `toml:"services"`
+	Env      map[string]string `toml:"env"`
+}
+
+// servicesConfig is the [services] table.
+type servicesConfig struct {
+	Ports int `toml:"ports"`
+}
+
+// ports is how many ports a head gets (0: the default).
+func (c projectConfig) ports() int {
+	if c.Services == nil {
+		return 0
+	}
+	return c.Services.Ports
 }
 
 // partialCloneConfig is the [partial_clone] table.
@@ -120,6 +146,16 @@ func parseConfig(data []byte) (projectConfig, error) {
 	if c.LFS != nil && strings.TrimSpace(c.LFS.Remote) == "" {
 		return c, fmt.Errorf("[lfs] has no remote")
 	}
+	if n := c.ports(); n < 0 || n > workspace.MaxPortBlock || c.Services != nil && n == 0 {
+		return c, fmt.Errorf("[services] ports = %d: a head has 1 to %d ports", n, workspace.MaxPortBlock)
+	}
+	size := c.ports()
+	if size == 0 {
+		size = workspace.DefaultPortBlock
+	}
+	if err := services.CheckTemplates(c.Env, size); err != nil {
+		return c, err
+	}
 	for name, h := range map[string]*hookConfig{"setup": c.Setup, "teardown": c.Teardown} {
 		if h == nil {
 			continue
@@ -162,7 +198,7 @@ func (h *hookConfig) hook() *grove.Hook {
 func (a *app) openOptions(dir string) (*workspace.OpenOptions, error) {
 	data, err := a.backend().ProjectFile(a.ctx, dir, configFile)
 	if grove.CodeOf(err) == grove.NotFound {
-		return &workspace.OpenOptions{Sandbox: a.sandbox()}, nil
+		return &workspace.OpenOptions{Sandbox: a.sandbox(), Services: a.services()}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -172,7 +208,23 @@ func (a *app) openOptions(dir string) (*workspace.OpenOptions, error) {
 		return nil, fmt.Errorf("%s (in the main checkout): %w", configFile, err)
 	}
 	a.config = c
-	return &workspace.OpenOptions{Setup: c.Setup.hook(), Teardown: c.Teardown.hook(), Sandbox: a.sandbox()}, nil
+	return &workspace.OpenOptions{Setup: c.Setup.hook(), Teardown: c.Teardown.hook(), Sandbox: a.sandbox(), Services: a.services()}, nil
+}
+
+// services are every head's ports, names and [env] variables: the
+// blocks recorded for the user and host under the user's cache directory
+// (whatever $GROVE_HOME, so that two never overlap), nil where there is
+// no such directory to be had.
+func (a *app) services() *workspace.Services {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return nil
+	}
+	dir = filepath.Join(dir, "grove", "ports")
+	if os.MkdirAll(dir, 0o700) != nil {
+		return nil // nowhere to record blocks: heads get none
+	}
+	return &workspace.Services{PortsDir: dir, PortBlock: a.config.ports(), Env: a.config.Env}
 }
 
 // sandbox is where commands on head content run: --sandbox, else

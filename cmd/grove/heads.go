@@ -496,6 +496,7 @@ does not resolve changes nothing.`,
 				if err != nil {
 					return err
 				}
+				a.warnRunning("restore", h)
 				out := struct {
 					Commit grove.CheckpointID `json:"commit"`
 					Safety *checkpointJSON    `json:"safety"`
@@ -673,7 +674,8 @@ func (a *app) archiveCmd(archive bool) *cobra.Command {
 	if !archive {
 		use, short = "unarchive NAME", "Unarchive an archived head"
 	}
-	return &cobra.Command{
+	var keepRunning bool
+	cmd := &cobra.Command{
 		Use:     use,
 		Short:   short,
 		Example: "  grove " + strings.Fields(use)[0] + " agent-1",
@@ -683,13 +685,24 @@ func (a *app) archiveCmd(archive bool) *cobra.Command {
 			if err != nil {
 				return fail(cmd, "", err)
 			}
-			return fail(cmd, args[0], ws.SetArchived(a.ctx, args[0], archive))
+			return fail(cmd, args[0], ws.SetArchivedWith(a.ctx, args[0], archive, &workspace.ArchiveOptions{KeepRunning: keepRunning}))
 		},
 	}
+	if archive {
+		cmd.Long = short + `. The processes grove started in the head (its setup, grove
+run, the run tool, and whatever they started) are stopped first: SIGTERM,
+then SIGKILL after 5 s; --keep-running leaves them.`
+		cmd.Flags().BoolVar(&keepRunning, "keep-running", false, "leave the processes grove started in the head running")
+	}
+	return cmd
 }
 
+// releaseWait is how long grove destroy waits for the grove run whose
+// command it stopped to let the head go.
+const releaseWait = 30 * time.Second
+
 func (a *app) destroyCmd() *cobra.Command {
-	var discard, skipTeardown bool
+	var discard, skipTeardown, keepRunning bool
 	cmd := &cobra.Command{
 		Use:   "destroy NAME",
 		Short: "Destroy a head; prints the final checkpoint's hash when one was taken",
@@ -699,16 +712,32 @@ session bound to it resumes as "head unavailable: destroyed". Work not yet
 checkpointed is first kept in a final checkpoint, whose hash is printed,
 unless --discard. The project's teardown command (.grove.toml) runs in the
 head first; if it fails, nothing is destroyed (--skip-teardown skips it).
-The directory is moved aside at once and deleted in the background. An
-archived head must be unarchived first; an attached head is only
-forgotten (its files stay).`,
+The directory is moved aside at once and deleted in the background. The
+processes grove started in the head (its setup, grove run, the run tool, and
+whatever they started, setsid or not) are stopped before anything else:
+SIGTERM, then SIGKILL after 5 s (--keep-running leaves them); the head's
+block of ports is free after. An archived head must be unarchived first; an
+attached head is only forgotten (its files stay).`,
 		Example: `  grove destroy agent-1
   grove destroy scratch --discard`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !keepRunning {
+				// What runs in the head goes first, a grove run's command
+				// too: its grove run then checkpoints and lets the head go.
+				ws, err := a.workspace()
+				if err != nil {
+					return fail(cmd, "", err)
+				}
+				if n, err := ws.StopProcesses(a.ctx, args[0]); err != nil {
+					return fail(cmd, args[0], err)
+				} else if n > 0 {
+					a.wait = max(a.wait, releaseWait)
+				}
+			}
 			return a.withHead(cmd, args[0], true, func(h *workspace.Head) error {
 				done := a.startProgress(fmt.Sprintf("destroying head %q", args[0]))
-				res, err := h.Destroy(a.ctx, &workspace.DestroyOptions{Discard: discard, SkipTeardown: skipTeardown})
+				res, err := h.Destroy(a.ctx, &workspace.DestroyOptions{Discard: discard, SkipTeardown: skipTeardown, KeepRunning: keepRunning})
 				done()
 				if err != nil {
 					return err
@@ -722,6 +751,7 @@ forgotten (its files stay).`,
 	}
 	cmd.Flags().BoolVar(&discard, "discard", false, "throw uncommitted work away instead of checkpointing it first")
 	cmd.Flags().BoolVar(&skipTeardown, "skip-teardown", false, "do not run the project's teardown command")
+	cmd.Flags().BoolVar(&keepRunning, "keep-running", false, "leave the processes grove started in the head running")
 	return cmd
 }
 
