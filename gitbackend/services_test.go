@@ -109,3 +109,35 @@ func TestServicesReachEveryCommandAndDestroyStopsTheHeadsProcesses(t *testing.T)
 	require.NoError(t, err)
 	assert.False(t, ok, "the destroyed head's block is free")
 }
+
+// Twenty heads made at once get blocks no two of which overlap.
+func TestTwentyHeadsMadeAtOnceGetDisjointPorts(t *testing.T) {
+	f := newFixture(t)
+	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, &workspace.OpenOptions{
+		Services: &workspace.Services{PortsDir: t.TempDir()}})
+	require.NoError(t, err)
+	defer ws.Close()
+	blocks := make([]workspace.PortBlock, 20)
+	errs := make(chan error, len(blocks))
+	for i := range blocks {
+		go func() {
+			h, err := ws.NewHead("h"+strconv.Itoa(i)).From("main").Create(f.ctx)
+			if err == nil {
+				var hs workspace.HeadServices
+				hs, err = h.Services(f.ctx)
+				blocks[i] = hs.Ports
+				_ = h.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range blocks {
+		require.NoError(t, <-errs)
+	}
+	for i, a := range blocks {
+		require.Equal(t, workspace.DefaultPortBlock, a.Size)
+		for _, b := range blocks[i+1:] {
+			assert.False(t, a.First < b.First+b.Size && b.First < a.First+a.Size, "%v and %v overlap", a, b)
+		}
+	}
+}
