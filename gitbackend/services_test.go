@@ -121,7 +121,7 @@ func TestTwentyHeadsMadeAtOnceGetDisjointPorts(t *testing.T) {
 	errs := make(chan error, len(blocks))
 	for i := range blocks {
 		go func() {
-			h, err := ws.NewHead("h"+strconv.Itoa(i)).From("main").Create(f.ctx)
+			h, err := ws.NewHead("h" + strconv.Itoa(i)).From("main").Create(f.ctx)
 			if err == nil {
 				var hs workspace.HeadServices
 				hs, err = h.Services(f.ctx)
