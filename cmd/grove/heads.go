@@ -496,7 +496,7 @@ does not resolve changes nothing.`,
 				if err != nil {
 					return err
 				}
-				a.warnRunning("restore", h)
+				a.warnRunning("restore", args[0])
 				out := struct {
 					Commit grove.CheckpointID `json:"commit"`
 					Safety *checkpointJSON    `json:"safety"`

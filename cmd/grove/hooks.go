@@ -785,6 +785,7 @@ journaled in the session's journal.`,
 			}); err != nil {
 				return err
 			}
+			a.warnRunning("rewind", name)
 			out := struct {
 				Commit grove.CheckpointID `json:"commit"`
 				Safety *checkpointJSON    `json:"safety"`

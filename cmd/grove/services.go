@@ -10,15 +10,19 @@ import (
 	"github.com/groveworks/grove/workspace"
 )
 
-// warnRunning tells, on stderr, of the processes that run in head h after
-// op changed its files under them.
-func (a *app) warnRunning(op string, h *workspace.Head) {
-	procs, err := h.Processes(a.ctx, true)
+// warnRunning tells, on stderr, of the processes that run in the head
+// called name after op changed its files under them.
+func (a *app) warnRunning(op, name string) {
+	ws, err := a.workspace()
+	if err != nil {
+		return
+	}
+	procs, err := ws.Processes(a.ctx, name, true)
 	if err != nil || len(procs) == 0 {
 		return
 	}
-	fmt.Fprintf(a.stderr, "grove: %s: warning: %d processes run in head %s and may hold what it changed (grove ps %s lists them)\n",
-		op, len(procs), quote(h.Info().Name), h.Info().Name)
+	fmt.Fprintf(a.stderr, "grove: %s: warning: %d processes run in head %s and may hold what it changed (grove ps %s --all lists them)\n",
+		op, len(procs), quote(name), name)
 }
 
 // processJSON is a process as grove ps --json prints it.
