@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -140,4 +141,30 @@ func TestTwentyHeadsMadeAtOnceGetDisjointPorts(t *testing.T) {
 			assert.False(t, a.First < b.First+b.Size && b.First < a.First+a.Size, "%v and %v overlap", a, b)
 		}
 	}
+}
+
+// A process that starts another when told to stop is looked for again.
+func TestStopProcessesLooksAgainForWhatTheStoppedStarted(t *testing.T) {
+	f := newFixture(t)
+	ws, err := workspace.Open(f.ctx, gitbackend.New(gitbackend.Options{}), f.repo, nil)
+	require.NoError(t, err)
+	defer ws.Close()
+	h, err := ws.NewHead("a").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	defer h.Close()
+	c := exec.Command("sh", "-c", `trap "setsid sleep 7781 & exit" TERM; sleep 7780 & wait`)
+	c.Dir, c.Env = h.Info().Root, append(os.Environ(), "GROVE_HEAD_ID="+string(h.Info().ID))
+	require.NoError(t, c.Start())
+	go func() { _ = c.Wait() }()
+	require.Eventually(t, func() bool {
+		procs, err := h.Processes(f.ctx, false)
+		require.NoError(t, err)
+		return len(procs) == 2
+	}, 5*time.Second, 20*time.Millisecond)
+	n, err := h.StopProcesses(f.ctx)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, n, 3, "the shell, its sleep, and the sleep its trap started")
+	procs, err := h.Processes(f.ctx, false)
+	require.NoError(t, err)
+	assert.Empty(t, procs)
 }

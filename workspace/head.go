@@ -459,9 +459,10 @@ func (h *Head) setArchived(ctx context.Context, op string, archived bool) error 
 // its name can be used again. The Git backend moves the directory aside
 // at once (into .grove-trash beside it) and deletes its files in the
 // background (gitbackend.Backend.WaitDeletions waits for that). The
-// processes grove started in the head are stopped before anything is
-// removed (unless opts.KeepRunning), and its block of ports is free
-// after. Destroying an attached head only forgets it, without Teardown: the
+// processes grove started in the head are stopped first (unless
+// opts.KeepRunning), before the final checkpoint and Teardown, and stay
+// stopped if either then refuses the destroy; its block of ports is
+// free after. Destroying an attached head only forgets it, without Teardown: the
 // user's files, branch and index stay exactly as they were. opts may be
 // nil.
 //

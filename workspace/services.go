@@ -3,7 +3,6 @@ package workspace
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"path/filepath"
 	"strings"
@@ -21,8 +20,10 @@ import (
 type Services struct {
 	// PortsDir is where the host's blocks are recorded: a directory of
 	// the user's, outside every repository (the grove command's is
-	// $GROVE_HOME/ports). Every workspace that records its blocks there
-	// gets blocks no other head's overlaps.
+	// grove/ports under the user's cache directory). Every workspace
+	// that records its blocks there gets blocks no other head's
+	// overlaps; one of another user's registry is kept off only by the
+	// bind check at claim time.
 	PortsDir string
 	// PortBlock is how many ports each head gets: 0 means
 	// DefaultPortBlock, more than MaxPortBlock is InvalidArgument.
@@ -95,8 +96,8 @@ func (s *Services) size() int {
 // headServices claims (or finds again) the services of the head info.
 func (c *wsCore) headServices(ctx context.Context, info grove.HeadInfo) (HeadServices, error) {
 	s := c.services
-	if s == nil {
-		return HeadServices{}, nil
+	if s == nil || info.Root == "" {
+		return HeadServices{}, nil // nothing of the head's runs on the host
 	}
 	b, err := services.Registry{Dir: s.PortsDir}.Claim(ctx, string(info.ID), info.Root, s.size())
 	if err != nil {
@@ -113,9 +114,17 @@ func (c *wsCore) headServices(ctx context.Context, info grove.HeadInfo) (HeadSer
 	return hs, nil
 }
 
-// headEnv is headServices' variables, for the backend's hooks.
+// headEnv is headServices' variables, for the backend's hooks and
+// Head.Run. With no block of ports left to have (programs, an agent's
+// among them, hold a port of each), the commands still run, with the
+// head's names alone: no head's setup, teardown or command is held
+// hostage by the host's ports.
 func (c *wsCore) headEnv(ctx context.Context, info grove.HeadInfo) ([]string, error) {
 	hs, err := c.headServices(ctx, info)
+	if grove.CodeOf(err) == grove.Unavailable {
+		slug := services.Slug(c.repoName(), info.Name, string(info.ID))
+		return []string{"GROVE_HEAD_SLUG=" + slug, "COMPOSE_PROJECT_NAME=" + slug}, nil
+	}
 	return hs.Env, err
 }
 
@@ -156,6 +165,17 @@ func (h *Head) Services(ctx context.Context) (HeadServices, error) {
 }
 
 // Process is a process running in a head.
+//
+// A process is tracked by the GROVE_HEAD_ID in its environment as
+// /proc shows it. One that overwrites that memory (a process title set
+// over it, as PostgreSQL's ps display does), that is not dumpable or
+// runs a setuid binary (its environment unreadable to a grove that is
+// not root), or whose thread-group leader has exited, is not tracked;
+// nor is one that clears its environment. Such a process is found by
+// its working directory (Processes' all) where /proc lets grove read
+// it, and is stopped only by hand. Commands grove runs itself live in a
+// PID namespace of their own where the kernel gives one, and end with
+// their command whatever they do.
 type Process struct {
 	PID     int
 	Command string // its command line
@@ -212,8 +232,11 @@ const StopGrace = services.DefaultGrace
 // StopProcesses stops the processes grove started in the head, and what
 // they started (the tracked ones of Processes): SIGTERM, then, after
 // StopGrace, SIGKILL for those still running. It returns how many it
-// stopped. A process started by hand is left alone. Where processes
-// cannot be listed it stops nothing and is nil.
+// stopped. A process started by hand is left alone, and so are an
+// attached head's (the user's own checkout). Where processes cannot be
+// listed it stops nothing and is nil; processes still there after
+// SIGKILL, or started again as fast as they are stopped, are
+// FailedPrecondition.
 func (h *Head) StopProcesses(ctx context.Context) (int, error) {
 	const op = "stop processes"
 	if err := ctxErr(ctx, op, h.name); err != nil {
@@ -226,26 +249,44 @@ func (h *Head) stopProcesses(ctx context.Context, op string) (int, error) {
 	return stopProcesses(ctx, op, h.h.Info())
 }
 
+// stopRounds bounds how often stopProcesses looks again for what the
+// processes it stopped started meanwhile (a trap that re-spawns on
+// SIGTERM).
+const stopRounds = 3
+
 // stopProcesses stops the tracked processes of the head info (see
-// Head.StopProcesses).
+// Head.StopProcesses). An attached head's are the user's own checkout's:
+// they are left alone.
 func stopProcesses(ctx context.Context, op string, info grove.HeadInfo) (int, error) {
-	if info.Root == "" {
+	if info.Root == "" || info.Attached {
 		return 0, nil
+	}
+	n := 0
+	for range stopRounds {
+		procs, err := services.List(string(info.ID), info.Root, false)
+		if errors.Is(err, services.ErrNoProcesses) {
+			return 0, nil
+		}
+		if err != nil {
+			return n, fail(grove.Internal, op, info.Name, "%v", err)
+		}
+		if len(procs) == 0 {
+			return n, nil
+		}
+		err = services.Stop(ctx, procs, StopGrace)
+		switch {
+		case errors.Is(err, services.ErrUnkillable):
+			return n, fail(grove.FailedPrecondition, op, info.Name, "%v (grove ps %s lists them)", err, info.Name)
+		case err != nil:
+			return n, ctxErr(ctx, op, info.Name)
+		}
+		n += len(procs)
 	}
 	procs, err := services.List(string(info.ID), info.Root, false)
-	if errors.Is(err, services.ErrNoProcesses) {
-		return 0, nil
+	if err == nil && len(procs) > 0 {
+		return n, fail(grove.FailedPrecondition, op, info.Name, "%d processes started again as fast as they were stopped (grove ps %s lists them)", len(procs), info.Name)
 	}
-	if err != nil {
-		return 0, fail(grove.Internal, op, info.Name, "%v", err)
-	}
-	if len(procs) == 0 {
-		return 0, nil
-	}
-	if err := services.Stop(ctx, procs, StopGrace); err != nil {
-		return 0, wrap(op, info.Name, fmt.Errorf("stopping %d processes: %w", len(procs), ctxErr(ctx, op, info.Name)))
-	}
-	return len(procs), nil
+	return n, nil
 }
 
 // Processes lists the processes of the live or archived head called name

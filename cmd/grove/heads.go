@@ -722,31 +722,33 @@ attached head is only forgotten (its files stay).`,
   grove destroy scratch --discard`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !keepRunning {
-				// What runs in the head goes first, a grove run's command
-				// too: its grove run then checkpoints and lets the head go.
-				ws, err := a.workspace()
-				if err != nil {
-					return fail(cmd, "", err)
-				}
-				if n, err := ws.StopProcesses(a.ctx, args[0]); err != nil {
-					return fail(cmd, args[0], err)
-				} else if n > 0 {
-					a.wait = max(a.wait, releaseWait)
+			name := args[0]
+			ws, err := a.workspace()
+			if err != nil {
+				return fail(cmd, "", err)
+			}
+			h, err := ws.OpenHead(a.ctx, name, &workspace.ReopenOptions{Wait: a.wait})
+			if grove.CodeOf(err) == grove.AlreadyBound && !keepRunning {
+				// A grove run holds the head: what it runs goes first, and
+				// the grove run then checkpoints and lets the head go.
+				if n, serr := ws.StopProcesses(a.ctx, name); serr == nil && n > 0 {
+					h, err = ws.OpenHead(a.ctx, name, &workspace.ReopenOptions{Wait: max(a.wait, releaseWait)})
 				}
 			}
-			return a.withHead(cmd, args[0], true, func(h *workspace.Head) error {
-				done := a.startProgress(fmt.Sprintf("destroying head %q", args[0]))
-				res, err := h.Destroy(a.ctx, &workspace.DestroyOptions{Discard: discard, SkipTeardown: skipTeardown, KeepRunning: keepRunning})
-				done()
-				if err != nil {
-					return err
-				}
-				startSweep(h.Workspace().Info().Locator)
-				return a.print(struct {
-					Final *checkpointJSON `json:"final"`
-				}{resultOut(res.Final)}, line(idOf(res.Final)))
-			})
+			if err != nil {
+				return fail(cmd, name, err)
+			}
+			defer h.Close()
+			done := a.startProgress(fmt.Sprintf("destroying head %q", name))
+			res, err := h.Destroy(a.ctx, &workspace.DestroyOptions{Discard: discard, SkipTeardown: skipTeardown, KeepRunning: keepRunning})
+			done()
+			if err != nil {
+				return fail(cmd, name, err)
+			}
+			startSweep(h.Workspace().Info().Locator)
+			return a.print(struct {
+				Final *checkpointJSON `json:"final"`
+			}{resultOut(res.Final)}, line(idOf(res.Final)))
 		},
 	}
 	cmd.Flags().BoolVar(&discard, "discard", false, "throw uncommitted work away instead of checkpointing it first")

@@ -84,7 +84,9 @@ GROVE_HEAD and friends: GROVE_PORT (the first of the head's block of ports,
 which no other live head on this host shares), GROVE_PORTS (first-last),
 GROVE_HEAD_SLUG and COMPOSE_PROJECT_NAME (a name for its containers,
 databases and compose project), then .grove.toml's [env] rendered for the
-head. As shell assignments, for eval; --json prints the block and slug too.`,
+head. As shell exports, for eval; --json prints the block and slug too.
+Blocks are the user's on this host: another user's heads are kept off a
+block only by the check that its ports are free when it is handed out.`,
 		Example: `  eval "$(grove env agent-1)" && npm run dev -- --port "$GROVE_PORT"`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -105,7 +107,7 @@ head. As shell assignments, for eval; --json prints the block and slug too.`,
 				return a.print(out, func(w io.Writer) {
 					for _, kv := range hs.Env {
 						k, v, _ := strings.Cut(kv, "=")
-						fmt.Fprintf(w, "%s=%s\n", k, shellQuote(v))
+						fmt.Fprintf(w, "export %s=%s\n", k, shellQuote(v))
 					}
 				})
 			})

@@ -3,6 +3,7 @@ package services
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -69,10 +70,18 @@ func inspect(pid int) (Process, bool) {
 	return Process{PID: pid, Command: strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " ")), Dir: cwd, start: start}, true
 }
 
-// ancestors are the calling process and every process above it.
+// ancestors are the calling process and every process above it, as
+// /proc numbers them: /proc/self is the caller in the PID namespace /proc
+// was mounted in, which is not os.Getpid's where grove runs inside one of
+// its own commands' namespaces (grove destroy from grove run's shell).
 func ancestors() map[int]bool {
 	out := map[int]bool{}
-	for pid := os.Getpid(); pid > 1 && !out[pid]; {
+	self, err := os.Readlink("/proc/self")
+	if err != nil {
+		self = strconv.Itoa(os.Getpid())
+	}
+	start, _ := strconv.Atoi(self)
+	for pid := start; pid > 1 && !out[pid]; {
 		out[pid] = true
 		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil {
@@ -109,7 +118,7 @@ func stop(ctx context.Context, procs []Process, grace time.Duration) error {
 		return left
 	}
 	procs = signal(syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
+	deadline, killed := time.Now().Add(grace), false
 	for len(procs) > 0 {
 		var left []Process
 		for _, p := range procs {
@@ -122,7 +131,10 @@ func stop(ctx context.Context, procs []Process, grace time.Duration) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			procs = signal(syscall.SIGKILL)
+			if killed {
+				return fmt.Errorf("%w: %d, PID %d among them", ErrUnkillable, len(procs), procs[0].PID)
+			}
+			procs, killed = signal(syscall.SIGKILL), true
 			deadline = time.Now().Add(grace)
 		}
 		select {
