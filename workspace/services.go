@@ -60,6 +60,26 @@ type HeadServices struct {
 	Env []string
 }
 
+// newCore is the state of a workspace being opened with sandbox sb and
+// services s (nil: none), checked and copied; its ws is set once the
+// backend has opened it.
+func newCore(op string, b Backend, sb grove.Sandbox, s *Services) (*wsCore, error) {
+	svc, err := s.copy(op)
+	if err != nil {
+		return nil, err
+	}
+	return &wsCore{b: b, sandbox: sb, services: svc}, nil
+}
+
+// hookEnv is what the backend's hooks get of the head's services
+// (backend.OpenOptions.HeadEnv): nil without services.
+func (c *wsCore) hookEnv() func(context.Context, grove.HeadInfo) ([]string, error) {
+	if c.services == nil {
+		return nil
+	}
+	return c.headEnv
+}
+
 // copy checks s (nil: no services) as Open does, and copies it.
 func (s *Services) copy(op string) (*Services, error) {
 	if s == nil {

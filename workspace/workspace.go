@@ -59,16 +59,15 @@ func Open(ctx context.Context, b Backend, locator string, opts *OpenOptions) (*W
 	if err := checkSandbox(b, op, "", d.Sandbox); err != nil {
 		return nil, err
 	}
-	core := &wsCore{b: b, sandbox: *d.Sandbox}
+	var svc *Services
 	if opts != nil {
-		var err error
-		if core.services, err = opts.Services.copy(op); err != nil {
-			return nil, err
-		}
+		svc = opts.Services
 	}
-	if core.services != nil {
-		d.HeadEnv = core.headEnv
+	core, err := newCore(op, b, *d.Sandbox, svc)
+	if err != nil {
+		return nil, err
 	}
+	d.HeadEnv = core.hookEnv()
 	ws, err := b.OpenWorkspace(ctx, locator, d)
 	if err != nil {
 		return nil, wrap(op, "", err)
@@ -530,19 +529,18 @@ func Reopen(ctx context.Context, b Backend, binding grove.Binding, opts *ReopenO
 	if err := checkSandbox(b, op, string(binding.Head), d.Sandbox); err != nil {
 		return nil, err
 	}
-	core := &wsCore{b: b, sandbox: *d.Sandbox}
+	var svc *Services
 	if opts != nil {
-		var err error
-		if core.services, err = opts.Services.copy(op); err != nil {
-			return nil, err
-		}
+		svc = opts.Services
 	}
-	if core.services != nil {
-		d.HeadEnv = core.headEnv
+	core, err := newCore(op, b, *d.Sandbox, svc)
+	if err != nil {
+		return nil, err
 	}
+	d.HeadEnv = core.hookEnv()
 	var ws backend.Workspace
 	var h backend.Head
-	err := waitBound(ctx, opts, func() (err error) {
+	err = waitBound(ctx, opts, func() (err error) {
 		ws, h, err = b.Reopen(ctx, binding, d)
 		return err
 	})

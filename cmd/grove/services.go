@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/groveworks/grove/internal/sandbox"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -107,18 +108,10 @@ block only by the check that its ports are free when it is handed out.`,
 				return a.print(out, func(w io.Writer) {
 					for _, kv := range hs.Env {
 						k, v, _ := strings.Cut(kv, "=")
-						fmt.Fprintf(w, "export %s=%s\n", k, shellQuote(v))
+						fmt.Fprintf(w, "export %s=%s\n", k, sandbox.Quote(v))
 					}
 				})
 			})
 		},
 	}
-}
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/groveworks/grove/internal/sandbox"
 )
 
 // Scope is where an installation goes: the project's configuration
@@ -104,7 +106,7 @@ func (t Target) Files() ([]string, error) {
 
 // command is the handler's command line for event.
 func (t Target) command(event string) string {
-	return shellQuote(t.Command) + marker + string(t.Agent) + " --event " + event
+	return sandbox.Quote(t.Command) + marker + string(t.Agent) + " --event " + event
 }
 
 // Install returns the changes that install grove's handlers for t (none
@@ -445,12 +447,4 @@ func removeIfThere(path string) error {
 		return err
 	}
 	return nil
-}
-
-// shellQuote quotes s for a POSIX shell when it needs quoting.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

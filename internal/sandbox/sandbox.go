@@ -117,6 +117,15 @@ func Shell(line string) []string {
 	return []string{"/bin/sh", "-c", line}
 }
 
+// Quote is s as one word of a POSIX shell: as it is when it holds only
+// characters no shell treats specially, else single-quoted.
+func Quote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // findProgram checks that name names an executable file, as the shell
 // that runs it would look for it: a name with a slash from dir, others in
 // path. (A sandbox shows the system's and the head's paths at their own

@@ -1,6 +1,7 @@
 package services
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -160,8 +161,9 @@ func (r Registry) update(ctx context.Context, f func(map[string]claim) error) er
 	defer l.Unlock()
 	path := filepath.Join(r.Dir, "ports.json")
 	claims := map[string]claim{}
-	if data, err := os.ReadFile(path); err == nil {
-		if json.Unmarshal(data, &claims) != nil {
+	before, err := os.ReadFile(path)
+	if err == nil {
+		if json.Unmarshal(before, &claims) != nil {
 			claims = map[string]claim{} // unreadable: every head claims anew
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -176,11 +178,15 @@ func (r Registry) update(ctx context.Context, f func(map[string]claim) error) er
 		return err
 	}
 	data, _ := json.MarshalIndent(claims, "", "  ")
+	data = append(data, '\n')
+	if bytes.Equal(data, before) {
+		return nil // a head's claim found again writes nothing
+	}
 	tmp, err := os.CreateTemp(r.Dir, ".ports-*")
 	if err != nil {
 		return err
 	}
-	_, err = tmp.Write(append(data, '\n'))
+	_, err = tmp.Write(data)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
