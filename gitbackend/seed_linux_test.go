@@ -156,3 +156,53 @@ func TestNoSeedsWithoutCopyOnWrite(t *testing.T) {
 	_, err := os.Stat(filepath.Join(f.repo+".grove", ".grove-seeds"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// What an agent can plant for the checkout that makes a seed — a filter
+// its commit's .gitattributes names, an fsmonitor and a core.worktree in
+// the common configuration, a post-checkout hook, a link out of the tree
+// — runs nothing, writes nowhere else, and the head made from the seed
+// holds the commit's bytes and the link as a link.
+func TestAttackASeedsCheckoutRunsNothingAndStaysInside(t *testing.T) {
+	for _, fstype := range []string{"btrfs", "xfs"} {
+		t.Run(fstype, func(t *testing.T) {
+			f := imageFixture(t, fstype)
+			a := f.head("a")
+			marks, decoy := t.TempDir(), t.TempDir()
+			run := func(name string) string { return "touch " + filepath.Join(marks, name) }
+			common := commonOf(f)
+			appendFile(t, filepath.Join(common, "config"), "[filter \"evil\"]\n\tsmudge = "+run("smudge")+"\n\tclean = "+run("clean")+"\n\trequired = true\n"+
+				"[core]\n\tfsmonitor = "+run("fsmonitor")+"\n\tworktree = "+decoy+"\n")
+			hook := filepath.Join(common, "hooks", "post-checkout")
+			require.NoError(t, os.MkdirAll(filepath.Dir(hook), 0o755))
+			require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\n"+run("hook")+"\n"), 0o755))
+			f.write(a, ".gitattributes", "*.txt filter=evil\n")
+			f.write(a, "tree/d00/f0000.txt", "the agent's\n")
+			require.NoError(t, os.Symlink("../../..", filepath.Join(a.Info().Root, "up")))
+			cp, err := a.Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+
+			seeded := gitbackend.Seeded(f.b)
+			h, err := f.ws.NewHead("from-seed").From(grove.Rev(cp.ID)).Create(f.ctx)
+			require.NoError(t, err)
+			defer h.Close()
+			require.Equal(t, seeded+1, gitbackend.Seeded(f.b), "the head came from a new seed")
+			ents, err := os.ReadDir(marks)
+			require.NoError(t, err)
+			assert.Empty(t, ents, "a command the agent planted ran")
+			ents, err = os.ReadDir(decoy)
+			require.NoError(t, err)
+			assert.Empty(t, ents, "core.worktree moved the checkout")
+			dir := h.Info().Root
+			data, err := os.ReadFile(filepath.Join(dir, "tree", "d00", "f0000.txt"))
+			require.NoError(t, err)
+			assert.Equal(t, "the agent's\n", string(data), "the commit's bytes, no filter between")
+			target, err := os.Readlink(filepath.Join(dir, "up"))
+			require.NoError(t, err)
+			assert.Equal(t, "../../..", target)
+			var st unix.Stat_t
+			require.NoError(t, unix.Lstat(filepath.Join(dir, "up"), &st))
+			assert.Equal(t, uint32(unix.S_IFLNK), st.Mode&unix.S_IFMT)
+			assert.Empty(t, f.git(dir, "-c", "core.fsmonitor=false", "-c", "filter.evil.required=false", "-c", "filter.evil.clean=cat", "diff-files", "--name-only"))
+		})
+	}
+}

@@ -26,12 +26,14 @@ func TestEnvHoldsNoSecretAndNoGitRedirection(t *testing.T) {
 	t.Setenv("NPM_TOKEN", "npm")
 	t.Setenv("LC_ALL", "C.UTF-8")
 
-	env := Env(&grove.Sandbox{Env: []string{"NPM_TOKEN"}}, "GROVE_HEAD=agent", "GIT_WORK_TREE=/x", "GROVE_HOME=/y", "A=1")
+	env := Env(&grove.Sandbox{Env: []string{"NPM_TOKEN"}}, "GROVE_HEAD=agent", "GIT_WORK_TREE=/x", "GROVE_HOME=/y", "A=1",
+		"GROVE_PORT=21000", "GROVE_PORTS=21000-21009", "GROVE_HEAD_SLUG=app_a_1")
 	joined := strings.Join(env, "\n")
 	for _, gone := range []string{"hunter2", "token@", "t0ken", "/elsewhere", "GIT_CONFIG_COUNT", "aws", "GIT_WORK_TREE", "GROVE_HOME"} {
 		assert.NotContains(t, joined, gone)
 	}
-	for _, kept := range []string{"NPM_TOKEN=npm", "GROVE_HEAD=agent", "A=1", "LC_ALL=C.UTF-8", "PATH="} {
+	for _, kept := range []string{"NPM_TOKEN=npm", "GROVE_HEAD=agent", "A=1", "LC_ALL=C.UTF-8", "PATH=",
+		"GROVE_PORT=21000", "GROVE_PORTS=21000-21009", "GROVE_HEAD_SLUG=app_a_1"} {
 		assert.Contains(t, joined, kept)
 	}
 }
