@@ -76,8 +76,13 @@ func (w *workspace) fromSeed(ctx context.Context, mf *registry.Manifest) (all bo
 		}
 		w.pruneSeeds(seeds, tree)
 	}
-	now := time.Now()
-	_ = os.Chtimes(index, now, now) // used last: kept longest
+	// The index's time is when its stat data was true (git's racy rule
+	// reads it): it is never moved, and use is marked beside it.
+	written, err := modTime(index)
+	if err != nil {
+		return false, nil
+	}
+	_ = os.WriteFile(seedFile(index, ".used"), nil, 0o644) // used last: kept longest
 	w.b.seams.seeded.Add(1)
 	headIndex := filepath.Join(mf.Admin, "index")
 	switch kind {
@@ -86,14 +91,25 @@ func (w *workspace) fromSeed(ctx context.Context, mf *registry.Manifest) (all bo
 			return false, ctxErr(ctx)
 		}
 		// The snapshot's files have the seed's stat data: the head's
-		// index is the seed's, sharing its blocks too.
+		// index is the seed's, sharing its blocks too, and as old, so
+		// that what git could not trust in the seed's it does not trust
+		// in the head's either.
 		if err := cloneThroughLock(headIndex, index, data); err != nil {
+			return false, ctxErr(ctx)
+		}
+		if err := os.Chtimes(headIndex, time.Time{}, written); err != nil {
 			return false, ctxErr(ctx)
 		}
 		return true, ctxErr(ctx)
 	default:
 		var list headcopy.List
-		if _, ok := gitfmt.WalkIndex(data, hashLen, list.Add); !ok {
+		if _, ok := gitfmt.WalkIndex(data, hashLen, func(e *gitfmt.RawEntry) {
+			if st := gitfmt.StatAt(data, e.Off); !st.Racy(written) {
+				list.AddRecorded(e, st)
+			} else {
+				list.Add(e)
+			}
+		}); !ok {
 			return false, nil
 		}
 		files, _ := list.Entries() // git wrote the seed's index: it is sorted
@@ -138,11 +154,13 @@ func (w *workspace) seedIndex(ctx context.Context, seed, index string, hashLen i
 	if err != nil || !fi.IsDir() {
 		return nil, os.ErrNotExist
 	}
-	// The seed's top directory was last changed by its checkout (its
-	// index's time is its last use).
-	fresh := strings.TrimSuffix(index, ".index") + ".fresh"
+	// The seed's top directory was last changed by its checkout. The
+	// index is written again even where no entry changed, in a later
+	// second than any file: what it vouches for is then trusted, and an
+	// entry whose file changed since is left smudged.
+	fresh := seedFile(index, ".fresh")
 	if _, err := os.Stat(fresh); err != nil && time.Since(fi.ModTime()) > time.Second {
-		if _, err := w.repo.Run(ctx, w.seedCmd(seed, index, "update-index", "-q", "--refresh")); err == nil {
+		if _, err := w.repo.Run(ctx, w.seedCmd(seed, index, "update-index", "-q", "--refresh", "--force-write-index")); err == nil {
 			_ = os.WriteFile(fresh, nil, 0o644)
 		}
 	}
@@ -153,7 +171,7 @@ func (w *workspace) seedIndex(ctx context.Context, seed, index string, hashLen i
 // into place) and returns its index.
 func (w *workspace) makeSeed(ctx context.Context, kind headcopy.CoW, seed, index, commit string, hashLen int) ([]byte, error) {
 	tmp := seed + ".new"
-	for _, p := range []string{tmp, seed, index, strings.TrimSuffix(index, ".index") + ".fresh"} {
+	for _, p := range []string{tmp, seed, index, seedFile(index, ".fresh"), seedFile(index, ".used")} {
 		_ = os.RemoveAll(p)
 	}
 	if err := headcopy.MakeTree(tmp, kind); err != nil {
@@ -192,12 +210,33 @@ func seedIndexFile(index string, hashLen int) ([]byte, error) {
 	if out, ok := gitfmt.DropExtension(data, extOff, hashLen, "UNTR"); !ok {
 		return nil, os.ErrInvalid
 	} else if len(out) != len(data) {
+		// The same stat data, as old as before.
+		written, err := modTime(index)
+		if err != nil {
+			return nil, err
+		}
 		if err := writeThroughLock(index, out); err != nil {
+			return nil, err
+		}
+		if err := os.Chtimes(index, time.Time{}, written); err != nil {
 			return nil, err
 		}
 		data = out
 	}
 	return data, nil
+}
+
+// seedFile is the file beside a seed's index with the suffix: .fresh,
+// made once the index was refreshed; .used, written at every use.
+func seedFile(index, suffix string) string { return strings.TrimSuffix(index, ".index") + suffix }
+
+// modTime is the modification time of the file at path.
+func modTime(path string) (time.Time, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return fi.ModTime(), nil
 }
 
 // cloneThroughLock replaces path with a clone of the file from (which
@@ -239,8 +278,15 @@ func (w *workspace) pruneSeeds(seeds, keep string) {
 		name := e.Name()
 		switch {
 		case strings.HasSuffix(name, ".index"):
-			if fi, err := e.Info(); err == nil && name != keep+".index" {
-				trees = append(trees, used{strings.TrimSuffix(name, ".index"), fi.ModTime()})
+			if name == keep+".index" {
+				continue
+			}
+			at, err := modTime(seedFile(filepath.Join(seeds, name), ".used"))
+			if err != nil {
+				at, err = modTime(filepath.Join(seeds, name))
+			}
+			if err == nil {
+				trees = append(trees, used{strings.TrimSuffix(name, ".index"), at})
 			}
 		case strings.HasSuffix(name, ".new"):
 			// A head's snapshot on its way into place, or a seed's: the
@@ -253,7 +299,7 @@ func (w *workspace) pruneSeeds(seeds, keep string) {
 	}
 	slices.SortFunc(trees, func(a, b used) int { return b.at.Compare(a.at) })
 	for _, t := range trees[min(len(trees), keepSeeds-1):] {
-		for _, p := range []string{t.tree, t.tree + ".index", t.tree + ".fresh"} {
+		for _, p := range []string{t.tree, t.tree + ".index", t.tree + ".fresh", t.tree + ".used"} {
 			_ = os.RemoveAll(filepath.Join(seeds, p))
 		}
 	}

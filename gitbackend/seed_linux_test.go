@@ -206,3 +206,45 @@ func TestAttackASeedsCheckoutRunsNothingAndStaysInside(t *testing.T) {
 		})
 	}
 }
+
+// A seed changed behind grove's back so that git's stat data cannot tell
+// (the same size, the modification time put back, in the second the seed
+// was checked out, when only the seed's index's own time can tell) is
+// found out all the same: a head made from it holds the commit's bytes.
+func TestASeedChangedAsGitCannotSeeIsFoundOut(t *testing.T) {
+	for _, fstype := range []string{"btrfs", "xfs"} {
+		t.Run(fstype, func(t *testing.T) {
+			f := imageFixture(t, fstype)
+			a := f.head("a")
+			seeds := filepath.Join(f.repo+".grove", ".grove-seeds")
+			for i := range 3 {
+				// A head at a new tree makes its seed; the seed is
+				// changed at once, in the same second if the machine
+				// is quick, and by the same number of bytes.
+				f.write(a, "more.txt", fmt.Sprint(i))
+				cp, err := a.Checkpoint(f.ctx, nil)
+				require.NoError(t, err)
+				h, err := f.ws.NewHead(fmt.Sprint("first-", i)).From(grove.Rev(cp.ID)).Create(f.ctx)
+				require.NoError(t, err)
+				defer h.Close()
+				tree := f.git(f.repo, "rev-parse", string(cp.ID)+"^{tree}")
+				p := filepath.Join(seeds, tree, "src", "main.go")
+				fi, err := os.Stat(p)
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(p, []byte("package evil\n"), 0o644))
+				require.NoError(t, os.Chtimes(p, fi.ModTime(), fi.ModTime()))
+				// The next head is made in a later second, as on a slow
+				// machine: its index's time says nothing of the change.
+				time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+
+				g, err := f.ws.NewHead(fmt.Sprint("next-", i)).From(grove.Rev(cp.ID)).Create(f.ctx)
+				require.NoError(t, err)
+				defer g.Close()
+				data, err := os.ReadFile(filepath.Join(g.Info().Root, "src", "main.go"))
+				require.NoError(t, err)
+				assert.Equal(t, "package main\n", string(data), "the seed's change reached a head")
+				assert.Empty(t, f.git(g.Info().Root, "status", "--porcelain"))
+			}
+		})
+	}
+}

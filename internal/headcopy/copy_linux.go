@@ -43,8 +43,10 @@ func Files(ctx context.Context, src, dst string, files []Entry, hashLen int) (co
 }
 
 // CloneFiles is Files from a tree grove made itself and no agent holds (a
-// seed): each file is cloned (FICLONE), or skipped when it cannot be, and
-// its content is not read back to be checked against its blob.
+// seed): a file whose stat data is still what its entry recorded
+// (List.AddRecorded) is cloned (FICLONE), or skipped when it cannot be,
+// and not read back; any other is copied and checked as Files does, so a
+// seed changed since its index was written gives no head its change.
 func CloneFiles(ctx context.Context, src, dst string, files []Entry, hashLen int) (copied int64, err error) {
 	return copyFiles(ctx, src, dst, files, hashLen, true)
 }
@@ -174,7 +176,7 @@ func (d *dirStack) enter(dir string) (int, int) {
 // diskCopier is one copy worker's state.
 type diskCopier struct {
 	ctx     context.Context
-	trusted bool   // the source is grove's own: clone, read nothing back
+	trusted bool   // the source is grove's own: what its index vouches for is cloned, not read back
 	dev     uint64 // the source's device
 	dirs    dirStack
 	buf     []byte
@@ -225,7 +227,8 @@ func (c *diskCopier) copy(src, dst int, name string, f *Entry) (gitfmt.Stat, boo
 	defer unix.Close(out)
 	// The copy keeps the source's modification time (see fromdisk.go).
 	mtime := st.Mtim
-	if !c.copyContent(out, in, st.Size, f.oid) ||
+	trusted := c.trusted && f.trust && statOf(&st) == f.recorded
+	if !c.copyContent(out, in, st.Size, f.oid, trusted) ||
 		unix.UtimesNanoAt(dst, name, []unix.Timespec{{Nsec: unix.UTIME_OMIT}, mtime}, unix.AT_SYMLINK_NOFOLLOW) != nil ||
 		unix.Fstat(out, &st) != nil {
 		_ = unix.Unlinkat(dst, name, 0)
@@ -237,9 +240,10 @@ func (c *diskCopier) copy(src, dst int, name string, f *Entry) (gitfmt.Stat, boo
 // copyContent copies size bytes from in to out, hashing them as a blob,
 // and reports whether they are the blob oid. Where the file system can,
 // out shares in's blocks (FICLONE), and is then read back to be hashed:
-// what is verified is always what out holds.
-func (c *diskCopier) copyContent(out, in int, size int64, oid []byte) bool {
-	if c.trusted {
+// what is verified is always what out holds. trusted (in is a seed's
+// file its index vouches for) clones and reads nothing.
+func (c *diskCopier) copyContent(out, in int, size int64, oid []byte, trusted bool) bool {
+	if trusted {
 		return size == 0 || unix.IoctlFileClone(out, in) == nil
 	}
 	c.hh.Reset()

@@ -32,6 +32,9 @@
 // without its content being read: Probe says what the file system
 // offers (CoW), SnapshotTree clones a tree MakeTree made in one step (a
 // Btrfs subvolume snapshot, APFS clonefile), CloneFiles clones its files
-// one by one (FICLONE). The caller checks the copy's stat data against
-// the seed's index, as it checks any copy.
+// one by one (FICLONE), reading back those whose stat data is not what
+// the seed's index records. A seed's index stays as old as the stat data
+// it holds (its file's time is when that data was true), so git's racy
+// rule reads it as it reads any index, and the caller checks the copy
+// against it as it checks any copy.
 package headcopy

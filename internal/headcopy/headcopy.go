@@ -47,6 +47,18 @@ func (l *List) Add(e *gitfmt.RawEntry) {
 	}
 }
 
+// AddRecorded is Add for an entry whose stat data, st, git would trust
+// as its source file's (it is not racy against the time its index was
+// written): CloneFiles then takes the source file as its blob without
+// reading it whenever the file's stat data is still st.
+func (l *List) AddRecorded(e *gitfmt.RawEntry, st gitfmt.Stat) {
+	n := len(l.files)
+	l.Add(e)
+	if len(l.files) > n {
+		l.files[n].recorded, l.files[n].trust = st, true
+	}
+}
+
 // unmarked reports whether e is a plain stage-0 entry, with none of the
 // marks (assume-unchanged, skip-worktree, intent-to-add) behind which git
 // would not look at its file: only such an entry is the copy's.
@@ -62,6 +74,10 @@ type Entry struct {
 	path   string
 	copied bool
 	st     gitfmt.Stat
+	// recorded is the source file's stat data as its index records it,
+	// when trust says git would take it (see AddRecorded).
+	recorded gitfmt.Stat
+	trust    bool
 }
 
 // Stamp matches the copies in files (a List's entries, after Files)
