@@ -1,0 +1,153 @@
+package changes
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func newWatcher(t *testing.T) (*Watcher, string) {
+	t.Helper()
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "src", "deep"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "src", "deep", "a.go"), []byte("a"), 0o644))
+	w, err := New(root)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = w.Close() })
+	return w, root
+}
+
+func mark(t *testing.T, w *Watcher) Mark {
+	t.Helper()
+	m, err := w.Sync(context.Background())
+	require.NoError(t, err)
+	return m
+}
+
+func sh(t *testing.T, dir, script string) {
+	t.Helper()
+	out, err := exec.Command("sh", "-c", script).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+}
+
+func TestAChangeMadeBeforeSyncIsAmongTheChangedPaths(t *testing.T) {
+	w, root := newWatcher(t)
+	m := mark(t, w)
+	for i := range 50 {
+		p := filepath.Join(root, "src", "deep", "a.go")
+		require.NoError(t, os.WriteFile(p, []byte(fmt.Sprint(i)), 0o644))
+		next := mark(t, w)
+		paths, complete := w.Changed(m)
+		assert.True(t, complete)
+		assert.Equal(t, []string{"src/deep/a.go"}, paths, "write %d", i)
+		m = next
+		paths, complete = w.Changed(m)
+		assert.True(t, complete)
+		assert.Empty(t, paths)
+	}
+}
+
+func TestFilesMadeInANewDirectoryAtOnceAreSeen(t *testing.T) {
+	w, root := newWatcher(t)
+	m := mark(t, w)
+	// The shell makes the directories and the file faster than a watch
+	// can be added: the listing after the watch finds them.
+	sh(t, root, "mkdir -p "+root+"/n/o/p && echo x > "+root+"/n/o/p/f && ln -s f "+root+"/n/o/p/l && chmod +x "+root+"/src/deep/a.go")
+	mark(t, w)
+	paths, complete := w.Changed(m)
+	assert.True(t, complete)
+	assert.Subset(t, paths, []string{"n", "n/o", "n/o/p", "n/o/p/f", "n/o/p/l", "src/deep/a.go"})
+	// And the new directories are watched.
+	m = mark(t, w)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "n", "o", "p", "g"), nil, 0o644))
+	mark(t, w)
+	paths, complete = w.Changed(m)
+	assert.True(t, complete)
+	assert.Equal(t, []string{"n/o/p/g"}, paths)
+}
+
+func TestARenamedDirectoryIsALossThenWatchedAfresh(t *testing.T) {
+	w, root := newWatcher(t)
+	m := mark(t, w)
+	require.NoError(t, os.Rename(filepath.Join(root, "src"), filepath.Join(root, "moved")))
+	m2 := mark(t, w)
+	_, complete := w.Changed(m)
+	assert.False(t, complete, "a directory renamed leaves its watches under its old name")
+	// After the Sync that followed, the moved tree is watched by its new name.
+	require.NoError(t, os.WriteFile(filepath.Join(root, "moved", "deep", "b.go"), nil, 0o644))
+	mark(t, w)
+	paths, complete := w.Changed(m2)
+	assert.True(t, complete)
+	assert.Equal(t, []string{"moved/deep/b.go"}, paths)
+}
+
+func TestAnOverflowedQueueIsALoss(t *testing.T) {
+	w, root := newWatcher(t)
+	m := mark(t, w)
+	// Hold the watcher's lock: nothing is read from the kernel's queue
+	// while far more events than it keeps are made.
+	limit, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
+	require.NoError(t, err)
+	var n int
+	_, err = fmt.Sscan(string(limit), &n)
+	require.NoError(t, err)
+	w.mu.Lock()
+	for i := range n + 100 {
+		if err := os.WriteFile(filepath.Join(root, "src", fmt.Sprint(i)), nil, 0o644); err != nil {
+			w.mu.Unlock()
+			t.Fatal(err)
+		}
+	}
+	w.mu.Unlock()
+	m2 := mark(t, w)
+	_, complete := w.Changed(m)
+	assert.False(t, complete)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "src", "after"), nil, 0o644))
+	mark(t, w)
+	paths, complete := w.Changed(m2)
+	assert.True(t, complete)
+	assert.Equal(t, []string{"src/after"}, paths)
+}
+
+func TestANestedRepositoryIsAChangeNotAWatch(t *testing.T) {
+	w, root := newWatcher(t)
+	m := mark(t, w)
+	sh(t, root, "cd "+root+"/src && git init -q nested && echo x > nested/f && git -C nested add f")
+	mark(t, w)
+	paths, complete := w.Changed(m)
+	assert.True(t, complete)
+	assert.Contains(t, paths, "src/nested/.git")
+	assert.Contains(t, paths, "src/nested/f")
+	for _, p := range paths {
+		assert.NotContains(t, p, ".git/", "a nested repository's administration is not watched")
+	}
+}
+
+func TestForgetMakesOlderMarksIncomplete(t *testing.T) {
+	w, root := newWatcher(t)
+	m := mark(t, w)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "x"), nil, 0o644))
+	m2 := mark(t, w)
+	w.Forget(m2)
+	_, complete := w.Changed(m)
+	assert.False(t, complete)
+	paths, complete := w.Changed(m2)
+	assert.True(t, complete)
+	assert.Empty(t, paths)
+	_, complete = w.Changed(0)
+	assert.False(t, complete, "no Mark vouches for anything")
+}
+
+func TestSyncAfterCloseFails(t *testing.T) {
+	w, _ := newWatcher(t)
+	require.NoError(t, w.Close())
+	_, err := w.Sync(context.Background())
+	assert.Error(t, err)
+	assert.Error(t, w.Close(), "a second Close is an error")
+}
