@@ -224,6 +224,12 @@ type OpenOptions struct {
 	// the hook's operation as the hook's own would. A backend that runs
 	// no hooks ignores it.
 	HeadEnv func(ctx context.Context, head grove.HeadInfo) ([]string, error)
+	// WatchChanges lets each head the workspace opens learn, while it is
+	// open, which of its paths change, so that a whole Checkpoint and
+	// Status look at those alone: the results are those of a full scan,
+	// always (a backend scans whenever it cannot vouch for what it was
+	// told). A backend that cannot watch ignores it.
+	WatchChanges bool
 }
 
 // ReopenOptions configure Reopen and OpenHead.
@@ -259,6 +265,9 @@ type ReopenOptions struct {
 	// HeadEnv is the head variables of the workspace Reopen opens, as
 	// OpenOptions' are for OpenWorkspace; OpenHead uses its workspace's.
 	HeadEnv func(ctx context.Context, head grove.HeadInfo) ([]string, error)
+	// WatchChanges is OpenOptions' for the workspace Reopen opens;
+	// OpenHead uses its workspace's.
+	WatchChanges bool
 }
 
 // HeadSpec says what head CreateHead makes.

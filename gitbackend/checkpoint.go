@@ -80,9 +80,11 @@ func (h *head) captureTree(ctx context.Context, t worktree, priv string, seeded 
 		return nil, err
 	}
 	specs := []string{"."}
+	var newSpecs []string // narrowed: the paths with untracked files to add
 	var out string
-	if narrow := t.top && len(opts.Paths) > 0; narrow {
-		specs, out, err = narrowed(ctx, t.git, t.dir, env, opts.Paths)
+	narrow := t.top && len(opts.Paths) > 0
+	if narrow {
+		specs, newSpecs, out, err = narrowed(ctx, t.git, t.dir, env, opts.Paths)
 	} else {
 		out, err = t.git(ctx, gitcmd.Cmd{Env: env, Args: []string{"ls-files", "-z", "-o", "--exclude-standard", "--directory"}})
 	}
@@ -143,24 +145,25 @@ func (h *head) captureTree(ctx context.Context, t worktree, priv string, seeded 
 	if stage != nil {
 		big = slices.DeleteFunc(big, func(p string) bool { return stage.untracked[p] })
 	}
-	nothing := len(specs) == 0 // of the paths asked for, none is there to capture
+	nothing := len(specs) == 0 && len(newSpecs) == 0 // of the paths asked for, none is there to capture
+	var excludes []string
 	for _, p := range blockers {
 		skipped = append(skipped, grove.Skipped{Path: p, Reason: grove.SkipSparseConflict})
-		specs = append(specs, ":(exclude,literal)"+p)
+		excludes = append(excludes, ":(exclude,literal)"+p)
 	}
 	for p := range modCommits {
-		specs = append(specs, ":(exclude,literal)"+p)
+		excludes = append(excludes, ":(exclude,literal)"+p)
 	}
 	tooBig := map[string]bool{}
 	for _, p := range big {
 		skipped = append(skipped, grove.Skipped{Path: p, Reason: grove.SkipTooLarge, Size: sizes[p]})
-		specs = append(specs, ":(exclude,literal)"+p)
+		excludes = append(excludes, ":(exclude,literal)"+p)
 		tooBig[p] = true
 	}
 	// git would add a nested repository as a bare gitlink (or fail on one
 	// with no commit): its files are added one by one below instead.
 	for _, r := range found.roots {
-		specs = append(specs, ":(exclude,literal)"+r)
+		excludes = append(excludes, ":(exclude,literal)"+r)
 	}
 	// With no untracked path to add, git add -u stages the same changes
 	// without looking for untracked files a second time (at 100,000 files
@@ -169,8 +172,21 @@ func (h *head) captureTree(ctx context.Context, t worktree, priv string, seeded 
 	if out == "" {
 		mode = "-u"
 	}
-	if !nothing {
-		irregular, err := addAll(ctx, t.git, env, specs, mode)
+	type add struct {
+		specs []string
+		mode  string
+	}
+	adds := []add{{specs, mode}}
+	if narrow {
+		// Tracked paths by -u, which git takes inside a directory its
+		// rules ignore too (-A refuses one there); new files by -A.
+		adds = []add{{specs, "-u"}, {newSpecs, "-A"}}
+	}
+	for _, add := range adds {
+		if nothing || len(add.specs) == 0 {
+			continue
+		}
+		irregular, err := addAll(ctx, t.git, env, append(slices.Clone(add.specs), excludes...), add.mode)
 		if err != nil {
 			return nil, err
 		}
@@ -218,14 +234,14 @@ func (h *head) captureTree(ctx context.Context, t worktree, priv string, seeded 
 
 // narrowed is what a checkpoint narrowed to paths stages (see
 // backend.CheckpointOptions.Paths), asked of git on the index env names
-// in one listing: the pathspecs of the paths that are tracked or
-// untracked and not ignored (a path neither is left as the current
+// in one listing: the pathspecs of the paths with tracked files, and of
+// those with untracked files that are not ignored (a path neither is left as the current
 // checkpoint has it: an ignored file is not captured, and one that is
 // gone and was never tracked has nothing to remove), and, as git
 // ls-files -o lists them, the untracked entries among them. A path in a
 // nested repository is no pathspec: the repository's files are added as
 // a whole checkpoint adds them (see walkUntracked).
-func narrowed(ctx context.Context, git func(context.Context, gitcmd.Cmd) (string, error), dir string, env, paths []string) (specs []string, untracked string, err error) {
+func narrowed(ctx context.Context, git func(context.Context, gitcmd.Cmd) (string, error), dir string, env, paths []string) (specs, newSpecs []string, untracked string, err error) {
 	// ls-files takes its pathspecs as arguments alone: a few hundred at
 	// a time.
 	var out string
@@ -236,29 +252,38 @@ func narrowed(ctx context.Context, git func(context.Context, gitcmd.Cmd) (string
 		}
 		o, err := git(ctx, gitcmd.Cmd{Env: env, Args: args})
 		if err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
 		out += o
 	}
-	var listed []string
+	var tracked, listed []string
 	var others strings.Builder
 	for _, e := range strings.Split(out, "\x00") {
 		if len(e) < 3 {
 			continue
 		}
 		name := e[2:]
-		if e[0] == '?' {
+		switch {
+		case e[0] == '?':
 			others.WriteString(name + "\x00")
-		}
-		if !strings.HasSuffix(name, "/") {
-			listed = append(listed, name)
+			if !strings.HasSuffix(name, "/") {
+				listed = append(listed, name)
+			}
+		default:
+			tracked = append(tracked, name)
 		}
 	}
 	var roots []string
 	for _, p := range paths {
-		if slices.ContainsFunc(listed, func(l string) bool { return within(l, p) }) {
+		in := func(l string) bool { return within(l, p) }
+		t, n := slices.ContainsFunc(tracked, in), slices.ContainsFunc(listed, in)
+		if t {
 			specs = append(specs, ":(literal)"+p)
-		} else if r := nestedRoot(dir, p); r != "" && !slices.Contains(roots, r) {
+		}
+		if n {
+			newSpecs = append(newSpecs, ":(literal)"+p)
+		}
+		if r := nestedRoot(dir, p); !t && !n && r != "" && !slices.Contains(roots, r) {
 			roots = append(roots, r)
 		}
 	}
@@ -272,11 +297,11 @@ func narrowed(ctx context.Context, git func(context.Context, gitcmd.Cmd) (string
 		}
 		o, err := git(ctx, gitcmd.Cmd{Env: env, Args: args})
 		if err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
 		others.WriteString(o)
 	}
-	return specs, others.String(), nil
+	return specs, newSpecs, others.String(), nil
 }
 
 // nestedRoot is the nearest directory above slash path p, under dir,
@@ -447,7 +472,7 @@ func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) 
 	if err != nil {
 		return grove.CheckpointResult{}, err
 	}
-	res, err := h.checkpoint(ctx, mf, opts)
+	res, err := h.checkpointWatched(ctx, mf, opts)
 	_ = l.Unlock()
 	if err == nil {
 		h.w.schedulePush(mf)

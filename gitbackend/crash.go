@@ -19,8 +19,9 @@ type seams struct {
 	fromDiskMin   int          // see fromDiskMin (0: the default)
 	diskCopies    atomic.Int64 // files new heads copied from other heads
 	afterDiskCopy func(dir string)
-	noSeeds       bool         // new heads are never made from seeds
-	seeded        atomic.Int64 // heads made from seeds
+	noSeeds       bool               // new heads are never made from seeds
+	seeded        atomic.Int64       // heads made from seeds
+	watchedLooks  [2][3]atomic.Int64 // watched checkpoints, then statuses, by what they looked at (see watched.go)
 }
 
 // crashPoint marks a place where a crash must leave a recoverable head.

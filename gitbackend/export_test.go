@@ -30,3 +30,14 @@ func SetNoSeeds(b *Backend) { b.seams.noSeeds = true }
 
 // Seeded is how many of b's new heads were made from seeds.
 func Seeded(b *Backend) int64 { return b.seams.seeded.Load() }
+
+// WatchedLooks is how many of b's watched whole checkpoints (status
+// false) or statuses looked at nothing (nothing had changed), at the
+// changed paths alone, and at every file.
+func WatchedLooks(b *Backend, status bool) (nothing, changed, all int64) {
+	l := &b.seams.watchedLooks[0]
+	if status {
+		l = &b.seams.watchedLooks[1]
+	}
+	return l[lookedAtNothing].Load(), l[lookedAtChanged].Load(), l[lookedAtAll].Load()
+}

@@ -246,7 +246,7 @@ func (b *Backend) OpenWorkspace(ctx context.Context, locator string, opts *backe
 	}
 	w := &workspace{b: b, repo: repo, meta: m, headsDir: headsDir}
 	if opts != nil {
-		w.setup, w.teardown, w.sandbox, w.headEnv = opts.Setup, opts.Teardown, opts.Sandbox, opts.HeadEnv
+		w.setup, w.teardown, w.sandbox, w.headEnv, w.watchChanges = opts.Setup, opts.Teardown, opts.Sandbox, opts.HeadEnv, opts.WatchChanges
 		if w.remote, err = transport.ParseRemote(op, opts.Remote); err != nil {
 			return nil, err
 		}
@@ -481,7 +481,7 @@ func (b *Backend) Reopen(ctx context.Context, bind grove.Binding, opts *backend.
 		return nil, nil, fail(grove.Internal, "", "reading the clone's ID: %v", err)
 	}
 	if opts != nil {
-		w.setup, w.teardown, w.sandbox, w.headEnv = opts.Setup, opts.Teardown, opts.Sandbox, opts.HeadEnv
+		w.setup, w.teardown, w.sandbox, w.headEnv, w.watchChanges = opts.Setup, opts.Teardown, opts.Sandbox, opts.HeadEnv, opts.WatchChanges
 		if w.remote, err = transport.ParseRemote(op, opts.Remote); err != nil {
 			return nil, nil, err
 		}

@@ -37,6 +37,7 @@ type head struct {
 	closed   bool
 	gitlinks gitlinkCache       // see submoduleChanges
 	lfsSeen  map[string]lfsSeen // see holdsContent
+	watch    *watchState        // nil: not watched (see watched.go)
 }
 
 // gitlinkCache is what Status last read of a head's index's marks, by
@@ -64,8 +65,12 @@ func (w *workspace) newHead(mf *registry.Manifest, bl *lock.Lock) (*head, error)
 		_ = w.b.anchors().SetHead(mf.Dir, w.repo.Common)
 	}
 	p, _ := json.Marshal(payload{Repo: w.repo.Common, Dir: mf.Dir, Name: mf.Name, Branch: mf.Branch, Clone: mf.Clone})
+	var watch *watchState
+	if w.watchChanges {
+		watch = &watchState{}
+	}
 	return &head{
-		w: w, fs: fsys, mf: *mf, bind: bl,
+		w: w, fs: fsys, mf: *mf, bind: bl, watch: watch,
 		binding: grove.Binding{
 			Version: grove.BindingVersion, Backend: BackendID, Workspace: w.id,
 			Head: mf.ID, Access: mf.Access, Payload: p,
@@ -378,11 +383,16 @@ func (h *head) Commits(ctx context.Context, since grove.Rev) ([]grove.Checkpoint
 // reports except new files over the default size cap, which a checkpoint
 // would skip.
 func (h *head) Status(ctx context.Context) (grove.Status, error) {
-	const op = "status"
 	mf, err := h.enterTree(ctx, "Status")
 	if err != nil {
 		return grove.Status{}, err
 	}
+	return h.statusWatched(ctx, mf, func() (grove.Status, error) { return h.status(ctx, mf) })
+}
+
+// status is Status, from git.
+func (h *head) status(ctx context.Context, mf registry.Manifest) (grove.Status, error) {
+	const op = "status"
 	// --ignore-submodules=all: git would run git status inside every
 	// gitlink's repository, reading its configuration.
 	statusArgs := []string{"status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--no-renames", "--ignore-submodules=all"}
@@ -885,6 +895,7 @@ func (h *head) Close() error {
 	}
 	h.closed = true
 	h.fs.Close()
+	h.stopWatching()
 	if h.bind != nil {
 		err := h.bind.Unlock()
 		h.bind = nil

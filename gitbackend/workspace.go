@@ -43,6 +43,7 @@ type workspace struct {
 
 	setup, teardown *grove.Hook                                             // OpenOptions' (or ReopenOptions')
 	headEnv         func(context.Context, grove.HeadInfo) ([]string, error) // their HeadEnv
+	watchChanges    bool                                                    // their WatchChanges: see watched.go
 	sandbox         *grove.Sandbox                                          // where they run; nil: the host
 
 	mods moduleCache // see submodule.go

@@ -64,6 +64,18 @@ type OpenOptions struct {
 	// Head.Services). Whether set or not, Destroy and Archive stop the
 	// processes grove started in a head first (see Head.StopProcesses).
 	Services *Services
+	// WatchChanges lets each head opened through the workspace learn from
+	// the system's file notifications (Linux's inotify), while it is
+	// open, which of its paths change: a whole Checkpoint then looks at
+	// those paths alone, and costs no git at all when none changed, and
+	// Status answers again without git while nothing changed. Results are
+	// always a full scan's: whatever the watcher cannot vouch for (a lost
+	// event, the first call, a change of the index, HEAD or the ignore
+	// rules, a sealed, sparse or attached head) is scanned whole. It is
+	// for long-lived processes (a session, a server); a backend that
+	// cannot watch ignores it. Each open head holds a watch on every
+	// directory of its tree (fs.inotify.max_user_watches bounds them).
+	WatchChanges bool
 }
 
 // ReopenOptions configure Reopen and Workspace.OpenHead. The zero value (or
@@ -105,6 +117,9 @@ type ReopenOptions struct {
 	// Services are the services of the workspace Reopen opens, as
 	// OpenOptions' are; OpenHead uses its workspace's and ignores it.
 	Services *Services
+	// WatchChanges is OpenOptions' for the workspace Reopen opens;
+	// OpenHead uses its workspace's and ignores it.
+	WatchChanges bool
 }
 
 // check refuses options that contradict each other.
@@ -214,7 +229,7 @@ func driverOpen(o *OpenOptions) *backend.OpenOptions {
 	if o == nil {
 		return &backend.OpenOptions{Sandbox: &grove.Sandbox{}}
 	}
-	return &backend.OpenOptions{HeadsDir: o.HeadsDir, Setup: o.Setup, Teardown: o.Teardown, Remote: o.Remote, Sandbox: sandboxOf(o.Sandbox)}
+	return &backend.OpenOptions{HeadsDir: o.HeadsDir, Setup: o.Setup, Teardown: o.Teardown, Remote: o.Remote, Sandbox: sandboxOf(o.Sandbox), WatchChanges: o.WatchChanges}
 }
 
 // sandboxOf is a copy of sb, the host's for nil.
@@ -232,7 +247,7 @@ func driverReopen(o *ReopenOptions) *backend.ReopenOptions {
 	if o == nil {
 		return &backend.ReopenOptions{Sandbox: &grove.Sandbox{}}
 	}
-	return &backend.ReopenOptions{AllowArchived: o.AllowArchived, ReadOnly: o.ReadOnly, Recreate: o.Recreate, Setup: o.Setup, Teardown: o.Teardown, Remote: o.Remote, Sandbox: sandboxOf(o.Sandbox)}
+	return &backend.ReopenOptions{AllowArchived: o.AllowArchived, ReadOnly: o.ReadOnly, Recreate: o.Recreate, Setup: o.Setup, Teardown: o.Teardown, Remote: o.Remote, Sandbox: sandboxOf(o.Sandbox), WatchChanges: o.WatchChanges}
 }
 
 // driverCheckpoint is the driver's form of o (nil: the defaults), with

@@ -64,12 +64,12 @@ type Watcher struct {
 	done    chan struct{} // closed when run returns
 
 	mu      sync.Mutex
-	seq     Mark              // the last event's number
-	changed map[string]Mark   // slash path from root -> the last change's number
-	lost    Mark              // the number at the last loss; 0: none
-	stale   bool              // a loss since the tree was last watched whole
-	broken  error             // watching cannot go on (a watch limit): every Changed is incomplete
-	dirs    map[string]bool   // the directories watched, slash paths ("" is the root)
+	seq     Mark            // the last event's number
+	changed map[string]Mark // slash path from root -> the last change's number
+	lost    Mark            // the number at the last loss; 0: none
+	stale   bool            // a loss since the tree was last watched whole
+	broken  error           // watching cannot go on (a watch limit): every Changed is incomplete
+	dirs    map[string]bool // the directories watched, slash paths ("" is the root)
 	waiting map[string]chan struct{}
 	next    int // the next cookie's number
 	closed  bool

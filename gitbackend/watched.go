@@ -1,0 +1,336 @@
+package gitbackend
+
+import (
+	"context"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/backend"
+	"github.com/groveworks/grove/internal/changes"
+	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/regfile"
+	"github.com/groveworks/grove/internal/registry"
+)
+
+// Watched heads (OpenOptions.WatchChanges). A head open in a workspace
+// that watches holds an internal/changes watcher of its tree, started by
+// its first whole Checkpoint or Status. What a whole checkpoint vouches
+// for is kept (vouch): a Mark synced before it looked at any file, and
+// the head's state key as it left it — its commit, its index file, the
+// repository's info/exclude and info/attributes, the operation in
+// progress. The next whole checkpoint whose state key is that one looks
+// at the paths changed since the Mark alone (a checkpoint narrowed to
+// them, which gives the tree a full one gives when they are every
+// change), or at nothing when none changed. Status keeps its last answer
+// the same way and gives it again while nothing changed.
+//
+// Anything else scans as an unwatched head does: the watcher's loss, a
+// state key changed by anything but grove's checkpoint (git run in the
+// head, a restore, an LFS fetch), a changed path that decides what other
+// paths mean (decides), other checkpoint options, and heads the narrowed
+// checkpoint does not serve: sealed (their commits come from a private
+// git dir), sparse, attached, or with submodules.
+
+// What a watched checkpoint or status looked at (seams.watchedLooks).
+const (
+	lookedAtNothing = iota
+	lookedAtChanged
+	lookedAtAll
+)
+
+// looked counts what a watched checkpoint, or status, looked at.
+func (h *head) looked(status bool, what int) {
+	i := 0
+	if status {
+		i = 1
+	}
+	h.w.b.seams.watchedLooks[i][what].Add(1)
+}
+
+// watchState is a head's watch: the watcher and what it vouches for.
+type watchState struct {
+	mu     sync.Mutex
+	w      *changes.Watcher // nil until first use, or once it failed
+	failed bool             // it could not start or broke: scan from now on
+	cp     *vouch           // the last whole checkpoint's
+	status *vouch           // the last full Status's
+}
+
+// vouch is what a full look at a head found, as of mark.
+type vouch struct {
+	mark   changes.Mark
+	key    stateKey
+	maxNew int64                  // the checkpoint's MaxNewFileSize
+	cp     grove.CheckpointResult // the checkpoint, as a checkpoint with nothing to do returns it
+	status grove.Status
+}
+
+// stateKey is what of a head, besides its files, decides what a
+// checkpoint captures.
+type stateKey struct {
+	commit, index, exclude, attributes string
+	op                                 grove.Operation
+}
+
+// watcher is the head's watcher, started now when it was not; nil when
+// the head is not watched or cannot be.
+func (h *head) watcher(mf registry.Manifest) *changes.Watcher {
+	ws := h.watch
+	if ws == nil || mf.Attached || mf.Sparse != nil || h.w.sealed() {
+		return nil
+	}
+	if _, err := os.Lstat(filepath.Join(mf.Dir, ".gitmodules")); err == nil {
+		return nil
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.w == nil && !ws.failed {
+		w, err := changes.New(mf.Dir)
+		ws.w, ws.failed = w, err != nil
+	}
+	return ws.w
+}
+
+// stateKey reads the head's state key without a process; ok is false
+// when it cannot be read so.
+func (h *head) stateKey(mf registry.Manifest) (stateKey, bool) {
+	st, ok := h.stateFast(mf)
+	if !ok || !st.onOwn {
+		return stateKey{}, false
+	}
+	key := func(p string) string {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return "-"
+		}
+		k, _ := regfile.FileKey(fi)
+		return fi.Mode().Type().String() + k
+	}
+	return stateKey{
+		commit:     st.commit,
+		index:      key(filepath.Join(mf.Admin, "index")),
+		exclude:    key(filepath.Join(h.w.repo.Common, "info", "exclude")),
+		attributes: key(filepath.Join(h.w.repo.Common, "info", "attributes")),
+		op:         inProgress(mf.Admin),
+	}, true
+}
+
+// decides reports whether a change of slash path p can change what other
+// paths mean to a checkpoint: an ignore or attributes file, the
+// submodules' list, a repository's .git.
+func decides(p string) bool {
+	switch path.Base(p) {
+	case ".gitignore", ".gitattributes", ".gitmodules", ".lfsconfig":
+		return true
+	}
+	return p == ".git" || strings.HasSuffix(p, "/.git") || strings.Contains(p, ".git/")
+}
+
+// changedSince is what the watcher vouches changed since v: ok is false
+// when it cannot vouch (a loss, a deciding path, another state key).
+func changedSince(w *changes.Watcher, v *vouch, key stateKey, keyOK bool) (paths []string, ok bool) {
+	if v == nil || !keyOK || v.key != key {
+		return nil, false
+	}
+	paths, ok = w.Changed(v.mark)
+	if !ok || slices.ContainsFunc(paths, decides) {
+		return nil, false
+	}
+	return paths, true
+}
+
+// checkpointWatched is checkpoint on a watched head: callers hold the
+// head lock.
+func (h *head) checkpointWatched(ctx context.Context, mf registry.Manifest, opts *backend.CheckpointOptions) (grove.CheckpointResult, error) {
+	w := h.watcher(mf)
+	if w == nil || len(opts.Paths) > 0 {
+		return h.checkpoint(ctx, mf, opts)
+	}
+	ws := h.watch
+	ws.mu.Lock()
+	last := ws.cp
+	ws.cp = nil // until this checkpoint vouches again
+	ws.mu.Unlock()
+	if len(opts.Include) > 0 {
+		return h.checkpoint(ctx, mf, opts)
+	}
+	mark, err := w.Sync(ctx)
+	if err != nil {
+		if cerr := ctxErr(ctx); cerr != nil {
+			return grove.CheckpointResult{}, cerr
+		}
+		return h.checkpoint(ctx, mf, opts)
+	}
+	key, keyOK := h.stateKey(mf)
+	paths, vouched := changedSince(w, last, key, keyOK)
+	vouched = vouched && last.maxNew == opts.MaxNewFileSize
+	if vouched && len(paths) == 0 {
+		h.looked(false, lookedAtNothing)
+		last.mark = mark
+		ws.setCheckpoint(last)
+		return last.cp, nil
+	}
+	narrowed := *opts
+	if vouched {
+		h.looked(false, lookedAtChanged)
+		narrowed.Paths = filesOf(mf.Dir, paths)
+	} else {
+		h.looked(false, lookedAtAll)
+	}
+	res, err := h.checkpoint(ctx, mf, &narrowed)
+	if err != nil {
+		return res, err
+	}
+	if vouched {
+		empty, err := h.emptyDirs(ctx, mf, paths)
+		if err != nil {
+			return res, err
+		}
+		res.Skipped = carrySkipped(last.cp.Skipped, paths, append(res.Skipped, empty...))
+	}
+	if key, ok := h.stateKey(mf); ok {
+		same := res
+		same.New = false
+		ws.setCheckpoint(&vouch{mark: mark, key: key, maxNew: opts.MaxNewFileSize, cp: same})
+		w.Forget(mark)
+	}
+	return res, nil
+}
+
+// setCheckpoint keeps v as the last checkpoint's vouch.
+func (ws *watchState) setCheckpoint(v *vouch) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.cp = v
+}
+
+// filesOf is paths less the directories that are there now: the watcher
+// reports what changed inside a directory path by path (and a directory
+// made or moved in whole, with everything in it), and git would refuse a
+// directory its rules ignore whose files it tracks. What is gone stays:
+// it may have held tracked files. An empty directory is emptyDirs'.
+func filesOf(dir string, paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p))); err != nil || !fi.IsDir() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// emptyDirs is what a whole checkpoint reports of the empty directories
+// among paths and their parents: those git would list as untracked and
+// not ignored.
+func (h *head) emptyDirs(ctx context.Context, mf registry.Manifest, paths []string) ([]grove.Skipped, error) {
+	var empty []string
+	seen := map[string]bool{}
+	for _, p := range paths {
+		for d := p; d != "" && !seen[d]; d = parentDir(d) {
+			seen[d] = true
+			if ents, err := os.ReadDir(filepath.Join(mf.Dir, filepath.FromSlash(d))); err == nil && len(ents) == 0 {
+				if fi, err := os.Lstat(filepath.Join(mf.Dir, filepath.FromSlash(d))); err == nil && fi.IsDir() {
+					empty = append(empty, d)
+				}
+			}
+		}
+	}
+	if len(empty) == 0 {
+		return nil, nil
+	}
+	args := []string{"ls-files", "-z", "-o", "--directory", "--exclude-standard", "--"}
+	for _, d := range empty {
+		args = append(args, ":(literal)"+d)
+	}
+	out, err := h.git(ctx, gitcmd.Cmd{Args: args})
+	if err != nil {
+		return nil, err
+	}
+	var skipped []grove.Skipped
+	for _, name := range strings.Split(out, "\x00") {
+		if d, ok := strings.CutSuffix(name, "/"); ok && slices.Contains(empty, d) {
+			skipped = append(skipped, grove.Skipped{Path: d, Reason: grove.SkipEmptyDirectory})
+		}
+	}
+	return skipped, nil
+}
+
+// carrySkipped is what a whole checkpoint would have skipped: what the
+// last one skipped outside paths (unchanged since), and now.
+func carrySkipped(last []grove.Skipped, paths []string, now []grove.Skipped) []grove.Skipped {
+	out := slices.Clone(now)
+	for _, s := range last {
+		if !slices.ContainsFunc(paths, func(p string) bool { return within(s.Path, p) || within(p, s.Path) }) {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b grove.Skipped) int { return strings.Compare(a.Path, b.Path) })
+	return slices.CompactFunc(out, func(a, b grove.Skipped) bool { return a.Path == b.Path })
+}
+
+// statusWatched is Status on a watched head: full is the full look.
+func (h *head) statusWatched(ctx context.Context, mf registry.Manifest, full func() (grove.Status, error)) (grove.Status, error) {
+	w := h.watcher(mf)
+	if w == nil {
+		return full()
+	}
+	mark, err := w.Sync(ctx)
+	if err != nil {
+		if cerr := ctxErr(ctx); cerr != nil {
+			return grove.Status{}, cerr
+		}
+		return full()
+	}
+	ws := h.watch
+	key, keyOK := h.stateKey(mf)
+	ws.mu.Lock()
+	last := ws.status
+	ws.mu.Unlock()
+	if paths, ok := changedSince(w, last, key, keyOK); ok && len(paths) == 0 {
+		h.looked(true, lookedAtNothing)
+		st := cloneStatus(last.status)
+		st.Archived = mf.State == grove.StateArchived
+		return st, nil
+	}
+	h.looked(true, lookedAtAll)
+	st, err := full()
+	if err != nil || !keyOK {
+		return st, err
+	}
+	if after, ok := h.stateKey(mf); ok && after == key {
+		ws.mu.Lock()
+		if ws.status == nil || ws.status.mark <= mark {
+			ws.status = &vouch{mark: mark, key: key, status: cloneStatus(st)}
+		}
+		ws.mu.Unlock()
+	}
+	return st, nil
+}
+
+// cloneStatus is a copy of st sharing no slice with it.
+func cloneStatus(st grove.Status) grove.Status {
+	st.Changes, st.Conflicts, st.LFSMissing = slices.Clone(st.Changes), slices.Clone(st.Conflicts), slices.Clone(st.LFSMissing)
+	subs := slices.Clone(st.Submodules)
+	for i := range subs {
+		subs[i].Changes = slices.Clone(subs[i].Changes)
+	}
+	st.Submodules = subs
+	return st
+}
+
+// stopWatching closes the head's watcher, if it has one.
+func (h *head) stopWatching() {
+	if ws := h.watch; ws != nil {
+		ws.mu.Lock()
+		defer ws.mu.Unlock()
+		if ws.w != nil {
+			_ = ws.w.Close()
+			ws.w, ws.failed = nil, true
+		}
+	}
+}

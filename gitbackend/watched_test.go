@@ -1,0 +1,219 @@
+package gitbackend_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/gitbackend"
+	"github.com/groveworks/grove/workspace"
+)
+
+var watchSequences = flag.Int("watch.sequences", 150, "random edit sequences the watched-checkpoint differential test runs")
+
+// watchedPair is one head watched (w, in a workspace opened with
+// WatchChanges) and a read-only view of it from a workspace that is not
+// (full), whose every Status is a full scan.
+type watchedPair struct {
+	*fixture
+	b    *gitbackend.Backend
+	w    *workspace.Head
+	full *workspace.Head
+}
+
+func newWatchedPair(t *testing.T) *watchedPair {
+	f := newFixture(t)
+	b := gitbackend.New(gitbackend.Options{})
+	ws, err := workspace.Open(f.ctx, b, f.repo, &workspace.OpenOptions{WatchChanges: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ws.Close() })
+	w, err := ws.NewHead("watched").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = w.Close() })
+	full, err := f.ws.OpenHead(f.ctx, "watched", &workspace.ReopenOptions{ReadOnly: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = full.Close() })
+	return &watchedPair{fixture: f, b: b, w: w, full: full}
+}
+
+// agree checks that the watched head's Status is the full scan's, then
+// that its whole checkpoint leaves nothing a full scan would capture.
+func (p *watchedPair) agree(t *testing.T, what string) grove.CheckpointResult {
+	t.Helper()
+	ws, err := p.w.Status(p.ctx)
+	require.NoError(t, err)
+	fs, err := p.full.Status(p.ctx)
+	require.NoError(t, err)
+	require.Equal(t, fs.Changes, ws.Changes, "%s: the watched status differs from a full scan", what)
+	require.Equal(t, fs.Dirty, ws.Dirty, what)
+	require.Equal(t, fs.Commit, ws.Commit, what)
+	require.Equal(t, fs.LastCheckpoint, ws.LastCheckpoint, what)
+	cp, err := p.w.Checkpoint(p.ctx, nil)
+	require.NoError(t, err)
+	after, err := p.full.Status(p.ctx)
+	require.NoError(t, err)
+	require.False(t, after.Dirty, "%s: a full scan finds %v after the watched checkpoint %s", what, after.Changes, cp.ID)
+	require.Equal(t, grove.CheckpointID(cp.ID), after.Commit, what)
+	again, err := p.w.Status(p.ctx)
+	require.NoError(t, err)
+	require.Equal(t, after.Changes, again.Changes, "%s: the watched status after the checkpoint", what)
+	return cp
+}
+
+// edit makes one random change in the head at dir, through the Go API or
+// a shell, as an agent's tools and commands do.
+func edit(t *testing.T, r *rand.Rand, dir string) string {
+	t.Helper()
+	dirs := []string{"", "src", "src/deep", "bin", "docs/a/b", "ignored", "new"}
+	names := []string{"a.go", "b.txt", "c.log", "main.go", "run.sh", "README.md", "x"}
+	pick := func(s []string) string { return s[r.IntN(len(s))] }
+	rel := filepath.Join(pick(dirs), pick(names))
+	p := filepath.Join(dir, rel)
+	sh := func(script string) string {
+		out, err := exec.Command("sh", "-c", script).CombinedOutput()
+		require.NoError(t, err, "%s: %s", script, out)
+		return "sh: " + script
+	}
+	switch r.IntN(13) {
+	case 0, 1, 2:
+		_ = os.MkdirAll(filepath.Dir(p), 0o755)
+		_ = os.Remove(p)
+		require.NoError(t, os.WriteFile(p, fmt.Appendf(nil, "%d\n", r.IntN(1000)), 0o644))
+		return "write " + rel
+	case 3:
+		// The same size, written in place: only the event tells.
+		if data, err := os.ReadFile(p); err == nil && len(data) > 0 {
+			data[0] ^= 1
+			require.NoError(t, os.WriteFile(p, data, 0o644))
+		}
+		return "rewrite " + rel
+	case 4:
+		_ = os.RemoveAll(p)
+		return "remove " + rel
+	case 5:
+		to := filepath.Join(dir, pick(dirs), pick(names))
+		if os.MkdirAll(filepath.Dir(to), 0o755) == nil {
+			_ = os.RemoveAll(to)
+			_ = os.Rename(p, to)
+		}
+		return "rename " + rel + " " + to
+	case 6:
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+			require.NoError(t, os.Chmod(p, fi.Mode()^0o111))
+		}
+		return "chmod " + rel
+	case 7:
+		_ = os.MkdirAll(filepath.Dir(p), 0o755)
+		_ = os.RemoveAll(p)
+		require.NoError(t, os.Symlink(pick(names), p))
+		return "symlink " + rel
+	case 8:
+		d := filepath.Join(dir, pick(dirs), "empty")
+		if r.IntN(2) == 0 {
+			_ = os.MkdirAll(d, 0o755)
+		} else {
+			_ = os.Remove(d)
+		}
+		return "empty dir " + d
+	case 9:
+		from, to := filepath.Join(dir, pick(dirs)), filepath.Join(dir, "moved", pick(dirs))
+		return sh(fmt.Sprintf("if [ -d %q ] && [ %q != %q ]; then mkdir -p %q && rm -rf %q && mv %q %q; fi", from, from, dir, filepath.Dir(to), to, from, to))
+	case 10:
+		d := filepath.Join(dir, pick(dirs))
+		return sh(fmt.Sprintf("mkdir -p %q/t/u && cp -r %q/src %q/t/u/ 2>/dev/null; echo %d > %q/t/u/v.txt; rm -rf %q/t/u/src/deep", d, dir, d, r.IntN(9), d, d))
+	case 11:
+		rules := []string{"ignored/\n*.log\n", "*.log\n", "ignored/\n*.txt\n", "new/\n"}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, ".gitignore"), []byte(pick(rules)), 0o644))
+		return "ignore rules"
+	default:
+		// The agent's own git in the head moves its index.
+		return sh(fmt.Sprintf("cd %q && git add -A . >/dev/null 2>&1; git rm -q --cached -r --ignore-unmatch src/deep >/dev/null 2>&1; true", dir))
+	}
+}
+
+// A watched head's checkpoints and statuses are a full scan's, after
+// every sequence of random edits, renames, removals, mode changes, links,
+// shell commands, ignore-rule changes and git in the head.
+func TestWatchedCheckpointsAreAFullScans(t *testing.T) {
+	p := newWatchedPair(t)
+	dir := p.w.Info().Root
+	r := rand.New(rand.NewPCG(uint64(*watchSequences), 39))
+	p.agree(t, "the first look")
+	for i := range *watchSequences {
+		var did []string
+		for range 1 + r.IntN(6) {
+			did = append(did, edit(t, r, dir))
+		}
+		p.agree(t, fmt.Sprintf("sequence %d: %q", i, did))
+		if r.IntN(4) == 0 {
+			// Nothing changed: no git, the same checkpoint.
+			cp := p.agree(t, fmt.Sprintf("sequence %d, again", i))
+			require.False(t, cp.New)
+		}
+	}
+	nothing, changed, all := gitbackend.WatchedLooks(p.b, false)
+	t.Logf("checkpoints looked at nothing %d times, at the changed paths %d, at everything %d", nothing, changed, all)
+	assert.Positive(t, nothing)
+	assert.Greater(t, changed, all, "most checkpoints looked at what changed alone")
+	nothing, _, all = gitbackend.WatchedLooks(p.b, true)
+	t.Logf("statuses looked at nothing %d times, at everything %d", nothing, all)
+	assert.Positive(t, nothing)
+}
+
+// Writes that race a watched checkpoint are never lost: what a
+// checkpoint did not see is seen by the next one.
+func TestWritesRacingAWatchedCheckpointAreNotLost(t *testing.T) {
+	p := newWatchedPair(t)
+	dir := p.w.Info().Root
+	p.agree(t, "the first look")
+	for round := range 20 {
+		ctx, cancel := context.WithCancel(p.ctx)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				name := filepath.Join(dir, "race", fmt.Sprint(i%7))
+				_ = os.MkdirAll(filepath.Dir(name), 0o755)
+				_ = os.WriteFile(name, fmt.Appendf(nil, "%d %d\n", round, i), 0o644)
+			}
+		}()
+		for range 3 {
+			_, err := p.w.Checkpoint(p.ctx, nil)
+			require.NoError(t, err)
+		}
+		cancel()
+		wg.Wait()
+		p.agree(t, fmt.Sprintf("round %d", round))
+	}
+}
+
+// A watched head whose watcher lost events (an overflow, a directory
+// renamed away) scans whole, and its checkpoint is a full scan's.
+func TestAWatchedHeadThatLostEventsScans(t *testing.T) {
+	p := newWatchedPair(t)
+	dir := p.w.Info().Root
+	p.agree(t, "the first look")
+	limit, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
+	require.NoError(t, err)
+	var n int
+	_, err = fmt.Sscan(string(limit), &n)
+	require.NoError(t, err)
+	// More events than the kernel keeps, faster than they are read.
+	out, err := exec.Command("sh", "-c", fmt.Sprintf("mkdir -p %q/many && cd %q/many && seq 1 %d | xargs touch && mv %q/src %q/src2", dir, dir, n+2000, dir, dir)).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	_, _, allBefore := gitbackend.WatchedLooks(p.b, false)
+	p.agree(t, "after the losses")
+	_, _, all := gitbackend.WatchedLooks(p.b, false)
+	assert.Greater(t, all, allBefore, "the losses made it scan")
+}
