@@ -305,6 +305,11 @@ type CheckpointOptions struct {
 	Author         grove.Signature // zero: DefaultAuthor
 	MaxNewFileSize int64           // 0: DefaultMaxNewFileSize; negative: no cap
 	Include        []string        // ignored files or directories to capture anyway (slash paths)
+	// Scan looks at every file, whatever the backend knows of what
+	// changed (OpenOptions.WatchChanges): the workspace layer sets it for
+	// the checkpoints it takes before a restore, a fork, a destroy or a
+	// land, which capture whatever is there.
+	Scan bool
 	// Paths, when not empty (only with Capabilities.PathCheckpoints),
 	// narrows the checkpoint: its tree is the current checkpoint's with
 	// each of these paths (slash paths; a directory stands for

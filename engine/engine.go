@@ -50,6 +50,11 @@ type Options struct {
 	// names and their variables (workspace.OpenOptions.Services); a
 	// session's extensions get them (Env.Vars). Nil gives none.
 	Services *workspace.Services
+	// WatchChanges has every head a session holds watched for changes
+	// while the session is open (workspace.OpenOptions.WatchChanges): its
+	// whole checkpoints, a turn's end among them, and its statuses look
+	// at what changed instead of every file, with a full scan's results.
+	WatchChanges bool
 }
 
 // Engine binds sessions to heads durably and resumes them after a
@@ -64,6 +69,7 @@ type Engine struct {
 	snapshot  SnapshotPolicy
 	sandbox   *grove.Sandbox // nil: the host
 	services  *workspace.Services
+	watch     bool // Options.WatchChanges
 
 	mu       sync.Mutex
 	closed   bool
@@ -83,7 +89,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Path == "" {
 		return nil, errorf(grove.InvalidArgument, "open", "no database path")
 	}
-	e := &Engine{leaseDir: opts.LeaseDir, byID: map[grove.ID]workspace.Backend{}, sessions: map[*Session]struct{}{}, services: opts.Services}
+	e := &Engine{leaseDir: opts.LeaseDir, byID: map[grove.ID]workspace.Backend{}, sessions: map[*Session]struct{}{}, services: opts.Services, watch: opts.WatchChanges}
 	if opts.Sandbox != nil {
 		if err := sandbox.Check(opts.Sandbox); err != nil {
 			return nil, err
@@ -809,7 +815,7 @@ func (r *resumption) reopenHead() error {
 	if o.Sandbox != nil {
 		sb = o.Sandbox
 	}
-	ro := &workspace.ReopenOptions{Setup: o.Setup, Teardown: o.Teardown, Remote: remote, Sandbox: sb, Services: e.services}
+	ro := &workspace.ReopenOptions{Setup: o.Setup, Teardown: o.Teardown, Remote: remote, Sandbox: sb, Services: e.services, WatchChanges: e.watch}
 	h, err := r.open(bind, ro, remote)
 	var be *grove.Error
 	if o.Recreate && errors.As(err, &be) && be.Code == grove.NotFound && be.Reason == grove.ReasonMissing {
@@ -982,7 +988,7 @@ func (r *resumption) goLive() (*Session, error) {
 // pushed when it lives elsewhere (workspace.Workspace.Relocate).
 func (e *Engine) relocate(ctx context.Context, bind grove.Binding, ro *workspace.ReopenOptions, remote *grove.Remote) (*workspace.Head, grove.RelocateResult, error) {
 	b, root, wo := e.placement.where()
-	wo.Services = e.services
+	wo.Services, wo.WatchChanges = e.services, e.watch
 	if b.ID() != bind.Backend {
 		return nil, grove.RelocateResult{}, &grove.Error{Code: grove.IdentityMismatch, Op: "engine: relocate", Head: string(bind.Head), Reason: grove.ReasonBackend,
 			Err: fmt.Errorf("the session's head is of backend %q; the engine's placement is %q", bind.Backend, b.ID())}

@@ -186,7 +186,7 @@ func (s *Session) bindHead(ctx context.Context, spec sessionSpec) error {
 	case p.PerSession != nil:
 		ps := p.PerSession
 		s.setup, s.teardown, s.remote = ps.Setup, ps.Teardown, ps.Remote
-		if s.ws, err = workspace.Open(ctx, ps.Backend, ps.Root, &workspace.OpenOptions{HeadsDir: ps.HeadsDir, Setup: ps.Setup, Teardown: ps.Teardown, Remote: ps.Remote, Sandbox: s.e.sandbox, Services: s.e.services}); err != nil {
+		if s.ws, err = workspace.Open(ctx, ps.Backend, ps.Root, &workspace.OpenOptions{HeadsDir: ps.HeadsDir, Setup: ps.Setup, Teardown: ps.Teardown, Remote: ps.Remote, Sandbox: s.e.sandbox, Services: s.e.services, WatchChanges: s.e.watch}); err != nil {
 			return err
 		}
 		b := s.ws.NewHead("session-" + s.id).Isolated()
@@ -203,7 +203,7 @@ func (s *Session) bindHead(ctx context.Context, spec sessionSpec) error {
 			eh, shared = p.Shared, true
 		}
 		s.setup, s.teardown, s.remote = eh.Setup, eh.Teardown, eh.Remote
-		if s.ws, err = workspace.Open(ctx, eh.Backend, eh.Root, &workspace.OpenOptions{Setup: eh.Setup, Teardown: eh.Teardown, Remote: eh.Remote, Sandbox: s.e.sandbox, Services: s.e.services}); err != nil {
+		if s.ws, err = workspace.Open(ctx, eh.Backend, eh.Root, &workspace.OpenOptions{Setup: eh.Setup, Teardown: eh.Teardown, Remote: eh.Remote, Sandbox: s.e.sandbox, Services: s.e.services, WatchChanges: s.e.watch}); err != nil {
 			return err
 		}
 		if !shared && !spec.takeOver {
@@ -435,7 +435,7 @@ func (s *Session) Fork(ctx context.Context, name string, opts *ForkOptions) (*Se
 	}
 	// The child gets a workspace handle of its own, so that it outlives
 	// this session's.
-	cws, err := workspace.Open(ctx, ws.Backend(), ws.Info().Locator, &workspace.OpenOptions{Setup: s.setup, Teardown: s.teardown, Remote: s.remote, Sandbox: &sb, Services: s.e.services})
+	cws, err := workspace.Open(ctx, ws.Backend(), ws.Info().Locator, &workspace.OpenOptions{Setup: s.setup, Teardown: s.teardown, Remote: s.remote, Sandbox: &sb, Services: s.e.services, WatchChanges: s.e.watch})
 	if err != nil {
 		return nil, err
 	}

@@ -48,8 +48,26 @@
 // remote (internal/transport), copying heads (internal/headcopy), landing
 // (internal/land), sealed heads and the watch (internal/seal), includes,
 // retention and deletion (internal/lifecycle), locator checks
-// (internal/locate), trust anchors (internal/anchors) and owned background
-// work (internal/tasks).
+// (internal/locate), trust anchors (internal/anchors), owned background
+// work (internal/tasks) and what changed in a watched head
+// (internal/changes).
+//
+// # Watched heads
+//
+// With OpenOptions.WatchChanges, an open head learns from a watcher
+// which of its paths changed (watched.go). A whole checkpoint then looks
+// at those paths alone, or at nothing when none changed, and Status gives
+// its last answer again while nothing changed — but only where what the
+// last full look vouched for still holds: no event lost, the head's
+// commit, index file, info/exclude, info/attributes and operation in
+// progress as that look left them, no ignore, attributes or modules file
+// or .git among the changes. Anything else scans whole, so the results
+// are a full scan's; sealed, sparse and attached heads and heads with
+// submodules always scan, and so do the checkpoints the workspace layer
+// takes before a restore, a fork, a destroy or a land
+// (CheckpointOptions.Scan). The watcher cannot see writes through a
+// shared mapping or through a hard link whose name lies outside the head:
+// such a change reaches a checkpoint at the next full look.
 //
 // # Sealed heads
 //

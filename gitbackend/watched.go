@@ -157,6 +157,7 @@ func (h *head) checkpointWatched(ctx context.Context, mf registry.Manifest, opts
 	ws.cp = nil // until this checkpoint vouches again
 	ws.mu.Unlock()
 	if len(opts.Include) > 0 {
+		h.looked(false, lookedAtAll)
 		return h.checkpoint(ctx, mf, opts)
 	}
 	mark, err := w.Sync(ctx)
@@ -168,7 +169,7 @@ func (h *head) checkpointWatched(ctx context.Context, mf registry.Manifest, opts
 	}
 	key, keyOK := h.stateKey(mf)
 	paths, vouched := changedSince(w, last, key, keyOK)
-	vouched = vouched && last.maxNew == opts.MaxNewFileSize
+	vouched = vouched && last.maxNew == opts.MaxNewFileSize && !opts.Scan
 	if vouched && len(paths) == 0 {
 		h.looked(false, lookedAtNothing)
 		last.mark = mark

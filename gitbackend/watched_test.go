@@ -217,3 +217,35 @@ func TestAWatchedHeadThatLostEventsScans(t *testing.T) {
 	_, _, all := gitbackend.WatchedLooks(p.b, false)
 	assert.Greater(t, all, allBefore, "the losses made it scan")
 }
+
+// The checkpoints the workspace layer takes before a destroy or a restore
+// look at every file: a change the watcher cannot see (written through a
+// hard link whose name lies outside the head) is captured all the same.
+func TestSafetyCheckpointsOfAWatchedHeadScan(t *testing.T) {
+	for _, op := range []string{"destroy", "restore"} {
+		t.Run(op, func(t *testing.T) {
+			p := newWatchedPair(t)
+			dir := p.w.Info().Root
+			p.write(p.w, "src/linked.go", "before\n")
+			base := p.agree(t, "the first look")
+			outside := filepath.Join(t.TempDir(), "link")
+			require.NoError(t, os.Link(filepath.Join(dir, "src", "linked.go"), outside))
+			p.agree(t, "after the link")
+			require.NoError(t, os.WriteFile(outside, []byte("after!\n"), 0o644))
+			var cp grove.CheckpointID
+			switch op {
+			case "destroy":
+				res, err := p.w.Destroy(p.ctx, nil)
+				require.NoError(t, err)
+				require.NotNil(t, res.Final, "the change was checkpointed")
+				cp = res.Final.ID
+			default:
+				res, err := p.w.Restore(p.ctx, grove.Rev(base.ID), nil)
+				require.NoError(t, err)
+				require.NotNil(t, res.Safety, "the change was checkpointed")
+				cp = res.Safety.ID
+			}
+			assert.Equal(t, "after!", p.git(p.repo, "show", string(cp)+":src/linked.go"))
+		})
+	}
+}

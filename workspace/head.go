@@ -203,6 +203,7 @@ func (h *Head) Restore(ctx context.Context, to grove.Rev, opts *RestoreOptions) 
 	if err != nil {
 		return RestoreResult{}, wrap(op, h.name, err)
 	}
+	cpo.Scan = true
 	unlock, err := h.begin(ctx, op, true)
 	if err != nil {
 		return RestoreResult{}, err
@@ -330,6 +331,7 @@ func (h *Head) Fork(ctx context.Context, name string, opts *ForkOptions) (*Head,
 		if err != nil {
 			return nil, wrap(op, h.name, err)
 		}
+		cpo.Scan = true
 		unlock, err := h.begin(ctx, op, true)
 		if err != nil {
 			return nil, err
@@ -491,6 +493,7 @@ func (h *Head) Destroy(ctx context.Context, opts *DestroyOptions) (DestroyResult
 	}
 	if !o.Discard {
 		cpo, _ := driverCheckpoint(op, nil, "grove: final checkpoint before destroy")
+		cpo.Scan = true
 		cp, err := h.h.Checkpoint(ctx, cpo)
 		if err != nil {
 			return DestroyResult{}, wrap(op, h.name, err)

@@ -121,6 +121,7 @@ func (h *Head) Land(ctx context.Context, opts *LandOptions) (grove.LandResult, e
 		if err != nil {
 			return grove.LandResult{}, wrap(op, h.name, err)
 		}
+		dcp.Scan = true
 		cp, err := h.h.Checkpoint(ctx, dcp)
 		if err != nil {
 			return grove.LandResult{}, wrap(op, h.name, err)

@@ -36,6 +36,7 @@ type app struct {
 	remoteConfig []string      // --remote-config: git configuration for the transfers to the remote
 	sandboxKind  string        // --sandbox: where commands on head content run ("": .grove.toml's)
 	promisor     string        // --promisor, else $GROVE_PROMISOR: where a partial clone's missing objects come from
+	watch        bool          // the engine's sessions hold their heads long: watch them for changes
 
 	gb  *gitbackend.Backend
 	ws  *workspace.Workspace
@@ -386,7 +387,7 @@ func (a *app) engine() (*engine.Engine, error) {
 	if _, err := a.workspace(); err != nil && grove.CodeOf(err) != grove.NotFound {
 		return nil, err
 	}
-	opts := engine.Options{Path: a.database, Backends: []workspace.Backend{a.backend()}, Sandbox: a.sandbox(), Services: a.services()}
+	opts := engine.Options{Path: a.database, Backends: []workspace.Backend{a.backend()}, Sandbox: a.sandbox(), Services: a.services(), WatchChanges: a.watch}
 	switch {
 	case opts.Path == "":
 		opts.Path = filepath.Join(home, "grove.db")

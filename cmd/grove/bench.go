@@ -41,6 +41,10 @@ each comes first, as a warm-up):
   checkpoint-N    checkpoint, N changes     git add -A && git commit
                   (checkpoint-1 is also what an agent hook's end-of-turn checkpoint costs)
   checkpoint-1-path  checkpoint of the one path a tool reported   git add PATH && git commit
+  checkpoint-0-watched, checkpoint-1-watched, status-watched
+                  checkpoint-0, checkpoint-1 and status of a head whose workspace
+                  watches for changes (a long-lived session's): what changed is
+                  known from the watcher, not looked for
   restore-100     restore 100 files back    git reset --hard && git clean -fd
   status          status                    git status --porcelain
   fork            fork, 1 change            git stash create && git worktree add
@@ -133,7 +137,7 @@ func (a *app) bench(sizes []int, runs int, minTime time.Duration, only, under st
 	if !a.json {
 		fmt.Fprintf(a.stdout, "grove bench: %s, %d CPUs, %s/%s, runs=%d (up to %d under --min-time %s), medians\n",
 			host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runs, bench.MaxRunsFactor*runs, minTime)
-		fmt.Fprintf(a.stdout, "%-8s %-15s %11s %11s %9s %9s %5s\n", "files", "operation", "grove", "git", "grove/git", "peak mem", "runs")
+		fmt.Fprintf(a.stdout, "%-8s %-24s %11s %11s %9s %9s %5s\n", "files", "operation", "grove", "git", "grove/git", "peak mem", "runs")
 	}
 	var rows []benchRow
 	for _, n := range sizes {
@@ -159,7 +163,7 @@ func (a *app) bench(sizes []int, runs int, minTime time.Duration, only, under st
 			res, err := bench.Measure(e, op, runs, minTime)
 			if errors.Is(err, bench.ErrSkipped) {
 				if !a.json {
-					fmt.Fprintf(a.stdout, "%-8d %-15s %s\n", n, op.Name, err)
+					fmt.Fprintf(a.stdout, "%-8d %-24s %s\n", n, op.Name, err)
 				}
 				continue
 			}
@@ -193,13 +197,13 @@ func printBenchRow(w io.Writer, r benchRow) {
 	if r.PeakRSS > 0 {
 		mem = fmt.Sprintf("%d MiB", r.PeakRSS>>20)
 	}
-	fmt.Fprintf(w, "%-8d %-15s %11s %11s %9s %9s %5d\n", r.Files, r.Op, fmt.Sprintf("%.1f ms", r.GroveMS), git, ratio, mem, r.Runs)
+	fmt.Fprintf(w, "%-8d %-24s %11s %11s %9s %9s %5d\n", r.Files, r.Op, fmt.Sprintf("%.1f ms", r.GroveMS), git, ratio, mem, r.Runs)
 	if r.FirstDisk > 0 || r.GroveDisk != 0 {
 		share := ""
 		if r.FirstDisk > 0 {
 			share = fmt.Sprintf(", %.1f%% of the first head's %s", 100*float64(r.GroveDisk)/float64(r.FirstDisk), mib(r.FirstDisk))
 		}
-		fmt.Fprintf(w, "%-8s %-15s disk per head: grove %s%s; git %s\n", "", "", mib(r.GroveDisk), share, mib(r.GitDisk))
+		fmt.Fprintf(w, "%-8s %-24s disk per head: grove %s%s; git %s\n", "", "", mib(r.GroveDisk), share, mib(r.GitDisk))
 	}
 }
 

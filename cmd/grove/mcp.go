@@ -114,6 +114,8 @@ sandbox), and the fork tool refuses to run a setup hook.`,
 				fmt.Fprintf(a.stderr, "grove: mcp: serving the head %s is in, a call at a time\n", dir)
 				sessionID = ""
 			} else {
+				// The session holds its head as long as the server runs.
+				a.watch = true
 				s, err := a.mcpSession(head, sessionID, opts)
 				if err != nil {
 					return fail(cmd, head, err)

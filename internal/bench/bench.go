@@ -103,9 +103,11 @@ type Env struct {
 	lfsEnv     *lfsEnv              // the lfs rows' repository, once made
 	subEnv     *subEnv              // the submodule rows' repository, once made
 	created    int
-	touched    map[string][]string // the files the last touch of each directory rewrote
-	others     []*workspace.Head   // create-20th's heads beside the bench head, once made
-	firstDisk  int64               // the disk the bench head, the workspace's first, took
+	touched    map[string][]string  // the files the last touch of each directory rewrote
+	others     []*workspace.Head    // create-20th's heads beside the bench head, once made
+	watchedWS  *workspace.Workspace // the watched rows' workspace (OpenOptions.WatchChanges), once made
+	watched    *workspace.Head      // and its head
+	firstDisk  int64                // the disk the bench head, the workspace's first, took
 
 	// LFSBytes is how much LFS content the lfs rows' repository holds
 	// (DefaultLFSBytes when not positive).
@@ -156,6 +158,10 @@ func (e *Env) Close() {
 	}
 	for _, h := range e.others {
 		_ = h.Close()
+	}
+	if e.watched != nil {
+		_ = e.watched.Close()
+		_ = e.watchedWS.Close()
 	}
 	_ = e.Head.Close()
 	_ = e.WS.Close()
@@ -383,6 +389,17 @@ func Ops() []Op {
 				return nil
 			}),
 		},
+		// The same on a head whose workspace watches for changes
+		// (OpenOptions.WatchChanges): a checkpoint and a status of a head
+		// where nothing changed, and a checkpoint of one changed file,
+		// found by the watcher rather than by looking at every file.
+		{Name: "checkpoint-0-watched", Prepare: watchedTouch(0), Grove: timed(watchedCheckpoint), Git: timed(gitCommit)},
+		{Name: "checkpoint-1-watched", Prepare: watchedTouch(1), Grove: timed(watchedCheckpoint), Git: timed(gitCommit)},
+		{
+			Name: "status-watched", Prepare: watchedTouch(0),
+			Grove: timed(func(e *Env) error { _, err := e.watched.Status(e.Ctx); return err }),
+			Git:   timed(func(e *Env) error { return e.Git("status", "--porcelain") }),
+		},
 		// Each side goes back and forth between its two states (it starts
 		// at the second), on a count of its own: every run changes 100
 		// files.
@@ -414,6 +431,58 @@ func Ops() []Op {
 		},
 		{Name: "reopen", Grove: timed(reopen)},
 	}, append(s.lfsOps(), s.submoduleOps()...)...)
+}
+
+// watchedTouch makes the watched head (once) and rewrites k of its files
+// and of the plain worktree's.
+func watchedTouch(k int) func(*Env) error {
+	return func(e *Env) error {
+		if err := e.watch(); err != nil {
+			return err
+		}
+		if err := e.Touch(e.watched.Info().Root, k); err != nil {
+			return err
+		}
+		return e.Touch(e.GitDir, k)
+	}
+}
+
+// watchedCheckpoint is a whole checkpoint of the watched head.
+func watchedCheckpoint(e *Env) error {
+	_, err := e.watched.Checkpoint(e.Ctx, nil)
+	return err
+}
+
+// watch opens, once, a workspace of the repository that watches its
+// heads, with a head of main, looked at whole once (what a watcher vouches
+// for starts from there), as a long-lived session's is.
+func (e *Env) watch() error {
+	if e.watched != nil {
+		return nil
+	}
+	ws, err := workspace.Open(e.Ctx, gitbackend.New(gitbackend.Options{}), e.Repo, &workspace.OpenOptions{WatchChanges: true})
+	if err != nil {
+		return err
+	}
+	h, err := ws.NewHead("watched").From("main").Create(e.Ctx)
+	if err == nil {
+		err = Modules(h.Info().Root, 1)
+	}
+	if err == nil {
+		_, err = h.Checkpoint(e.Ctx, nil)
+	}
+	if err == nil {
+		_, err = h.Status(e.Ctx)
+	}
+	if err != nil {
+		if h != nil {
+			_ = h.Close()
+		}
+		_ = ws.Close()
+		return err
+	}
+	e.watchedWS, e.watched = ws, h
+	return nil
 }
 
 // ops is the state the operations of one Ops list share.
