@@ -99,8 +99,8 @@ func (h *head) watcher(mf registry.Manifest) *changes.Watcher {
 // stateKey reads the head's state key without a process; ok is false
 // when it cannot be read so.
 func (h *head) stateKey(mf registry.Manifest) (stateKey, bool) {
-	st, ok := h.stateFast(mf)
-	if !ok || !st.onOwn {
+	commit, ref, ok := h.w.repo.HeadCommit(mf.Admin)
+	if !ok || mf.Attached || mf.Branch == "" || ref != "refs/heads/"+mf.Branch {
 		return stateKey{}, false
 	}
 	key := func(p string) string {
@@ -112,7 +112,7 @@ func (h *head) stateKey(mf registry.Manifest) (stateKey, bool) {
 		return fi.Mode().Type().String() + k
 	}
 	return stateKey{
-		commit:     st.commit,
+		commit:     commit,
 		index:      key(filepath.Join(mf.Admin, "index")),
 		exclude:    key(filepath.Join(h.w.repo.Common, "info", "exclude")),
 		attributes: key(filepath.Join(h.w.repo.Common, "info", "attributes")),
