@@ -318,18 +318,31 @@ func nestedRoot(dir, p string) string {
 // within reports whether slash path p is dir or lies under it.
 func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
+// maxShortReads is how many times addAll reads again files rewritten
+// while git read them.
+const maxShortReads = 8
+
 // addAll runs git add (mode -A or -u) of specs on the index env names,
 // through run. A tracked file replaced by a FIFO, a socket or a device
 // makes git add fail: such a path is dropped from the index, returned as
-// skipped, and the add runs again without it.
+// skipped, and the add runs again without it. A file rewritten while git
+// read it is read again, up to maxShortReads times.
 func addAll(ctx context.Context, run func(context.Context, gitcmd.Cmd) (string, error), env, specs []string, mode string) ([]grove.Skipped, error) {
 	var skipped []grove.Skipped
 	specs = slices.Clone(specs)
+	shortReads := 0
 	for tries := 0; ; tries++ {
 		_, err := run(ctx, gitcmd.Cmd{Env: env, Stdin: strings.NewReader(strings.Join(specs, "\x00") + "\x00"),
 			Args: []string{"add", mode, "--pathspec-from-file=-", "--pathspec-file-nul"}})
 		if err == nil {
 			return skipped, nil
+		}
+		if strings.Contains(gitcmd.Stderr(err), "short read while indexing") && shortReads < maxShortReads && ctx.Err() == nil {
+			// A file was rewritten while git read it: what it holds
+			// now is read again.
+			shortReads++
+			time.Sleep(time.Duration(shortReads) * time.Millisecond)
+			continue
 		}
 		m := notAddable.FindAllStringSubmatch(gitcmd.Stderr(err), -1)
 		if m == nil || tries >= 64 {

@@ -2,6 +2,7 @@ package gitbackend
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -76,6 +77,11 @@ type stateKey struct {
 	commit, index, exclude, attributes string
 	op                                 grove.Operation
 }
+
+// maxWatchedPaths is the most changed paths a checkpoint looks at one by
+// one: past it (a package manager's install, say), one scan of the whole
+// tree costs less than asking git about each in turn.
+const maxWatchedPaths = 2000
 
 // watcher is the head's watcher, started now when it was not; nil when
 // the head is not watched or cannot be.
@@ -169,7 +175,7 @@ func (h *head) checkpointWatched(ctx context.Context, mf registry.Manifest, opts
 	}
 	key, keyOK := h.stateKey(mf)
 	paths, vouched := changedSince(w, last, key, keyOK)
-	vouched = vouched && last.maxNew == opts.MaxNewFileSize && !opts.Scan
+	vouched = vouched && last.maxNew == opts.MaxNewFileSize && !opts.Scan && len(paths) <= maxWatchedPaths
 	if vouched && len(paths) == 0 {
 		h.looked(false, lookedAtNothing)
 		last.mark = mark
@@ -210,15 +216,38 @@ func (ws *watchState) setCheckpoint(v *vouch) {
 	ws.cp = v
 }
 
-// filesOf is paths less the directories that are there now: the watcher
-// reports what changed inside a directory path by path (and a directory
-// made or moved in whole, with everything in it), and git would refuse a
-// directory its rules ignore whose files it tracks. What is gone stays:
-// it may have held tracked files. An empty directory is emptyDirs'.
+// filesOf is paths less the directories that are there now, and less
+// what lies beyond a link: the watcher reports what changed inside a
+// directory path by path (and a directory made or moved in whole, with
+// everything in it), git would refuse a directory its rules ignore whose
+// files it tracks, and a path beyond a link names no file of the head
+// (the link, which replaced a directory, is among the paths itself).
+// What is gone stays: it may have held tracked files. An empty directory
+// is emptyDirs'.
 func filesOf(dir string, paths []string) []string {
+	kind := map[string]fs.FileMode{} // slash path -> its type; absent: gone
+	lstat := func(p string) (fs.FileMode, bool) {
+		if t, ok := kind[p]; ok {
+			return t, true
+		}
+		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p)))
+		if err != nil {
+			return 0, false
+		}
+		kind[p] = fi.Mode().Type()
+		return kind[p], true
+	}
+	beyondLink := func(p string) bool {
+		for d := parentDir(p); d != ""; d = parentDir(d) {
+			if t, ok := lstat(d); ok && t&fs.ModeSymlink != 0 {
+				return true
+			}
+		}
+		return false
+	}
 	out := make([]string, 0, len(paths))
 	for _, p := range paths {
-		if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p))); err != nil || !fi.IsDir() {
+		if t, ok := lstat(p); (!ok || !t.IsDir()) && !beyondLink(p) {
 			out = append(out, p)
 		}
 	}

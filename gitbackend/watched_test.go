@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -248,4 +249,27 @@ func TestSafetyCheckpointsOfAWatchedHeadScan(t *testing.T) {
 			assert.Equal(t, "after!", p.git(p.repo, "show", string(cp)+":src/linked.go"))
 		})
 	}
+}
+
+// An agent that swaps a directory whose files changed for a link to a
+// directory outside the head, holding files of the same names, and
+// writes there: the watched checkpoint takes the link as a link, nothing
+// of the outside directory, and never fails on paths beyond the link.
+func TestAttackALinkInPlaceOfAWatchedDirectory(t *testing.T) {
+	p := newWatchedPair(t)
+	dir := p.w.Info().Root
+	p.write(p.w, "swap/a.go", "mine\n")
+	p.agree(t, "the first look")
+	outside := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "a.go"), []byte("outside\n"), 0o644))
+	p.write(p.w, "swap/a.go", "changed\n")
+	p.write(p.w, "swap/deep/b.go", "new\n")
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "swap")))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "swap")))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "a.go"), []byte("outside, again\n"), 0o644))
+	cp := p.agree(t, "the directory swapped for a link")
+	assert.Equal(t, "120000", strings.Fields(p.git(p.repo, "ls-tree", string(cp.ID), "swap"))[0], "the link is captured as a link")
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "c.go"), []byte("more\n"), 0o644))
+	again := p.agree(t, "a write in the link's target")
+	assert.False(t, again.New, "nothing of the head changed")
 }

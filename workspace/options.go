@@ -73,8 +73,10 @@ type OpenOptions struct {
 	// event, the first call, a change of the index, HEAD or the ignore
 	// rules, a sealed, sparse or attached head) is scanned whole. It is
 	// for long-lived processes (a session, a server); a backend that
-	// cannot watch ignores it. Each open head holds a watch on every
-	// directory of its tree (fs.inotify.max_user_watches bounds them).
+	// cannot watch ignores it. Each open head holds an inotify instance
+	// with a watch on every directory of its tree, ignored ones included
+	// (fs.inotify.max_user_instances and max_user_watches bound them: a
+	// head that cannot be watched scans).
 	WatchChanges bool
 }
 

@@ -320,6 +320,13 @@ func (w *Watcher) watchTree(rel string) error {
 			}
 			return err
 		}
+		// inotify follows a link: a directory swapped for one since it
+		// was listed would have its target watched instead.
+		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+			_ = w.fw.Remove(p)
+			w.lose(nil)
+			return filepath.SkipDir
+		}
 		w.dirs[r] = true
 		return nil
 	})
