@@ -58,6 +58,9 @@ each comes first, as a warm-up):
   submodules-create  grove new              git worktree add && git submodule update --init
   submodules-checkpoint-1  checkpoint, 1 change  git add -A && git commit
                   (a repository with 5 submodules of 500 files each)
+  cli-status      grove status (a process)  git status --porcelain
+  cli-path        grove path (a process)    git rev-parse --show-toplevel
+  cli-ls          grove ls (a process)      git worktree list
 
 It prints the medians, the ratio grove/git, the grove process's peak memory
 and the runs timed: an operation whose sides have not spent --min-time each
@@ -152,6 +155,7 @@ func (a *app) bench(sizes []int, runs int, minTime time.Duration, only, under st
 			return err
 		}
 		e.LFSBytes = lfsBytes
+		e.Grove, _ = os.Executable()
 		if !a.json {
 			fs, cow := e.FileSystem()
 			fmt.Fprintf(a.stdout, "%-8d (generated in %s; on %s, copy-on-write: %s)\n", n, time.Since(start).Round(time.Millisecond), fs, cow)

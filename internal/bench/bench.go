@@ -112,6 +112,9 @@ type Env struct {
 	// LFSBytes is how much LFS content the lfs rows' repository holds
 	// (DefaultLFSBytes when not positive).
 	LFSBytes int64
+	// Grove is the grove binary the cli rows run ("" skips them).
+	Grove     string
+	groveHome string // its GROVE_HOME, once made
 }
 
 // NewEnv generates a repository of n files under dir and opens it.
@@ -430,7 +433,7 @@ func Ops() []Op {
 			Git:     timed(func(e *Env) error { return e.Git("worktree", "remove", "--force", s.destroyDir) }),
 		},
 		{Name: "reopen", Grove: timed(reopen)},
-	}, append(s.lfsOps(), s.submoduleOps()...)...)
+	}, slices.Concat(s.lfsOps(), s.submoduleOps(), s.cliOps())...)
 }
 
 // watchedTouch makes the watched head (once) and rewrites k of its files
