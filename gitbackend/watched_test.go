@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,6 +35,10 @@ type watchedPair struct {
 
 func newWatchedPair(t *testing.T) *watchedPair {
 	f := newFixture(t)
+	// The fixture's time, and more for a long differential run.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute+time.Duration(*watchSequences)*200*time.Millisecond)
+	t.Cleanup(cancel)
+	f.ctx = ctx
 	b := gitbackend.New(gitbackend.Options{})
 	ws, err := workspace.Open(f.ctx, b, f.repo, &workspace.OpenOptions{WatchChanges: true})
 	require.NoError(t, err)
