@@ -134,7 +134,7 @@ func decides(p string) bool {
 	case ".gitignore", ".gitattributes", ".gitmodules", ".lfsconfig":
 		return true
 	}
-	return p == ".git" || strings.HasSuffix(p, "/.git") || strings.Contains(p, ".git/")
+	return slices.Contains(strings.Split(p, "/"), ".git")
 }
 
 // changedSince is what the watcher vouches changed since v: ok is false

@@ -254,6 +254,10 @@ func (w *Watcher) event(ev fsnotify.Event) {
 	}
 	rel, ok := w.rel(ev.Name)
 	if !ok {
+		if filepath.Clean(ev.Name) == w.root && (ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Remove)) {
+			// The tree itself moved or went: its watch is gone.
+			w.lose(nil)
+		}
 		return
 	}
 	w.seq++

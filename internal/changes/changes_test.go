@@ -151,3 +151,19 @@ func TestSyncAfterCloseFails(t *testing.T) {
 	assert.Error(t, err)
 	assert.Error(t, w.Close(), "a second Close is an error")
 }
+
+func TestTheTreeMovedAwayAndBackIsALossThenWatchedAfresh(t *testing.T) {
+	w, root := newWatcher(t)
+	m := mark(t, w)
+	aside := root + ".aside"
+	require.NoError(t, os.Rename(root, aside))
+	require.NoError(t, os.Rename(aside, root))
+	m2 := mark(t, w)
+	_, complete := w.Changed(m)
+	assert.False(t, complete, "the tree's own watch went with the move")
+	require.NoError(t, os.WriteFile(filepath.Join(root, "src", "after"), nil, 0o644))
+	mark(t, w)
+	paths, complete := w.Changed(m2)
+	assert.True(t, complete)
+	assert.Equal(t, []string{"src/after"}, paths)
+}
