@@ -59,14 +59,16 @@
 // at those paths alone, or at nothing when none changed, and Status gives
 // its last answer again while nothing changed — but only where what the
 // last full look vouched for still holds: no event lost, the head's
-// commit, index file, info/exclude, info/attributes and operation in
-// progress as that look left them, no ignore, attributes or modules file
-// or .git among the changes. Anything else scans whole, so the results
+// commit and index file as that look left them, info/exclude and
+// info/attributes with the same content, no operation in progress, no
+// ignore, attributes or modules file or .git among the changes, no
+// changed file with other names. Anything else scans whole, so the results
 // are a full scan's; sealed, sparse and attached heads and heads with
 // submodules always scan, and so do the checkpoints the workspace layer
 // takes before a restore, a fork, a destroy or a land
 // (CheckpointOptions.Scan). The watcher cannot see writes through a
-// shared mapping or through a hard link whose name lies outside the head:
+// shared mapping or through a hard link whose name lies outside the head,
+// nor an index an agent rewrote in place with its size and time put back:
 // such a change reaches a checkpoint at the next full look.
 //
 // # Sealed heads

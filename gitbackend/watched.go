@@ -2,6 +2,9 @@ package gitbackend
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"io/fs"
 	"os"
 	"path"
@@ -33,9 +36,14 @@ import (
 // Anything else scans as an unwatched head does: the watcher's loss, a
 // state key changed by anything but grove's checkpoint (git run in the
 // head, a restore, an LFS fetch), a changed path that decides what other
-// paths mean (decides), other checkpoint options, and heads the narrowed
-// checkpoint does not serve: sealed (their commits come from a private
-// git dir), sparse, attached, or with submodules.
+// paths mean (decides), a changed file with other names (a write
+// through one is reported under it alone), an operation in progress
+// (whose checkpoints move neither HEAD nor the index), other checkpoint
+// options, and heads the narrowed checkpoint does not serve: sealed
+// (their commits come from a private git dir), sparse, attached, or with
+// submodules. The state key is read after the checkpoint: a git command
+// of the agent's that lands between grove's index swap and that read is
+// taken as grove's, until the next full look.
 
 // What a watched checkpoint or status looked at (seams.watchedLooks).
 const (
@@ -120,10 +128,24 @@ func (h *head) stateKey(mf registry.Manifest) (stateKey, bool) {
 	return stateKey{
 		commit:     commit,
 		index:      key(filepath.Join(mf.Admin, "index")),
-		exclude:    key(filepath.Join(h.w.repo.Common, "info", "exclude")),
-		attributes: key(filepath.Join(h.w.repo.Common, "info", "attributes")),
+		exclude:    contentKey(filepath.Join(h.w.repo.Common, "info", "exclude")),
+		attributes: contentKey(filepath.Join(h.w.repo.Common, "info", "attributes")),
 		op:         inProgress(mf.Admin),
 	}, true
+}
+
+// contentKey names what git reads at p, a small file of rules that git
+// follows links to: its content, which no time put back hides.
+func contentKey(p string) string {
+	data, err := regfile.Read(p, 1<<20)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "-"
+	case err != nil:
+		return "unreadable: " + err.Error() // scanned as git reads it; and again
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // decides reports whether a change of slash path p can change what other
@@ -140,7 +162,7 @@ func decides(p string) bool {
 // changedSince is what the watcher vouches changed since v: ok is false
 // when it cannot vouch (a loss, a deciding path, another state key).
 func changedSince(w *changes.Watcher, v *vouch, key stateKey, keyOK bool) (paths []string, ok bool) {
-	if v == nil || !keyOK || v.key != key {
+	if v == nil || !keyOK || v.key != key || key.op != grove.OpNone || strings.HasPrefix(key.exclude+key.attributes, "unreadable") {
 		return nil, false
 	}
 	paths, ok = w.Changed(v.mark)
@@ -184,9 +206,12 @@ func (h *head) checkpointWatched(ctx context.Context, mf registry.Manifest, opts
 	}
 	narrowed := *opts
 	if vouched {
+		narrowed.Paths, vouched = filesOf(mf.Dir, paths)
+	}
+	if vouched {
 		h.looked(false, lookedAtChanged)
-		narrowed.Paths = filesOf(mf.Dir, paths)
 	} else {
+		narrowed.Paths = nil
 		h.looked(false, lookedAtAll)
 	}
 	res, err := h.checkpoint(ctx, mf, &narrowed)
@@ -217,15 +242,17 @@ func (ws *watchState) setCheckpoint(v *vouch) {
 }
 
 // filesOf is paths less the directories that are there now, and less
-// what lies beyond a link: the watcher reports what changed inside a
+// what lies beyond a link; ok is false when a changed file has other
+// names (a write through another is reported under that one alone): the watcher reports what changed inside a
 // directory path by path (and a directory made or moved in whole, with
 // everything in it), git would refuse a directory its rules ignore whose
 // files it tracks, and a path beyond a link names no file of the head
 // (the link, which replaced a directory, is among the paths itself).
 // What is gone stays: it may have held tracked files. An empty directory
 // is emptyDirs'.
-func filesOf(dir string, paths []string) []string {
+func filesOf(dir string, paths []string) (files []string, ok bool) {
 	kind := map[string]fs.FileMode{} // slash path -> its type; absent: gone
+	linked := false                  // a changed file has other names
 	lstat := func(p string) (fs.FileMode, bool) {
 		if t, ok := kind[p]; ok {
 			return t, true
@@ -235,6 +262,7 @@ func filesOf(dir string, paths []string) []string {
 			return 0, false
 		}
 		kind[p] = fi.Mode().Type()
+		linked = linked || fi.Mode().IsRegular() && regfile.Links(fi) > 1
 		return kind[p], true
 	}
 	beyondLink := func(p string) bool {
@@ -245,13 +273,13 @@ func filesOf(dir string, paths []string) []string {
 		}
 		return false
 	}
-	out := make([]string, 0, len(paths))
+	files = make([]string, 0, len(paths))
 	for _, p := range paths {
 		if t, ok := lstat(p); (!ok || !t.IsDir()) && !beyondLink(p) {
-			out = append(out, p)
+			files = append(files, p)
 		}
 	}
-	return out
+	return files, !linked
 }
 
 // emptyDirs is what a whole checkpoint reports of the empty directories

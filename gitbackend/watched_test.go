@@ -278,3 +278,56 @@ func TestAttackALinkInPlaceOfAWatchedDirectory(t *testing.T) {
 	again := p.agree(t, "a write in the link's target")
 	assert.False(t, again.New, "nothing of the head changed")
 }
+
+// What the watcher cannot tell by itself: a write through another name
+// of a file with several in the head, rules that info/exclude leads git
+// to through a link, and a merge in progress (whose checkpoints move
+// neither HEAD nor the index). Each is a full scan's all the same.
+func TestAttackWhatTheWatcherCannotTellAlone(t *testing.T) {
+	t.Run("a hard link inside the head", func(t *testing.T) {
+		p := newWatchedPair(t)
+		dir := p.w.Info().Root
+		p.write(p.w, "src/h1.go", "one\n")
+		p.agree(t, "the first look")
+		require.NoError(t, os.Link(filepath.Join(dir, "src", "h1.go"), filepath.Join(dir, "h2.go")))
+		p.agree(t, "the link")
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "src", "h1.go"), []byte("two\n"), 0o644))
+		p.agree(t, "a write through one name")
+	})
+	t.Run("info/exclude through a link", func(t *testing.T) {
+		p := newWatchedPair(t)
+		dir := p.w.Info().Root
+		rules := filepath.Join(dir, "rules.txt")
+		require.NoError(t, os.WriteFile(rules, []byte("*.tmp\n"), 0o644))
+		exclude := filepath.Join(commonOf(p.fixture), "info", "exclude")
+		require.NoError(t, os.MkdirAll(filepath.Dir(exclude), 0o755))
+		_ = os.Remove(exclude)
+		require.NoError(t, os.Symlink(rules, exclude))
+		p.write(p.w, "a.tmp", "x\n")
+		p.agree(t, "the first look")
+		require.NoError(t, os.WriteFile(rules, []byte("*.tmX\n"), 0o644))
+		p.agree(t, "the rules changed through the link")
+	})
+	t.Run("a merge in progress", func(t *testing.T) {
+		p := newWatchedPair(t)
+		dir := p.w.Info().Root
+		p.write(p.w, "README.md", "ours\n")
+		p.agree(t, "the first look")
+		p.git(p.repo, "checkout", "-q", "-b", "other")
+		require.NoError(t, os.WriteFile(filepath.Join(p.repo, "README.md"), []byte("theirs\n"), 0o644))
+		p.git(p.repo, "commit", "-q", "-am", "theirs")
+		out, err := exec.Command("git", "-C", dir, "merge", "other").CombinedOutput()
+		require.Error(t, err, "%s", out)
+		p.write(p.w, "x.go", "x\n")
+		_, err = p.w.Status(p.ctx)
+		require.NoError(t, err)
+		_, err = p.w.Checkpoint(p.ctx, &workspace.CheckpointOptions{Paths: []string{"x.go"}})
+		require.NoError(t, err)
+		ws, err := p.w.Status(p.ctx)
+		require.NoError(t, err)
+		fs, err := p.full.Status(p.ctx)
+		require.NoError(t, err)
+		assert.Equal(t, fs.LastCheckpoint, ws.LastCheckpoint)
+		assert.Equal(t, fs.Changes, ws.Changes)
+	})
+}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package changes
 
 import (
@@ -30,7 +32,7 @@ func mark(t *testing.T, w *Watcher) Mark {
 	return m
 }
 
-func sh(t *testing.T, dir, script string) {
+func sh(t *testing.T, _ string, script string) {
 	t.Helper()
 	out, err := exec.Command("sh", "-c", script).CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -165,5 +167,60 @@ func TestTheTreeMovedAwayAndBackIsALossThenWatchedAfresh(t *testing.T) {
 	mark(t, w)
 	paths, complete := w.Changed(m2)
 	assert.True(t, complete)
+	assert.Equal(t, []string{"src/after"}, paths)
+}
+
+func TestATreePutInPlaceOfTheWatchedOneIsALoss(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "p")
+	root := filepath.Join(parent, "head")
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "src"), 0o755))
+	w, err := New(root)
+	require.NoError(t, err)
+	defer w.Close()
+	m := mark(t, w)
+	// The parent moves away; a copy of the tree takes its place.
+	sh(t, "", "mv "+parent+" "+parent+".old && mkdir "+parent+" && cp -a "+parent+".old/head "+root)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "src", "new.go"), nil, 0o644))
+	m2 := mark(t, w)
+	_, complete := w.Changed(m)
+	assert.False(t, complete, "the directory at the root is another one")
+	require.NoError(t, os.WriteFile(filepath.Join(root, "src", "after.go"), nil, 0o644))
+	mark(t, w)
+	paths, complete := w.Changed(m2)
+	assert.True(t, complete)
+	assert.Equal(t, []string{"src/after.go"}, paths)
+}
+
+func TestTheWatchersOwnDirectoryCannotBeTurnedAgainstIt(t *testing.T) {
+	w, _ := newWatcher(t)
+	// Names planted there, then the directory swapped for a link to
+	// another one holding files: Sync neither waits on them nor touches
+	// what the link leads to.
+	for i := range 100 {
+		require.NoError(t, os.WriteFile(filepath.Join(w.cookieD, fmt.Sprint(i)), nil, 0o600))
+	}
+	victim := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(victim, "1"), []byte("keep"), 0o600))
+	require.NoError(t, os.Rename(w.cookieD, w.cookieD+".moved"))
+	require.NoError(t, os.Symlink(victim, w.cookieD))
+	defer os.RemoveAll(w.cookieD + ".moved")
+	mark(t, w)
+	ents, err := os.ReadDir(victim)
+	require.NoError(t, err)
+	assert.Len(t, ents, 1)
+	data, err := os.ReadFile(filepath.Join(victim, "1"))
+	require.NoError(t, err)
+	assert.Equal(t, "keep", string(data))
+	require.NoError(t, os.Remove(w.cookieD))
+}
+
+func TestDirectoriesMadeAndRemovedAtOnceDoNotBreakTheWatcher(t *testing.T) {
+	w, root := newWatcher(t)
+	sh(t, "", "cd "+root+" && for i in $(seq 1 200); do mkdir -p m/x/$i/y && mv m/x/$i m/x/$i.moved && rm -rf m/x/$i.moved; done")
+	m := mark(t, w)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "src", "after"), nil, 0o644))
+	mark(t, w)
+	paths, complete := w.Changed(m)
+	assert.True(t, complete, "losses are recovered from, not fatal")
 	assert.Equal(t, []string{"src/after"}, paths)
 }

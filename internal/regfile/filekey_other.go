@@ -13,3 +13,6 @@ func Inode(fs.FileInfo) uint64 { return 0 }
 
 // Allocated reports nothing: this system does not tell.
 func Allocated(fs.FileInfo) (int64, bool) { return 0, false }
+
+// Links is 1: this system does not tell.
+func Links(fs.FileInfo) uint64 { return 1 }

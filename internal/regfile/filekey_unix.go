@@ -35,3 +35,11 @@ func Allocated(fi fs.FileInfo) (int64, bool) {
 	}
 	return int64(st.Blocks) * 512, true
 }
+
+// Links is how many names the file fi describes has.
+func Links(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
