@@ -151,6 +151,7 @@ func edit(t *testing.T, r *rand.Rand, dir string) string {
 // every sequence of random edits, renames, removals, mode changes, links,
 // shell commands, ignore-rule changes and git in the head.
 func TestWatchedCheckpointsAreAFullScans(t *testing.T) {
+	t.Parallel()
 	p := newWatchedPair(t)
 	dir := p.w.Info().Root
 	r := rand.New(rand.NewPCG(uint64(*watchSequences), 39))
@@ -179,6 +180,7 @@ func TestWatchedCheckpointsAreAFullScans(t *testing.T) {
 // Writes that race a watched checkpoint are never lost: what a
 // checkpoint did not see is seen by the next one.
 func TestWritesRacingAWatchedCheckpointAreNotLost(t *testing.T) {
+	t.Parallel()
 	p := newWatchedPair(t)
 	dir := p.w.Info().Root
 	p.agree(t, "the first look")
@@ -207,6 +209,7 @@ func TestWritesRacingAWatchedCheckpointAreNotLost(t *testing.T) {
 // A watched head whose watcher lost events (an overflow, a directory
 // renamed away) scans whole, and its checkpoint is a full scan's.
 func TestAWatchedHeadThatLostEventsScans(t *testing.T) {
+	t.Parallel()
 	p := newWatchedPair(t)
 	dir := p.w.Info().Root
 	p.agree(t, "the first look")
