@@ -21,7 +21,7 @@ import (
 	"github.com/groveworks/grove/workspace"
 )
 
-var watchSequences = flag.Int("watch.sequences", 150, "random edit sequences the watched-checkpoint differential test runs")
+var watchSequences = flag.Int("watch.sequences", 50, "random edit sequences the watched-checkpoint differential test runs")
 
 // watchedPair is one head watched (w, in a workspace opened with
 // WatchChanges) and a read-only view of it from a workspace that is not
@@ -186,7 +186,7 @@ func TestWritesRacingAWatchedCheckpointAreNotLost(t *testing.T) {
 	p := newWatchedPair(t)
 	dir := p.w.Info().Root
 	p.agree(t, "the first look")
-	for round := range 20 {
+	for round := range 6 {
 		ctx, cancel := context.WithCancel(p.ctx)
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -221,7 +221,7 @@ func TestAWatchedHeadThatLostEventsScans(t *testing.T) {
 	_, err = fmt.Sscan(string(limit), &n)
 	require.NoError(t, err)
 	// More events than the kernel keeps, faster than they are read.
-	out, err := exec.Command("sh", "-c", fmt.Sprintf("mkdir -p %q/many && cd %q/many && seq 1 %d | xargs touch && mv %q/src %q/src2", dir, dir, n+2000, dir, dir)).CombinedOutput()
+	out, err := exec.Command("sh", "-c", fmt.Sprintf("mkdir -p %q/many && cd %q/many && seq 1 %d | xargs touch && mv %q/src %q/src2", dir, dir, n+500, dir, dir)).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	_, _, allBefore := gitbackend.WatchedLooks(p.b, false)
 	p.agree(t, "after the losses")
