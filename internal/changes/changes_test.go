@@ -91,30 +91,20 @@ func TestARenamedDirectoryIsALossThenWatchedAfresh(t *testing.T) {
 
 func TestAnOverflowedQueueIsALoss(t *testing.T) {
 	w, root := newWatcher(t)
-	m := mark(t, w)
-	// Hold the watcher's lock: nothing is read from the kernel's queue
-	// while far more events than it keeps are made.
 	limit, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
 	require.NoError(t, err)
 	var n int
 	_, err = fmt.Sscan(string(limit), &n)
 	require.NoError(t, err)
-	w.mu.Lock()
-	for i := range n + 100 {
-		if err := os.WriteFile(filepath.Join(root, "src", fmt.Sprint(i)), nil, 0o644); err != nil {
-			w.mu.Unlock()
-			t.Fatal(err)
+	lostThenAfresh(t, w, root, func() {
+		// The watcher's lock held: nothing is read from the kernel's
+		// queue while far more events than it keeps are made.
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for i := range n + 100 {
+			require.NoError(t, os.WriteFile(filepath.Join(root, "src", fmt.Sprint(i)), nil, 0o644))
 		}
-	}
-	w.mu.Unlock()
-	m2 := mark(t, w)
-	_, complete := w.Changed(m)
-	assert.False(t, complete)
-	require.NoError(t, os.WriteFile(filepath.Join(root, "src", "after"), nil, 0o644))
-	mark(t, w)
-	paths, complete := w.Changed(m2)
-	assert.True(t, complete)
-	assert.Equal(t, []string{"src/after"}, paths)
+	}, "the queue overflowed")
 }
 
 func TestANestedRepositoryIsAChangeNotAWatch(t *testing.T) {
@@ -154,20 +144,29 @@ func TestSyncAfterCloseFails(t *testing.T) {
 	assert.Error(t, w.Close(), "a second Close is an error")
 }
 
-func TestTheTreeMovedAwayAndBackIsALossThenWatchedAfresh(t *testing.T) {
-	w, root := newWatcher(t)
+// lostThenAfresh checks that what lose does is a loss to a Changed since
+// before it, and that the tree at root (with a directory src) is watched
+// whole again after the next Sync.
+func lostThenAfresh(t *testing.T, w *Watcher, root string, lose func(), why string) {
+	t.Helper()
 	m := mark(t, w)
-	aside := root + ".aside"
-	require.NoError(t, os.Rename(root, aside))
-	require.NoError(t, os.Rename(aside, root))
+	lose()
 	m2 := mark(t, w)
 	_, complete := w.Changed(m)
-	assert.False(t, complete, "the tree's own watch went with the move")
+	assert.False(t, complete, why)
 	require.NoError(t, os.WriteFile(filepath.Join(root, "src", "after"), nil, 0o644))
 	mark(t, w)
 	paths, complete := w.Changed(m2)
 	assert.True(t, complete)
 	assert.Equal(t, []string{"src/after"}, paths)
+}
+
+func TestTheTreeMovedAwayAndBackIsALossThenWatchedAfresh(t *testing.T) {
+	w, root := newWatcher(t)
+	lostThenAfresh(t, w, root, func() {
+		require.NoError(t, os.Rename(root, root+".aside"))
+		require.NoError(t, os.Rename(root+".aside", root))
+	}, "the tree's own watch went with the move")
 }
 
 func TestATreePutInPlaceOfTheWatchedOneIsALoss(t *testing.T) {
@@ -177,18 +176,11 @@ func TestATreePutInPlaceOfTheWatchedOneIsALoss(t *testing.T) {
 	w, err := New(root)
 	require.NoError(t, err)
 	defer w.Close()
-	m := mark(t, w)
-	// The parent moves away; a copy of the tree takes its place.
-	sh(t, "", "mv "+parent+" "+parent+".old && mkdir "+parent+" && cp -a "+parent+".old/head "+root)
-	require.NoError(t, os.WriteFile(filepath.Join(root, "src", "new.go"), nil, 0o644))
-	m2 := mark(t, w)
-	_, complete := w.Changed(m)
-	assert.False(t, complete, "the directory at the root is another one")
-	require.NoError(t, os.WriteFile(filepath.Join(root, "src", "after.go"), nil, 0o644))
-	mark(t, w)
-	paths, complete := w.Changed(m2)
-	assert.True(t, complete)
-	assert.Equal(t, []string{"src/after.go"}, paths)
+	lostThenAfresh(t, w, root, func() {
+		// The parent moves away; a copy of the tree takes its place.
+		sh(t, "", "mv "+parent+" "+parent+".old && mkdir "+parent+" && cp -a "+parent+".old/head "+root)
+		require.NoError(t, os.WriteFile(filepath.Join(root, "src", "new.go"), nil, 0o644))
+	}, "the directory at the root is another one")
 }
 
 func TestTheWatchersOwnDirectoryCannotBeTurnedAgainstIt(t *testing.T) {
