@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -150,16 +152,26 @@ func TestListAndStopAHeadsProcesses(t *testing.T) {
 	start(true, "exec sleep 300")
 	start(true, "setsid sh -c 'sleep 301 & exit' ; exec sleep 302") // a double fork, in a session of its own
 	start(false, "exec sleep 303")
+	// Wait for the three sleeps themselves: three processes may be a
+	// shell that has not yet forked or exec'd, and stopping a shell
+	// before it forks leaves its child untracked by this list.
 	var procs []Process
+	commands := func() []string {
+		var out []string
+		for _, p := range procs {
+			out = append(out, p.Command)
+		}
+		sort.Strings(out)
+		return out
+	}
 	require.Eventually(t, func() bool {
 		var err error
 		procs, err = List(id, dir, false)
 		require.NoError(t, err)
-		return len(procs) == 3
+		return slices.Equal(commands(), []string{"sleep 300", "sleep 301", "sleep 302"})
 	}, 5*time.Second, 20*time.Millisecond, "%+v", procs)
 	for _, p := range procs {
 		assert.True(t, p.Tracked)
-		assert.Contains(t, p.Command, "sleep 30")
 	}
 	all, err := List(id, dir, true)
 	require.NoError(t, err)
@@ -182,7 +194,10 @@ func TestListAndStopAHeadsProcesses(t *testing.T) {
 
 	// A process that ignores SIGTERM is killed after the grace period.
 	start(true, "trap '' TERM; sleep 304 & wait")
-	require.Eventually(t, func() bool { procs, _ = List(id, dir, false); return len(procs) == 2 }, 5*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool {
+		procs, _ = List(id, dir, false)
+		return slices.Contains(commands(), "sleep 304") && len(procs) == 2
+	}, 5*time.Second, 20*time.Millisecond)
 	require.NoError(t, Stop(context.Background(), procs, 200*time.Millisecond))
 	left, err = List(id, dir, false)
 	require.NoError(t, err)
