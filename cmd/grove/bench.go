@@ -57,7 +57,8 @@ each comes first, as a warm-up):
                   committed by git lfs; skipped where git-lfs is not installed)
   submodules-create  grove new              git worktree add && git submodule update --init
   submodules-checkpoint-1  checkpoint, 1 change  git add -A && git commit
-                  (a repository with 5 submodules of 500 files each)
+                  (a repository with 5 submodules of 500 files each, or of
+                  --files files when that is fewer)
   cli-status      grove status (a process)  git status --porcelain
   cli-path        grove path (a process)    git rev-parse --show-toplevel
   cli-ls          grove ls (a process)      git worktree list

@@ -26,6 +26,15 @@ import (
 // chosen by seed, and a .gitignore ignoring node_modules/; the main
 // worktree also gets an ignored node_modules/ (see Modules).
 func Generate(ctx context.Context, dir string, n int, seed uint64) error {
+	if err := generate(ctx, dir, n, seed); err != nil {
+		return err
+	}
+	return Modules(dir, seed)
+}
+
+// generate is Generate without the node_modules/: a repository no head
+// is benchmarked in (a submodule's source) has no need of one.
+func generate(ctx context.Context, dir string, n int, seed uint64) error {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -47,7 +56,7 @@ func Generate(ctx context.Context, dir string, n int, seed uint64) error {
 			return err
 		}
 	}
-	return Modules(dir, seed)
+	return nil
 }
 
 // ModuleFiles is how many files Modules writes.

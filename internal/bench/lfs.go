@@ -49,7 +49,7 @@ func (e *Env) lfs() (*lfsEnv, error) {
 		size = DefaultLFSBytes
 	}
 	l := &lfsEnv{repo: filepath.Join(filepath.Dir(e.Repo), "lfs-repo")}
-	if err := Generate(e.Ctx, l.repo, e.N, 2); err != nil {
+	if err := generate(e.Ctx, l.repo, e.N, 2); err != nil {
 		return nil, err
 	}
 	for _, args := range [][]string{{"lfs", "install", "--local"}, {"lfs", "track", "*.bin"}} {

@@ -10,7 +10,8 @@ import (
 )
 
 // benchSubmodules is how many submodules the submodule rows' repository
-// has, and subFiles how many files each holds.
+// has, and subFiles how many files each holds at most (as many as the
+// repository when it has fewer).
 const (
 	benchSubmodules = 5
 	subFiles        = 500
@@ -41,12 +42,12 @@ func (e *Env) submodules() (*subEnv, error) {
 	}
 	root := filepath.Dir(e.Repo)
 	s := &subEnv{repo: filepath.Join(root, "sub-repo")}
-	if err := Generate(e.Ctx, s.repo, e.N, 3); err != nil {
+	if err := generate(e.Ctx, s.repo, e.N, 3); err != nil {
 		return nil, err
 	}
 	for i := range benchSubmodules {
 		src := filepath.Join(root, fmt.Sprintf("sub-src-%d", i))
-		if err := Generate(e.Ctx, src, subFiles, uint64(10+i)); err != nil {
+		if err := generate(e.Ctx, src, min(subFiles, e.N), uint64(10+i)); err != nil {
 			return nil, err
 		}
 		if err := e.userSubmodule(s.repo, "submodule", "add", "-q", src, fmt.Sprintf("vendor/s%d", i)); err != nil {
