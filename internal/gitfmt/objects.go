@@ -513,6 +513,10 @@ func (s *Store) WriteBlob(data []byte, hashLen int) (string, error) {
 // as git makes it, except in a shared repository (left to git). All of
 // it goes through os.Root on the object directory, so no link leads it
 // elsewhere.
+// zlibWriters are writeLoose's compressors: a new one allocates and
+// clears most of a megabyte, more than compressing a tree costs.
+var zlibWriters = sync.Pool{New: func() any { return zlib.NewWriter(nil) }}
+
 func (s *Store) writeLoose(id string, raw []byte) error {
 	objects := filepath.Join(s.dir, "objects")
 	if fi, err := os.Lstat(objects); err != nil || !fi.IsDir() {
@@ -542,11 +546,14 @@ func (s *Store) writeLoose(id string, raw []byte) error {
 		return nil
 	}
 	var buf bytes.Buffer
-	zw := zlib.NewWriter(&buf)
-	if _, err := zw.Write(raw); err != nil {
-		return err
+	zw := zlibWriters.Get().(*zlib.Writer)
+	zw.Reset(&buf)
+	_, err = zw.Write(raw)
+	if err == nil {
+		err = zw.Close()
 	}
-	if err := zw.Close(); err != nil {
+	zlibWriters.Put(zw)
+	if err != nil {
 		return err
 	}
 	var rnd [8]byte
