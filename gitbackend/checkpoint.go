@@ -18,6 +18,7 @@ import (
 	"github.com/groveworks/grove/internal/gitcmd"
 	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/gitrepo"
+	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
 )
 
@@ -524,18 +525,26 @@ func (h *head) checkpoint(ctx context.Context, mf registry.Manifest, opts *backe
 	if err != nil {
 		return grove.CheckpointResult{}, err
 	}
-	priv, seeded, err := h.seedIndex(ctx, mf, privateIndex, st.commit)
-	if err != nil {
-		return grove.CheckpointResult{}, err
-	}
+	// The private index is written once: by narrowInPlace, as it will
+	// be, or else as a copy of the head's.
+	priv := filepath.Join(mf.Admin, privateIndex)
+	_ = os.Remove(priv)
 	defer os.Remove(priv)
+	seeded, mtime, err := h.headIndex(mf)
+	var keep []byte // see below
+	var keepIno uint64
+	defer func() { h.w.repo.Index.Put(keep) }()
 	var skipped []grove.Skipped
 	var tree string
 	narrowed := false
-	if len(opts.Paths) > 0 && st.onOwn && st.op == "" {
+	if err == nil && len(opts.Paths) > 0 && st.onOwn && st.op == "" {
 		tree, narrowed = h.narrowInPlace(ctx, mf, priv, seeded, st.tree, opts.Paths)
 	}
 	if !narrowed {
+		_ = os.Remove(priv) // where narrowInPlace failed to write it
+		if seeded, err = h.writeSeed(ctx, priv, seeded, mtime, err, st.commit); err != nil {
+			return grove.CheckpointResult{}, err
+		}
 		err = h.retryOnIndex(ctx, priv, st.commit, func() error {
 			var err error
 			// A second try runs on an index rebuilt from the commit.
@@ -559,11 +568,20 @@ func (h *head) checkpoint(ctx context.Context, mf registry.Manifest, opts *backe
 			tree, err = h.git(ctx, gitcmd.Cmd{Env: []string{"GIT_INDEX_FILE=" + priv}, Args: []string{"write-tree"}})
 			return err
 		})
+	} else if fi, err := os.Lstat(priv); err == nil {
+		// The index narrowInPlace wrote, for a watched head to keep
+		// once it is the head's.
+		keep, keepIno = seeded, regfile.Inode(fi)
 	} else {
 		h.w.repo.Index.Put(seeded)
 	}
 	if err != nil {
 		return grove.CheckpointResult{}, err
+	}
+	kept := func() {
+		if h.watch.keepIndex(filepath.Join(mf.Admin, "index"), keepIno, keep) {
+			keep = nil
+		}
 	}
 	current, currentTree, last, err := h.current(ctx, mf, st)
 	if err != nil {
@@ -576,6 +594,7 @@ func (h *head) checkpoint(ctx context.Context, mf registry.Manifest, opts *backe
 			if err := h.swapIndex(ctx, mf, priv); err != nil {
 				return grove.CheckpointResult{}, err
 			}
+			kept()
 		}
 		cp, err := h.w.repo.CommitInfo(ctx, current)
 		if err != nil {
@@ -609,6 +628,7 @@ func (h *head) checkpoint(ctx context.Context, mf registry.Manifest, opts *backe
 		if err := swap.commit(priv); err != nil {
 			return grove.CheckpointResult{}, err
 		}
+		kept()
 	}
 	cp.ID = grove.CheckpointID(commit)
 	cp.Message = strings.TrimRight(cp.Message, "\n")

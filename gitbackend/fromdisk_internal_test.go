@@ -7,8 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/groveworks/grove/internal/gitfmt"
+	"github.com/groveworks/grove/internal/regfile"
 	"github.com/stretchr/testify/require"
 )
 
@@ -34,4 +36,42 @@ func TestCopyIndexNeverWritesThroughALink(t *testing.T) {
 	data, err := os.ReadFile(victim)
 	require.NoError(t, err)
 	require.Equal(t, "the orchestrator's\n", string(data))
+}
+
+// A watched head's kept index is taken only while the file is the one it
+// was kept for: an edit in place, its size and times put back, is seen by
+// its change time; so is another file renamed over it.
+func TestAKeptIndexIsTakenOnlyForTheSameFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "index")
+	require.NoError(t, os.WriteFile(p, []byte("grove's index"), 0o644))
+	fi, err := os.Lstat(p)
+	require.NoError(t, err)
+	ws := &watchState{}
+	require.True(t, ws.keepIndex(p, regfile.Inode(fi), []byte("grove's index")))
+	require.Equal(t, "grove's index", string(ws.takeIndex(p)))
+	require.Nil(t, ws.takeIndex(p), "taken once")
+
+	require.True(t, ws.keepIndex(p, regfile.Inode(fi), []byte("grove's index")))
+	time.Sleep(10 * time.Millisecond) // a change time the clock can tell apart
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("agent"), 0)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.NoError(t, os.Chtimes(p, fi.ModTime(), fi.ModTime()))
+	same, err := os.Lstat(p)
+	require.NoError(t, err)
+	k1, _ := regfile.FileKey(fi)
+	k2, _ := regfile.FileKey(same)
+	require.Equal(t, k1, k2, "the edit is invisible to the file's key")
+	require.Nil(t, ws.takeIndex(p), "an edit in place is not grove's index")
+
+	require.True(t, ws.keepIndex(p, regfile.Inode(same), []byte("grove's index")))
+	other := filepath.Join(dir, "other")
+	require.NoError(t, os.WriteFile(other, []byte("agent's index"), 0o644))
+	require.NoError(t, os.Rename(other, p))
+	require.Nil(t, ws.takeIndex(p), "another file is not grove's index")
+	require.False(t, ws.keepIndex(p, regfile.Inode(same), []byte("grove's index")), "nor kept as it")
+	require.Nil(t, (*watchState)(nil).takeIndex(p), "an unwatched head keeps nothing")
 }

@@ -31,7 +31,39 @@ import (
 func (h *head) seedIndex(ctx context.Context, mf registry.Manifest, name, commit string) (string, []byte, error) {
 	priv := filepath.Join(mf.Admin, name)
 	_ = os.Remove(priv)
-	data, err := copyIndex(&h.w.repo.Index, filepath.Join(mf.Admin, "index"), priv)
+	data, mtime, err := h.headIndex(mf)
+	data, err = h.writeSeed(ctx, priv, data, mtime, err, commit)
+	return priv, data, err
+}
+
+// headIndex reads the head's index as seedIndex copies it: its bytes,
+// checked (nil when there is none), and its modification time. A watched
+// head's are the copy kept by the last checkpoint that wrote them (see
+// keepIndex), while the file is still the one it wrote.
+func (h *head) headIndex(mf registry.Manifest) ([]byte, time.Time, error) {
+	src := filepath.Join(mf.Admin, "index")
+	st, err := os.Stat(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, time.Time{}, nil // git starts an empty index
+	}
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if data := h.watch.takeIndex(src); data != nil {
+		return data, st.ModTime(), nil
+	}
+	data, err := h.w.repo.Index.ReadIndex(src)
+	return data, st.ModTime(), err
+}
+
+// writeSeed writes data, the head's index as headIndex read it (or failed
+// to, with err), at the private index priv, stamped mtime; with an error
+// the bytes go back to the buffer and nil is returned, and an index too
+// damaged to copy is rebuilt from commit instead.
+func (h *head) writeSeed(ctx context.Context, priv string, data []byte, mtime time.Time, err error, commit string) ([]byte, error) {
+	if err == nil && data != nil {
+		err = writeIndexCopy(priv, data, mtime)
+	}
 	if err != nil {
 		h.w.repo.Index.Put(data)
 		data = nil
@@ -39,7 +71,7 @@ func (h *head) seedIndex(ctx context.Context, mf registry.Manifest, name, commit
 	if errors.Is(err, gitfmt.ErrDamagedIndex) {
 		err = h.rebuildIndex(ctx, priv, commit)
 	}
-	return priv, data, err
+	return data, err
 }
 
 // rebuildIndex replaces the private index priv with one read from commit,
@@ -90,23 +122,25 @@ func copyIndex(buf *gitfmt.Buffer, src, dst string) ([]byte, error) {
 	if err != nil {
 		return data, err
 	}
-	// A new file, never through a link an agent planted at dst since the
-	// caller removed it.
+	return data, writeIndexCopy(dst, data, st.ModTime())
+}
+
+// writeIndexCopy writes data at dst, a new file (never through a link an
+// agent planted there since the caller removed it), stamped mtime, or
+// now when it is zero.
+func writeIndexCopy(dst string, data []byte, mtime time.Time) error {
 	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|regfile.ONoFollow, 0o644)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Chtimes(dst, st.ModTime(), st.ModTime())
+	if err == nil && !mtime.IsZero() {
+		err = os.Chtimes(dst, mtime, mtime)
 	}
-	if err != nil {
-		return data, err
-	}
-	return data, nil
+	return err
 }
 
 // unmark makes git add see every entry of the index at priv as it is in

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -17,6 +18,7 @@ import (
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/changes"
 	"github.com/groveworks/grove/internal/gitcmd"
+	"github.com/groveworks/grove/internal/gitfmt"
 	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
 )
@@ -68,6 +70,65 @@ type watchState struct {
 	failed bool             // it could not start or broke: scan from now on
 	cp     *vouch           // the last whole checkpoint's
 	status *vouch           // the last full Status's
+	// index is the head's index as the last narrowed checkpoint wrote
+	// it, and indexKey the file's identity and change time just after:
+	// the next checkpoint takes it instead of reading and checking the
+	// file again (a third of a one-file checkpoint at 100,000 files).
+	index    []byte
+	indexKey string
+}
+
+// indexKey names the file fi describes by its identity, modification
+// time and change time: an edit made in place, its times put back, still
+// moves the change time, which no one can set.
+func indexKey(fi fs.FileInfo) (string, bool) {
+	k, ok := regfile.FileKey(fi)
+	st, ok2 := gitfmt.StatOf(fi)
+	if !ok || !ok2 || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	return fmt.Sprintf("%s-%x.%x", k, st.CtimeSec, st.CtimeNsec), true
+}
+
+// takeIndex returns the kept bytes of the index at p, when p is still
+// the file they were kept for (nil otherwise, or on an unwatched head),
+// and keeps them no more: the caller owns them, as if read into the
+// workspace's index buffer.
+func (ws *watchState) takeIndex(p string) []byte {
+	if ws == nil {
+		return nil
+	}
+	fi, err := os.Lstat(p)
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	data, want := ws.index, ws.indexKey
+	ws.index, ws.indexKey = nil, ""
+	if key, ok := indexKey(fi); err != nil || !ok || key != want {
+		return nil
+	}
+	return data
+}
+
+// keepIndex keeps data, which the caller wrote to the file whose inode
+// is ino and made the head's index at p, for takeIndex; kept is false
+// when it was not (an unwatched head, or the index is another file
+// already), and the caller still owns data.
+func (ws *watchState) keepIndex(p string, ino uint64, data []byte) (kept bool) {
+	if ws == nil || data == nil {
+		return false
+	}
+	fi, err := os.Lstat(p)
+	if err != nil || regfile.Inode(fi) != ino {
+		return false
+	}
+	key, ok := indexKey(fi)
+	if !ok {
+		return false
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.index, ws.indexKey = data, key
+	return true
 }
 
 // vouch is what a full look at a head found, as of mark.
