@@ -530,7 +530,7 @@ func (h *head) checkpoint(ctx context.Context, mf registry.Manifest, opts *backe
 	priv := filepath.Join(mf.Admin, privateIndex)
 	_ = os.Remove(priv)
 	defer os.Remove(priv)
-	seeded, mtime, err := h.headIndex(mf)
+	seeded, seal, mtime, err := h.headIndex(mf)
 	var keep []byte // see below
 	var keepIno uint64
 	defer func() { h.w.repo.Index.Put(keep) }()
@@ -538,7 +538,7 @@ func (h *head) checkpoint(ctx context.Context, mf registry.Manifest, opts *backe
 	var tree string
 	narrowed := false
 	if err == nil && len(opts.Paths) > 0 && st.onOwn && st.op == "" {
-		tree, narrowed = h.narrowInPlace(ctx, mf, priv, seeded, st.tree, opts.Paths)
+		tree, narrowed = h.narrowInPlace(ctx, mf, priv, seeded, seal, st.tree, opts.Paths)
 	}
 	if !narrowed {
 		_ = os.Remove(priv) // where narrowInPlace failed to write it
@@ -579,7 +579,7 @@ func (h *head) checkpoint(ctx context.Context, mf registry.Manifest, opts *backe
 		return grove.CheckpointResult{}, err
 	}
 	kept := func() {
-		if h.watch.keepIndex(filepath.Join(mf.Admin, "index"), keepIno, keep) {
+		if h.watch.keepIndex(filepath.Join(mf.Admin, "index"), keepIno, keep, seal) {
 			keep = nil
 		}
 	}

@@ -31,29 +31,30 @@ import (
 func (h *head) seedIndex(ctx context.Context, mf registry.Manifest, name, commit string) (string, []byte, error) {
 	priv := filepath.Join(mf.Admin, name)
 	_ = os.Remove(priv)
-	data, mtime, err := h.headIndex(mf)
+	data, _, mtime, err := h.headIndex(mf)
 	data, err = h.writeSeed(ctx, priv, data, mtime, err, commit)
 	return priv, data, err
 }
 
 // headIndex reads the head's index as seedIndex copies it: its bytes,
-// checked (nil when there is none), and its modification time. A watched
-// head's are the copy kept by the last checkpoint that wrote them (see
-// keepIndex), while the file is still the one it wrote.
-func (h *head) headIndex(mf registry.Manifest) ([]byte, time.Time, error) {
+// checked (nil when there is none), the Sealer that reseals them, and its
+// modification time. A watched head's are the copy kept by the last
+// checkpoint that wrote them (see keepIndex), while the file is still the
+// one it wrote.
+func (h *head) headIndex(mf registry.Manifest) ([]byte, *gitfmt.Sealer, time.Time, error) {
 	src := filepath.Join(mf.Admin, "index")
 	st, err := os.Stat(src)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, time.Time{}, nil // git starts an empty index
+		return nil, new(gitfmt.Sealer), time.Time{}, nil // git starts an empty index
 	}
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, nil, time.Time{}, err
 	}
-	if data := h.watch.takeIndex(src); data != nil {
-		return data, st.ModTime(), nil
+	if data, seal := h.watch.takeIndex(src); data != nil {
+		return data, seal, st.ModTime(), nil
 	}
 	data, err := h.w.repo.Index.ReadIndex(src)
-	return data, st.ModTime(), err
+	return data, new(gitfmt.Sealer), st.ModTime(), err
 }
 
 // writeSeed writes data, the head's index as headIndex read it (or failed

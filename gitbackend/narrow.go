@@ -31,8 +31,8 @@ const maxNarrowFile = 64 << 20
 // where writing priv failed, which changes none of its marks): the
 // caller then stages as every checkpoint does, which gives the same
 // tree.
-func (h *head) narrowInPlace(ctx context.Context, mf registry.Manifest, priv string, seeded []byte, base string, paths []string) (tree string, ok bool) {
-	if seeded == nil || mf.Sparse != nil || mf.Attached {
+func (h *head) narrowInPlace(ctx context.Context, mf registry.Manifest, priv string, seeded []byte, seal *gitfmt.Sealer, base string, paths []string) (tree string, ok bool) {
+	if seeded == nil || seal == nil || mf.Sparse != nil || mf.Attached {
 		return "", false
 	}
 	if hashLen, err := h.w.hashLen(ctx); err != nil || hashLen != 20 {
@@ -152,11 +152,13 @@ func (h *head) narrowInPlace(ctx context.Context, mf registry.Manifest, priv str
 	if !gitfmt.SetCacheTrees(data, extOff, 20, newIDs, oldIDs) {
 		return "", false
 	}
+	from := len(data) // the first byte edited
 	for _, c := range changes {
 		gitfmt.PutEntry(data, c.off, c.mode, c.oid)
 		gitfmt.PutStat(data, c.off, c.st)
+		from = min(from, c.off)
 	}
-	gitfmt.Reseal(data, 20)
+	seal.Reseal(data, 20, min(from, extOff))
 	if err := writeIndexCopy(priv, data, time.Time{}); err != nil {
 		return "", false
 	}

@@ -75,6 +75,7 @@ type watchState struct {
 	// the next checkpoint takes it instead of reading and checking the
 	// file again (a third of a one-file checkpoint at 100,000 files).
 	index    []byte
+	seal     *gitfmt.Sealer
 	indexKey string
 }
 
@@ -90,31 +91,31 @@ func indexKey(fi fs.FileInfo) (string, bool) {
 	return fmt.Sprintf("%s-%x.%x", k, st.CtimeSec, st.CtimeNsec), true
 }
 
-// takeIndex returns the kept bytes of the index at p, when p is still
-// the file they were kept for (nil otherwise, or on an unwatched head),
-// and keeps them no more: the caller owns them, as if read into the
-// workspace's index buffer.
-func (ws *watchState) takeIndex(p string) []byte {
+// takeIndex returns the kept bytes of the index at p and their Sealer,
+// when p is still the file they were kept for (nil otherwise, or on an
+// unwatched head), and keeps them no more: the caller owns them, as if
+// read into the workspace's index buffer.
+func (ws *watchState) takeIndex(p string) ([]byte, *gitfmt.Sealer) {
 	if ws == nil {
-		return nil
+		return nil, nil
 	}
 	fi, err := os.Lstat(p)
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	data, want := ws.index, ws.indexKey
-	ws.index, ws.indexKey = nil, ""
+	data, seal, want := ws.index, ws.seal, ws.indexKey
+	ws.index, ws.seal, ws.indexKey = nil, nil, ""
 	if key, ok := indexKey(fi); err != nil || !ok || key != want {
-		return nil
+		return nil, nil
 	}
-	return data
+	return data, seal
 }
 
 // keepIndex keeps data, which the caller wrote to the file whose inode
-// is ino and made the head's index at p, for takeIndex; kept is false
-// when it was not (an unwatched head, or the index is another file
-// already), and the caller still owns data.
-func (ws *watchState) keepIndex(p string, ino uint64, data []byte) (kept bool) {
-	if ws == nil || data == nil {
+// is ino and made the head's index at p, and seal, which sealed them, for
+// takeIndex; kept is false when it was not (an unwatched head, or the
+// index is another file already), and the caller still owns data.
+func (ws *watchState) keepIndex(p string, ino uint64, data []byte, seal *gitfmt.Sealer) (kept bool) {
+	if ws == nil || data == nil || seal == nil {
 		return false
 	}
 	fi, err := os.Lstat(p)
@@ -127,7 +128,7 @@ func (ws *watchState) keepIndex(p string, ino uint64, data []byte) (kept bool) {
 	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	ws.index, ws.indexKey = data, key
+	ws.index, ws.seal, ws.indexKey = data, seal, key
 	return true
 }
 

@@ -2,6 +2,7 @@ package gitfmt
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/binary"
 	"time"
 )
@@ -50,13 +51,48 @@ func SetAssumeValid(index []byte, off, hashLen int, on bool) {
 // Reseal makes the checksum of an index whose entries were changed in
 // place again; an index whose trailer is all zeros (index.skipHash) keeps
 // it.
-func Reseal(index []byte, hashLen int) {
+func Reseal(index []byte, hashLen int) { new(Sealer).Reseal(index, hashLen, 0) }
+
+// sealStride is how many bytes of an index a Sealer hashes between the
+// states it keeps.
+const sealStride = 256 << 10
+
+// A Sealer reseals one index buffer again and again as it is edited in
+// place, hashing only from the edit on: it keeps the hash's state at
+// every sealStride bytes of the content it last sealed. Its zero value
+// has kept nothing. The caller keeps a Sealer with the buffer it sealed,
+// and uses it for no other.
+type Sealer struct {
+	states  [][]byte // states[i]: after i*sealStride bytes
+	n       int      // the length of the index sealed
+	hashLen int
+}
+
+// Reseal is Reseal for index, which is the buffer s last sealed (if any)
+// with none of its bytes before from changed since.
+func (s *Sealer) Reseal(index []byte, hashLen int, from int) {
 	sum := index[len(index)-hashLen:]
 	if bytes.Equal(sum, make([]byte, hashLen)) {
 		return
 	}
+	if s.n != len(index) || s.hashLen != hashLen {
+		s.states, s.n, s.hashLen = nil, len(index), hashLen
+	}
+	body := index[:len(index)-hashLen]
 	hh := NewHash(hashLen)
-	hh.Write(index[:len(index)-hashLen])
+	// Every hash NewHash makes saves and restores its state.
+	i := max(0, min(from/sealStride, len(s.states)-1))
+	if i > 0 && hh.(encoding.BinaryUnmarshaler).UnmarshalBinary(s.states[i]) != nil {
+		i = 0
+		hh.Reset()
+	}
+	s.states = s.states[:i]
+	for off := i * sealStride; off < len(body); off += sealStride {
+		if state, err := hh.(encoding.BinaryMarshaler).MarshalBinary(); err == nil && len(s.states) == off/sealStride {
+			s.states = append(s.states, state)
+		}
+		hh.Write(body[off:min(off+sealStride, len(body))])
+	}
 	copy(sum, hh.Sum(nil))
 }
 

@@ -4,6 +4,8 @@ package gitfmt
 
 import (
 	"crypto/sha1"
+	"crypto/sha256"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -89,4 +91,39 @@ func TestRacyIsGitsRule(t *testing.T) {
 	assert.True(t, Stat{MtimeSec: 1001}.Racy(written), "later")
 	assert.True(t, Stat{MtimeSec: 1000, MtimeNsec: 499}.Racy(written), "the same second")
 	assert.False(t, Stat{MtimeSec: 999, MtimeNsec: 900}.Racy(written))
+}
+
+// A Sealer's checksum of an index edited in place is the whole content's,
+// wherever the edits fall and whatever it was told the first edit was,
+// in both hashes; one handed another buffer's length starts over.
+func TestASealerHashesFromTheEditAsAWholeHashWould(t *testing.T) {
+	for _, hashLen := range []int{sha1.Size, sha256.Size} {
+		rng := rand.New(rand.NewPCG(1, uint64(hashLen)))
+		data := make([]byte, 5*sealStride+1234)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		whole := func() []byte {
+			h := NewHash(hashLen)
+			h.Write(data[:len(data)-hashLen])
+			return h.Sum(nil)
+		}
+		var s Sealer
+		s.Reseal(data, hashLen, 0)
+		require.Equal(t, whole(), data[len(data)-hashLen:])
+		for range 40 {
+			from := rng.IntN(len(data) - hashLen)
+			for range 3 {
+				data[from+rng.IntN(len(data)-hashLen-from)] ^= 0x5a
+			}
+			data[from] ^= 0xa5
+			s.Reseal(data, hashLen, from)
+			require.Equal(t, whole(), data[len(data)-hashLen:], "edited from %d", from)
+		}
+		short := data[:len(data)-sealStride]
+		s.Reseal(short, hashLen, len(short)-hashLen-1)
+		h := NewHash(hashLen)
+		h.Write(short[:len(short)-hashLen])
+		require.Equal(t, h.Sum(nil), short[len(short)-hashLen:])
+	}
 }
