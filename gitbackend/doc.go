@@ -71,6 +71,11 @@
 // nor an index an agent rewrote in place with its size and time put back:
 // such a change reaches a checkpoint at the next full look.
 //
+// A watched head also keeps in memory the index its last narrowed
+// checkpoint wrote, with the hash states that reseal it from an edit on,
+// while the index file is that one (inode, size, modification and change
+// time): the next narrowed checkpoint neither reads nor checks it again.
+//
 // # Sealed heads
 //
 // Where the workspace has a sandbox (OpenOptions.Sandbox), a head is a
