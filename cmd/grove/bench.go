@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -110,7 +111,7 @@ it offers new heads (snapshot, reflink, or none: heads are checked out).
 	cmd.Flags().IntVar(&runs, "runs", 7, "timed runs per operation and side (at least); the median is printed")
 	cmd.Flags().DurationVar(&minTime, "min-time", time.Second, "time each side spends in an operation's timed runs, at least, when ten times --runs runs allow it")
 	cmd.Flags().IntVar(&lfsMB, "lfs-mb", bench.DefaultLFSBytes>>20, "MiB of Git LFS content in the lfs rows' repository")
-	cmd.Flags().StringVar(&only, "op", "", "run only the operations whose name starts with this")
+	cmd.Flags().StringVar(&only, "op", "", "run only the operations whose name starts with this (or with one of these, comma-separated)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	cmd.Flags().StringVar(&dir, "dir", "", "make the repositories in a temporary directory under this one (default: the system's)")
 	return cmd
@@ -162,7 +163,7 @@ func (a *app) bench(sizes []int, runs int, minTime time.Duration, only, under st
 			fmt.Fprintf(a.stdout, "%-8d (generated in %s; on %s, copy-on-write: %s)\n", n, time.Since(start).Round(time.Millisecond), fs, cow)
 		}
 		for _, op := range bench.Ops() {
-			if !strings.HasPrefix(op.Name, only) {
+			if !slices.ContainsFunc(strings.Split(only, ","), func(p string) bool { return strings.HasPrefix(op.Name, p) }) {
 				continue
 			}
 			res, err := bench.Measure(e, op, runs, minTime)
