@@ -21,7 +21,7 @@ import (
 	"github.com/groveworks/grove/workspace"
 )
 
-var watchSequences = flag.Int("watch.sequences", 50, "random edit sequences the watched-checkpoint differential test runs")
+var watchSequences = flag.Int("watch.sequences", 25, "random edit sequences the watched-checkpoint differential test runs")
 
 // watchedPair is one head watched (w, in a workspace opened with
 // WatchChanges) and a read-only view of it from a workspace that is not
