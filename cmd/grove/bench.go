@@ -7,8 +7,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
