@@ -578,6 +578,13 @@ func (h *head) checkpoint(ctx context.Context, mf registry.Manifest, opts *backe
 	if err != nil {
 		return grove.CheckpointResult{}, err
 	}
+	// For a watched head, the index narrowInPlace replaces is kept as the
+	// spare the next one writes over, and the one it wrote in memory.
+	spare := func() {
+		if keep != nil {
+			h.watch.keepSpare(filepath.Join(mf.Admin, "index"))
+		}
+	}
 	kept := func() {
 		if h.watch.keepIndex(filepath.Join(mf.Admin, "index"), keepIno, keep, seal) {
 			keep = nil
@@ -591,6 +598,7 @@ func (h *head) checkpoint(ctx context.Context, mf registry.Manifest, opts *backe
 		if st.onOwn {
 			// Nothing to commit, but the refreshed index keeps git's
 			// stat cache warm and heals an index a crash left stale.
+			spare()
 			if err := h.swapIndex(ctx, mf, priv); err != nil {
 				return grove.CheckpointResult{}, err
 			}
@@ -625,6 +633,7 @@ func (h *head) checkpoint(ctx context.Context, mf registry.Manifest, opts *backe
 	}
 	h.w.b.crashPoint("checkpoint:recorded")
 	if swap != nil {
+		spare()
 		if err := swap.commit(priv); err != nil {
 			return grove.CheckpointResult{}, err
 		}

@@ -26,7 +26,8 @@ const maxNarrowFile = 64 << 20
 // It writes the blobs and, from the head's commit tree base, the trees
 // along each path, then edits priv's content seeded in place — each
 // entry's object, mode and stat data, and those trees in the index's
-// cache-tree — writes priv, and returns the new tree. ok is false
+// cache-tree — writes priv (over a watched head's spare index, where it
+// has one), and returns the new tree. ok is false
 // whenever anything is outside that case (seeded then untouched, but
 // where writing priv failed, which changes none of its marks): the
 // caller then stages as every checkpoint does, which gives the same
@@ -159,7 +160,7 @@ func (h *head) narrowInPlace(ctx context.Context, mf registry.Manifest, priv str
 		from = min(from, c.off)
 	}
 	seal.Reseal(data, 20, min(from, extOff))
-	if err := writeIndexCopy(priv, data, time.Time{}); err != nil {
+	if !h.watch.writeSpare(priv, data) && writeIndexCopy(priv, data, time.Time{}) != nil {
 		return "", false
 	}
 	return hex.EncodeToString(newIDs[""]), true

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -71,24 +70,121 @@ type watchState struct {
 	cp     *vouch           // the last whole checkpoint's
 	status *vouch           // the last full Status's
 	// index is the head's index as the last narrowed checkpoint wrote
-	// it, and indexKey the file's identity and change time just after:
-	// the next checkpoint takes it instead of reading and checking the
-	// file again (a third of a one-file checkpoint at 100,000 files).
+	// it, and indexKey the file's identity just after: the next
+	// checkpoint takes it instead of reading and checking the file again
+	// (a third of a one-file checkpoint at 100,000 files). An index an
+	// agent rewrote in place with its size and time put back is not told
+	// apart (nor is it by the state key): grove's copy is taken, and
+	// written back as the head's index.
 	index    []byte
 	seal     *gitfmt.Sealer
 	indexKey string
+	// indexIno is the inode of the index file takeIndex last found to be
+	// grove's; spare is that file, kept open under spareIndex once a
+	// checkpoint replaced it, for the next one to write over: on this
+	// VM's file system, freeing the 9 MB of a replaced index and
+	// allocating a new file's cost more than the rest of a one-file
+	// checkpoint's writes.
+	indexIno uint64
+	spare    *os.File
 }
 
-// indexKey names the file fi describes by its identity, modification
-// time and change time: an edit made in place, its times put back, still
-// moves the change time, which no one can set.
+// spareIndex is the name of a watched head's spare index file in its git
+// dir.
+const spareIndex = "grove-index-spare"
+
+// keepSpare keeps the head's index at p, when it is still the file
+// takeIndex found to be grove's, as the spare, before the caller replaces
+// it: named spareIndex beside it, and open.
+func (ws *watchState) keepSpare(p string) {
+	if ws == nil {
+		return
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.indexIno == 0 || ws.spare != nil {
+		return
+	}
+	name := filepath.Join(filepath.Dir(p), spareIndex)
+	_ = os.Remove(name)
+	if os.Link(p, name) != nil {
+		return
+	}
+	f, err := os.OpenFile(name, os.O_RDWR|regfile.ONoFollow, 0)
+	if err != nil {
+		_ = os.Remove(name)
+		return
+	}
+	// The file opened is the one grove wrote, whatever happened to the
+	// names: only its own file is ever written through the spare.
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || regfile.Inode(fi) != ws.indexIno {
+		_ = f.Close()
+		_ = os.Remove(name)
+		return
+	}
+	ws.spare = f
+}
+
+// writeSpare writes data, a whole index, at priv by writing over the
+// spare file and renaming it there; ok is false when there is no spare,
+// or writing or renaming it failed (priv is then not there).
+func (ws *watchState) writeSpare(priv string, data []byte) (ok bool) {
+	if ws == nil {
+		return false
+	}
+	ws.mu.Lock()
+	f := ws.spare
+	ws.spare = nil
+	ws.mu.Unlock()
+	if f == nil {
+		return false
+	}
+	defer f.Close()
+	name := filepath.Join(filepath.Dir(priv), spareIndex)
+	// A file with another name is not written over: a status poll may
+	// still be reading it (see gitrepo.PolledIndex), or an agent linked
+	// it somewhere.
+	fi, err := f.Stat()
+	if err != nil || regfile.Links(fi) != 1 {
+		_ = os.Remove(name)
+		return false
+	}
+	_, err = f.WriteAt(data, 0)
+	if err == nil {
+		err = f.Truncate(int64(len(data)))
+	}
+	if err != nil || os.Rename(name, priv) != nil {
+		_ = os.Remove(name)
+		return false
+	}
+	// The name may have been swapped for another file on the way.
+	if pi, err := os.Lstat(priv); err != nil || !os.SameFile(fi, pi) {
+		_ = os.Remove(priv)
+		return false
+	}
+	return true
+}
+
+// dropSpare closes the spare file and removes its name.
+func (ws *watchState) dropSpare(admin string) {
+	ws.mu.Lock()
+	f := ws.spare
+	ws.spare = nil
+	ws.mu.Unlock()
+	if f != nil {
+		_ = f.Close()
+		_ = os.Remove(filepath.Join(admin, spareIndex))
+	}
+}
+
+// indexKey names the index file fi describes by its identity (see
+// regfile.FileKey; not its change time, which grove's own status polls
+// move by linking the file).
 func indexKey(fi fs.FileInfo) (string, bool) {
-	k, ok := regfile.FileKey(fi)
-	st, ok2 := gitfmt.StatOf(fi)
-	if !ok || !ok2 || !fi.Mode().IsRegular() {
+	if !fi.Mode().IsRegular() {
 		return "", false
 	}
-	return fmt.Sprintf("%s-%x.%x", k, st.CtimeSec, st.CtimeNsec), true
+	return regfile.FileKey(fi)
 }
 
 // takeIndex returns the kept bytes of the index at p and their Sealer,
@@ -103,10 +199,11 @@ func (ws *watchState) takeIndex(p string) ([]byte, *gitfmt.Sealer) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	data, seal, want := ws.index, ws.seal, ws.indexKey
-	ws.index, ws.seal, ws.indexKey = nil, nil, ""
+	ws.index, ws.seal, ws.indexKey, ws.indexIno = nil, nil, "", 0
 	if key, ok := indexKey(fi); err != nil || !ok || key != want {
 		return nil, nil
 	}
+	ws.indexIno = regfile.Inode(fi)
 	return data, seal
 }
 
@@ -443,9 +540,11 @@ func cloneStatus(st grove.Status) grove.Status {
 	return st
 }
 
-// stopWatching closes the head's watcher, if it has one.
+// stopWatching closes the head's watcher, if it has one, and lets its
+// spare index go.
 func (h *head) stopWatching() {
 	if ws := h.watch; ws != nil {
+		ws.dropSpare(h.mf.Admin)
 		ws.mu.Lock()
 		defer ws.mu.Unlock()
 		if ws.w != nil {

@@ -332,3 +332,46 @@ func TestAttackWhatTheWatcherCannotTellAlone(t *testing.T) {
 		assert.Equal(t, fs.Changes, ws.Changes)
 	})
 }
+
+// A watched head's narrowed checkpoints write over the index file the
+// last one replaced (kept as grove-index-spare in the head's git dir).
+// An agent that swaps that name for a link — a symlink or a hard link to
+// a file of the orchestrator's — gets nothing written there, and every
+// checkpoint is still a full scan's.
+func TestAttackTheSpareIndexWritesOnlyGrovesOwnFile(t *testing.T) {
+	for _, how := range []string{"symlink", "hard link", "removed"} {
+		t.Run(how, func(t *testing.T) {
+			p := newWatchedPair(t)
+			admin := adminOf(t, p.w.Info().Root)
+			spare := filepath.Join(admin, "grove-index-spare")
+			p.agree(t, "the first look")
+			for i := range 3 { // the second narrowed checkpoint leaves a spare
+				p.write(p.w, "README.md", fmt.Sprintf("round %d\n", i))
+				p.agree(t, fmt.Sprintf("round %d", i))
+			}
+			fi, err := os.Lstat(spare)
+			require.NoError(t, err, "a narrowed checkpoint keeps the index it replaced")
+			require.True(t, fi.Mode().IsRegular())
+
+			victim := filepath.Join(t.TempDir(), "orchestrator.conf")
+			require.NoError(t, os.WriteFile(victim, []byte("the orchestrator's\n"), 0o600))
+			require.NoError(t, os.Remove(spare))
+			switch how {
+			case "symlink":
+				require.NoError(t, os.Symlink(victim, spare))
+			case "hard link":
+				if err := os.Link(victim, spare); err != nil {
+					t.Skipf("no hard link across these directories: %v", err)
+				}
+			}
+			for i := range 3 {
+				p.write(p.w, "README.md", fmt.Sprintf("after %d\n", i))
+				p.agree(t, fmt.Sprintf("after the swap, round %d", i))
+			}
+			data, err := os.ReadFile(victim)
+			require.NoError(t, err)
+			assert.Equal(t, "the orchestrator's\n", string(data), "grove wrote through the agent's %s", how)
+			assert.Empty(t, p.git(p.w.Info().Root, "status", "--porcelain"), "the head's index is the checkpoint's")
+		})
+	}
+}
