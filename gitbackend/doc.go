@@ -73,8 +73,10 @@
 //
 // A watched head also keeps in memory the index its last narrowed
 // checkpoint wrote, with the hash states that reseal it from an edit on,
-// while the index file is that one (inode, size, modification and change
-// time): the next narrowed checkpoint neither reads nor checks it again.
+// while the index file is that one (inode, size, modification time): the
+// next narrowed checkpoint neither reads nor checks it again, and writes
+// over the file the last one replaced (grove-index-spare, held open, and
+// written only while it has no other name).
 //
 // # Sealed heads
 //
