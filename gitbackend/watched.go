@@ -71,8 +71,8 @@ type watchState struct {
 	status *vouch           // the last full Status's
 	// index is the head's index as the last narrowed checkpoint wrote
 	// it, and indexKey the file's identity just after: the next
-	// checkpoint takes it instead of reading and checking the file again
-	// (a third of a one-file checkpoint at 100,000 files). An index an
+	// checkpoint takes it instead of reading and checking the file
+	// again. An index an
 	// agent rewrote in place with its size and time put back is not told
 	// apart (nor is it by the state key): grove's copy is taken, and
 	// written back as the head's index.
@@ -81,10 +81,10 @@ type watchState struct {
 	indexKey string
 	// indexIno is the inode of the index file takeIndex last found to be
 	// grove's; spare is that file, kept open under spareIndex once a
-	// checkpoint replaced it, for the next one to write over: on this
-	// VM's file system, freeing the 9 MB of a replaced index and
-	// allocating a new file's cost more than the rest of a one-file
-	// checkpoint's writes.
+	// checkpoint replaced it, for the next one to write over: freeing a
+	// replaced index's blocks and allocating a new file's cost more than
+	// writing over pages already there (see the checkpoint-1-watched
+	// row of grove bench).
 	indexIno uint64
 	spare    *os.File
 }
