@@ -219,7 +219,8 @@ const (
 // lock takes the head's cross-process lock and recovers what a holder
 // killed mid-operation left: git's index.lock from a git command grove ran
 // (grove records such operations in an .op marker) or from grove's own
-// index swap (a hard link of its private index), and the private index.
+// index swap (a hard link of its private index), the private index, and
+// a watched holder's spare index.
 func (h *head) lock(ctx context.Context, mf registry.Manifest, purpose string) (*lock.Lock, error) {
 	l, err := lock.Acquire(ctx, h.w.meta.HeadLock(mf.ID), purpose)
 	if err != nil {
@@ -241,6 +242,9 @@ func (h *head) lock(ctx context.Context, mf registry.Manifest, purpose string) (
 	_ = os.Remove(priv)
 	_ = os.Remove(priv + ".lock")
 	_ = os.Remove(filepath.Join(mf.Admin, cleanIndexName))
+	if !h.watch.hasSpare() {
+		_ = os.Remove(filepath.Join(mf.Admin, spareIndex)) // a killed holder's
+	}
 	return l, nil
 }
 

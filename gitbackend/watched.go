@@ -141,11 +141,17 @@ func (ws *watchState) writeSpare(priv string, data []byte) (ok bool) {
 	}
 	defer f.Close()
 	name := filepath.Join(filepath.Dir(priv), spareIndex)
-	// A file with another name is not written over: a status poll may
-	// still be reading it (see gitrepo.PolledIndex), or an agent linked
-	// it somewhere.
+	// An index file is written over only where no one can see it
+	// change: not one with another name (a status poll's link, see
+	// gitrepo.PolledIndex, or an agent's), and not one open or mapped
+	// anywhere else (a git still reading it as the index it was).
 	fi, err := f.Stat()
 	if err != nil || regfile.Links(fi) != 1 {
+		_ = os.Remove(name)
+		return false
+	}
+	release, alone := openedAlone(f)
+	if !alone {
 		_ = os.Remove(name)
 		return false
 	}
@@ -153,7 +159,20 @@ func (ws *watchState) writeSpare(priv string, data []byte) (ok bool) {
 	if err == nil {
 		err = f.Truncate(int64(len(data)))
 	}
-	if err != nil || os.Rename(name, priv) != nil {
+	var after os.FileInfo
+	if err == nil {
+		after, err = f.Stat()
+	}
+	// Written in the same tick of a coarse clock, with the same size, it
+	// would have its old identity (gitrepo.PolledIndex's key).
+	if err == nil && after.ModTime().Equal(fi.ModTime()) && after.Size() == fi.Size() {
+		err = os.ErrExist
+	}
+	if err == nil {
+		err = os.Rename(name, priv)
+	}
+	release()
+	if err != nil {
 		_ = os.Remove(name)
 		return false
 	}
@@ -165,16 +184,33 @@ func (ws *watchState) writeSpare(priv string, data []byte) (ok bool) {
 	return true
 }
 
-// dropSpare closes the spare file and removes its name.
+// dropSpare closes the spare file and removes its name, while the name
+// is still that file's.
 func (ws *watchState) dropSpare(admin string) {
 	ws.mu.Lock()
 	f := ws.spare
 	ws.spare = nil
 	ws.mu.Unlock()
-	if f != nil {
-		_ = f.Close()
-		_ = os.Remove(filepath.Join(admin, spareIndex))
+	if f == nil {
+		return
 	}
+	name := filepath.Join(admin, spareIndex)
+	if a, err := f.Stat(); err == nil {
+		if b, err := os.Lstat(name); err == nil && os.SameFile(a, b) {
+			_ = os.Remove(name)
+		}
+	}
+	_ = f.Close()
+}
+
+// hasSpare reports whether the head keeps a spare index open.
+func (ws *watchState) hasSpare() bool {
+	if ws == nil {
+		return false
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.spare != nil
 }
 
 // indexKey names the index file fi describes by its identity (see

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -21,7 +22,7 @@ import (
 	"github.com/groveworks/grove/workspace"
 )
 
-var watchSequences = flag.Int("watch.sequences", 25, "random edit sequences the watched-checkpoint differential test runs")
+var watchSequences = flag.Int("watch.sequences", 50, "random edit sequences the watched-checkpoint differential test runs")
 
 // watchedPair is one head watched (w, in a workspace opened with
 // WatchChanges) and a read-only view of it from a workspace that is not
@@ -374,4 +375,32 @@ func TestAttackTheSpareIndexWritesOnlyGrovesOwnFile(t *testing.T) {
 			assert.Empty(t, p.git(p.w.Info().Root, "status", "--porcelain"), "the head's index is the checkpoint's")
 		})
 	}
+}
+
+// An index file some process still has open — a git reading it, or a
+// status poll's — is never written over as a spare: what a reader of the
+// head's index sees never changes under it.
+func TestAnIndexStillBeingReadIsNeverWrittenOver(t *testing.T) {
+	p := newWatchedPair(t)
+	index := filepath.Join(adminOf(t, p.w.Info().Root), "index")
+	p.agree(t, "the first look")
+	checkpoint := func(i int) {
+		p.write(p.w, "README.md", fmt.Sprintf("round %d\n", i))
+		_, err := p.w.Checkpoint(p.ctx, nil)
+		require.NoError(t, err)
+	}
+	checkpoint(0)
+	checkpoint(1) // the index is grove's kept one from here on
+	reader, err := os.Open(index)
+	require.NoError(t, err)
+	defer reader.Close()
+	before, err := io.ReadAll(reader)
+	require.NoError(t, err)
+	for i := 2; i < 5; i++ {
+		checkpoint(i)
+	}
+	after, err := io.ReadAll(io.NewSectionReader(reader, 0, 1<<30))
+	require.NoError(t, err)
+	require.Equal(t, before, after, "the index a reader has open changed under it")
+	p.agree(t, "after")
 }
