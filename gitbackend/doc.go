@@ -76,7 +76,7 @@
 // while the index file is that one (inode, size, modification time): the
 // next narrowed checkpoint neither reads nor checks it again, and writes
 // over the file the last one replaced (grove-index-spare, held open, and
-// written only while it has no other name).
+// written only while it has no other name and no one else has it open).
 //
 // # Sealed heads
 //
