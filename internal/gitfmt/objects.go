@@ -505,6 +505,10 @@ func (s *Store) WriteBlob(data []byte, hashLen int) (string, error) {
 	return id, s.writeLoose(id, raw)
 }
 
+// zlibWriters are writeLoose's compressors: a new one allocates and
+// clears most of a megabyte, more than compressing a tree costs.
+var zlibWriters = sync.Pool{New: func() any { return zlib.NewWriter(nil) }}
+
 // writeLoose stores raw (an object's header and content) as the loose
 // object id, as git does: compressed into a temporary file beside it (its
 // mode 0444 less the umask), then renamed into place, so that a reader
@@ -513,10 +517,6 @@ func (s *Store) WriteBlob(data []byte, hashLen int) (string, error) {
 // as git makes it, except in a shared repository (left to git). All of
 // it goes through os.Root on the object directory, so no link leads it
 // elsewhere.
-// zlibWriters are writeLoose's compressors: a new one allocates and
-// clears most of a megabyte, more than compressing a tree costs.
-var zlibWriters = sync.Pool{New: func() any { return zlib.NewWriter(nil) }}
-
 func (s *Store) writeLoose(id string, raw []byte) error {
 	objects := filepath.Join(s.dir, "objects")
 	if fi, err := os.Lstat(objects); err != nil || !fi.IsDir() {
