@@ -61,16 +61,25 @@
 // one in the store, and the journal records EventRelocated with how many
 // journaled checkpoints never reached the remote (ResumeReport.Behind).
 // A lease lost with a host's database connection while the host lives on
-// (a server restart, a network partition, an administrator ending it) is
-// fenced: the engine checks the connection every two seconds and takes
-// its leases back when it can, and every write of a session's own record
-// (its journal, its last checkpoint, its binding) first checks, in the
-// same transaction, that this host's connection holds the lease; a session
-// whose lease another host took writes nothing more (FailedPrecondition),
-// and its pushes are refused by the remote, where the other host took the
-// head over. Session-level advisory locks need a connection of their own:
-// a pooler in transaction or statement mode (PgBouncer's) in front of the
-// server breaks them; connect directly or in session mode.
+// (a server restart, a network partition, an administrator ending it, or
+// a host paused past Options.LeaseTimeout, after which the server ends
+// its idle connection) is fenced. Each process that takes a session's
+// lease takes the session's next generation (Session.Generation), a
+// fencing token; every write of a session's own record (its journal, its
+// last checkpoint, its binding) checks, in the same transaction, that
+// this host's connection holds the lease and that its generation is
+// still the session's, and that check locks the session's row, which the
+// next holder's generation waits for. A holder that lost its session
+// writes nothing more (FailedPrecondition), even when its heartbeat took
+// the lease back after another host held the session and let it go, and
+// every event records the generation it was written under
+// (Event.Generation), never decreasing. The remote refuses its pushes of
+// the head once another host took the head over (each take-over moves
+// the remote's owner ref, leased on the head's branch as fetched).
+// Session-level advisory locks need a server connection of their own: a
+// pooler in transaction or statement mode (PgBouncer's) in front of the
+// server breaks them, and Open refuses it (StoreSharedConnections);
+// connect directly or in session mode.
 //
 // # Resume
 //

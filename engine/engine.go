@@ -39,6 +39,15 @@ type Options struct {
 	// this host's own lock files (those of roots' compare-and-set
 	// writes); empty means a directory under os.UserCacheDir.
 	LeaseDir string
+	// LeaseTimeout is, with PostgreSQL, how long a host that stops
+	// answering (paused, or cut off from the server) keeps its sessions'
+	// leases: the server ends its lease connection once it has been idle
+	// that long, and other hosts may then take the sessions over (a host
+	// that comes back is fenced: see Session.Generation). A live host
+	// checks its connection every quarter of it. Zero means
+	// DefaultLeaseTimeout; less than a second is InvalidArgument. SQLite's
+	// leases are kernel file locks, held until their process ends.
+	LeaseTimeout time.Duration
 	// Sandbox is where every command on the engine's heads' content
 	// runs (workspace.OpenOptions.Sandbox): the workspaces' hooks and the
 	// sessions' commands (workspace.Head.Run, the run tool); a resume may
@@ -88,6 +97,9 @@ type Engine struct {
 func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Path == "" {
 		return nil, errorf(grove.InvalidArgument, "open", "no database path")
+	}
+	if opts.LeaseTimeout != 0 && opts.LeaseTimeout < time.Second {
+		return nil, errorf(grove.InvalidArgument, "open", "a lease timeout of %v: at least a second", opts.LeaseTimeout)
 	}
 	e := &Engine{leaseDir: opts.LeaseDir, byID: map[grove.ID]workspace.Backend{}, sessions: map[*Session]struct{}{}, services: opts.Services, watch: opts.WatchChanges}
 	if opts.Sandbox != nil {
@@ -141,7 +153,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	if pg {
-		e.st, err = openPostgresStore(ctx, opts.Path)
+		e.st, err = openPostgresStore(ctx, opts.Path, opts.LeaseTimeout)
 	} else {
 		e.st, err = openSQLiteStore(ctx, e.path, e.leaseDir)
 	}
@@ -409,7 +421,7 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 	case !validSessionID(id):
 		return early(errorf(grove.InvalidArgument, op, "session ID %q is not a UUID", id))
 	}
-	lease, err := e.st.lease(ctx, id, "session "+id)
+	lease, gen, err := e.st.lease(ctx, id, "session "+id)
 	if err != nil {
 		return early(err)
 	}
@@ -423,7 +435,7 @@ func (e *Engine) start(ctx context.Context, spec sessionSpec) (*Session, error) 
 			return early(err)
 		}
 	}
-	s := newSession(e, id, spec.agent, kindOf(spec.placement), perm, snap, spec.config, lease)
+	s := newSession(e, id, spec.agent, kindOf(spec.placement), perm, snap, spec.config, lease, gen)
 	s.policy, s.pol = spec.policy, pol
 	if spec.head != nil {
 		s.head, s.ws, s.ownsHead = spec.head, spec.ws, true
@@ -768,7 +780,7 @@ func (r *resumption) loadRecord() error {
 // takeLease takes the session's lease (SessionBusy when a live process
 // holds it) and reads, under it, what its last holder left.
 func (r *resumption) takeLease() error {
-	lease, err := r.e.st.lease(r.ctx, r.id, "session "+r.id)
+	lease, gen, err := r.e.st.lease(r.ctx, r.id, "session "+r.id)
 	if grove.CodeOf(err) == grove.Busy {
 		return r.fail(SessionBusy, err)
 	}
@@ -783,7 +795,7 @@ func (r *resumption) takeLease() error {
 		return err
 	}
 	r.rec.lastCheckpoint, r.data = again.lastCheckpoint, data
-	s := newSession(r.e, r.id, r.rec.agent, r.rec.kind, r.perm, r.snap, r.config, lease)
+	s := newSession(r.e, r.id, r.rec.agent, r.rec.kind, r.perm, r.snap, r.config, lease, gen)
 	s.policy, s.pol = r.layers, r.pol
 	s.resumed = true
 	r.s = s

@@ -220,6 +220,12 @@ const (
 	// read-only file system), or the PostgreSQL server cannot be
 	// reached, refuses the login or has no such database.
 	StoreInaccessible StoreKind = "inaccessible"
+	// StoreSharedConnections: the PostgreSQL URL leads through a pooler
+	// that hands one server connection to several clients (PgBouncer's
+	// transaction or statement pooling). A lease is a session-level
+	// advisory lock, which needs a server connection of the engine's
+	// own: point the URL at the server, or at a pool in session mode.
+	StoreSharedConnections StoreKind = "shared-connections"
 )
 
 // StoreError is a database the engine cannot use, from Open or from any
@@ -250,7 +256,7 @@ func (e *StoreError) Error() string {
 // Code returns the error's code, as the table on StoreError says.
 func (e *StoreError) Code() grove.Code {
 	switch e.Kind {
-	case NotADatabase, SchemaTooNew, StoreCorrupt, StoreInaccessible:
+	case NotADatabase, SchemaTooNew, StoreCorrupt, StoreInaccessible, StoreSharedConnections:
 		return grove.FailedPrecondition
 	case NoSQLite:
 		return grove.Unimplemented

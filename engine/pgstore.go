@@ -86,6 +86,9 @@ var pgMigrations = []string{
 		FOR EACH ROW EXECUTE FUNCTION events_append_only();
 	CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
 		FOR EACH STATEMENT EXECUTE FUNCTION events_append_only();`,
+	// 2: fencing tokens, as SQLite's migration 4.
+	`ALTER TABLE sessions ADD COLUMN generation bigint NOT NULL DEFAULT 0;
+	ALTER TABLE events ADD COLUMN generation bigint NOT NULL DEFAULT 0;`,
 }
 
 // PostgresSchemaVersion is the PostgreSQL schema version this engine
@@ -132,7 +135,7 @@ func defaultLocalDir(u string) string {
 // parse is InvalidArgument; a server that cannot be reached or refuses
 // the login is a *StoreError of kind StoreInaccessible; a schema newer
 // than this engine's is SchemaTooNew.
-func openPostgresStore(ctx context.Context, rawURL string) (*sqlStore, error) {
+func openPostgresStore(ctx context.Context, rawURL string, leaseTimeout time.Duration) (*sqlStore, error) {
 	name := redactURL(rawURL)
 	cfg, err := pgx.ParseConfig(rawURL)
 	if err != nil {
@@ -152,16 +155,43 @@ func openPostgresStore(ctx context.Context, rawURL string) (*sqlStore, error) {
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(pgPoolSize)
 	db.SetMaxIdleConns(pgPoolSize)
-	d := &pgDialect{cfg: cfg, name: name, held: map[string]bool{}, stop: make(chan struct{}), stopped: make(chan struct{})}
+	if leaseTimeout <= 0 {
+		leaseTimeout = DefaultLeaseTimeout
+	}
+	d := &pgDialect{cfg: cfg, name: name, ttl: leaseTimeout, held: map[string]bool{}, stop: make(chan struct{}), stopped: make(chan struct{})}
 	d.connMu.Lock()
 	_, err = d.leaseConn(ctx)
 	d.connMu.Unlock()
+	if err == nil {
+		err = d.ownConnection(ctx, db)
+	}
 	if err != nil {
+		if d.conn != nil {
+			_ = d.conn.Close(context.WithoutCancel(ctx))
+		}
 		_ = db.Close()
 		return nil, err
 	}
 	go d.heartbeat()
 	return &sqlStore{db: db, path: name, dialect: d}, nil
+}
+
+// ownConnection fails when the lease connection's server process serves
+// other clients too: a pooler sharing server connections between
+// transactions (PgBouncer's transaction or statement mode) hands the
+// server connection the lease connection just let go of to the next
+// client, here the pool's first connection. Through a pooler in session
+// mode, or none, that client gets a server process of its own.
+func (d *pgDialect) ownConnection(ctx context.Context, db *sql.DB) error {
+	var pid uint32
+	if err := db.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		return storeFailure(d.name, err, StoreFailed)
+	}
+	if pid == d.pid {
+		return &StoreError{Kind: StoreSharedConnections, Path: d.name,
+			Err: fmt.Errorf("two connections were served by one server process (%d): the URL leads through a pooler in transaction or statement mode, through which grove's leases (session-level advisory locks) do not hold; point it at the server, or at a pool in session mode", pid)}
+	}
+	return nil
 }
 
 // pgMigrate brings the schema up to date on one connection, in one
@@ -234,6 +264,7 @@ type pgDialect struct {
 	// mu, which is never held across a round trip.
 	connMu sync.Mutex
 	conn   *pgx.Conn // the lease connection
+	ttl    time.Duration
 
 	mu   sync.Mutex
 	pid  uint32          // conn's server process, which pg_locks names as the holder
@@ -242,15 +273,14 @@ type pgDialect struct {
 	stop, stopped chan struct{} // the heartbeat's
 }
 
-// heartbeatEvery is how often the lease connection is checked; a lost one
-// is made again at once and the leases it held taken back, unless another
-// host took them meanwhile (those sessions are then fenced).
-const heartbeatEvery = 2 * time.Second
+// DefaultLeaseTimeout is Options.LeaseTimeout's default.
+const DefaultLeaseTimeout = 30 * time.Second
 
-// heartbeat checks the lease connection until closeDialect.
+// heartbeat checks the lease connection every quarter of the lease
+// timeout until closeDialect.
 func (d *pgDialect) heartbeat() {
 	defer close(d.stopped)
-	t := time.NewTicker(heartbeatEvery)
+	t := time.NewTicker(d.ttl / 4)
 	defer t.Stop()
 	for {
 		select {
@@ -258,16 +288,25 @@ func (d *pgDialect) heartbeat() {
 			return
 		case <-t.C:
 		}
-		d.connMu.Lock()
-		ctx, cancel := context.WithTimeout(context.Background(), heartbeatEvery*2)
-		if d.conn != nil && !d.conn.IsClosed() && d.conn.Ping(ctx) != nil {
-			_ = d.conn.Close(ctx)
-		}
-		if d.conn == nil || d.conn.IsClosed() {
-			_, _ = d.leaseConn(ctx)
-		}
-		cancel()
-		d.connMu.Unlock()
+		d.beat()
+	}
+}
+
+// beat checks the lease connection once: a lost one is made again at
+// once and the leases it held taken back, unless another host took them
+// meanwhile (those sessions are then fenced). A lease taken back after
+// another host took the session and let it go again is fenced too: that
+// host took the next generation.
+func (d *pgDialect) beat() {
+	d.connMu.Lock()
+	defer d.connMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), d.ttl/2)
+	defer cancel()
+	if d.conn != nil && !d.conn.IsClosed() && d.conn.Ping(ctx) != nil {
+		_ = d.conn.Close(ctx)
+	}
+	if d.conn == nil || d.conn.IsClosed() {
+		_, _ = d.leaseConn(ctx)
 	}
 }
 
@@ -307,8 +346,23 @@ func (d *pgDialect) leaseConn(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, storeFailure(d.name, err, StoreInaccessible)
 	}
+	// The server ends the connection, and with it the leases, once it
+	// has been idle for the lease timeout: a host paused or cut off
+	// longer than that loses its sessions, as a dead one does. The
+	// heartbeat keeps a live host's connection busier than that.
+	var pid uint32
+	_, err = conn.Exec(ctx, fmt.Sprintf("SET idle_session_timeout = %d", d.ttl.Milliseconds()))
+	if err == nil {
+		// The server process, as pg_locks names it (a pooler in between
+		// gives the client another number).
+		err = conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid)
+	}
+	if err != nil {
+		_ = conn.Close(ctx)
+		return nil, storeFailure(d.name, err, StoreFailed)
+	}
 	d.mu.Lock()
-	d.pid = conn.PgConn().PID()
+	d.pid = pid
 	held := slices.Collect(maps.Keys(d.held))
 	d.mu.Unlock()
 	d.conn = conn

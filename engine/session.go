@@ -33,6 +33,7 @@ type Session struct {
 	snap   SnapshotPolicy
 	config []byte
 	lease  func() error // releases the session's lease
+	gen    int64        // the generation taken with the lease
 	policy []Policy     // as given
 	pol    *policy      // compiled
 	roots  []Root       // canonical
@@ -77,8 +78,8 @@ type Session struct {
 // errAlreadyClosed is the cause of a second Close's FailedPrecondition.
 var errAlreadyClosed = errors.New("already closed")
 
-func newSession(e *Engine, id, agent string, kind HeadPlacement, perm Permission, snap SnapshotPolicy, config []byte, lease func() error) *Session {
-	s := &Session{e: e, id: id, agent: agent, kind: kind, perm: perm, snap: snap, config: bytes.Clone(config), lease: lease, closedCh: make(chan struct{})}
+func newSession(e *Engine, id, agent string, kind HeadPlacement, perm Permission, snap SnapshotPolicy, config []byte, lease func() error, gen int64) *Session {
+	s := &Session{e: e, id: id, agent: agent, kind: kind, perm: perm, snap: snap, config: bytes.Clone(config), lease: lease, gen: gen, closedCh: make(chan struct{})}
 	s.life, s.end = context.WithCancel(context.Background())
 	return s
 }
@@ -134,6 +135,14 @@ func (s *Session) journalTampering(ctx context.Context, end bool) {
 
 // ID returns the session's ID (a UUID), the key Resume takes.
 func (s *Session) ID() string { return s.id }
+
+// Generation is the session's fencing token: how many times a process
+// took the session's lease, this one included. Every later holder has a
+// greater one, and the store refuses this session's writes (with
+// FailedPrecondition) once another holder took it, even if that one let
+// it go again. A caller whose own systems act for the session can carry
+// it to refuse a stale holder's actions the same way.
+func (s *Session) Generation() int64 { return s.gen }
 
 // Permission returns what the session may do to its head.
 func (s *Session) Permission() Permission { return s.perm }
@@ -880,6 +889,10 @@ type Event struct {
 	At      time.Time       // when it was journaled (UTC)
 	Kind    EventKind       // what happened
 	Payload json.RawMessage // a JSON object; its fields are the kind's (see Data)
+	// Generation is the session's generation the event was written
+	// under (see Session.Generation); it never decreases along a
+	// journal. 0 for events written before generations were kept.
+	Generation int64
 }
 
 // Events reads session id's journal, in order. An ID that names no session

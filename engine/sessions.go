@@ -180,7 +180,7 @@ func (e *Engine) CloseSession(ctx context.Context, id string) error {
 	if si.State == SessionClosed {
 		return nil
 	}
-	release, err := e.st.lease(ctx, id, "close session "+id)
+	release, _, err := e.st.lease(ctx, id, "close session "+id)
 	if grove.CodeOf(err) == grove.Busy {
 		return &ResumeError{Kind: SessionBusy, SessionID: id, Err: err}
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/groveworks/grove"
@@ -20,6 +21,14 @@ type sqlStore struct {
 	db   *sql.DB
 	path string // the database file, or the URL without its password
 	dialect
+
+	mu   sync.Mutex
+	gens map[string]int64 // the generation this process holds of each session whose lease it holds
+
+	// step, when set (by tests), is called at each step of a fenced
+	// write: "begin", "fenced" (its fence passed) and "commit" (its
+	// writes are done, its commit not yet sent).
+	step func(string)
 }
 
 // dialect is what differs between the databases a sqlStore runs on.
@@ -74,8 +83,90 @@ func (s *sqlStore) tx(ctx context.Context, f func(tx *sql.Tx) error) error {
 		}
 		return s.failCtx(ctx, err)
 	}
+	if s.step != nil {
+		s.step("commit")
+	}
 	if err := tx.Commit(); err != nil {
 		return s.failCtx(ctx, err)
+	}
+	return nil
+}
+
+// lease takes session id's lease (see dialect.lease) and then the next
+// generation of the session: the fencing token every write of this
+// holder names (see fence). Taking it waits for a write of the previous
+// holder in flight, and every later one is refused. A session not yet
+// made starts at generation 1 (create records it).
+func (s *sqlStore) lease(ctx context.Context, id, purpose string) (func() error, int64, error) {
+	release, err := s.dialect.lease(ctx, id, purpose)
+	if err != nil {
+		return nil, 0, err
+	}
+	gen := int64(1)
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET generation = generation + 1 WHERE id = ?`), id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		return tx.QueryRowContext(ctx, s.q(`SELECT generation FROM sessions WHERE id = ?`), id).Scan(&gen)
+	})
+	if err != nil {
+		_ = release()
+		return nil, 0, err
+	}
+	s.mu.Lock()
+	if s.gens == nil {
+		s.gens = map[string]int64{}
+	}
+	s.gens[id] = gen
+	s.mu.Unlock()
+	return func() error {
+		s.mu.Lock()
+		if s.gens[id] == gen {
+			delete(s.gens, id)
+		}
+		s.mu.Unlock()
+		return release()
+	}, gen, nil
+}
+
+// held is the generation this process holds of session id, 0 for none.
+func (s *sqlStore) held(id string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gens[id]
+}
+
+// fence fails, in tx, unless this process holds session id's lease (see
+// dialect.fence) and the generation it took with it is still the
+// session's. The check is a write of the session's row, which the next
+// holder's generation waits for: a write that passed it is committed
+// before the session passes on, or not at all.
+func (s *sqlStore) fence(ctx context.Context, tx *sql.Tx, id string) error {
+	if s.step != nil {
+		s.step("begin")
+	}
+	if err := s.dialect.fence(ctx, tx, id); err != nil {
+		return err
+	}
+	gen := s.held(id)
+	res, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET updated_at = ? WHERE id = ? AND generation = ?`), now(), id, gen)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		var cur int64
+		_ = tx.QueryRowContext(ctx, s.q(`SELECT generation FROM sessions WHERE id = ?`), id).Scan(&cur)
+		return &grove.Error{Code: grove.FailedPrecondition, Op: "engine: store", Path: s.path,
+			Err: fmt.Errorf("session %s was taken by another holder (this one holds generation %d, the session is at %d): this one writes nothing more for it", id, gen, cur)}
+	}
+	if s.step != nil {
+		s.step("fenced")
 	}
 	return nil
 }
@@ -116,9 +207,9 @@ func (s *sqlStore) create(ctx context.Context, rec sessionRecord, bind grove.Bin
 			}
 			roots = string(data)
 		}
-		if err := s.exec(ctx, tx, `INSERT INTO sessions (id, agent, placement, config_digest, state, last_checkpoint, created_at, updated_at, permission, snapshot, config, policy, roots)
-			VALUES (?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?)`, rec.id, rec.agent, rec.placement, rec.digest, string(rec.lastCheckpoint), t, t,
-			string(rec.perm), string(snap), rec.config, pol, roots); err != nil {
+		if err := s.exec(ctx, tx, `INSERT INTO sessions (id, agent, placement, config_digest, state, last_checkpoint, created_at, updated_at, permission, snapshot, config, policy, roots, generation)
+			VALUES (?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?, ?)`, rec.id, rec.agent, rec.placement, rec.digest, string(rec.lastCheckpoint), t, t,
+			string(rec.perm), string(snap), rec.config, pol, roots, s.held(rec.id)); err != nil {
 			return err
 		}
 		var payload BoundEvent
@@ -214,6 +305,10 @@ func (s *sqlStore) claimTx(ctx context.Context, tx *sql.Tx, id string, bind grov
 		if err := s.exec(ctx, tx, `DELETE FROM claims WHERE session_id = ? AND head = ?`, holder, string(bind.Head)); err != nil {
 			return err
 		}
+		// The loser's next holder, should it come back, is fenced.
+		if err := s.exec(ctx, tx, `UPDATE sessions SET generation = generation + 1 WHERE id = ?`, holder); err != nil {
+			return err
+		}
 		if err := s.appendEvent(ctx, tx, holder, EventTakenOver, TakenOverEvent{By: id}); err != nil {
 			return err
 		}
@@ -294,7 +389,7 @@ func (s *sqlStore) closeSession(ctx context.Context, id string) error {
 }
 
 func (s *sqlStore) events(ctx context.Context, id string) ([]Event, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, at, kind, payload FROM events WHERE session_id = ? ORDER BY seq`), id)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, at, kind, payload, generation FROM events WHERE session_id = ? ORDER BY seq`), id)
 	if err != nil {
 		return nil, s.fail(err)
 	}
@@ -303,7 +398,7 @@ func (s *sqlStore) events(ctx context.Context, id string) ([]Event, error) {
 	for rows.Next() {
 		var ev Event
 		var at, kind, payload string
-		if err := rows.Scan(&ev.Seq, &at, &kind, &payload); err != nil {
+		if err := rows.Scan(&ev.Seq, &at, &kind, &payload, &ev.Generation); err != nil {
 			return nil, s.fail(err)
 		}
 		if ev.At, err = decodeTime("event", at); err != nil {
@@ -352,9 +447,10 @@ func (s *sqlStore) appendEvent(ctx context.Context, tx *sql.Tx, id string, kind 
 	if err := s.serialize(ctx, tx, "events "+id); err != nil {
 		return err
 	}
-	return s.exec(ctx, tx, `INSERT INTO events (session_id, seq, at, kind, payload)
-		VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?), ?, ?, ?)`,
-		id, id, now(), string(kind), string(data))
+	return s.exec(ctx, tx, `INSERT INTO events (session_id, seq, at, kind, payload, generation)
+		VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?), ?, ?, ?,
+			(SELECT generation FROM sessions WHERE id = ?))`,
+		id, id, now(), string(kind), string(data), id)
 }
 
 func (s *sqlStore) sessions(ctx context.Context, sq sessionQuery) ([]SessionInfo, error) {

@@ -71,6 +71,12 @@ var migrations = []string{
 	// 3: the path policy and the extra roots a session was bound with.
 	`ALTER TABLE sessions ADD COLUMN policy TEXT NOT NULL DEFAULT '';
 	ALTER TABLE sessions ADD COLUMN roots TEXT NOT NULL DEFAULT '';`,
+	// 4: fencing tokens. A session's generation grows by one each time a
+	// process takes its lease; a live session's writes name the
+	// generation it holds and are refused once it is not the session's.
+	// Each event records the generation it was written under.
+	`ALTER TABLE sessions ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE events ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the schema version this engine writes.
@@ -289,8 +295,8 @@ type store interface {
 	claim(ctx context.Context, id string, bind grove.Binding) error
 	// The writes of a live session's own record — reopen, setLast,
 	// rebind, journal, closeSession — are fenced: they fail with
-	// FailedPrecondition unless this process still holds
-	// the session's lease.
+	// FailedPrecondition unless this process still holds the session's
+	// lease and the generation it took with it is still the session's.
 	//
 	// reopen marks a resumed session open and journals kind.
 	reopen(ctx context.Context, id string, kind EventKind, payload any) error
@@ -313,10 +319,12 @@ type store interface {
 	// openJournals reads the last checkpoint of every open session and
 	// the payloads of its journal's events (a row each, in no order).
 	openJournals(ctx context.Context) (lasts, payloads []string, err error)
-	// lease takes session id's lease without waiting: Busy when anyone
-	// holds it, this process included. A live session holds its lease;
-	// it dies with its holder.
-	lease(ctx context.Context, id, purpose string) (release func() error, err error)
+	// lease takes session id's lease without waiting (Busy when anyone
+	// holds it, this process included) and then the session's next
+	// generation, its fencing token: from then on, the writes of every
+	// earlier holder are refused. A live session holds its lease; it
+	// dies with its holder.
+	lease(ctx context.Context, id, purpose string) (release func() error, generation int64, err error)
 	// close releases the store.
 	close() error
 }

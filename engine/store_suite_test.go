@@ -68,7 +68,7 @@ func holdLease(spec string) {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := st.lease(context.Background(), arg.ID, "helper"); err != nil {
+	if _, _, err := st.lease(context.Background(), arg.ID, "helper"); err != nil {
 		panic(err)
 	}
 	fmt.Println("held")
@@ -77,7 +77,7 @@ func holdLease(spec string) {
 
 func openTestStore(ctx context.Context, path, leaseDir string) (*sqlStore, error) {
 	if isPostgresURL(path) {
-		return openPostgresStore(ctx, path)
+		return openPostgresStore(ctx, path, 0)
 	}
 	return openSQLiteStore(ctx, path, leaseDir)
 }
@@ -133,10 +133,55 @@ func kinds(evs []Event) []EventKind {
 func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 	ctx := context.Background()
 
+	t.Run("Generations", func(t *testing.T) {
+		tg := fresh(t)
+		a, b := tg.open(t), tg.open(t)
+		rec := testRecord("gen")
+		release, gen, err := a.lease(ctx, rec.id, "test")
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), gen, "a new session starts at generation 1")
+		require.NoError(t, a.create(ctx, rec, testBinding(uuid.NewString()), true, false))
+		require.NoError(t, a.journal(ctx, rec.id, EventTurnStarted, NoPayload{}))
+		require.NoError(t, release())
+		err = a.journal(ctx, rec.id, EventTurnDone, NoPayload{})
+		assert.Equal(t, grove.FailedPrecondition, grove.CodeOf(err), "a write after the lease was let go: %v", err)
+
+		release, gen, err = b.lease(ctx, rec.id, "test")
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), gen, "the next holder takes the next generation")
+		require.NoError(t, b.journal(ctx, rec.id, EventResumed, NoPayload{}))
+		require.NoError(t, release())
+
+		// A claim taken over from a session that is not live fences it.
+		bind := testBinding(uuid.NewString())
+		loser := testRecord("loser")
+		lrelease, _, err := a.lease(ctx, loser.id, "test")
+		require.NoError(t, err)
+		require.NoError(t, a.create(ctx, loser, bind, true, false))
+		require.NoError(t, lrelease())
+		taker := testRecord("taker")
+		trelease, _, err := b.lease(ctx, taker.id, "test")
+		require.NoError(t, err)
+		defer trelease()
+		require.NoError(t, b.create(ctx, taker, bind, true, true))
+		evs, err := b.events(ctx, loser.id)
+		require.NoError(t, err)
+		require.Equal(t, []EventKind{EventBound, EventTakenOver}, kinds(evs))
+		assert.Equal(t, evs[0].Generation+1, evs[1].Generation, "the loser's generation moved on")
+
+		evs, err = a.events(ctx, rec.id)
+		require.NoError(t, err)
+		var gens []int64
+		for _, ev := range evs {
+			gens = append(gens, ev.Generation)
+		}
+		assert.Equal(t, []int64{1, 1, 2}, gens, "each event records the generation it was written under")
+	})
+
 	t.Run("SessionsAndBindings", func(t *testing.T) {
 		st := fresh(t).open(t)
 		rec, bind := testRecord("alpha"), testBinding(uuid.NewString())
-		release, err := st.lease(ctx, rec.id, "test")
+		release, _, err := st.lease(ctx, rec.id, "test")
 		require.NoError(t, err)
 		defer release()
 		require.NoError(t, st.create(ctx, rec, bind, true, false))
@@ -207,7 +252,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		st := tg.open(t)
 		bind := testBinding(uuid.NewString())
 		first, second := testRecord("first"), testRecord("second")
-		release, err := st.lease(ctx, first.id, "test")
+		release, _, err := st.lease(ctx, first.id, "test")
 		require.NoError(t, err)
 		require.NoError(t, st.create(ctx, first, bind, true, false))
 		// Claimed by a live session: AlreadyBound, take-over or not,
@@ -218,7 +263,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		assert.ErrorIs(t, err, errNoSession)
 		require.NoError(t, release())
 		// Not live any more: still AlreadyBound without take-over...
-		release2, err := st.lease(ctx, second.id, "test")
+		release2, _, err := st.lease(ctx, second.id, "test")
 		require.NoError(t, err)
 		defer release2()
 		err = st.create(ctx, second, bind, true, false)
@@ -256,7 +301,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 	t.Run("JournalIsAppendOnly", func(t *testing.T) {
 		st := fresh(t).open(t)
 		rec := testRecord("j")
-		release, err := st.lease(ctx, rec.id, "test")
+		release, _, err := st.lease(ctx, rec.id, "test")
 		require.NoError(t, err)
 		defer release()
 		require.NoError(t, st.create(ctx, rec, grove.Binding{}, false, false))
@@ -372,7 +417,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		// sequence. Another host's append is refused: it does not hold
 		// the session's lease.
 		rec := testRecord("busy")
-		release, err := stores[0].lease(ctx, rec.id, "test")
+		release, _, err := stores[0].lease(ctx, rec.id, "test")
 		require.NoError(t, err)
 		defer release()
 		require.NoError(t, stores[0].create(ctx, rec, grove.Binding{}, false, false))
@@ -414,19 +459,19 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		line, err := bufio.NewReader(out).ReadString('\n')
 		require.NoError(t, err)
 		require.Equal(t, "held\n", line)
-		_, err = st.lease(ctx, id, "test")
+		_, _, err = st.lease(ctx, id, "test")
 		assert.Equal(t, grove.Busy, grove.CodeOf(err), "%v", err)
 		infos, err := st.sessions(ctx, sessionQuery{id: id})
 		require.NoError(t, err)
 		assert.True(t, infos[0].Live)
 		// In this process a second lease on one session is Busy too.
 		other := uuid.NewString()
-		release, err := st.lease(ctx, other, "test")
+		release, _, err := st.lease(ctx, other, "test")
 		require.NoError(t, err)
-		_, err = st.lease(ctx, other, "test")
+		_, _, err = st.lease(ctx, other, "test")
 		assert.Equal(t, grove.Busy, grove.CodeOf(err))
 		require.NoError(t, release())
-		release, err = st.lease(ctx, other, "test")
+		release, _, err = st.lease(ctx, other, "test")
 		require.NoError(t, err)
 		require.NoError(t, release())
 
@@ -435,7 +480,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		_ = cmd.Wait()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			release, err = st.lease(ctx, id, "test")
+			release, _, err = st.lease(ctx, id, "test")
 			if err == nil || time.Now().After(deadline) {
 				break
 			}
@@ -460,7 +505,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		a, b := tg.open(t), tg.open(t)
 		if _, ok := a.dialect.(*pgDialect); !ok {
 			// Nothing to lose: the holder's writes go on, as they must.
-			release, err := a.lease(ctx, "3c0e8b5a-6f1d-4d2e-9a7b-1c2d3e4f5a6b", "test")
+			release, _, err := a.lease(ctx, "3c0e8b5a-6f1d-4d2e-9a7b-1c2d3e4f5a6b", "test")
 			require.NoError(t, err)
 			defer release()
 			rec := testRecord("kept")
@@ -470,7 +515,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 			return
 		}
 		rec := testRecord("fenced")
-		releaseA, err := a.lease(ctx, rec.id, "test")
+		releaseA, _, err := a.lease(ctx, rec.id, "test")
 		require.NoError(t, err)
 		defer releaseA()
 		require.NoError(t, a.create(ctx, rec, grove.Binding{}, false, false))
@@ -484,7 +529,7 @@ func storeSuite(t *testing.T, fresh func(t *testing.T) storeTarget) {
 		require.NoError(t, err)
 		var releaseB func() error
 		require.Eventually(t, func() bool {
-			releaseB, err = b.lease(ctx, rec.id, "test")
+			releaseB, _, err = b.lease(ctx, rec.id, "test")
 			return err == nil
 		}, 30*time.Second, 20*time.Millisecond)
 		defer releaseB()
@@ -515,7 +560,7 @@ func TestPostgresLivenessNeverWaitsForTheLeaseConnection(t *testing.T) {
 	headA, headB := testBinding(uuid.NewString()), testBinding(uuid.NewString())
 	require.NoError(t, st.create(ctx, held, headA, true, false))
 	require.NoError(t, st.create(ctx, free, headB, true, false))
-	release, err := other.lease(ctx, held.id, "test")
+	release, _, err := other.lease(ctx, held.id, "test")
 	require.NoError(t, err)
 	defer release()
 

@@ -20,7 +20,7 @@ CREATE TABLE events (
 		seq        INTEGER NOT NULL,
 		at         TEXT NOT NULL,
 		kind       TEXT NOT NULL,
-		payload    TEXT NOT NULL DEFAULT '{}',
+		payload    TEXT NOT NULL DEFAULT '{}', generation INTEGER NOT NULL DEFAULT 0,
 		PRIMARY KEY (session_id, seq)
 	) STRICT;
 
@@ -33,7 +33,7 @@ CREATE TABLE sessions (
 		last_checkpoint TEXT NOT NULL DEFAULT '',
 		created_at    TEXT NOT NULL,
 		updated_at    TEXT NOT NULL
-	, permission TEXT NOT NULL DEFAULT '', snapshot TEXT NOT NULL DEFAULT '', config BLOB, policy TEXT NOT NULL DEFAULT '', roots TEXT NOT NULL DEFAULT '') STRICT;
+	, permission TEXT NOT NULL DEFAULT '', snapshot TEXT NOT NULL DEFAULT '', config BLOB, policy TEXT NOT NULL DEFAULT '', roots TEXT NOT NULL DEFAULT '', generation INTEGER NOT NULL DEFAULT 0) STRICT;
 
 CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
 		BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
