@@ -134,6 +134,10 @@ func plainName(name string) bool {
 	return true
 }
 
+// relocateAttempts is how many times a take-over fetches the head again
+// when a push of its last holder landed since the fetch.
+const relocateAttempts = 5
+
 // relocate fetches head bind's refs, takes the head over on the remote
 // and records it in this clone, for recreate to build; callers hold its
 // head lock. Nothing changes here until the remote says this clone holds
@@ -171,49 +175,63 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 		return res, err
 	}
 	defer t.Close()
-	if _, err := t.Fetch(ctx, "+"+registry.RefPrefix(id)+"*:"+registry.RefPrefix(id)+"*"); err != nil {
-		return res, w.remoteClient().Unreachable(op, err)
-	}
-	tip, prevOwner, sparseRef, ops, seq, err := fetchedRefs(ctx, t, id)
-	if err != nil {
-		return res, grove.Errorf(grove.Internal, op, "%w", err)
-	}
-	// The head's sparse set, as the remote records it; one that does not
-	// read as a set is the whole tree.
-	var set sparse.Set
-	var sparseMsg string
-	if sparseRef != "" {
-		if msg, err := t.Git(ctx, false, "cat-file", "commit", sparseRef); err == nil {
-			if _, body, ok := strings.Cut(msg, "\n\n"); ok {
-				if dirs, ok := transport.ParseSparseMessage(body); ok {
-					if set, err = sparse.New(dirs); err == nil {
-						sparseMsg = transport.SparseMessage(set)
+	// Each push of the head moves the owner ref (see transport.PushOnce):
+	// the take-over lands only if none did since the fetch, so this clone
+	// continues from the last push the remote accepted, and the last
+	// holder's pushes are refused from then on.
+	var (
+		tip, prevOwner, sparseRef, sparseMsg, owner string
+		ops                                         []string
+		seq                                         int
+		set                                         sparse.Set
+	)
+	for attempt := 0; ; attempt++ {
+		if _, err := t.Fetch(ctx, "+"+registry.RefPrefix(id)+"*:"+registry.RefPrefix(id)+"*"); err != nil {
+			return res, w.remoteClient().Unreachable(op, err)
+		}
+		tip, prevOwner, sparseRef, ops, seq, err = fetchedRefs(ctx, t, id)
+		if err != nil {
+			return res, grove.Errorf(grove.Internal, op, "%w", err)
+		}
+		// The head's sparse set, as the remote records it; one that does not
+		// read as a set is the whole tree.
+		set, sparseMsg = nil, ""
+		if sparseRef != "" {
+			if msg, err := t.Git(ctx, false, "cat-file", "commit", sparseRef); err == nil {
+				if _, body, ok := strings.Cut(msg, "\n\n"); ok {
+					if dirs, ok := transport.ParseSparseMessage(body); ok {
+						if set, err = sparse.New(dirs); err == nil {
+							sparseMsg = transport.SparseMessage(set)
+						}
 					}
 				}
 			}
 		}
-	}
-	if tip == "" {
-		return res, fail(grove.NotFound, grove.ReasonMissing, "the remote holds nothing of head %s: it was never pushed", id)
-	}
-	res.Commit = grove.CheckpointID(tip)
-	if err := t.Import(); err != nil {
-		return res, grove.Errorf(grove.Internal, op, "moving the fetched objects into the repository: %w", err)
-	}
-	if set != nil && w.sealed() {
-		// Refused before the head is taken over: its owner keeps it.
-		return res, fail(grove.Unimplemented, "", "a sparse head under a sandbox: its sealed git dir holds the whole index")
-	}
-	// Take the head over: from now on only this clone's pushes of it land.
-	owner, err := w.remoteClient().OwnerCommit(ctx, id)
-	if err != nil {
-		return res, grove.Errorf(grove.Internal, op, "%w", err)
-	}
-	if _, err := t.Git(ctx, true, "push", "--force-with-lease="+transport.RemoteOwner(id)+":"+prevOwner, "--", w.remote.URL, owner+":"+transport.RemoteOwner(id)); err != nil {
-		if transport.Rejected(err) {
-			return res, fail(grove.Conflict, "", "another clone took head %s over meanwhile: %v", id, err)
+		if tip == "" {
+			return res, fail(grove.NotFound, grove.ReasonMissing, "the remote holds nothing of head %s: it was never pushed", id)
 		}
-		return res, w.remoteClient().Unreachable(op, err)
+		res.Commit = grove.CheckpointID(tip)
+		if err := t.Import(); err != nil {
+			return res, grove.Errorf(grove.Internal, op, "moving the fetched objects into the repository: %w", err)
+		}
+		if set != nil && w.sealed() {
+			// Refused before the head is taken over: its owner keeps it.
+			return res, fail(grove.Unimplemented, "", "a sparse head under a sandbox: its sealed git dir holds the whole index")
+		}
+		// Take the head over: from now on only this clone's pushes of it land.
+		if owner, err = w.remoteClient().OwnerCommit(ctx, id); err != nil {
+			return res, grove.Errorf(grove.Internal, op, "%w", err)
+		}
+		if _, err := t.Git(ctx, true, "push", "--force-with-lease="+transport.RemoteOwner(id)+":"+prevOwner, "--", w.remote.URL, owner+":"+transport.RemoteOwner(id)); err != nil {
+			if transport.Rejected(err) {
+				if attempt+1 < relocateAttempts {
+					continue // the head's last holder pushed since the fetch: fetch again
+				}
+				return res, fail(grove.Conflict, "", "the remote's copy of head %s kept moving while this clone took it over (its last holder still pushes, or another clone took it): %v", id, err)
+			}
+			return res, w.remoteClient().Unreachable(op, err)
+		}
+		break
 	}
 	_ = w.meta.WritePushed(id, registry.PushRecord{URL: w.remote.URL, Owner: owner, Commit: tip, Seq: seq, Sparse: sparseMsg})
 

@@ -633,3 +633,50 @@ func TestASparseHeadIsNotTakenOverBySandboxedClone(t *testing.T) {
 	a.wait()
 	assert.Empty(t, a.b.PushFailures(), "the owner still pushes its head")
 }
+
+// A push of the head's last holder that the remote has begun to take in
+// when another clone takes the head over is refused as the remote applies
+// it: the remote's branch stays where the take-over found it. (A pre-receive
+// hook on the remote holds the push between git's look at the remote's
+// refs and the update, where a take-over can land.)
+func TestAPushRacingATakeOverIsRefusedByTheRemote(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.host("a"), f.host("b")
+	ha, err := a.ws.NewHead("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	writeFile(t, ha, "work.txt", "one\n")
+	cp1, err := ha.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	a.wait()
+	branch := "refs/grove/" + string(ha.Info().ID) + "/head"
+	require.Equal(t, string(cp1.ID), f.remoteRef(branch))
+
+	gate := t.TempDir()
+	hook := "#!/bin/sh\nif grep -q ' " + branch + "$' && [ -e " + gate + "/block ]; then\n" +
+		"  rm " + gate + "/block; touch " + gate + "/entered\n" +
+		"  while [ ! -e " + gate + "/go ]; do sleep 0.01; done\nfi\nexit 0\n"
+	require.NoError(t, os.WriteFile(filepath.Join(f.remote, "hooks", "pre-receive"), []byte(hook), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(gate, "block"), nil, 0o644))
+
+	writeFile(t, ha, "work.txt", "two\n")
+	_, err = ha.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	for deadline := time.Now().Add(time.Minute); ; {
+		if _, err := os.Stat(filepath.Join(gate, "entered")); err == nil {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "a's push never reached the remote's hook")
+		time.Sleep(10 * time.Millisecond)
+	}
+	hb, res, err := b.ws.Relocate(f.ctx, ha.Binding(), nil)
+	require.NoError(t, err)
+	defer hb.Close()
+	assert.Equal(t, cp1.ID, res.Commit)
+	require.NoError(t, os.WriteFile(filepath.Join(gate, "go"), nil, 0o644))
+	a.wait()
+	assert.Equal(t, string(cp1.ID), f.remoteRef(branch), "a's push landed after b took the head over")
+	st, err := a.b.Pushed(f.ctx, a.clone, ha.Info().ID, f.remote)
+	require.NoError(t, err)
+	assert.True(t, st.Lost, "a's push was refused as stale")
+	require.NoError(t, ha.Close())
+}

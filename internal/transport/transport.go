@@ -495,10 +495,11 @@ func Rejected(err error) bool {
 //	refs/grove/<id>/owner     a commit naming the clone that holds the head
 //	refs/grove/<id>/<seq>     its checkpoint refs
 //
-// Every push is atomic and leased on the owner ref this clone wrote (or,
-// for a head not yet pushed, on its absence): once another clone took the
-// head over (Relocate writes a new owner), this clone's pushes of it are
-// refused, whatever they carry.
+// Every push is atomic, writes a new owner commit and is leased on the
+// owner ref this clone wrote last (or, for a head not yet pushed, on its
+// absence), which the remote checks as it applies the push: once another
+// clone took the head over (Relocate writes a new owner), this clone's
+// pushes of it are refused, whatever they carry.
 func RemoteHead(id grove.HeadID) string { return registry.RefPrefix(id) + "head" }
 
 // Mirrored reports whether a head's branch is also pushed as that branch,
@@ -673,13 +674,16 @@ func (c *Client) PushOnce(ctx context.Context, mf registry.Manifest) (retry bool
 		return true, err
 	}
 	defer t.Close()
-	owner := rec.Owner
-	if owner == "" {
-		// The first push of the head: this clone takes it, if no other
-		// clone holds it yet.
-		if owner, err = c.OwnerCommit(ctx, mf.ID); err != nil {
-			return true, err
-		}
+	// Each push moves the owner ref, from the one this clone last wrote
+	// (none, for the head's first push) to a new one: the remote checks
+	// that old value as it applies the push, atomically with the rest, so
+	// once another clone took the head over (or this clone's take-over
+	// raced a push of the head's last holder) one of the two is refused.
+	// A ref pushed unchanged would be checked only against what the
+	// remote advertised before, which a take-over can follow.
+	owner, err := c.OwnerCommit(ctx, mf.ID)
+	if err != nil {
+		return true, err
 	}
 	args := []string{"push", "--atomic", "--force-with-lease=" + RemoteOwner(mf.ID) + ":" + rec.Owner, "--", c.Remote.URL, owner + ":" + RemoteOwner(mf.ID)}
 	if _, err := t.Git(ctx, true, append(args, specs...)...); err != nil {
