@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/groveworks/grove"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -143,7 +144,8 @@ func openPostgresStore(ctx context.Context, rawURL string, leaseTimeout time.Dur
 	}
 	cfg.RuntimeParams["search_path"] = pgSchema
 	host, _ := os.Hostname()
-	cfg.RuntimeParams["application_name"] = fmt.Sprintf("grove %s pid %d", host, os.Getpid())
+	// Each engine its own name: the unit a fleet counts as a host.
+	cfg.RuntimeParams["application_name"] = fmt.Sprintf("grove %s pid %d engine %s", host, os.Getpid(), uuid.NewString()[:8])
 	fail := func(kind StoreKind, err error) error { return storeFailure(name, err, kind) }
 	if err := pgMigrate(ctx, cfg); err != nil {
 		var se *StoreError
@@ -474,6 +476,66 @@ func (d *pgDialect) live(ctx context.Context, q queryer, id string) bool {
 	var held bool
 	err := q.QueryRowContext(ctx, leaseHeld, int64(uint32(k>>32)), int64(uint32(k)), 0).Scan(&held)
 	return err != nil || held
+}
+
+// holders reads every session lease held in the database in one query,
+// with the holding connection's application_name (grove sets it to the
+// host and process).
+func (d *pgDialect) holders(ctx context.Context, db *sql.DB, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := db.QueryContext(ctx, `SELECT l.classid::bigint, l.objid::bigint, coalesce(a.application_name, '')
+		FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+		AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	byKey := map[int64]string{}
+	for rows.Next() {
+		var hi, lo int64
+		var who string
+		if err := rows.Scan(&hi, &lo, &who); err != nil {
+			return nil, err
+		}
+		byKey[hi<<32|lo] = who
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	me := d.cfg.RuntimeParams["application_name"]
+	for _, id := range ids {
+		k := leaseKey(id)
+		if who, ok := byKey[int64(uint64(uint32(k>>32))<<32|uint64(uint32(k)))]; ok {
+			out[id] = who
+		} else if d.holds(id) {
+			out[id] = me
+		}
+	}
+	return out, nil
+}
+
+// hosts names the grove engines connected to the database: the distinct
+// application names of its connections that grove set.
+func (d *pgDialect) hosts(ctx context.Context, db *sql.DB) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT DISTINCT application_name FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name LIKE 'grove %' ORDER BY 1`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out = append(out, name)
+	}
+	return out, rows.Err()
 }
 
 // fence fails unless this process's lease connection holds session id's

@@ -152,3 +152,74 @@ func TestResumeOnAnotherHostWithRelocate(t *testing.T) {
 	_, err = os.Stat(filepath.Join(root, "c", "heads"))
 	assert.True(t, os.IsNotExist(err), "nothing was built on host c")
 }
+
+// Survivors share a dead host's sessions: each TakeOver takes its share
+// (the waiting sessions over the hosts connected), in parallel, and no
+// session is taken twice.
+func TestSurvivorsShareADeadHostsSessions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	root := t.TempDir()
+	seed := filepath.Join(root, "seed")
+	require.NoError(t, githarness.InitRepo(ctx, seed, files()))
+	remote := filepath.Join(root, "remote.git")
+	_, err := githarness.Git(ctx, root, "clone", "-q", "--bare", seed, remote)
+	require.NoError(t, err)
+	db := engine.PostgresDatabase(t)
+	dead := newFleetHost(t, ctx, root, "dead", remote, db, 1)
+	const n = 6
+	ids := map[string]bool{}
+	for range n {
+		s, err := dead.e.NewSession(ctx, nil)
+		require.NoError(t, err)
+		ids[s.ID()] = true
+		require.NoError(t, dead.b.WaitPushes(ctx))
+		require.NoError(t, s.Detach()) // as its host died
+	}
+	require.NoError(t, dead.e.Close())
+	a := newFleetHost(t, ctx, root, "a", remote, db, 1)
+	b := newFleetHost(t, ctx, root, "b", remote, db, 1)
+
+	results := make([]engine.TakeOverResult, 2)
+	errs := make([]error, 2)
+	done := make(chan int)
+	for i, h := range []*fleetHost{a, b} {
+		go func() {
+			results[i], errs[i] = h.e.TakeOver(ctx, &engine.TakeOverOptions{Parallel: 2})
+			done <- i
+		}()
+	}
+	<-done
+	<-done
+	taken := map[string]int{}
+	for i, res := range results {
+		require.NoError(t, errs[i])
+		assert.Empty(t, res.Failed)
+		assert.Equal(t, 2, res.Hosts, "the two survivors are connected")
+		assert.LessOrEqual(t, len(res.Sessions), n/2, "host %d took more than its share", i)
+		for _, s := range res.Sessions {
+			taken[s.ID()]++
+			assert.True(t, s.Resumed().Relocated)
+			assert.Greater(t, s.Generation(), int64(1))
+			require.NoError(t, s.Close())
+		}
+	}
+	for id := range taken {
+		assert.True(t, ids[id], "a session that was not waiting")
+		assert.Equal(t, 1, taken[id], "session %s taken twice", id)
+	}
+	// What either left (the other took it first, or its share was full)
+	// the next look takes.
+	for len(taken) < n {
+		res, err := a.e.TakeOver(ctx, nil)
+		require.NoError(t, err)
+		require.NotEmpty(t, res.Sessions, "sessions are waiting and none was taken")
+		for _, s := range res.Sessions {
+			taken[s.ID()]++
+			require.NoError(t, s.Close())
+		}
+	}
+	res, err := b.e.TakeOver(ctx, nil)
+	require.NoError(t, err)
+	assert.Zero(t, res.Waiting)
+}

@@ -43,8 +43,11 @@ type SessionInfo struct {
 	// SessionClosed after. An open session that is not Live was left
 	// without a Close: its process died, or it detached (Session.Detach).
 	State SessionState
-	// Live reports whether a process holds the session's lease now.
-	Live bool
+	// Live reports whether a process holds the session's lease now, and
+	// Holder which, as the store names it: with PostgreSQL, the host and
+	// process (the holding connection's application_name).
+	Live   bool
+	Holder string
 	// Claims reports whether the session holds a claim on its head (an
 	// isolated or exclusive head): no other session gets that head
 	// without a take-over.

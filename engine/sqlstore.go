@@ -44,6 +44,13 @@ type dialect interface {
 	// live reports whether someone holds session id's lease; q runs a
 	// query in the caller's transaction when it needs one.
 	live(ctx context.Context, q queryer, id string) bool
+	// holders names the holder of each of ids' leases that someone holds
+	// (this process's own included), in one look; a failed look is an
+	// error, not a guess.
+	holders(ctx context.Context, db *sql.DB, ids []string) (map[string]string, error)
+	// hosts names the engines connected to the store now, this one
+	// included (nil where the store cannot tell: SQLite's).
+	hosts(ctx context.Context, db *sql.DB) ([]string, error)
 	// fence fails, in tx, unless this process still holds session id's
 	// lease: a session whose lease was lost (its holder's database
 	// connection ended while it lived on) writes nothing more.
@@ -131,6 +138,14 @@ func (s *sqlStore) lease(ctx context.Context, id, purpose string) (func() error,
 		s.mu.Unlock()
 		return release()
 	}, gen, nil
+}
+
+func (s *sqlStore) hosts(ctx context.Context) ([]string, error) {
+	out, err := s.dialect.hosts(ctx, s.db)
+	if err != nil {
+		return nil, s.failCtx(ctx, err)
+	}
+	return out, nil
 }
 
 // held is the generation this process holds of session id, 0 for none.
@@ -509,8 +524,18 @@ func (s *sqlStore) sessions(ctx context.Context, sq sessionQuery) ([]SessionInfo
 	// Liveness is asked once the rows are read: a look through the pool
 	// while they hold a connection could wait for a connection forever.
 	_ = rows.Close()
+	var open []string
+	for _, si := range out {
+		if si.State == SessionOpen && validSessionID(si.ID) {
+			open = append(open, si.ID)
+		}
+	}
+	held, err := s.holders(ctx, s.db, open)
+	if err != nil {
+		return nil, s.fail(err)
+	}
 	for i := range out {
-		out[i].Live = out[i].State == SessionOpen && validSessionID(out[i].ID) && s.live(ctx, s.db, out[i].ID)
+		out[i].Holder, out[i].Live = held[out[i].ID]
 	}
 	if sq.id != "" && len(out) == 0 {
 		return nil, errNoSession

@@ -325,6 +325,9 @@ type store interface {
 	// earlier holder are refused. A live session holds its lease; it
 	// dies with its holder.
 	lease(ctx context.Context, id, purpose string) (release func() error, generation int64, err error)
+	// hosts names the engines connected to the store now (nil when the
+	// store cannot tell).
+	hosts(ctx context.Context) ([]string, error)
 	// close releases the store.
 	close() error
 }
@@ -373,6 +376,18 @@ func (d sqliteDialect) lease(_ context.Context, id, purpose string) (func() erro
 func (d sqliteDialect) live(_ context.Context, _ queryer, id string) bool {
 	return lock.Held(d.leasePath(id))
 }
+
+func (d sqliteDialect) holders(_ context.Context, _ *sql.DB, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, id := range ids {
+		if lock.Held(d.leasePath(id)) {
+			out[id] = "a process of this host"
+		}
+	}
+	return out, nil
+}
+
+func (sqliteDialect) hosts(context.Context, *sql.DB) ([]string, error) { return nil, nil }
 
 func (sqliteDialect) closeDialect() error { return nil }
 
