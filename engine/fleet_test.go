@@ -11,7 +11,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"maps"
 	"math/rand/v2"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,21 +38,35 @@ import (
 
 // The fleet simulation: host processes (this test binary, re-executed),
 // each with its own clone and heads directory, share one PostgreSQL
-// database and one bare remote. Each starts sessions and checkpoints
-// them; the test kills hosts at random (the whole process group, as a
-// machine dies); the survivors take the dead hosts' sessions over with
-// Resume and Relocate and finish them. Afterwards: no session was held by
-// two hosts at once, every relocated session had exactly its last pushed
-// checkpoint's files, every session was finished, and git fsck is clean
-// on every clone and on the remote.
+// database (each through a proxy the test can cut) and one bare remote.
+// Each starts sessions and checkpoints them; meanwhile the test strikes
+// every host but one, one after another, each in one of three ways:
+// killed (the whole process group, as a machine dies), paused (SIGSTOP)
+// past its lease and then resumed, or cut off from the database past its
+// lease while it keeps running, then reconnected. The others take the
+// struck hosts' sessions over (Engine.TakeOver: their share each, in
+// parallel, relocated from the remote) and finish them; a paused or cut
+// host that comes back is fenced for what it lost and works on.
+//
+// Afterwards: no session was held twice (no generation of a session was
+// held by two hosts, and every journal's generations never decrease),
+// no checkpoint of a fenced holder was journaled (each journaled
+// checkpoint was made by the host holding that generation), no push of a
+// fenced holder landed (each session's remote branch is its last
+// journaled checkpoint), every relocated session had exactly its last
+// pushed checkpoint's files, every session was finished, and git fsck is
+// clean on every clone and on the remote.
 //
 // The CI run is small; -grove.fleet.sessions and -grove.fleet.hosts make
 // the larger one (go test ./engine -run TestFleetSimulation
-// -grove.fleet.sessions 1000 -grove.fleet.hosts 10 -timeout 60m).
+// -grove.fleet.sessions 1000 -grove.fleet.hosts 10 -timeout 60m), and
+// -grove.fleet.strikes kill makes every strike a death.
 var (
 	fleetSessions    = flag.Int("grove.fleet.sessions", 12, "fleet simulation: sessions in all")
-	fleetHosts       = flag.Int("grove.fleet.hosts", 3, "fleet simulation: host processes")
+	fleetHosts       = flag.Int("grove.fleet.hosts", 4, "fleet simulation: host processes")
 	fleetCheckpoints = flag.Int("grove.fleet.checkpoints", 4, "fleet simulation: checkpoints each session makes before it is finished")
+	fleetStrikes     = flag.String("grove.fleet.strikes", "kill,pause,cut", "fleet simulation: how hosts are struck, in turn")
+	fleetLease       = flag.Duration("grove.fleet.lease", 2*time.Second, "fleet simulation: the hosts' lease timeout")
 )
 
 // fleetSpec is what a host process is told.
@@ -56,13 +74,15 @@ type fleetSpec struct {
 	Name, Clone, DB, Remote string
 	Sessions, Checkpoints   int
 	Seed                    uint64
+	Lease                   time.Duration
 }
 
 // fleetEvent is one line a host prints.
 type fleetEvent struct {
-	Ev      string `json:"ev"` // created, hold, release, checkpoint, relocated, busy, unpushed, done, error
+	Ev      string `json:"ev"` // created, hold, checkpoint, relocated, fenced, storefail, busy, unpushed, done, stalepush, error
 	Host    string `json:"host"`
 	Session string `json:"sid,omitempty"`
+	Gen     int64  `json:"gen,omitempty"`
 	At      int64  `json:"at"` // Unix nanoseconds
 	N       int    `json:"n,omitempty"`
 	Commit  string `json:"commit,omitempty"`
@@ -72,9 +92,109 @@ type fleetEvent struct {
 	Msg     string `json:"msg,omitempty"`
 }
 
+// cutProxy forwards TCP connections to a server until it is cut: then it
+// ends every connection it forwards and refuses new ones, until restored.
+// Its goroutines are the test's: Close ends them and waits.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	conns  map[net.Conn]bool
+	wg     sync.WaitGroup
+}
+
+func startProxy(t *testing.T, target string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &cutProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.forward(c)
+		}
+	}()
+	t.Cleanup(p.Close)
+	return p
+}
+
+func (p *cutProxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut || p.conns == nil {
+		_ = c.Close()
+		return false
+	}
+	p.conns[c] = true
+	return true
+}
+
+func (p *cutProxy) forward(c net.Conn) {
+	if !p.track(c) {
+		return
+	}
+	up, err := net.Dial("tcp", p.target)
+	if err != nil || !p.track(up) {
+		_ = c.Close()
+		return
+	}
+	for _, pair := range [][2]net.Conn{{c, up}, {up, c}} {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			_, _ = io.Copy(pair[0], pair[1])
+			_ = pair[0].Close()
+			_ = pair[1].Close()
+		}()
+	}
+}
+
+// Cut ends every forwarded connection and refuses new ones.
+func (p *cutProxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	clear(p.conns)
+}
+
+// Restore forwards new connections again.
+func (p *cutProxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+}
+
+// Close stops the proxy and waits for its goroutines.
+func (p *cutProxy) Close() {
+	_ = p.ln.Close()
+	p.Cut()
+	p.mu.Lock()
+	p.conns = nil
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// URL is db, a database URL, through the proxy.
+func (p *cutProxy) URL(t *testing.T, db string) string {
+	u, err := url.Parse(db)
+	require.NoError(t, err)
+	u.Host = p.ln.Addr().String()
+	return u.String()
+}
+
 func TestFleetSimulation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
 	defer cancel()
+	start := time.Now()
 	root := t.TempDir()
 	seed := filepath.Join(root, "seed")
 	require.NoError(t, githarness.InitRepo(ctx, seed, fstest.MapFS{"README.md": {Data: []byte("fleet\n")}}))
@@ -82,11 +202,20 @@ func TestFleetSimulation(t *testing.T) {
 	_, err := githarness.Git(ctx, root, "clone", "-q", "--bare", seed, remote)
 	require.NoError(t, err)
 	db := PostgresDatabase(t)
+	dbURL, err := url.Parse(db)
+	require.NoError(t, err)
+	strikes := strings.Split(*fleetStrikes, ",")
+	for _, s := range strikes {
+		require.Contains(t, []string{"kill", "pause", "cut"}, s, "-grove.fleet.strikes")
+	}
 
 	nh, ns := *fleetHosts, *fleetSessions
 	require.GreaterOrEqual(t, nh, 2)
 	type proc struct {
+		name   string
 		cmd    *exec.Cmd
+		proxy  *cutProxy
+		in     io.Closer
 		killed int64 // Unix nanoseconds when it was gone, 0 while alive
 		exited chan struct{}
 	}
@@ -104,16 +233,21 @@ func TestFleetSimulation(t *testing.T) {
 		if i < ns%nh {
 			per++
 		}
-		spec, _ := json.Marshal(fleetSpec{Name: name, Clone: clone, DB: db, Remote: remote, Sessions: per,
-			Checkpoints: *fleetCheckpoints, Seed: rng.Uint64()})
+		proxy := startProxy(t, dbURL.Host)
+		spec, _ := json.Marshal(fleetSpec{Name: name, Clone: clone, DB: proxy.URL(t, db), Remote: remote, Sessions: per,
+			Checkpoints: *fleetCheckpoints, Seed: rng.Uint64(), Lease: *fleetLease})
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "GROVE_FLEET_HOST="+string(spec))
 		cmd.Stderr = os.Stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		out, err := cmd.StdoutPipe()
 		require.NoError(t, err)
+		// A host exits once no session is open and its standard input
+		// ends: the test ends it once it struck every host it strikes.
+		in, err := cmd.StdinPipe()
+		require.NoError(t, err)
 		require.NoError(t, cmd.Start())
-		p := &proc{cmd: cmd, exited: make(chan struct{})}
+		p := &proc{name: name, cmd: cmd, proxy: proxy, in: in, exited: make(chan struct{})}
 		procs[i] = p
 		readers.Add(1)
 		go func() {
@@ -133,14 +267,15 @@ func TestFleetSimulation(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for _, p := range procs {
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT)
 			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 			<-p.exited
 		}
 	})
 
-	// Kill every host but one, at random, while they work: after a host
-	// has made at least one checkpoint, so that each death strands live
-	// sessions. A host is killed only once it made all of its sessions.
+	// Strike every host but one, in turn, while they work: after a host
+	// has made at least one checkpoint, so that each strike strands live
+	// sessions. A host is struck only once it made all of its sessions.
 	survivor := rng.IntN(nh)
 	checkpoints := func(host string) int {
 		mu.Lock()
@@ -153,103 +288,119 @@ func TestFleetSimulation(t *testing.T) {
 		}
 		return n
 	}
-	kills := 0
-	for i, p := range procs {
+	struck := map[string]int{}
+	k := 0
+	for _, i := range rng.Perm(nh) {
 		if i == survivor {
 			continue
 		}
-		host := fmt.Sprintf("h%02d", i)
+		k++
+		p := procs[i]
 		want := 1 + rng.IntN(max(1, *fleetCheckpoints*(ns/nh)/2))
 		deadline := time.Now().Add(5 * time.Minute)
-		for checkpoints(host) < want && time.Now().Before(deadline) {
+		for checkpoints(p.name) < want && time.Now().Before(deadline) {
 			select {
 			case <-p.exited:
-				t.Fatalf("host %s exited before it was killed", host)
+				t.Fatalf("host %s exited before it was struck", p.name)
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
 		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
-		// Its holds end here: it holds nothing once dead, and nothing it
-		// held can be taken before it is.
-		p.killed = time.Now().UnixNano()
-		require.NoError(t, syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL))
-		<-p.exited
-		kills++
-	}
-	select {
-	case <-procs[survivor].exited:
-	case <-ctx.Done():
-		t.Fatal("the surviving host did not finish the fleet's sessions")
-	}
-	readers.Wait()
-	require.True(t, procs[survivor].cmd.ProcessState.Success(), "the surviving host failed")
-
-	// Every session was held by one host at a time: each hold ends (with
-	// a release, or with its host's death) before the next begins.
-	type hold struct {
-		host       string
-		start, end int64
-	}
-	killedAt := map[string]int64{}
-	for i, p := range procs {
-		if p.killed != 0 {
-			killedAt[fmt.Sprintf("h%02d", i)] = p.killed
+		strike := strikes[k%len(strikes)]
+		struck[strike]++
+		away := *fleetLease*2 + time.Duration(rng.IntN(1000))*time.Millisecond
+		switch strike {
+		case "kill":
+			// Its holds end here: it holds nothing once dead.
+			p.killed = time.Now().UnixNano()
+			require.NoError(t, syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL))
+			<-p.exited
+		case "pause":
+			require.NoError(t, syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP))
+			time.Sleep(away)
+			require.NoError(t, syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT))
+		case "cut":
+			p.proxy.Cut()
+			time.Sleep(away)
+			p.proxy.Restore()
 		}
 	}
-	holds := map[string][]*hold{}
-	open := map[string]*hold{}
-	created, relocated, busy, unpushed, done := 0, 0, 0, 0, 0
+	for _, p := range procs {
+		_ = p.in.Close()
+	}
+	for _, p := range procs {
+		select {
+		case <-p.exited:
+		case <-ctx.Done():
+			t.Fatalf("host %s did not finish", p.name)
+		}
+		if p.killed == 0 {
+			assert.True(t, p.cmd.ProcessState.Success(), "host %s failed", p.name)
+		}
+	}
+	readers.Wait()
+	wall := time.Since(start)
+
+	killed := map[string]bool{}
+	for _, p := range procs {
+		killed[p.name] = p.killed != 0
+	}
+	// Who held each generation of each session, and which host made each
+	// checkpoint, under which generation.
+	type made struct {
+		host string
+		gen  int64
+	}
+	holder := map[string]string{} // session and generation → host
+	commits := map[string]made{}
+	lastHolder := map[string]made{}
+	relocations := map[string]int{}
+	done := map[string]bool{}
+	unpushed := map[string]bool{}
+	created, busy, fenced, storefails, stale := 0, 0, 0, 0, 0
 	for _, ev := range events {
+		key := fmt.Sprintf("%s %d", ev.Session, ev.Gen)
 		switch ev.Ev {
 		case "created":
 			created++
 		case "hold":
-			h := &hold{host: ev.Host, start: ev.At, end: -1}
-			holds[ev.Session] = append(holds[ev.Session], h)
-			open[ev.Host+ev.Session] = h
-		case "release":
-			if h := open[ev.Host+ev.Session]; h != nil {
-				h.end = ev.At
+			if h, ok := holder[key]; ok && h != ev.Host {
+				t.Errorf("session %s generation %d held by %s and by %s", ev.Session, ev.Gen, h, ev.Host)
 			}
+			holder[key] = ev.Host
+			if ev.Gen > lastHolder[ev.Session].gen {
+				lastHolder[ev.Session] = made{ev.Host, ev.Gen}
+			}
+		case "checkpoint":
+			commits[ev.Commit] = made{ev.Host, ev.Gen}
 		case "relocated":
-			relocated++
+			relocations[ev.Host]++
 			assert.True(t, ev.TipOK, "session %s relocated on %s from %.12s, not the remote's branch tip", ev.Session, ev.Host, ev.Commit)
 			assert.True(t, ev.FilesOK, "session %s relocated on %s without exactly the files of %.12s: %s", ev.Session, ev.Host, ev.Commit, ev.Msg)
 		case "busy":
 			busy++
+		case "fenced":
+			fenced++
+		case "storefail":
+			storefails++
+		case "stalepush":
+			stale++
 		case "unpushed":
-			unpushed++
+			unpushed[ev.Session] = true
 		case "done":
-			done++
+			done[ev.Session] = true
 		case "error":
 			t.Errorf("host %s: %s", ev.Host, ev.Msg)
 		}
 	}
-	overlaps := 0
-	for sid, hs := range holds {
-		for _, h := range hs {
-			if h.end < 0 {
-				h.end = killedAt[h.host]
-				if h.end == 0 {
-					h.end = time.Now().UnixNano()
-				}
-			}
-		}
-		slices.SortFunc(hs, func(a, b *hold) int { return int(a.start - b.start) })
-		for i := 1; i < len(hs); i++ {
-			if hs[i].start < hs[i-1].end {
-				overlaps++
-				t.Errorf("session %s: held by %s from %d while %s held it until %d", sid, hs[i].host, hs[i].start, hs[i-1].host, hs[i-1].end)
-			}
-		}
-	}
-	assert.Zero(t, overlaps)
 	assert.Equal(t, ns, created, "every session was made")
-	assert.Equal(t, ns, done, "every session was finished")
-	assert.Zero(t, unpushed, "a session that could not be relocated")
-	assert.Positive(t, relocated, "the dead hosts' sessions were taken over")
+	assert.Len(t, done, ns-len(unpushed), "every session was finished")
+	assert.Zero(t, len(unpushed), "a session that could not be relocated")
+	assert.Positive(t, sumOf(relocations), "the struck hosts' sessions were taken over")
 
-	// What the store says: every session closed, none claimed.
+	// What the store says: every session closed, none claimed; each
+	// journal's generations never decrease, and each checkpoint it
+	// records was made by the host that held that generation.
 	e, err := Open(ctx, Options{Path: db, LeaseDir: filepath.Join(root, "leases")})
 	require.NoError(t, err)
 	defer e.Close()
@@ -259,17 +410,64 @@ func TestFleetSimulation(t *testing.T) {
 	for _, si := range infos {
 		assert.Equal(t, SessionClosed, si.State, si.ID)
 		assert.False(t, si.Claims, si.ID)
+		evs, err := e.Events(ctx, si.ID)
+		require.NoError(t, err)
+		for i, ev := range evs {
+			if i > 0 && ev.Generation < evs[i-1].Generation {
+				t.Errorf("session %s: event %d (%s) of generation %d after one of %d", si.ID, ev.Seq, ev.Kind, ev.Generation, evs[i-1].Generation)
+			}
+			if ev.Kind != EventCheckpointed {
+				continue
+			}
+			var cp CheckpointedEvent
+			require.NoError(t, json.Unmarshal(ev.Payload, &cp))
+			m, ok := commits[string(cp.Checkpoint)]
+			if !ok {
+				continue // its host was killed before it said so
+			}
+			if m.gen != ev.Generation {
+				t.Errorf("session %s: checkpoint %.12s made under generation %d by %s, journaled under %d", si.ID, cp.Checkpoint, m.gen, m.host, ev.Generation)
+			}
+			if h := holder[fmt.Sprintf("%s %d", si.ID, ev.Generation)]; h != "" && h != m.host {
+				t.Errorf("session %s: checkpoint %.12s of %s journaled under generation %d, which %s held", si.ID, cp.Checkpoint, m.host, ev.Generation, h)
+			}
+		}
+		// The remote's branch is the last journaled checkpoint: no push
+		// of a fenced holder landed after its successor's.
+		if last := lastHolder[si.ID]; last.host != "" && !killed[last.host] && !unpushed[si.ID] {
+			tip := remoteTip(ctx, remote, grove.HeadID(headIDOf(t, e, si.ID)))
+			assert.Equal(t, string(si.LastCheckpoint), tip, "session %s: the remote's branch is not its last journaled checkpoint (made by %v; the branch's by %v; last held by %v)",
+				si.ID, commits[string(si.LastCheckpoint)], commits[tip], last)
+		}
 	}
 	for _, dir := range append(clonesOf(root, nh), remote) {
 		_, err := githarness.Git(ctx, dir, "fsck", "--no-progress")
 		assert.NoError(t, err, "git fsck %s", dir)
 	}
-	nholds := 0
-	for _, hs := range holds {
-		nholds += len(hs)
+	var per []string
+	for _, p := range procs {
+		per = append(per, fmt.Sprintf("%s %d", p.name, relocations[p.name]))
 	}
-	t.Logf("fleet: %d hosts (%d killed), %d sessions × %d checkpoints: %d holds, %d relocations, %d take-overs refused as busy, 0 overlaps",
-		nh, kills, ns, *fleetCheckpoints, nholds, relocated, busy)
+	t.Logf("fleet: %d hosts (struck: %d killed, %d paused, %d cut off), %d sessions × %d checkpoints in %v: %d relocations (%s), %d take-overs refused as busy, %d writes refused as fenced, %d store failures ridden out, %d pushes refused as stale, 0 sessions held twice",
+		nh, struck["kill"], struck["pause"], struck["cut"], ns, *fleetCheckpoints, wall.Round(time.Second),
+		sumOf(relocations), strings.Join(per, ", "), busy, fenced, storefails, stale)
+}
+
+func sumOf(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// headIDOf is the head ID session id's stored binding names.
+func headIDOf(t *testing.T, e *Engine, id string) string {
+	_, data, err := e.st.load(context.Background(), id)
+	require.NoError(t, err)
+	b, err := grove.DecodeBinding(data)
+	require.NoError(t, err)
+	return string(b.Head)
 }
 
 func clonesOf(root string, n int) []string {
@@ -298,12 +496,16 @@ func fleetHost(specJSON string) {
 		emit(fleetEvent{Ev: "error", Msg: fmt.Sprintf(format, args...)})
 		os.Exit(1)
 	}
+	storeFailure := func(err error) bool {
+		var se *StoreError
+		return errors.As(err, &se)
+	}
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(spec.Seed, 1))
 	b := gitbackend.New(gitbackend.Options{})
 	rm := &grove.Remote{URL: spec.Remote}
 	e, err := Open(ctx, Options{
-		Path: spec.DB, LeaseDir: filepath.Join(filepath.Dir(spec.Clone), "leases"),
+		Path: spec.DB, LeaseDir: filepath.Join(filepath.Dir(spec.Clone), "leases"), LeaseTimeout: spec.Lease,
 		Placement: Placement{PerSession: &PerSession{Backend: b, Root: spec.Clone,
 			HeadsDir: filepath.Join(filepath.Dir(spec.Clone), "heads"), Remote: rm}},
 		Snapshot: SnapshotPolicy{Trigger: Manual},
@@ -315,7 +517,17 @@ func fleetHost(specJSON string) {
 		s *Session
 		n int
 	}
+	var activeMu sync.Mutex
 	active := map[string]*live{}
+	drop := func(id string) {
+		activeMu.Lock()
+		delete(active, id)
+		activeMu.Unlock()
+	}
+	// step makes one more checkpoint of a session, and finishes it after
+	// the last. A write the store refuses as fenced ends this host's hold;
+	// one the store could not take (the database is out of reach) is
+	// ridden out: the session goes on, or another host finishes it.
 	step := func(id string, l *live) {
 		l.n++
 		dir := l.s.Head().Info().Root
@@ -326,18 +538,62 @@ func fleetHost(specJSON string) {
 			fatal("write: %v", err)
 		}
 		cp, err := l.s.Checkpoint(ctx, nil)
-		if err != nil {
+		switch {
+		case err == nil:
+			emit(fleetEvent{Ev: "checkpoint", Session: id, Gen: l.s.Generation(), N: l.n, Commit: string(cp.ID)})
+		case grove.CodeOf(err) == grove.FailedPrecondition:
+			emit(fleetEvent{Ev: "fenced", Session: id, Gen: l.s.Generation(), Msg: err.Error()})
+			drop(id)
+			_ = l.s.Close()
+			return
+		case storeFailure(err):
+			emit(fleetEvent{Ev: "storefail", Session: id, Msg: err.Error()})
+			return
+		default:
 			fatal("checkpoint %s: %v", id, err)
 		}
-		emit(fleetEvent{Ev: "checkpoint", Session: id, N: l.n, Commit: string(cp.ID)})
-		if l.n >= spec.Checkpoints {
-			emit(fleetEvent{Ev: "release", Session: id})
-			if err := l.s.Close(); err != nil {
-				fatal("close %s: %v", id, err)
-			}
-			emit(fleetEvent{Ev: "done", Session: id})
-			delete(active, id)
+		if l.n < spec.Checkpoints {
+			return
 		}
+		drop(id)
+		err = l.s.Close()
+		switch {
+		case err == nil:
+			emit(fleetEvent{Ev: "done", Session: id})
+		case grove.CodeOf(err) == grove.FailedPrecondition:
+			emit(fleetEvent{Ev: "fenced", Session: id, Gen: l.s.Generation(), Msg: err.Error()})
+		case storeFailure(err):
+			emit(fleetEvent{Ev: "storefail", Session: id, Msg: err.Error()}) // left open: taken over and finished
+		default:
+			fatal("close %s: %v", id, err)
+		}
+	}
+	// stepAll steps every active session, a few at a time, as a harness
+	// runs its agents.
+	stepAll := func() {
+		activeMu.Lock()
+		ids := slices.Sorted(maps.Keys(active))
+		lives := make([]*live, len(ids))
+		for i, id := range ids {
+			lives[i] = active[id]
+		}
+		activeMu.Unlock()
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range min(4, len(ids)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					step(ids[i], lives[i])
+				}
+			}()
+		}
+		for i := range ids {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
 	}
 	// The host's sessions first, each pushed before it counts as made.
 	for range spec.Sessions {
@@ -345,7 +601,7 @@ func fleetHost(specJSON string) {
 		if err != nil {
 			fatal("new session: %v", err)
 		}
-		emit(fleetEvent{Ev: "hold", Session: s.ID()})
+		emit(fleetEvent{Ev: "hold", Session: s.ID(), Gen: s.Generation()})
 		active[s.ID()] = &live{s: s}
 	}
 	if err := b.WaitPushes(ctx); err != nil {
@@ -354,64 +610,84 @@ func fleetHost(specJSON string) {
 	for id := range active {
 		emit(fleetEvent{Ev: "created", Session: id})
 	}
+	released := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(released)
+	}()
 	lastLook := time.Time{}
 	for {
-		ids := slices.Sorted(func(yield func(string) bool) {
-			for id := range active {
-				if !yield(id) {
-					return
-				}
-			}
-		})
-		for _, id := range ids {
-			step(id, active[id])
-		}
+		stepAll()
 		time.Sleep(time.Duration(10+rng.IntN(40)) * time.Millisecond)
-		if time.Since(lastLook) < 150*time.Millisecond && len(active) > 0 {
+		activeMu.Lock()
+		busy := len(active) > 0
+		activeMu.Unlock()
+		if time.Since(lastLook) < 150*time.Millisecond && busy {
 			continue
 		}
 		lastLook = time.Now()
-		infos, err := e.Sessions(ctx)
+		res, err := e.TakeOver(ctx, nil)
 		if err != nil {
-			fatal("sessions: %v", err)
+			if storeFailure(err) {
+				continue
+			}
+			fatal("take over: %v", err)
 		}
-		openAnywhere := false
-		for _, si := range infos {
-			if si.State != "open" {
-				continue
-			}
-			openAnywhere = true
-			if _, mine := active[si.ID]; mine || si.Live {
-				continue
-			}
-			s, err := e.Resume(ctx, si.ID, &ResumeOptions{AsRecorded: true, Relocate: true})
+		for range res.Busy {
+			emit(fleetEvent{Ev: "busy"})
+		}
+		for _, f := range res.Failed {
 			var re *ResumeError
 			switch {
-			case errors.As(err, &re) && re.Kind == SessionBusy:
-				emit(fleetEvent{Ev: "busy", Session: si.ID})
-				continue
-			case errors.As(err, &re) && re.Kind == HeadUnavailable && grove.CodeOf(err) == grove.NotFound:
-				emit(fleetEvent{Ev: "unpushed", Session: si.ID, Msg: err.Error()})
-				_ = e.CloseSession(ctx, si.ID)
-				continue
-			case err != nil:
-				fatal("resume %s: %v", si.ID, err)
+			case errors.As(f.Err, &re) && re.Kind == HeadUnavailable && grove.CodeOf(f.Err) == grove.NotFound:
+				emit(fleetEvent{Ev: "unpushed", Session: f.ID, Msg: f.Err.Error()})
+				_ = e.CloseSession(ctx, f.ID)
+			case storeFailure(f.Err):
+			default:
+				fatal("take over %s: %v", f.ID, f.Err)
 			}
-			emit(fleetEvent{Ev: "hold", Session: si.ID})
-			// The remote's head ref: a relocation takes the head over
-			// without moving it, and no one else pushes it now.
-			tip := remoteTip(ctx, spec.Remote, s.Head().Info().ID)
+		}
+		for _, s := range res.Sessions {
+			id := s.ID()
+			emit(fleetEvent{Ev: "hold", Session: id, Gen: s.Generation()})
 			rep := s.Resumed()
-			ev := fleetEvent{Ev: "relocated", Session: si.ID, Commit: string(rep.Pushed), Behind: rep.Behind, TipOK: rep.Relocated && string(rep.Pushed) == tip}
-			ev.FilesOK, ev.Msg = sameFiles(ctx, s, spec.Remote, string(rep.Pushed))
-			emit(ev)
+			if rep.Relocated {
+				// The remote's head ref: a relocation takes the head over
+				// without moving it, and no one else pushes it now.
+				tip := remoteTip(ctx, spec.Remote, s.Head().Info().ID)
+				ev := fleetEvent{Ev: "relocated", Session: id, Commit: string(rep.Pushed), Behind: rep.Behind, TipOK: string(rep.Pushed) == tip}
+				ev.FilesOK, ev.Msg = sameFiles(ctx, s, spec.Remote, string(rep.Pushed))
+				emit(ev)
+			}
 			n := 0
 			if data, err := os.ReadFile(filepath.Join(s.Head().Info().Root, "s.txt")); err == nil {
-				n, _ = strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(string(data), si.ID)))
+				n, _ = strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(string(data), id)))
 			}
-			active[si.ID] = &live{s: s, n: n}
+			activeMu.Lock()
+			active[id] = &live{s: s, n: n}
+			activeMu.Unlock()
 		}
-		if len(active) == 0 && !openAnywhere {
+		if busy || len(res.Sessions) > 0 || res.Waiting > 0 {
+			continue
+		}
+		open, err := e.OpenSessions(ctx)
+		if err != nil {
+			continue // out of reach: look again
+		}
+		select {
+		case <-released:
+		default:
+			continue // the test may strike this host still
+		}
+		if len(open) == 0 {
+			if err := b.WaitPushes(ctx); err != nil {
+				fatal("wait for pushes: %v", err)
+			}
+			for _, f := range b.PushFailures() {
+				if f.Lost {
+					emit(fleetEvent{Ev: "stalepush", Msg: f.Err.Error()})
+				}
+			}
 			_ = e.Close()
 			os.Exit(0)
 		}

@@ -154,12 +154,18 @@ func openPostgresStore(ctx context.Context, rawURL string, leaseTimeout time.Dur
 		}
 		return nil, fail(StoreFailed, err)
 	}
-	db := stdlib.OpenDB(*cfg)
-	db.SetMaxOpenConns(pgPoolSize)
-	db.SetMaxIdleConns(pgPoolSize)
 	if leaseTimeout <= 0 {
 		leaseTimeout = DefaultLeaseTimeout
 	}
+	// A transaction left open longer than the lease timeout (its host
+	// paused in the middle of a write) is ended by the server, with the
+	// row locks it held: the next holder of its session waits no longer.
+	db := stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, fmt.Sprintf("SET idle_in_transaction_session_timeout = %d", leaseTimeout.Milliseconds()))
+		return err
+	}))
+	db.SetMaxOpenConns(pgPoolSize)
+	db.SetMaxIdleConns(pgPoolSize)
 	d := &pgDialect{cfg: cfg, name: name, ttl: leaseTimeout, held: map[string]bool{}, stop: make(chan struct{}), stopped: make(chan struct{})}
 	d.connMu.Lock()
 	_, err = d.leaseConn(ctx)

@@ -477,10 +477,12 @@ func parseWorkspaceCommit(commit string) grove.WorkspaceID {
 }
 
 // Rejected reports whether a push failed because the remote's refs are
-// not what its lease expected: another clone pushed first.
+// not what its lease expected: another clone pushed first, as git saw
+// before it pushed ("stale info") or as the remote found while applying
+// the push ("is at X but expected Y").
 func Rejected(err error) bool {
 	out := gitcmd.Stderr(err)
-	for _, s := range []string{"stale info", "fetch first", "non-fast-forward", "already exists"} {
+	for _, s := range []string{"stale info", "fetch first", "non-fast-forward", "already exists", "but expected"} {
 		if strings.Contains(out, s) {
 			return true
 		}
