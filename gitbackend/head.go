@@ -781,13 +781,31 @@ func (h *head) SetArchived(ctx context.Context, archived bool) error {
 // Destroy removes a grove-owned head's worktree (directory and
 // registration) with git worktree remove, keeps its branch and checkpoint
 // refs, and turns its manifest into a tombstone. An attached head is only
-// forgotten.
+// forgotten. With a remote, the head's refs there are deleted then, after
+// any push of it under way (see transport.Client.DeleteHead); a remote
+// out of reach fails nothing here, and Retain deletes them later.
 func (h *head) Destroy(ctx context.Context, opts *backend.DestroyOptions) error {
-	const op = "destroy"
 	mf, err := h.enter(ctx, "Destroy")
 	if err != nil {
 		return err
 	}
+	if err := h.destroy(ctx, mf, opts); err != nil {
+		return err
+	}
+	if h.w.remote != nil && !mf.Attached {
+		if _, err := h.w.remoteClient().DeleteHead(ctx, mf); err != nil {
+			rec := h.w.meta.ReadPushed(mf.ID, h.w.remote.URL)
+			rec.Error = err.Error()
+			_ = h.w.meta.WritePushed(mf.ID, rec)
+		}
+	}
+	return nil
+}
+
+// destroy is Destroy but for the remote, under the head's and the
+// repository's locks.
+func (h *head) destroy(ctx context.Context, mf registry.Manifest, opts *backend.DestroyOptions) error {
+	const op = "destroy"
 	l, err := h.lock(ctx, mf, op)
 	if err != nil {
 		return err

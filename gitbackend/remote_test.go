@@ -680,3 +680,44 @@ func TestAPushRacingATakeOverIsRefusedByTheRemote(t *testing.T) {
 	assert.True(t, st.Lost, "a's push was refused as stale")
 	require.NoError(t, ha.Close())
 }
+
+// Destroying a head deletes its refs from the remote, after its last
+// push; a clone that lost the head to another deletes nothing there.
+func TestDestroyDeletesTheHeadsRefsFromTheRemote(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.host("a"), f.host("b")
+	remoteRefs := func(id grove.HeadID) string {
+		out := mustGit(t, f, f.remote, "for-each-ref", "--format=%(refname)", "refs/grove/"+string(id)+"/", "refs/heads/grove/")
+		return strings.TrimSpace(out)
+	}
+	ha, err := a.ws.NewHead("gone").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	writeFile(t, ha, "work.txt", "one\n")
+	_, err = ha.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	writeFile(t, ha, "work.txt", "two\n")
+	_, err = ha.Checkpoint(f.ctx, nil) // its push may still run as the head is destroyed
+	require.NoError(t, err)
+	id := ha.Info().ID
+	_, err = ha.Destroy(f.ctx, &workspace.DestroyOptions{Discard: true})
+	require.NoError(t, err)
+	a.wait()
+	assert.Empty(t, remoteRefs(id), "the destroyed head's refs are on the remote")
+	assert.NotEmpty(t, f.remoteRef("refs/grove/workspace"), "the workspace's ref stays")
+
+	// A head b took over: a's destroy of its stale copy leaves b's refs.
+	hk, err := a.ws.NewHead("kept").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	writeFile(t, hk, "work.txt", "a\n")
+	_, err = hk.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	a.wait()
+	hb, _, err := b.ws.Relocate(f.ctx, hk.Binding(), nil)
+	require.NoError(t, err)
+	before := remoteRefs(hk.Info().ID)
+	require.NotEmpty(t, before)
+	_, err = hk.Destroy(f.ctx, &workspace.DestroyOptions{Discard: true})
+	require.NoError(t, err)
+	assert.Equal(t, before, remoteRefs(hk.Info().ID), "a clone that lost the head deleted its refs on the remote")
+	require.NoError(t, hb.Close())
+}

@@ -570,6 +570,9 @@ type PushRecord struct {
 	// Lost is set when a push was refused because another clone took
 	// the head over (relocated it): this one stops pushing it.
 	Lost bool `json:"lost,omitempty"`
+	// Deleted is set once the head's refs were deleted from the remote
+	// (the head was destroyed): nothing of it is pushed again.
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 // ReadPushed returns the record of what was last pushed of head id to

@@ -589,7 +589,7 @@ func (c *Client) PushOnce(ctx context.Context, mf registry.Manifest) (retry bool
 	}
 	defer l.Unlock()
 	rec := c.Registry.ReadPushed(mf.ID, c.Remote.URL)
-	if rec.Lost {
+	if rec.Lost || rec.Deleted {
 		return false, nil
 	}
 	patterns := []string{registry.RefPrefix(mf.ID)}
@@ -706,4 +706,81 @@ func (c *Client) PushOnce(ctx context.Context, mf registry.Manifest) (retry bool
 	// carry refs the remote already has.
 	_ = c.Registry.WritePushed(mf.ID, rec)
 	return false, nil
+}
+
+// DeleteHead deletes head mf's refs from the remote (its branch,
+// checkpoint, sparse and owner refs under refs/grove/<id>/, and its
+// mirror branch while it is where this clone pushed it) in one atomic
+// push leased on this clone's ownership of the head, under the head's
+// push lock: after any push of it under way, and before none, since a
+// head deleted there is never pushed again. A head this clone never
+// pushed, or lost to another clone, is left alone, and deleted is false.
+func (c *Client) DeleteHead(ctx context.Context, mf registry.Manifest) (deleted bool, err error) {
+	const op = "gitbackend: delete from the remote"
+	l, err := lock.Acquire(ctx, c.Registry.PushLock(mf.ID), "delete "+mf.Name)
+	if err != nil {
+		return false, err
+	}
+	defer l.Unlock()
+	rec := c.Registry.ReadPushed(mf.ID, c.Remote.URL)
+	if rec.Lost || rec.Owner == "" || rec.Deleted {
+		return false, nil
+	}
+	t, err := c.Open(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer t.Close()
+	patterns := []string{registry.RefPrefix(mf.ID) + "*"}
+	if Mirrored(mf.Branch) {
+		patterns = append(patterns, "refs/heads/"+mf.Branch)
+	}
+	refs, err := t.RemoteRefs(ctx, patterns...)
+	if err != nil {
+		return false, c.Unreachable(op, err)
+	}
+	if refs[RemoteOwner(mf.ID)] != rec.Owner {
+		// Another clone took the head over: its refs are that clone's.
+		rec.Lost = true
+		_ = c.Registry.WritePushed(mf.ID, rec)
+		return false, nil
+	}
+	args := []string{"push", "--atomic", "--force-with-lease=" + RemoteOwner(mf.ID) + ":" + rec.Owner, "--", c.Remote.URL}
+	for name, oid := range refs {
+		switch {
+		case strings.HasPrefix(name, registry.RefPrefix(mf.ID)):
+		case Mirrored(mf.Branch) && name == "refs/heads/"+mf.Branch && oid == rec.Commit:
+		default:
+			continue
+		}
+		args = append(args, ":"+name)
+	}
+	if _, err := t.Git(ctx, true, args...); err != nil {
+		if Rejected(err) {
+			rec.Lost = true
+			_ = c.Registry.WritePushed(mf.ID, rec)
+			return false, nil
+		}
+		return false, c.Unreachable(op, err)
+	}
+	rec.Deleted, rec.Error = true, ""
+	_ = c.Registry.WritePushed(mf.ID, rec)
+	return true, nil
+}
+
+// RemoteRefs lists the remote's refs that match patterns (as git
+// ls-remote matches them), by name.
+func (t *Transfer) RemoteRefs(ctx context.Context, patterns ...string) (map[string]string, error) {
+	out, err := t.Git(ctx, true, append([]string{"ls-remote", "--", t.c.Remote.URL}, patterns...)...)
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		oid, name, ok := strings.Cut(line, "\t")
+		if ok {
+			refs[name] = oid
+		}
+	}
+	return refs, nil
 }
