@@ -77,6 +77,9 @@ type HeadRetention struct {
 
 // RetentionReport is what Retain did, per head, sorted by head name.
 type RetentionReport struct {
-	Heads  []HeadRetention `json:"heads"`
+	Heads []HeadRetention `json:"heads"`
+	// Remote is what it did to the checkpoint refs the workspace's
+	// remote holds, every clone's heads' (none without a remote).
+	Remote []HeadRetention `json:"remote,omitempty"`
 	DryRun bool            `json:"dry_run"`
 }

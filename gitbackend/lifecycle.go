@@ -8,6 +8,7 @@ import (
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/lifecycle"
 	"github.com/groveworks/grove/internal/registry"
+	"github.com/groveworks/grove/internal/transport"
 )
 
 // A head's lifecycle around the core (internal/lifecycle): its trashed
@@ -64,5 +65,14 @@ func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (gro
 	if err := w.enter(ctx, "Retain"); err != nil {
 		return grove.RetentionReport{}, err
 	}
-	return lifecycle.Retain(ctx, w.repo, w.meta, p)
+	rep, err := lifecycle.Retain(ctx, w.repo, w.meta, p)
+	if err != nil || w.remote == nil {
+		return rep, err
+	}
+	keep := map[string]bool{}
+	for _, id := range p.Keep {
+		keep[string(id)] = true
+	}
+	rep.Remote, err = w.remoteClient().RetainRemote(ctx, transport.RetainPolicy{KeepLast: p.KeepLast, KeepWithin: p.KeepWithin, DryRun: p.DryRun}, keep)
+	return rep, err
 }

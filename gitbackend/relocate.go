@@ -82,11 +82,21 @@ func (w *workspace) Relocate(ctx context.Context, bind grove.Binding, opts *back
 		if mf.State == grove.StateDestroyed {
 			return nil, none, fail(grove.Destroyed, "", "head %q was destroyed", mf.Name)
 		}
-		h, err := w.open(ctx, op, mf, opts)
+		// Unless another clone took the head over since this one last
+		// pushed it (a take-over whose session then passed on before it
+		// recorded the head's new place): this copy is stale then, and
+		// the head is rebuilt from the remote as in any other clone.
+		taken, err := w.takenOver(ctx, op, *mf)
 		if err != nil {
 			return nil, none, err
 		}
-		return h, none, nil
+		if !taken {
+			h, err := w.open(ctx, op, mf, opts)
+			if err != nil {
+				return nil, none, err
+			}
+			return h, none, nil
+		}
 	}
 	if err := w.repo.CheckBranchName(ctx, p.Branch); err != nil {
 		if grove.CodeOf(err) == grove.Canceled {
@@ -116,6 +126,30 @@ func (w *workspace) Relocate(ctx context.Context, bind grove.Binding, opts *back
 	}
 	w.schedulePush(*mf) // nothing new, unless the remote lacks refs this clone had
 	return h, res, nil
+}
+
+// takenOver reports whether another clone took head mf over on the
+// remote since this clone last pushed it: its push was refused, or the
+// remote's owner ref is no longer the one this clone wrote.
+func (w *workspace) takenOver(ctx context.Context, op string, mf registry.Manifest) (bool, error) {
+	rec := w.meta.ReadPushed(mf.ID, w.remote.URL)
+	if rec.Lost {
+		return true, nil
+	}
+	if rec.Owner == "" {
+		return false, nil // never pushed from here: no other clone can have it
+	}
+	t, err := w.remoteClient().Open(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer t.Close()
+	refs, err := t.RemoteRefs(ctx, transport.RemoteOwner(mf.ID))
+	if err != nil {
+		return false, w.remoteClient().Unreachable(op, err)
+	}
+	owner := refs[transport.RemoteOwner(mf.ID)]
+	return owner != "" && owner != rec.Owner && !w.remoteClient().OwnedHere(ctx, owner), nil
 }
 
 // plainName reports whether name, read from a binding, is a head name the

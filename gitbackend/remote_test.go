@@ -3,6 +3,7 @@ package gitbackend_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -720,4 +721,103 @@ func TestDestroyDeletesTheHeadsRefsFromTheRemote(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, before, remoteRefs(hk.Info().ID), "a clone that lost the head deleted its refs on the remote")
 	require.NoError(t, hb.Close())
+}
+
+// A clone relocating a head it holds a copy of, which another clone took
+// over since (and pushed on), rebuilds it from the remote: it does not
+// reopen its stale copy, whose pushes the remote would refuse.
+func TestRelocateRebuildsAHeadAnotherCloneTookOverSince(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.host("a"), f.host("b")
+	ha, err := a.ws.NewHead("agent").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	writeFile(t, ha, "work.txt", "a\n")
+	_, err = ha.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	a.wait()
+	bindA := ha.Binding()
+	require.NoError(t, ha.Close())
+
+	hb, _, err := b.ws.Relocate(f.ctx, bindA, nil)
+	require.NoError(t, err)
+	writeFile(t, hb, "work.txt", "b\n")
+	cpb, err := hb.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	b.wait()
+	require.NoError(t, hb.Close())
+
+	back, res, err := a.ws.Relocate(f.ctx, bindA, nil) // the binding b never recorded anywhere
+	require.NoError(t, err)
+	defer back.Close()
+	assert.True(t, res.Relocated, "a reopened its stale copy")
+	assert.Equal(t, cpb.ID, res.Commit)
+	assert.Equal(t, "b\n", readFile(t, back, "work.txt"))
+	writeFile(t, back, "work.txt", "a again\n")
+	cpa, err := back.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	a.wait()
+	assert.Equal(t, string(cpa.ID), f.remoteRef("refs/grove/"+string(back.Info().ID)+"/head"), "a pushes the head again")
+}
+
+// Retain applies its policy to the remote's checkpoint refs too, every
+// clone's heads': never a journal's checkpoint, a branch's tip or a
+// head's newest; a head this clone destroyed while the remote was out of
+// reach loses its refs there.
+func TestRetainAppliesThePolicyToTheRemote(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.host("a"), f.host("b")
+	checkpoints := func(h *workspace.Head, n int) []grove.CheckpointID {
+		var out []grove.CheckpointID
+		for i := range n {
+			writeFile(t, h, "work.txt", fmt.Sprintf("%s %d\n", h.Info().Name, i))
+			cp, err := h.Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+			out = append(out, cp.ID)
+		}
+		return out
+	}
+	refsOf := func(id grove.HeadID) []string {
+		out := strings.TrimSpace(mustGit(t, f, f.remote, "for-each-ref", "--format=%(refname)", "refs/grove/"+string(id)+"/"))
+		if out == "" {
+			return nil
+		}
+		return strings.Split(out, "\n")
+	}
+	h1, err := a.ws.NewHead("one").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	cps1 := checkpoints(h1, 4)
+	h2, err := b.ws.NewHead("two").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	cps2 := checkpoints(h2, 3)
+	h3, err := a.ws.NewHead("three").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	checkpoints(h3, 2)
+	a.wait()
+	b.wait()
+	id3 := h3.Info().ID
+	require.NotEmpty(t, refsOf(id3))
+	require.NoError(t, os.Rename(f.remote, f.remote+".away"))
+	_, err = h3.Destroy(f.ctx, &workspace.DestroyOptions{Discard: true})
+	require.NoError(t, err, "a destroy does not fail for the remote's sake")
+	require.NoError(t, os.Rename(f.remote+".away", f.remote))
+	require.NotEmpty(t, refsOf(id3))
+
+	rep, err := a.ws.Retain(f.ctx, &workspace.RetentionPolicy{KeepLast: 1, Keep: []grove.CheckpointID{cps1[1]}})
+	require.NoError(t, err)
+	byID := map[grove.HeadID]grove.HeadRetention{}
+	for _, hr := range rep.Remote {
+		byID[hr.HeadID] = hr
+	}
+	assert.ElementsMatch(t, []grove.CheckpointID{cps1[3], cps1[1]}, byID[h1.Info().ID].Kept, "the newest and the journal's")
+	assert.ElementsMatch(t, []grove.CheckpointID{cps1[2], cps1[0]}, byID[h1.Info().ID].Deleted)
+	assert.Equal(t, []grove.CheckpointID{cps2[2]}, byID[h2.Info().ID].Kept, "another clone's head, by the same policy")
+	assert.Len(t, byID[h2.Info().ID].Deleted, 2)
+	assert.Len(t, refsOf(h1.Info().ID), 4, "two checkpoints, the branch and the owner")
+	assert.Empty(t, refsOf(id3), "the destroyed head's refs")
+	assert.Equal(t, string(cps2[2]), f.remoteRef("refs/grove/"+string(h2.Info().ID)+"/head"))
+	assert.Equal(t, string(cps1[3]), f.remoteRef("refs/heads/grove/one"), "the mirror branch stays")
+	for _, dir := range []string{a.clone, b.clone, f.remote} {
+		_, err := githarness.Git(f.ctx, dir, "fsck", "--no-progress")
+		assert.NoError(t, err, dir)
+	}
 }

@@ -186,7 +186,10 @@ sees fit (git gc --auto). A checkpoint is kept when any rule keeps it: one
 of its head's --keep-last newest, newer than --keep-within, a revision its
 head was restored to, the commit a branch or tag points to, its head's
 newest, or a checkpoint an open session's journal names. Branches are never
-touched. With --dry-run nothing is deleted and the same report is printed.`,
+touched. With a remote (--remote, GROVE_REMOTE), the same policy applies to
+the checkpoint refs the remote holds of every clone's heads (REMOTE rows),
+and a head this clone destroyed loses its refs there. With --dry-run
+nothing is deleted and the same report is printed.`,
 		Example: `  grove gc --dry-run
   grove gc --keep-last 20 --keep-within 72h`,
 		Args: args(cobra.NoArgs),
@@ -212,6 +215,13 @@ touched. With --dry-run nothing is deleted and the same report is printed.`,
 				fmt.Fprintf(tw, "HEAD\tKEPT\t%s\n", verb)
 				for _, h := range rep.Heads {
 					fmt.Fprintf(tw, "%s\t%d\t%d\n", h.Head, len(h.Kept), len(h.Deleted))
+				}
+				for _, h := range rep.Remote {
+					name := h.Head
+					if name == "" {
+						name = string(h.HeadID) // another clone's head
+					}
+					fmt.Fprintf(tw, "REMOTE %s\t%d\t%d\n", name, len(h.Kept), len(h.Deleted))
 				}
 				_ = tw.Flush()
 			})

@@ -33,6 +33,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -577,6 +578,23 @@ func (c *Client) OwnerCommit(ctx context.Context, id grove.HeadID) (string, erro
 	return commit, c.Repo.Keep(ctx, LocalOwner(id), commit)
 }
 
+// OwnedHere reports whether owner is an owner commit this clone wrote.
+func (c *Client) OwnedHere(ctx context.Context, owner string) bool {
+	if owner == "" {
+		return false
+	}
+	msg, err := c.Repo.Git(ctx, "cat-file", "commit", owner)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(msg, "\n") {
+		if line == "grove-clone: "+c.Clone {
+			return true
+		}
+	}
+	return false
+}
+
 // PushOnce pushes what the remote lacks of head mf in one atomic push
 // leased on this clone's ownership of the head, under the head's push
 // lock (processes of one clone push a head one at a time, each with the
@@ -690,6 +708,16 @@ func (c *Client) PushOnce(ctx context.Context, mf registry.Manifest) (retry bool
 	args := []string{"push", "--atomic", "--force-with-lease=" + RemoteOwner(mf.ID) + ":" + rec.Owner, "--", c.Remote.URL, owner + ":" + RemoteOwner(mf.ID)}
 	if _, err := t.Git(ctx, true, append(args, specs...)...); err != nil {
 		if Rejected(err) {
+			// The owner this clone wrote last may have landed without
+			// being recorded (its process ended between the two): the
+			// head is still this clone's, and the next try leases on it.
+			if refs, lerr := t.RemoteRefs(ctx, RemoteOwner(mf.ID)); lerr == nil {
+				if now := refs[RemoteOwner(mf.ID)]; now != rec.Owner && c.OwnedHere(ctx, now) {
+					rec.Owner = now
+					_ = c.Registry.WritePushed(mf.ID, rec)
+					return true, err
+				}
+			}
 			rec.Lost, rec.Error = true, err.Error()
 			_ = c.Registry.WritePushed(mf.ID, rec)
 			return false, err
@@ -783,4 +811,188 @@ func (t *Transfer) RemoteRefs(ctx context.Context, patterns ...string) (map[stri
 		}
 	}
 	return refs, nil
+}
+
+// RetainRemote applies retention policy p to the checkpoint refs the
+// remote holds of every head (refs/grove/<id>/<seq>), as Retain applies
+// it to this clone's: a checkpoint is kept when it is among its head's
+// p.KeepLast newest, newer than p.KeepWithin, in keep (the commits open
+// sessions' journals name), the tip of any of the remote's branches or
+// tags or of a head's branch there, or its head's newest. A head this
+// clone destroyed loses all its refs there (DeleteHead), unless another
+// clone holds it. Each deletion is leased on the ref's value as listed:
+// a ref pushed again meanwhile stays. It reports what it kept and
+// deleted per head, the deleted ones as the remote's refs then show.
+func (c *Client) RetainRemote(ctx context.Context, p RetainPolicy, keep map[string]bool) ([]grove.HeadRetention, error) {
+	const op = "gitbackend: retain on the remote"
+	t, err := c.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	refs, err := t.RemoteRefs(ctx)
+	if err != nil {
+		return nil, c.Unreachable(op, err)
+	}
+	type cp struct {
+		seq      int
+		ref, oid string
+	}
+	heads := map[grove.HeadID][]cp{}
+	tips := map[string]bool{}
+	for name, oid := range refs {
+		rest, ok := strings.CutPrefix(name, "refs/grove/")
+		if !ok {
+			tips[oid] = strings.HasPrefix(name, "refs/heads/") || strings.HasPrefix(name, "refs/tags/") || tips[oid]
+			continue
+		}
+		id, last, ok := strings.Cut(rest, "/")
+		if !ok || !registry.ValidHeadID(grove.HeadID(id)) {
+			continue
+		}
+		if last == "head" {
+			tips[oid] = true
+		}
+		if n, err := strconv.Atoi(last); err == nil && name == registry.RefName(grove.HeadID(id), n) {
+			heads[grove.HeadID(id)] = append(heads[grove.HeadID(id)], cp{n, name, oid})
+		}
+	}
+	times := map[string]time.Time{}
+	if p.KeepWithin > 0 && len(heads) > 0 {
+		byRef := map[string]string{}
+		for _, cps := range heads {
+			for _, x := range cps {
+				byRef[x.ref] = x.oid
+			}
+		}
+		if times, err = t.commitTimes(ctx, byRef); err != nil {
+			return nil, err
+		}
+	}
+	names := map[grove.HeadID]string{}
+	destroyed := map[grove.HeadID]registry.Manifest{}
+	if all, err := c.Registry.AllManifests(); err == nil {
+		for _, mf := range all {
+			names[mf.ID] = mf.Name
+			if mf.State == grove.StateDestroyed && !mf.Destroying {
+				destroyed[mf.ID] = *mf
+			}
+		}
+	}
+	now := time.Now()
+	var out []grove.HeadRetention
+	var leases, gone []string // a --force-with-lease and a deletion per ref
+	for id, cps := range heads {
+		slices.SortFunc(cps, func(a, b cp) int { return b.seq - a.seq })
+		hr := grove.HeadRetention{Head: names[id], HeadID: id}
+		if mf, ok := destroyed[id]; ok {
+			for _, x := range cps {
+				hr.Deleted = append(hr.Deleted, grove.CheckpointID(x.oid))
+			}
+			if !p.DryRun {
+				if ok, err := c.DeleteHead(ctx, mf); err != nil {
+					return out, err
+				} else if !ok {
+					hr.Kept, hr.Deleted = hr.Deleted, nil // another clone's now
+				}
+			}
+			out = append(out, hr)
+			continue
+		}
+		for i, x := range cps {
+			at, known := times[x.oid]
+			if i == 0 || i < p.KeepLast || keep[x.oid] || tips[x.oid] || p.KeepWithin > 0 && (!known || now.Sub(at) < p.KeepWithin) {
+				hr.Kept = append(hr.Kept, grove.CheckpointID(x.oid))
+				continue
+			}
+			hr.Deleted = append(hr.Deleted, grove.CheckpointID(x.oid))
+			leases, gone = append(leases, "--force-with-lease="+x.ref+":"+x.oid), append(gone, ":"+x.ref)
+		}
+		out = append(out, hr)
+	}
+	slices.SortFunc(out, func(a, b grove.HeadRetention) int {
+		return strings.Compare(a.Head+string(a.HeadID), b.Head+string(b.HeadID))
+	})
+	if p.DryRun || len(gone) == 0 {
+		return out, nil
+	}
+	// In batches (a command line has its limits); a ref refused (pushed
+	// again meanwhile) does not stop the others.
+	const batch = 400
+	for i := 0; i < len(gone); i += batch {
+		end := min(i+batch, len(gone))
+		args := append(append(append([]string{"push"}, leases[i:end]...), "--", c.Remote.URL), gone[i:end]...)
+		if _, err := t.Git(ctx, true, args...); err != nil && !Rejected(err) {
+			return out, c.Unreachable(op, err)
+		}
+	}
+	// What is gone is what the remote no longer shows.
+	after, err := t.RemoteRefs(ctx, "refs/grove/*")
+	if err != nil {
+		return out, c.Unreachable(op, err)
+	}
+	for i := range out {
+		if _, ok := destroyed[out[i].HeadID]; ok {
+			continue
+		}
+		var deleted []grove.CheckpointID
+		for _, x := range heads[out[i].HeadID] {
+			if after[x.ref] == "" && slices.Contains(out[i].Deleted, grove.CheckpointID(x.oid)) {
+				deleted = append(deleted, grove.CheckpointID(x.oid))
+			} else if slices.Contains(out[i].Deleted, grove.CheckpointID(x.oid)) {
+				out[i].Kept = append(out[i].Kept, grove.CheckpointID(x.oid))
+			}
+		}
+		out[i].Deleted = deleted
+	}
+	return out, nil
+}
+
+// RetainPolicy is what RetainRemote needs of a retention policy.
+type RetainPolicy struct {
+	KeepLast   int
+	KeepWithin time.Duration
+	DryRun     bool
+}
+
+// commitTimes reads the commit times of refs' commits (ref name →
+// commit), fetching from the remote the ones this repository lacks.
+func (t *Transfer) commitTimes(ctx context.Context, refs map[string]string) (map[string]time.Time, error) {
+	var oids []string
+	for _, oid := range refs {
+		oids = append(oids, oid)
+	}
+	stdin := func() io.Reader { return strings.NewReader(strings.Join(oids, "\n") + "\n") }
+	out, err := t.c.Runner.Output(ctx, gitcmd.Cmd{GitDir: t.dir, Dir: t.dir, Args: []string{"cat-file", "--batch-check"}, Stdin: stdin()})
+	if err != nil {
+		return nil, err
+	}
+	var fetch []string
+	for _, line := range strings.Split(out, "\n") {
+		if oid, ok := strings.CutSuffix(line, " missing"); ok {
+			for ref, o := range refs {
+				if o == oid {
+					fetch = append(fetch, ref+":"+ref)
+				}
+			}
+		}
+	}
+	const batch = 400
+	for i := 0; i < len(fetch); i += batch {
+		if _, err := t.Fetch(ctx, fetch[i:min(i+batch, len(fetch))]...); err != nil {
+			return nil, t.c.Unreachable("gitbackend: retain on the remote", err)
+		}
+	}
+	out, err = t.c.Runner.Output(ctx, gitcmd.Cmd{GitDir: t.dir, Dir: t.dir, Args: []string{"log", "--no-walk=unsorted", "--stdin", "--format=%H %ct"}, Stdin: stdin()})
+	if err != nil {
+		return nil, err
+	}
+	times := map[string]time.Time{}
+	for _, line := range strings.Split(out, "\n") {
+		oid, sec, ok := strings.Cut(line, " ")
+		if n, err := strconv.ParseInt(sec, 10, 64); ok && err == nil {
+			times[oid] = time.Unix(n, 0)
+		}
+	}
+	return times, nil
 }
