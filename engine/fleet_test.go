@@ -34,6 +34,7 @@ import (
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/gitbackend"
 	"github.com/groveworks/grove/internal/githarness"
+	"github.com/groveworks/grove/workspace"
 )
 
 // The fleet simulation: host processes (this test binary, re-executed),
@@ -440,10 +441,28 @@ func TestFleetSimulation(t *testing.T) {
 				si.ID, commits[string(si.LastCheckpoint)], commits[tip], last)
 		}
 	}
+	// grove gc on one clone: the remote keeps each head's newest
+	// checkpoint (every session is closed: no journal keeps more).
+	countRefs := func() int {
+		out, err := githarness.Git(ctx, remote, "for-each-ref", "--format=%(refname)", "refs/grove/")
+		require.NoError(t, err)
+		return strings.Count(out, "\n") + 1
+	}
+	refsBefore := countRefs()
+	ws, err := workspace.Open(ctx, gitbackend.New(gitbackend.Options{}), clonesOf(root, nh)[survivor], &workspace.OpenOptions{Remote: &grove.Remote{URL: remote}})
+	require.NoError(t, err)
+	gcStart := time.Now()
+	_, err = ws.Retain(ctx, &workspace.RetentionPolicy{KeepLast: 1})
+	require.NoError(t, err)
+	gcTime := time.Since(gcStart)
+	require.NoError(t, ws.Close())
+	refsAfter := countRefs()
+	assert.Less(t, refsAfter, refsBefore)
 	for _, dir := range append(clonesOf(root, nh), remote) {
 		_, err := githarness.Git(ctx, dir, "fsck", "--no-progress")
 		assert.NoError(t, err, "git fsck %s", dir)
 	}
+	t.Logf("fleet: the remote's grove refs: %d before grove gc --keep-last 1, %d after (%v)", refsBefore, refsAfter, gcTime.Round(time.Millisecond))
 	var per []string
 	for _, p := range procs {
 		per = append(per, fmt.Sprintf("%s %d", p.name, relocations[p.name]))
