@@ -50,6 +50,18 @@ type TakeOverFailure struct {
 	Err error
 }
 
+// Hosts names the engines connected to the store now, this one
+// included, as the store names them: with PostgreSQL, each engine's
+// connections' application_name (the host, the process and the engine);
+// nil with SQLite, whose store cannot tell. A store that cannot be read
+// is a *StoreError.
+func (e *Engine) Hosts(ctx context.Context) ([]string, error) {
+	if err := grove.ContextError(ctx, "engine: hosts"); err != nil {
+		return nil, err
+	}
+	return e.st.hosts(ctx)
+}
+
 // TakeOver resumes open sessions that no process holds (their host died,
 // or was paused or cut off past its lease) in this engine: its share of
 // them, in random order so that hosts looking at once mostly try

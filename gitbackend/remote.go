@@ -189,6 +189,9 @@ type PushState struct {
 	// Lost is set when another clone took the head over (relocated it):
 	// this clone no longer pushes it.
 	Lost bool
+	// Behind is how many of the head's checkpoints this clone made that
+	// it has not pushed (yet, or ever, when Lost).
+	Behind int
 }
 
 // Pushed reports what the clone of the repository at locator (a path in
@@ -209,7 +212,17 @@ func (b *Backend) Pushed(ctx context.Context, locator string, id grove.HeadID, u
 		url = u // recorded without its credentials
 	}
 	rec := registry.Of(rp.Common).ReadPushed(id, url)
-	return PushState{Commit: grove.CheckpointID(rec.Commit), At: rec.At, Error: rec.Error, Lost: rec.Lost}, nil
+	st := PushState{Commit: grove.CheckpointID(rec.Commit), At: rec.At, Error: rec.Error, Lost: rec.Lost}
+	cps, err := rp.Checkpoints(ctx, id, 0)
+	if err != nil {
+		return st, err
+	}
+	for _, cp := range cps {
+		if cp.Seq > rec.Seq {
+			st.Behind++
+		}
+	}
+	return st, nil
 }
 
 // pushHead pushes head mf's branch and new checkpoint refs, retrying,
