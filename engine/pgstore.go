@@ -142,11 +142,25 @@ func openPostgresStore(ctx context.Context, rawURL string, leaseTimeout time.Dur
 	if err != nil {
 		return nil, errorf(grove.InvalidArgument, "open", "database URL %s: %v", name, err)
 	}
-	cfg.RuntimeParams["search_path"] = pgSchema
 	host, _ := os.Hostname()
 	// Each engine its own name: the unit a fleet counts as a host.
 	cfg.RuntimeParams["application_name"] = fmt.Sprintf("grove %s pid %d engine %s", host, os.Getpid(), uuid.NewString()[:8])
+	if leaseTimeout <= 0 {
+		leaseTimeout = DefaultLeaseTimeout
+	}
+	// Every connection's settings, made once it is up rather than as
+	// startup parameters, which a pooler such as PgBouncer refuses or
+	// drops: grove's schema, and a transaction left open longer than the
+	// lease timeout (its host paused in the middle of a write) ended by
+	// the server, with the row locks it held, so that the next holder of
+	// its session waits no longer.
+	cfg.AfterConnect = func(ctx context.Context, conn *pgconn.PgConn) error {
+		return conn.Exec(ctx, fmt.Sprintf("SET search_path = %s; SET idle_in_transaction_session_timeout = %d", pgSchema, leaseTimeout.Milliseconds())).Close()
+	}
 	fail := func(kind StoreKind, err error) error { return storeFailure(name, err, kind) }
+	if err := ownConnections(ctx, cfg, name); err != nil {
+		return nil, err
+	}
 	if err := pgMigrate(ctx, cfg); err != nil {
 		var se *StoreError
 		if errors.As(err, &se) {
@@ -154,25 +168,13 @@ func openPostgresStore(ctx context.Context, rawURL string, leaseTimeout time.Dur
 		}
 		return nil, fail(StoreFailed, err)
 	}
-	if leaseTimeout <= 0 {
-		leaseTimeout = DefaultLeaseTimeout
-	}
-	// A transaction left open longer than the lease timeout (its host
-	// paused in the middle of a write) is ended by the server, with the
-	// row locks it held: the next holder of its session waits no longer.
-	db := stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(func(ctx context.Context, conn *pgx.Conn) error {
-		_, err := conn.Exec(ctx, fmt.Sprintf("SET idle_in_transaction_session_timeout = %d", leaseTimeout.Milliseconds()))
-		return err
-	}))
+	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(pgPoolSize)
 	db.SetMaxIdleConns(pgPoolSize)
 	d := &pgDialect{cfg: cfg, name: name, ttl: leaseTimeout, held: map[string]bool{}, stop: make(chan struct{}), stopped: make(chan struct{})}
 	d.connMu.Lock()
 	_, err = d.leaseConn(ctx)
 	d.connMu.Unlock()
-	if err == nil {
-		err = d.ownConnection(ctx, db)
-	}
 	if err != nil {
 		if d.conn != nil {
 			_ = d.conn.Close(context.WithoutCancel(ctx))
@@ -184,20 +186,31 @@ func openPostgresStore(ctx context.Context, rawURL string, leaseTimeout time.Dur
 	return &sqlStore{db: db, path: name, dialect: d}, nil
 }
 
-// ownConnection fails when the lease connection's server process serves
-// other clients too: a pooler sharing server connections between
-// transactions (PgBouncer's transaction or statement mode) hands the
-// server connection the lease connection just let go of to the next
-// client, here the pool's first connection. Through a pooler in session
-// mode, or none, that client gets a server process of its own.
-func (d *pgDialect) ownConnection(ctx context.Context, db *sql.DB) error {
-	var pid uint32
-	if err := db.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-		return storeFailure(d.name, err, StoreFailed)
+// ownConnections fails when the server connections behind the URL serve
+// more than one client each: a pooler sharing server connections between
+// transactions or statements (PgBouncer's transaction or statement mode)
+// hands the server connection a first client has just let go of to the
+// next one, while through a pooler in session mode, or none, each client
+// has a server process of its own. It asks in the simple protocol, which
+// such a pooler lets through.
+func ownConnections(ctx context.Context, cfg *pgx.ConnConfig, name string) error {
+	cfg = cfg.Copy()
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	cfg.AfterConnect = nil
+	var pids [2]uint32
+	for i := range pids {
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			return storeFailure(name, err, StoreInaccessible)
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pids[i]); err != nil {
+			return storeFailure(name, err, StoreFailed)
+		}
 	}
-	if pid == d.pid {
-		return &StoreError{Kind: StoreSharedConnections, Path: d.name,
-			Err: fmt.Errorf("two connections were served by one server process (%d): the URL leads through a pooler in transaction or statement mode, through which grove's leases (session-level advisory locks) do not hold; point it at the server, or at a pool in session mode", pid)}
+	if pids[0] == pids[1] {
+		return &StoreError{Kind: StoreSharedConnections, Path: name,
+			Err: fmt.Errorf("two connections were served by one server process (%d): the URL leads through a pooler in transaction or statement mode, through which grove's leases (session-level advisory locks) do not hold; point it at the server, or at a pool in session mode", pids[0])}
 	}
 	return nil
 }

@@ -186,3 +186,95 @@ func (c *Cluster) Stop() error {
 }
 
 func (c *Cluster) remove() { _ = os.RemoveAll(c.dir) }
+
+// Bouncer starts a PgBouncer in front of the server, pooling in mode
+// ("session", "transaction" or "statement"), and returns the URL of
+// database url (a URL of this cluster's) through it; the test's cleanup
+// stops it. A missing pgbouncer binary fails the test with how to get
+// it.
+func (c *Cluster) Bouncer(t testing.TB, mode, dbURL string) string {
+	t.Helper()
+	bin, err := exec.LookPath("pgbouncer")
+	if err != nil {
+		for _, p := range []string{"/usr/sbin/pgbouncer", "/usr/bin/pgbouncer"} {
+			if _, serr := os.Stat(p); serr == nil {
+				bin, err = p, nil
+			}
+		}
+	}
+	if err != nil {
+		t.Fatalf("pgtest: no pgbouncer binary; install it with `apt-get install -y pgbouncer` (.ci/run does)")
+	}
+	dir, err := os.MkdirTemp(c.dir, "bouncer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.asUser != "" {
+		u, err := user.Lookup(c.asUser)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := fmt.Sprintf(`[databases]
+* = host=127.0.0.1 port=%d
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = %d
+unix_socket_dir = %s
+auth_type = trust
+auth_file = %s
+pool_mode = %s
+max_client_conn = 200
+default_pool_size = 20
+logfile = %s
+`, c.port, port, dir, filepath.Join(dir, "users.txt"), mode, filepath.Join(dir, "log"))
+	for name, data := range map[string]string{"pgbouncer.ini": conf, "users.txt": `"postgres" ""` + "\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, filepath.Join(dir, "pgbouncer.ini"))
+	if c.asUser != "" {
+		cmd = exec.Command("runuser", "-u", c.asUser, "--", bin, filepath.Join(dir, "pgbouncer.ini"))
+	}
+	cmd.Dir = dir
+	ownGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		killGroup(cmd)
+		<-exited
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err == nil {
+			_ = conn.Close()
+			break
+		}
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(filepath.Join(dir, "log"))
+			t.Fatalf("pgtest: pgbouncer exited: %s", log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pgtest: pgbouncer did not listen on port %d", port)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return strings.Replace(dbURL, fmt.Sprintf("127.0.0.1:%d", c.port), fmt.Sprintf("127.0.0.1:%d", port), 1)
+}
