@@ -168,7 +168,7 @@ func (s *sqlStore) fence(ctx context.Context, tx *sql.Tx, id string) error {
 		return err
 	}
 	gen := s.held(id)
-	res, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET updated_at = ? WHERE id = ? AND generation = ?`), now(), id, gen)
+	res, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET generation = generation WHERE id = ? AND generation = ?`), id, gen)
 	if err != nil {
 		return err
 	}
