@@ -60,6 +60,10 @@
 // ID, branch and name, a new directory), the new binding replaces the old
 // one in the store, and the journal records EventRelocated with how many
 // journaled checkpoints never reached the remote (ResumeReport.Behind).
+// Engine.TakeOver resumes so, a few at a time, this host's share of the
+// sessions no process holds (the waiting ones over the engines
+// connected, Engine.Hosts), so that the survivors of a dead host share
+// its sessions.
 // A lease lost with a host's database connection while the host lives on
 // (a server restart, a network partition, an administrator ending it, or
 // a host paused past Options.LeaseTimeout, after which the server ends
