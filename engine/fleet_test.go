@@ -278,14 +278,22 @@ func TestFleetSimulation(t *testing.T) {
 	// has made at least one checkpoint, so that each strike strands live
 	// sessions. A host is struck only once it made all of its sessions.
 	survivor := rng.IntN(nh)
+	// checkpoints counts a host's checkpoints; -1 once every session is
+	// finished (a host then waits to be let go, and is struck idle).
 	checkpoints := func(host string) int {
 		mu.Lock()
 		defer mu.Unlock()
-		n := 0
+		n, done := 0, 0
 		for _, ev := range events {
-			if ev.Host == host && ev.Ev == "checkpoint" {
+			switch {
+			case ev.Ev == "done":
+				done++
+			case ev.Host == host && ev.Ev == "checkpoint":
 				n++
 			}
+		}
+		if done == ns {
+			return -1
 		}
 		return n
 	}
@@ -299,7 +307,7 @@ func TestFleetSimulation(t *testing.T) {
 		p := procs[i]
 		want := 1 + rng.IntN(max(1, *fleetCheckpoints*(ns/nh)/2))
 		deadline := time.Now().Add(5 * time.Minute)
-		for checkpoints(p.name) < want && time.Now().Before(deadline) {
+		for n := checkpoints(p.name); n >= 0 && n < want && time.Now().Before(deadline); n = checkpoints(p.name) {
 			select {
 			case <-p.exited:
 				t.Fatalf("host %s exited before it was struck", p.name)

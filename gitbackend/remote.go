@@ -33,15 +33,6 @@ func (r transportRepo) ObjectFormat(ctx context.Context) (string, error) {
 	return r.w.repo.ObjectFormat(ctx)
 }
 
-func (r transportRepo) Keep(ctx context.Context, ref, commit string) error {
-	rl, err := r.w.lockRepo(ctx, "update "+ref)
-	if err != nil {
-		return err
-	}
-	defer rl.Unlock()
-	return r.w.repo.UpdateRefs(ctx, []string{"update " + ref + " " + commit})
-}
-
 // pushes runs a Backend's background pushes: one task per head at most,
 // which pushes again when asked while it ran. The tasks are the
 // Backend's: Close cancels them (a push waiting to retry stops at once)

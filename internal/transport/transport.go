@@ -53,8 +53,6 @@ type Repo interface {
 	Git(ctx context.Context, args ...string) (string, error)
 	// ObjectFormat is the repository's object format (sha1, sha256).
 	ObjectFormat(ctx context.Context) (string, error)
-	// Keep sets the local ref to commit, under the repository's lock.
-	Keep(ctx context.Context, ref, commit string) error
 }
 
 // Client moves one repository's heads to and from its remote.
@@ -558,24 +556,27 @@ func ParseSparseMessage(msg string) (set []string, ok bool) {
 // holds head id.
 func RemoteOwner(id grove.HeadID) string { return registry.RefPrefix(id) + "owner" }
 
-// LocalOwner is the local ref that keeps the owner commit this clone
-// pushed (later pushes name it, so it must stay in the repository). It
-// lies outside refs/grove/<id>/, whose names are checkpoint numbers.
-func LocalOwner(id grove.HeadID) string { return "refs/grove-owner/" + string(id) }
+// emptyTree is the empty tree's ID in each object format: git knows it
+// without storing it.
+var emptyTree = map[string]string{
+	"sha1":   "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+	"sha256": "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321",
+}
 
-// OwnerCommit writes a commit saying that this clone holds head id, and
-// keeps it under LocalOwner.
+// OwnerCommit writes a commit saying that this clone holds head id. No
+// ref keeps it here: the push that carries it follows at once, and the
+// remote's owner ref keeps it there.
 func (c *Client) OwnerCommit(ctx context.Context, id grove.HeadID) (string, error) {
-	tree, err := c.Repo.Git(ctx, "mktree")
+	format, err := c.Repo.ObjectFormat(ctx)
 	if err != nil {
 		return "", err
 	}
-	commit, err := c.Repo.Git(ctx, "commit-tree", tree, "-m", fmt.Sprintf("grove owner\n\ngrove-head: %s\ngrove-clone: %s\ngrove-time: %s",
+	tree, ok := emptyTree[format]
+	if !ok {
+		return "", fmt.Errorf("object format %q", format)
+	}
+	return c.Repo.Git(ctx, "commit-tree", tree, "-m", fmt.Sprintf("grove owner\n\ngrove-head: %s\ngrove-clone: %s\ngrove-time: %s",
 		id, c.Clone, time.Now().UTC().Format(time.RFC3339Nano)))
-	if err != nil {
-		return "", err
-	}
-	return commit, c.Repo.Keep(ctx, LocalOwner(id), commit)
 }
 
 // OwnedHere reports whether owner is an owner commit this clone wrote.
