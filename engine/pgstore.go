@@ -143,8 +143,9 @@ func openPostgresStore(ctx context.Context, rawURL string, leaseTimeout time.Dur
 		return nil, errorf(grove.InvalidArgument, "open", "database URL %s: %v", name, err)
 	}
 	host, _ := os.Hostname()
-	// Each engine its own name: the unit a fleet counts as a host.
-	cfg.RuntimeParams["application_name"] = fmt.Sprintf("grove %s pid %d engine %s", host, os.Getpid(), uuid.NewString()[:8])
+	// Each engine its own name, the unit a fleet counts as a host: its
+	// own part first, since the server keeps 63 bytes of it.
+	cfg.RuntimeParams["application_name"] = fmt.Sprintf("grove %s pid %d %s", uuid.NewString()[:8], os.Getpid(), host)
 	if leaseTimeout <= 0 {
 		leaseTimeout = DefaultLeaseTimeout
 	}
