@@ -69,7 +69,8 @@ func (e *Engine) Hosts(ctx context.Context) ([]string, error) {
 // first counts as Busy and the next one is tried in its place. The
 // error is the store's, when the sessions cannot be listed, or Canceled;
 // a session that fails to resume is in Failed and does not stop the
-// others. opts may be nil.
+// others. Even with an error, the result's Sessions are live in this
+// engine and the caller's to close. opts may be nil.
 func (e *Engine) TakeOver(ctx context.Context, opts *TakeOverOptions) (TakeOverResult, error) {
 	const op = "take over"
 	var res TakeOverResult
