@@ -821,3 +821,49 @@ func TestRetainAppliesThePolicyToTheRemote(t *testing.T) {
 		assert.NoError(t, err, dir)
 	}
 }
+
+// An agent without a sandbox rewrites its head's manifest to name another
+// head's mirror branch, and the push record to that branch's commit:
+// destroying its head deletes its own refs from the remote, never that
+// branch, nor any branch outside grove's namespace.
+func TestAttackAForgedManifestCannotDeleteAnotherBranchOnDestroy(t *testing.T) {
+	f := newFleet(t)
+	a := f.host("a")
+	other, err := a.ws.NewHead("other").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	writeFile(t, other, "work.txt", "other\n")
+	_, err = other.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	mine, err := a.ws.NewHead("mine").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	writeFile(t, mine, "work.txt", "mine\n")
+	_, err = mine.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	a.wait()
+	otherTip := f.remoteRef("refs/heads/grove/other")
+	require.NotEmpty(t, otherTip)
+	mainTip := f.remoteRef("refs/heads/main")
+
+	heads := filepath.Join(a.clone, ".git", "grove", "heads")
+	id := string(mine.Info().ID)
+	require.NoError(t, mine.Close()) // the destroy reads the records afresh
+	data, err := os.ReadFile(filepath.Join(heads, id+".json"))
+	require.NoError(t, err)
+	require.Contains(t, string(data), `"branch": "grove/mine"`)
+	require.NoError(t, os.WriteFile(filepath.Join(heads, id+".json"),
+		[]byte(strings.Replace(string(data), `"branch": "grove/mine"`, `"branch": "grove/other"`, 1)), 0o644))
+	rec, err := os.ReadFile(filepath.Join(heads, id+".pushed"))
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(rec, &m))
+	m["commit"] = otherTip
+	rec, _ = json.Marshal(m)
+	require.NoError(t, os.WriteFile(filepath.Join(heads, id+".pushed"), rec, 0o644))
+	mine, err = a.ws.OpenHead(f.ctx, "mine", nil)
+	require.NoError(t, err)
+	_, err = mine.Destroy(f.ctx, &workspace.DestroyOptions{Discard: true})
+	require.NoError(t, err)
+	assert.Equal(t, mainTip, f.remoteRef("refs/heads/main"), "the remote's main was deleted")
+	assert.Equal(t, otherTip, f.remoteRef("refs/heads/grove/other"), "another head's mirror branch was deleted")
+	assert.Empty(t, f.remoteRef("refs/grove/"+id+"/head"), "the destroyed head's own refs stay")
+}

@@ -739,7 +739,7 @@ func (c *Client) PushOnce(ctx context.Context, mf registry.Manifest) (retry bool
 
 // DeleteHead deletes head mf's refs from the remote (its branch,
 // checkpoint, sparse and owner refs under refs/grove/<id>/, and its
-// mirror branch while it is where this clone pushed it) in one atomic
+// mirror branch while it is where the remote holds the head's branch) in one atomic
 // push leased on this clone's ownership of the head, under the head's
 // push lock: after any push of it under way, and before none, since a
 // head deleted there is never pushed again. A head this clone never
@@ -778,7 +778,10 @@ func (c *Client) DeleteHead(ctx context.Context, mf registry.Manifest) (deleted 
 	for name, oid := range refs {
 		switch {
 		case strings.HasPrefix(name, registry.RefPrefix(mf.ID)):
-		case Mirrored(mf.Branch) && name == "refs/heads/"+mf.Branch && oid == rec.Commit:
+		case Mirrored(mf.Branch) && name == "refs/heads/"+mf.Branch && oid == refs[RemoteHead(mf.ID)]:
+			// The mirror goes only while it is this head's branch as the
+			// remote holds it: the manifest and the push record are the
+			// agent's to write, and could name another head's mirror.
 		default:
 			continue
 		}
