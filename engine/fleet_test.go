@@ -60,7 +60,7 @@ import (
 //
 // The CI run is small; -grove.fleet.sessions and -grove.fleet.hosts make
 // the larger one (go test ./engine -run TestFleetSimulation
-// -grove.fleet.sessions 1000 -grove.fleet.hosts 10 -timeout 60m), and
+// -grove.fleet.sessions 1000 -grove.fleet.hosts 10 -timeout 90m), and
 // -grove.fleet.strikes kill makes every strike a death.
 var (
 	fleetSessions    = flag.Int("grove.fleet.sessions", 12, "fleet simulation: sessions in all")
@@ -193,7 +193,13 @@ func (p *cutProxy) URL(t *testing.T, db string) string {
 }
 
 func TestFleetSimulation(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
+	// The run has the test binary's time (-timeout), less a minute to
+	// report in.
+	deadline := time.Now().Add(50 * time.Minute)
+	if d, ok := t.Deadline(); ok {
+		deadline = d.Add(-time.Minute)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	start := time.Now()
 	root := t.TempDir()

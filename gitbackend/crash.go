@@ -11,6 +11,7 @@ import (
 type seams struct {
 	onStart func(args []string) // every git process started
 	backoff time.Duration       // the first push retry's wait (0: defaultPushBackoff)
+	slots   int                 // pushes at once (0: pushSlots)
 
 	// crash is called at each crash point: the kill tests stop a helper
 	// process there.

@@ -14,6 +14,10 @@ func SetProcessHook(b *Backend, f func(args []string)) { b.seams.onStart = f }
 // first retry.
 func SetPushBackoff(b *Backend, backoff time.Duration) { b.seams.backoff = backoff }
 
+// SetPushSlots makes b run n pushes at once; it must be called before
+// b's first push.
+func SetPushSlots(b *Backend, n int) { b.seams.slots = n }
+
 // SetFromDiskMin makes b's heads of at least n files copy their files
 // from another head.
 func SetFromDiskMin(b *Backend, n int) { b.seams.fromDiskMin = n }

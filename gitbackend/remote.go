@@ -1,7 +1,9 @@
 package gitbackend
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,25 +35,49 @@ func (r transportRepo) ObjectFormat(ctx context.Context) (string, error) {
 	return r.w.repo.ObjectFormat(ctx)
 }
 
+func (r transportRepo) WriteCommit(tree, parent string, author, committer grove.Signature, when time.Time, msg string) (string, bool) {
+	return r.w.repo.WriteCommit(tree, parent, author, committer, when, msg)
+}
+
 // pushes runs a Backend's background pushes: one task per head at most,
 // which pushes again when asked while it ran. The tasks are the
 // Backend's: Close cancels them (a push waiting to retry stops at once)
 // and waits for them.
+//
+// A task's push waits in its workspace's queue for one of the Backend's
+// push slots; the task that takes a slot pushes every head then queued
+// in that workspace (up to maxPushBatch) in one git push
+// (transport.Client.Push), so that a host whose heads checkpoint faster
+// than they travel runs one push for many heads, not one for each.
 type pushes struct {
 	tasks    tasks.Group
 	mu       sync.Mutex
-	failures []PushFailure       // since the last PushFailures
-	running  map[string]*pushJob // by common dir and head ID
-	slots    chan struct{}       // pushes running now (see pushSlots)
-	caughtUp map[string]bool     // the repositories catchUp looked at
+	failures []PushFailure          // since the last PushFailures
+	running  map[string]*pushJob    // by common dir and head ID
+	queue    map[string][]*pushWait // by common dir and remote, oldest first
+	slots    chan struct{}          // pushes running now (see pushSlots)
+	caughtUp map[string]bool        // the repositories catchUp looked at
 }
 
 type pushJob struct{ again bool }
 
-// pushSlots is how many pushes of one Backend run at once: a host with
-// hundreds of heads checkpointing pushes them a few at a time, not all
-// together.
-const pushSlots = 4
+// pushWait is one head's push waiting in its workspace's queue.
+type pushWait struct {
+	mf    registry.Manifest
+	taken bool          // a batch took it (under pushes.mu)
+	done  chan struct{} // closed once res is set
+	res   transport.PushResult
+}
+
+// pushSlots is how many pushes of one Backend run at once: few, since
+// the heads that wait meanwhile go together in the next (a push costs
+// about the same processes for one head as for many), and one slow
+// remote still leaves one slot to the others; maxPushBatch is how many heads one push carries at most (its
+// refspecs stay well within any platform's command line).
+const (
+	pushSlots    = 2
+	maxPushBatch = 32
+)
 
 // Push timing: a failed push is tried again after defaultPushBackoff
 // (a test sets its own), doubling up to pushMaxBackoff,
@@ -89,7 +115,7 @@ func (w *workspace) schedulePush(mf registry.Manifest) {
 		return
 	}
 	if p.slots == nil {
-		p.slots = make(chan struct{}, pushSlots)
+		p.slots = make(chan struct{}, cmp.Or(w.b.seams.slots, pushSlots))
 	}
 	job := &pushJob{}
 	p.running[key] = job
@@ -115,17 +141,67 @@ func (w *workspace) schedulePush(mf registry.Manifest) {
 	}
 }
 
-// slot waits for a free push slot and takes it, or for ctx to end; the
-// caller gives it back by receiving from the returned channel.
-func (p *pushes) slot(ctx context.Context) (chan struct{}, error) {
+// push pushes head mf once, with whatever other heads of the workspace
+// wait to push when a slot frees (see pushes), and reports how its push
+// ended, as transport.Client.PushOnce does; retry is set when ctx ended.
+func (w *workspace) push(ctx context.Context, mf registry.Manifest) (retry bool, err error) {
+	p := &w.b.pushes
+	key := w.repo.Common + "\x00" + w.remote.URL
+	me := &pushWait{mf: mf, done: make(chan struct{})}
 	p.mu.Lock()
+	if p.queue == nil {
+		p.queue = map[string][]*pushWait{}
+	}
+	p.queue[key] = append(p.queue[key], me)
 	slots := p.slots
 	p.mu.Unlock()
-	select {
-	case slots <- struct{}{}:
-		return slots, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	for {
+		p.mu.Lock()
+		taken := me.taken
+		p.mu.Unlock()
+		var slot chan struct{} // nil, which never sends, once another task took me
+		if !taken {
+			slot = slots
+		}
+		select {
+		case <-me.done:
+			return me.res.Retry, me.res.Err
+		case <-ctx.Done():
+			p.mu.Lock()
+			if !me.taken {
+				p.queue[key] = slices.DeleteFunc(p.queue[key], func(o *pushWait) bool { return o == me })
+			}
+			p.mu.Unlock()
+			return true, ctx.Err()
+		case slot <- struct{}{}:
+		}
+		p.mu.Lock()
+		q := p.queue[key]
+		n := min(len(q), maxPushBatch)
+		batch := q[:n:n]
+		if n == len(q) {
+			delete(p.queue, key)
+		} else {
+			p.queue[key] = q[n:]
+		}
+		for _, o := range batch {
+			o.taken = true
+		}
+		p.mu.Unlock()
+		if len(batch) > 0 {
+			mfs := make([]registry.Manifest, len(batch))
+			for i, o := range batch {
+				mfs[i] = o.mf
+			}
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			res := w.remoteClient().Push(pctx, mfs)
+			cancel()
+			for i, o := range batch {
+				o.res = res[i]
+				close(o.done)
+			}
+		}
+		<-slots
 	}
 }
 
@@ -236,15 +312,8 @@ func (w *workspace) pushHead(ctx context.Context, mf registry.Manifest) {
 			}
 			delay = min(2*delay, pushMaxBackoff)
 		}
-		slots, serr := w.b.pushes.slot(ctx)
-		if serr != nil {
-			return
-		}
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		var retry bool
-		retry, err = w.remoteClient().PushOnce(pctx, mf)
-		cancel()
-		<-slots
+		retry, err = w.push(ctx, mf)
 		if ctx.Err() != nil {
 			return
 		}

@@ -867,3 +867,91 @@ func TestAttackAForgedManifestCannotDeleteAnotherBranchOnDestroy(t *testing.T) {
 	assert.Equal(t, otherTip, f.remoteRef("refs/heads/grove/other"), "another head's mirror branch was deleted")
 	assert.Empty(t, f.remoteRef("refs/grove/"+id+"/head"), "the destroyed head's own refs stay")
 }
+
+// Heads whose pushes wait for a push slot travel together, in one git
+// push; when the remote refuses one of them (another clone took it
+// over), the others still land and that one alone is lost.
+func TestPushesWaitingTogetherTravelInOnePush(t *testing.T) {
+	f := newFleet(t)
+	a, b := f.host("a"), f.host("b")
+	gitbackend.SetPushSlots(a.b, 1)
+	gate, log := t.TempDir(), filepath.Join(t.TempDir(), "pushes")
+	hook := "#!/bin/sh\nin=$(cat)\nprintf '%s\\n--\\n' \"$in\" >> " + log + "\n" +
+		"if [ -e " + gate + "/block ]; then\n  rm " + gate + "/block; touch " + gate + "/entered\n" +
+		"  while [ ! -e " + gate + "/go ]; do sleep 0.01; done; rm " + gate + "/go\nfi\nexit 0\n"
+	require.NoError(t, os.WriteFile(filepath.Join(f.remote, "hooks", "pre-receive"), []byte(hook), 0o755))
+
+	heads := map[string]*workspace.Head{}
+	for _, name := range []string{"g", "x", "y", "z"} {
+		h, err := a.ws.NewHead(name).From("main").Create(f.ctx)
+		require.NoError(t, err)
+		defer h.Close()
+		heads[name] = h
+	}
+	a.wait()
+	branch := func(name string) string { return "refs/grove/" + string(heads[name].Info().ID) + "/head" }
+	// round holds the remote in g's push while x, y and z checkpoint,
+	// then lets it go; it returns their checkpoints.
+	round := func(n int) map[string]grove.CheckpointID {
+		require.NoError(t, os.WriteFile(filepath.Join(gate, "block"), nil, 0o644))
+		writeFile(t, heads["g"], "work.txt", fmt.Sprint(n))
+		_, err := heads["g"].Checkpoint(f.ctx, nil)
+		require.NoError(t, err)
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(filepath.Join(gate, "entered")); err == nil {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "g's push never reached the remote's hook")
+		}
+		require.NoError(t, os.Remove(filepath.Join(gate, "entered")))
+		cps := map[string]grove.CheckpointID{}
+		for _, name := range []string{"x", "y", "z"} {
+			writeFile(t, heads[name], "work.txt", fmt.Sprint(n))
+			cp, err := heads[name].Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+			cps[name] = cp.ID
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(gate, "go"), nil, 0o644))
+		a.wait()
+		return cps
+	}
+	// pushesOf is how many pushes the remote received that carried each
+	// of names' branches.
+	pushesOf := func(names ...string) int {
+		data, err := os.ReadFile(log)
+		require.NoError(t, err)
+		n := 0
+		for _, push := range strings.Split(string(data), "\n--\n") {
+			all := true
+			for _, name := range names {
+				all = all && strings.Contains(push, " "+branch(name)+"\n")
+			}
+			if all {
+				n++
+			}
+		}
+		return n
+	}
+
+	cps := round(1)
+	for name, cp := range cps {
+		assert.Equal(t, string(cp), f.remoteRef(branch(name)), name)
+	}
+	assert.Equal(t, 1, pushesOf("x", "y", "z"), "x, y and z waited together and travelled in one push")
+
+	hy, _, err := b.ws.Relocate(f.ctx, heads["y"].Binding(), nil)
+	require.NoError(t, err)
+	defer hy.Close()
+	cps2 := round(2)
+	assert.Equal(t, string(cps2["x"]), f.remoteRef(branch("x")))
+	assert.Equal(t, string(cps2["z"]), f.remoteRef(branch("z")))
+	assert.Equal(t, string(cps["y"]), f.remoteRef(branch("y")), "a's push of y landed after b took it over")
+	for name, lost := range map[string]bool{"x": false, "y": true, "z": false} {
+		st, err := a.b.Pushed(f.ctx, a.clone, heads[name].Info().ID, f.remote)
+		require.NoError(t, err)
+		assert.Equal(t, lost, st.Lost, name)
+		if !lost {
+			assert.Zero(t, st.Behind, name)
+		}
+	}
+}

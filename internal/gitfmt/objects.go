@@ -469,20 +469,23 @@ func isCrud(c byte) bool {
 }
 
 // WriteCommit writes, as a loose object, the commit git commit-tree would
-// write for tree, parent, the author and committer at when (whole
-// seconds, UTC) and msg, and returns its ID. ok is false, with nothing
+// write for tree, parent ("" for a root commit), the author and committer
+// at when (whole seconds, UTC) and msg, and returns its ID. ok is false, with nothing
 // written, when git must write it instead: an identity git would rewrite,
 // a message with a NUL or that git would re-encode (not UTF-8, or a
 // noncharacter), a SHA-256 repository, an object directory that is not
 // there yet or cannot be written. (The runner fixes i18n.commitEncoding
 // to UTF-8, so git writes no encoding header either.)
 func (s *Store) WriteCommit(tree, parent string, author, committer grove.Signature, when time.Time, msg string) (string, bool) {
-	if !IsSHA1(tree) || !IsSHA1(parent) || strings.IndexByte(msg, 0) >= 0 || !gitUTF8(msg) ||
+	if !IsSHA1(tree) || parent != "" && !IsSHA1(parent) || strings.IndexByte(msg, 0) >= 0 || !gitUTF8(msg) ||
 		!plainIdent(author.Name) || !plainIdent(author.Email) || !plainIdent(committer.Name) || !plainIdent(committer.Email) {
 		return "", false
 	}
 	at := strconv.FormatInt(when.Unix(), 10) + " +0000"
-	body := fmt.Sprintf("tree %s\nparent %s\nauthor %s <%s> %s\ncommitter %s <%s> %s\n\n%s",
+	if parent != "" {
+		parent = "parent " + parent + "\n"
+	}
+	body := fmt.Sprintf("tree %s\n%sauthor %s <%s> %s\ncommitter %s <%s> %s\n\n%s",
 		tree, parent, author.Name, author.Email, at, committer.Name, committer.Email, at, msg)
 	raw := append(fmt.Appendf(nil, "commit %d\x00", len(body)), body...)
 	sum := sha1.Sum(raw)

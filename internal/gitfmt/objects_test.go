@@ -86,6 +86,15 @@ func TestWriteCommitIsGitCommitTree(t *testing.T) {
 		require.Equal(t, want, got, "%+v", tc)
 		require.Equal(t, "commit", plainGit(t, dir, nil, "", "cat-file", "-t", got))
 	}
+	// A root commit: no parent line, as commit-tree without -p.
+	sig := grove.Signature{Name: "grove", Email: "grove@localhost"}
+	root, ok := rp.WriteCommit(tree, "", sig, sig, when, "root\n")
+	require.True(t, ok)
+	date := strconv.FormatInt(when.Unix(), 10) + " +0000"
+	require.Equal(t, plainGit(t, dir, []string{
+		"GIT_AUTHOR_NAME=grove", "GIT_AUTHOR_EMAIL=grove@localhost", "GIT_AUTHOR_DATE=" + date,
+		"GIT_COMMITTER_NAME=grove", "GIT_COMMITTER_EMAIL=grove@localhost", "GIT_COMMITTER_DATE=" + date,
+	}, "root\n", "commit-tree", tree), root)
 	plainGit(t, dir, nil, "", "fsck", "--strict")
 	for _, tc := range []struct{ name, email, msg string }{
 		{" lead", "e", "m"}, {"trail.", "e", "m"}, {"a<b", "e", "m"}, {"n\nl", "e", "m"},

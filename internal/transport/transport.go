@@ -1,7 +1,8 @@
 // Package transport moves a repository's heads to and from a remote:
 // the workspace identity the remote records (Client.ShareIdentity), the
 // push of a head's branch and checkpoint refs, leased on this clone's
-// ownership of the head (Client.PushOnce), and the transfer directory a
+// ownership of the head (Client.PushOnce; Client.Push carries many heads
+// in one push), and the transfer directory a
 // fetch or a push runs in (Transfer).
 //
 // Every transfer runs in a transfer directory: a git dir made in the
@@ -53,6 +54,11 @@ type Repo interface {
 	Git(ctx context.Context, args ...string) (string, error)
 	// ObjectFormat is the repository's object format (sha1, sha256).
 	ObjectFormat(ctx context.Context) (string, error)
+	// WriteCommit writes the commit git commit-tree would write for
+	// tree, parent ("" for none), the author and committer at when and
+	// msg, in-process, and returns its ID; ok is false, with nothing
+	// written, where git must write it instead.
+	WriteCommit(tree, parent string, author, committer grove.Signature, when time.Time, msg string) (id string, ok bool)
 }
 
 // Client moves one repository's heads to and from its remote.
@@ -575,8 +581,12 @@ func (c *Client) OwnerCommit(ctx context.Context, id grove.HeadID) (string, erro
 	if !ok {
 		return "", fmt.Errorf("object format %q", format)
 	}
-	return c.Repo.Git(ctx, "commit-tree", tree, "-m", fmt.Sprintf("grove owner\n\ngrove-head: %s\ngrove-clone: %s\ngrove-time: %s",
-		id, c.Clone, time.Now().UTC().Format(time.RFC3339Nano)))
+	now := time.Now().UTC()
+	msg := fmt.Sprintf("grove owner\n\ngrove-head: %s\ngrove-clone: %s\ngrove-time: %s", id, c.Clone, now.Format(time.RFC3339Nano))
+	if commit, ok := c.Repo.WriteCommit(tree, "", grove.DefaultAuthor, grove.DefaultAuthor, now, msg+"\n"); ok {
+		return commit, nil
+	}
+	return c.Repo.Git(ctx, "commit-tree", tree, "-m", msg)
 }
 
 // OwnedHere reports whether owner is an owner commit this clone wrote.
@@ -607,29 +617,176 @@ func (c *Client) PushOnce(ctx context.Context, mf registry.Manifest) (retry bool
 		return true, err
 	}
 	defer l.Unlock()
-	rec := c.Registry.ReadPushed(mf.ID, c.Remote.URL)
-	if rec.Lost || rec.Deleted {
-		return false, nil
-	}
-	patterns := []string{registry.RefPrefix(mf.ID)}
-	if mf.Branch != "" {
-		patterns = append(patterns, "refs/heads/"+mf.Branch)
-	}
-	out, err := c.Repo.Git(ctx, append([]string{"for-each-ref", "--format=%(refname) %(objectname)"}, patterns...)...)
+	refs, err := c.localRefs(ctx, []registry.Manifest{mf})
 	if err != nil {
 		return true, err
 	}
-	var tip, newest string
-	var specs []string
-	seq, newestSeq := rec.Seq, -1
-	ours := map[string]bool{string(mf.Base): true} // what grove put on the branch
-	for _, line := range strings.Split(out, "\n") {
-		name, oid, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
+	p, err := c.plan(ctx, mf, refs)
+	if p == nil || err != nil {
+		return err != nil, err
+	}
+	t, err := c.Open(ctx)
+	if err != nil {
+		return true, err
+	}
+	defer t.Close()
+	err = t.push(ctx, []*pushPlan{p})
+	switch {
+	case err == nil:
+		return false, nil
+	case Rejected(err):
+		// The owner this clone wrote last may have landed without
+		// being recorded (its process ended between the two): the
+		// head is still this clone's, and the next try leases on it.
+		rec := p.rec
+		if refs, lerr := t.RemoteRefs(ctx, RemoteOwner(mf.ID)); lerr == nil {
+			if now := refs[RemoteOwner(mf.ID)]; now != rec.Owner && c.OwnedHere(ctx, now) {
+				rec.Owner = now
+				_ = c.Registry.WritePushed(mf.ID, rec)
+				return true, err
+			}
 		}
+		rec.Lost, rec.Error = true, err.Error()
+		_ = c.Registry.WritePushed(mf.ID, rec)
+		return false, err
+	case lacking.MatchString(gitcmd.Stderr(err)):
+		// Trying again cannot help: the objects are not here.
+		return false, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: push", Head: mf.Name, Path: c.Remote.URL,
+			Err: fmt.Errorf("the head's commits name objects this repository lacks (a partial clone's: a sparse head's files outside its set, say; or a damaged repository's); push it to its promisor remote, or fetch them first: %w", err)}
+	}
+	return true, err
+}
+
+// PushResult is how one head's push in Push ended, as PushOnce reports it.
+type PushResult struct {
+	Retry bool
+	Err   error
+}
+
+// Push pushes heads mfs as PushOnce pushes each, in one git push where
+// it can: under every head's push lock (taken in the order of their IDs,
+// so that two batches never wait for each other), each head leased on
+// its own owner ref, all atomically. Should the remote refuse the batch
+// (one head was taken over by another clone, or names objects this
+// clone lacks), each head is pushed again alone, so that one head's
+// refusal is its own. A host whose heads checkpoint faster than they
+// travel so pushes many heads in one git push instead of one each.
+func (c *Client) Push(ctx context.Context, mfs []registry.Manifest) []PushResult {
+	res := make([]PushResult, len(mfs))
+	if len(mfs) == 1 {
+		res[0].Retry, res[0].Err = c.PushOnce(ctx, mfs[0])
+		return res
+	}
+	all := func(err error) []PushResult {
+		for i := range res {
+			res[i] = PushResult{Retry: true, Err: err}
+		}
+		return res
+	}
+	order := make([]int, len(mfs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(string(mfs[a].ID), string(mfs[b].ID)) })
+	var locks []*lock.Lock
+	unlock := func() {
+		for _, l := range locks {
+			_ = l.Unlock()
+		}
+		locks = nil
+	}
+	defer unlock()
+	for _, i := range order {
+		l, err := lock.Acquire(ctx, c.Registry.PushLock(mfs[i].ID), "push "+mfs[i].Name)
+		if err != nil {
+			return all(err)
+		}
+		locks = append(locks, l)
+	}
+	refs, err := c.localRefs(ctx, mfs)
+	if err != nil {
+		return all(err)
+	}
+	var plans []*pushPlan
+	var of []int // the index in mfs of each plan's head
+	for i, mf := range mfs {
+		p, err := c.plan(ctx, mf, refs)
+		if err != nil {
+			res[i] = PushResult{Retry: true, Err: err}
+		} else if p != nil {
+			plans, of = append(plans, p), append(of, i)
+		}
+	}
+	if len(plans) == 0 {
+		return res
+	}
+	t, err := c.Open(ctx)
+	if err != nil {
+		return all(err)
+	}
+	err = t.push(ctx, plans)
+	t.Close()
+	if err == nil || !Rejected(err) && !lacking.MatchString(gitcmd.Stderr(err)) {
+		for _, i := range of {
+			res[i] = PushResult{Retry: err != nil, Err: err}
+		}
+		return res
+	}
+	unlock()
+	for k, p := range plans {
+		res[of[k]].Retry, res[of[k]].Err = c.PushOnce(ctx, p.mf)
+	}
+	return res
+}
+
+// pushPlan is what one head's push carries.
+type pushPlan struct {
+	mf     registry.Manifest
+	rec    registry.PushRecord // as it was read, under the push lock
+	specs  []string            // the refspecs of the head's refs
+	tip    string              // the head's branch, as pushed
+	seq    int                 // its newest checkpoint pushed
+	sparse string              // its sparse set's message
+}
+
+// localRefs reads this clone's refs of heads mfs (their grove refs and
+// branches), by name, in one git process.
+func (c *Client) localRefs(ctx context.Context, mfs []registry.Manifest) (map[string]string, error) {
+	args := []string{"for-each-ref", "--format=%(refname) %(objectname)"}
+	for _, mf := range mfs {
+		args = append(args, registry.RefPrefix(mf.ID))
+		if mf.Branch != "" {
+			args = append(args, "refs/heads/"+mf.Branch)
+		}
+	}
+	out, err := c.Repo.Git(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if name, oid, ok := strings.Cut(line, " "); ok {
+			refs[name] = oid
+		}
+	}
+	return refs, nil
+}
+
+// plan works out what head mf's push carries, from refs (localRefs'),
+// under its push lock: nil when the remote has it all, or the head is
+// not this clone's to push.
+func (c *Client) plan(ctx context.Context, mf registry.Manifest, refs map[string]string) (*pushPlan, error) {
+	rec := c.Registry.ReadPushed(mf.ID, c.Remote.URL)
+	if rec.Lost || rec.Deleted {
+		return nil, nil
+	}
+	p := &pushPlan{mf: mf, rec: rec, seq: rec.Seq}
+	var newest string
+	newestSeq := -1
+	ours := map[string]bool{string(mf.Base): true} // what grove put on the branch
+	for name, oid := range refs {
 		if mf.Branch != "" && name == "refs/heads/"+mf.Branch {
-			tip = oid
+			p.tip = oid
 			continue
 		}
 		n, err := strconv.Atoi(strings.TrimPrefix(name, registry.RefPrefix(mf.ID)))
@@ -643,98 +800,91 @@ func (c *Client) PushOnce(ctx context.Context, mf registry.Manifest) (retry bool
 		if n <= rec.Seq {
 			continue
 		}
-		specs = append(specs, oid+":"+name)
-		seq = max(seq, n)
+		p.specs = append(p.specs, oid+":"+name)
+		p.seq = max(p.seq, n)
 	}
+	slices.Sort(p.specs)
 	// The branch travels only as grove left it (a checkpoint, a restore,
 	// its base): a branch moved by git outside grove — another head's agent
 	// without a sandbox, say — is not replicated; the head's newest
 	// checkpoint goes instead.
-	if tip != "" && !ours[tip] {
-		if targets, err := c.Registry.RestoreTargets(mf.ID); err == nil && targets[tip] {
-			ours[tip] = true
+	if p.tip != "" && !ours[p.tip] {
+		if targets, err := c.Registry.RestoreTargets(mf.ID); err == nil && targets[p.tip] {
+			ours[p.tip] = true
 		} else {
-			tip = newest
+			p.tip = newest
 		}
 	}
 	// The sparse set, as the remote records it: a head relocated from
 	// there is made with it.
-	sparse := SparseMessage(mf.Sparse)
-	if sparse != rec.Sparse {
-		if sparse == "" {
-			specs = append(specs, ":"+RemoteSparse(mf.ID))
+	p.sparse = SparseMessage(mf.Sparse)
+	if p.sparse != rec.Sparse {
+		if p.sparse == "" {
+			p.specs = append(p.specs, ":"+RemoteSparse(mf.ID))
 		} else {
 			tree, err := c.Repo.Git(ctx, "mktree")
 			if err != nil {
-				return true, err
+				return nil, err
 			}
-			commit, err := c.Repo.Git(ctx, "commit-tree", tree, "-m", sparse)
+			commit, err := c.Repo.Git(ctx, "commit-tree", tree, "-m", p.sparse)
 			if err != nil {
-				return true, err
+				return nil, err
 			}
-			specs = append(specs, "+"+commit+":"+RemoteSparse(mf.ID))
+			p.specs = append(p.specs, "+"+commit+":"+RemoteSparse(mf.ID))
 		}
 	}
-	if tip != "" && tip != rec.Commit {
-		specs = append(specs, "+"+tip+":"+RemoteHead(mf.ID))
+	if p.tip != "" && p.tip != rec.Commit {
+		p.specs = append(p.specs, "+"+p.tip+":"+RemoteHead(mf.ID))
 		if Mirrored(mf.Branch) {
-			specs = append(specs, "+"+tip+":refs/heads/"+mf.Branch)
+			p.specs = append(p.specs, "+"+p.tip+":refs/heads/"+mf.Branch)
 		}
 	} else {
-		tip = rec.Commit
+		p.tip = rec.Commit
 	}
-	if len(specs) == 0 && rec.Owner != "" {
+	if len(p.specs) == 0 && rec.Owner != "" {
 		if rec.Error != "" {
 			rec.Error = ""
 			_ = c.Registry.WritePushed(mf.ID, rec)
 		}
-		return false, nil
+		return nil, nil
 	}
-	t, err := c.Open(ctx)
-	if err != nil {
-		return true, err
-	}
-	defer t.Close()
-	// Each push moves the owner ref, from the one this clone last wrote
-	// (none, for the head's first push) to a new one: the remote checks
-	// that old value as it applies the push, atomically with the rest, so
-	// once another clone took the head over (or this clone's take-over
-	// raced a push of the head's last holder) one of the two is refused.
-	// A ref pushed unchanged would be checked only against what the
-	// remote advertised before, which a take-over can follow.
-	owner, err := c.OwnerCommit(ctx, mf.ID)
-	if err != nil {
-		return true, err
-	}
-	args := []string{"push", "--atomic", "--force-with-lease=" + RemoteOwner(mf.ID) + ":" + rec.Owner, "--", c.Remote.URL, owner + ":" + RemoteOwner(mf.ID)}
-	if _, err := t.Git(ctx, true, append(args, specs...)...); err != nil {
-		if Rejected(err) {
-			// The owner this clone wrote last may have landed without
-			// being recorded (its process ended between the two): the
-			// head is still this clone's, and the next try leases on it.
-			if refs, lerr := t.RemoteRefs(ctx, RemoteOwner(mf.ID)); lerr == nil {
-				if now := refs[RemoteOwner(mf.ID)]; now != rec.Owner && c.OwnedHere(ctx, now) {
-					rec.Owner = now
-					_ = c.Registry.WritePushed(mf.ID, rec)
-					return true, err
-				}
-			}
-			rec.Lost, rec.Error = true, err.Error()
-			_ = c.Registry.WritePushed(mf.ID, rec)
-			return false, err
+	return p, nil
+}
+
+// push pushes plans in one atomic git push and, once it landed, records
+// each head as pushed. Each push moves each head's owner ref, from the
+// one this clone last wrote (none, for the head's first push) to a new
+// one: the remote checks that old value as it applies the push,
+// atomically with the rest, so once another clone took the head over (or
+// this clone's take-over raced a push of the head's last holder) one of
+// the two is refused. A ref pushed unchanged would be checked only
+// against what the remote advertised before, which a take-over can
+// follow.
+func (t *Transfer) push(ctx context.Context, plans []*pushPlan) error {
+	c := t.c
+	args := []string{"push", "--atomic"}
+	var specs []string
+	owners := make([]string, len(plans))
+	for i, p := range plans {
+		owner, err := c.OwnerCommit(ctx, p.mf.ID)
+		if err != nil {
+			return err
 		}
-		if lacking.MatchString(gitcmd.Stderr(err)) {
-			// Trying again cannot help: the objects are not here.
-			return false, &grove.Error{Code: grove.FailedPrecondition, Op: "gitbackend: push", Head: mf.Name, Path: c.Remote.URL,
-				Err: fmt.Errorf("the head's commits name objects this repository lacks (a partial clone's: a sparse head's files outside its set, say; or a damaged repository's); push it to its promisor remote, or fetch them first: %w", err)}
-		}
-		return true, err
+		owners[i] = owner
+		args = append(args, "--force-with-lease="+RemoteOwner(p.mf.ID)+":"+p.rec.Owner)
+		specs = append(append(specs, owner+":"+RemoteOwner(p.mf.ID)), p.specs...)
 	}
-	rec.Owner, rec.Commit, rec.Seq, rec.Sparse, rec.Error = owner, tip, seq, sparse, ""
+	if _, err := t.Git(ctx, true, append(append(args, "--", c.Remote.URL), specs...)...); err != nil {
+		return err
+	}
 	// Pushed. A record that fails to write only makes the next push
 	// carry refs the remote already has.
-	_ = c.Registry.WritePushed(mf.ID, rec)
-	return false, nil
+	for i, p := range plans {
+		rec := p.rec
+		rec.Owner, rec.Commit, rec.Seq, rec.Sparse, rec.Error = owners[i], p.tip, p.seq, p.sparse, ""
+		_ = c.Registry.WritePushed(p.mf.ID, rec)
+	}
+	return nil
 }
 
 // DeleteHead deletes head mf's refs from the remote (its branch,
