@@ -3,10 +3,13 @@ package gitbackend
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/backend"
 	"github.com/groveworks/grove/internal/lifecycle"
+	"github.com/groveworks/grove/internal/regfile"
 	"github.com/groveworks/grove/internal/registry"
 	"github.com/groveworks/grove/internal/transport"
 )
@@ -73,6 +76,21 @@ func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (gro
 	for _, id := range p.Keep {
 		keep[string(id)] = true
 	}
-	rep.Remote, err = w.remoteClient().RetainRemote(ctx, transport.RetainPolicy{KeepLast: p.KeepLast, KeepWithin: p.KeepWithin, DryRun: p.DryRun}, keep)
+	rep.Remote, err = w.remoteClient().RetainRemote(ctx, transport.RetainPolicy{KeepLast: p.KeepLast, KeepWithin: p.KeepWithin, DryRun: p.DryRun,
+		Held: w.registeredHeads()}, keep)
 	return rep, err
+}
+
+// registeredHeads is the heads a worktree registration of the repository
+// holds, as each registration's own head-ID file says.
+func (w *workspace) registeredHeads() map[grove.HeadID]bool {
+	regs := filepath.Join(w.repo.Common, "worktrees")
+	entries, _ := os.ReadDir(regs)
+	held := map[grove.HeadID]bool{}
+	for _, e := range entries {
+		if id, err := regfile.Read(filepath.Join(regs, e.Name(), headIDFile), registry.MaxSmallFile); err == nil {
+			held[grove.HeadID(strings.TrimSpace(string(id)))] = true
+		}
+	}
+	return held
 }

@@ -955,3 +955,44 @@ func TestPushesWaitingTogetherTravelInOnePush(t *testing.T) {
 		}
 	}
 }
+
+// An agent without a sandbox marks another head of its clone as destroyed
+// in that head's manifest: grove gc with a remote still takes the head as
+// live (a worktree registration holds it) and applies the policy to its
+// refs there, never deleting them all.
+func TestAttackAForgedTombstoneCannotDeleteALiveHeadFromTheRemote(t *testing.T) {
+	f := newFleet(t)
+	a := f.host("a")
+	victim, err := a.ws.NewHead("victim").From("main").Create(f.ctx)
+	require.NoError(t, err)
+	var cps []grove.CheckpointID
+	for i := range 3 {
+		writeFile(t, victim, "work.txt", fmt.Sprint(i))
+		cp, err := victim.Checkpoint(f.ctx, nil)
+		require.NoError(t, err)
+		cps = append(cps, cp.ID)
+	}
+	a.wait()
+	id := string(victim.Info().ID)
+	remoteRefs := func() []string {
+		return strings.Fields(mustGit(t, f, f.remote, "for-each-ref", "--format=%(refname)", "refs/grove/"+id+"/"))
+	}
+	require.Len(t, remoteRefs(), 5, "three checkpoints, the branch and the owner")
+
+	file := filepath.Join(a.clone, ".git", "grove", "heads", id+".json")
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Contains(t, string(data), `"state": "active"`)
+	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(string(data), `"state": "active"`, `"state": "destroyed"`, 1)), 0o644))
+
+	rep, err := a.ws.Retain(f.ctx, &workspace.RetentionPolicy{KeepLast: 1})
+	require.NoError(t, err)
+	assert.Equal(t, string(cps[2]), f.remoteRef("refs/grove/"+id+"/head"), "the live head's branch was deleted from the remote")
+	assert.NotEmpty(t, f.remoteRef("refs/grove/"+id+"/owner"), "the live head's owner ref was deleted from the remote")
+	assert.Len(t, remoteRefs(), 3, "the policy, as for any live head: the newest checkpoint, the branch and the owner")
+	for _, hr := range rep.Remote {
+		if string(hr.HeadID) == id {
+			assert.Equal(t, []grove.CheckpointID{cps[2]}, hr.Kept)
+		}
+	}
+}

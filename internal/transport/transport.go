@@ -1028,7 +1028,7 @@ func (c *Client) RetainRemote(ctx context.Context, p RetainPolicy, keep map[stri
 	if all, err := c.Registry.AllManifests(); err == nil {
 		for _, mf := range all {
 			names[mf.ID] = mf.Name
-			if mf.State == grove.StateDestroyed && !mf.Destroying {
+			if mf.State == grove.StateDestroyed && !mf.Destroying && !p.Held[mf.ID] {
 				destroyed[mf.ID] = *mf
 			}
 		}
@@ -1107,6 +1107,12 @@ type RetainPolicy struct {
 	KeepLast   int
 	KeepWithin time.Duration
 	DryRun     bool
+	// Held is the heads a worktree registration of the repository still
+	// holds. A destroy removes the registration; a manifest is the
+	// agent's to write: a head held here is never taken as destroyed,
+	// whatever its manifest says, and the policy applies to it as to any
+	// live head.
+	Held map[grove.HeadID]bool
 }
 
 // commitTimes reads the commit times of refs' commits (ref name →
