@@ -18,6 +18,17 @@ func SetPushBackoff(b *Backend, backoff time.Duration) { b.seams.backoff = backo
 // b's first push.
 func SetPushSlots(b *Backend, n int) { b.seams.slots = n }
 
+// QueuedPushes is how many of b's pushes wait for a push slot.
+func QueuedPushes(b *Backend) int {
+	b.pushes.mu.Lock()
+	defer b.pushes.mu.Unlock()
+	n := 0
+	for _, q := range b.pushes.queue {
+		n += len(q)
+	}
+	return n
+}
+
 // SetFromDiskMin makes b's heads of at least n files copy their files
 // from another head.
 func SetFromDiskMin(b *Backend, n int) { b.seams.fromDiskMin = n }

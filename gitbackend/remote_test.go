@@ -51,12 +51,12 @@ type host struct {
 	ws    *workspace.Workspace
 }
 
-func (f *fleet) host(name string) *host {
+func (f *fleet) host(name string, opts ...gitbackend.Options) *host {
 	f.t.Helper()
 	clone := filepath.Join(f.root, name, "project")
 	_, err := githarness.Git(f.ctx, f.root, "clone", "-q", f.remote, clone)
 	require.NoError(f.t, err)
-	h := &host{f: f, b: gitbackend.New(gitbackend.Options{}), clone: clone}
+	h := &host{f: f, b: gitbackend.New(append(opts, gitbackend.Options{})[0]), clone: clone}
 	h.ws = h.open()
 	return h
 }
@@ -873,7 +873,9 @@ func TestAttackAForgedManifestCannotDeleteAnotherBranchOnDestroy(t *testing.T) {
 // over), the others still land and that one alone is lost.
 func TestPushesWaitingTogetherTravelInOnePush(t *testing.T) {
 	f := newFleet(t)
-	a, b := f.host("a"), f.host("b")
+	// One attempt: a head's push either lands in the round it was made
+	// in or never.
+	a, b := f.host("a", gitbackend.Options{PushAttempts: 1}), f.host("b")
 	gitbackend.SetPushSlots(a.b, 1)
 	gate, log := t.TempDir(), filepath.Join(t.TempDir(), "pushes")
 	hook := "#!/bin/sh\nin=$(cat)\nprintf '%s\\n--\\n' \"$in\" >> " + log + "\n" +
@@ -906,10 +908,13 @@ func TestPushesWaitingTogetherTravelInOnePush(t *testing.T) {
 		require.NoError(t, os.Remove(filepath.Join(gate, "entered")))
 		cps := map[string]grove.CheckpointID{}
 		for _, name := range []string{"x", "y", "z"} {
-			writeFile(t, heads[name], "work.txt", fmt.Sprint(n))
+			writeFile(t, heads[name], "work.txt", fmt.Sprint(name, n))
 			cp, err := heads[name].Checkpoint(f.ctx, nil)
 			require.NoError(t, err)
 			cps[name] = cp.ID
+		}
+		for deadline := time.Now().Add(time.Minute); gitbackend.QueuedPushes(a.b) < 3; time.Sleep(time.Millisecond) {
+			require.True(t, time.Now().Before(deadline), "x's, y's and z's pushes never waited for the slot")
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(gate, "go"), nil, 0o644))
 		a.wait()
@@ -954,6 +959,17 @@ func TestPushesWaitingTogetherTravelInOnePush(t *testing.T) {
 			assert.Zero(t, st.Behind, name)
 		}
 	}
+
+	// z's agent, without a sandbox, names x's branch in z's manifest: a
+	// push carrying both would send two commits to one mirror branch,
+	// which git refuses. Each head then goes alone, and x lands.
+	file := filepath.Join(a.clone, ".git", "grove", "heads", string(heads["z"].Info().ID)+".json")
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Contains(t, string(data), `"branch": "grove/z"`)
+	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(string(data), `"branch": "grove/z"`, `"branch": "grove/x"`, 1)), 0o644))
+	cps3 := round(3)
+	assert.Equal(t, string(cps3["x"]), f.remoteRef(branch("x")), "z's forged manifest kept x's push from landing")
 }
 
 // An agent without a sandbox marks another head of its clone as destroyed

@@ -666,10 +666,8 @@ type PushResult struct {
 // Push pushes heads mfs as PushOnce pushes each, in one git push where
 // it can: under every head's push lock (taken in the order of their IDs,
 // so that two batches never wait for each other), each head leased on
-// its own owner ref, all atomically. Should the remote refuse the batch
-// (one head was taken over by another clone, or names objects this
-// clone lacks), each head is pushed again alone, so that one head's
-// refusal is its own. A host whose heads checkpoint faster than they
+// its own owner ref, all atomically. Should the push fail, each head is
+// pushed again alone, so that one head's refusal is its own. A host whose heads checkpoint faster than they
 // travel so pushes many heads in one git push instead of one each.
 func (c *Client) Push(ctx context.Context, mfs []registry.Manifest) []PushResult {
 	res := make([]PushResult, len(mfs))
@@ -726,12 +724,17 @@ func (c *Client) Push(ctx context.Context, mfs []registry.Manifest) []PushResult
 	}
 	err = t.push(ctx, plans)
 	t.Close()
-	if err == nil || !Rejected(err) && !lacking.MatchString(gitcmd.Stderr(err)) {
+	if err == nil || ctx.Err() != nil {
 		for _, i := range of {
 			res[i] = PushResult{Retry: err != nil, Err: err}
 		}
 		return res
 	}
+	// Whatever failed, each head is pushed alone: its records are the
+	// agent's to write, so one head's refusal (its lease, objects it
+	// lacks, a branch another head's push also names) must not become
+	// every head's. An unreachable remote costs one failed push per head,
+	// as it did before heads travelled together.
 	unlock()
 	for k, p := range plans {
 		res[of[k]].Retry, res[of[k]].Err = c.PushOnce(ctx, p.mf)
