@@ -82,7 +82,9 @@ func (w *workspace) Retain(ctx context.Context, p *backend.RetentionPolicy) (gro
 }
 
 // registeredHeads is the heads a worktree registration of the repository
-// holds, as each registration's own head-ID file says.
+// holds, as each registration's own head-ID file says. An agent without a
+// sandbox can rewrite that file too: forging a tombstone then takes two
+// writes, and a head whose registration it broke no longer opens either.
 func (w *workspace) registeredHeads() map[grove.HeadID]bool {
 	regs := filepath.Join(w.repo.Common, "worktrees")
 	entries, _ := os.ReadDir(regs)

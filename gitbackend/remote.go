@@ -44,9 +44,10 @@ func (r transportRepo) WriteCommit(tree, parent string, author, committer grove.
 // Backend's: Close cancels them (a push waiting to retry stops at once)
 // and waits for them.
 //
-// A task's push waits in its workspace's queue for one of the Backend's
-// push slots; the task that takes a slot pushes every head then queued
-// in that workspace (up to maxPushBatch) in one git push
+// A task's push waits in a queue (one per repository and remote, so
+// that heads travel only with those of the same credentials) for one of
+// the Backend's push slots; the task that takes a slot pushes every head
+// then queued there (up to maxPushBatch) together
 // (transport.Client.Push), so that a host whose heads checkpoint faster
 // than they travel runs one push for many heads, not one for each.
 type pushes struct {
@@ -54,7 +55,7 @@ type pushes struct {
 	mu       sync.Mutex
 	failures []PushFailure          // since the last PushFailures
 	running  map[string]*pushJob    // by common dir and head ID
-	queue    map[string][]*pushWait // by common dir and remote, oldest first
+	queue    map[string][]*pushWait // by common dir and remote (its Key), oldest first
 	slots    chan struct{}          // pushes running now (see pushSlots)
 	caughtUp map[string]bool        // the repositories catchUp looked at
 }
@@ -72,8 +73,8 @@ type pushWait struct {
 // pushSlots is how many pushes of one Backend run at once: few, since
 // the heads that wait meanwhile go together in the next (a push costs
 // about the same processes for one head as for many), and one slow
-// remote still leaves one slot to the others; maxPushBatch is how many heads one push carries at most (its
-// refspecs stay well within any platform's command line).
+// remote still leaves one slot to the others; maxPushBatch is how many
+// heads one slot's turn takes at most.
 const (
 	pushSlots    = 2
 	maxPushBatch = 32
@@ -146,7 +147,7 @@ func (w *workspace) schedulePush(mf registry.Manifest) {
 // ended, as transport.Client.PushOnce does; retry is set when ctx ended.
 func (w *workspace) push(ctx context.Context, mf registry.Manifest) (retry bool, err error) {
 	p := &w.b.pushes
-	key := w.repo.Common + "\x00" + w.remote.URL
+	key := w.repo.Common + "\x00" + w.remote.Key()
 	me := &pushWait{mf: mf, done: make(chan struct{})}
 	p.mu.Lock()
 	if p.queue == nil {

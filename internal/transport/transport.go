@@ -165,6 +165,12 @@ func ParseRemote(op string, r *grove.Remote) (*Remote, error) {
 
 // env is a transfer's environment: only the remote's transport is
 // allowed (grove's git allows none).
+// Key identifies the remote as transfers reach it: its URL, transport,
+// configuration and credentials. Heads share a push only under one key.
+func (rm *Remote) Key() string {
+	return strings.Join(append([]string{rm.URL, rm.Scheme, rm.auth}, rm.config...), "\x00")
+}
+
 func (rm *Remote) env() []string { return []string{"GIT_ALLOW_PROTOCOL=" + rm.Scheme} }
 
 // args are a transfer's configuration: objects fetched are checked,
@@ -664,82 +670,115 @@ type PushResult struct {
 }
 
 // Push pushes heads mfs as PushOnce pushes each, in one git push where
-// it can: under every head's push lock (taken in the order of their IDs,
-// so that two batches never wait for each other), each head leased on
-// its own owner ref, all atomically. Should the push fail, each head is
-// pushed again alone, so that one head's refusal is its own. A host whose heads checkpoint faster than they
-// travel so pushes many heads in one git push instead of one each.
+// it can: each head leased on its own owner ref, all atomically. A head
+// whose push lock is not free at once, or whose push fails with the
+// others (whatever the reason: its records are the agent's to write, so
+// one head's refusal must not become every head's), is pushed alone,
+// after. A host whose heads checkpoint faster than they travel so pushes
+// many heads in one git push instead of one each.
 func (c *Client) Push(ctx context.Context, mfs []registry.Manifest) []PushResult {
 	res := make([]PushResult, len(mfs))
 	if len(mfs) == 1 {
 		res[0].Retry, res[0].Err = c.PushOnce(ctx, mfs[0])
 		return res
 	}
-	all := func(err error) []PushResult {
-		for i := range res {
-			res[i] = PushResult{Retry: true, Err: err}
-		}
-		return res
-	}
-	order := make([]int, len(mfs))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(string(mfs[a].ID), string(mfs[b].ID)) })
+	// The locks are tried, never waited for: a lock held elsewhere (or
+	// one an agent holds) stalls only its own head.
 	var locks []*lock.Lock
-	unlock := func() {
-		for _, l := range locks {
-			_ = l.Unlock()
-		}
-		locks = nil
-	}
-	defer unlock()
-	for _, i := range order {
-		l, err := lock.Acquire(ctx, c.Registry.PushLock(mfs[i].ID), "push "+mfs[i].Name)
-		if err != nil {
-			return all(err)
-		}
-		locks = append(locks, l)
-	}
-	refs, err := c.localRefs(ctx, mfs)
-	if err != nil {
-		return all(err)
-	}
-	var plans []*pushPlan
-	var of []int // the index in mfs of each plan's head
+	var batch, alone []int
 	for i, mf := range mfs {
-		p, err := c.plan(ctx, mf, refs)
+		l, err := lock.TryLock(c.Registry.PushLock(mf.ID), "push "+mf.Name)
+		if err != nil {
+			alone = append(alone, i)
+			continue
+		}
+		locks, batch = append(locks, l), append(batch, i)
+	}
+	alone = append(alone, c.pushBatch(ctx, mfs, batch, res)...)
+	for _, l := range locks {
+		_ = l.Unlock()
+	}
+	slices.Sort(alone)
+	for _, i := range alone {
+		res[i].Retry, res[i].Err = c.PushOnce(ctx, mfs[i])
+	}
+	return res
+}
+
+// maxPushArgs bounds the bytes of refspecs and leases one batch's git
+// push carries: well within any platform's command line.
+const maxPushArgs = 24 << 10
+
+// pushBatch pushes heads batch (indexes in mfs, whose push locks the
+// caller holds) in as few git pushes as maxPushArgs allows, records how
+// each ended in res, and returns the heads to push alone.
+func (c *Client) pushBatch(ctx context.Context, mfs []registry.Manifest, batch []int, res []PushResult) (alone []int) {
+	if len(batch) == 0 {
+		return nil
+	}
+	sub := make([]registry.Manifest, len(batch))
+	for k, i := range batch {
+		sub[k] = mfs[i]
+	}
+	refs, err := c.localRefs(ctx, sub)
+	if err != nil {
+		return batch
+	}
+	type planned struct {
+		p *pushPlan
+		i int
+	}
+	var chunks [][]planned
+	size := 0
+	for _, i := range batch {
+		p, err := c.plan(ctx, mfs[i], refs)
 		if err != nil {
 			res[i] = PushResult{Retry: true, Err: err}
-		} else if p != nil {
-			plans, of = append(plans, p), append(of, i)
+			continue
 		}
+		if p == nil {
+			continue
+		}
+		n := 200 // the lease and the owner's refspec
+		for _, s := range p.specs {
+			n += len(s) + 1
+		}
+		if len(chunks) == 0 || size+n > maxPushArgs {
+			chunks, size = append(chunks, nil), 0
+		}
+		chunks[len(chunks)-1] = append(chunks[len(chunks)-1], planned{p, i})
+		size += n
 	}
-	if len(plans) == 0 {
-		return res
+	if len(chunks) == 0 {
+		return nil
 	}
 	t, err := c.Open(ctx)
 	if err != nil {
-		return all(err)
-	}
-	err = t.push(ctx, plans)
-	t.Close()
-	if err == nil || ctx.Err() != nil {
-		for _, i := range of {
-			res[i] = PushResult{Retry: err != nil, Err: err}
+		for _, ch := range chunks {
+			for _, x := range ch {
+				res[x.i] = PushResult{Retry: true, Err: err}
+			}
 		}
-		return res
+		return nil
 	}
-	// Whatever failed, each head is pushed alone: its records are the
-	// agent's to write, so one head's refusal (its lease, objects it
-	// lacks, a branch another head's push also names) must not become
-	// every head's. An unreachable remote costs one failed push per head,
-	// as it did before heads travelled together.
-	unlock()
-	for k, p := range plans {
-		res[of[k]].Retry, res[of[k]].Err = c.PushOnce(ctx, p.mf)
+	defer t.Close()
+	for _, ch := range chunks {
+		plans := make([]*pushPlan, len(ch))
+		for k, x := range ch {
+			plans[k] = x.p
+		}
+		err := t.push(ctx, plans)
+		for _, x := range ch {
+			switch {
+			case err == nil:
+			case ctx.Err() != nil:
+				res[x.i] = PushResult{Retry: true, Err: err}
+			default:
+				alone = append(alone, x.i)
+			}
+		}
 	}
-	return res
+	return alone
 }
 
 // pushPlan is what one head's push carries.
