@@ -85,6 +85,17 @@ func forgePushed(t *testing.T, a *host, id grove.HeadID, key string, value any) 
 	require.NoError(t, os.WriteFile(file, data, 0o644))
 }
 
+// forgeBranch rewrites head id's manifest to name branch, as its agent
+// can.
+func forgeBranch(t *testing.T, a *host, id grove.HeadID, branch string) {
+	file := filepath.Join(a.clone, ".git", "grove", "heads", string(id)+".json")
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	old := `"branch": "grove/evil"`
+	require.Contains(t, string(data), old)
+	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(string(data), old, `"branch": "`+branch+`"`, 1)), 0o644))
+}
+
 func assertXLanded(t *testing.T, f *fleet, a *host, heads map[string]*workspace.Head, cp, why string) {
 	x := heads["x"].Info().ID
 	st, err := a.b.Pushed(f.ctx, a.clone, x, f.remote)
@@ -112,11 +123,7 @@ func TestAttackAForgedPushRecordCannotFailAnotherHeadsPush(t *testing.T) {
 // x, pushed alone, lands.
 func TestAttackAForgedBranchCannotFailAnotherHeadsPush(t *testing.T) {
 	f, a, gate, heads := batchOfThree(t)
-	file := filepath.Join(a.clone, ".git", "grove", "heads", string(heads["evil"].Info().ID)+".json")
-	data, err := os.ReadFile(file)
-	require.NoError(t, err)
-	require.Contains(t, string(data), `"branch": "grove/evil"`)
-	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(string(data), `"branch": "grove/evil"`, `"branch": "grove/x"`, 1)), 0o644))
+	forgeBranch(t, a, heads["evil"].Info().ID, "grove/x")
 	cp := batchRound(t, f, a, gate, heads)
 	a.wait()
 	assertXLanded(t, f, a, heads, cp, "another head's forged branch failed x's batch")
@@ -127,12 +134,7 @@ func TestAttackAForgedBranchCannotFailAnotherHeadsPush(t *testing.T) {
 // for-each-ref cannot start; x, pushed alone, lands.
 func TestAttackAnOverlongBranchCannotFailAnotherHeadsPush(t *testing.T) {
 	f, a, gate, heads := batchOfThree(t)
-	file := filepath.Join(a.clone, ".git", "grove", "heads", string(heads["evil"].Info().ID)+".json")
-	data, err := os.ReadFile(file)
-	require.NoError(t, err)
-	require.Contains(t, string(data), `"branch": "grove/evil"`)
-	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(string(data), `"branch": "grove/evil"`,
-		`"branch": "grove/`+strings.Repeat("a", 200_000)+`"`, 1)), 0o644))
+	forgeBranch(t, a, heads["evil"].Info().ID, "grove/"+strings.Repeat("a", 200_000))
 	cp := batchRound(t, f, a, gate, heads)
 	a.wait()
 	assertXLanded(t, f, a, heads, cp, "another head's forged branch (too long for an argument) failed x's batch")
