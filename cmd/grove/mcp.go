@@ -272,15 +272,19 @@ func (a *app) mcpSession(head, id string, shape engine.SessionOptions) (*engine.
 
 // checkHTTP checks --http (a loopback address) and returns the token to
 // serve with: $GROVE_MCP_TOKEN, or a new random one.
-func checkHTTP(addr string) (string, error) {
+func checkHTTP(addr string) (string, error) { return loopbackToken("--http", addr, "GROVE_MCP_TOKEN") }
+
+// loopbackToken checks that addr, the value of flag, is a loopback
+// address, and returns the token to serve with: $env, or a new random one.
+func loopbackToken(flag, addr, env string) (string, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", &grove.Error{Code: grove.InvalidArgument, Err: fmt.Errorf("--http %q: %v", addr, err)}
+		return "", &grove.Error{Code: grove.InvalidArgument, Err: fmt.Errorf("%s %q: %v", flag, addr, err)}
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return "", &grove.Error{Code: grove.InvalidArgument, Err: fmt.Errorf("--http %q: grove serves on a loopback address only", addr)}
+		return "", &grove.Error{Code: grove.InvalidArgument, Err: fmt.Errorf("%s %q: grove serves on a loopback address only", flag, addr)}
 	}
-	token := os.Getenv("GROVE_MCP_TOKEN")
+	token := os.Getenv(env)
 	if token == "" {
 		var b [24]byte
 		if _, err := rand.Read(b[:]); err != nil {
@@ -289,7 +293,7 @@ func checkHTTP(addr string) (string, error) {
 		token = hex.EncodeToString(b[:])
 	}
 	if len(token) < 16 {
-		return "", &grove.Error{Code: grove.InvalidArgument, Err: fmt.Errorf("$GROVE_MCP_TOKEN: %w", toolsmcp.ErrNoToken)}
+		return "", &grove.Error{Code: grove.InvalidArgument, Err: fmt.Errorf("$%s: %w", env, toolsmcp.ErrNoToken)}
 	}
 	return token, nil
 }
@@ -301,15 +305,23 @@ func (a *app) serveHTTP(server *mcp.Server, addr, token, sessionID string) error
 	if err != nil {
 		return &grove.Error{Code: grove.InvalidArgument, Err: err}
 	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	return a.serve(addr, mux, func(at string) {
+		out, _ := json.Marshal(map[string]string{"url": "http://" + at + "/mcp", "token": token, "session": sessionID})
+		fmt.Fprintln(a.stdout, string(out))
+	})
+}
+
+// serve serves h on addr until grove is interrupted; announce is told the
+// address it listens on once it does.
+func (a *app) serve(addr string, h http.Handler, announce func(at string)) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return &grove.Error{Code: grove.FailedPrecondition, Err: err}
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	out, _ := json.Marshal(map[string]string{"url": "http://" + ln.Addr().String() + "/mcp", "token": token, "session": sessionID})
-	fmt.Fprintln(a.stdout, string(out))
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	announce(ln.Addr().String())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -319,6 +331,7 @@ func (a *app) serveHTTP(server *mcp.Server, addr, token, sessionID string) error
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
+		<-errc
 		return nil
 	}
 }

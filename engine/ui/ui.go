@@ -1,0 +1,274 @@
+// Package ui serves grove's review page: every head of one repository at a
+// glance, one head's timeline of turns and checkpoints with their diffs and
+// the live diff of its uncommitted work, a comparison of heads, and the
+// actions a reviewer takes (checkpoint, restore, fork, archive, destroy,
+// land, patch download).
+//
+// Invariants:
+//
+//   - The handler holds no logic of its own: every value it shows and every
+//     action it takes is a call of the workspace and engine APIs the grove
+//     command makes, with the same typed errors, shown by code and message.
+//   - Everything a head holds (names, paths, messages, diffs, prompts) is
+//     text the agent wrote: it reaches the page only through html/template's
+//     contextual escaping, and the page's Content-Security-Policy runs no
+//     script but the one the binary embeds, so a file that tries to inject
+//     markup renders as text.
+//   - Every request needs the token: once, in the URL grove ui prints,
+//     which trades it for a cookie (SameSite=Strict, HttpOnly) and
+//     redirects to the same page without it. Writes are POSTs that also
+//     carry a form value derived from the token, and a Host header that is
+//     not a loopback name is refused (DNS rebinding).
+//   - Every action asks for confirmation first: a page that says what will
+//     happen (for a land, the dry run's result, or its conflicts), whose
+//     button repeats the request with confirm=yes.
+//   - The page fetches nothing from elsewhere: its script and style are
+//     embedded in the binary. The script only swaps in HTML the server
+//     rendered (the live diff, the list of heads) when it changes.
+package ui
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"html/template"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/engine"
+	"github.com/groveworks/grove/workspace"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Options configure New.
+type Options struct {
+	// Workspace is the repository whose heads the page shows. Required.
+	Workspace *workspace.Workspace
+	// Engine, when set, gives each head its sessions and each timeline
+	// its turns; without it the page shows heads and checkpoints only.
+	Engine *engine.Engine
+	// Token is the secret every request must carry (at least 16 bytes).
+	Token string
+	// Wait is how long an action waits for an isolated head another
+	// grove command holds, as the command's --wait (0: not at all).
+	Wait time.Duration
+	// Poll is how often the page asks for what changed (default 1 s).
+	Poll time.Duration
+}
+
+// ErrNoToken is returned by New for a token shorter than 16 bytes.
+var ErrNoToken = errors.New("ui: the token must be at least 16 bytes")
+
+// Handler serves the review page. Make one with New.
+type Handler struct {
+	o     Options
+	mux   *http.ServeMux
+	pages *template.Template
+	csrf  string
+}
+
+// New returns the handler of the review page for o.Workspace.
+func New(o Options) (*Handler, error) {
+	if o.Workspace == nil {
+		return nil, errors.New("ui: no workspace")
+	}
+	if len(o.Token) < 16 {
+		return nil, ErrNoToken
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	pages, err := template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html")
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte("grove ui form\x00" + o.Token))
+	h := &Handler{o: o, mux: http.NewServeMux(), pages: pages, csrf: hex.EncodeToString(sum[:16])}
+	static, _ := fs.Sub(assets, "assets/static")
+	h.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	h.mux.HandleFunc("GET /{$}", h.overview)
+	h.mux.HandleFunc("GET /frag/heads", h.headsFragment)
+	h.mux.HandleFunc("GET /head/{name}", h.head)
+	h.mux.HandleFunc("GET /frag/live/{name}", h.liveFragment)
+	h.mux.HandleFunc("GET /head/{name}/patch", h.patch)
+	h.mux.HandleFunc("GET /compare", h.compare)
+	h.mux.HandleFunc("POST /head/{name}/{action}", h.act)
+	return h, nil
+}
+
+// cookie is the name of the cookie that carries the token: one per port,
+// since two servers on one host share the browser's cookies.
+func cookie(r *http.Request) string {
+	_, port, _ := net.SplitHostPort(r.Host)
+	return "grove_ui_" + port
+}
+
+// ServeHTTP checks the request's host and token, then serves it.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "same-origin")
+	hd.Set("Cache-Control", "no-store")
+	if !loopbackHost(r.Host) {
+		http.Error(w, "grove ui answers on a loopback address only", http.StatusForbidden)
+		return
+	}
+	if tok := r.URL.Query().Get("token"); tok != "" {
+		if !h.valid(tok) || r.Method != http.MethodGet {
+			http.Error(w, "grove ui: wrong token", http.StatusUnauthorized)
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: cookie(r), Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		q := r.URL.Query()
+		q.Del("token")
+		u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+		http.Redirect(w, r, u.String(), http.StatusSeeOther)
+		return
+	}
+	c, err := r.Cookie(cookie(r))
+	if err != nil || !h.valid(c.Value) {
+		http.Error(w, "grove ui: open the URL grove ui printed (it carries the token)", http.StatusUnauthorized)
+		return
+	}
+	if r.Method == http.MethodPost {
+		site := r.Header.Get("Sec-Fetch-Site")
+		if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host || site != "" && site != "same-origin" {
+			http.Error(w, "grove ui: a form from another origin", http.StatusForbidden)
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(h.csrf)) != 1 {
+			http.Error(w, "grove ui: the form is not this server's", http.StatusForbidden)
+			return
+		}
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+func (h *Handler) valid(tok string) bool {
+	return subtle.ConstantTimeCompare([]byte(tok), []byte(h.o.Token)) == 1
+}
+
+// loopbackHost reports whether a Host header names this machine by a
+// loopback address or "localhost".
+func loopbackHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// page is what every page's template gets besides its own data.
+type page struct {
+	Title string
+	CSRF  string
+	Poll  int // milliseconds
+	Flash string
+	Data  any
+}
+
+// render writes the template name with data, or an error page when it
+// fails before anything was written.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
+	var buf bytes.Buffer
+	p := page{Title: title, CSRF: h.csrf, Poll: int(h.o.Poll / time.Millisecond), Flash: r.URL.Query().Get("done"), Data: data}
+	if err := h.pages.ExecuteTemplate(&buf, name, p); err != nil {
+		http.Error(w, "grove ui: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+// failure is an error as the page shows it: the code's name and the
+// message, as the command prints them.
+type failure struct {
+	Op, Head, Code, Message string
+	Conflicts               []string
+}
+
+// fail renders err on an error page with a status that fits its code.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, op, head string, err error) {
+	code := grove.CodeOf(err)
+	f := failure{Op: op, Head: head, Code: code.Name(), Message: err.Error()}
+	var lc *grove.LandConflict
+	if errors.As(err, &lc) {
+		f.Conflicts = lc.Paths
+	}
+	status := http.StatusInternalServerError
+	switch code {
+	case grove.InvalidArgument:
+		status = http.StatusBadRequest
+	case grove.NotFound:
+		status = http.StatusNotFound
+	case grove.Conflict, grove.AlreadyBound, grove.AlreadyExists, grove.FailedPrecondition:
+		status = http.StatusConflict
+	case grove.Canceled:
+		status = 499
+	}
+	h.render(w, r, status, "error", op+" failed", f)
+}
+
+// writable opens the head called name to change it, waiting for another
+// grove command's hold up to Options.Wait.
+func (h *Handler) writable(ctx context.Context, name string) (*workspace.Head, error) {
+	return h.o.Workspace.OpenHead(ctx, name, &workspace.ReopenOptions{Wait: h.o.Wait})
+}
+
+// readable opens the head called name without a lock.
+func (h *Handler) readable(ctx context.Context, name string) (*workspace.Head, error) {
+	return h.o.Workspace.OpenHead(ctx, name, &workspace.ReopenOptions{ReadOnly: true})
+}
+
+// headURL is the page of the head called name.
+func headURL(name string, q url.Values) string {
+	u := url.URL{Path: "/head/" + name, RawPath: "/head/" + url.PathEscape(name), RawQuery: q.Encode()}
+	return u.String()
+}
+
+var funcs = template.FuncMap{
+	"short": func(id grove.CheckpointID) string {
+		if len(id) > 10 {
+			return string(id[:10])
+		}
+		return string(id)
+	},
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.Local().Format("2006-01-02 15:04:05")
+	},
+	"headURL": func(name string) string { return headURL(name, nil) },
+	"subject": func(msg string) string {
+		s, _, _ := strings.Cut(msg, "\n")
+		return s
+	},
+	"diffOf": func(files []fileDiff, cut, split bool) diffArgs {
+		return diffArgs{Files: files, Cut: cut, Split: split}
+	},
+}
+
+// diffArgs is what the "diff" template renders.
+type diffArgs struct {
+	Files []fileDiff
+	Cut   bool
+	Split bool
+}
