@@ -194,7 +194,7 @@ object {"code","op","head","reason","message"} on stderr.`,
 	root.AddCommand(
 		a.newCmd(), a.attachCmd(), a.lsCmd(), a.pathCmd(), a.checkpointCmd(), a.logCmd(),
 		a.restoreCmd(), a.forkCmd(), a.sparseCmd(), a.lfsCmd(), a.statusCmd(), a.diffCmd(), a.archiveCmd(true), a.archiveCmd(false),
-		a.destroyCmd(), a.psCmd(), a.envCmd(), a.materializeCmd(), a.repairCmd(), a.doctorCmd(), a.gcCmd(), a.sweepCmd(), a.landCmd(), a.patchCmd(), a.sessionCmd(), a.runCmd(), a.hooksCmd(), a.turnsCmd(), a.rewindCmd(), a.mcpCmd(), a.uiCmd(), a.fleetCmd(), a.tourCmd(), a.benchCmd(), a.versionCmd(),
+		a.destroyCmd(), a.psCmd(), a.envCmd(), a.materializeCmd(), a.repairCmd(), a.doctorCmd(), a.gcCmd(), a.sweepCmd(), a.landCmd(), a.patchCmd(), a.sessionCmd(), a.runCmd(), a.hooksCmd(), a.turnsCmd(), a.rewindCmd(), a.mcpCmd(), a.uiCmd(), a.fanoutCmd(), a.fleetCmd(), a.tourCmd(), a.benchCmd(), a.versionCmd(),
 	)
 	root.SetHelpCommand(helpCmd())
 	// cobra's own completion command, made now so that it gets examples

@@ -246,3 +246,45 @@ func TestUIAtScale(t *testing.T) {
 	timed("comparison of 5", strings.Split(base, "?")[0]+q, `#compare`)
 	assert.Positive(t, eval[int](t, ctx, `document.querySelectorAll("#compare tbody tr").length`))
 }
+
+// grove fanout runs one command in N new heads, reports each, and with
+// --ui serves the comparison of them: the page shows every head and the
+// file they all changed.
+func TestFanoutOpensTheComparison(t *testing.T) {
+	ctx := browser(t)
+	root := t.TempDir()
+	repo, home := filepath.Join(root, "repo"), filepath.Join(root, "home")
+	require.NoError(t, githarness.InitRepo(ctx, repo, fstest.MapFS{"README.md": {Data: []byte("# demo\n")}}))
+	c := exec.Command(groveBin, "fanout", "3", "try", "--ui", "--", "sh", "-c", `echo "$GROVE_HEAD" >> README.md; echo done`)
+	c.Dir = repo
+	c.Env = append(os.Environ(), "GROVE_HOME="+home)
+	c.Stderr = os.Stderr
+	stdout, err := c.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, c.Start())
+	t.Cleanup(func() {
+		_ = c.Process.Signal(os.Interrupt)
+		_ = c.Wait()
+	})
+	var lines []string
+	r := bufio.NewReader(stdout)
+	for {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err, "grove fanout printed %q", lines)
+		lines = append(lines, strings.TrimSpace(line))
+		if strings.HasPrefix(line, "http://") {
+			break
+		}
+	}
+	out := strings.Join(lines, "\n")
+	for _, name := range []string{"try-1", "try-2", "try-3"} {
+		assert.Contains(t, out, "["+name+"] done")
+		assert.Regexp(t, `(?m)^`+name+` +0 +[0-9a-f]{12} `, out)
+	}
+	do(t, ctx, chromedp.Navigate(lines[len(lines)-1]), chromedp.WaitVisible(`#compare`))
+	assert.Equal(t, []string{"try-1", "try-2", "try-3"},
+		eval[[]string](t, ctx, `Array.from(document.querySelectorAll("#compare thead tr:first-child th a"), e => e.textContent)`))
+	assert.Equal(t, []string{"README.md"},
+		eval[[]string](t, ctx, `Array.from(document.querySelectorAll("#compare tr.overlap td.path"), e => e.textContent)`))
+	assert.Contains(t, text(t, ctx, `#pair-diff`), "try-2")
+}
