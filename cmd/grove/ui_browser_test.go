@@ -76,7 +76,7 @@ func shoot(t *testing.T, ctx context.Context, name string) {
 	if *uiShots == "" {
 		return
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(*uiShots, name+".png"), png, 0o644))
 }
@@ -138,6 +138,7 @@ func TestUIInABrowser(t *testing.T) {
 	dir1, dir2 := grove("new", "agent-1"), grove("new", "agent-2")
 	require.NoError(t, os.WriteFile(filepath.Join(dir1, "src", "main.go"), []byte("package main\n\nfunc main() {\n\tprintln(\"hello, world\")\n}\n"), 0o644))
 	grove("checkpoint", "agent-1", "-m", "greet the world")
+	grove("run", "agent-1", "--", "sh", "-c", "echo 'run by an agent' > run.txt")
 	require.NoError(t, os.WriteFile(filepath.Join(dir2, hostileName), []byte("<script>document.title='pwned'</script>\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir2, "src", "main.go"), []byte("package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n"), 0o644))
 	cp2 := grove("checkpoint", "agent-2", "-m", "<b>bold</b> move")
@@ -147,7 +148,8 @@ func TestUIInABrowser(t *testing.T) {
 	// The overview lists both heads, with what they changed.
 	do(t, ctx, chromedp.Navigate(base), chromedp.WaitVisible(`tr[data-head="agent-2"]`))
 	assert.Equal(t, 2, eval[int](t, ctx, `document.querySelectorAll("tr.head").length`))
-	assert.Equal(t, "1", text(t, ctx, `tr[data-head="agent-1"] td.changed`))
+	assert.Equal(t, "2", text(t, ctx, `tr[data-head="agent-1"] td.changed`))
+	assert.Contains(t, text(t, ctx, `tr[data-head="agent-1"]`), "closed grove run")
 	assert.Equal(t, "2", text(t, ctx, `tr[data-head="agent-2"] td.changed`))
 	shoot(t, ctx, "overview")
 
@@ -164,12 +166,15 @@ func TestUIInABrowser(t *testing.T) {
 
 	// An agent writes: the live diff shows it without a reload.
 	do(t, ctx, chromedp.Navigate(at("/head/agent-1")), chromedp.WaitVisible(`#live`))
+	assert.Contains(t, text(t, ctx, `#timeline li.turn`), "turn 1")
+	assert.Equal(t, 2, eval[int](t, ctx, `document.querySelectorAll("#timeline li.checkpoint").length`))
 	eval[bool](t, ctx, `window.stayed = true`)
 	require.NoError(t, os.WriteFile(filepath.Join(dir1, "notes.txt"), []byte("written by the agent\n"), 0o644))
 	_, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector("#live").textContent.includes("written by the agent")`,
 		chromedp.WithPollingTimeout(30*time.Second)))
 	require.NoError(t, err, "the live diff never showed the agent's write")
 	assert.True(t, eval[bool](t, ctx, `window.stayed === true`), "the page reloaded")
+	shoot(t, ctx, "live")
 
 	// Two heads compared: each one's files, the one both changed, and the
 	// diff between their latest checkpoints.

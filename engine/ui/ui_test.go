@@ -71,7 +71,7 @@ func newFixture(t *testing.T) *fixture {
 type jar []*http.Cookie
 
 func (j jar) SetCookies(*url.URL, []*http.Cookie) {}
-func (j jar) Cookies(*url.URL) []*http.Cookie   { return j }
+func (j jar) Cookies(*url.URL) []*http.Cookie     { return j }
 
 func (f *fixture) get(path string, status int) string {
 	f.t.Helper()

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -153,7 +154,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, "heads", "", err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "overview", h.o.Workspace.Info().Locator, rows)
+	h.render(w, r, http.StatusOK, "overview", repoName(h.o.Workspace.Info().Locator), rows)
 }
 
 func (h *Handler) headsFragment(w http.ResponseWriter, r *http.Request) {
@@ -397,6 +398,15 @@ func (h *Handler) compare(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Diff, v.Cut = parsePatch(d.Patch)
 	h.render(w, r, http.StatusOK, "compare", "compare", v)
+}
+
+// repoName is how the page names a repository: its directory, for a
+// locator that is the .git directory in it.
+func repoName(locator string) string {
+	if filepath.Base(locator) == ".git" {
+		return filepath.Dir(locator)
+	}
+	return locator
 }
 
 type errString string
