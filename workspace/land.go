@@ -34,6 +34,10 @@ type LandOptions struct {
 	// Checkpoint configures the checkpoint of uncommitted work taken
 	// first; an empty Message says it is before a land.
 	Checkpoint CheckpointOptions
+	// Expect, when set, lands only the work a reviewer saw: the head must
+	// be at this commit with nothing uncommitted (Land takes no
+	// checkpoint), else Land is a Conflict and changes nothing.
+	Expect grove.CheckpointID
 }
 
 // PatchOptions configure Head.Patch. The zero value (or nil) gives one
@@ -112,7 +116,18 @@ func (h *Head) Land(ctx context.Context, opts *LandOptions) (grove.LandResult, e
 	}
 	defer unlock()
 	var taken *grove.CheckpointResult
-	if !d.DryRun {
+	if opts != nil && opts.Expect != "" {
+		st, err := h.h.Status(ctx)
+		if err != nil {
+			return grove.LandResult{}, wrap(op, h.name, err)
+		}
+		switch {
+		case st.Commit != opts.Expect:
+			return grove.LandResult{}, fail(grove.Conflict, op, h.name, "the head is at %s, not at %s as expected: nothing landed", st.Commit, opts.Expect)
+		case st.Dirty:
+			return grove.LandResult{}, fail(grove.Conflict, op, h.name, "the head has work not checkpointed since %s: nothing landed", opts.Expect)
+		}
+	} else if !d.DryRun {
 		var cpo *CheckpointOptions
 		if opts != nil {
 			cpo = &opts.Checkpoint

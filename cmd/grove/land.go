@@ -15,7 +15,7 @@ func (a *app) landCmd() *cobra.Command {
 	var o workspace.LandOptions
 	var squash, rebase, merge bool
 	cmd := &cobra.Command{
-		Use:   "land NAME [--onto BRANCH] [--squash|--rebase|--merge] [--branch NEW] [--dry-run] [-m MSG]",
+		Use:   "land NAME [--onto BRANCH] [--squash|--rebase|--merge] [--branch NEW] [--dry-run] [--expect COMMIT] [-m MSG]",
 		Short: "Land a head's work on a branch; prints the branch's new tip",
 		Long: `Write the work of the head called NAME (its checkpoints since it left the
 branch, uncommitted work checkpointed first) onto BRANCH (default: the branch
@@ -28,7 +28,9 @@ and no branch or checkout changes. A branch checked out in a worktree (your main
 moves together with that worktree's files when it has no changes of its
 own; otherwise grove refuses and names it. --branch NEW writes the result
 to a new branch for review instead, leaving BRANCH alone. --dry-run checks
-and prints what would be written (taking no checkpoint). The head's branch
+and prints what would be written (taking no checkpoint). --expect COMMIT
+lands only if the head is still at COMMIT with nothing uncommitted: the
+work that was reviewed, not what an agent wrote since. The head's branch
 and its checkpoints are never rewritten. --squash, --rebase and --merge
 exclude each other; a rebase keeps each checkpoint's own message.
 
@@ -78,6 +80,7 @@ checkpoint (the one taken of uncommitted work).`,
 	f.StringVar(&o.Branch, "branch", "", "write the result to this new branch instead of moving --onto")
 	f.StringVarP(&o.Message, "message", "m", "", "the commit message (default: the head's name and checkpoint messages)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "check and compute; move nothing")
+	f.StringVar((*string)(&o.Expect), "expect", "", "land only if the head is at this commit with nothing uncommitted (the work you reviewed); no checkpoint is taken")
 	return cmd
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net/url"
 
 	"github.com/spf13/cobra"
 
@@ -29,9 +28,9 @@ and a patch download. Each asks for confirmation, and fails as the command
 would, with the same error.
 
 The page answers on a loopback address only (--addr, default any free port
-of 127.0.0.1), and only to a browser that opened the printed URL: it carries
-a token ($GROVE_UI_TOKEN, or a new random one), which the page trades for a
-cookie. It loads nothing from elsewhere.`,
+of 127.0.0.1), and only to a browser that opened the printed URL: the first
+element of every path of the page is a token ($GROVE_UI_TOKEN, or a new
+random one). It loads nothing from elsewhere.`,
 		Example: `  grove ui
   grove ui --addr 127.0.0.1:7420`,
 		Args: args(cobra.NoArgs),
@@ -44,7 +43,7 @@ cookie. It loads nothing from elsewhere.`,
 }
 
 // serveUI serves the review page on addr until grove is interrupted,
-// printing the URL of the page at path (with the token).
+// printing the URL of the page at path (the token is its first element).
 func (a *app) serveUI(addr, path string) error {
 	token, err := loopbackToken("--addr", addr, "GROVE_UI_TOKEN")
 	if err != nil {
@@ -62,13 +61,11 @@ func (a *app) serveUI(addr, path string) error {
 	if err != nil {
 		return err
 	}
+	defer h.Close()
 	return a.serve(addr, h, func(at string) {
-		u, _ := url.Parse(path)
-		q := u.Query()
-		q.Set("token", token)
-		page := url.URL{Scheme: "http", Host: at, Path: u.Path, RawQuery: q.Encode()}
-		_ = a.print(map[string]string{"url": page.String(), "token": token}, func(w io.Writer) {
-			fmt.Fprintln(w, page.String())
+		page := "http://" + at + "/" + token + path
+		_ = a.print(map[string]string{"url": page, "token": token}, func(w io.Writer) {
+			fmt.Fprintln(w, page)
 		})
 	})
 }

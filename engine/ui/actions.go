@@ -16,6 +16,8 @@ type confirmView struct {
 	Head, Action, Question string
 	Fields                 url.Values
 	Land                   *grove.LandResult // a land's dry run
+	// Blocked says why the action cannot be confirmed as it stands.
+	Blocked string
 }
 
 // act runs one of a head's actions: without confirm=yes it shows what the
@@ -23,6 +25,11 @@ type confirmView struct {
 // and returns to the page the action leaves.
 func (h *Handler) act(w http.ResponseWriter, r *http.Request) {
 	ctx, name, action := r.Context(), r.PathValue("name"), r.PathValue("action")
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+	if err := r.ParseForm(); err != nil {
+		h.fail(w, r, action, name, &grove.Error{Code: grove.InvalidArgument, Op: "ui: " + action, Head: name, Err: err})
+		return
+	}
 	f := r.PostForm
 	do, ok := actions[action]
 	if !ok {
@@ -31,34 +38,47 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request) {
 	}
 	fields := url.Values{}
 	for k, v := range f {
-		if k != "csrf" && k != "confirm" {
+		if k != "confirm" {
 			fields[k] = v
 		}
 	}
 	if f.Get("confirm") != "yes" {
 		v := confirmView{Head: name, Action: action, Question: do.ask(name, f), Fields: fields}
 		if action == "land" {
+			// The land confirmed is the one shown: of the commit the head
+			// is at now, with nothing uncommitted (what an agent writes
+			// after this page is not landed unseen).
+			st, err := h.status(ctx, name)
+			if err != nil {
+				h.fail(w, r, "land", name, err)
+				return
+			}
 			res, err := h.land(ctx, name, f, true)
 			if err != nil {
 				h.fail(w, r, "land", name, err)
 				return
 			}
 			v.Land = &res
+			v.Fields.Set("expect", string(st.Commit))
+			if st.Dirty {
+				v.Blocked = "The head has uncommitted work, which this dry run leaves out: checkpoint it and review it first."
+			}
 		}
 		h.render(w, r, http.StatusOK, "confirm", action+" "+name, v)
 		return
 	}
 	done, err := do.run(ctx, h, name, f)
+	h.cache.drop(name)
 	if err != nil {
 		h.fail(w, r, action, name, err)
 		return
 	}
-	next := headURL(name, url.Values{"done": {done}})
+	next := h.headURL(name, url.Values{"done": {done}})
 	if action == "destroy" {
-		next = "/?" + url.Values{"done": {done}}.Encode()
+		next = h.base + "/?" + url.Values{"done": {done}}.Encode()
 	}
 	if action == "fork" {
-		next = headURL(f.Get("new"), url.Values{"done": {done}})
+		next = h.headURL(f.Get("new"), url.Values{"done": {done}})
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
@@ -190,13 +210,30 @@ func (h *Handler) withHead(ctx context.Context, name string, f func(*workspace.H
 	return f(hd)
 }
 
+// status reads the head called name's status without a lock.
+func (h *Handler) status(ctx context.Context, name string) (grove.Status, error) {
+	hd, err := h.readable(ctx, name)
+	if err != nil {
+		return grove.Status{}, err
+	}
+	defer hd.Close()
+	return hd.Status(ctx)
+}
+
 // land lands the head called name as the form says (a dry run, or not).
 func (h *Handler) land(ctx context.Context, name string, f url.Values, dry bool) (grove.LandResult, error) {
 	var res grove.LandResult
 	_, err := h.withHead(ctx, name, func(hd *workspace.Head) (string, error) {
 		var err error
-		res, err = hd.Land(ctx, &workspace.LandOptions{Onto: f.Get("onto"), Strategy: grove.LandStrategy(f.Get("strategy")),
-			Branch: f.Get("branch"), Message: f.Get("message"), DryRun: dry})
+		o := &workspace.LandOptions{Onto: f.Get("onto"), Strategy: grove.LandStrategy(f.Get("strategy")),
+			Branch: f.Get("branch"), Message: f.Get("message"), DryRun: dry}
+		if !dry {
+			o.Expect = grove.CheckpointID(f.Get("expect"))
+			if o.Expect == "" {
+				return "", &grove.Error{Code: grove.InvalidArgument, Op: "ui: land", Head: name, Err: errString("no reviewed commit to land: start from the head's page")}
+			}
+		}
+		res, err = hd.Land(ctx, o)
 		return "", err
 	})
 	return res, err

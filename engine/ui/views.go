@@ -20,14 +20,15 @@ const readers = 4
 // headRow is one head in the overview.
 type headRow struct {
 	grove.HeadInfo
-	Session  *sessionRow
-	Commit   grove.CheckpointID // the commit the head is at
-	Dirty    bool               // a checkpoint now would make a commit
-	Files    []grove.FileStat   // changed since the head's base, uncommitted work included
-	Added    int
-	Deleted  int
-	Activity time.Time // the newest of its last checkpoint and its session's last change
-	Err      string    // why the head could not be read
+	Session      *sessionRow
+	Commit       grove.CheckpointID // the commit the head is at
+	Dirty        bool               // a checkpoint now would make a commit
+	Files        []grove.FileStat   // changed since the head's base, uncommitted work included
+	Added        int
+	Deleted      int
+	Checkpointed time.Time // its last checkpoint's time
+	Activity     time.Time // the newest of its last checkpoint and its session's last change
+	Err          string    // why the head could not be read
 }
 
 // sessionRow is the session that holds (or last held) a head.
@@ -98,58 +99,71 @@ func (h *Handler) readHead(ctx context.Context, row *headRow) {
 		row.Deleted += f.Deleted
 	}
 	if log, err := hd.Log(ctx, &workspace.LogOptions{Limit: 1}); err == nil && len(log) > 0 {
-		row.Activity = log[0].Time
-	}
-	if row.Session != nil && row.Session.Updated.After(row.Activity) {
-		row.Activity = row.Session.Updated
+		row.Checkpointed = log[0].Time
 	}
 }
 
-// rows reads the heads called names (every head, when names is nil), a
-// few at a time, in the workspace's order.
-func (h *Handler) rows(ctx context.Context, names []string) ([]headRow, error) {
+// rows reads the heads called names (every head, when names is nil), in
+// the workspace's order, workers at a time; a head with a reading younger
+// than maxAge is not read again.
+func (h *Handler) rows(ctx context.Context, names []string, maxAge time.Duration, workers int) ([]headRow, error) {
 	heads, err := h.o.Workspace.Heads(ctx)
 	if err != nil {
 		return nil, err
 	}
 	sessions := h.sessions(ctx)
 	var rows []headRow
+	var stale []int
+	live := map[grove.HeadID]bool{}
 	for _, hi := range heads {
+		live[hi.ID] = true
 		if names != nil && !slices.Contains(names, hi.Name) {
 			continue
 		}
-		row := headRow{HeadInfo: hi}
+		row, ok := h.cache.get(hi.ID, maxAge)
+		if !ok {
+			stale = append(stale, len(rows))
+		}
+		row.HeadInfo = hi
+		row.Session = nil
 		if s, ok := sessions[hi.Name]; ok {
 			row.Session = &s
 		}
 		rows = append(rows, row)
 	}
-	if names != nil && len(rows) < len(names) {
-		for _, n := range names {
-			if !slices.ContainsFunc(rows, func(r headRow) bool { return r.Name == n }) {
-				return nil, &grove.Error{Code: grove.NotFound, Op: "ui: compare", Head: n, Err: grove.ErrNotFound}
-			}
+	if names == nil {
+		h.cache.forget(live)
+	}
+	for _, n := range names {
+		if !slices.ContainsFunc(rows, func(r headRow) bool { return r.Name == n }) {
+			return nil, &grove.Error{Code: grove.NotFound, Op: "ui: head", Head: n, Err: grove.ErrNotFound}
 		}
 	}
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, readers)
-	for i := range rows {
-		if rows[i].State == grove.StateArchived {
-			continue // not readable until unarchived; listed as it is
-		}
-		wg.Add(1)
+	sem := make(chan struct{}, workers)
+	for _, i := range stale {
 		sem <- struct{}{}
-		go func(row *headRow) {
-			defer func() { <-sem; wg.Done() }()
-			h.readHead(ctx, row)
-		}(&rows[i])
+		wg.Go(func() {
+			defer func() { <-sem }()
+			h.cache.read(ctx, &rows[i], maxAge > 0, func(row *headRow) {
+				if row.State != grove.StateArchived { // not readable until unarchived
+					h.readHead(ctx, row)
+				}
+			})
+		})
 	}
 	wg.Wait()
+	for i := range rows {
+		rows[i].Activity = rows[i].Checkpointed
+		if s := rows[i].Session; s != nil && s.Updated.After(rows[i].Activity) {
+			rows[i].Activity = s.Updated
+		}
+	}
 	return rows, nil
 }
 
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
-	rows, err := h.rows(r.Context(), nil)
+	rows, err := h.rows(r.Context(), nil, fresh, readers)
 	if err != nil {
 		h.fail(w, r, "heads", "", err)
 		return
@@ -158,7 +172,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) headsFragment(w http.ResponseWriter, r *http.Request) {
-	rows, err := h.rows(r.Context(), nil)
+	rows, err := h.rows(r.Context(), nil, fresh, readers)
 	if err != nil {
 		h.fail(w, r, "heads", "", err)
 		return
@@ -214,7 +228,7 @@ func live(ctx context.Context, hd *workspace.Head, split bool) liveView {
 
 func (h *Handler) head(w http.ResponseWriter, r *http.Request) {
 	ctx, name := r.Context(), r.PathValue("name")
-	rows, err := h.rows(ctx, []string{name})
+	rows, err := h.rows(ctx, []string{name}, 0, 1)
 	if err != nil {
 		h.fail(w, r, "head", name, err)
 		return
@@ -345,7 +359,7 @@ func (h *Handler) compare(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, "compare", "", &grove.Error{Code: grove.InvalidArgument, Op: "ui: compare", Err: errString("choose two heads or more")})
 		return
 	}
-	rows, err := h.rows(ctx, names)
+	rows, err := h.rows(ctx, names, fresh, readers)
 	if err != nil {
 		h.fail(w, r, "compare", "", err)
 		return
