@@ -8,6 +8,7 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
+	"github.com/groveworks/grove/internal/shown"
 )
 
 // failure is a command's error with the operation it names.
@@ -47,10 +48,10 @@ func (a *app) report(f *failure) {
 		return
 	}
 	if obj.Op == "" {
-		fmt.Fprintf(a.stderr, "grove: %s\n", printable(obj.Message))
+		fmt.Fprintf(a.stderr, "grove: %s\n", shown.Printable(obj.Message))
 		return
 	}
-	fmt.Fprintf(a.stderr, "grove: %s: %s\n", obj.Op, printable(obj.Message))
+	fmt.Fprintf(a.stderr, "grove: %s: %s\n", obj.Op, shown.Printable(obj.Message))
 }
 
 // describe turns a failure into words and fields. A resume that failed

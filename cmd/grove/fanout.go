@@ -16,6 +16,7 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
+	"github.com/groveworks/grove/internal/shown"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -61,7 +62,6 @@ heads (see grove ui) and prints its URL, until interrupted.`,
 			if a.json {
 				out.w = a.stderr // stdout is the JSON's
 			}
-			done := a.startProgress(fmt.Sprintf("making %d heads", n))
 			res, err := eng.Fanout(a.ctx, &engine.FanoutOptions{
 				Workspace: ws, Name: name, N: n, From: grove.Rev(from), Parallel: parallel,
 				Heads: engine.ExistingHead{Backend: a.backend(), Root: ws.Info().Locator,
@@ -69,9 +69,11 @@ heads (see grove ui) and prints its URL, until interrupted.`,
 				Command: workspace.Command{Argv: args[2:], Grace: 10 * time.Second},
 				Output:  out.to,
 			})
-			done()
 			out.flush()
 			if err != nil {
+				for _, r := range res {
+					fmt.Fprintf(a.stderr, "grove: fanout: head %s was made before the failure; nothing ran in it (grove destroy %s)\n", r.Head, r.Head)
+				}
 				return fail(cmd, "", err)
 			}
 			type resultJSON struct {
@@ -104,7 +106,7 @@ heads (see grove ui) and prints its URL, until interrupted.`,
 				_ = tw.Flush()
 				for _, r := range list {
 					if r.Error != nil {
-						fmt.Fprintf(a.stderr, "grove: fanout: %s\n", printable(r.Error.Message))
+						fmt.Fprintf(a.stderr, "grove: fanout: %s\n", shown.Printable(r.Error.Message))
 					}
 				}
 			})
@@ -160,7 +162,7 @@ func (p *prefixed) to(name string) io.Writer {
 				i = buf.Len() // a line too long to keep: shown in parts
 			}
 			line := buf.Next(i + 1)
-			fmt.Fprintf(p.w, "[%s] %s\n", name, printable(strings.TrimSuffix(string(line), "\n")))
+			fmt.Fprintf(p.w, "[%s] %s\n", name, shown.Printable(strings.TrimSuffix(string(line), "\n")))
 		}
 	})
 }
@@ -174,7 +176,7 @@ func (p *prefixed) flush() {
 	defer p.mu.Unlock()
 	for name, buf := range p.open {
 		if buf.Len() > 0 {
-			fmt.Fprintf(p.w, "[%s] %s\n", name, printable(buf.String()))
+			fmt.Fprintf(p.w, "[%s] %s\n", name, shown.Printable(buf.String()))
 		}
 	}
 }

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/internal/shown"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -789,37 +789,8 @@ must not exist or be empty. DIR is a plain directory, not a head.`,
 // UTF-8, so that no such text can forge a line of
 // grove's output or reach the terminal as an escape sequence.
 func quote(p string) string {
-	if !utf8.ValidString(p) || strings.ContainsAny(p, "\"\\") || strings.IndexFunc(p, hidden) >= 0 {
+	if !utf8.ValidString(p) || strings.ContainsAny(p, "\"\\") || strings.IndexFunc(p, shown.Hidden) >= 0 {
 		return strconv.QuoteToASCII(p)
 	}
 	return p
-}
-
-// hidden reports whether r would not show as itself: a control
-// character, or a format character (the bidirectional overrides that make
-// a name read backwards, zero-width ones).
-func hidden(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
-
-// printable is a message (an error's, which may hold git's words and an
-// agent's paths) with every control character but newline and tab, and
-// every byte that is not UTF-8, escaped.
-func printable(s string) string {
-	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return hidden(r) && r != '\n' && r != '\t' }) < 0 {
-		return s
-	}
-	var b strings.Builder
-	for len(s) > 0 {
-		r, n := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, "\\x%02x", s[0])
-		case hidden(r) && r != '\n' && r != '\t':
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteString(s[:n])
-		}
-		s = s[n:]
-	}
-	return b.String()
 }

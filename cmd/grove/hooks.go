@@ -16,6 +16,7 @@ import (
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
 	"github.com/groveworks/grove/internal/agenthooks"
+	"github.com/groveworks/grove/internal/shown"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -709,7 +710,7 @@ checkpoint, which grove rewind NAME --turn N goes back to.`,
 						state = "open"
 					}
 					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d file(s)\t%s\t%s\n", t.Turn, t.Agent, t.Started.Local().Format("2006-01-02 15:04:05"),
-						state, len(t.Files), shortID(t.Session), printable(t.Prompt))
+						state, len(t.Files), shortID(t.Session), shown.Printable(t.Prompt))
 				}
 			})
 		},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
+	"github.com/groveworks/grove/internal/shown"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -117,7 +118,7 @@ only reported. The exit status is 1 when something is left unfixed.`,
 					case f.FixError != "":
 						detail += " [" + f.FixError + "]"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Kind, quote(head), quote(f.Path), printable(detail))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Kind, quote(head), quote(f.Path), shown.Printable(detail))
 				}
 				_ = tw.Flush()
 			})

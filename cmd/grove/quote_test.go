@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove/internal/shown"
 )
 
 // An agent's checkpoint message reached the user's terminal as it was:
@@ -37,9 +39,9 @@ func TestQuoteAndPrintable(t *testing.T) {
 	assert.Equal(t, "plain name", quote("plain name"))
 	assert.Equal(t, `"a\x1bb"`, quote("a\x1bb"))
 	assert.Equal(t, `"\xff"`, quote("\xff"))
-	assert.Equal(t, "line one\nline\ttwo", printable("line one\nline\ttwo"))
-	assert.Equal(t, `a\x1b[2Jb\rc\xffd`, printable("a\x1b[2Jb\rc\xffd"))
-	assert.False(t, strings.ContainsAny(printable("\x00\x07\x1b\u009b"), "\x00\x07\x1b\u009b"))
+	assert.Equal(t, "line one\nline\ttwo", shown.Printable("line one\nline\ttwo"))
+	assert.Equal(t, `a\x1b[2Jb\rc\xffd`, shown.Printable("a\x1b[2Jb\rc\xffd"))
+	assert.False(t, strings.ContainsAny(shown.Printable("\x00\x07\x1b\u009b"), "\x00\x07\x1b\u009b"))
 	assert.Equal(t, `"evil\u202etxt.exe"`, quote("evil\u202etxt.exe"), "a bidirectional override is shown, not obeyed")
-	assert.Equal(t, `a\u200bb`, printable("a\u200bb"))
+	assert.Equal(t, `a\u200bb`, shown.Printable("a\u200bb"))
 }

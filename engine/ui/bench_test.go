@@ -62,7 +62,7 @@ func BenchmarkOverview(b *testing.B) {
 	h := benchHandler(b, 10000, 8)
 	ctx := context.Background()
 	for b.Loop() {
-		if _, err := h.rows(ctx, nil, 0, readers); err != nil {
+		if _, err := h.rows(ctx, nil, 0, readers, false); err != nil {
 			b.Fatal(err)
 		}
 	}

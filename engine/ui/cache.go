@@ -2,11 +2,13 @@ package ui
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/groveworks/grove"
+	"github.com/groveworks/grove/workspace"
 )
 
 // Reading a head (its status, and its diff since its base, uncommitted
@@ -36,6 +38,7 @@ type cache struct {
 	reading  map[grove.HeadID]chan struct{} // reads under way, closed when done
 	changed  map[string]time.Time           // when an action last changed the head of a name
 	seen     atomic.Int64                   // the last request, in Unix nanoseconds
+	diffs    sync.Map                       // "base commit" -> []grove.FileStat: the changes between two commits
 	cancel   context.CancelFunc
 	done     chan struct{}
 }
@@ -127,18 +130,19 @@ func (c *cache) drop(name string) {
 // touch records a request: the refresher works while requests come.
 func (c *cache) touch() { c.seen.Store(time.Now().UnixNano()) }
 
-// start starts the refresher, which reads every head again, one at a
-// time (the agents need the machine more than the page), then waits poll;
-// it rests while no request came for idleAfter.
+// start starts the refresher, which reads every head, one at a time (the
+// agents need the machine more than the page), then waits poll, and
+// again; it rests while no request came for idleAfter.
 func (c *cache) start(h *Handler, poll time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.readings, c.reading, c.changed = map[grove.HeadID]reading{}, map[grove.HeadID]chan struct{}{}, map[string]time.Time{}
 	c.cancel, c.done = cancel, make(chan struct{})
+	c.touch() // the page is about to be opened: read the heads now
 	go func() {
 		defer close(c.done)
 		for {
 			if time.Since(time.Unix(0, c.seen.Load())) < idleAfter {
-				_, _ = h.rows(ctx, nil, fresh/3, 1)
+				_, _ = h.rows(ctx, nil, fresh/3, 1, false)
 			}
 			select {
 			case <-ctx.Done():
@@ -153,4 +157,19 @@ func (c *cache) start(h *Handler, poll time.Duration) {
 func (c *cache) stop() {
 	c.cancel()
 	<-c.done
+}
+
+// committed is the files changed from base to commit, which never change:
+// each pair is diffed once.
+func (c *cache) committed(ctx context.Context, hd *workspace.Head, base grove.Rev, commit grove.CheckpointID) ([]grove.FileStat, error) {
+	key := string(base) + " " + string(commit)
+	if v, ok := c.diffs.Load(key); ok {
+		return slices.Clone(v.([]grove.FileStat)), nil
+	}
+	d, err := hd.Diff(ctx, base, grove.Rev(commit))
+	if err != nil {
+		return nil, err
+	}
+	c.diffs.Store(key, d.Files)
+	return slices.Clone(d.Files), nil
 }

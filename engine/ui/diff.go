@@ -46,11 +46,10 @@ func parsePatch(patch string) (files []fileDiff, truncated bool) {
 	var f *fileDiff
 	var h *hunk
 	oldN, newN := 0, 0
-	lines := strings.Split(patch, "\n")
-	if n := len(lines); n > 0 && lines[n-1] == "" {
-		lines = lines[:n-1]
-	}
-	for _, l := range lines {
+	// Line by line, in place: a patch of a huge file costs no copy of it.
+	for rest := patch; rest != ""; {
+		var l string
+		l, rest, _ = strings.Cut(rest, "\n")
 		switch {
 		case strings.HasPrefix(l, "diff --git "):
 			files = append(files, fileDiff{})

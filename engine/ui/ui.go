@@ -43,6 +43,7 @@ import (
 
 	"github.com/groveworks/grove"
 	"github.com/groveworks/grove/engine"
+	"github.com/groveworks/grove/internal/shown"
 	"github.com/groveworks/grove/workspace"
 )
 
@@ -236,7 +237,8 @@ func (h *Handler) headURL(name string, q url.Values) string {
 // funcs are the templates' functions.
 func (h *Handler) funcs() template.FuncMap {
 	return template.FuncMap{
-		"base": func() string { return h.base },
+		"base":  func() string { return h.base },
+		"shown": shown.Printable,
 		"short": func(id grove.CheckpointID) string {
 			if len(id) > 10 {
 				return string(id[:10])

@@ -183,14 +183,19 @@ func TestAgentTextIsEscaped(t *testing.T) {
 	cp, err := h.Checkpoint(ctx, &workspace.CheckpointOptions{Message: `</title><script>alert(3)</script>`})
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(h.Info().Root, "b.txt"), []byte(`"><svg onload=alert(4)>`+"\n"), 0o644))
+	// A bidirectional override makes "notes\u202egol.txt" read "notestxt.log".
+	require.NoError(t, os.WriteFile(filepath.Join(h.Info().Root, "notes\u202egol.txt"), []byte("if admin \u2066{ grant() }\n"), 0o644))
 	require.NoError(t, h.Close())
 	for _, path := range []string{"/", "/frag/heads", "/head/h", "/head/h?at=" + string(cp.ID), "/head/h?view=inline&at=" + string(cp.ID), "/frag/live/h", "/compare?h=h&h=h"} {
 		body := f.get(path, http.StatusOK)
-		for _, bad := range []string{"<img", "<script>alert", "<svg", "</title><"} {
+		for _, bad := range []string{"<img", "<script>alert", "<svg", "</title><", "\u202e", "\u2066"} {
 			assert.NotContains(t, body, bad, path)
 		}
 	}
 	assert.Contains(t, f.get("/head/h?at="+string(cp.ID), http.StatusOK), "&lt;img src=x onerror=alert(1)&gt;.txt")
+	live := f.get("/frag/live/h", http.StatusOK)
+	assert.Contains(t, live, `notes\u202egol.txt`, "the override is shown as an escape")
+	assert.Contains(t, live, `if admin \u2066{ grant() }`)
 }
 
 // A land lands the work the reviewer saw: a head with uncommitted work

@@ -20,12 +20,15 @@ const readers = 4
 // headRow is one head in the overview.
 type headRow struct {
 	grove.HeadInfo
-	Session      *sessionRow
-	Commit       grove.CheckpointID // the commit the head is at
-	Dirty        bool               // a checkpoint now would make a commit
-	Files        []grove.FileStat   // changed since the head's base, uncommitted work included
-	Added        int
-	Deleted      int
+	Session *sessionRow
+	Commit  grove.CheckpointID // the commit the head is at
+	Dirty   bool               // a checkpoint now would make a commit
+	Files   []grove.FileStat   // changed since the head's base, uncommitted work included
+	Added   int
+	Deleted int
+	// Uncounted is set when the line counts leave uncommitted work out
+	// (the overview's reading of a dirty head; see readHead).
+	Uncounted    bool
 	Checkpointed time.Time // its last checkpoint's time
 	Activity     time.Time // the newest of its last checkpoint and its session's last change
 	Err          string    // why the head could not be read
@@ -70,8 +73,12 @@ func (h *Handler) sessions(ctx context.Context) map[string]sessionRow {
 }
 
 // readHead fills a row from the head's status, its changes since its base
-// and its last checkpoint, reading without a lock.
-func (h *Handler) readHead(ctx context.Context, row *headRow) {
+// and its last checkpoint, reading without a lock. With full, the changes
+// are its files now against its base, line counts of uncommitted work
+// included; without, they are its checkpoints' changes (whose counts are
+// kept: commits do not change) and the paths its status lists, which
+// costs one scan of its files instead of two.
+func (h *Handler) readHead(ctx context.Context, row *headRow, full bool) {
 	hd, err := h.readable(ctx, row.Name)
 	if err != nil {
 		row.Err = err.Error()
@@ -88,13 +95,27 @@ func (h *Handler) readHead(ctx context.Context, row *headRow) {
 	if base == "" {
 		base = grove.Rev(st.Commit)
 	}
-	d, err := hd.Diff(ctx, base, grove.Live)
-	if err != nil {
-		row.Err = err.Error()
-		return
+	if full {
+		d, err := hd.Diff(ctx, base, grove.Live)
+		if err != nil {
+			row.Err = err.Error()
+			return
+		}
+		row.Files = d.Files
+	} else {
+		files, err := h.cache.committed(ctx, hd, base, st.Commit)
+		if err != nil {
+			row.Err = err.Error()
+			return
+		}
+		row.Files, row.Uncounted = files, st.Dirty
+		for _, c := range st.Changes {
+			if !slices.ContainsFunc(files, func(f grove.FileStat) bool { return f.Path == c.Path }) {
+				row.Files = append(row.Files, grove.FileStat{Path: c.Path})
+			}
+		}
 	}
-	row.Files = d.Files
-	for _, f := range d.Files {
+	for _, f := range row.Files {
 		row.Added += f.Added
 		row.Deleted += f.Deleted
 	}
@@ -104,9 +125,10 @@ func (h *Handler) readHead(ctx context.Context, row *headRow) {
 }
 
 // rows reads the heads called names (every head, when names is nil), in
-// the workspace's order, workers at a time; a head with a reading younger
-// than maxAge is not read again.
-func (h *Handler) rows(ctx context.Context, names []string, maxAge time.Duration, workers int) ([]headRow, error) {
+// the workspace's order, workers at a time. A head with a reading younger
+// than maxAge is not read again, unless a full one (see readHead) is
+// asked for and the head was dirty.
+func (h *Handler) rows(ctx context.Context, names []string, maxAge time.Duration, workers int, full bool) ([]headRow, error) {
 	heads, err := h.o.Workspace.Heads(ctx)
 	if err != nil {
 		return nil, err
@@ -120,7 +142,11 @@ func (h *Handler) rows(ctx context.Context, names []string, maxAge time.Duration
 		if names != nil && !slices.Contains(names, hi.Name) {
 			continue
 		}
+		// A clean head's reading is the same full or not.
 		row, ok := h.cache.get(hi.ID, maxAge)
+		if ok && full && row.Dirty {
+			ok = false
+		}
 		if !ok {
 			stale = append(stale, len(rows))
 		}
@@ -145,11 +171,16 @@ func (h *Handler) rows(ctx context.Context, names []string, maxAge time.Duration
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			h.cache.read(ctx, &rows[i], maxAge > 0, func(row *headRow) {
+			read := func(row *headRow) {
 				if row.State != grove.StateArchived { // not readable until unarchived
-					h.readHead(ctx, row)
+					h.readHead(ctx, row, full)
 				}
-			})
+			}
+			if full {
+				read(&rows[i])
+				return
+			}
+			h.cache.read(ctx, &rows[i], maxAge > 0, read)
 		})
 	}
 	wg.Wait()
@@ -163,7 +194,7 @@ func (h *Handler) rows(ctx context.Context, names []string, maxAge time.Duration
 }
 
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
-	rows, err := h.rows(r.Context(), nil, fresh, readers)
+	rows, err := h.rows(r.Context(), nil, fresh, readers, false)
 	if err != nil {
 		h.fail(w, r, "heads", "", err)
 		return
@@ -172,7 +203,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) headsFragment(w http.ResponseWriter, r *http.Request) {
-	rows, err := h.rows(r.Context(), nil, fresh, readers)
+	rows, err := h.rows(r.Context(), nil, fresh, readers, false)
 	if err != nil {
 		h.fail(w, r, "heads", "", err)
 		return
@@ -228,7 +259,7 @@ func live(ctx context.Context, hd *workspace.Head, split bool) liveView {
 
 func (h *Handler) head(w http.ResponseWriter, r *http.Request) {
 	ctx, name := r.Context(), r.PathValue("name")
-	rows, err := h.rows(ctx, []string{name}, 0, 1)
+	rows, err := h.rows(ctx, []string{name}, 0, 1, true)
 	if err != nil {
 		h.fail(w, r, "head", name, err)
 		return
@@ -359,7 +390,7 @@ func (h *Handler) compare(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, "compare", "", &grove.Error{Code: grove.InvalidArgument, Op: "ui: compare", Err: errString("choose two heads or more")})
 		return
 	}
-	rows, err := h.rows(ctx, names, fresh, readers)
+	rows, err := h.rows(ctx, names, fresh, readers, true)
 	if err != nil {
 		h.fail(w, r, "compare", "", err)
 		return
