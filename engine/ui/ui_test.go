@@ -244,3 +244,62 @@ func TestALandLandsOnlyWhatWasReviewed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "a.txt", strings.TrimSpace(files))
 }
+
+// Every action is the library's: checkpoint, restore (with its safety
+// checkpoint), fork, archive and unarchive, and the patch download.
+func TestTheActionsAreTheLibrarysCalls(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	yes := func(path string, form url.Values) string {
+		t.Helper()
+		form.Set("confirm", "yes")
+		resp := f.post(path, form, nil)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, path)
+		return resp.Header.Get("Location")
+	}
+	yes("/head/h/checkpoint", url.Values{"message": {"first"}})
+	h, err := f.ws.OpenHead(ctx, "h", &workspace.ReopenOptions{ReadOnly: true})
+	require.NoError(t, err)
+	log, err := h.Log(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, log, 1)
+	first, root := log[0].ID, h.Info().Root
+	require.NoError(t, h.Close())
+
+	// Restore keeps the work written since in a safety checkpoint.
+	require.NoError(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("later\n"), 0o644))
+	loc := yes("/head/h/restore", url.Values{"rev": {string(first)}})
+	assert.Contains(t, loc, "safety+checkpoint")
+	data, err := os.ReadFile(filepath.Join(root, "a.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "b\n", string(data))
+	assert.Equal(t, 2, f.checkpoints())
+
+	// Fork from the first checkpoint: the new head's page follows.
+	loc = yes("/head/h/fork", url.Values{"new": {"g"}, "at": {string(first)}})
+	assert.True(t, strings.HasPrefix(loc, "/"+token+"/head/g?"), loc)
+	g, err := f.ws.OpenHead(ctx, "g", &workspace.ReopenOptions{ReadOnly: true})
+	require.NoError(t, err)
+	st, err := g.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, first, st.Commit)
+	require.NoError(t, g.Close())
+
+	// Archive, then the head's page offers only to unarchive it.
+	yes("/head/g/archive", url.Values{})
+	page := f.get("/head/g", http.StatusOK)
+	assert.Contains(t, page, "/unarchive")
+	assert.NotContains(t, page, "/checkpoint")
+	yes("/head/g/unarchive", url.Values{})
+	assert.Contains(t, f.get("/head/g", http.StatusOK), "/checkpoint")
+
+	// The patch: git format-patch's mbox of the head's work.
+	resp, err := f.client.Get(f.srv.URL + "/" + token + "/head/h/patch")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, `attachment; filename="h.mbox"`, resp.Header.Get("Content-Disposition"))
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Contains(t, string(body), "Subject: [PATCH] first")
+}
