@@ -303,3 +303,15 @@ func TestTheActionsAreTheLibrarysCalls(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(body), "Subject: [PATCH] first")
 }
+
+// The overview counts a dirty head's uncommitted lines on its page only;
+// the comparison counts them, once, after the overview has read the head.
+func TestTheComparisonCountsUncommittedLines(t *testing.T) {
+	f := newFixture(t)
+	overview := f.get("/", http.StatusOK)
+	assert.Contains(t, overview, "+ uncommitted")
+	for range 2 {
+		page := f.get("/compare?h=h&h=h", http.StatusOK)
+		assert.Contains(t, page, `1 file(s) <span class="add">+1</span> <span class="del">−1</span>`)
+	}
+}

@@ -148,6 +148,7 @@ func (h *Handler) rows(ctx context.Context, names []string, maxAge time.Duration
 			ok = false
 		}
 		if !ok {
+			row = headRow{}
 			stale = append(stale, len(rows))
 		}
 		row.HeadInfo = hi
