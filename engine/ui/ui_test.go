@@ -308,10 +308,16 @@ func TestTheActionsAreTheLibrarysCalls(t *testing.T) {
 // the comparison counts them, once, after the overview has read the head.
 func TestTheComparisonCountsUncommittedLines(t *testing.T) {
 	f := newFixture(t)
+	resp := f.post("/head/h/checkpoint", url.Values{"confirm": {"yes"}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	h, err := f.ws.OpenHead(context.Background(), "h", &workspace.ReopenOptions{ReadOnly: true})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(h.Info().Root, "c.txt"), []byte("c\n"), 0o644))
+	require.NoError(t, h.Close())
 	overview := f.get("/", http.StatusOK)
 	assert.Contains(t, overview, "+ uncommitted")
 	for range 2 {
 		page := f.get("/compare?h=h&h=h", http.StatusOK)
-		assert.Contains(t, page, `1 file(s) <span class="add">+1</span> <span class="del">−1</span>`)
+		assert.Contains(t, page, `2 file(s) <span class="add">+2</span> <span class="del">−1</span>`)
 	}
 }
