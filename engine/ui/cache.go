@@ -16,11 +16,13 @@ import (
 // The overview and the comparison read many heads, and the overview asks
 // again every second, so the handler keeps each head's last reading and a
 // refresher reads the heads again in the background while someone looks
-// at the page. A page uses a reading younger than fresh; an older one, or
-// none, is read at once. A head's own page, and a head an action changed,
-// are always read anew.
+// at the page. The overview shows the last reading of every head, and a
+// head not read yet as pending; the comparison uses a reading younger than
+// fresh and reads the others at once. A head's own page is always read
+// anew, and a reading begun before an action on its head is dropped.
 const (
 	fresh     = 30 * time.Second
+	forever   = time.Duration(1<<63 - 1)
 	idleAfter = time.Minute // the refresher stops this long after the last request
 )
 
@@ -142,7 +144,7 @@ func (c *cache) start(h *Handler, poll time.Duration) {
 		defer close(c.done)
 		for {
 			if time.Since(time.Unix(0, c.seen.Load())) < idleAfter {
-				_, _ = h.rows(ctx, nil, fresh/3, 1, false)
+				_, _ = h.rows(ctx, nil, fresh/3, 2, false)
 			}
 			select {
 			case <-ctx.Done():

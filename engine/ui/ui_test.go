@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -79,6 +80,19 @@ func (f *fixture) post(path string, form url.Values, header http.Header) *http.R
 	require.NoError(f.t, err)
 	resp.Body.Close()
 	return resp
+}
+
+// overview is the list of heads once every head in it has been read (the
+// page's refresher reads them; the page shows "reading…" until then).
+func (f *fixture) overview() string {
+	f.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		page := f.get("/frag/heads", http.StatusOK)
+		if !strings.Contains(page, "reading…") {
+			return page
+		}
+		require.True(f.t, time.Now().Before(deadline), "the heads were never read")
+	}
 }
 
 // postBody posts form and returns the page, which must be a 200.
@@ -186,6 +200,7 @@ func TestAgentTextIsEscaped(t *testing.T) {
 	// A bidirectional override makes "notes\u202egol.txt" read "notestxt.log".
 	require.NoError(t, os.WriteFile(filepath.Join(h.Info().Root, "notes\u202egol.txt"), []byte("if admin \u2066{ grant() }\n"), 0o644))
 	require.NoError(t, h.Close())
+	f.overview()
 	for _, path := range []string{"/", "/frag/heads", "/head/h", "/head/h?at=" + string(cp.ID), "/head/h?view=inline&at=" + string(cp.ID), "/frag/live/h", "/compare?h=h&h=h"} {
 		body := f.get(path, http.StatusOK)
 		for _, bad := range []string{"<img", "<script>alert", "<svg", "</title><", "\u202e", "\u2066"} {
@@ -314,7 +329,7 @@ func TestTheComparisonCountsUncommittedLines(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(h.Info().Root, "c.txt"), []byte("c\n"), 0o644))
 	require.NoError(t, h.Close())
-	overview := f.get("/", http.StatusOK)
+	overview := f.overview()
 	assert.Contains(t, overview, "+ uncommitted")
 	for range 2 {
 		page := f.get("/compare?h=h&h=h", http.StatusOK)

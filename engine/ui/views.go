@@ -29,6 +29,7 @@ type headRow struct {
 	// Uncounted is set when the line counts leave uncommitted work out
 	// (the overview's reading of a dirty head; see readHead).
 	Uncounted    bool
+	Pending      bool      // not read yet: the page shows it once the refresher has
 	Checkpointed time.Time // its last checkpoint's time
 	Activity     time.Time // the newest of its last checkpoint and its session's last change
 	Err          string    // why the head could not be read
@@ -127,7 +128,8 @@ func (h *Handler) readHead(ctx context.Context, row *headRow, full bool) {
 // rows reads the heads called names (every head, when names is nil), in
 // the workspace's order, workers at a time. A head with a reading younger
 // than maxAge is not read again, unless a full one (see readHead) is
-// asked for and the head was dirty.
+// asked for and the head was dirty. With no workers, nothing is read: a
+// head with no reading is Pending, for the refresher to read.
 func (h *Handler) rows(ctx context.Context, names []string, maxAge time.Duration, workers int, full bool) ([]headRow, error) {
 	heads, err := h.o.Workspace.Heads(ctx)
 	if err != nil {
@@ -166,8 +168,14 @@ func (h *Handler) rows(ctx context.Context, names []string, maxAge time.Duration
 			return nil, &grove.Error{Code: grove.NotFound, Op: "ui: head", Head: n, Err: grove.ErrNotFound}
 		}
 	}
+	if workers == 0 {
+		for _, i := range stale {
+			rows[i].Pending = true
+		}
+		stale = nil
+	}
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, workers)
+	sem := make(chan struct{}, max(workers, 1))
 	for _, i := range stale {
 		sem <- struct{}{}
 		wg.Go(func() {
@@ -194,8 +202,12 @@ func (h *Handler) rows(ctx context.Context, names []string, maxAge time.Duration
 	return rows, nil
 }
 
+// The overview and its fragment wait for no head: they show each head's
+// last reading, whatever its age (the refresher keeps them fresh while the
+// page is watched), and one not read yet as pending, which the next
+// fragment fills in.
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
-	rows, err := h.rows(r.Context(), nil, fresh, readers, false)
+	rows, err := h.rows(r.Context(), nil, forever, 0, false)
 	if err != nil {
 		h.fail(w, r, "heads", "", err)
 		return
@@ -204,7 +216,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) headsFragment(w http.ResponseWriter, r *http.Request) {
-	rows, err := h.rows(r.Context(), nil, fresh, readers, false)
+	rows, err := h.rows(r.Context(), nil, forever, 0, false)
 	if err != nil {
 		h.fail(w, r, "heads", "", err)
 		return
