@@ -39,6 +39,10 @@ type LandOptions struct {
 	Branch   string          // write the result to this new branch instead of moving Onto; empty: move Onto
 	DryRun   bool            // check and compute, but move no ref and touch no worktree
 	Author   grove.Signature // the author and committer of the commits Land makes (a rebase keeps each commit's author)
+	// Expect, when set, is the commit the head's branch must be at: the
+	// work a reviewer saw. A driver reads the branch's tip once and lands
+	// from it; a tip other than Expect is Conflict, and nothing is written.
+	Expect grove.CheckpointID
 }
 
 // PatchOptions configure a driver's Patch.

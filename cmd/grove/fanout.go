@@ -47,7 +47,7 @@ heads (see grove ui) and prints its URL, until interrupted.`,
 			}
 			n, err := strconv.Atoi(args[0])
 			if err != nil {
-				return &failure{op: opName(cmd), err: fmt.Errorf("N %q is not a number", args[0]), usage: true}
+				return &failure{op: opName(cmd), err: fmt.Errorf("the number of heads %q is not a number", args[0]), usage: true}
 			}
 			name := args[1]
 			ws, err := a.workspace()

@@ -153,6 +153,9 @@ func (l *lander) land(ctx context.Context, opts *backend.LandOptions) (grove.Lan
 	if err != nil {
 		return grove.LandResult{}, err
 	}
+	if opts.Expect != "" && grove.CheckpointID(tip) != opts.Expect {
+		return grove.LandResult{}, l.fail(grove.Conflict, op, "the head's branch is at %s, not at %s as expected: nothing landed", tip, opts.Expect)
+	}
 	target := onto
 	if opts.Branch != "" {
 		if err := l.checkBranchName(ctx, op, opts.Branch); err != nil {
