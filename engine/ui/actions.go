@@ -16,6 +16,11 @@ type confirmView struct {
 	Head, Action, Question string
 	Fields                 url.Values
 	Land                   *grove.LandResult // a land's dry run
+	// Diff is what the land writes: the dry run's result against the
+	// branch's tip (every commit of the head's branch, checkpoints or not).
+	Diff  []fileDiff
+	Cut   bool
+	Split bool
 	// Blocked says why the action cannot be confirmed as it stands.
 	Blocked string
 }
@@ -60,6 +65,15 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request) {
 			}
 			v.Land = &res
 			v.Fields.Set("expect", string(st.Commit))
+			if res.Commit != res.Base {
+				d, err := h.diff(ctx, name, grove.Rev(res.Base), grove.Rev(res.Commit))
+				if err != nil {
+					h.fail(w, r, "land", name, err)
+					return
+				}
+				v.Diff, v.Cut = parsePatch(d.Patch)
+				v.Split = true
+			}
 			if st.Dirty {
 				v.Blocked = "The head has uncommitted work, which this dry run leaves out: checkpoint it and review it first."
 			}
@@ -208,6 +222,16 @@ func (h *Handler) withHead(ctx context.Context, name string, f func(*workspace.H
 	}
 	defer hd.Close()
 	return f(hd)
+}
+
+// diff reads a diff through the head called name, without a lock.
+func (h *Handler) diff(ctx context.Context, name string, from, to grove.Rev) (grove.Diff, error) {
+	hd, err := h.readable(ctx, name)
+	if err != nil {
+		return grove.Diff{}, err
+	}
+	defer hd.Close()
+	return hd.Diff(ctx, from, to)
 }
 
 // status reads the head called name's status without a lock.

