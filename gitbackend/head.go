@@ -778,37 +778,51 @@ func numstat(out string) (files []grove.FileStat, binary []int) {
 }
 
 // maxTextCheck is the largest blob showText diffs as text.
-const maxTextCheck = 1 << 20
+const maxTextCheck = 8 << 20
 
-// showText shows the lines of files git took for binary although their
-// content is text: an agent's .gitattributes (-diff, binary) would hide
-// them from every diff a reviewer reads. Each such file (its blobs at most
-// maxTextCheck bytes) is diffed again with --text, and its section of
-// patch and its counts in files are replaced when that diff holds no NUL
-// byte; a file that is binary by its content stays as git showed it.
-// args is the diff's command line up to its revisions.
+// showText shows the lines of the files git took for binary only because
+// the head's attributes say so (-diff, binary, a diff driver): an agent's
+// .gitattributes would hide them from every diff a reviewer reads. Those
+// files (each blob at most maxTextCheck bytes) are diffed again with
+// --text, and their sections of patch, found by their header line, and
+// their counts in files are replaced. A file binary by its content (no
+// diff attribute) stays as git showed it. args is the diff's command line
+// up to its revisions.
 func (h *head) showText(ctx context.Context, env, args []string, patch string, files []grove.FileStat, binary []int) (string, error) {
-	sections := splitPatch(patch)
-	if len(sections) != len(files) {
-		return patch, nil // not one section per file: nothing to match
-	}
 	env = append(slices.Clone(env), "GIT_LITERAL_PATHSPECS=1")
 	paths := make([]string, len(binary))
 	for i, b := range binary {
 		paths[i] = files[b].Path
 	}
-	// The blobs' sizes: git diff --raw names them, cat-file sizes them.
-	raw, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append(slices.Clone(args), append([]string{"--raw", "-z", "--abbrev=40", "--"}, paths...)...)})
+	// Which of them an attribute made binary.
+	attrs, err := h.git(ctx, gitcmd.Cmd{Args: []string{"check-attr", "-z", "--stdin", "diff"}, Stdin: strings.NewReader(strings.Join(paths, "\x00") + "\x00")})
 	if err != nil {
 		return "", err
 	}
+	var forced []string
+	rec := strings.Split(attrs, "\x00")
+	for i := 0; i+2 < len(rec); i += 3 {
+		if rec[i+2] != "unspecified" {
+			forced = append(forced, rec[i])
+		}
+	}
+	// Their blobs' sizes: git diff --raw names them, cat-file sizes them.
+	var raw []string
+	for _, chunk := range chunks(forced) {
+		out, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append(slices.Clone(args), append([]string{"--raw", "-z", "--abbrev=40", "--"}, chunk...)...)})
+		if err != nil {
+			return "", err
+		}
+		raw = append(raw, strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")...)
+	}
 	var ids []string
-	fields := strings.Split(raw, "\x00")
-	for i := 0; i+1 < len(fields); i += 2 {
-		f := strings.Fields(fields[i])
-		if len(f) >= 4 {
+	for i := 0; i+1 < len(raw); i += 2 {
+		if f := strings.Fields(raw[i]); len(f) >= 4 {
 			ids = append(ids, f[2], f[3])
 		}
+	}
+	if len(ids) == 0 {
+		return patch, nil
 	}
 	sizes, err := h.git(ctx, gitcmd.Cmd{Args: []string{"cat-file", "--batch-check=%(objectname) %(objectsize)"}, Stdin: strings.NewReader(strings.Join(ids, "\n") + "\n")})
 	if err != nil {
@@ -816,41 +830,120 @@ func (h *head) showText(ctx context.Context, env, args []string, patch string, f
 	}
 	big := map[string]bool{}
 	for _, l := range strings.Split(sizes, "\n") {
+		// "missing" is the null ID of an added or deleted file's other side
 		if id, n, ok := strings.Cut(l, " "); ok {
-			if size, err := strconv.Atoi(n); err != nil || size > maxTextCheck {
+			if size, err := strconv.Atoi(n); err == nil && size > maxTextCheck {
 				big[id] = true
 			}
 		}
 	}
-	small := paths[:0]
-	for i := 0; i+1 < len(fields); i += 2 {
-		f := strings.Fields(fields[i])
-		if len(f) >= 4 && !big[f[2]] && !big[f[3]] {
-			small = append(small, fields[i+1])
+	var small []string
+	for i := 0; i+1 < len(raw); i += 2 {
+		if f := strings.Fields(raw[i]); len(f) >= 4 && !big[f[2]] && !big[f[3]] && !slices.Contains(small, raw[i+1]) {
+			small = append(small, raw[i+1])
 		}
 	}
-	if len(small) == 0 {
-		return patch, nil
-	}
-	text := append(slices.Clone(args), "--text")
-	// One file at a time: git's numstat keeps the attributes' word even
-	// with --text, so the counts are the section's own lines.
-	for _, p := range small {
-		j := slices.IndexFunc(files, func(f grove.FileStat) bool { return f.Path == p })
-		if j < 0 {
-			continue
-		}
-		tpatch, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append(slices.Clone(text), "-p", "--", p)})
+	// Their sections again, as text, by header line (a type change has
+	// two sections with one header).
+	text := map[string][]string{}
+	for _, chunk := range chunks(small) {
+		out, err := h.git(ctx, gitcmd.Cmd{Env: env, Args: append(append(slices.Clone(args), "--text", "-p", "--"), chunk...)})
 		if err != nil {
 			return "", err
 		}
-		if strings.IndexByte(tpatch, 0) >= 0 || !strings.HasPrefix(tpatch, "diff --git ") {
-			continue // binary by content
+		for _, sec := range splitPatch(out) {
+			hdr, _, _ := strings.Cut(sec, "\n")
+			text[hdr] = append(text[hdr], strings.TrimSuffix(sec, "\n")+"\n")
 		}
-		files[j].Added, files[j].Deleted = countLines(tpatch)
-		sections[j] = strings.TrimSuffix(tpatch, "\n") + "\n"
 	}
-	return strings.TrimSuffix(strings.Join(sections, ""), "\n"), nil
+	for _, p := range small {
+		sections := text[diffHeader(p)]
+		j := slices.IndexFunc(files, func(f grove.FileStat) bool { return f.Path == p })
+		if len(sections) == 0 || j < 0 {
+			continue
+		}
+		files[j].Added, files[j].Deleted = 0, 0
+		for _, sec := range sections {
+			a, d := countLines(sec)
+			files[j].Added += a
+			files[j].Deleted += d
+		}
+	}
+	var b strings.Builder
+	done := map[string]bool{}
+	for _, sec := range splitPatch(patch) {
+		hdr, _, _ := strings.Cut(sec, "\n")
+		if t, ok := text[hdr]; ok {
+			if !done[hdr] {
+				done[hdr] = true
+				b.WriteString(strings.Join(t, ""))
+			}
+			continue
+		}
+		b.WriteString(strings.TrimSuffix(sec, "\n") + "\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// chunks cuts paths into runs short enough for one command line.
+func chunks(paths []string) [][]string {
+	var out [][]string
+	for n := 0; len(paths) > 0; {
+		i := 0
+		for n = 0; i < len(paths) && (i == 0 || n+len(paths[i]) < 64<<10); i++ {
+			n += len(paths[i]) + 1
+		}
+		out = append(out, paths[:i])
+		paths = paths[i:]
+	}
+	return out
+}
+
+// diffHeader is the "diff --git" line git writes for a path (with the
+// prefixes and core.quotePath grove pins, and no renames).
+func diffHeader(p string) string {
+	return "diff --git " + cQuote("a/"+p) + " " + cQuote("b/"+p)
+}
+
+// cQuote quotes s as git quotes a path (quote_c_style, core.quotePath on):
+// in double quotes, with C escapes and octal bytes, when it holds a
+// control character, a quote, a backslash or a byte outside ASCII.
+func cQuote(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == '"' || r == '\\' || r >= 0x7f }) {
+		return s
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\a':
+			b.WriteString(`\a`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\v':
+			b.WriteString(`\v`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		default:
+			if c < 0x20 || c >= 0x7f {
+				fmt.Fprintf(&b, "\\%03o", c)
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // countLines counts the added and deleted lines of one file's section.

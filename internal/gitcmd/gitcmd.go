@@ -208,6 +208,9 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		"-c", "core.fsmonitor=false",
 		"-c", "core.untrackedCache=true",
 		"-c", "core.pager=cat",
+		// Paths in git's output are quoted as grove reads them, whatever
+		// the repository's configuration says.
+		"-c", "core.quotePath=true",
 		"-c", "commit.gpgSign=false",
 		"-c", "tag.gpgSign=false",
 		"-c", "gc.autoDetach=false",
