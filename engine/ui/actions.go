@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -254,7 +255,7 @@ func (h *Handler) land(ctx context.Context, name string, f url.Values, dry bool)
 		if !dry {
 			o.Expect = grove.CheckpointID(f.Get("expect"))
 			if o.Expect == "" {
-				return "", &grove.Error{Code: grove.InvalidArgument, Op: "ui: land", Head: name, Err: errString("no reviewed commit to land: start from the head's page")}
+				return "", &grove.Error{Code: grove.InvalidArgument, Op: "ui: land", Head: name, Err: errors.New("no reviewed commit to land: start from the head's page")}
 			}
 		}
 		res, err = hd.Land(ctx, o)

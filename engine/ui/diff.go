@@ -14,6 +14,7 @@ type fileDiff struct {
 	Path    string // the path after the change (before it, for a deletion)
 	Old     string // the path before, when the file was renamed
 	Binary  bool
+	Cut     bool // lines of it are not rendered (maxDiffLines)
 	Added   int
 	Deleted int
 	Hunks   []hunk
@@ -100,7 +101,7 @@ func parsePatch(patch string) (files []fileDiff, truncated bool) {
 				dl = diffLine{Kind: "note", Text: strings.TrimPrefix(l, "\\ ")}
 			}
 			if budget <= 0 {
-				truncated = true
+				truncated, f.Cut = true, true
 				continue
 			}
 			budget--

@@ -46,5 +46,6 @@ func TestParsePatchCutsALongDiff(t *testing.T) {
 	files, cut := parsePatch(patch)
 	assert.True(t, cut)
 	assert.Len(t, files[0].Hunks[0].Lines, maxDiffLines)
+	assert.True(t, files[0].Cut)
 	assert.Equal(t, 9000, files[0].Added)
 }

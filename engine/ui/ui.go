@@ -6,22 +6,28 @@
 //
 // Invariants:
 //
-//   - The handler holds no logic of its own: every value it shows and every
-//     action it takes is a call of the workspace and engine APIs the grove
-//     command makes, with the same typed errors, shown by code and message.
+//   - Every value the page shows and every action it takes is a call of the
+//     workspace and engine APIs the grove command makes, with the same typed
+//     errors, shown by code and message; the handler adds presentation only
+//     (a diff's rendering, a comparison's overlap) and a cache of each
+//     head's last reading, which a refresher it owns keeps fresh while the
+//     page is watched (Close stops it).
 //   - Everything a head holds (names, paths, messages, diffs, prompts) is
 //     text the agent wrote: it reaches the page only through html/template's
 //     contextual escaping, and the page's Content-Security-Policy runs no
 //     script but the one the binary embeds, so a file that tries to inject
-//     markup renders as text.
+//     markup renders as text; characters that would not show as themselves
+//     (a bidirectional override) are shown as escapes.
 //   - Every request needs the token, the first element of every path
 //     (/TOKEN/...): the URL grove ui prints has it, and a browser sends a
 //     path to no other server (a cookie would go to every port of the
 //     host). Writes are POSTs from the page's own origin, and a Host header
 //     that is not a loopback name is refused (DNS rebinding).
 //   - Every action asks for confirmation first: a page that says what will
-//     happen (for a land, the dry run's result, or its conflicts), whose
-//     button repeats the request with confirm=yes.
+//     happen (for a land, the dry run's result and diff, or its conflicts),
+//     whose button repeats the request with confirm=yes. A land confirmed
+//     lands the commit the dry run was made from or nothing
+//     (workspace.LandOptions.Expect).
 //   - The page fetches nothing from elsewhere: its script and style are
 //     embedded in the binary. The script only swaps in HTML the server
 //     rendered (the live diff, the list of heads) when it changes.
@@ -38,6 +44,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -57,7 +64,8 @@ type Options struct {
 	// Engine, when set, gives each head its sessions and each timeline
 	// its turns; without it the page shows heads and checkpoints only.
 	Engine *engine.Engine
-	// Token is the secret every request must carry (at least 16 bytes).
+	// Token is the secret every request's path starts with: at least 16
+	// bytes, with no '/', '?', '#' or '%'.
 	Token string
 	// Wait is how long an action waits for an isolated head another
 	// grove command holds, as the command's --wait (0: not at all).
@@ -66,8 +74,9 @@ type Options struct {
 	Poll time.Duration
 }
 
-// ErrNoToken is returned by New for a token shorter than 16 bytes.
-var ErrNoToken = errors.New("ui: the token must be at least 16 bytes")
+// ErrNoToken is returned by New for a token shorter than 16 bytes or with
+// a character that cannot stand in a path as it is ('/', '?', '#', '%').
+var ErrNoToken = errors.New("ui: the token must be at least 16 bytes, with no '/', '?', '#' or '%'")
 
 // Handler serves the review page. Make one with New.
 type Handler struct {
@@ -134,6 +143,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tok, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	if subtle.ConstantTimeCompare([]byte(tok), []byte(h.o.Token)) != 1 {
 		http.Error(w, "grove ui: open the URL grove ui printed (it carries the page's token)", http.StatusUnauthorized)
+		return
+	}
+	if p, c := "/"+rest, path.Clean("/"+rest); c != p && c+"/" != p {
+		// ServeMux would redirect to the clean path without the token.
+		http.NotFound(w, r)
 		return
 	}
 	if r.Method == http.MethodPost {

@@ -133,6 +133,14 @@ func TestEveryRequestNeedsTheToken(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	assert.Zero(t, f.checkpoints())
+	// A path the server's mux would clean (and redirect without the token)
+	// is not found instead.
+	for _, path := range []string{"/head/x/../h", "//head/h", "/head/./h"} {
+		resp, err := f.client.Get(f.srv.URL + "/" + token + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode, path)
+	}
 	page := f.get("/", http.StatusOK)
 	assert.Contains(t, page, `data-head="h"`)
 	assert.Contains(t, page, `href="/`+token+`/head/h"`, "the page's links keep the token")

@@ -3,6 +3,7 @@ package ui
 import (
 	"cmp"
 	"context"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -30,9 +31,18 @@ type headRow struct {
 	// (the overview's reading of a dirty head; see readHead).
 	Uncounted    bool
 	Pending      bool      // not read yet: the page shows it once the refresher has
+	ReadAt       time.Time // when it was read
 	Checkpointed time.Time // its last checkpoint's time
-	Activity     time.Time // the newest of its last checkpoint and its session's last change
 	Err          string    // why the head could not be read
+}
+
+// Activity is the newest of the head's last checkpoint and its session's
+// last change.
+func (r headRow) Activity() time.Time {
+	if r.Session != nil && r.Session.Updated.After(r.Checkpointed) {
+		return r.Session.Updated
+	}
+	return r.Checkpointed
 }
 
 // sessionRow is the session that holds (or last held) a head.
@@ -125,36 +135,24 @@ func (h *Handler) readHead(ctx context.Context, row *headRow, full bool) {
 	}
 }
 
-// rows reads the heads called names (every head, when names is nil), in
-// the workspace's order, workers at a time. A head with a reading younger
-// than maxAge is not read again, unless a full one (see readHead) is
-// asked for and the head was dirty. With no workers, nothing is read: a
-// head with no reading is Pending, for the refresher to read.
-func (h *Handler) rows(ctx context.Context, names []string, maxAge time.Duration, workers int, full bool) ([]headRow, error) {
+// list lists the heads called names (every head, when names is nil; a
+// name no head has is NotFound), in the workspace's order, with their
+// sessions and each one's last reading; a head with none is Pending.
+func (h *Handler) list(ctx context.Context, names []string) ([]headRow, error) {
 	heads, err := h.o.Workspace.Heads(ctx)
 	if err != nil {
 		return nil, err
 	}
 	sessions := h.sessions(ctx)
 	var rows []headRow
-	var stale []int
 	live := map[grove.HeadID]bool{}
 	for _, hi := range heads {
 		live[hi.ID] = true
 		if names != nil && !slices.Contains(names, hi.Name) {
 			continue
 		}
-		// A clean head's reading is the same full or not.
-		row, ok := h.cache.get(hi.ID, maxAge)
-		if ok && full && row.Dirty {
-			ok = false
-		}
-		if !ok {
-			row = headRow{}
-			stale = append(stale, len(rows))
-		}
-		row.HeadInfo = hi
-		row.Session = nil
+		row, at, ok := h.cache.get(hi.ID)
+		row.HeadInfo, row.ReadAt, row.Pending, row.Session = hi, at, !ok, nil
 		if s, ok := sessions[hi.Name]; ok {
 			row.Session = &s
 		}
@@ -168,46 +166,49 @@ func (h *Handler) rows(ctx context.Context, names []string, maxAge time.Duration
 			return nil, &grove.Error{Code: grove.NotFound, Op: "ui: head", Head: n, Err: grove.ErrNotFound}
 		}
 	}
-	if workers == 0 {
-		for _, i := range stale {
-			rows[i].Pending = true
-		}
-		stale = nil
-	}
+	return rows, nil
+}
+
+// read reads again, workers at a time, the rows stale says need it (in
+// full or not: see readHead), and keeps the readings that are not full.
+func (h *Handler) read(ctx context.Context, rows []headRow, stale func(headRow) bool, workers int, full bool) {
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(workers, 1))
-	for _, i := range stale {
+	sem := make(chan struct{}, workers)
+	for i := range rows {
+		if !stale(rows[i]) {
+			continue
+		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			read := func(row *headRow) {
-				if row.State != grove.StateArchived { // not readable until unarchived
-					h.readHead(ctx, row, full)
-				}
+			at := time.Now()
+			row := headRow{HeadInfo: rows[i].HeadInfo, Session: rows[i].Session, ReadAt: at}
+			if row.State != grove.StateArchived { // not readable until unarchived
+				h.readHead(ctx, &row, full)
 			}
-			if full {
-				read(&rows[i])
-				return
+			rows[i] = row
+			if !full && ctx.Err() == nil {
+				h.cache.put(row, at)
 			}
-			h.cache.read(ctx, &rows[i], maxAge > 0, read)
 		})
 	}
 	wg.Wait()
-	for i := range rows {
-		rows[i].Activity = rows[i].Checkpointed
-		if s := rows[i].Session; s != nil && s.Updated.After(rows[i].Activity) {
-			rows[i].Activity = s.Updated
-		}
-	}
-	return rows, nil
 }
+
+// olderThan is a stale test: a row not read in the last d.
+func olderThan(d time.Duration) func(headRow) bool {
+	return func(r headRow) bool { return r.Pending || time.Since(r.ReadAt) > d }
+}
+
+// always is the stale test of a page that reads its heads anew.
+func always(headRow) bool { return true }
 
 // The overview and its fragment wait for no head: they show each head's
 // last reading, whatever its age (the refresher keeps them fresh while the
 // page is watched), and one not read yet as pending, which the next
 // fragment fills in.
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
-	rows, err := h.rows(r.Context(), nil, forever, 0, false)
+	rows, err := h.list(r.Context(), nil)
 	if err != nil {
 		h.fail(w, r, "heads", "", err)
 		return
@@ -216,7 +217,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) headsFragment(w http.ResponseWriter, r *http.Request) {
-	rows, err := h.rows(r.Context(), nil, forever, 0, false)
+	rows, err := h.list(r.Context(), nil)
 	if err != nil {
 		h.fail(w, r, "heads", "", err)
 		return
@@ -246,7 +247,6 @@ type headView struct {
 
 // liveView is the uncommitted work of a head.
 type liveView struct {
-	Name  string
 	Files []fileDiff
 	Cut   bool
 	Split bool
@@ -256,7 +256,7 @@ type liveView struct {
 // live reads the head's uncommitted work: its files now against the commit
 // it is at.
 func live(ctx context.Context, hd *workspace.Head, split bool) liveView {
-	v := liveView{Name: hd.Info().Name, Split: split}
+	v := liveView{Split: split}
 	st, err := hd.Status(ctx)
 	if err == nil {
 		var d grove.Diff
@@ -272,11 +272,12 @@ func live(ctx context.Context, hd *workspace.Head, split bool) liveView {
 
 func (h *Handler) head(w http.ResponseWriter, r *http.Request) {
 	ctx, name := r.Context(), r.PathValue("name")
-	rows, err := h.rows(ctx, []string{name}, 0, 1, true)
+	rows, err := h.list(ctx, []string{name})
 	if err != nil {
 		h.fail(w, r, "head", name, err)
 		return
 	}
+	h.read(ctx, rows, always, 1, true)
 	v := headView{Row: rows[0], At: grove.CheckpointID(r.URL.Query().Get("at")), Split: r.URL.Query().Get("view") != "inline"}
 	if v.Row.State == grove.StateArchived {
 		h.render(w, r, http.StatusOK, "head", name, v)
@@ -400,14 +401,17 @@ func (h *Handler) compare(w http.ResponseWriter, r *http.Request) {
 	ctx, q := r.Context(), r.URL.Query()
 	names := q["h"]
 	if len(names) < 2 {
-		h.fail(w, r, "compare", "", &grove.Error{Code: grove.InvalidArgument, Op: "ui: compare", Err: errString("choose two heads or more")})
+		h.fail(w, r, "compare", "", &grove.Error{Code: grove.InvalidArgument, Op: "ui: compare", Err: errors.New("choose two heads or more")})
 		return
 	}
-	rows, err := h.rows(ctx, names, fresh, readers, true)
+	rows, err := h.list(ctx, names)
 	if err != nil {
 		h.fail(w, r, "compare", "", err)
 		return
 	}
+	// A clean head's reading is the same in full; a dirty one's counts
+	// leave its uncommitted lines out.
+	h.read(ctx, rows, func(r headRow) bool { return r.Dirty || olderThan(fresh)(r) }, readers, true)
 	// The page lists heads in the order the request named them.
 	slices.SortFunc(rows, func(a, b headRow) int { return cmp.Compare(slices.Index(names, a.Name), slices.Index(names, b.Name)) })
 	v := compareView{Heads: rows, A: q.Get("a"), B: q.Get("b"), Split: q.Get("view") != "inline"}
@@ -440,7 +444,7 @@ func (h *Handler) compare(w http.ResponseWriter, r *http.Request) {
 	slices.SortFunc(v.Files, func(a, b compareFile) int { return cmp.Compare(a.Path, b.Path) })
 	ia, ib := slices.IndexFunc(rows, func(r headRow) bool { return r.Name == v.A }), slices.IndexFunc(rows, func(r headRow) bool { return r.Name == v.B })
 	if ia < 0 || ib < 0 {
-		h.fail(w, r, "compare", "", &grove.Error{Code: grove.InvalidArgument, Op: "ui: compare", Err: errString("the pair to diff must be among the heads compared")})
+		h.fail(w, r, "compare", "", &grove.Error{Code: grove.InvalidArgument, Op: "ui: compare", Err: errors.New("the pair to diff must be among the heads compared")})
 		return
 	}
 	hd, err := h.readable(ctx, v.A)
@@ -466,7 +470,3 @@ func repoName(locator string) string {
 	}
 	return locator
 }
-
-type errString string
-
-func (e errString) Error() string { return string(e) }
