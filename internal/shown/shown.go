@@ -13,9 +13,13 @@ import (
 )
 
 // Hidden reports whether r would not show as itself: a control character,
-// or a format character (the bidirectional overrides that make a name read
-// backwards, zero-width ones).
-func Hidden(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
+// a format character (the bidirectional overrides that make a name read
+// backwards, zero-width ones), a line or paragraph separator, or another
+// character Unicode says to draw as nothing (the Hangul fillers an
+// "invisible" identifier is made of).
+func Hidden(r rune) bool {
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Other_Default_Ignorable_Code_Point)
+}
 
 // Printable is s with every hidden character but newline and tab written
 // as a Go escape (\u202e, \x1b), and every byte that is not UTF-8 as \xNN.
