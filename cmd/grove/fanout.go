@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,8 +45,8 @@ heads (see grove ui) and prints its URL, until interrupted.`,
 				return &failure{op: opName(cmd), err: errors.New("usage: grove fanout N NAME -- CMD [ARGS...]"), usage: true}
 			}
 			n, err := strconv.Atoi(args[0])
-			if err != nil {
-				return &failure{op: opName(cmd), err: fmt.Errorf("the number of heads %q is not a number", args[0]), usage: true}
+			if err != nil || n < 1 {
+				return &failure{op: opName(cmd), err: fmt.Errorf("the number of heads %q is not a number from 1", args[0]), usage: true}
 			}
 			name := args[1]
 			ws, err := a.workspace()
@@ -86,7 +85,7 @@ heads (see grove ui) and prints its URL, until interrupted.`,
 			}
 			list := make([]resultJSON, 0, len(res))
 			failed := false
-			names := url.Values{}
+			var names []string
 			for _, r := range res {
 				rj := resultJSON{Head: r.Head, Dir: r.Dir, Session: r.Session, Exit: r.ExitCode, Checkpoint: r.Checkpoint}
 				if r.Err != nil {
@@ -95,7 +94,7 @@ heads (see grove ui) and prints its URL, until interrupted.`,
 				}
 				failed = failed || r.Err != nil || r.ExitCode != 0
 				list = append(list, rj)
-				names.Add("h", r.Head)
+				names = append(names, r.Head)
 			}
 			err = a.print(list, func(w io.Writer) {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -114,9 +113,11 @@ heads (see grove ui) and prints its URL, until interrupted.`,
 				return err
 			}
 			if serve {
-				if err := a.serveUI(addr, "/compare?"+names.Encode()); err != nil {
+				if err := a.serveUI(addr, comparePath(names)); err != nil {
 					return fail(cmd, "", err)
 				}
+			} else if !a.json {
+				fmt.Fprintf(a.stderr, "grove: fanout: to compare them: grove ui --compare %s\n", strings.Join(names, ","))
 			}
 			if failed {
 				return &exitStatus{code: 1}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net/url"
 
 	"github.com/spf13/cobra"
 
@@ -11,8 +12,9 @@ import (
 
 func (a *app) uiCmd() *cobra.Command {
 	var addr string
+	var compare []string
 	cmd := &cobra.Command{
-		Use:   "ui [--addr 127.0.0.1:PORT]",
+		Use:   "ui [--addr 127.0.0.1:PORT] [--compare HEAD,HEAD...]",
 		Short: "Serve a web page of the repository's heads: their diffs, timelines, a comparison, and actions",
 		Long: `Serve a local web page for the repository until interrupted, and print its
 URL. The page lists every head with its state, its session (live, idle or
@@ -32,14 +34,25 @@ of 127.0.0.1), and only to a browser that opened the printed URL: the first
 element of every path of the page is a token ($GROVE_UI_TOKEN, or a new
 random one). It loads nothing from elsewhere.`,
 		Example: `  grove ui
-  grove ui --addr 127.0.0.1:7420`,
+  grove ui --addr 127.0.0.1:7420
+  grove ui --compare try-1,try-2,try-3`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return fail(cmd, "", a.serveUI(addr, "/"))
+			return fail(cmd, "", a.serveUI(addr, comparePath(compare)))
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "the loopback address to serve on (port 0: any free one)")
+	cmd.Flags().StringSliceVar(&compare, "compare", nil, "print the URL of the comparison of these heads (comma-separated) instead of the overview's")
 	return cmd
+}
+
+// comparePath is the page's path of the comparison of heads ("/", the
+// overview, for none).
+func comparePath(heads []string) string {
+	if len(heads) == 0 {
+		return "/"
+	}
+	return "/compare?" + url.Values{"h": heads}.Encode()
 }
 
 // serveUI serves the review page on addr until grove is interrupted,
