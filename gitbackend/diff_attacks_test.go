@@ -63,3 +63,36 @@ func TestAttackAttributesCannotHideTextFromADiff(t *testing.T) {
 		assert.Equal(t, 7, strings.Count(d.Patch, "diff --git "), name) // link.txt: a deletion and an addition
 	}
 }
+
+// The files an attribute made binary are diffed again as text: an agent
+// that names a diff driver for them (a textconv, an external command, and
+// binary = true so that grove's second diff is taken) gets none of its
+// programs run, in the live diff or between checkpoints, while plain git
+// runs its textconv.
+func TestAttackTheTextDiffOfABinaryDriverRunsNoProgram(t *testing.T) {
+	f := newFixture(t)
+	h := f.head("h")
+	root := h.Info().Root
+	markers := t.TempDir()
+	script := markerScript(t, t.TempDir(), markers, "pwned", 0)
+	appendFile(t, filepath.Join(commonOf(f), "config"),
+		"[diff \"evil\"]\n\ttextconv = "+script+"\n\tcommand = "+script+"\n\tbinary = true\n")
+	f.write(h, ".gitattributes", "*.md diff=evil\n")
+	base, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	f.write(h, "README.md", "hello\nplanted\n")
+	// Control: plain git runs the textconv.
+	_, _ = gitUser(f.ctx, root, "diff", "HEAD", "--", "README.md")
+	require.Contains(t, markersIn(t, markers), "pwned", "the planted driver does not run for plain git, so this test could not fail")
+	require.NoError(t, os.Remove(filepath.Join(markers, "pwned")))
+
+	d, err := h.Diff(f.ctx, grove.Rev(base.ID), grove.Live)
+	require.NoError(t, err)
+	assert.Contains(t, d.Patch, "+planted")
+	cp, err := h.Checkpoint(f.ctx, nil)
+	require.NoError(t, err)
+	d, err = h.Diff(f.ctx, grove.Rev(base.ID), grove.Rev(cp.ID))
+	require.NoError(t, err)
+	assert.Contains(t, d.Patch, "+planted")
+	assert.Empty(t, markersIn(t, markers), "grove's diff ran the agent's diff driver")
+}

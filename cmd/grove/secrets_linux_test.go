@@ -12,7 +12,8 @@ import (
 )
 
 // A command under grove run read GROVE_DATABASE, GROVE_REMOTE and
-// GROVE_MCP_TOKEN from /proc/$PPID/environ: grove's own environment. It
+// GROVE_MCP_TOKEN from /proc/$PPID/environ: grove's own environment; the
+// same holds for grove fanout's commands, and GROVE_UI_TOKEN. It
 // must see none of them, neither in its own environment nor in grove's.
 // The check runs as a user who is not root (root reads every process's
 // /proc files): on CI, nobody. (The command runs in a user namespace of
@@ -37,7 +38,7 @@ func TestAGroveRunCommandReadsNoneOfGrovesSecrets(t *testing.T) {
 		c := exec.Command(args[0], args[1:]...)
 		c.Dir = repo
 		c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "GROVE_HOME=" + filepath.Join(dir, "home"),
-			"GROVE_DATABASE=" + filepath.Join(dir, "hunter2-db.sqlite"), "GROVE_MCP_TOKEN=sk-do-not-leak",
+			"GROVE_DATABASE=" + filepath.Join(dir, "hunter2-db.sqlite"), "GROVE_MCP_TOKEN=sk-do-not-leak", "GROVE_UI_TOKEN=ui-do-not-leak-0123456789",
 			"GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=u", "GIT_AUTHOR_EMAIL=u@x", "GIT_COMMITTER_NAME=u", "GIT_COMMITTER_EMAIL=u@x"}
 		return c
 	}
@@ -50,10 +51,14 @@ func TestAGroveRunCommandReadsNoneOfGrovesSecrets(t *testing.T) {
 		require.NoError(t, err, "%v: %s", args, out)
 	}
 	probe := `env; for f in /proc/[0-9]*/environ /proc/[0-9]*/mem; do tr '\0' '\n' < "$f" 2>/dev/null; done; echo probe-done`
-	out, err := as(bin, "run", "h", "--", "sh", "-c", probe).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	assert.Contains(t, string(out), "probe-done")
-	for _, secret := range []string{"hunter2", "sk-do-not-leak"} {
-		assert.False(t, strings.Contains(string(out), secret), "the command read %s", secret)
+	// grove run, and grove fanout's commands, which run in goroutines of
+	// one grove process.
+	for _, cmd := range [][]string{{"run", "h"}, {"fanout", "2", "fan"}} {
+		out, err := as(append(append([]string{bin}, cmd...), "--", "sh", "-c", probe)...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.Contains(t, string(out), "probe-done")
+		for _, secret := range []string{"hunter2", "sk-do-not-leak", "ui-do-not-leak"} {
+			assert.False(t, strings.Contains(string(out), secret), "grove %s: the command read %s", cmd[0], secret)
+		}
 	}
 }
