@@ -136,20 +136,11 @@ func (e *Engine) fanoutOne(ctx context.Context, o *FanoutOptions, r *FanoutResul
 			return err // it did not start: nothing to checkpoint
 		}
 		r.ExitCode = res.ExitCode
-		cp, cerr := s.Checkpoint(context.WithoutCancel(ctx), &workspace.CheckpointOptions{Message: fmt.Sprintf("fanout %s: %s", o.Name, runLine(c.Argv))})
+		cp, cerr := s.Checkpoint(context.WithoutCancel(ctx), &workspace.CheckpointOptions{Message: fmt.Sprintf("fanout %s: %s", o.Name, firstLine(strings.Join(c.Argv, " ")))})
 		r.Checkpoint = cp.ID
 		if cerr != nil {
 			return cerr
 		}
 		return err
 	})
-}
-
-// runLine is a command line for a checkpoint message, cut to 200 bytes.
-func runLine(argv []string) string {
-	line := strings.Join(argv, " ")
-	if len(line) > 200 {
-		line = strings.ToValidUTF8(line[:200], "") + "…"
-	}
-	return line
 }

@@ -45,14 +45,13 @@ func batchOfThree(t *testing.T) (f *fleet, a *host, gate string, heads map[strin
 	return f, a, gate, heads
 }
 
-// batchRound holds the remote in g's push while evil and then x
-// checkpoint (so both wait for the one slot, and travel in one batch),
-// then lets the remote go; it returns x's checkpoint. The caller waits
-// for the pushes.
-func batchRound(t *testing.T, f *fleet, a *host, gate string, heads map[string]*workspace.Head) string {
+// holdRemote checkpoints g with content and returns once its push is held
+// in the remote's pre-receive hook (gate's "block" asks the hook to hold
+// it; the caller writes gate's "go" to let it go).
+func holdRemote(t *testing.T, f *fleet, gate string, g *workspace.Head, content string) {
 	require.NoError(t, os.WriteFile(filepath.Join(gate, "block"), nil, 0o644))
-	writeFile(t, heads["g"], "work.txt", "g")
-	_, err := heads["g"].Checkpoint(f.ctx, nil)
+	writeFile(t, g, "work.txt", content)
+	_, err := g.Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(filepath.Join(gate, "entered")); err == nil {
@@ -61,8 +60,16 @@ func batchRound(t *testing.T, f *fleet, a *host, gate string, heads map[string]*
 		require.True(t, time.Now().Before(deadline), "g's push never reached the remote's hook")
 	}
 	require.NoError(t, os.Remove(filepath.Join(gate, "entered")))
+}
+
+// batchRound holds the remote in g's push while evil and then x
+// checkpoint (so both wait for the one slot, and travel in one batch),
+// then lets the remote go; it returns x's checkpoint. The caller waits
+// for the pushes.
+func batchRound(t *testing.T, f *fleet, a *host, gate string, heads map[string]*workspace.Head) string {
+	holdRemote(t, f, gate, heads["g"], "g")
 	writeFile(t, heads["evil"], "work.txt", "evil")
-	_, err = heads["evil"].Checkpoint(f.ctx, nil)
+	_, err := heads["evil"].Checkpoint(f.ctx, nil)
 	require.NoError(t, err)
 	writeFile(t, heads["x"], "work.txt", "x")
 	cp, err := heads["x"].Checkpoint(f.ctx, nil)

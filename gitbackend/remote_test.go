@@ -893,17 +893,7 @@ func TestPushesWaitingTogetherTravelInOnePush(t *testing.T) {
 	// round holds the remote in g's push while x, y and z checkpoint,
 	// then lets it go; it returns their checkpoints.
 	round := func(n int) map[string]grove.CheckpointID {
-		require.NoError(t, os.WriteFile(filepath.Join(gate, "block"), nil, 0o644))
-		writeFile(t, heads["g"], "work.txt", fmt.Sprint(n))
-		_, err := heads["g"].Checkpoint(f.ctx, nil)
-		require.NoError(t, err)
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-			if _, err := os.Stat(filepath.Join(gate, "entered")); err == nil {
-				break
-			}
-			require.True(t, time.Now().Before(deadline), "g's push never reached the remote's hook")
-		}
-		require.NoError(t, os.Remove(filepath.Join(gate, "entered")))
+		holdRemote(t, f, gate, heads["g"], fmt.Sprint(n))
 		cps := map[string]grove.CheckpointID{}
 		for _, name := range []string{"x", "y", "z"} {
 			writeFile(t, heads[name], "work.txt", fmt.Sprint(name, n))

@@ -48,10 +48,11 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
-// serveUI starts grove ui on repo and returns the URL it printed.
-func serveUI(t *testing.T, repo, home string) string {
+// startGrove starts the built grove in repo and returns its stdout; the
+// test's end interrupts it and waits for it.
+func startGrove(t *testing.T, repo, home string, args ...string) *bufio.Reader {
 	t.Helper()
-	c := exec.Command(groveBin, "ui", "--addr", "127.0.0.1:0")
+	c := exec.Command(groveBin, args...)
 	c.Dir = repo
 	c.Env = append(os.Environ(), "GROVE_HOME="+home)
 	c.Stderr = os.Stderr
@@ -62,7 +63,13 @@ func serveUI(t *testing.T, repo, home string) string {
 		_ = c.Process.Signal(os.Interrupt)
 		_ = c.Wait()
 	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	return bufio.NewReader(stdout)
+}
+
+// serveUI starts grove ui on repo and returns the URL it printed.
+func serveUI(t *testing.T, repo, home string) string {
+	t.Helper()
+	line, err := startGrove(t, repo, home, "ui", "--addr", "127.0.0.1:0").ReadString('\n')
 	require.NoError(t, err)
 	u := strings.TrimSpace(line)
 	require.Regexp(t, `^http://127\.0\.0\.1:\d+/[0-9a-f]{48}/$`, u)
@@ -279,19 +286,8 @@ func TestFanoutOpensTheComparison(t *testing.T) {
 	root := t.TempDir()
 	repo, home := filepath.Join(root, "repo"), filepath.Join(root, "home")
 	require.NoError(t, githarness.InitRepo(ctx, repo, fstest.MapFS{"README.md": {Data: []byte("# demo\n")}}))
-	c := exec.Command(groveBin, "fanout", "3", "try", "--ui", "--", "sh", "-c", `echo "$GROVE_HEAD" >> README.md; echo done`)
-	c.Dir = repo
-	c.Env = append(os.Environ(), "GROVE_HOME="+home)
-	c.Stderr = os.Stderr
-	stdout, err := c.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, c.Start())
-	t.Cleanup(func() {
-		_ = c.Process.Signal(os.Interrupt)
-		_ = c.Wait()
-	})
+	r := startGrove(t, repo, home, "fanout", "3", "try", "--ui", "--", "sh", "-c", `echo "$GROVE_HEAD" >> README.md; echo done`)
 	var lines []string
-	r := bufio.NewReader(stdout)
 	for {
 		line, err := r.ReadString('\n')
 		require.NoError(t, err, "grove fanout printed %q", lines)

@@ -51,32 +51,9 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request) {
 	if f.Get("confirm") != "yes" {
 		v := confirmView{Head: name, Action: action, Question: do.ask(name, f), Fields: fields}
 		if action == "land" {
-			// The land confirmed is the one shown: of the commit the head
-			// is at now, with nothing uncommitted (what an agent writes
-			// after this page is not landed unseen).
-			st, err := h.status(ctx, name)
-			if err != nil {
+			if err := h.dryRun(ctx, name, f, &v); err != nil {
 				h.fail(w, r, "land", name, err)
 				return
-			}
-			res, err := h.land(ctx, name, f, true)
-			if err != nil {
-				h.fail(w, r, "land", name, err)
-				return
-			}
-			v.Land = &res
-			v.Fields.Set("expect", string(st.Commit))
-			if res.Commit != res.Base {
-				d, err := h.diff(ctx, name, grove.Rev(res.Base), grove.Rev(res.Commit))
-				if err != nil {
-					h.fail(w, r, "land", name, err)
-					return
-				}
-				v.Diff, v.Cut = parsePatch(d.Patch)
-				v.Split = true
-			}
-			if st.Dirty {
-				v.Blocked = "The head has uncommitted work, which this dry run leaves out: checkpoint it and review it first."
 			}
 		}
 		h.render(w, r, http.StatusOK, "confirm", action+" "+name, v)
@@ -203,7 +180,16 @@ var actions = map[string]action{
 			return fmt.Sprintf("Land head %q as the dry run below says?", name)
 		},
 		run: func(ctx context.Context, h *Handler, name string, f url.Values) (string, error) {
-			res, err := h.land(ctx, name, f, false)
+			o := landOptions(f)
+			if o.Expect = grove.CheckpointID(f.Get("expect")); o.Expect == "" {
+				return "", &grove.Error{Code: grove.InvalidArgument, Op: "ui: land", Head: name, Err: errors.New("no reviewed commit to land: start from the head's page")}
+			}
+			var res grove.LandResult
+			_, err := h.withHead(ctx, name, func(hd *workspace.Head) (string, error) {
+				var err error
+				res, err = hd.Land(ctx, o)
+				return "", err
+			})
 			if err != nil {
 				return "", err
 			}
@@ -225,41 +211,43 @@ func (h *Handler) withHead(ctx context.Context, name string, f func(*workspace.H
 	return f(hd)
 }
 
-// diff reads a diff through the head called name, without a lock.
-func (h *Handler) diff(ctx context.Context, name string, from, to grove.Rev) (grove.Diff, error) {
-	hd, err := h.readable(ctx, name)
-	if err != nil {
-		return grove.Diff{}, err
-	}
-	defer hd.Close()
-	return hd.Diff(ctx, from, to)
+// landOptions is the land the form asks for.
+func landOptions(f url.Values) *workspace.LandOptions {
+	return &workspace.LandOptions{Onto: f.Get("onto"), Strategy: grove.LandStrategy(f.Get("strategy")),
+		Branch: f.Get("branch"), Message: f.Get("message")}
 }
 
-// status reads the head called name's status without a lock.
-func (h *Handler) status(ctx context.Context, name string) (grove.Status, error) {
-	hd, err := h.readable(ctx, name)
-	if err != nil {
-		return grove.Status{}, err
-	}
-	defer hd.Close()
-	return hd.Status(ctx)
-}
-
-// land lands the head called name as the form says (a dry run, or not).
-func (h *Handler) land(ctx context.Context, name string, f url.Values, dry bool) (grove.LandResult, error) {
-	var res grove.LandResult
+// dryRun fills a land's confirmation: the dry run, the diff of what it
+// writes, and the commit the head is at, which the confirmed land must
+// still find (what an agent writes or commits after this page is not
+// landed unseen). A head with uncommitted work, which the dry run leaves
+// out, is blocked.
+func (h *Handler) dryRun(ctx context.Context, name string, f url.Values, v *confirmView) error {
 	_, err := h.withHead(ctx, name, func(hd *workspace.Head) (string, error) {
-		var err error
-		o := &workspace.LandOptions{Onto: f.Get("onto"), Strategy: grove.LandStrategy(f.Get("strategy")),
-			Branch: f.Get("branch"), Message: f.Get("message"), DryRun: dry}
-		if !dry {
-			o.Expect = grove.CheckpointID(f.Get("expect"))
-			if o.Expect == "" {
-				return "", &grove.Error{Code: grove.InvalidArgument, Op: "ui: land", Head: name, Err: errors.New("no reviewed commit to land: start from the head's page")}
-			}
+		st, err := hd.Status(ctx)
+		if err != nil {
+			return "", err
 		}
-		res, err = hd.Land(ctx, o)
-		return "", err
+		o := landOptions(f)
+		o.DryRun = true
+		res, err := hd.Land(ctx, o)
+		if err != nil {
+			return "", err
+		}
+		v.Land = &res
+		v.Fields.Set("expect", string(st.Commit))
+		if res.Commit != res.Base {
+			d, err := hd.Diff(ctx, grove.Rev(res.Base), grove.Rev(res.Commit))
+			if err != nil {
+				return "", err
+			}
+			v.Diff, v.Cut = parsePatch(d.Patch)
+			v.Split = true
+		}
+		if st.Dirty {
+			v.Blocked = "The head has uncommitted work, which this dry run leaves out: checkpoint it and review it first."
+		}
+		return "", nil
 	})
-	return res, err
+	return err
 }

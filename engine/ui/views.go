@@ -36,6 +36,11 @@ type headRow struct {
 	Err          string    // why the head could not be read
 }
 
+// blank is the row as it starts a new reading: the head and its session.
+func (r headRow) blank() headRow {
+	return headRow{HeadInfo: r.HeadInfo, Session: r.Session, ReadAt: time.Now()}
+}
+
 // Activity is the newest of the head's last checkpoint and its session's
 // last change.
 func (r headRow) Activity() time.Time {
@@ -88,18 +93,13 @@ func (h *Handler) sessions(ctx context.Context) map[string]sessionRow {
 // are its files now against its base, line counts of uncommitted work
 // included; without, they are its checkpoints' changes (whose counts are
 // kept: commits do not change) and the paths its status lists, which
-// costs one scan of its files instead of two.
-func (h *Handler) readHead(ctx context.Context, row *headRow, full bool) {
-	hd, err := h.readable(ctx, row.Name)
-	if err != nil {
-		row.Err = err.Error()
-		return
-	}
-	defer hd.Close()
+// costs one scan of its files instead of two. It returns the status it
+// read (zero when it failed, as row.Err says).
+func (h *Handler) readHead(ctx context.Context, hd *workspace.Head, row *headRow, full bool) grove.Status {
 	st, err := hd.Status(ctx)
 	if err != nil {
 		row.Err = err.Error()
-		return
+		return grove.Status{}
 	}
 	row.Commit, row.Dirty = st.Commit, st.Dirty
 	base := grove.Rev(row.Base)
@@ -110,14 +110,14 @@ func (h *Handler) readHead(ctx context.Context, row *headRow, full bool) {
 		d, err := hd.Diff(ctx, base, grove.Live)
 		if err != nil {
 			row.Err = err.Error()
-			return
+			return st
 		}
 		row.Files = d.Files
 	} else {
 		files, err := h.cache.committed(ctx, hd, base, st.Commit)
 		if err != nil {
 			row.Err = err.Error()
-			return
+			return st
 		}
 		row.Files, row.Uncounted = files, st.Dirty
 		for _, c := range st.Changes {
@@ -133,6 +133,7 @@ func (h *Handler) readHead(ctx context.Context, row *headRow, full bool) {
 	if log, err := hd.Log(ctx, &workspace.LogOptions{Limit: 1}); err == nil && len(log) > 0 {
 		row.Checkpointed = log[0].Time
 	}
+	return st
 }
 
 // list lists the heads called names (every head, when names is nil; a
@@ -181,14 +182,19 @@ func (h *Handler) read(ctx context.Context, rows []headRow, stale func(headRow) 
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			at := time.Now()
-			row := headRow{HeadInfo: rows[i].HeadInfo, Session: rows[i].Session, ReadAt: at}
+			row := rows[i].blank()
 			if row.State != grove.StateArchived { // not readable until unarchived
-				h.readHead(ctx, &row, full)
+				hd, err := h.readable(ctx, row.Name)
+				if err != nil {
+					row.Err = err.Error()
+				} else {
+					h.readHead(ctx, hd, &row, full)
+					_ = hd.Close()
+				}
 			}
 			rows[i] = row
 			if !full && ctx.Err() == nil {
-				h.cache.put(row, at)
+				h.cache.put(row, row.ReadAt)
 			}
 		})
 	}
@@ -199,9 +205,6 @@ func (h *Handler) read(ctx context.Context, rows []headRow, stale func(headRow) 
 func olderThan(d time.Duration) func(headRow) bool {
 	return func(r headRow) bool { return r.Pending || time.Since(r.ReadAt) > d }
 }
-
-// always is the stale test of a page that reads its heads anew.
-func always(headRow) bool { return true }
 
 // The overview and its fragment wait for no head: they show each head's
 // last reading, whatever its age (the refresher keeps them fresh while the
@@ -254,19 +257,18 @@ type liveView struct {
 }
 
 // live reads the head's uncommitted work: its files now against the commit
-// it is at.
-func live(ctx context.Context, hd *workspace.Head, split bool) liveView {
-	v := liveView{Split: split}
-	st, err := hd.Status(ctx)
-	if err == nil {
-		var d grove.Diff
-		if d, err = hd.Diff(ctx, grove.Rev(st.Commit), grove.Live); err == nil {
-			v.Files, v.Cut = parsePatch(d.Patch)
-		}
+// its status st says it is at (or the status's failure, stErr).
+func live(ctx context.Context, hd *workspace.Head, st grove.Status, stErr string, split bool) liveView {
+	v := liveView{Split: split, Err: stErr}
+	if stErr != "" {
+		return v
 	}
+	d, err := hd.Diff(ctx, grove.Rev(st.Commit), grove.Live)
 	if err != nil {
 		v.Err = err.Error()
+		return v
 	}
+	v.Files, v.Cut = parsePatch(d.Patch)
 	return v
 }
 
@@ -277,8 +279,7 @@ func (h *Handler) head(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, "head", name, err)
 		return
 	}
-	h.read(ctx, rows, always, 1, true)
-	v := headView{Row: rows[0], At: grove.CheckpointID(r.URL.Query().Get("at")), Split: r.URL.Query().Get("view") != "inline"}
+	v := headView{Row: rows[0].blank(), At: grove.CheckpointID(r.URL.Query().Get("at")), Split: r.URL.Query().Get("view") != "inline"}
 	if v.Row.State == grove.StateArchived {
 		h.render(w, r, http.StatusOK, "head", name, v)
 		return
@@ -289,6 +290,7 @@ func (h *Handler) head(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer hd.Close()
+	st := h.readHead(ctx, hd, &v.Row, true)
 	if v.Log, err = hd.Log(ctx, &workspace.LogOptions{Limit: 200}); err != nil {
 		h.fail(w, r, "log", name, err)
 		return
@@ -311,7 +313,11 @@ func (h *Handler) head(w http.ResponseWriter, r *http.Request) {
 		}
 		v.Diff, v.Cut = parsePatch(d.Patch)
 	}
-	v.Live = live(ctx, hd, v.Split)
+	stErr := ""
+	if st.Commit == "" { // the status failed
+		stErr = v.Row.Err
+	}
+	v.Live = live(ctx, hd, st, stErr, v.Split)
 	h.render(w, r, http.StatusOK, "head", name, v)
 }
 
@@ -357,7 +363,12 @@ func (h *Handler) liveFragment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer hd.Close()
-	h.render(w, r, http.StatusOK, "livefrag", "", live(r.Context(), hd, r.URL.Query().Get("view") != "inline"))
+	stErr := ""
+	st, err := hd.Status(r.Context())
+	if err != nil {
+		stErr = err.Error()
+	}
+	h.render(w, r, http.StatusOK, "livefrag", "", live(r.Context(), hd, st, stErr, r.URL.Query().Get("view") != "inline"))
 }
 
 func (h *Handler) patch(w http.ResponseWriter, r *http.Request) {
