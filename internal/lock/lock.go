@@ -172,10 +172,16 @@ func (o Owner) dead() bool {
 }
 
 // Acquire takes the lock at path, waiting while another holder has it, until
-// ctx ends (Canceled, still matching the context's error).
+// ctx ends (Canceled, still matching the context's error). A lock this
+// process holds wakes its waiters here the moment it is released; one
+// another process holds is looked at again after a wait that doubles up
+// to 64ms.
 func Acquire(ctx context.Context, path, purpose string) (*Lock, error) {
 	delay := time.Millisecond
 	for {
+		// Taken before the try, so that a release in between still wakes
+		// this wait.
+		freed := released.wait(path)
 		l, err := TryLock(path, purpose)
 		if grove.CodeOf(err) != grove.Busy {
 			return l, err
@@ -185,11 +191,49 @@ func Acquire(ctx context.Context, path, purpose string) (*Lock, error) {
 		case <-ctx.Done():
 			t.Stop()
 			return nil, &grove.Error{Code: grove.Canceled, Op: "lock: acquire", Path: path, Err: ctx.Err()}
+		case <-freed:
+			t.Stop()
+			continue
 		case <-t.C:
 		}
 		if delay < 50*time.Millisecond {
 			delay *= 2
 		}
+	}
+}
+
+// released wakes this process's Acquire calls waiting for a lock when
+// the process releases it.
+var released wakeups
+
+// wakeups is a channel per path, closed when the lock at path is released.
+type wakeups struct {
+	mu sync.Mutex
+	ch map[string]chan struct{}
+}
+
+// wait returns the channel the next release of path closes.
+func (w *wakeups) wait(path string) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch == nil {
+		w.ch = map[string]chan struct{}{}
+	}
+	c, ok := w.ch[path]
+	if !ok {
+		c = make(chan struct{})
+		w.ch[path] = c
+	}
+	return c
+}
+
+// wake closes path's channel, if anyone waits.
+func (w *wakeups) wake(path string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c, ok := w.ch[path]; ok {
+		close(c)
+		delete(w.ch, path)
 	}
 }
 
@@ -277,6 +321,7 @@ func (l *Lock) Unlock() error {
 	unlockFile(l.f)
 	err := l.f.Close()
 	l.f = nil
+	released.wake(l.path)
 	if err != nil {
 		return &grove.Error{Code: grove.Internal, Op: "lock: unlock", Path: l.path, Err: err}
 	}
