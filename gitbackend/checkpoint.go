@@ -490,19 +490,40 @@ func (h *head) Checkpoint(ctx context.Context, opts *backend.CheckpointOptions) 
 	_ = l.Unlock()
 	if err == nil {
 		h.w.schedulePush(mf)
-		if last, ok := h.w.repo.LastCheckpoint(mf.ID); res.New && ok && len(last) == 1 && last[0].Seq%gcEvery == 0 {
-			h.w.maintain()
+		if res.New {
+			h.w.wrote()
 		}
 	}
 	return res, h.wrap(op, err)
 }
 
 // WaitMaintenance waits until the repository maintenance this backend
-// started in the background (git gc --auto, every 50th checkpoint of a
-// head) has ended, or ctx ends (its error is returned then). Close
-// cancels maintenance that still runs: a program about to close the
-// backend and exit that wants it done waits for it first.
+// started in the background (git gc --auto, every 50th checkpoint or
+// relocation in a repository) has ended, or ctx ends (its error is
+// returned then). Close cancels maintenance that still runs: a program
+// about to close the backend and exit that wants it done waits for it
+// first.
 func (b *Backend) WaitMaintenance(ctx context.Context) error { return b.maintenance.Wait(ctx) }
+
+// wrote counts a checkpoint or relocation written into the workspace's
+// repository, and starts maintenance at every gcEvery-th of them in one
+// repository: counted by repository, not by head, since a fleet's heads
+// each make a few checkpoints, and each relocation imports what it
+// fetched (a pack, for a large fetch), which slows every git process in
+// the repository until they are collected.
+func (w *workspace) wrote() {
+	b := w.b
+	b.writes.Lock()
+	if b.writes.n == nil {
+		b.writes.n = map[string]int{}
+	}
+	b.writes.n[w.repo.Common]++
+	due := b.writes.n[w.repo.Common]%gcEvery == 0
+	b.writes.Unlock()
+	if due {
+		w.maintain()
+	}
+}
 
 // maintain runs git gc --auto on the repository in the background, holding
 // none of grove's locks (git takes its own), at most one per repository at
@@ -696,8 +717,8 @@ func (h *head) writeCommit(ctx context.Context, tree string, cp *grove.Checkpoin
 	})
 }
 
-// gcEvery is how many checkpoints of one head pass between git gc --auto
-// runs (see maintain).
+// gcEvery is how many checkpoints and relocations in one repository pass
+// between git gc --auto runs (see wrote).
 const gcEvery = 50
 
 // recordCheckpoint points a new private ref at commit and, for a head on

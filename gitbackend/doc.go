@@ -34,8 +34,8 @@
 //     every operation costs what live heads cost), and flock(2) lock files
 //     the kernel releases when their holder dies.
 //   - Background work — pushes to the workspace's remote, the deletion of
-//     destroyed heads' directories, git gc --auto every 50th checkpoint of
-//     a head — is owned by the Backend: it runs holding none of grove's
+//     destroyed heads' directories, git gc --auto every 50th checkpoint or
+//     relocation in a repository — is owned by the Backend: it runs holding none of grove's
 //     locks, Close cancels it and waits for it, and none starts after.
 //
 // # Rooms

@@ -126,6 +126,10 @@ type Backend struct {
 	trash       lifecycle.Deleter // deletion of destroyed heads' directories
 	pushes      pushes            // pushes to workspaces' remotes
 	maintenance tasks.Group       // git gc --auto, one per repository at a time
+	writes      struct {          // checkpoints and relocations by repository, for maintain
+		sync.Mutex
+		n map[string]int
+	}
 }
 
 var _ backend.Backend = (*Backend)(nil)

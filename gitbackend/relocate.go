@@ -125,6 +125,7 @@ func (w *workspace) Relocate(ctx context.Context, bind grove.Binding, opts *back
 		return nil, none, err
 	}
 	w.schedulePush(*mf) // nothing new, unless the remote lacks refs this clone had
+	w.wrote()
 	return h, res, nil
 }
 

@@ -180,7 +180,6 @@ func (rm *Remote) env() []string { return []string{"GIT_ALLOW_PROTOCOL=" + rm.Sc
 func (rm *Remote) args() []string {
 	a := []string{
 		"-c", "fetch.fsckObjects=true", "-c", "gc.auto=0",
-		"-c", "fetch.unpackLimit=1", "-c", "transfer.unpackLimit=1",
 		"-c", "fetch.writeCommitGraph=false", "-c", "fetch.recurseSubmodules=false",
 		"-c", "push.recurseSubmodules=no", "-c", "push.gpgSign=false",
 	}
@@ -274,7 +273,11 @@ func (c *Client) Unreachable(op string, err error) error {
 }
 
 // Fetch fetches refspecs from the remote into the transfer directory;
-// missing reports that the remote lacks a ref a refspec names.
+// missing reports that the remote lacks a ref a refspec names. A small
+// fetch's objects arrive loose (git's own unpack limit), a larger one's
+// as a pack: every pack a repository imports slows each git process in
+// it until maintenance collects them, and a host taking a fleet's heads
+// over fetches hundreds of small ones.
 func (t *Transfer) Fetch(ctx context.Context, refspecs ...string) (missing bool, err error) {
 	args := append([]string{"fetch", "--no-tags", "--no-write-fetch-head", "--", t.c.Remote.URL}, refspecs...)
 	_, err = t.Git(ctx, true, args...)
@@ -290,7 +293,8 @@ func (t *Transfer) Fetch(ctx context.Context, refspecs ...string) (missing bool,
 // pack it wrote as a promisor remote's: in the repository, git then takes
 // the blobs those trees name as promised, not lost.
 func (t *Transfer) FetchObjects(ctx context.Context, ids []string) error {
-	args := append(t.c.Remote.args(), "-c", "fetch.negotiationAlgorithm=noop",
+	// Kept as packs, whatever their size, to be marked.
+	args := append(t.c.Remote.args(), "-c", "fetch.negotiationAlgorithm=noop", "-c", "fetch.unpackLimit=1", "-c", "transfer.unpackLimit=1",
 		"fetch", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "--stdin", "--", t.c.Remote.URL)
 	_, err := t.c.Runner.Output(ctx, gitcmd.Cmd{GitDir: t.dir, Dir: t.dir, Args: args, Env: t.c.Remote.env(),
 		Stdin: strings.NewReader(strings.Join(ids, "\n") + "\n")})
