@@ -14,8 +14,8 @@ func SetProcessHook(b *Backend, f func(args []string)) { b.seams.onStart = f }
 // first retry.
 func SetPushBackoff(b *Backend, backoff time.Duration) { b.seams.backoff = backoff }
 
-// SetPushSlots makes b run n pushes at once; it must be called before
-// b's first push.
+// SetPushSlots makes each of b's push queues run n pushes at once; it
+// must be called before b's first push.
 func SetPushSlots(b *Backend, n int) { b.seams.slots = n }
 
 // QueuedPushes is how many of b's pushes wait for a push slot.

@@ -45,19 +45,19 @@ func (r transportRepo) WriteCommit(tree, parent string, author, committer grove.
 // and waits for them.
 //
 // A task's push waits in a queue (one per repository and remote, so
-// that heads travel only with those of the same credentials) for one of
-// the Backend's push slots; the task that takes a slot pushes every head
-// then queued there (up to maxPushBatch) together
-// (transport.Client.Push), so that a host whose heads checkpoint faster
-// than they travel runs one push for many heads, not one for each.
+// that heads travel only with those of the same credentials) for the
+// queue's push slot; the task that takes it pushes every head then
+// queued there (up to maxPushBatch) together (transport.Client.Push), so
+// that a host whose heads checkpoint faster than they travel runs one
+// push for many heads, not one for each.
 type pushes struct {
 	tasks    tasks.Group
 	mu       sync.Mutex
-	failures []PushFailure          // since the last PushFailures
-	running  map[string]*pushJob    // by common dir and head ID
-	queue    map[string][]*pushWait // by common dir and remote (its Key), oldest first
-	slots    chan struct{}          // pushes running now (see pushSlots)
-	caughtUp map[string]bool        // the repositories catchUp looked at
+	failures []PushFailure            // since the last PushFailures
+	running  map[string]*pushJob      // by common dir and head ID
+	queue    map[string][]*pushWait   // by common dir and remote (its Key), oldest first
+	slots    map[string]chan struct{} // by queue: its pushes running now (see pushSlots)
+	caughtUp map[string]bool          // the repositories catchUp looked at
 }
 
 type pushJob struct{ again bool }
@@ -70,14 +70,16 @@ type pushWait struct {
 	res   transport.PushResult
 }
 
-// pushSlots is how many pushes of one Backend run at once: few, since
-// the heads that wait meanwhile go together in the next (a push costs
-// about the same processes for one head as for many), and one slow
-// remote still leaves one slot to the others; maxPushBatch is how many
-// heads one slot's turn takes at most.
+// pushSlots is how many pushes of one queue (repository and remote) run
+// at once: one, since the heads that wait meanwhile go together in the
+// next, and a push costs about the same for one head as for many — the
+// remote lists all its refs and checks the push against all of them,
+// so that a second slot only doubles that work for a fleet's remote;
+// each queue has its own, so that a slow remote holds up only its own
+// heads. maxPushBatch is how many heads one slot's turn takes at most.
 const (
-	pushSlots    = 2
-	maxPushBatch = 32
+	pushSlots    = 1
+	maxPushBatch = 64
 )
 
 // Push timing: a failed push is tried again after defaultPushBackoff
@@ -115,9 +117,6 @@ func (w *workspace) schedulePush(mf registry.Manifest) {
 		job.again = true
 		return
 	}
-	if p.slots == nil {
-		p.slots = make(chan struct{}, cmp.Or(w.b.seams.slots, pushSlots))
-	}
 	job := &pushJob{}
 	p.running[key] = job
 	started := p.tasks.Start("", func(ctx context.Context) {
@@ -154,7 +153,14 @@ func (w *workspace) push(ctx context.Context, mf registry.Manifest) (retry bool,
 		p.queue = map[string][]*pushWait{}
 	}
 	p.queue[key] = append(p.queue[key], me)
-	slots := p.slots
+	if p.slots == nil {
+		p.slots = map[string]chan struct{}{}
+	}
+	slots := p.slots[key]
+	if slots == nil {
+		slots = make(chan struct{}, cmp.Or(w.b.seams.slots, pushSlots))
+		p.slots[key] = slots
+	}
 	p.mu.Unlock()
 	for {
 		p.mu.Lock()
