@@ -20,10 +20,10 @@ func SetPushSlots(b *Backend, n int) { b.seams.slots = n }
 
 // QueuedPushes is how many of b's pushes wait for a push slot.
 func QueuedPushes(b *Backend) int {
-	b.pushes.mu.Lock()
-	defer b.pushes.mu.Unlock()
+	b.pushes.batch.mu.Lock()
+	defer b.pushes.batch.mu.Unlock()
 	n := 0
-	for _, q := range b.pushes.queue {
+	for _, q := range b.pushes.batch.queue {
 		n += len(q)
 	}
 	return n

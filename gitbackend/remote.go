@@ -3,7 +3,6 @@ package gitbackend
 import (
 	"cmp"
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -44,31 +43,22 @@ func (r transportRepo) WriteCommit(tree, parent string, author, committer grove.
 // Backend's: Close cancels them (a push waiting to retry stops at once)
 // and waits for them.
 //
-// A task's push waits in a queue (one per repository and remote, so
-// that heads travel only with those of the same credentials) for the
-// queue's push slot; the task that takes it pushes every head then
-// queued there (up to maxPushBatch) together (transport.Client.Push), so
-// that a host whose heads checkpoint faster than they travel runs one
-// push for many heads, not one for each.
+// A task's push is batched (see batches) by repository and remote, so
+// that heads travel only with those of the same credentials: the task
+// that takes the slot pushes every head then queued there (up to
+// maxPushBatch) together (transport.Client.Push), so that a host whose
+// heads checkpoint faster than they travel runs one push for many heads,
+// not one for each.
 type pushes struct {
 	tasks    tasks.Group
 	mu       sync.Mutex
-	failures []PushFailure            // since the last PushFailures
-	running  map[string]*pushJob      // by common dir and head ID
-	queue    map[string][]*pushWait   // by common dir and remote (its Key), oldest first
-	slots    map[string]chan struct{} // by queue: its pushes running now (see pushSlots)
-	caughtUp map[string]bool          // the repositories catchUp looked at
+	failures []PushFailure       // since the last PushFailures
+	running  map[string]*pushJob // by common dir and head ID
+	batch    batches[registry.Manifest, transport.PushResult]
+	caughtUp map[string]bool // the repositories catchUp looked at
 }
 
 type pushJob struct{ again bool }
-
-// pushWait is one head's push waiting in its workspace's queue.
-type pushWait struct {
-	mf    registry.Manifest
-	taken bool          // a batch took it (under pushes.mu)
-	done  chan struct{} // closed once res is set
-	res   transport.PushResult
-}
 
 // pushSlots is how many pushes of one queue (repository and remote) run
 // at once: one, since the heads that wait meanwhile go together in the
@@ -142,74 +132,19 @@ func (w *workspace) schedulePush(mf registry.Manifest) {
 }
 
 // push pushes head mf once, with whatever other heads of the workspace
-// wait to push when a slot frees (see pushes), and reports how its push
+// wait to push when its slot frees (see pushes), and reports how its push
 // ended, as transport.Client.PushOnce does; retry is set when ctx ended.
 func (w *workspace) push(ctx context.Context, mf registry.Manifest) (retry bool, err error) {
-	p := &w.b.pushes
 	key := w.repo.Common + "\x00" + w.remote.Key()
-	me := &pushWait{mf: mf, done: make(chan struct{})}
-	p.mu.Lock()
-	if p.queue == nil {
-		p.queue = map[string][]*pushWait{}
+	res, ok := w.b.pushes.batch.do(ctx, key, cmp.Or(w.b.seams.slots, pushSlots), maxPushBatch, mf, func(mfs []registry.Manifest) []transport.PushResult {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		return w.remoteClient().Push(pctx, mfs)
+	})
+	if !ok {
+		return true, ctx.Err()
 	}
-	p.queue[key] = append(p.queue[key], me)
-	if p.slots == nil {
-		p.slots = map[string]chan struct{}{}
-	}
-	slots := p.slots[key]
-	if slots == nil {
-		slots = make(chan struct{}, cmp.Or(w.b.seams.slots, pushSlots))
-		p.slots[key] = slots
-	}
-	p.mu.Unlock()
-	for {
-		p.mu.Lock()
-		taken := me.taken
-		p.mu.Unlock()
-		var slot chan struct{} // nil, which never sends, once another task took me
-		if !taken {
-			slot = slots
-		}
-		select {
-		case <-me.done:
-			return me.res.Retry, me.res.Err
-		case <-ctx.Done():
-			p.mu.Lock()
-			if !me.taken {
-				p.queue[key] = slices.DeleteFunc(p.queue[key], func(o *pushWait) bool { return o == me })
-			}
-			p.mu.Unlock()
-			return true, ctx.Err()
-		case slot <- struct{}{}:
-		}
-		p.mu.Lock()
-		q := p.queue[key]
-		n := min(len(q), maxPushBatch)
-		batch := q[:n:n]
-		if n == len(q) {
-			delete(p.queue, key)
-		} else {
-			p.queue[key] = q[n:]
-		}
-		for _, o := range batch {
-			o.taken = true
-		}
-		p.mu.Unlock()
-		if len(batch) > 0 {
-			mfs := make([]registry.Manifest, len(batch))
-			for i, o := range batch {
-				mfs[i] = o.mf
-			}
-			pctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-			res := w.remoteClient().Push(pctx, mfs)
-			cancel()
-			for i, o := range batch {
-				o.res = res[i]
-				close(o.done)
-			}
-		}
-		<-slots
-	}
+	return res.Retry, res.Err
 }
 
 // WaitPushes waits until no background push runs, or ctx ends.
