@@ -10,7 +10,7 @@ import (
 )
 
 // DefaultTakeOverParallel is TakeOverOptions.Parallel's default.
-const DefaultTakeOverParallel = 4
+const DefaultTakeOverParallel = 8
 
 // TakeOverOptions says how Engine.TakeOver takes sessions over.
 type TakeOverOptions struct {

@@ -125,6 +125,7 @@ type Backend struct {
 	// Background work, owned: Close cancels each and waits for it.
 	trash       lifecycle.Deleter // deletion of destroyed heads' directories
 	pushes      pushes            // pushes to workspaces' remotes
+	takeOvers   takeOvers         // Relocate's transfers, batched
 	maintenance tasks.Group       // git gc --auto, one per repository at a time
 	writes      struct {          // checkpoints and relocations by repository, for maintain
 		sync.Mutex

@@ -2,6 +2,7 @@ package gitbackend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -204,70 +205,51 @@ func (w *workspace) relocate(ctx context.Context, op string, bind grove.Binding,
 		}
 	}
 
-	// Fetch what was pushed.
-	t, err := w.remoteClient().Open(ctx)
-	if err != nil {
-		return res, err
-	}
-	defer t.Close()
-	// Each push of the head moves the owner ref (see transport.PushOnce):
-	// the take-over lands only if none did since the fetch, so this clone
-	// continues from the last push the remote accepted, and the last
-	// holder's pushes are refused from then on.
+	// Fetch what was pushed, and take the head over: each push of the
+	// head moves the owner ref (see transport.PushOnce), so the take-over
+	// lands only if none did since the fetch, this clone continues from
+	// the last push the remote accepted, and the last holder's pushes are
+	// refused from then on. Both transfers are batched with those of
+	// other heads taken over here at once (see takeOvers).
 	var (
-		tip, prevOwner, sparseRef, sparseMsg, owner string
-		ops                                         []string
-		seq                                         int
-		set                                         sparse.Set
+		f     fetched
+		owner string
 	)
-	for attempt := 0; ; attempt++ {
-		if _, err := t.Fetch(ctx, "+"+registry.RefPrefix(id)+"*:"+registry.RefPrefix(id)+"*"); err != nil {
-			return res, w.remoteClient().Unreachable(op, err)
-		}
-		tip, prevOwner, sparseRef, ops, seq, err = fetchedRefs(ctx, t, id)
-		if err != nil {
-			return res, grove.Errorf(grove.Internal, op, "%w", err)
-		}
-		// The head's sparse set, as the remote records it; one that does not
-		// read as a set is the whole tree.
-		set, sparseMsg = nil, ""
-		if sparseRef != "" {
-			if msg, err := t.Git(ctx, false, "cat-file", "commit", sparseRef); err == nil {
-				if _, body, ok := strings.Cut(msg, "\n\n"); ok {
-					if dirs, ok := transport.ParseSparseMessage(body); ok {
-						if set, err = sparse.New(dirs); err == nil {
-							sparseMsg = transport.SparseMessage(set)
-						}
-					}
-				}
+	for attempt := 0; ; {
+		if f = w.b.takeOvers.fetch(ctx, w, id); f.err != nil {
+			if grove.CodeOf(f.err) == grove.Canceled && ctx.Err() == nil {
+				continue // the batch was another call's, whose context ended
 			}
+			return res, f.err
 		}
-		if tip == "" {
+		if f.tip == "" {
 			return res, fail(grove.NotFound, grove.ReasonMissing, "the remote holds nothing of head %s: it was never pushed", id)
 		}
-		res.Commit = grove.CheckpointID(tip)
-		if err := t.Import(); err != nil {
-			return res, grove.Errorf(grove.Internal, op, "moving the fetched objects into the repository: %w", err)
-		}
-		if set != nil && w.sealed() {
+		res.Commit = grove.CheckpointID(f.tip)
+		if f.set != nil && w.sealed() {
 			// Refused before the head is taken over: its owner keeps it.
 			return res, fail(grove.Unimplemented, "", "a sparse head under a sandbox: its sealed git dir holds the whole index")
 		}
-		// Take the head over: from now on only this clone's pushes of it land.
 		if owner, err = w.remoteClient().OwnerCommit(ctx, id); err != nil {
 			return res, grove.Errorf(grove.Internal, op, "%w", err)
 		}
-		if _, err := t.Git(ctx, true, "push", "--force-with-lease="+transport.RemoteOwner(id)+":"+prevOwner, "--", w.remote.URL, owner+":"+transport.RemoteOwner(id)); err != nil {
-			if transport.Rejected(err) {
-				if attempt+1 < relocateAttempts {
-					continue // the head's last holder pushed since the fetch: fetch again
-				}
-				return res, fail(grove.Conflict, "", "the remote's copy of head %s kept moving while this clone took it over (its last holder still pushes, or another clone took it): %v", id, err)
+		tk, err := w.b.takeOvers.own(ctx, w, ownerPush{id: id, prev: f.owner, owner: owner})
+		switch {
+		case grove.CodeOf(err) == grove.Canceled && ctx.Err() == nil:
+			continue
+		case err != nil:
+			return res, err
+		case tk.Lost():
+			if attempt++; attempt < relocateAttempts {
+				continue // the head's last holder pushed since the fetch: fetch again
 			}
-			return res, w.remoteClient().Unreachable(op, err)
+			return res, fail(grove.Conflict, "", "the remote's copy of head %s kept moving while this clone took it over (its last holder still pushes, or another clone took it): %s", id, tk.Refused)
+		case !tk.Landed:
+			return res, w.remoteClient().Unreachable(op, errors.New(tk.Refused))
 		}
 		break
 	}
+	tip, seq, ops, set, sparseMsg := f.tip, f.seq, f.ops, f.set, f.sparseMsg
 	_ = w.meta.WritePushed(id, registry.PushRecord{URL: w.remote.URL, Owner: owner, Commit: tip, Seq: seq, Sparse: sparseMsg})
 
 	rl, err := w.lockRepo(ctx, "relocate "+p.Name)
@@ -328,33 +310,178 @@ func (w *workspace) holdsHead(dir string, id grove.HeadID) string {
 	return admin
 }
 
-// fetchedRefs reads what a fetch brought of head id: its remote tip, the
-// commit naming its owner, and the update-ref lines that set its
-// checkpoint refs with the highest sequence number among them.
-func fetchedRefs(ctx context.Context, t *transport.Transfer, id grove.HeadID) (tip, owner, sparse string, ops []string, seq int, err error) {
-	out, err := t.Git(ctx, false, "for-each-ref", "--format=%(refname) %(objectname)", registry.RefPrefix(id))
-	if err != nil {
-		return "", "", "", nil, 0, err
+// takeOvers batches the transfers of Relocate (see batches), by
+// repository and remote: a host taking a dead host's heads over fetches
+// them, and pushes their owner refs, a batch at a time.
+type takeOvers struct {
+	fetches batches[grove.HeadID, fetched]
+	owners  batches[ownerPush, ownerPushed]
+}
+
+// maxTakeOverBatch is how many heads one take-over transfer carries at
+// most.
+const maxTakeOverBatch = 64
+
+// fetched is what a take-over's fetch brought of one head: its remote
+// tip, the commit naming its owner, the update-ref lines that set its
+// checkpoint refs with the highest sequence number among them, and its
+// sparse set as the remote records it (one that does not read as a set
+// is the whole tree). err is ready to return from Relocate.
+type fetched struct {
+	tip, owner string
+	ops        []string
+	seq        int
+	set        sparse.Set
+	sparseMsg  string
+	err        error
+}
+
+type ownerPush struct {
+	id          grove.HeadID
+	prev, owner string
+}
+
+type ownerPushed struct {
+	taken transport.Taken
+	err   error
+}
+
+func (w *workspace) transferKey() string { return w.repo.Common + "\x00" + w.remote.Key() }
+
+// fetch fetches head id's refs from the workspace's remote, with those
+// of other heads fetched at once, and moves the objects into the
+// repository; the refs stay in the transfer directory.
+func (t *takeOvers) fetch(ctx context.Context, w *workspace, id grove.HeadID) fetched {
+	f, ok := t.fetches.do(ctx, w.transferKey(), 1, maxTakeOverBatch, id, func(ids []grove.HeadID) []fetched {
+		return w.fetchHeads(ctx, ids)
+	})
+	if !ok {
+		f.err = grove.ContextError(ctx, "gitbackend: relocate")
 	}
-	for _, line := range strings.Split(out, "\n") {
+	return f
+}
+
+// own moves head p.id's owner ref to p.owner, leased on p.prev, with the
+// owner refs of other heads taken over at once.
+func (t *takeOvers) own(ctx context.Context, w *workspace, p ownerPush) (transport.Taken, error) {
+	r, ok := t.owners.do(ctx, w.transferKey(), 1, maxTakeOverBatch, p, func(ps []ownerPush) []ownerPushed {
+		return w.pushOwners(ctx, ps)
+	})
+	if !ok {
+		return r.taken, grove.ContextError(ctx, "gitbackend: relocate")
+	}
+	return r.taken, r.err
+}
+
+// fetchHeads fetches heads ids' refs in one fetch (see takeOvers.fetch).
+func (w *workspace) fetchHeads(ctx context.Context, ids []grove.HeadID) []fetched {
+	const op = "gitbackend: relocate"
+	res := make([]fetched, len(ids))
+	all := func(err error) []fetched {
+		for i := range res {
+			res[i].err = err
+		}
+		return res
+	}
+	t, err := w.remoteClient().Open(ctx)
+	if err != nil {
+		return all(err)
+	}
+	defer t.Close()
+	specs := make([]string, len(ids))
+	list := []string{"for-each-ref", "--format=%(refname) %(objectname)"}
+	for i, id := range ids {
+		specs[i] = "+" + registry.RefPrefix(id) + "*:" + registry.RefPrefix(id) + "*"
+		list = append(list, registry.RefPrefix(id))
+	}
+	if _, err := t.Fetch(ctx, specs...); err != nil {
+		return all(w.remoteClient().Unreachable(op, err))
+	}
+	out, err := t.Git(ctx, false, list...)
+	if err != nil {
+		return all(grove.Errorf(grove.Internal, op, "%w", err))
+	}
+	for i, id := range ids {
+		f := fetchedRefs(out, id)
+		if f.sparse != "" {
+			if msg, err := t.Git(ctx, false, "cat-file", "commit", f.sparse); err == nil {
+				if _, body, ok := strings.Cut(msg, "\n\n"); ok {
+					if dirs, ok := transport.ParseSparseMessage(body); ok {
+						if set, err := sparse.New(dirs); err == nil {
+							res[i].set, res[i].sparseMsg = set, transport.SparseMessage(set)
+						}
+					}
+				}
+			}
+		}
+		res[i].tip, res[i].owner, res[i].ops, res[i].seq = f.tip, f.owner, f.ops, f.seq
+	}
+	if err := t.Import(); err != nil {
+		return all(grove.Errorf(grove.Internal, op, "moving the fetched objects into the repository: %w", err))
+	}
+	return res
+}
+
+// pushOwners pushes heads' owner refs in one push (see takeOvers.own).
+func (w *workspace) pushOwners(ctx context.Context, ps []ownerPush) []ownerPushed {
+	res := make([]ownerPushed, len(ps))
+	all := func(err error) []ownerPushed {
+		for i := range res {
+			res[i].err = err
+		}
+		return res
+	}
+	t, err := w.remoteClient().Open(ctx)
+	if err != nil {
+		return all(err)
+	}
+	defer t.Close()
+	ids, prev, owners := make([]grove.HeadID, len(ps)), make([]string, len(ps)), make([]string, len(ps))
+	for i, p := range ps {
+		ids[i], prev[i], owners[i] = p.id, p.prev, p.owner
+	}
+	taken, err := t.TakeOwners(ctx, ids, prev, owners)
+	if err != nil {
+		return all(w.remoteClient().Unreachable("gitbackend: relocate", err))
+	}
+	for i := range res {
+		res[i].taken = taken[i]
+	}
+	return res
+}
+
+// refsFetched is what fetchedRefs reads of one head.
+type refsFetched struct {
+	tip, owner, sparse string
+	ops                []string
+	seq                int
+}
+
+// fetchedRefs reads head id's refs from a listing of fetched refs
+// ("<refname> <objectname>" lines): its remote tip, the commit naming its
+// owner, its sparse set's commit, and the update-ref lines that set its
+// checkpoint refs with the highest sequence number among them.
+func fetchedRefs(listing string, id grove.HeadID) refsFetched {
+	var f refsFetched
+	for _, line := range strings.Split(listing, "\n") {
 		name, oid, ok := strings.Cut(line, " ")
 		switch {
-		case !ok:
+		case !ok || !strings.HasPrefix(name, registry.RefPrefix(id)):
 		case name == transport.RemoteHead(id):
-			tip = oid
+			f.tip = oid
 		case name == transport.RemoteOwner(id):
-			owner = oid
+			f.owner = oid
 		case name == transport.RemoteSparse(id):
-			sparse = oid
+			f.sparse = oid
 		default:
 			n, err := strconv.Atoi(strings.TrimPrefix(name, registry.RefPrefix(id)))
 			if err == nil && name == registry.RefName(id, n) {
-				ops = append(ops, "update "+name+" "+oid)
-				seq = max(seq, n)
+				f.ops = append(f.ops, "update "+name+" "+oid)
+				f.seq = max(f.seq, n)
 			}
 		}
 	}
-	return tip, owner, sparse, ops, seq, nil
+	return f
 }
 
 // keepStale adds to ops what moves head id's branch to tip and keeps,

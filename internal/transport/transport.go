@@ -23,6 +23,7 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -931,6 +932,73 @@ func (t *Transfer) push(ctx context.Context, plans []*pushPlan) error {
 		_ = c.Registry.WritePushed(p.mf.ID, rec)
 	}
 	return nil
+}
+
+// Taken is how the push of one head's owner ref in TakeOwners ended.
+type Taken struct {
+	// Landed is set when the remote took the new owner: the head is
+	// this clone's.
+	Landed bool
+	// Refused is git's word on a head that did not land: its lease
+	// ("stale info": another clone moved the owner ref since it was
+	// read), or the remote's refusal.
+	Refused string
+}
+
+// Lost reports whether the owner ref was refused for its lease: another
+// clone moved it since it was read.
+func (t Taken) Lost() bool {
+	for _, s := range []string{"stale info", "fetch first", "non-fast-forward", "already exists", "but expected"} {
+		if strings.Contains(t.Refused, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// TakeOwners moves the owner refs of heads ids to owners (commits
+// OwnerCommit wrote), each leased on prev ("" for a head with none), in
+// one push in which each head's lease is checked on its own: a host
+// taking many heads over pays for one push, not one each, and one head
+// another clone took first does not hold up the others. The error is the
+// push's own failure, when it did not say how each head's ended.
+func (t *Transfer) TakeOwners(ctx context.Context, ids []grove.HeadID, prev, owners []string) ([]Taken, error) {
+	args := append(t.c.Remote.args(), "push", "--porcelain")
+	var specs []string
+	for i, id := range ids {
+		args = append(args, "--force-with-lease="+RemoteOwner(id)+":"+prev[i])
+		specs = append(specs, owners[i]+":"+RemoteOwner(id))
+	}
+	args = append(append(args, "--", t.c.Remote.URL), specs...)
+	var out bytes.Buffer
+	_, err := t.c.Runner.Run(ctx, gitcmd.Cmd{GitDir: t.dir, Dir: t.dir, Args: args, Env: t.c.Remote.env(), Stdout: &out})
+	// --porcelain: a line per ref, "<flag>\t<from>:<to>\t<summary>", the
+	// flag '!' for one refused.
+	said := map[string]Taken{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		flag, rest, ok := strings.Cut(line, "\t")
+		if !ok || len(flag) != 1 {
+			continue
+		}
+		spec, summary, _ := strings.Cut(rest, "\t")
+		_, dst, _ := strings.Cut(spec, ":")
+		said[dst] = Taken{Landed: flag != "!", Refused: summary}
+	}
+	res := make([]Taken, len(ids))
+	for i, id := range ids {
+		tk, ok := said[RemoteOwner(id)]
+		if !ok {
+			if err == nil {
+				err = fmt.Errorf("git push said nothing of %s", RemoteOwner(id))
+			}
+			return nil, err
+		}
+		if !tk.Landed && err != nil {
+			tk.Refused += ": " + gitcmd.Stderr(err)
+		}
+		res[i] = tk
+	}
+	return res, nil
 }
 
 // DeleteHead deletes head mf's refs from the remote (its branch,
