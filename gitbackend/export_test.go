@@ -56,3 +56,14 @@ func WatchedLooks(b *Backend, status bool) (nothing, changed, all int64) {
 	}
 	return l[lookedAtNothing].Load(), l[lookedAtChanged].Load(), l[lookedAtAll].Load()
 }
+
+// QueuedFetches is how many of b's take-overs wait to fetch.
+func QueuedFetches(b *Backend) int {
+	b.takeOvers.fetches.mu.Lock()
+	defer b.takeOvers.fetches.mu.Unlock()
+	n := 0
+	for _, q := range b.takeOvers.fetches.queue {
+		n += len(q)
+	}
+	return n
+}

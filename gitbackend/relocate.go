@@ -373,7 +373,8 @@ func (t *takeOvers) own(ctx context.Context, w *workspace, p ownerPush) (transpo
 	return r.taken, r.err
 }
 
-// fetchHeads fetches heads ids' refs in one fetch (see takeOvers.fetch).
+// fetchHeads fetches heads ids' refs in one fetch (see takeOvers.fetch),
+// or each alone when that fails.
 func (w *workspace) fetchHeads(ctx context.Context, ids []grove.HeadID) []fetched {
 	const op = "gitbackend: relocate"
 	res := make([]fetched, len(ids))
@@ -395,6 +396,14 @@ func (w *workspace) fetchHeads(ctx context.Context, ids []grove.HeadID) []fetche
 		list = append(list, registry.RefPrefix(id))
 	}
 	if _, err := t.Fetch(ctx, specs...); err != nil {
+		if len(ids) > 1 && ctx.Err() == nil {
+			// One head's refusal (say, an object fsck rejects) must not
+			// become every head's: each is fetched alone.
+			for i, id := range ids {
+				res[i] = w.fetchHeads(ctx, []grove.HeadID{id})[0]
+			}
+			return res
+		}
 		return all(w.remoteClient().Unreachable(op, err))
 	}
 	out, err := t.Git(ctx, false, list...)
@@ -422,7 +431,8 @@ func (w *workspace) fetchHeads(ctx context.Context, ids []grove.HeadID) []fetche
 	return res
 }
 
-// pushOwners pushes heads' owner refs in one push (see takeOvers.own).
+// pushOwners pushes heads' owner refs in one push (see takeOvers.own), or
+// each alone when that push fails without a word on each.
 func (w *workspace) pushOwners(ctx context.Context, ps []ownerPush) []ownerPushed {
 	res := make([]ownerPushed, len(ps))
 	all := func(err error) []ownerPushed {
@@ -442,6 +452,12 @@ func (w *workspace) pushOwners(ctx context.Context, ps []ownerPush) []ownerPushe
 	}
 	taken, err := t.TakeOwners(ctx, ids, prev, owners)
 	if err != nil {
+		if len(ps) > 1 && ctx.Err() == nil {
+			for i, p := range ps {
+				res[i] = w.pushOwners(ctx, []ownerPush{p})[0]
+			}
+			return res
+		}
 		return all(w.remoteClient().Unreachable("gitbackend: relocate", err))
 	}
 	for i := range res {

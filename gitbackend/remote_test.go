@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -53,10 +55,16 @@ type host struct {
 
 func (f *fleet) host(name string, opts ...gitbackend.Options) *host {
 	f.t.Helper()
+	return f.hostOn(name, gitbackend.New(append(opts, gitbackend.Options{})[0]))
+}
+
+// hostOn is host with backend b.
+func (f *fleet) hostOn(name string, b *gitbackend.Backend) *host {
+	f.t.Helper()
 	clone := filepath.Join(f.root, name, "project")
 	_, err := githarness.Git(f.ctx, f.root, "clone", "-q", f.remote, clone)
 	require.NoError(f.t, err)
-	h := &host{f: f, b: gitbackend.New(append(opts, gitbackend.Options{})[0]), clone: clone}
+	h := &host{f: f, b: b, clone: clone}
 	h.ws = h.open()
 	return h
 }
@@ -989,4 +997,111 @@ func TestAttackAForgedTombstoneCannotDeleteALiveHeadFromTheRemote(t *testing.T) 
 			assert.Equal(t, []grove.CheckpointID{cps[2]}, hr.Kept)
 		}
 	}
+}
+
+// Heads taken over at once travel together: their fetch is one git
+// fetch. A head whose objects git refuses (fsck) fails that fetch, and
+// then each head is fetched alone: the refused one fails on its own and
+// the others are taken over.
+func TestTakeOversAtOnceFetchTogetherAndOneRefusalStaysItsOwn(t *testing.T) {
+	f := newFleet(t)
+	a := f.host("a")
+	var heads []*workspace.Head
+	for _, name := range []string{"first", "second", "poisoned"} {
+		h, err := a.ws.NewHead(name).From("main").Create(f.ctx)
+		require.NoError(t, err)
+		defer h.Close()
+		writeFile(t, h, name+".txt", name+"\n")
+		_, err = h.Checkpoint(f.ctx, nil)
+		require.NoError(t, err)
+		heads = append(heads, h)
+	}
+	a.wait()
+	// refspecs counts the heads a fetch fetches.
+	refspecs := func(args []string) int {
+		n := 0
+		for _, a := range args {
+			if strings.HasPrefix(a, "+refs/grove/") && strings.HasSuffix(a, "/*") {
+				n++
+			}
+		}
+		return n
+	}
+	var b *host
+	bb := gitbackend.New(gitbackend.Options{})
+	var mu sync.Mutex
+	var fetches [][]string
+	first := make(chan struct{})
+	gitbackend.SetProcessHook(bb, func(args []string) {
+		if !slices.Contains(args, "fetch") || refspecs(args) == 0 {
+			return
+		}
+		mu.Lock()
+		fetches = append(fetches, args)
+		n := len(fetches)
+		mu.Unlock()
+		if n == 1 {
+			close(first)
+			// The first head's fetch waits until the other two wait for
+			// theirs: they then go together.
+			for gitbackend.QueuedFetches(bb) < 2 && f.ctx.Err() == nil {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	})
+	b = f.hostOn("b", bb)
+	// The poisoned head's branch on the remote: a commit fsck refuses
+	// (planted after b's clone, which copied the remote's objects).
+	bad := heads[2].Info().ID
+	tree := strings.TrimSpace(f.git(f.remote, "rev-parse", "refs/grove/"+string(bad)+"/head^{tree}"))
+	forged := "tree " + tree + "\nauthor A <a@example.com> 1 +99999\ncommitter A <a@example.com> 1 +0000\n\nforged\n" // a bad time zone
+	oid := strings.TrimSpace(f.gitIn(f.remote, forged, "hash-object", "-t", "commit", "--literally", "-w", "--stdin"))
+	f.git(f.remote, "update-ref", "refs/grove/"+string(bad)+"/head", oid)
+
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	relocate := func(i int) <-chan struct{} {
+		done := make(chan struct{})
+		wg.Go(func() {
+			defer close(done)
+			h, _, err := b.ws.Relocate(f.ctx, heads[i].Binding(), nil)
+			if err == nil {
+				_ = h.Close()
+			}
+			errs[i] = err
+		})
+		return done
+	}
+	select {
+	case <-first:
+	case <-relocate(0):
+		t.Fatalf("the first head's take-over fetched nothing: %v", errs[0])
+	}
+	relocate(1)
+	relocate(2)
+	wg.Wait()
+	assert.NoError(t, errs[0])
+	assert.NoError(t, errs[1])
+	assert.Equal(t, grove.Unavailable, grove.CodeOf(errs[2]), "%v", errs[2])
+	require.Len(t, fetches, 4, "the first head's fetch, the two heads' together, then each alone")
+	assert.Equal(t, []int{1, 2, 1, 1}, []int{refspecs(fetches[0]), refspecs(fetches[1]), refspecs(fetches[2]), refspecs(fetches[3])})
+	for i, h := range heads[:2] {
+		assert.NotEqual(t, f.remoteRef("refs/grove/"+string(h.Info().ID)+"/owner"), "", "head %d", i)
+		st, err := b.b.Pushed(f.ctx, b.clone, h.Info().ID, f.remote)
+		require.NoError(t, err)
+		assert.Equal(t, f.remoteRef("refs/grove/"+string(h.Info().ID)+"/head"), string(st.Commit), "head %d is b's", i)
+	}
+}
+
+// git runs git in dir, with stdin as its input ("" for none), and returns
+// its output.
+func (f *fleet) git(dir string, args ...string) string { return f.gitIn(dir, "", args...) }
+
+func (f *fleet) gitIn(dir, stdin string, args ...string) string {
+	f.t.Helper()
+	cmd := exec.CommandContext(f.ctx, "git", args...)
+	cmd.Dir, cmd.Stdin = dir, strings.NewReader(stdin)
+	out, err := cmd.Output()
+	require.NoError(f.t, err, "git %v", args)
+	return string(out)
 }
