@@ -91,3 +91,14 @@ func (b *batches[Q, R]) do(ctx context.Context, key string, slots, max int, q Q,
 		<-slot
 	}
 }
+
+// waiting is how many calls wait in the queues.
+func (b *batches[Q, R]) waiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, q := range b.queue {
+		n += len(q)
+	}
+	return n
+}

@@ -19,15 +19,7 @@ func SetPushBackoff(b *Backend, backoff time.Duration) { b.seams.backoff = backo
 func SetPushSlots(b *Backend, n int) { b.seams.slots = n }
 
 // QueuedPushes is how many of b's pushes wait for a push slot.
-func QueuedPushes(b *Backend) int {
-	b.pushes.batch.mu.Lock()
-	defer b.pushes.batch.mu.Unlock()
-	n := 0
-	for _, q := range b.pushes.batch.queue {
-		n += len(q)
-	}
-	return n
-}
+func QueuedPushes(b *Backend) int { return b.pushes.batch.waiting() }
 
 // SetFromDiskMin makes b's heads of at least n files copy their files
 // from another head.
@@ -58,12 +50,4 @@ func WatchedLooks(b *Backend, status bool) (nothing, changed, all int64) {
 }
 
 // QueuedFetches is how many of b's take-overs wait to fetch.
-func QueuedFetches(b *Backend) int {
-	b.takeOvers.fetches.mu.Lock()
-	defer b.takeOvers.fetches.mu.Unlock()
-	n := 0
-	for _, q := range b.takeOvers.fetches.queue {
-		n += len(q)
-	}
-	return n
-}
+func QueuedFetches(b *Backend) int { return b.takeOvers.fetches.waiting() }
