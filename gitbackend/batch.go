@@ -44,6 +44,15 @@ func (b *batches[Q, R]) do(ctx context.Context, key string, slots, max int, q Q,
 		b.slots[key] = slot
 	}
 	b.mu.Unlock()
+	// leave takes q out of the queue, unless a run took it.
+	leave := func() (R, bool) {
+		b.mu.Lock()
+		if !me.taken {
+			b.queue[key] = slices.DeleteFunc(b.queue[key], func(o *batchCall[Q, R]) bool { return o == me })
+		}
+		b.mu.Unlock()
+		return r, false
+	}
 	for {
 		b.mu.Lock()
 		taken := me.taken
@@ -56,13 +65,13 @@ func (b *batches[Q, R]) do(ctx context.Context, key string, slots, max int, q Q,
 		case <-me.done:
 			return me.r, true
 		case <-ctx.Done():
-			b.mu.Lock()
-			if !me.taken {
-				b.queue[key] = slices.DeleteFunc(b.queue[key], func(o *batchCall[Q, R]) bool { return o == me })
-			}
-			b.mu.Unlock()
-			return r, false
+			return leave()
 		case take <- struct{}{}:
+		}
+		if ctx.Err() != nil {
+			// The slot, but no context to run the others' calls with.
+			<-slot
+			return leave()
 		}
 		b.mu.Lock()
 		q := b.queue[key]

@@ -408,6 +408,9 @@ func (w *workspace) fetchHeads(ctx context.Context, ids []grove.HeadID) []fetche
 	}
 	out, err := t.Git(ctx, false, list...)
 	if err != nil {
+		if cerr := grove.ContextError(ctx, op); cerr != nil {
+			return all(cerr)
+		}
 		return all(grove.Errorf(grove.Internal, op, "%w", err))
 	}
 	for i, id := range ids {
@@ -427,6 +430,12 @@ func (w *workspace) fetchHeads(ctx context.Context, ids []grove.HeadID) []fetche
 	}
 	if err := t.Import(); err != nil {
 		return all(grove.Errorf(grove.Internal, op, "moving the fetched objects into the repository: %w", err))
+	}
+	// A step that failed for the context's end (a sparse set's commit
+	// unread, say) must not pass for a head without one: the callers
+	// whose contexts live fetch again (see relocate).
+	if err := grove.ContextError(ctx, op); err != nil {
+		return all(err)
 	}
 	return res
 }
