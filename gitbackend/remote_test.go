@@ -1050,6 +1050,11 @@ func TestTakeOversAtOnceFetchTogetherAndOneRefusalStaysItsOwn(t *testing.T) {
 		}
 	})
 	b = f.hostOn("b", bb)
+	// The clone's own configuration, which an agent can write, asks for
+	// no checks and for every fetch kept whole: transfers never read it.
+	for _, kv := range [][2]string{{"fetch.fsckObjects", "false"}, {"transfer.fsckObjects", "false"}, {"fetch.unpackLimit", "100000"}, {"transfer.unpackLimit", "100000"}} {
+		f.git(b.clone, "config", kv[0], kv[1])
+	}
 	// The poisoned head's branch on the remote: a commit fsck refuses
 	// (planted after b's clone, which copied the remote's objects).
 	bad := heads[2].Info().ID
